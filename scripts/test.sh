@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Quickstart command (2): set up everything, then run the Rust and Python test suites.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup_env.sh
+if command -v cargo >/dev/null 2>&1 && [ -f rust/Cargo.toml ]; then
+  ROOT=$PWD; source scripts/cargo_env.sh
+  (cd rust && cargo test --release --offline 2>&1 | tail -n 25)
+fi
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
