@@ -47,9 +47,7 @@ def make_release(release_dir: Path, phase_index: int, seed: int = 0, run: dict |
     config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=32)
     BertForMaskedLM(config).save_pretrained(release_dir)
-    vocab_file = release_dir / "vocab.txt"
-    vocab_file.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    BertTokenizer(vocab_file=str(vocab_file)).save_pretrained(release_dir)
+    BertTokenizer(vocab={token: i for i, token in enumerate(VOCAB)}).save_pretrained(release_dir)
     phase = TINY_CURRICULUM[phase_index]
     start = sum(p["steps"] for p in TINY_CURRICULUM[:phase_index])
     info = {
