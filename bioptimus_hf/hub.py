@@ -135,6 +135,7 @@ def stage_release(
     per_version_repos: bool = False,
     ner_results: Any = None,
     license: str = "apache-2.0",
+    datasets: Sequence[str] | None = None,
     rerender_card: bool = True,
 ) -> Path:
     """Build the exact tree of files one version's Hub revision will hold, in ``staging_dir``.
@@ -159,7 +160,7 @@ def stage_release(
         _link_or_copy(source, target)
     if not (staged / "README.md").exists():
         card = render_release_card(release, ner_results, repo_id=repo_id, per_version_repos=per_version_repos,
-                                   license=license)
+                                   license=license, datasets=datasets)
         (staged / "README.md").write_text(card, encoding="utf-8")
     return staged
 
@@ -242,6 +243,7 @@ def publish_releases(
     staging_dir: str | os.PathLike | None = None,
     ner_results: Mapping[str, Any] | None = None,
     license: str = "apache-2.0",
+    datasets: Sequence[str] | None = None,
     rerender_card: bool = True,
     token: str | None = None,
     endpoint: str | None = None,
@@ -297,7 +299,8 @@ def publish_releases(
             report = VersionReport(version, target_repo, MAIN_BRANCH if per_version_repos else tag, tag)
             report.staged_dir = stage_release(
                 release, Path(staging_dir) / tag, repo_id=repo_id, per_version_repos=per_version_repos,
-                ner_results=ner_by_version.get(version), license=license, rerender_card=rerender_card,
+                ner_results=ner_by_version.get(version), license=license, datasets=datasets,
+                rerender_card=rerender_card,
             )
             reports.append(report)
 
@@ -456,7 +459,12 @@ def publish_command(release_dir: str | os.PathLike, repo_id: str, mode: str = "b
     for key, value in (extra or {}).items():
         if value is None or value is False:
             continue
-        parts += [f"--{key}"] if value is True else [f"--{key}", str(value)]
+        if value is True:
+            parts.append(f"--{key}")
+        elif isinstance(value, (list, tuple)):
+            parts += [f"--{key}", *map(str, value)]
+        else:
+            parts += [f"--{key}", str(value)]
     return shlex.join(parts)
 
 
@@ -485,7 +493,7 @@ class ReleasePublisher:
         return f"ReleasePublisher(repo_id={self.repo_id!r}, mode={self.mode!r}, private={self.private})"
 
     def command(self, release_dir: str | os.PathLike) -> str:
-        extra = {k: self._publish_kwargs.get(k) for k in ("organization", "commit_message", "license")
+        extra = {k: self._publish_kwargs.get(k) for k in ("organization", "commit_message", "license", "datasets")
                  if self._publish_kwargs.get(k) not in (None, DEFAULT_COMMIT_MESSAGE)}
         return publish_command(release_dir, self.repo_id, self.mode, self.private, extra)
 
@@ -566,6 +574,9 @@ class PublishArguments:
                                                                            "(all_results.json file or directory) "
                                                                            "to put in that version's card."})
     license: str = field(default="apache-2.0", metadata={"help": "License identifier in the card metadata."})
+    datasets: list[str] | None = field(default=None, metadata={"help": "Hub dataset ids of the pre-training data, "
+                                                                        "for the card's `datasets` metadata "
+                                                                        "(default: the run's `datasets`, if any)."})
     keep_release_readme: bool = field(default=False, metadata={"help": "Upload the release's own README.md "
                                                                        "instead of re-rendering the card."})
     endpoint: str | None = field(default=None, metadata={"help": "Hub endpoint (default: HF_ENDPOINT or "
@@ -598,7 +609,8 @@ def main(argv: Sequence[str] | None = None) -> list[VersionReport]:
         args.run_dir, args.repo_id, versions=args.versions, mode=args.mode, private=args.private,
         organization=args.organization, commit_message=args.commit_message, force=args.force,
         dry_run=args.dry_run, staging_dir=args.staging_dir, ner_results=_parse_ner_results(args.ner_results),
-        license=args.license, rerender_card=not args.keep_release_readme, endpoint=args.endpoint,
+        license=args.license, datasets=args.datasets, rerender_card=not args.keep_release_readme,
+        endpoint=args.endpoint,
         print_fn=print if args.dry_run else None,
     )
     for report in reports:

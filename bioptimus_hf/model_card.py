@@ -408,6 +408,7 @@ def build_card(
         is_last=bool(versions) and versions[-1] == version,
         model_name=model_name,
         phase=info,
+        phase_number=next((i + 1 for i, row in enumerate(rows) if row["current"]), "n/a"),
         phase_unit=_masking_unit(info.get("masking_unit")),
         phase_corruption=_corruption(info.get("corruption")),
         curriculum=rows,

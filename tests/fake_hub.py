@@ -28,7 +28,7 @@ What the real Hub does and this server does not: Xet storage (tests disable it w
 rate limits, and the Hub's full metadata validation (here: the YAML parses into a `ModelCardData`).
 
 Behaviour knobs for tests: ``token`` (required as ``Authorization: Bearer`` on every call), ``fail(...)``
-to inject failures, ``requests`` (method, path, status of every call) and ``lfs_uploads`` (oids PUT).
+to inject failures, ``gate`` (an Event that holds every request until set), ``requests`` (method, path, status of every call) and ``lfs_uploads`` (oids PUT).
 The server binds 127.0.0.1 on a free port and shuts itself down after ``lifetime_s`` seconds.
 """
 
@@ -124,6 +124,7 @@ class FakeHub:
         self.requests: list[tuple[str, str, int]] = []
         self.commit_messages: list[tuple[str, str, str]] = []  # (repo, branch, summary)
         self.failures: list[InjectedFailure] = []
+        self.gate: threading.Event | None = None  # when set to an Event, requests wait (<= 30 s) until it is set
         self._lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
         self._timer: threading.Timer | None = None
@@ -261,6 +262,8 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path, query = unquote(split.path), parse_qs(split.query)
         body = self._body() if method in ("POST", "PUT") else b""
+        if fake.gate is not None:
+            fake.gate.wait(timeout=30)
         status = 500
         try:
             with fake._lock:
