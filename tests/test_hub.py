@@ -311,3 +311,17 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
     assert all(TOKEN not in message for _, _, message in hub.commit_messages)
     # and every write call carried it as a bearer token only (the fake answers 401 otherwise)
     assert all(status != 401 for _, _, status in hub.requests)
+
+
+def test_cards_pass_modelcard_validate_through_the_hub_endpoint(run_dir, hub, tmp_path, monkeypatch):
+    """`ModelCard.validate` posts to {ENDPOINT}/api/validate-yaml; here the fake Hub answers (see docs/hub.md)."""
+    monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)
+    staged = stage_release(run_dir / "releases" / "v0.4", tmp_path / "v0.4", repo_id=REPO,
+                           ner_results=[{"dataset_name": "BC5CDR-chem", "test_f1": 0.93}])
+    ModelCard.load(staged / "README.md").validate()
+    broken = (staged / "README.md").read_text().replace("  - task:\n", "  - tusk:\n", 1)
+    from huggingface_hub import HfApi
+
+    with pytest.raises(ValueError, match="Invalid metadata in README.md"):  # what create_commit runs first
+        HfApi(endpoint=hub.url, token=TOKEN)._validate_yaml(broken)
+    assert hub.count("POST", "^/api/validate-yaml$") == 2
