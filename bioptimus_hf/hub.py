@@ -331,7 +331,7 @@ def publish_releases(
 
         created: set[str] = set()
         for report in reports:
-            if report.repo_id not in created:
+            if report.repo_id not in created and refs_by_repo[report.repo_id] is None:
                 api.create_repo(report.repo_id, private=private, exist_ok=True)
                 created.add(report.repo_id)
             _publish_version(api, report, locals_[report.version], private=private,
