@@ -200,7 +200,7 @@ class VersionReport:
     repo_id: str
     branch: str
     tag: str
-    status: str = "pending"  # planned | published | unchanged | republished | failed
+    status: str = "pending"  # planned (dry run) | published | unchanged | republished (forced)
     uploaded: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     operations: list[str] = field(default_factory=list)
@@ -221,11 +221,6 @@ def _resolve_repo_id(repo_id: str, organization: str | None, api: Any | None) ->
         raise ValueError(f"--repo_id {repo_id!r} has no namespace: give 'org/{repo_id}' or --organization "
                          "(a dry run cannot ask the Hub for your user name)")
     return f"{api.whoami()['name']}/{repo_id}"
-
-
-def _git_tree_equal(local: Mapping[str, LocalFile], remote: Mapping[str, Any]) -> bool:
-    uploads, deletions = diff_files(local, remote)
-    return not uploads and not deletions
 
 
 # --------------------------------------------------------------------------------------------- publishing
