@@ -588,7 +588,8 @@ def _parse_ner_results(pairs: Iterable[str] | None) -> dict[str, list[str]]:
     return results
 
 
-def main(argv: Sequence[str] | None = None) -> list[VersionReport]:
+def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
+    """Parse CLI arguments (or one .json/.yaml file of them), publish, print one line per version."""
     from transformers import HfArgumentParser
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -612,6 +613,13 @@ def main(argv: Sequence[str] | None = None) -> list[VersionReport]:
         print(f"v{report.version}: {report.status} -> {report.repo_id} (branch {report.branch}, tag {report.tag})"
               + (f"; uploaded {report.uploaded}" if report.uploaded else ""))
     return reports
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        publish_from_cli(argv)
+    except (ValueError, FileNotFoundError, RuntimeError) as error:  # VersionConflictError is a RuntimeError
+        sys.exit(f"error: {error}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 from bioptimus_hf.hub import (
     VersionConflictError,
     find_releases,
-    main,
+    publish_from_cli,
     make_release_publisher,
     publish_releases,
     stage_release,
@@ -194,7 +194,7 @@ def test_dry_run_stages_and_prints_without_network(run_dir, tmp_path, monkeypatc
     monkeypatch.delenv("HF_TOKEN", raising=False)
     ner = tmp_path / "ner.json"
     ner.write_text(json.dumps({"dataset": "BC5CDR-chem", "test_f1": 0.93, "per_seed": [1, 2]}))
-    reports = main(["--run_dir", str(run_dir), "--repo_id", "bioptimus", "--organization", "acme", "--dry_run",
+    reports = publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "bioptimus", "--organization", "acme", "--dry_run",
                     "--versions", "0.3", "--staging_dir", str(tmp_path / "staged"),
                     "--ner_results", f"0.3={ner}", "--endpoint", "http://127.0.0.1:9", "--datasets", "acme/pubmed-2023"])
     out = capsys.readouterr().out
@@ -210,13 +210,13 @@ def test_dry_run_stages_and_prints_without_network(run_dir, tmp_path, monkeypatc
 
 def test_cli_errors_name_the_flag(run_dir):
     with pytest.raises(ValueError, match="--ner_results '0.3'"):
-        main(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--ner_results", "0.3"])
+        publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--ner_results", "0.3"])
     with pytest.raises(ValueError, match="--versions \\['0.9'\\]"):
-        main(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--versions", "0.9"])
+        publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--versions", "0.9"])
     with pytest.raises(ValueError, match="no namespace"):
-        main(["--run_dir", str(run_dir), "--repo_id", "x", "--dry_run"])
+        publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "x", "--dry_run"])
     with pytest.raises(ValueError, match="contradicts --organization"):
-        main(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--organization", "other", "--dry_run"])
+        publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--organization", "other", "--dry_run"])
 
 
 def test_missing_token_is_a_clear_error(run_dir, monkeypatch, tmp_path):
@@ -324,3 +324,15 @@ def test_cards_pass_modelcard_validate_through_the_hub_endpoint(run_dir, hub, tm
     with pytest.raises(ValueError, match="Invalid metadata in README.md"):  # what create_commit runs first
         HfApi(endpoint=hub.url, token=TOKEN)._validate_yaml(broken)
     assert hub.count("POST", "^/api/validate-yaml$") == 2
+
+
+def test_cli_reads_a_yaml_config_and_exits_cleanly_on_errors(run_dir, tmp_path, capsys):
+    from bioptimus_hf.hub import main
+
+    config = tmp_path / "publish.yaml"
+    config.write_text(f"run_dir: {run_dir}\nrepo_id: acme/bioptimus\nmode: repos\nversions: ['0.4']\n"
+                      f"dry_run: true\nstaging_dir: {tmp_path / 'staged'}\n")
+    (report,) = publish_from_cli([str(config)])
+    assert (report.repo_id, report.branch, report.status) == ("acme/bioptimus-v0.4", "main", "planned")
+    with pytest.raises(SystemExit, match="error: --versions \\['0.7'\\] not found"):
+        main(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--versions", "0.7"])
