@@ -28,6 +28,9 @@ from bioptimus_hf.model_card import validate_card
 from tests.fake_hub import FakeHub
 from tests.tiny_releases import make_run
 
+# huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.
+pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning")
+
 TOKEN = "hf_FAKEtoken_do_not_leak_8431"
 REPO = "acme/bioptimus"
 VERSIONS = ["0.1", "0.2", "0.3", "0.4"]
@@ -49,7 +52,7 @@ def local_hub_mode(monkeypatch):
 
 @pytest.fixture
 def hub():
-    with FakeHub(token=TOKEN, lifetime_s=120) as fake:
+    with FakeHub(token=TOKEN, lifetime_s=300) as fake:  # safety net: stops by itself
         yield fake
 
 
@@ -269,11 +272,12 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
     home = tmp_path / "hf_home"
     env = dict(os.environ, HF_ENDPOINT=hub.url, HF_TOKEN=TOKEN, HF_HOME=str(home), HF_HUB_OFFLINE="0",
                HF_HUB_DISABLE_XET="1", PYTHONPATH=str(REPO_ROOT))
+    env.pop("TRANSFORMERS_OFFLINE", None)  # the suite runs offline; these processes talk to the local fake Hub
     staging = tmp_path / "staging"
     publish = subprocess.run(
         [sys.executable, "-m", "bioptimus_hf.hub", "--run_dir", str(run_dir), "--repo_id", "bioptimus",
          "--organization", "acme", "--staging_dir", str(staging)],
-        env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240,
     )
     assert publish.returncode == 0, publish.stderr[-2000:]
     assert "v0.4: published -> acme/bioptimus" in publish.stdout
@@ -292,7 +296,7 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
         "    print(v, type(model).__name__, tok.convert_tokens_to_ids('protein'), same)\n"
     )
     load = subprocess.run([sys.executable, "-c", loader, str(run_dir), *VERSIONS], env=env, cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=240)
     assert load.returncode == 0, load.stderr[-2000:]
     assert load.stdout.split("\n")[:4] == [f"{v} BertForMaskedLM 6 True" for v in VERSIONS]
     # transformers resolves the tag to its commit, then downloads at that commit
