@@ -104,6 +104,13 @@ class CurriculumArguments:
     overwrite_output_dir: bool = field(
         default=False, metadata={"help": "Allow writing into an output_dir that holds a run without checkpoints."}
     )
+    push_releases_to_hub: bool = field(
+        default=False,
+        metadata={"help": "Publish each release as its phase ends (background; a Hub failure never stops training)."},
+    )
+    releases_repo_id: Optional[str] = field(default=None, metadata={"help": "Hub repository for the releases."})
+    releases_private: bool = field(default=False)
+    releases_hub_mode: str = field(default="branches", metadata={"help": "'branches' (one repo) or 'repos'."})
 
 
 def load_curriculum(spec: str) -> tuple[list[CurriculumPhase], Optional[list[float]]]:
@@ -340,11 +347,23 @@ def main():
         "train_files": data_args.train_file,
         "dataset_name": data_args.dataset_name,
     }
+    publisher = None
+    if curriculum_args.push_releases_to_hub:
+        if not curriculum_args.releases_repo_id:
+            raise SystemExit("--push_releases_to_hub needs --releases_repo_id ORG/NAME")
+        from bioptimus_hf.hub import make_release_publisher
+
+        publisher = make_release_publisher(
+            curriculum_args.releases_repo_id,
+            private=curriculum_args.releases_private,
+            mode=curriculum_args.releases_hub_mode,
+        )
     callback = PhaseScheduleCallback(
         collator,
         phase_steps=phase_steps,
         evaluate_at_phase_end=eval_dataset is not None,
         run_info=run_info,
+        on_release=[publisher] if publisher is not None else [],
     )
 
     trainer = Trainer(
@@ -373,6 +392,8 @@ def main():
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
     trainer.save_state()
+    if publisher is not None and trainer.is_world_process_zero():
+        publisher.wait(timeout=600)
     if trainer.is_world_process_zero():
         releases = sorted(p.name for p in (output_dir / "releases").glob("v*") if p.is_dir())
         logger.info("releases written: %s", ", ".join(releases) or "none")
