@@ -264,9 +264,13 @@ def main():
                 test_size=data_args.validation_split_percentage / 100, seed=training_args.seed
             )
             raw["train"], raw["validation"] = split["train"], split["test"]
-    if data_args.text_column_name not in raw["train"].column_names:
+    def column_names(split):
+        # Streaming datasets may not know their columns until read.
+        return split.column_names or list(split.features or {}) or [data_args.text_column_name]
+
+    if data_args.text_column_name not in column_names(raw["train"]):
         raise SystemExit(
-            f"--text_column_name {data_args.text_column_name!r} not in the dataset columns {raw['train'].column_names}"
+            f"--text_column_name {data_args.text_column_name!r} not in the dataset columns {column_names(raw['train'])}"
         )
 
     def tokenize(examples):
@@ -286,7 +290,7 @@ def main():
         for split_name, split in raw.items():
             if split_name not in ("train", "validation"):
                 continue
-            columns = split.column_names
+            columns = column_names(split)
             ds = split.map(tokenize, batched=True, remove_columns=columns, **map_kwargs,
                            **({} if data_args.streaming else {"desc": f"tokenizing {split_name}"}))
             if data_args.line_by_line:

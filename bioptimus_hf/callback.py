@@ -117,15 +117,21 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         if logs is None or self.phase_ends is None:
             return
         phase = self.collator.active_phase
-        logs["curriculum_phase"] = self.collator.phase_index + 1
-        logs["masking_rate"] = phase.masking_rate
-        logs["whole_word_masking"] = int(phase.whole_word)
-        logs["corruption"] = int(phase.corruption)
-        if any(key.startswith("eval_") for key in logs):
-            return  # evaluation batches are not training statistics
-        realised = self.collator.pop_window_fraction()
-        if realised is not None:
-            logs["realised_masked_fraction"] = round(realised, 5)
+        extra = {
+            "curriculum_phase": self.collator.phase_index + 1,
+            "masking_rate": phase.masking_rate,
+            "whole_word_masking": int(phase.whole_word),
+            "corruption": int(phase.corruption),
+        }
+        # Evaluation batches are not training statistics.
+        if not any(key.startswith("eval_") for key in logs):
+            realised = self.collator.pop_window_fraction()
+            if realised is not None:
+                extra["realised_masked_fraction"] = round(realised, 5)
+        logs.update(extra)
+        # The Trainer stored a copy of `logs` in the history before calling callbacks.
+        if state.log_history and state.log_history[-1].get("step") == state.global_step:
+            state.log_history[-1].update(extra)
 
     # ------------------------------------------------------------------ state for checkpoints
     def state(self) -> dict:

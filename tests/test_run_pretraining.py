@@ -55,6 +55,17 @@ def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir
     assert not torch.equal(first, last)
     metrics = json.loads((out / "train_results.json").read_text())
     assert metrics["remasked_batches"] >= 1
+    # Curriculum metrics reach the Trainer's log history (and so every reporter).
+    train_logs = [e for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
+    assert [e["curriculum_phase"] for e in train_logs] == [2, 3, 3, 4, 4, 4]  # logs at steps 2, 4, ..., 12
+    assert all(abs(e["realised_masked_fraction"] - e["masking_rate"]) < 0.05 for e in train_logs)
+
+
+def test_streaming_corpus(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    out = tmp_path / "out"
+    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--streaming", "true", "--max_steps", 8])
+    info = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
+    assert info["end_step"] == 8 and info["heldout_mlm_loss"] > 0
 
 
 def test_line_by_line_chunks_long_lines(monkeypatch, tmp_path, tiny_model_dir, corpus, caplog):
