@@ -1,0 +1,393 @@
+//! The corpus scan: a reader thread streams batches of whole lines; each batch is split into
+//! sentences and tokenized in parallel (rayon); hits are merged into one bottom-k sample per target.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
+use flate2::read::MultiGzDecoder;
+use rayon::prelude::*;
+
+use crate::sampling::{priority, BottomK};
+use crate::text::{decode_lossy, split_sentences};
+use crate::wordpiece::{BertWordPiece, Scratch, Token};
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub max_per_token: usize,
+    pub seed: u64,
+    pub max_context_chars: usize,
+    /// 0: all cores.
+    pub num_threads: usize,
+    /// Bytes of text per parallel batch.
+    pub batch_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { max_per_token: 20, seed: 0, max_context_chars: 1000, num_threads: 0, batch_bytes: 4 << 20 }
+    }
+}
+
+/// What a scan read (same meaning as `QikFindStats` on the Python side).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub files: u64,
+    pub lines: u64,
+    pub bytes: u64,
+    pub sentences: u64,
+    pub replacement_chars: u64,
+    pub chunked_sentences: u64,
+    pub candidate_sentences: u64,
+}
+
+impl Stats {
+    pub fn as_pairs(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("files", self.files),
+            ("lines", self.lines),
+            ("bytes", self.bytes),
+            ("sentences", self.sentences),
+            ("replacement_chars", self.replacement_chars),
+            ("chunked_sentences", self.chunked_sentences),
+            ("candidate_sentences", self.candidate_sentences),
+        ]
+    }
+}
+
+/// One sampled context; `start`/`end` are code point offsets into `sentence`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub sentence: String,
+    pub start: usize,
+    pub end: usize,
+    pub sentence_index: u64,
+}
+
+#[derive(Debug)]
+pub struct FindError(pub String);
+
+impl std::fmt::Display for FindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl std::error::Error for FindError {}
+
+// -------------------------------------------------------------------------------------------- prefilter
+
+/// Discards sentences that cannot produce any target: a token's characters (without the `##`
+/// prefix) must occur in the normalised sentence. Exact: only ever says "no" when tokenizing would.
+pub struct Prefilter {
+    automaton: Option<AhoCorasick>,
+}
+
+impl Prefilter {
+    pub fn new(tokenizer: &BertWordPiece, targets: &[u32]) -> Self {
+        let mut patterns = Vec::with_capacity(targets.len());
+        for &id in targets {
+            if id == tokenizer.unk_id {
+                // [UNK] has no surface: every sentence is a candidate.
+                return Prefilter { automaton: None };
+            }
+            let Some(token) = tokenizer.id_to_token(id) else { continue };
+            if tokenizer.is_added_token(id) {
+                patterns.push(token.to_string());
+            } else {
+                patterns.push(token.strip_prefix(tokenizer.continuing_prefix.as_str()).unwrap_or(token).to_string());
+            }
+        }
+        let automaton = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(tokenizer.normalizer.lowercase)
+            .build(&patterns);
+        Prefilter { automaton: Some(automaton) }
+    }
+
+    #[inline]
+    pub fn is_candidate(&self, tokenizer: &BertWordPiece, sentence: &str, normalized: &mut String) -> bool {
+        let Some(automaton) = &self.automaton else { return true };
+        // Printable ASCII with tab/newline/CR normalises to itself lowercased (whitespace to spaces,
+        // which no vocabulary piece contains): search the raw bytes, ASCII-case-insensitively when the
+        // tokenizer lowercases.
+        let plain_ascii = sentence.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\t' || b == b'\n' || b == b'\r');
+        let raw_match = automaton.is_match(sentence);
+        if raw_match || plain_ascii {
+            return raw_match;
+        }
+        tokenizer.normalizer.normalize_into(sentence, normalized);
+        automaton.is_match(normalized.as_str())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------- reading
+
+struct CountingReader<R> {
+    inner: R,
+    counter: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+enum Batch {
+    File,
+    Lines(Vec<u8>),
+}
+
+fn read_file(
+    path: &Path,
+    batch_bytes: usize,
+    raw_bytes: &Arc<AtomicU64>,
+    send: &dyn Fn(Batch) -> bool,
+) -> Result<(), FindError> {
+    let error = |e: std::io::Error| FindError(format!("{}: {e}", path.display()));
+    let file = File::open(path).map_err(error)?;
+    let counting = CountingReader { inner: file, counter: raw_bytes.clone() };
+    let mut reader: Box<dyn Read> = if path.extension().map_or(false, |e| e == "gz") {
+        Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 16, counting)))
+    } else {
+        Box::new(counting)
+    };
+    if !send(Batch::File) {
+        return Ok(());
+    }
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let mut buffer = std::mem::take(&mut carry);
+        buffer.reserve(batch_bytes);
+        let read = reader.by_ref().take(batch_bytes as u64).read_to_end(&mut buffer).map_err(error)?;
+        if read == 0 {
+            if !buffer.is_empty() && !send(Batch::Lines(buffer)) {
+                return Ok(());
+            }
+            return Ok(());
+        }
+        match memchr::memrchr(b'\n', &buffer) {
+            Some(position) => {
+                carry = buffer[position + 1..].to_vec();
+                buffer.truncate(position + 1);
+                if !send(Batch::Lines(buffer)) {
+                    return Ok(());
+                }
+            }
+            None => carry = buffer, // a line longer than a batch: keep reading
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------- scan
+
+struct Hit {
+    slot: u32,
+    priority: u64,
+    index: u64,
+    sentence: String,
+    start: usize,
+    end: usize,
+}
+
+struct Worker {
+    scratch: Scratch,
+    tokens: Vec<Token>,
+    normalized: String,
+    seen: Vec<u32>,
+}
+
+/// Sample up to `options.max_per_token` contexts for each target id. `progress` is called after each
+/// batch with the on-disk bytes read so far; an `Err` from it aborts the scan.
+pub fn find_contexts(
+    paths: &[PathBuf],
+    tokenizer: &BertWordPiece,
+    targets: &[u32],
+    options: &Options,
+    progress: &mut dyn FnMut(u64) -> Result<(), String>,
+) -> Result<(HashMap<u32, Vec<Found>>, Stats), FindError> {
+    if options.max_context_chars == 0 {
+        return Err(FindError("max_context_chars must be >= 1".to_string()));
+    }
+    for path in paths {
+        if !path.is_file() {
+            return Err(FindError(format!("corpus file not found: {}", path.display())));
+        }
+    }
+    let mut unique_targets: Vec<u32> = Vec::with_capacity(targets.len());
+    for &t in targets {
+        if (t as usize) >= tokenizer.vocab_size() || tokenizer.id_to_token(t).is_none() {
+            return Err(FindError(format!("target id {t} is not in the tokenizer's vocabulary")));
+        }
+        if !unique_targets.contains(&t) {
+            unique_targets.push(t);
+        }
+    }
+    // slot_of[id] = position in unique_targets, or u32::MAX.
+    let mut slot_of = vec![u32::MAX; tokenizer.vocab_size()];
+    for (slot, &t) in unique_targets.iter().enumerate() {
+        slot_of[t as usize] = slot as u32;
+    }
+    let prefilter = Prefilter::new(tokenizer, &unique_targets);
+    let mut samples: Vec<BottomK<Found>> = unique_targets.iter().map(|_| BottomK::new(options.max_per_token)).collect();
+    // Largest kept priority per target once its sample is full (None: not full). Read by the workers
+    // to skip hits that cannot enter; only ever decreases, so a stale value is still a safe bound.
+    let mut thresholds: Vec<Option<u64>> = samples.iter().map(|s| s.threshold()).collect();
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.num_threads)
+        .build()
+        .map_err(|e| FindError(format!("cannot start the thread pool: {e}")))?;
+
+    let mut stats = Stats::default();
+    let raw_bytes = Arc::new(AtomicU64::new(0));
+    let (sender, receiver) = sync_channel::<Result<Batch, FindError>>(2);
+    let reader_paths = paths.to_vec();
+    let reader_bytes = raw_bytes.clone();
+    let batch_bytes = options.batch_bytes.max(1);
+    let reader = std::thread::spawn(move || {
+        let send = |batch: Batch| sender.send(Ok(batch)).is_ok();
+        for path in &reader_paths {
+            if let Err(error) = read_file(path, batch_bytes, &reader_bytes, &send) {
+                let _ = sender.send(Err(error));
+                return;
+            }
+        }
+    });
+
+    let mut result = Ok(());
+    for message in receiver.iter() {
+        let bytes = match message {
+            Ok(Batch::File) => {
+                stats.files += 1;
+                continue;
+            }
+            Ok(Batch::Lines(bytes)) => bytes,
+            Err(error) => {
+                result = Err(error);
+                break;
+            }
+        };
+        stats.bytes += bytes.len() as u64;
+        let hits = pool.install(|| {
+            process_batch(&bytes, tokenizer, &prefilter, &slot_of, &thresholds, options, &mut stats)
+        });
+        for hit in hits {
+            let sample = &mut samples[hit.slot as usize];
+            sample.offer(
+                hit.priority,
+                hit.index,
+                Found { sentence: hit.sentence, start: hit.start, end: hit.end, sentence_index: hit.index },
+            );
+            thresholds[hit.slot as usize] = sample.threshold();
+        }
+        if let Err(message) = progress(raw_bytes.load(Ordering::Relaxed)) {
+            result = Err(FindError(message));
+            break;
+        }
+    }
+    drop(receiver);
+    let _ = reader.join();
+    result?;
+
+    let mut out = HashMap::with_capacity(unique_targets.len());
+    for (t, sample) in unique_targets.iter().zip(samples) {
+        out.insert(*t, sample.into_sorted_by_index().into_iter().map(|(_, found)| found).collect());
+    }
+    Ok((out, stats))
+}
+
+fn process_batch(
+    bytes: &[u8],
+    tokenizer: &BertWordPiece,
+    prefilter: &Prefilter,
+    slot_of: &[u32],
+    thresholds: &[Option<u64>],
+    options: &Options,
+    stats: &mut Stats,
+) -> Vec<Hit> {
+    // Lines (without their '\n'); a final line without '\n' counts too.
+    let mut lines: Vec<&[u8]> = Vec::new();
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes) {
+        lines.push(&bytes[start..end]);
+        start = end + 1;
+    }
+    if start < bytes.len() {
+        lines.push(&bytes[start..]);
+    }
+    stats.lines += lines.len() as u64;
+
+    // Phase 1: decode and split, so that every sentence gets its global index.
+    let split: Vec<(Cow<str>, Vec<(usize, usize)>, usize, usize)> = lines
+        .par_iter()
+        .map(|line| {
+            let (text, replacements) = decode_lossy(line);
+            let mut ranges = Vec::new();
+            let chunked = split_sentences(&text, options.max_context_chars, &mut ranges);
+            (text, ranges, chunked, replacements)
+        })
+        .collect();
+    let mut bases = Vec::with_capacity(split.len());
+    for (_, ranges, chunked, replacements) in &split {
+        bases.push(stats.sentences);
+        stats.sentences += ranges.len() as u64;
+        stats.chunked_sentences += *chunked as u64;
+        stats.replacement_chars += *replacements as u64;
+    }
+
+    // Phase 2: prefilter, tokenize candidates, keep hits that can still enter their sample.
+    let results: Vec<(Vec<Hit>, u64)> = split
+        .par_iter()
+        .zip(bases.par_iter())
+        .map_init(
+            || Worker { scratch: Scratch::default(), tokens: Vec::new(), normalized: String::new(), seen: Vec::new() },
+            |worker, ((text, ranges, _, _), base)| {
+                let mut hits = Vec::new();
+                let mut candidates = 0;
+                for (offset, &(a, b)) in ranges.iter().enumerate() {
+                    let sentence = &text[a..b];
+                    if !prefilter.is_candidate(tokenizer, sentence, &mut worker.normalized) {
+                        continue;
+                    }
+                    candidates += 1;
+                    let index = base + offset as u64;
+                    tokenizer.tokenize(sentence, &mut worker.scratch, &mut worker.tokens);
+                    worker.seen.clear();
+                    for token in &worker.tokens {
+                        let slot = slot_of.get(token.id as usize).copied().unwrap_or(u32::MAX);
+                        if slot == u32::MAX || worker.seen.contains(&slot) {
+                            continue;
+                        }
+                        worker.seen.push(slot);
+                        let p = priority(options.seed, token.id, index);
+                        // Later sentences lose ties, so p >= the kept maximum can never enter.
+                        if let Some(threshold) = thresholds[slot as usize] {
+                            if p >= threshold {
+                                continue;
+                            }
+                        }
+                        let start = sentence[..token.start].chars().count();
+                        let end = start + sentence[token.start..token.end].chars().count();
+                        hits.push(Hit { slot, priority: p, index, sentence: sentence.to_string(), start, end });
+                    }
+                }
+                (hits, candidates)
+            },
+        )
+        .collect();
+    let mut hits = Vec::new();
+    for (batch_hits, candidates) in results {
+        stats.candidate_sentences += candidates;
+        hits.extend(batch_hits);
+    }
+    hits
+}
