@@ -97,7 +97,10 @@ impl Prefilter {
                 // [UNK] has no surface: every sentence is a candidate.
                 return Prefilter { automaton: None };
             }
-            let Some(token) = tokenizer.id_to_token(id) else { continue };
+            let token = match tokenizer.id_to_token(id) {
+                Some(token) => token,
+                None => continue,
+            };
             if tokenizer.is_added_token(id) {
                 patterns.push(token.to_string());
             } else {
@@ -112,7 +115,10 @@ impl Prefilter {
 
     #[inline]
     pub fn is_candidate(&self, tokenizer: &BertWordPiece, sentence: &str, normalized: &mut String) -> bool {
-        let Some(automaton) = &self.automaton else { return true };
+        let automaton = match &self.automaton {
+            Some(automaton) => automaton,
+            None => return true,
+        };
         // Printable ASCII with tab/newline/CR normalises to itself lowercased (whitespace to spaces,
         // which no vocabulary piece contains): search the raw bytes, ASCII-case-insensitively when the
         // tokenizer lowercases.
