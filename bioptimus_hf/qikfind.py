@@ -369,6 +369,7 @@ def find_contexts(
 
     if backend not in ("auto", "rust", "python"):
         raise ValueError(f"backend must be 'auto', 'rust' or 'python', got {backend!r}")
+    requested = backend
     if backend == "auto":
         backend = "rust" if rust_available() else "python"
     elif backend == "rust" and not rust_available():
@@ -387,7 +388,7 @@ def find_contexts(
     stats = QikFindStats(backend=backend)
     started = time.perf_counter()
     try:
-        if backend == "rust":
+        if backend == "rust" and requested == "auto":
             try:
                 contexts = _rust_backend(
                     paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,
@@ -400,9 +401,16 @@ def find_contexts(
                     raise
                 logger.warning("qik-find: %s; using the python backend", error)
                 stats = QikFindStats(backend="python")
+                if progress_bar is not None:
+                    progress_bar.reset()
                 contexts = _python_backend(
                     paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress_bar, stats
                 )
+        elif backend == "rust":
+            contexts = _rust_backend(
+                paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,
+                num_threads, progress_bar, stats,
+            )
         else:
             contexts = _python_backend(
                 paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress_bar, stats

@@ -269,6 +269,22 @@ def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_na
 
 
 @needs_rust
+def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_dir, tmp_path):
+    import json
+
+    config = json.loads((minilm_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    for token in config["added_tokens"]:
+        if token["content"] == "[MASK]":
+            token["lstrip"] = True  # RoBERTa-style mask: the Rust side does not implement it
+    (tmp_path / "tokenizer.json").write_text(json.dumps(config), encoding="utf-8")
+    target = config["model"]["vocab"]["cells"]
+    contexts, stats = find_contexts(corpus, tmp_path, [target], backend="auto", progress=False, return_stats=True)
+    assert stats.backend == "python" and len(contexts[target]) > 0
+    with pytest.raises(ValueError, match="unsupported tokenizer: added token .*lstrip"):
+        find_contexts(corpus, tmp_path, [target], backend="rust", progress=False)
+
+
+@needs_rust
 def test_rust_tokenizer_matches_hf_on_unicode_soup(minilm_dir):
     """Differential test of the Rust BERT normaliser/pre-tokenizer/WordPiece against HF tokenizers."""
     import random

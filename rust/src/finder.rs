@@ -397,3 +397,77 @@ fn process_batch(
     }
     hits
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn fixture(name: &str) -> (PathBuf, Vec<PathBuf>, BertWordPiece) {
+        let dir = std::env::temp_dir().join(format!("qikfind-test-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nalpha\nbeta\ngamma\n##s\n.\n!\n1\n").unwrap();
+        let plain = dir.join("a.txt");
+        std::fs::write(&plain, b"Alpha beta. Gamma alphas!\n\nbeta \xff beta\r\nno match here").unwrap();
+        let gz = dir.join("b.txt.gz");
+        let mut encoder = flate2::write::GzEncoder::new(File::create(&gz).unwrap(), flate2::Compression::default());
+        encoder.write_all("ÁLPHA. 1 beta\n".as_bytes()).unwrap();
+        encoder.finish().unwrap();
+        let tokenizer = BertWordPiece::from_dir(&dir).unwrap();
+        (dir, vec![plain, gz], tokenizer)
+    }
+
+    fn scan(paths: &[PathBuf], tokenizer: &BertWordPiece, targets: &[u32], options: &Options) -> (HashMap<u32, Vec<Found>>, Stats) {
+        find_contexts(paths, tokenizer, targets, options, &mut |_| Ok(())).unwrap()
+    }
+
+    #[test]
+    fn finds_every_occurrence_with_code_point_spans_and_global_indices() {
+        let (dir, paths, tokenizer) = fixture("all");
+        let (alpha, beta, s) = (5, 6, 8);
+        let options = Options { max_per_token: 100, ..Options::default() };
+        let (found, stats) = scan(&paths, &tokenizer, &[alpha, beta, s, 7, 10, 4], &options);
+        let summary = |t: u32| -> Vec<(u64, String)> {
+            found[&t].iter().map(|f| (f.sentence_index, f.sentence.chars().skip(f.start).take(f.end - f.start).collect())).collect()
+        };
+        // Sentences: 0 "Alpha beta." 1 "Gamma alphas!" 2 "beta \u{FFFD} beta" 3 "no match here" 4 "ÁLPHA." 5 "1 beta"
+        assert_eq!(summary(alpha), vec![(0, "Alpha".into()), (1, "alpha".into()), (4, "ÁLPHA".into())]);
+        assert_eq!(summary(beta), vec![(0, "beta".into()), (2, "beta".into()), (5, "beta".into())]);
+        assert_eq!(summary(s), vec![(1, "s".into())]);
+        assert_eq!(summary(7), vec![(1, "Gamma".into())]);
+        assert_eq!(summary(10), vec![(1, "!".into())]);
+        assert!(found[&4].is_empty()); // [MASK] never occurs
+        assert_eq!(stats, Stats { files: 2, lines: 5, bytes: 68, sentences: 6, replacement_chars: 1, chunked_sentences: 0, candidate_sentences: stats.candidate_sentences });
+        assert!(stats.candidate_sentences < stats.sentences, "the prefilter skips 'no match here'");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn sample_does_not_depend_on_threads_or_batching() {
+        let (dir, paths, tokenizer) = fixture("threads");
+        let mut reference = None;
+        for (threads, batch_bytes) in [(1, 1 << 20), (2, 1 << 20), (2, 7), (1, 3)] {
+            let options = Options { max_per_token: 1, seed: 3, num_threads: threads, batch_bytes, ..Options::default() };
+            let result = scan(&paths, &tokenizer, &[5, 6], &options);
+            assert_eq!(result.0[&6].len(), 1);
+            match &reference {
+                None => reference = Some(result),
+                Some(expected) => assert_eq!(&result, expected),
+            }
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn reports_bad_inputs() {
+        let (dir, paths, tokenizer) = fixture("errors");
+        let missing = vec![dir.join("missing.txt")];
+        let error = find_contexts(&missing, &tokenizer, &[5], &Options::default(), &mut |_| Ok(())).unwrap_err();
+        assert!(error.0.contains("missing.txt"), "{error}");
+        let error = find_contexts(&paths, &tokenizer, &[999], &Options::default(), &mut |_| Ok(())).unwrap_err();
+        assert!(error.0.contains("999"), "{error}");
+        let error = find_contexts(&paths, &tokenizer, &[5], &Options::default(), &mut |_| Err("stop".into())).unwrap_err();
+        assert_eq!(error.0, "stop");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
