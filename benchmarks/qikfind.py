@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -91,31 +92,36 @@ def run_cli(binary: Path, tokenizer_dir: Path, targets_file: Path, corpus: list[
 
 
 def time_api(corpus, tokenizer_dir, targets, backend, threads, m, repeats):
-    best = None
+    """Best wall time over repeats (and the CPU time of that run, all threads)."""
+    best, best_cpu = None, None
     for _ in range(repeats):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         contexts, stats = find_contexts(corpus, tokenizer_dir, targets, max_per_token=m, backend=backend,
                                         num_threads=threads, progress=False, return_stats=True)
-        elapsed = time.perf_counter() - started
-        best = elapsed if best is None else min(best, elapsed)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - started_cpu
+        if best is None or elapsed < best:
+            best, best_cpu = elapsed, cpu
     found = sum(1 for v in contexts.values() if v)
-    return best, stats, contexts, found
+    return best, best_cpu, stats, contexts, found
 
 
-def grep_time(corpus: list[Path], targets: list[int], tokenizer_dir: Path, work: Path, repeats: int):
-    """grep -F -w -i over the same targets (word pieces only: '##' pieces are not words)."""
+def grep_time(corpus: list[Path], targets: list[int], tokenizer_dir: Path, work: Path, flags: list[str], timeout: float):
+    """One grep over the same targets (word pieces only: '##' pieces are not words): wall and CPU seconds."""
     vocab = load_backend_tokenizer(tokenizer_dir)
     words = [vocab.id_to_token(t) for t in targets if not vocab.id_to_token(t).startswith("##")]
     pattern_file = work / "grep_targets.txt"
     pattern_file.write_text("\n".join(words) + "\n", encoding="utf-8")
-    best = None
-    for _ in range(repeats):
-        started = time.perf_counter()
-        subprocess.run(["grep", "-c", "-F", "-w", "-i", "-f", str(pattern_file)] + [str(p) for p in corpus],
-                       capture_output=True, env={**os.environ, "LC_ALL": "C"})
-        elapsed = time.perf_counter() - started
-        best = elapsed if best is None else min(best, elapsed)
-    return best, len(words)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    try:
+        subprocess.run(["grep", "-c", *flags, "-f", str(pattern_file)] + [str(p) for p in corpus],
+                       capture_output=True, env={**os.environ, "LC_ALL": "C"}, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, None, len(words)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, len(words)
 
 
 def main():
@@ -134,7 +140,9 @@ def main():
     large_mb = large.stat().st_size / 1e6
 
     print(f"training a {args.vocab_size}-token WordPiece vocabulary on {size_mb:.1f} MB ...", flush=True)
-    tokenizer_dir = train_tokenizer(corpus, args.vocab_size, work / "tokenizer")
+    tokenizer_dir = work / "tokenizer"
+    if not (tokenizer_dir / "tokenizer.json").exists():  # reused from an earlier run with --work-dir
+        train_tokenizer(corpus, args.vocab_size, tokenizer_dir)
     targets = new_tokens(tokenizer_dir, args.targets)
     targets_file = work / "targets.txt"
     targets_file.write_text("\n".join(f"#{t}" for t in targets) + "\n", encoding="utf-8")
@@ -146,36 +154,42 @@ def main():
     }
 
     print("python backend ...", flush=True)
-    py_seconds, py_stats, py_contexts, py_found = time_api(corpus, tokenizer_dir, targets, "python", None, m, 1)
-    results["python"] = {"seconds": round(py_seconds, 2), "mb_per_s": round(size_mb / py_seconds, 2),
+    py_seconds, py_cpu, py_stats, py_contexts, py_found = time_api(corpus, tokenizer_dir, targets, "python", None, m, 1)
+    results["python"] = {"seconds": round(py_seconds, 2), "cpu_seconds": round(py_cpu, 2), "mb_per_s": round(size_mb / py_seconds, 2),
                          "sentences_per_s": round(py_stats.sentences / py_seconds), "targets_found": py_found,
                          "sentences": py_stats.sentences}
 
     if rust_available():
         print("rust backend ...", flush=True)
         for threads in (1, 2):
-            seconds, stats, contexts, found = time_api(corpus, tokenizer_dir, targets, "rust", threads, m, args.repeats)
+            seconds, cpu, stats, contexts, found = time_api(corpus, tokenizer_dir, targets, "rust", threads, m, args.repeats)
             results[f"rust_{threads}_threads"] = {
-                "seconds": round(seconds, 3), "mb_per_s": round(size_mb / seconds, 1),
+                "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "mb_per_s": round(size_mb / seconds, 1),
                 "sentences_per_s": round(stats.sentences / seconds), "targets_found": found,
                 "candidate_fraction": round(stats.candidate_sentences / stats.sentences, 3),
                 "identical_to_python": contexts == py_contexts,
             }
         results["speedup_rust_2_threads_vs_python"] = round(py_seconds / results["rust_2_threads"]["seconds"], 1)
         results["speedup_rust_1_thread_vs_python"] = round(py_seconds / results["rust_1_threads"]["seconds"], 1)
+        results["cpu_time_ratio_python_vs_rust_1_thread"] = round(py_cpu / results["rust_1_threads"]["cpu_seconds"], 1)
         for threads in (1, 2):
-            seconds, *_ = time_api([large], tokenizer_dir, targets, "rust", threads, m, args.repeats)
-            results[f"rust_{threads}_threads_large"] = {"seconds": round(seconds, 3), "mb_per_s": round(large_mb / seconds, 1)}
+            seconds, cpu, *_ = time_api([large], tokenizer_dir, targets, "rust", threads, m, args.repeats)
+            results[f"rust_{threads}_threads_large"] = {"seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
+                                                        "mb_per_s": round(large_mb / seconds, 1)}
         results["thread_scaling_1_to_2_large"] = round(
             results["rust_1_threads_large"]["seconds"] / results["rust_2_threads_large"]["seconds"], 2)
     else:
         results["rust"] = "extension not built"
 
-    print("grep ...", flush=True)
-    grep_seconds, grep_words = grep_time(corpus, targets, tokenizer_dir, work, args.repeats)
-    results["grep_F_w_i"] = {"seconds": round(grep_seconds, 3), "mb_per_s": round(size_mb / grep_seconds, 1),
-                             "patterns": grep_words,
-                             "note": "whole-word fixed-string search for the non-## targets; no tokenization"}
+    for name, flags in (("grep_F", ["-F"]), ("grep_F_w_i", ["-F", "-w", "-i"])):
+        print(f"{name} ...", flush=True)
+        wall, cpu, patterns = grep_time(corpus, targets, tokenizer_dir, work, flags, timeout=600)
+        results[name] = {"flags": " ".join(flags), "patterns": patterns,
+                         "seconds": None if wall is None else round(wall, 2),
+                         "cpu_seconds": None if cpu is None else round(cpu, 2),
+                         "mb_per_s": None if wall is None else round(size_mb / wall, 2)}
+    results["grep_note"] = ("fixed-string search for the non-## targets, no tokenization; GNU grep -F -w with "
+                            "many patterns takes a slow path")
 
     binary = rust_cli()
     if binary is not None:

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use crate::sampling::{priority, BottomK};
 use crate::text::{decode_lossy, split_sentences};
-use crate::wordpiece::{BertWordPiece, Scratch, Token};
+use crate::wordpiece::{BertWordPiece, Scratch, WordCache};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -114,7 +114,7 @@ impl Prefilter {
     }
 
     #[inline]
-    pub fn is_candidate(&self, tokenizer: &BertWordPiece, sentence: &str, normalized: &mut String) -> bool {
+    pub fn is_candidate(&self, tokenizer: &BertWordPiece, sentence: &str, plain_ascii: bool, normalized: &mut String) -> bool {
         let automaton = match &self.automaton {
             Some(automaton) => automaton,
             None => return true,
@@ -122,7 +122,6 @@ impl Prefilter {
         // Printable ASCII with tab/newline/CR normalises to itself lowercased (whitespace to spaces,
         // which no vocabulary piece contains): search the raw bytes, ASCII-case-insensitively when the
         // tokenizer lowercases.
-        let plain_ascii = sentence.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\t' || b == b'\n' || b == b'\r');
         let raw_match = automaton.is_match(sentence);
         if raw_match || plain_ascii {
             return raw_match;
@@ -204,11 +203,27 @@ struct Hit {
     end: usize,
 }
 
+/// Per-thread state, kept across batches of one scan (the word cache is what makes it pay).
+#[derive(Default)]
 struct Worker {
+    generation: u64,
     scratch: Scratch,
-    tokens: Vec<Token>,
+    cache: WordCache,
+    found: Vec<(u32, usize, usize)>,
     normalized: String,
     seen: Vec<u32>,
+}
+
+thread_local! {
+    static WORKER: std::cell::RefCell<Worker> = std::cell::RefCell::new(Worker::default());
+}
+
+static SCAN_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// Printable ASCII plus tab, newline and carriage return: text that BERT's normaliser only lowercases.
+#[inline]
+fn is_plain_ascii(text: &str) -> bool {
+    text.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\t' || b == b'\n' || b == b'\r')
 }
 
 /// Sample up to `options.max_per_token` contexts for each target id. `progress` is called after each
@@ -253,6 +268,7 @@ pub fn find_contexts(
         .build()
         .map_err(|e| FindError(format!("cannot start the thread pool: {e}")))?;
 
+    let generation = SCAN_GENERATION.fetch_add(1, Ordering::Relaxed);
     let mut stats = Stats::default();
     let raw_bytes = Arc::new(AtomicU64::new(0));
     let (sender, receiver) = sync_channel::<Result<Batch, FindError>>(2);
@@ -284,7 +300,7 @@ pub fn find_contexts(
         };
         stats.bytes += bytes.len() as u64;
         let hits = pool.install(|| {
-            process_batch(&bytes, tokenizer, &prefilter, &slot_of, &thresholds, options, &mut stats)
+            process_batch(&bytes, tokenizer, &prefilter, &slot_of, &unique_targets, &thresholds, options, generation, &mut stats)
         });
         for hit in hits {
             let sample = &mut samples[hit.slot as usize];
@@ -311,13 +327,16 @@ pub fn find_contexts(
     Ok((out, stats))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn process_batch(
     bytes: &[u8],
     tokenizer: &BertWordPiece,
     prefilter: &Prefilter,
     slot_of: &[u32],
+    targets: &[u32],
     thresholds: &[Option<u64>],
     options: &Options,
+    generation: u64,
     stats: &mut Stats,
 ) -> Vec<Hit> {
     // Lines (without their '\n'); a final line without '\n' counts too.
@@ -350,45 +369,50 @@ fn process_batch(
         stats.replacement_chars += *replacements as u64;
     }
 
-    // Phase 2: prefilter, tokenize candidates, keep hits that can still enter their sample.
+    // Phase 2: prefilter, find the targets of candidates, keep hits that can still enter their sample.
     let results: Vec<(Vec<Hit>, u64)> = split
         .par_iter()
         .zip(bases.par_iter())
-        .map_init(
-            || Worker { scratch: Scratch::default(), tokens: Vec::new(), normalized: String::new(), seen: Vec::new() },
-            |worker, ((text, ranges, _, _), base)| {
+        .map(|((text, ranges, _, _), base)| {
+            WORKER.with(|cell| {
+                let mut guard = cell.borrow_mut();
+                let worker = &mut *guard;
+                if worker.generation != generation {
+                    // A new scan (other tokenizer or targets): forget the cached words.
+                    *worker = Worker { generation, ..Worker::default() };
+                }
                 let mut hits = Vec::new();
                 let mut candidates = 0;
                 for (offset, &(a, b)) in ranges.iter().enumerate() {
                     let sentence = &text[a..b];
-                    if !prefilter.is_candidate(tokenizer, sentence, &mut worker.normalized) {
+                    let plain_ascii = is_plain_ascii(sentence);
+                    if !prefilter.is_candidate(tokenizer, sentence, plain_ascii, &mut worker.normalized) {
                         continue;
                     }
                     candidates += 1;
                     let index = base + offset as u64;
-                    tokenizer.tokenize(sentence, &mut worker.scratch, &mut worker.tokens);
+                    tokenizer.find_targets(sentence, plain_ascii, slot_of, &mut worker.cache, &mut worker.scratch, &mut worker.found);
                     worker.seen.clear();
-                    for token in &worker.tokens {
-                        let slot = slot_of.get(token.id as usize).copied().unwrap_or(u32::MAX);
-                        if slot == u32::MAX || worker.seen.contains(&slot) {
+                    for &(slot, start, end) in &worker.found {
+                        if worker.seen.contains(&slot) {
                             continue;
                         }
                         worker.seen.push(slot);
-                        let p = priority(options.seed, token.id, index);
+                        let p = priority(options.seed, targets[slot as usize], index);
                         // Later sentences lose ties, so p >= the kept maximum can never enter.
                         if let Some(threshold) = thresholds[slot as usize] {
                             if p >= threshold {
                                 continue;
                             }
                         }
-                        let start = sentence[..token.start].chars().count();
-                        let end = start + sentence[token.start..token.end].chars().count();
-                        hits.push(Hit { slot, priority: p, index, sentence: sentence.to_string(), start, end });
+                        let start_char = sentence[..start].chars().count();
+                        let end_char = start_char + sentence[start..end].chars().count();
+                        hits.push(Hit { slot, priority: p, index, sentence: sentence.to_string(), start: start_char, end: end_char });
                     }
                 }
                 (hits, candidates)
-            },
-        )
+            })
+        })
         .collect();
     let mut hits = Vec::new();
     for (batch_hits, candidates) in results {

@@ -55,7 +55,7 @@ pub struct NormalizerConfig {
 
 pub struct BertWordPiece {
     pub normalizer: NormalizerConfig,
-    vocab: HashMap<String, u32>,
+    vocab: HashMap<String, u32, FxBuildHasher>,
     id_to_token: Vec<Option<String>>,
     pub unk_id: u32,
     pub continuing_prefix: String,
@@ -301,7 +301,7 @@ impl BertWordPiece {
         };
         Ok(BertWordPiece {
             normalizer,
-            vocab,
+            vocab: vocab.into_iter().collect(),
             id_to_token,
             unk_id,
             continuing_prefix,
@@ -353,12 +353,14 @@ impl BertWordPiece {
         }
     }
 
-    fn tokenize_segment(&self, segment: &str, base: usize, scratch: &mut Scratch, out: &mut Vec<Token>) {
-        // Normalise, remembering for each normalised char the original byte range it comes from.
-        let Scratch { normalized, char_starts, align, piece } = scratch;
+    /// Normalise a segment into `scratch`, remembering for each normalised char the original byte
+    /// range (offset by `base`) it comes from, and cut it into words (normalised char ranges).
+    fn normalize_segment(&self, segment: &str, base: usize, scratch: &mut Scratch) {
+        let Scratch { normalized, char_starts, align, words, .. } = scratch;
         normalized.clear();
         char_starts.clear();
         align.clear();
+        words.clear();
         for (offset, c) in segment.char_indices() {
             let span = ((base + offset) as u32, (base + offset + c.len_utf8()) as u32);
             self.normalizer.normalize_char(c, |n| {
@@ -370,55 +372,62 @@ impl BertWordPiece {
         char_starts.push(normalized.len() as u32);
 
         // Pre-tokenize: whitespace separates words and is dropped; punctuation is a word of its own.
-        let mut word_start: Option<usize> = None;
-        let mut index = 0;
+        let mut word_start: Option<u32> = None;
+        let mut index = 0u32;
         for n in normalized.chars() {
             if n.is_whitespace() {
                 if let Some(start) = word_start.take() {
-                    self.wordpiece(normalized, char_starts, align, start, index, piece, out);
+                    words.push((start, index));
                 }
             } else if is_bert_punctuation(n) {
                 if let Some(start) = word_start.take() {
-                    self.wordpiece(normalized, char_starts, align, start, index, piece, out);
+                    words.push((start, index));
                 }
-                self.wordpiece(normalized, char_starts, align, index, index + 1, piece, out);
+                words.push((index, index + 1));
             } else if word_start.is_none() {
                 word_start = Some(index);
             }
             index += 1;
         }
         if let Some(start) = word_start {
-            self.wordpiece(normalized, char_starts, align, start, index, piece, out);
+            words.push((start, index));
         }
     }
 
-    /// Greedy longest-match-first WordPiece on normalised chars [first, last).
-    #[allow(clippy::too_many_arguments)]
-    fn wordpiece(
-        &self,
-        normalized: &str,
-        char_starts: &[u32],
-        align: &[(u32, u32)],
-        first: usize,
-        last: usize,
-        piece: &mut String,
-        out: &mut Vec<Token>,
-    ) {
-        let span = |a: usize, b: usize| (align[a].0 as usize, align[b - 1].1 as usize);
-        let byte = |i: usize| char_starts[i] as usize;
-        if last - first > self.max_input_chars_per_word {
-            let (start, end) = span(first, last);
-            out.push(Token { id: self.unk_id, start, end });
+    fn tokenize_segment(&self, segment: &str, base: usize, scratch: &mut Scratch, out: &mut Vec<Token>) {
+        self.normalize_segment(segment, base, scratch);
+        let Scratch { normalized, char_starts, align, words, piece, bounds, pieces, .. } = scratch;
+        for &(first, last) in words.iter() {
+            let (first, last) = (first as usize, last as usize);
+            let word = &normalized[char_starts[first] as usize..char_starts[last] as usize];
+            pieces.clear();
+            self.word_pieces(word, last - first, piece, bounds, pieces);
+            for &(id, a, b) in pieces.iter() {
+                let start = align[first + a as usize].0 as usize;
+                let end = align[first + b as usize - 1].1 as usize;
+                out.push(Token { id, start, end });
+            }
+        }
+    }
+
+    /// Greedy longest-match-first WordPiece of one normalised word of `n_chars` code points:
+    /// appends (id, first char, end char) in word-relative code points.
+    fn word_pieces(&self, word: &str, n_chars: usize, piece: &mut String, bounds: &mut Vec<u32>, out: &mut Vec<(u32, u32, u32)>) {
+        if n_chars > self.max_input_chars_per_word {
+            out.push((self.unk_id, 0, n_chars as u32));
             return;
         }
+        bounds.clear();
+        bounds.extend(word.char_indices().map(|(i, _)| i as u32));
+        bounds.push(word.len() as u32);
         let word_tokens = out.len();
-        let mut start = first;
-        while start < last {
-            let mut end = last.min(start + self.max_piece_chars);
+        let mut start = 0;
+        while start < n_chars {
+            let mut end = n_chars.min(start + self.max_piece_chars);
             let mut found = None;
             while end > start {
-                let surface = &normalized[byte(start)..byte(end)];
-                let id = if start == first {
+                let surface = &word[bounds[start] as usize..bounds[end] as usize];
+                let id = if start == 0 {
                     self.vocab.get(surface)
                 } else {
                     piece.clear();
@@ -434,20 +443,202 @@ impl BertWordPiece {
             }
             match found {
                 Some(id) => {
-                    let (s, e) = span(start, end);
-                    out.push(Token { id, start: s, end: e });
+                    out.push((id, start as u32, end as u32));
                     start = end;
                 }
                 None => {
                     out.truncate(word_tokens);
-                    let (s, e) = span(first, last);
-                    out.push(Token { id: self.unk_id, start: s, end: e });
+                    out.push((self.unk_id, 0, n_chars as u32));
                     return;
                 }
             }
         }
     }
+
+    // ------------------------------------------------------------------------------- target search
+
+    /// The target tokens of `sentence`, in order: appends (slot, start byte, end byte) for every token
+    /// whose `slot_of[id]` is not `u32::MAX`. Same tokens as `tokenize`, but each distinct word is
+    /// cut into pieces once per `cache`, and plain-ASCII sentences skip the alignment bookkeeping.
+    pub fn find_targets(
+        &self,
+        sentence: &str,
+        plain_ascii: bool,
+        slot_of: &[u32],
+        cache: &mut WordCache,
+        scratch: &mut Scratch,
+        hits: &mut Vec<(u32, usize, usize)>,
+    ) {
+        hits.clear();
+        let slot = |id: u32| slot_of.get(id as usize).copied().unwrap_or(u32::MAX);
+        match &self.added {
+            None => self.segment_targets(sentence, 0, plain_ascii, slot_of, cache, scratch, hits),
+            Some((automaton, ids)) => {
+                let mut last = 0;
+                for found in automaton.find_iter(sentence) {
+                    if found.start() > last {
+                        self.segment_targets(&sentence[last..found.start()], last, plain_ascii, slot_of, cache, scratch, hits);
+                    }
+                    let target = slot(ids[found.pattern()]);
+                    if target != u32::MAX {
+                        hits.push((target, found.start(), found.end()));
+                    }
+                    last = found.end();
+                }
+                if last < sentence.len() {
+                    self.segment_targets(&sentence[last..], last, plain_ascii, slot_of, cache, scratch, hits);
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn segment_targets(
+        &self,
+        segment: &str,
+        base: usize,
+        plain_ascii: bool,
+        slot_of: &[u32],
+        cache: &mut WordCache,
+        scratch: &mut Scratch,
+        hits: &mut Vec<(u32, usize, usize)>,
+    ) {
+        if plain_ascii {
+            // Printable ASCII (+ tab/newline/CR) normalises to itself (lowercased): byte = char offsets,
+            // words are runs of ASCII alphanumerics.
+            let bytes = segment.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                let b = bytes[i];
+                if b == b' ' || b == b'\t' || b == b'\n' || b == b'\r' {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                if b.is_ascii_punctuation() {
+                    i += 1;
+                } else {
+                    while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                        i += 1;
+                    }
+                }
+                let word = &segment[start..i];
+                let key: &str = if self.normalizer.lowercase && word.bytes().any(|c| c.is_ascii_uppercase()) {
+                    scratch.lowered.clear();
+                    scratch.lowered.push_str(word);
+                    scratch.lowered.make_ascii_lowercase();
+                    &scratch.lowered
+                } else {
+                    word
+                };
+                let offset = base + start;
+                self.cached_word_targets(key, i - start, slot_of, cache, &mut scratch.piece, &mut scratch.bounds, &mut scratch.pieces, |slot, a, b| {
+                    hits.push((slot, offset + a as usize, offset + b as usize))
+                });
+            }
+            return;
+        }
+        self.normalize_segment(segment, base, scratch);
+        let Scratch { normalized, char_starts, align, words, piece, bounds, pieces, .. } = scratch;
+        for &(first, last) in words.iter() {
+            let (first, last) = (first as usize, last as usize);
+            let word = &normalized[char_starts[first] as usize..char_starts[last] as usize];
+            self.cached_word_targets(word, last - first, slot_of, cache, piece, bounds, pieces, |slot, a, b| {
+                hits.push((slot, align[first + a as usize].0 as usize, align[first + b as usize - 1].1 as usize))
+            });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn cached_word_targets<F: FnMut(u32, u32, u32)>(
+        &self,
+        word: &str,
+        n_chars: usize,
+        slot_of: &[u32],
+        cache: &mut WordCache,
+        piece: &mut String,
+        bounds: &mut Vec<u32>,
+        pieces: &mut Vec<(u32, u32, u32)>,
+        mut emit: F,
+    ) {
+        if let Some(found) = cache.map.get(word) {
+            for &(slot, a, b) in found.iter() {
+                emit(slot, a, b);
+            }
+            return;
+        }
+        pieces.clear();
+        self.word_pieces(word, n_chars, piece, bounds, pieces);
+        let found: Box<[(u32, u32, u32)]> = pieces
+            .iter()
+            .filter_map(|&(id, a, b)| {
+                let slot = slot_of.get(id as usize).copied().unwrap_or(u32::MAX);
+                (slot != u32::MAX).then_some((slot, a, b))
+            })
+            .collect();
+        for &(slot, a, b) in found.iter() {
+            emit(slot, a, b);
+        }
+        if cache.map.len() >= WordCache::MAX_WORDS {
+            cache.map.clear(); // bound memory on corpora with huge vocabularies (ids, URLs, ...)
+        }
+        cache.map.insert(word.into(), found);
+    }
 }
+
+/// Target pieces of already-seen normalised words (per thread, per scan).
+#[derive(Default)]
+pub struct WordCache {
+    map: HashMap<Box<str>, Box<[(u32, u32, u32)]>, FxBuildHasher>,
+}
+
+impl WordCache {
+    const MAX_WORDS: usize = 1 << 20;
+}
+
+/// FxHash (Firefox/rustc's multiplicative hash): several times faster than SipHash on short words;
+/// hash flooding is not a concern for a local corpus scan.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, byte: u8) {
+        self.add(byte as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+pub type FxBuildHasher = std::hash::BuildHasherDefault<FxHasher>;
 
 /// Reusable buffers for `tokenize` (one per thread).
 #[derive(Default)]
@@ -455,7 +646,11 @@ pub struct Scratch {
     normalized: String,
     char_starts: Vec<u32>,
     align: Vec<(u32, u32)>,
+    words: Vec<(u32, u32)>,
     piece: String,
+    bounds: Vec<u32>,
+    pieces: Vec<(u32, u32, u32)>,
+    lowered: String,
 }
 
 #[cfg(test)]
