@@ -315,3 +315,17 @@ def test_rust_tokenizer_matches_hf_on_unicode_soup(minilm_dir):
         if got != expected:
             mismatches.append((text, expected, got))
     assert not mismatches, mismatches[:3]
+
+
+@needs_rust
+def test_rust_sentence_splitting_matches_python_on_random_text():
+    import random
+
+    from bioptimus_hf import _qikfind
+
+    rng = random.Random(1)
+    alphabet = list("ab AB.!?.. \t\n\r\x0b\x1c\x1f\x85\xa0\u2003\u3000ÉΣσⅫⓐⒶǅ٣75éx")
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        max_chars = rng.choice([1, 2, 3, 5, 8, 1000])
+        assert _qikfind.split_sentences(text, max_chars) == split_sentences(text, max_chars), (text, max_chars)
