@@ -30,7 +30,6 @@ from __future__ import annotations
 import codecs
 import gzip
 import heapq
-import json
 import logging
 import os
 import re
@@ -148,12 +147,6 @@ def _count_replace(error: UnicodeDecodeError):
 
 
 codecs.register_error("bioptimus_qikfind_replace", _count_replace)
-
-
-def _open_binary(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
 
 
 def _iter_lines(paths: list[Path], stats: QikFindStats, progress) -> Iterator[str]:

@@ -247,10 +247,19 @@ needs_rust = pytest.mark.skipif(not rust_available(), reason="bioptimus_hf._qikf
 
 
 @needs_rust
-@pytest.mark.parametrize("tokenizer_name", ["trained", "minilm"])
+@pytest.mark.parametrize("tokenizer_name", ["trained", "minilm", "retrained_object"])
 def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_name):
-    tokenizer_dir = trained_tokenizer if tokenizer_name == "trained" else minilm_dir
-    if tokenizer_name == "trained":
+    tokenizer_dir = {"trained": trained_tokenizer, "minilm": minilm_dir}.get(tokenizer_name)
+    if tokenizer_name == "retrained_object":
+        # What tokenizer_training does: the base BERT tokenizer retrained on the corpus, passed as an object
+        # (its tokenizer.json truncates at 128 tokens; both backends must ignore that).
+        from transformers import AutoTokenizer
+
+        lines = (DATA / "pubmed_abstracts.txt").read_text(encoding="utf-8").splitlines()[:300]
+        tokenizer_dir = AutoTokenizer.from_pretrained(str(minilm_dir)).train_new_from_iterator(lines, vocab_size=3000)
+        vocab = tokenizer_dir.get_vocab()
+        targets = sorted(i for t, i in vocab.items() if len(t) > 6)[:150]
+    elif tokenizer_name == "trained":
         targets = _targets(tokenizer_dir, count=200)
     else:
         vocab = load_backend_tokenizer(tokenizer_dir).get_vocab()
