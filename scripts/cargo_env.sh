@@ -1,7 +1,11 @@
 # Sourced (with ROOT set to the repository root) by setup_env.sh and test.sh: point cargo at Debian's
 # packaged crates when crates.io is not reachable, installing them with apt when root.
 # Elsewhere (CARGO_USE_CRATES_IO=1) the same rust/Cargo.toml builds against crates.io.
-if [ "${CARGO_USE_CRATES_IO:-0}" != "1" ]; then
+# Sets QIKFIND_CARGO_READY=1 when cargo has a crate source (Debian's, or crates.io when asked for).
+QIKFIND_CARGO_READY=0
+if [ "${CARGO_USE_CRATES_IO:-0}" = "1" ]; then
+  QIKFIND_CARGO_READY=1
+else
   QIKFIND_DEB_CRATES="librust-pyo3-dev librust-pyo3+extension-module-dev librust-rayon-dev \
 librust-aho-corasick-dev librust-memchr-dev librust-flate2-dev librust-unicode-normalization-dev \
 librust-unicode-categories-dev librust-serde-json-dev"
@@ -33,7 +37,9 @@ directory = "/usr/share/cargo/registry"
 [net]
 offline = true
 TOML
+    QIKFIND_CARGO_READY=1
   else
     echo "cargo_env.sh: Debian's Rust crates are not available; cargo will try crates.io" >&2
   fi
 fi
+export QIKFIND_CARGO_READY
