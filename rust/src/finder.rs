@@ -203,6 +203,9 @@ struct Hit {
     end: usize,
 }
 
+/// A decoded line, its sentences (byte ranges), how many were chunked, and U+FFFD replacements.
+type SplitLine<'a> = (Cow<'a, str>, Vec<(usize, usize)>, usize, usize);
+
 /// Per-thread state, kept across batches of one scan (the word cache is what makes it pay).
 #[derive(Default)]
 struct Worker {
@@ -352,7 +355,7 @@ fn process_batch(
     stats.lines += lines.len() as u64;
 
     // Phase 1: decode and split, so that every sentence gets its global index.
-    let split: Vec<(Cow<str>, Vec<(usize, usize)>, usize, usize)> = lines
+    let split: Vec<SplitLine> = lines
         .par_iter()
         .map(|line| {
             let (text, replacements) = decode_lossy(line);

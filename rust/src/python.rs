@@ -11,6 +11,7 @@ use crate::text;
 use crate::wordpiece::{BertWordPiece, Scratch};
 
 type RawContext = (String, usize, usize, u64);
+type ScanResult = (HashMap<u32, Vec<RawContext>>, HashMap<&'static str, u64>);
 
 /// find_contexts(paths, tokenizer_json, targets, max_per_token, seed, max_context_chars, num_threads,
 /// progress) -> ({token_id: [(sentence, start, end, sentence_index)]}, stats dict)
@@ -26,7 +27,7 @@ fn find_contexts(
     max_context_chars: usize,
     num_threads: usize,
     progress: Option<PyObject>,
-) -> PyResult<(HashMap<u32, Vec<RawContext>>, HashMap<&'static str, u64>)> {
+) -> PyResult<ScanResult> {
     let tokenizer = BertWordPiece::from_tokenizer_json(tokenizer_json).map_err(|e| PyValueError::new_err(e.0))?;
     let options = Options { max_per_token, seed, max_context_chars, num_threads, ..Options::default() };
     let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();

@@ -586,10 +586,13 @@ impl BertWordPiece {
     }
 }
 
+/// (target slot, first char, end char) of the target pieces of one word.
+type WordTargets = Box<[(u32, u32, u32)]>;
+
 /// Target pieces of already-seen normalised words (per thread, per scan).
 #[derive(Default)]
 pub struct WordCache {
-    map: HashMap<Box<str>, Box<[(u32, u32, u32)]>, FxBuildHasher>,
+    map: HashMap<Box<str>, WordTargets, FxBuildHasher>,
 }
 
 impl WordCache {
