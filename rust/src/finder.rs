@@ -107,14 +107,19 @@ impl Prefilter {
                 patterns.push(token.strip_prefix(tokenizer.continuing_prefix.as_str()).unwrap_or(token).to_string());
             }
         }
-        let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(tokenizer.normalizer.lowercase)
-            .build(&patterns);
+        let automaton =
+            AhoCorasickBuilder::new().ascii_case_insensitive(tokenizer.normalizer.lowercase).build(&patterns);
         Prefilter { automaton: Some(automaton) }
     }
 
     #[inline]
-    pub fn is_candidate(&self, tokenizer: &BertWordPiece, sentence: &str, plain_ascii: bool, normalized: &mut String) -> bool {
+    pub fn is_candidate(
+        &self,
+        tokenizer: &BertWordPiece,
+        sentence: &str,
+        plain_ascii: bool,
+        normalized: &mut String,
+    ) -> bool {
         let automaton = match &self.automaton {
             Some(automaton) => automaton,
             None => return true,
@@ -303,7 +308,17 @@ pub fn find_contexts(
         };
         stats.bytes += bytes.len() as u64;
         let hits = pool.install(|| {
-            process_batch(&bytes, tokenizer, &prefilter, &slot_of, &unique_targets, &thresholds, options, generation, &mut stats)
+            process_batch(
+                &bytes,
+                tokenizer,
+                &prefilter,
+                &slot_of,
+                &unique_targets,
+                &thresholds,
+                options,
+                generation,
+                &mut stats,
+            )
         });
         for hit in hits {
             let sample = &mut samples[hit.slot as usize];
@@ -394,7 +409,14 @@ fn process_batch(
                     }
                     candidates += 1;
                     let index = base + offset as u64;
-                    tokenizer.find_targets(sentence, plain_ascii, slot_of, &mut worker.cache, &mut worker.scratch, &mut worker.found);
+                    tokenizer.find_targets(
+                        sentence,
+                        plain_ascii,
+                        slot_of,
+                        &mut worker.cache,
+                        &mut worker.scratch,
+                        &mut worker.found,
+                    );
                     worker.seen.clear();
                     for &(slot, start, end) in &worker.found {
                         if worker.seen.contains(&slot) {
@@ -410,7 +432,14 @@ fn process_batch(
                         }
                         let start_char = sentence[..start].chars().count();
                         let end_char = start_char + sentence[start..end].chars().count();
-                        hits.push(Hit { slot, priority: p, index, sentence: sentence.to_string(), start: start_char, end: end_char });
+                        hits.push(Hit {
+                            slot,
+                            priority: p,
+                            index,
+                            sentence: sentence.to_string(),
+                            start: start_char,
+                            end: end_char,
+                        });
                     }
                 }
                 (hits, candidates)
@@ -433,7 +462,8 @@ mod tests {
     fn fixture(name: &str) -> (PathBuf, Vec<PathBuf>, BertWordPiece) {
         let dir = std::env::temp_dir().join(format!("qikfind-test-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nalpha\nbeta\ngamma\n##s\n.\n!\n1\n").unwrap();
+        std::fs::write(dir.join("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nalpha\nbeta\ngamma\n##s\n.\n!\n1\n")
+            .unwrap();
         let plain = dir.join("a.txt");
         std::fs::write(&plain, b"Alpha beta. Gamma alphas!\n\nbeta \xff beta\r\nno match here").unwrap();
         let gz = dir.join("b.txt.gz");
@@ -444,7 +474,12 @@ mod tests {
         (dir, vec![plain, gz], tokenizer)
     }
 
-    fn scan(paths: &[PathBuf], tokenizer: &BertWordPiece, targets: &[u32], options: &Options) -> (HashMap<u32, Vec<Found>>, Stats) {
+    fn scan(
+        paths: &[PathBuf],
+        tokenizer: &BertWordPiece,
+        targets: &[u32],
+        options: &Options,
+    ) -> (HashMap<u32, Vec<Found>>, Stats) {
         find_contexts(paths, tokenizer, targets, options, &mut |_| Ok(())).unwrap()
     }
 
@@ -455,7 +490,10 @@ mod tests {
         let options = Options { max_per_token: 100, ..Options::default() };
         let (found, stats) = scan(&paths, &tokenizer, &[alpha, beta, s, 7, 10, 4], &options);
         let summary = |t: u32| -> Vec<(u64, String)> {
-            found[&t].iter().map(|f| (f.sentence_index, f.sentence.chars().skip(f.start).take(f.end - f.start).collect())).collect()
+            found[&t]
+                .iter()
+                .map(|f| (f.sentence_index, f.sentence.chars().skip(f.start).take(f.end - f.start).collect()))
+                .collect()
         };
         // Sentences: 0 "Alpha beta." 1 "Gamma alphas!" 2 "beta \u{FFFD} beta" 3 "no match here" 4 "ÁLPHA." 5 "1 beta"
         assert_eq!(summary(alpha), vec![(0, "Alpha".into()), (1, "alpha".into()), (4, "ÁLPHA".into())]);
@@ -464,7 +502,18 @@ mod tests {
         assert_eq!(summary(7), vec![(1, "Gamma".into())]);
         assert_eq!(summary(10), vec![(1, "!".into())]);
         assert!(found[&4].is_empty()); // [MASK] never occurs
-        assert_eq!(stats, Stats { files: 2, lines: 5, bytes: 68, sentences: 6, replacement_chars: 1, chunked_sentences: 0, candidate_sentences: stats.candidate_sentences });
+        assert_eq!(
+            stats,
+            Stats {
+                files: 2,
+                lines: 5,
+                bytes: 68,
+                sentences: 6,
+                replacement_chars: 1,
+                chunked_sentences: 0,
+                candidate_sentences: stats.candidate_sentences
+            }
+        );
         assert!(stats.candidate_sentences < stats.sentences, "the prefilter skips 'no match here'");
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -474,7 +523,8 @@ mod tests {
         let (dir, paths, tokenizer) = fixture("threads");
         let mut reference = None;
         for (threads, batch_bytes) in [(1, 1 << 20), (2, 1 << 20), (2, 7), (1, 3)] {
-            let options = Options { max_per_token: 1, seed: 3, num_threads: threads, batch_bytes, ..Options::default() };
+            let options =
+                Options { max_per_token: 1, seed: 3, num_threads: threads, batch_bytes, ..Options::default() };
             let result = scan(&paths, &tokenizer, &[5, 6], &options);
             assert_eq!(result.0[&6].len(), 1);
             match &reference {
@@ -493,7 +543,8 @@ mod tests {
         assert!(error.0.contains("missing.txt"), "{error}");
         let error = find_contexts(&paths, &tokenizer, &[999], &Options::default(), &mut |_| Ok(())).unwrap_err();
         assert!(error.0.contains("999"), "{error}");
-        let error = find_contexts(&paths, &tokenizer, &[5], &Options::default(), &mut |_| Err("stop".into())).unwrap_err();
+        let error =
+            find_contexts(&paths, &tokenizer, &[5], &Options::default(), &mut |_| Err("stop".into())).unwrap_err();
         assert_eq!(error.0, "stop");
         std::fs::remove_dir_all(dir).unwrap();
     }

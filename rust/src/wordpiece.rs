@@ -239,7 +239,10 @@ impl BertWordPiece {
         }
         let vocab_path = dir.join("vocab.txt");
         let text = std::fs::read_to_string(&vocab_path).map_err(|e| {
-            TokenizerError(format!("{}: {e} (expected a directory with tokenizer.json or vocab.txt)", vocab_path.display()))
+            TokenizerError(format!(
+                "{}: {e} (expected a directory with tokenizer.json or vocab.txt)",
+                vocab_path.display()
+            ))
         })?;
         let mut vocab = HashMap::new();
         for (line_number, line) in text.lines().enumerate() {
@@ -321,9 +324,10 @@ impl BertWordPiece {
     }
 
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.vocab.get(token).copied().or_else(|| {
-            self.added_ids.iter().copied().find(|id| self.id_to_token(*id) == Some(token))
-        })
+        self.vocab
+            .get(token)
+            .copied()
+            .or_else(|| self.added_ids.iter().copied().find(|id| self.id_to_token(*id) == Some(token)))
     }
 
     pub fn is_added_token(&self, id: u32) -> bool {
@@ -412,7 +416,14 @@ impl BertWordPiece {
 
     /// Greedy longest-match-first WordPiece of one normalised word of `n_chars` code points:
     /// appends (id, first char, end char) in word-relative code points.
-    fn word_pieces(&self, word: &str, n_chars: usize, piece: &mut String, bounds: &mut Vec<u32>, out: &mut Vec<(u32, u32, u32)>) {
+    fn word_pieces(
+        &self,
+        word: &str,
+        n_chars: usize,
+        piece: &mut String,
+        bounds: &mut Vec<u32>,
+        out: &mut Vec<(u32, u32, u32)>,
+    ) {
         if n_chars > self.max_input_chars_per_word {
             out.push((self.unk_id, 0, n_chars as u32));
             return;
@@ -477,7 +488,15 @@ impl BertWordPiece {
                 let mut last = 0;
                 for found in automaton.find_iter(sentence) {
                     if found.start() > last {
-                        self.segment_targets(&sentence[last..found.start()], last, plain_ascii, slot_of, cache, scratch, hits);
+                        self.segment_targets(
+                            &sentence[last..found.start()],
+                            last,
+                            plain_ascii,
+                            slot_of,
+                            cache,
+                            scratch,
+                            hits,
+                        );
                     }
                     let target = slot(ids[found.pattern()]);
                     if target != u32::MAX {
@@ -532,9 +551,16 @@ impl BertWordPiece {
                     word
                 };
                 let offset = base + start;
-                self.cached_word_targets(key, i - start, slot_of, cache, &mut scratch.piece, &mut scratch.bounds, &mut scratch.pieces, |slot, a, b| {
-                    hits.push((slot, offset + a as usize, offset + b as usize))
-                });
+                self.cached_word_targets(
+                    key,
+                    i - start,
+                    slot_of,
+                    cache,
+                    &mut scratch.piece,
+                    &mut scratch.bounds,
+                    &mut scratch.pieces,
+                    |slot, a, b| hits.push((slot, offset + a as usize, offset + b as usize)),
+                );
             }
             return;
         }
@@ -662,8 +688,8 @@ mod tests {
 
     fn tokenizer(lowercase: bool) -> BertWordPiece {
         let vocab = [
-            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "inter", "##leukin", "##le", "il", "-", "2", "cafe",
-            "caf", "##e", "a", "##b", "b", ".", "(", ")", "中", "文", "istanbul", "Cafe", "x", "##x",
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "inter", "##leukin", "##le", "il", "-", "2", "cafe", "caf",
+            "##e", "a", "##b", "b", ".", "(", ")", "中", "文", "istanbul", "Cafe", "x", "##x",
         ];
         let vocab_json: serde_json::Map<String, Value> =
             vocab.iter().enumerate().map(|(i, t)| (t.to_string(), Value::from(i))).collect();
@@ -695,8 +721,18 @@ mod tests {
         let t = tokenizer(true);
         assert_eq!(
             run(&t, "Interleukin-2 (IL-2)."),
-            pairs(&[("inter", "Inter"), ("##leukin", "leukin"), ("-", "-"), ("2", "2"), ("(", "("), ("il", "IL"),
-                    ("-", "-"), ("2", "2"), (")", ")"), (".", ".")])
+            pairs(&[
+                ("inter", "Inter"),
+                ("##leukin", "leukin"),
+                ("-", "-"),
+                ("2", "2"),
+                ("(", "("),
+                ("il", "IL"),
+                ("-", "-"),
+                ("2", "2"),
+                (")", ")"),
+                (".", ".")
+            ])
         );
         // No piece for "q": the whole word is one [UNK].
         assert_eq!(run(&t, "abq b"), pairs(&[("[UNK]", "abq"), ("b", "b")]));
@@ -712,17 +748,26 @@ mod tests {
     fn normalisation_keeps_offsets_in_the_original_text() {
         let t = tokenizer(true);
         // Accents stripped (NFD + drop Mn), both precomposed and combining; İ lowercases via NFD.
-        assert_eq!(run(&t, "Café cafe\u{301} İstanbul"), pairs(&[("cafe", "Café"), ("cafe", "cafe"), ("istanbul", "İstanbul")]));
+        assert_eq!(
+            run(&t, "Café cafe\u{301} İstanbul"),
+            pairs(&[("cafe", "Café"), ("cafe", "cafe"), ("istanbul", "İstanbul")])
+        );
         // (a removed combining mark after the last kept character is outside the span, as in tokenizers)
         // Control characters and U+FFFD are dropped; the span covers them when inside the word.
-        assert_eq!(run(&t, "a\u{0}b \u{FFFD}b a\u{200b}b"), pairs(&[("a", "a"), ("##b", "b"), ("b", "b"), ("a", "a"), ("##b", "b")]));
+        assert_eq!(
+            run(&t, "a\u{0}b \u{FFFD}b a\u{200b}b"),
+            pairs(&[("a", "a"), ("##b", "b"), ("b", "b"), ("a", "a"), ("##b", "b")])
+        );
         let mut out = Vec::new();
         t.tokenize("a\u{0}b", &mut Scratch::default(), &mut out);
         assert_eq!((out[1].start, out[1].end), (2, 3));
         // CJK ideographs become words of their own.
         assert_eq!(run(&t, "x中文x"), pairs(&[("x", "x"), ("中", "中"), ("文", "文"), ("x", "x")]));
         // Special tokens are matched on the raw text, case-sensitively.
-        assert_eq!(run(&t, "a[MASK]b [mask]"), pairs(&[("a", "a"), ("[MASK]", "[MASK]"), ("b", "b"), ("[UNK]", "["), ("[UNK]", "mask"), ("[UNK]", "]")]));
+        assert_eq!(
+            run(&t, "a[MASK]b [mask]"),
+            pairs(&[("a", "a"), ("[MASK]", "[MASK]"), ("b", "b"), ("[UNK]", "["), ("[UNK]", "mask"), ("[UNK]", "]")])
+        );
     }
 
     #[test]

@@ -76,7 +76,11 @@ fn main() {
         match id {
             Some(id) if tokenizer.id_to_token(id).is_some() => targets.push(id),
             _ => {
-                eprintln!("qik-find: {}:{}: {line:?} is neither a token nor an id of the vocabulary", targets_file.display(), number + 1);
+                eprintln!(
+                    "qik-find: {}:{}: {line:?} is neither a token nor an id of the vocabulary",
+                    targets_file.display(),
+                    number + 1
+                );
                 exit(1)
             }
         }
@@ -108,7 +112,9 @@ fn main() {
         }
         let contexts: Vec<_> = found[id]
             .iter()
-            .map(|f| json!({"sentence": f.sentence, "start": f.start, "end": f.end, "sentence_index": f.sentence_index}))
+            .map(
+                |f| json!({"sentence": f.sentence, "start": f.start, "end": f.end, "sentence_index": f.sentence_index}),
+            )
             .collect();
         let line = json!({"id": id, "token": tokenizer.id_to_token(*id), "contexts": contexts});
         writeln!(out, "{line}").expect("cannot write to stdout");
