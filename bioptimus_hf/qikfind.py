@@ -117,8 +117,10 @@ class _BottomK:
         self.heap: list[tuple[int, int, Context]] = []  # (-priority, -sentence_index, context)
 
     def would_accept(self, priority: int, sentence_index: int) -> bool:
+        if self.k == 0:
+            return False
         if len(self.heap) < self.k:
-            return self.k > 0
+            return True
         worst_priority, worst_index = -self.heap[0][0], -self.heap[0][1]
         return (priority, sentence_index) < (worst_priority, worst_index)
 
@@ -343,6 +345,8 @@ def find_contexts(
     """
     import time
 
+    if isinstance(corpus_paths, (str, os.PathLike)):
+        corpus_paths = [corpus_paths]  # one file given bare
     paths = [Path(p) for p in corpus_paths]
     for path in paths:
         if not path.is_file():

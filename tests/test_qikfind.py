@@ -228,6 +228,18 @@ def test_sampling_is_uniform_and_seeded(tmp_path, trained_tokenizer):
     assert len(samples) > seeds * 0.9  # the seed changes the sample
 
 
+@pytest.mark.parametrize("backend", ["python", pytest.param("rust", marks=pytest.mark.skipif(
+    not rust_available(), reason="bioptimus_hf._qikfind extension not built"))])
+def test_degenerate_requests(corpus, trained_tokenizer, backend):
+    token = load_backend_tokenizer(trained_tokenizer).token_to_id("the")
+    kwargs = dict(backend=backend, progress=False)
+    assert find_contexts(corpus, trained_tokenizer, [token], max_per_token=0, **kwargs) == {token: []}
+    contexts, stats = find_contexts(corpus, trained_tokenizer, [], return_stats=True, **kwargs)
+    assert contexts == {} and stats.sentences == len(_all_sentences(corpus))
+    one = find_contexts(corpus[0], trained_tokenizer, [token, token], max_per_token=2, **kwargs)  # a bare path
+    assert list(one) == [token] and len(one[token]) == 2
+
+
 def test_bad_inputs(tmp_path, trained_tokenizer, corpus):
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         find_contexts([tmp_path / "missing.txt"], trained_tokenizer, [5], progress=False)
