@@ -350,3 +350,33 @@ def test_rust_sentence_splitting_matches_python_on_random_text():
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
         max_chars = rng.choice([1, 2, 3, 5, 8, 1000])
         assert _qikfind.split_sentences(text, max_chars) == split_sentences(text, max_chars), (text, max_chars)
+
+
+CLI = Path(__file__).resolve().parents[1] / "rust" / "target" / "release" / "qik-find"
+
+
+@pytest.mark.skipif(not CLI.exists(), reason="qik-find CLI not built (cargo build --release in rust/)")
+@pytest.mark.parametrize("files", ["tokenizer.json", "vocab.txt"])
+def test_cli_matches_python_backend(corpus, trained_tokenizer, tmp_path, files):
+    import json
+    import shutil
+    import subprocess
+
+    tokenizer_dir = tmp_path / "tok"
+    tokenizer_dir.mkdir()
+    shutil.copy(trained_tokenizer / files, tokenizer_dir / files)  # vocab.txt alone: BERT defaults
+    backend = load_backend_tokenizer(tokenizer_dir)
+    targets = _targets(trained_tokenizer, count=40)
+    (tmp_path / "targets.txt").write_text("\n".join(backend.id_to_token(t) for t in targets) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [str(CLI), "--tokenizer", str(tokenizer_dir), "--targets", str(tmp_path / "targets.txt"),
+         "--max-per-token", "3", "--seed", "4", "--threads", "2"] + [str(p) for p in corpus],
+        capture_output=True, text=True, check=True,
+    )
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [row["id"] for row in rows] == targets
+    cli = {row["id"]: [Context(c["sentence"], c["start"], c["end"], c["sentence_index"]) for c in row["contexts"]]
+           for row in rows}
+    assert cli == find_contexts(corpus, tokenizer_dir, targets, max_per_token=3, seed=4, backend="python", progress=False)
+    stats = json.loads(done.stderr.splitlines()[-1].split("qik-find: ", 1)[1])
+    assert stats["sentences"] == len(_all_sentences(corpus)) and stats["replacement_chars"] == 5
