@@ -275,6 +275,9 @@ def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_
     batch: list[tuple[int, str]] = []
 
     def flush():
+        if not samplers:  # nothing to look for: only the counts matter
+            batch.clear()
+            return
         encodings = backend_tokenizer.encode_batch([s for _, s in batch], add_special_tokens=False)
         for (index, sentence), encoding in zip(batch, encodings):
             seen = set()
@@ -306,9 +309,12 @@ def _rust_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_co
 
     callback = None
     if progress is not None:
-        def callback(total_bytes_done: int, _state=[0]):
-            progress.update(total_bytes_done - _state[0])
-            _state[0] = total_bytes_done
+        reported = 0
+
+        def callback(total_bytes_done: int):
+            nonlocal reported
+            progress.update(total_bytes_done - reported)
+            reported = total_bytes_done
 
     raw, raw_stats = _qikfind.find_contexts(
         [str(p) for p in paths],
