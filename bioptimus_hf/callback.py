@@ -168,6 +168,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
     # ------------------------------------------------------------------ phases and releases
     def _activate(self, index: int, global_step: int) -> None:
         self.collator.set_phase(index)
+        self.collator.pop_window_fraction()  # the logged fraction never mixes two phases
         phase = self.collator.phases[index]
         if not self.phase_history or self.phase_history[-1][1] != phase.version:
             self.phase_history.append((global_step, phase.version))
