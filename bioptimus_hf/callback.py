@@ -158,12 +158,12 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
 
     def _snapshot(self):
         c = self.collator
-        return (list(c.masked_tokens), list(c.maskable_tokens), c._window_masked, c._window_maskable)
+        return (list(c.masked_tokens), list(c.maskable_tokens), c._window_masked, c._window_maskable, c._window_id)
 
     def _restore_snapshot(self, snapshot) -> None:
         c = self.collator
         c.masked_tokens, c.maskable_tokens = list(snapshot[0]), list(snapshot[1])
-        c._window_masked, c._window_maskable = snapshot[2], snapshot[3]
+        c._window_masked, c._window_maskable, c._window_id = snapshot[2], snapshot[3], snapshot[4]
 
     # ------------------------------------------------------------------ phases and releases
     def _activate(self, index: int, global_step: int) -> None:

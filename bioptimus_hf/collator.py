@@ -139,6 +139,7 @@ class CurriculumDataCollator:
         self.maskable_tokens = [0] * len(phases)
         self._window_masked = 0
         self._window_maskable = 0
+        self._window_id = 0
         self.remasked_batches = 0
 
     # ------------------------------------------------------------------ phase selection
@@ -230,15 +231,16 @@ class CurriculumDataCollator:
         self._window_masked += masked
         self._window_maskable += maskable
         state["counted"] = True
-        state["counts"] = (masked, maskable)
+        state["counts"] = (masked, maskable, self._window_id)
 
     def _uncount(self, batch: CurriculumBatch) -> None:
         state = batch.curriculum_state
-        masked, maskable = state["counts"]
+        masked, maskable, window = state["counts"]
         self.masked_tokens[state["phase_index"]] -= masked
         self.maskable_tokens[state["phase_index"]] -= maskable
-        self._window_masked -= masked
-        self._window_maskable -= maskable
+        if window == self._window_id:  # else the window it was counted in is already logged
+            self._window_masked -= masked
+            self._window_maskable -= maskable
         state["counted"] = False
 
     def realised_fraction(self, phase_index: int | None = None) -> float | None:
@@ -250,6 +252,7 @@ class CurriculumDataCollator:
         """Realised masked fraction since the previous call (for periodic logging)."""
         value = self._window_masked / self._window_maskable if self._window_maskable else None
         self._window_masked = self._window_maskable = 0
+        self._window_id += 1
         return value
 
     def _pad(self, features):
