@@ -190,6 +190,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
     max_len = min(data_args.max_seq_length, tokenizer.model_max_length)
+    window = max_len - tokenizer.num_special_tokens_to_add(pair=False)
+    if not 0 <= data_args.window_stride < window:
+        raise ValueError(
+            f"--window_stride {data_args.window_stride} must be in [0, {window}): the window holds {window} sub-tokens "
+            f"(--max_seq_length {max_len} minus the special tokens)"
+        )
 
     def encode(split):
         return encode_split(tokenizer, split.sentences, scheme, label2id, max_len, data_args.window_stride,

@@ -28,9 +28,9 @@ def span_scores(sentences: Sequence[Sentence], predictions: Sequence[List[Span]]
     gold = [spans_to_tags(s.spans, len(s.tokens), "BIO") for s in sentences]
     predicted = [spans_to_tags(p, len(s.tokens), "BIO") for s, p in zip(sentences, predictions)]
     return {
-        "precision": float(precision_score(gold, predicted)),
-        "recall": float(recall_score(gold, predicted)),
-        "f1": float(f1_score(gold, predicted)),
+        "precision": float(precision_score(gold, predicted, zero_division=0)),
+        "recall": float(recall_score(gold, predicted, zero_division=0)),
+        "f1": float(f1_score(gold, predicted, zero_division=0)),
         "gold_entities": sum(len(s.spans) for s in sentences),
         "predicted_entities": sum(len(p) for p in predictions),
     }
@@ -39,7 +39,7 @@ def span_scores(sentences: Sequence[Sentence], predictions: Sequence[List[Span]]
 def span_report(sentences: Sequence[Sentence], predictions: Sequence[List[Span]]) -> str:
     gold = [spans_to_tags(s.spans, len(s.tokens), "BIO") for s in sentences]
     predicted = [spans_to_tags(p, len(s.tokens), "BIO") for s, p in zip(sentences, predictions)]
-    return classification_report(gold, predicted, digits=4)
+    return classification_report(gold, predicted, digits=4, zero_division=0)
 
 
 def build_compute_metrics(encoded: EncodedSplit, sentences: Sequence[Sentence], id2label: Dict[int, str], scheme: str):
