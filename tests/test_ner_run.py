@@ -103,6 +103,7 @@ def test_tagger_returns_character_offsets(two_seed_run):
     # a long text is windowed (max_seq_length 16), an empty line gives no entities
     batch = tagger(["", " ".join(["aspirin with the patients ,"] * 8)])
     assert batch[0] == [] and [e["text"] for e in batch[1]] == ["aspirin"] * 8
+    assert tagger(["", "  "]) == [[], []] and tagger([]) == []
 
 
 def test_tagger_cli_on_a_file(two_seed_run, tmp_path):

@@ -30,6 +30,8 @@ class EncodedSplit:
 
 def word_lengths(tokenizer, sentences: Sequence[Sequence[str]]) -> List[List[int]]:
     """Number of sub-tokens of every word of every sentence (no special tokens)."""
+    if not sentences:  # the tokenizer would read an empty batch as one empty sentence
+        return []
     encoded = tokenizer([list(words) for words in sentences], is_split_into_words=True, add_special_tokens=False)
     lengths = []
     for index, words in enumerate(sentences):
@@ -66,6 +68,9 @@ def encode_sentences(
             window_words.append(list(token_lists[index][start:end]))
     stats.windows = len(windows)
 
+    if not windows:  # nothing to tokenize (only empty sentences); an empty list would read as one sentence
+        columns = {"input_ids": [], "attention_mask": []} | ({"labels": []} if label_lists is not None else {})
+        return EncodedSplit(Dataset.from_dict(columns), windows, stats, [len(t) for t in token_lists])
     encoded = tokenizer(window_words, is_split_into_words=True, truncation=True, max_length=max_seq_length)
     all_labels = []
     for row, window in enumerate(windows):
