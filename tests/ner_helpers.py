@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 
+import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
 WORDS = (
@@ -25,6 +26,7 @@ def build_tiny_bert(directory: str, num_layers: int = 2, max_len: int = 64) -> s
         vocab_size=len(vocab), hidden_size=32, num_hidden_layers=num_layers, num_attention_heads=2,
         intermediate_size=64, max_position_embeddings=max_len,
     )
+    torch.manual_seed(0)  # the same "pretrained" weights in every test session
     BertForMaskedLM(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory

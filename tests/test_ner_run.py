@@ -18,7 +18,7 @@ from bioptimus_hf.ner.tagging import NerTagger
 
 from ner_helpers import build_tiny_bert, synthetic_sentences, write_dataset_dir, write_tsv
 
-FAST = ["--num_train_epochs", "6", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
+FAST = ["--num_train_epochs", "8", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
         "--warmup_steps", "0.1", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
         "--use_cpu", "true", "--max_seq_length", "16", "--window_stride", "4"]
 
@@ -101,8 +101,8 @@ def test_tagger_returns_character_offsets(two_seed_run):
     for entity in entities:
         assert text[entity["start"] : entity["end"]] == entity["text"] and 0 < entity["score"] <= 1
     # a long text is windowed (max_seq_length 16), an empty line gives no entities
-    batch = tagger(["", " ".join(["aspirin with the patients ,"] * 8)])
-    assert batch[0] == [] and [e["text"] for e in batch[1]] == ["aspirin"] * 8
+    batch = tagger(["", " ".join(["the patients were treated with aspirin ,"] * 6)])
+    assert batch[0] == [] and [e["text"] for e in batch[1]] == ["aspirin"] * 6
     assert tagger(["", "  "]) == [[], []] and tagger([]) == []
 
 
@@ -111,13 +111,15 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path):
     from bioptimus_hf.ner import tagging
 
     source = tmp_path / "abstracts.txt"
-    source.write_text("breast cancer with cisplatin .\nthe study\n")
+    first = "the patients with breast cancer were treated with cisplatin ."
+    source.write_text(first + "\nthe study\n")
     target = tmp_path / "entities.jsonl"
     tagging.main(["--model", os.path.join(output, "seed_2"), "--input_file", str(source), "--output_file", str(target),
                   "--max_seq_length", "16"])
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     assert [row["line"] for row in rows] == [1, 2]
-    assert [(e["type"], e["start"], e["end"]) for e in rows[0]["entities"]] == [("Disease", 0, 13), ("Chemical", 19, 28)]
+    assert [(e["type"], e["start"], e["end"]) for e in rows[0]["entities"]] == [("Disease", 18, 31), ("Chemical", 50, 59)]
+    assert first[18:31] == "breast cancer" and first[50:59] == "cisplatin"
     assert rows[1]["entities"] == []
 
 
