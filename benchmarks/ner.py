@@ -53,6 +53,8 @@ def main() -> None:
     parser.add_argument("--max_test_samples", type=int, default=500, help="first N test sentences (0 = all)")
     parser.add_argument("--work_dir", default="/tmp/bioptimus_ner_benchmark")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "ner.json"))
+    parser.add_argument("--reuse", action="store_true",
+                        help="load <work_dir>/<dataset>/all_results.json when it exists (same seeds) instead of re-running")
     args = parser.parse_args()
 
     model = minilm_dir()
@@ -77,7 +79,15 @@ def main() -> None:
             argv += ["--max_test_samples", str(args.max_test_samples)]
         if args.max_eval_samples:
             argv += ["--max_eval_samples", str(args.max_eval_samples)]
-        results = run_ner.main(argv)
+        existing = os.path.join(args.work_dir, dataset, "all_results.json")
+        results = None
+        if args.reuse and os.path.isfile(existing):
+            with open(existing, encoding="utf-8") as handle:
+                results = json.load(handle)
+            if results.get("seeds") != [int(s) for s in args.seeds.split(",")]:
+                results = None
+        if results is None:
+            results = run_ner.main(argv)
         rows.append(
             {
                 "dataset": dataset,
