@@ -195,3 +195,19 @@ def test_results_aggregation_table_and_model_index(tmp_path):
     assert lines[3] == "| base | 65.00 ± 7.07 | – | – |" and lines[4] == "| missing | – | – | – |"
     assert compare.comparison_table({("m", "a"): {"test_f1": 0.5}, ("m", "b"): {"test_f1": 0.7}}, ["m"], ["a", "b"]).splitlines()[2] == "| m | 50.00 ± 0.00 | 70.00 ± 0.00 | 60.00 |"
     assert json.load(open(tmp_path / "comparison.json"))[0]["model"] == "v0.1"
+
+
+def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path):
+    _, model, data = tiny
+    output = tmp_path / "cmp"
+    quick = ["--seeds", "1", "--max_steps", "2", "--report_to", "none", "--save_strategy", "no", "--save_model", "false",
+             "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
+    args = ["--models", f"tiny={model}", "--datasets", data, "--output_dir", str(output), "--"] + quick
+    table = compare.main(args)
+    results_file = output / "tiny" / "data" / "all_results.json"
+    saved = json.load(open(results_file))
+    assert saved["model_name"] == "tiny" and saved["max_steps"] == 2 and saved["seeds"] == [1]
+    assert table.splitlines()[2] == f"| tiny | {100 * saved['test_f1']:.2f} ± 0.00 | {100 * saved['test_f1']:.2f} |"
+    stamp = os.path.getmtime(results_file)
+    compare.main(args)  # already done: not re-run
+    assert os.path.getmtime(results_file) == stamp
