@@ -58,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
 
     model = minilm_dir()
-    rows = []
+    rows, reused = [], []
     started = time.time()
     for dataset in args.datasets.split(","):
         argv = [
@@ -86,6 +86,8 @@ def main() -> None:
                 results = json.load(handle)
             if results.get("seeds") != [int(s) for s in args.seeds.split(",")]:
                 results = None
+            else:
+                reused.append(dataset)
         if results is None:
             results = run_ner.main(argv)
         rows.append(
@@ -113,6 +115,7 @@ def main() -> None:
         "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
                     "torch": torch.__version__, "note": "2 CPU cores shared with other jobs; timings are indicative"},
         "total_wall_s": time.time() - started,
+        "reused_runs": reused,  # datasets whose finished run_ner output was loaded (--reuse), not re-run
         "results": rows,
     }
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
