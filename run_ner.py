@@ -164,12 +164,14 @@ def load_splits(data_args: DataTrainingArguments):
         name = data_args.dataset_name
     else:
         raise ValueError("give --data_dir (train.tsv/devel.tsv/test.tsv) or --dataset_name")
+    for split, limit in ((train, data_args.max_train_samples), (devel, data_args.max_eval_samples), (test, data_args.max_test_samples)):
+        if split is not None and limit is not None and limit < len(split.sentences):
+            split.sentences = split.sentences[:limit]
+            split.path = f"{split.path} (first {limit} sentences)"
+    # after subsetting: the label set comes from the training sentences actually used
     for other in (devel, test):
         if other is not None:
             check_entity_types(train, other)
-    for split, limit in ((train, data_args.max_train_samples), (devel, data_args.max_eval_samples), (test, data_args.max_test_samples)):
-        if split is not None and limit is not None:
-            split.sentences = split.sentences[:limit]
     return name, train, devel, test
 
 
@@ -189,7 +191,8 @@ def main(argv: list[str] | None = None) -> dict:
                 len(devel.sentences), len(test.sentences) if test else "-", train.entity_types, scheme)
 
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
-    max_len = min(data_args.max_seq_length, tokenizer.model_max_length)
+    positions = getattr(AutoConfig.from_pretrained(model_args.model_name_or_path), "max_position_embeddings", None)
+    max_len = min(data_args.max_seq_length, tokenizer.model_max_length, positions or data_args.max_seq_length)
     window = max_len - tokenizer.num_special_tokens_to_add(pair=False)
     if not 0 <= data_args.window_stride < window:
         raise ValueError(

@@ -165,6 +165,12 @@ def test_bad_input_fails_before_training(tiny, tmp_path):
     (bad / "devel.tsv").write_text("")
     with pytest.raises(ConllFormatError, match=r"devel\.tsv: file contains no sentences"):
         run_ner.main(args)
+    # a training subset defines the label set: a type seen only later in train.tsv is absent from it
+    (bad / "train.tsv").write_text("aspirin\tB-Chemical\n\ncancer\tB-Disease\n")
+    (bad / "devel.tsv").write_text("cancer\tB-Disease\n")
+    (bad / "test.tsv").write_text("aspirin\tB-Chemical\n")
+    with pytest.raises(ConllFormatError, match=r"devel\.tsv: .*absent from the training file .*train\.tsv \(first 1 sentences\).*'Disease'"):
+        run_ner.main(args + ["--max_train_samples", "1"])
     assert not os.path.exists(tmp_path / "o" / "seed_42")
 
 
