@@ -1,0 +1,321 @@
+#!/usr/bin/env python
+"""Fine-tune and evaluate a BERT-style encoder on biomedical NER (BLURB protocol), over several seeds.
+
+Modelled on transformers' examples/pytorch/token-classification/run_ner.py, plus: CoNLL directories
+with validation, training tagging scheme IO/BIO/BIOUL with span-level evaluation against the original
+gold spans, windowing instead of truncation, Tinn et al. stabilisation flags and multi-seed reporting.
+
+    python run_ner.py configs/ner_blurb.yaml                        # a yaml (or json) config file
+    python run_ner.py configs/ner_blurb.yaml --seeds 1,2 --num_train_epochs 1   # later flags override
+    python run_ner.py --model_name_or_path M --data_dir ../shared/data/ner/NCBI-disease-IOB --output_dir out
+
+Outputs in ``output_dir``: ``all_results.json`` (keys documented in docs/ner.md), ``results.md``,
+``model_index.json``, and per seed ``seed_<s>/`` with ``test_predictions.conll``, the seqeval reports,
+and the fine-tuned model (unless ``--save_model false``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import transformers
+import yaml
+from transformers import (
+    AutoConfig,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    DataCollatorForTokenClassification,
+    HfArgumentParser,
+    Trainer,
+    TrainingArguments,
+    set_seed,
+)
+
+from bioptimus_hf.ner.conll import ConllFormatError, check_entity_types, read_conll, sentences_from_tags, write_conll
+from bioptimus_hf.ner.encoding import encode_split
+from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores
+from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, model_index, write_results
+from bioptimus_hf.ner.schemes import label_list, normalize_scheme
+from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
+    tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer, if not the model's."})
+    model_name: str | None = field(
+        default=None, metadata={"help": "Name for results tables and the model-index (default: the path's basename)."}
+    )
+    ignore_mismatched_sizes: bool = field(
+        default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
+    )
+    save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
+
+
+@dataclass
+class DataTrainingArguments:
+    data_dir: str | None = field(
+        default=None, metadata={"help": "Directory with train.tsv, devel.tsv and test.tsv (token<TAB>label)."}
+    )
+    dataset_name: str | None = field(
+        default=None, metadata={"help": "A `datasets` name (or a save_to_disk directory) instead of data_dir."}
+    )
+    dataset_config_name: str | None = field(default=None, metadata={"help": "The `datasets` configuration."})
+    text_column_name: str = field(default="tokens", metadata={"help": "Column of word lists (datasets only)."})
+    label_column_name: str = field(default="ner_tags", metadata={"help": "Column of tags (datasets only)."})
+    tagging_scheme: str = field(
+        default="BIO", metadata={"help": "Training tagging scheme: IO, BIO (IOB2) or BIOUL. Evaluation is span-level."}
+    )
+    max_seq_length: int = field(
+        default=512, metadata={"help": "Window size in sub-tokens; longer sentences are split, never truncated."}
+    )
+    window_stride: int = field(default=32, metadata={"help": "Maximum overlap, in sub-tokens, of consecutive windows."})
+    label_all_tokens: bool = field(
+        default=False, metadata={"help": "Label every sub-token (default: only the first sub-token of each word)."}
+    )
+    strict_iob: bool = field(
+        default=False, metadata={"help": "Make `I-` without `B-` an error instead of starting a new entity."}
+    )
+    max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training sentences."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N devel sentences."})
+    max_test_samples: int | None = field(default=None, metadata={"help": "Use only the first N test sentences."})
+
+
+@dataclass
+class StabilisationArguments:
+    freeze_embeddings: bool = field(default=False, metadata={"help": "Freeze the embedding layer."})
+    freeze_layers: int = field(default=0, metadata={"help": "Freeze the lowest N transformer layers (and embeddings)."})
+    layerwise_lr_decay: float = field(
+        default=1.0, metadata={"help": "Layer-wise LR decay factor (1.0 = off): layer l learns at lr * decay^(L+1-l)."}
+    )
+    reinit_layers: int = field(default=0, metadata={"help": "Re-initialise the top K transformer layers (and pooler)."})
+    seeds: str | None = field(
+        default=None, metadata={"help": "Comma-separated seeds, e.g. 1,2,3: one full fine-tune per seed (default: --seed)."}
+    )
+
+
+def config_file_to_argv(path: str) -> list[str]:
+    """Turn a yaml/json config file into command-line flags, so flags given after it override it."""
+    with open(path, encoding="utf-8") as handle:
+        values = yaml.safe_load(handle) if path.endswith((".yaml", ".yml")) else json.load(handle)
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: expected a mapping of argument names to values")
+    argv = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            argv += [f"--{key}", *map(str, value)]
+        elif isinstance(value, dict):
+            argv += [f"--{key}", json.dumps(value)]
+        else:
+            argv += [f"--{key}", str(value)]
+    return argv
+
+
+def parse_args(argv: list[str] | None = None):
+    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, StabilisationArguments, TrainingArguments))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0].endswith((".yaml", ".yml", ".json")):
+        argv = config_file_to_argv(argv[0]) + argv[1:]
+    return parser.parse_args_into_dataclasses(args=argv)
+
+
+def load_splits(data_args: DataTrainingArguments):
+    """(name, train, devel, test-or-None) as validated ConllSplits."""
+    strict = data_args.strict_iob
+    if data_args.data_dir:
+        paths = {split: os.path.join(data_args.data_dir, f"{split}.tsv") for split in ("train", "devel", "test")}
+        for split in ("train", "devel"):
+            if not os.path.isfile(paths[split]):
+                raise ConllFormatError(f"{data_args.data_dir}: missing {split}.tsv (need train.tsv, devel.tsv, test.tsv)")
+        train, devel = read_conll(paths["train"], strict), read_conll(paths["devel"], strict)
+        test = read_conll(paths["test"], strict) if os.path.isfile(paths["test"]) else None
+        name = os.path.basename(os.path.normpath(data_args.data_dir))
+    elif data_args.dataset_name:
+        import datasets
+
+        if os.path.isdir(data_args.dataset_name):
+            raw = datasets.load_from_disk(data_args.dataset_name)
+        else:
+            raw = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name)
+
+        def to_split(split_names):
+            split = next((s for s in split_names if s in raw), None)
+            if split is None:
+                return None
+            column = raw[split].features[data_args.label_column_name]
+            names = getattr(getattr(column, "feature", None), "names", None)  # Sequence(ClassLabel) -> strings
+            tags = raw[split][data_args.label_column_name]
+            if names is not None:
+                tags = [[names[i] for i in row] for row in tags]
+            return sentences_from_tags(raw[split][data_args.text_column_name], tags, f"{data_args.dataset_name}[{split}]", strict)
+
+        train, devel, test = to_split(["train"]), to_split(["validation", "devel", "dev"]), to_split(["test"])
+        if train is None or devel is None:
+            raise ConllFormatError(f"{data_args.dataset_name}: needs a 'train' and a 'validation' split, has {list(raw)}")
+        name = data_args.dataset_name
+    else:
+        raise ValueError("give --data_dir (train.tsv/devel.tsv/test.tsv) or --dataset_name")
+    for split, limit in ((train, data_args.max_train_samples), (devel, data_args.max_eval_samples), (test, data_args.max_test_samples)):
+        if split is not None and limit is not None and limit < len(split.sentences):
+            split.sentences = split.sentences[:limit]
+            split.path = f"{split.path} (first {limit} sentences)"
+    # after subsetting: the label set comes from the training sentences actually used
+    for other in (devel, test):
+        if other is not None:
+            check_entity_types(train, other)
+    return name, train, devel, test
+
+
+def main(argv: list[str] | None = None) -> dict:
+    model_args, data_args, stab_args, training_args = parse_args(argv)
+    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
+    transformers.utils.logging.set_verbosity_warning()
+
+    scheme = normalize_scheme(data_args.tagging_scheme)
+    if scheme == "IOBES":
+        scheme = "BIOUL"  # the same scheme; one spelling for the labels
+    dataset_name, train, devel, test = load_splits(data_args)
+    labels = label_list(train.entity_types, scheme)
+    label2id = {label: i for i, label in enumerate(labels)}
+    id2label = dict(enumerate(labels))
+    logger.info("%s: %d/%d/%s sentences, entity types %s, training scheme %s", dataset_name, len(train.sentences),
+                len(devel.sentences), len(test.sentences) if test else "-", train.entity_types, scheme)
+
+    tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+    positions = getattr(AutoConfig.from_pretrained(model_args.model_name_or_path), "max_position_embeddings", None)
+    max_len = min(data_args.max_seq_length, tokenizer.model_max_length, positions or data_args.max_seq_length)
+    window = max_len - tokenizer.num_special_tokens_to_add(pair=False)
+    if not 0 <= data_args.window_stride < window:
+        raise ValueError(
+            f"--window_stride {data_args.window_stride} must be in [0, {window}): the window holds {window} sub-tokens "
+            f"(--max_seq_length {max_len} minus the special tokens)"
+        )
+
+    def encode(split):
+        return encode_split(tokenizer, split.sentences, scheme, label2id, max_len, data_args.window_stride,
+                            data_args.label_all_tokens)
+
+    encoded = {"train": encode(train), "devel": encode(devel)}
+    if test is not None:
+        encoded["test"] = encode(test)
+    window_stats = {split: enc.stats.as_dict() for split, enc in encoded.items()}
+    for split, stats in window_stats.items():
+        logger.info("%s: %d sentences -> %d windows; %d sentences split into windows, %d over-long words cut",
+                    split, stats["sentences"], stats["windows"], stats["sentences_split"], stats["words_cut"])
+
+    seeds = [int(s) for s in stab_args.seeds.split(",")] if stab_args.seeds else [training_args.seed]
+    base_output_dir = training_args.output_dir
+    os.makedirs(base_output_dir, exist_ok=True)
+    collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
+    per_seed = []
+    for seed in seeds:
+        seed_dir = os.path.join(base_output_dir, f"seed_{seed}")
+        training_args.seed = seed
+        training_args.output_dir = seed_dir
+        set_seed(seed)
+        config = AutoConfig.from_pretrained(
+            model_args.model_name_or_path, num_labels=len(labels), id2label=id2label, label2id=label2id
+        )
+        config.ner_tagging_scheme = scheme  # read back by the tagger to decode predictions
+        model = AutoModelForTokenClassification.from_pretrained(
+            model_args.model_name_or_path, config=config, ignore_mismatched_sizes=model_args.ignore_mismatched_sizes
+        )
+        reinitialize_top_layers(model, stab_args.reinit_layers)
+        if stab_args.freeze_layers or stab_args.freeze_embeddings:
+            freeze_lower_layers(model, stab_args.freeze_layers, freeze_embeddings=True)
+        optimizers = (None, None)
+        if stab_args.layerwise_lr_decay != 1.0:
+            optimizer = build_optimizer(
+                model, training_args.learning_rate, stab_args.layerwise_lr_decay, training_args.weight_decay,
+                (training_args.adam_beta1, training_args.adam_beta2), training_args.adam_epsilon,
+            )
+            optimizers = (optimizer, None)  # the Trainer still creates its linear warm-up/decay scheduler
+
+        trainer = Trainer(
+            model=model,
+            args=training_args,
+            train_dataset=encoded["train"].dataset,
+            eval_dataset=encoded["devel"].dataset,
+            processing_class=tokenizer,
+            data_collator=collator,
+            compute_metrics=build_compute_metrics(encoded["devel"], devel.sentences, id2label, scheme),
+            preprocess_logits_for_metrics=argmax_logits,
+            optimizers=optimizers,
+        )
+        run = {"seed": seed}
+        start = time.perf_counter()
+        train_output = trainer.train()
+        run["train_runtime_s"] = time.perf_counter() - start
+        run["train_loss"] = train_output.training_loss
+        if model_args.save_model:
+            trainer.save_model(seed_dir)
+
+        eval_metrics = trainer.evaluate(metric_key_prefix="eval")
+        for metric in ("f1", "precision", "recall"):
+            run[f"eval_{metric}"] = eval_metrics[f"eval_{metric}"]
+
+        if test is not None:
+            trainer.compute_metrics = None  # the devel-bound metrics would not fit the test windows
+            start = time.perf_counter()
+            output = trainer.predict(encoded["test"].dataset)
+            seconds = time.perf_counter() - start
+            spans = predicted_spans(encoded["test"], output.predictions, id2label, scheme)
+            scores = span_scores(test.sentences, spans)
+            for metric in ("f1", "precision", "recall"):
+                run[f"test_{metric}"] = scores[metric]
+            run["test_predict_runtime_s"] = seconds
+            run["test_sentences_per_s"] = len(test.sentences) / seconds
+            os.makedirs(seed_dir, exist_ok=True)
+            write_conll(os.path.join(seed_dir, "test_predictions.conll"), test.sentences, spans)
+            with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
+                handle.write(span_report(test.sentences, spans))
+        logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
+        per_seed.append(run)
+
+    run_info = {
+        "model_name_or_path": model_args.model_name_or_path,
+        "model_name": model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path)),
+        "dataset": dataset_name,
+        "entity_types": train.entity_types,
+        "tagging_scheme": scheme,
+        "gold_scheme": {"train": train.scheme, "devel": devel.scheme, "test": test.scheme if test else None},
+        "label_all_tokens": data_args.label_all_tokens,
+        "max_seq_length": max_len,
+        "window_stride": data_args.window_stride,
+        "windows": window_stats,
+        "repaired_tags": {"train": len(train.repaired_lines), "devel": len(devel.repaired_lines),
+                          "test": len(test.repaired_lines) if test else 0},
+        "stabilisation": {k: v for k, v in asdict(stab_args).items() if k != "seeds"},
+        "learning_rate": training_args.learning_rate,
+        "num_train_epochs": training_args.num_train_epochs,
+        "max_steps": training_args.max_steps,
+        "warmup_steps": training_args.warmup_steps,
+        "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
+        "train_batch_size": training_args.per_device_train_batch_size,
+        "num_train_sentences": len(train.sentences),
+    }
+    results = aggregate_seed_results(per_seed, run_info)
+    if test is not None:
+        results["test_sentences_per_s"] = sum(r["test_sentences_per_s"] for r in per_seed) / len(per_seed)
+    write_results(base_output_dir, results)
+    table = markdown_table(results)
+    with open(os.path.join(base_output_dir, "results.md"), "w", encoding="utf-8") as handle:
+        handle.write(f"# {run_info['model_name']} on {dataset_name} ({scheme} training, entity-level, %)\n\n{table}")
+    if test is not None:
+        with open(os.path.join(base_output_dir, "model_index.json"), "w", encoding="utf-8") as handle:
+            json.dump(model_index(results, run_info["model_name"], dataset_name), handle, indent=2)
+    print(table)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""End to end: run_ner.py on a tiny random BERT over 2 seeds, the results files, the tagger, the
+comparison driver, and bad input failing before training."""
+
+import json
+import os
+
+import pytest
+import torch
+import yaml
+from transformers import AutoTokenizer
+from datasets import ClassLabel, Dataset, DatasetDict, Features, Sequence, Value
+
+import run_ner
+from bioptimus_hf.ner import compare
+from bioptimus_hf.ner.conll import ConllFormatError, read_conll
+from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, model_index, write_results
+from bioptimus_hf.ner.tagging import NerTagger
+
+from ner_helpers import build_tiny_bert, synthetic_sentences, write_dataset_dir, write_tsv
+
+FAST = ["--num_train_epochs", "8", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
+        "--warmup_steps", "0.1", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
+        "--use_cpu", "true", "--max_seq_length", "16", "--window_stride", "4"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: threads only add contention
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ner_run")
+    model = build_tiny_bert(str(root / "model"))
+    data = write_dataset_dir(str(root / "data"))
+    # one long sentence in test, so windows are needed at max_seq_length 16
+    long_tokens = ["the", "patients", "with", "breast", "cancer", "were", "treated", "with", "aspirin", "."] * 3
+    long_tags = ["O", "O", "O", "B-Disease", "I-Disease", "O", "O", "O", "B-Chemical", "O"] * 3
+    write_tsv(os.path.join(data, "test.tsv"), synthetic_sentences(20, 2) + [(long_tokens, long_tags)])
+    return root, model, data
+
+
+@pytest.fixture(scope="module")
+def two_seed_run(tiny):
+    root, model, data = tiny
+    output = str(root / "out")
+    results = run_ner.main(["--model_name_or_path", model, "--data_dir", data, "--output_dir", output,
+                            "--seeds", "1,2", "--model_name", "tiny-bert"] + FAST)
+    return output, results
+
+
+def test_two_seed_run_writes_results(two_seed_run, tiny):
+    output, results = two_seed_run
+    with open(os.path.join(output, "all_results.json")) as handle:
+        saved = json.load(handle)
+    assert saved == json.loads(json.dumps(results))
+    for key in ("eval_f1", "test_f1", "test_f1_std", "test_precision", "test_recall", "per_seed", "test_sentences_per_s"):
+        assert key in saved, key
+    assert [run["seed"] for run in saved["per_seed"]] == [1, 2]
+    f1s = [run["test_f1"] for run in saved["per_seed"]]
+    assert saved["test_f1"] == pytest.approx(sum(f1s) / 2)
+    assert saved["test_f1_std"] == pytest.approx(abs(f1s[0] - f1s[1]) / 2 ** 0.5)
+    # the synthetic entities are easy: a working pipeline learns them
+    assert saved["test_f1"] > 0.8 and saved["eval_f1"] > 0.8
+    _, model, data = tiny
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    too_long = sum(len(tokenizer(s.tokens, is_split_into_words=True)["input_ids"]) > 16
+                   for s in read_conll(os.path.join(data, "test.tsv")).sentences)
+    assert saved["windows"]["test"]["sentences_split"] == too_long >= 1
+    assert saved["entity_types"] == ["Chemical", "Disease"] and saved["tagging_scheme"] == "BIO"
+    table = open(os.path.join(output, "results.md")).read()
+    assert "| mean ± std |" in table and f"**{100 * saved['test_f1']:.2f} ± {100 * saved['test_f1_std']:.2f}**" in table
+    index = json.load(open(os.path.join(output, "model_index.json")))
+    metrics = {m["type"]: m["value"] for m in index[0]["results"][0]["metrics"]}
+    assert index[0]["name"] == "tiny-bert" and metrics["f1"] == pytest.approx(saved["test_f1"], abs=1e-4)
+
+
+def test_test_predictions_are_conll_with_gold_spans(two_seed_run, tiny):
+    output, _ = two_seed_run
+    _, _, data = tiny
+    gold = read_conll(os.path.join(data, "test.tsv"))
+    written = open(os.path.join(output, "seed_1", "test_predictions.conll")).read().split("\n\n")
+    sentences = [block.split("\n") for block in written if block.strip()]
+    assert len(sentences) == len(gold.sentences)
+    for lines, sentence in zip(sentences, gold.sentences):
+        columns = [line.split("\t") for line in lines]
+        assert [c[0] for c in columns] == sentence.tokens
+        assert [c[1] for c in columns] == sentence.tags  # gold was IOB2 already
+        assert all(c[2] == "O" or c[2][:2] in ("B-", "I-") for c in columns)
+
+
+def test_tagger_returns_character_offsets(two_seed_run):
+    output, _ = two_seed_run
+    tagger = NerTagger(os.path.join(output, "seed_1"), max_seq_length=16, stride=4)
+    text = "The patients with  breast cancer were treated with aspirin."
+    entities = tagger(text)
+    assert [(e["type"], e["text"]) for e in entities] == [("Disease", "breast cancer"), ("Chemical", "aspirin")]
+    for entity in entities:
+        assert text[entity["start"] : entity["end"]] == entity["text"] and 0 < entity["score"] <= 1
+    # a long text is windowed (max_seq_length 16), an empty line gives no entities
+    batch = tagger(["", " ".join(["the patients were treated with aspirin ,"] * 6)])
+    assert batch[0] == [] and [e["text"] for e in batch[1]] == ["aspirin"] * 6
+    assert tagger(["", "  "]) == [[], []] and tagger([]) == []
+
+
+def test_tagger_cli_on_a_file(two_seed_run, tmp_path):
+    output, _ = two_seed_run
+    from bioptimus_hf.ner import tagging
+
+    source = tmp_path / "abstracts.txt"
+    first = "the patients with breast cancer were treated with cisplatin ."
+    source.write_text(first + "\nthe study\n")
+    target = tmp_path / "entities.jsonl"
+    tagging.main(["--model", os.path.join(output, "seed_2"), "--input_file", str(source), "--output_file", str(target),
+                  "--max_seq_length", "16"])
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [row["line"] for row in rows] == [1, 2]
+    assert [(e["type"], e["start"], e["end"]) for e in rows[0]["entities"]] == [("Disease", 18, 31), ("Chemical", 50, 59)]
+    assert first[18:31] == "breast cancer" and first[50:59] == "cisplatin"
+    assert rows[1]["entities"] == []
+
+
+def test_bioul_training_from_a_datasets_dir_and_yaml_config(tiny, tmp_path):
+    root, model, _ = tiny
+    names = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
+    features = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=names))})
+
+    def split(count, seed):
+        rows = synthetic_sentences(count, seed)
+        return Dataset.from_dict({"tokens": [t for t, _ in rows], "ner_tags": [[names.index(x) for x in tags] for _, tags in rows]},
+                                 features=features)
+
+    DatasetDict({"train": split(60, 0), "validation": split(20, 1), "test": split(20, 2)}).save_to_disk(str(tmp_path / "ds"))
+    config = tmp_path / "ner.yaml"
+    options = dict(zip(FAST[::2], FAST[1::2]))
+    options = {key[2:]: value for key, value in options.items()}
+    options.update(model_name_or_path=model, dataset_name=str(tmp_path / "ds"), output_dir=str(tmp_path / "out"),
+                   tagging_scheme="BIOUL", seeds="3", num_train_epochs=1)
+    config.write_text(yaml.safe_dump(options))
+    # a flag after the config file overrides it
+    results = run_ner.main([str(config), "--num_train_epochs", "8", "--layerwise_lr_decay", "0.9", "--reinit_layers", "1"])
+    assert results["tagging_scheme"] == "BIOUL" and results["num_train_epochs"] == 8
+    assert results["stabilisation"]["reinit_layers"] == 1 and results["seeds"] == [3]
+    assert results["test_f1"] > 0.7  # evaluation decodes BIOUL predictions to spans
+    labels = json.load(open(tmp_path / "out" / "seed_3" / "config.json"))["id2label"].values()
+    assert "U-Chemical" in labels and "L-Disease" in labels
+
+
+def test_bad_input_fails_before_training(tiny, tmp_path):
+    _, model, data = tiny
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in ("train.tsv", "devel.tsv", "test.tsv"):
+        (bad / name).write_text(open(os.path.join(data, name)).read())
+    (bad / "test.tsv").write_text("gene\tB-Gene\n")
+    args = ["--model_name_or_path", model, "--data_dir", str(bad), "--output_dir", str(tmp_path / "o")] + FAST
+    with pytest.raises(ConllFormatError, match=r"test\.tsv: entity type\(s\) absent from the training file.*'Gene'"):
+        run_ner.main(args)
+    os.remove(bad / "devel.tsv")
+    with pytest.raises(ConllFormatError, match="missing devel.tsv"):
+        run_ner.main(args)
+    (bad / "devel.tsv").write_text("")
+    with pytest.raises(ConllFormatError, match=r"devel\.tsv: file contains no sentences"):
+        run_ner.main(args)
+    # a training subset defines the label set: a type seen only later in train.tsv is absent from it
+    (bad / "train.tsv").write_text("aspirin\tB-Chemical\n\ncancer\tB-Disease\n")
+    (bad / "devel.tsv").write_text("cancer\tB-Disease\n")
+    (bad / "test.tsv").write_text("aspirin\tB-Chemical\n")
+    with pytest.raises(ConllFormatError, match=r"devel\.tsv: .*absent from the training file .*train\.tsv \(first 1 sentences\).*'Disease'"):
+        run_ner.main(args + ["--max_train_samples", "1"])
+    assert not os.path.exists(tmp_path / "o" / "seed_42")
+
+
+def test_results_aggregation_table_and_model_index(tmp_path):
+    per_seed = [{"seed": s, "eval_f1": e, "test_f1": f, "test_precision": p, "test_recall": r, "train_runtime_s": 10.0 * s}
+                for s, e, f, p, r in [(1, 0.8, 0.70, 0.6, 0.8), (2, 0.9, 0.80, 0.7, 0.9), (3, 0.7, 0.90, 0.8, 1.0)]]
+    results = aggregate_seed_results(per_seed, {"dataset": "NCBI-disease-IOB"})
+    assert results["test_f1"] == pytest.approx(0.8) and results["test_f1_std"] == pytest.approx(0.1)
+    assert results["test_precision"] == pytest.approx(0.7) and results["train_runtime_s"] == pytest.approx(20.0)
+    assert results["seeds"] == [1, 2, 3] and results["num_seeds"] == 3
+    table = markdown_table(results)
+    assert table.splitlines()[2] == "| 1 | 80.00 | 60.00 | 80.00 | 70.00 |"
+    assert table.splitlines()[-1] == "| mean ± std | 80.00 ± 10.00 | 70.00 ± 10.00 | 90.00 ± 10.00 | **80.00 ± 10.00** |"
+    index = model_index(results, "bioptimus-v0.4")
+    assert index[0]["results"][0]["dataset"] == {"name": "NCBI-disease-IOB", "type": "NCBI-disease-IOB", "split": "test"}
+    assert index[0]["results"][0]["task"]["type"] == "token-classification"
+    assert [(m["type"], m["value"]) for m in index[0]["results"][0]["metrics"]] == [("f1", 0.8), ("precision", 0.7), ("recall", 0.9)]
+    # the comparison driver builds its table from such result directories
+    for model, f1 in (("v0.1", 0.5), ("base", 0.6)):
+        directory = compare.run_dir(str(tmp_path), model, "NCBI-disease-IOB")
+        os.makedirs(directory)
+        write_results(directory, aggregate_seed_results([{"seed": 1, "test_f1": f1}, {"seed": 2, "test_f1": f1 + 0.1}]))
+    table = compare.main(["--models", "v0.1=/x,base=/y,missing=/z", "--datasets", "data/NCBI-disease-IOB,data/BC2GM-IOB",
+                          "--output_dir", str(tmp_path), "--results_only"])
+    lines = table.splitlines()
+    assert lines[0] == "| model | NCBI-disease-IOB | BC2GM-IOB | average |"
+    assert lines[2] == "| v0.1 | 55.00 ± 7.07 | – | – |"
+    assert lines[3] == "| base | 65.00 ± 7.07 | – | – |" and lines[4] == "| missing | – | – | – |"
+    assert compare.comparison_table({("m", "a"): {"test_f1": 0.5}, ("m", "b"): {"test_f1": 0.7}}, ["m"], ["a", "b"]).splitlines()[2] == "| m | 50.00 ± 0.00 | 70.00 ± 0.00 | 60.00 |"
+    assert json.load(open(tmp_path / "comparison.json"))[0]["model"] == "v0.1"
+
+
+def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path):
+    _, model, data = tiny
+    output = tmp_path / "cmp"
+    quick = ["--seeds", "1", "--max_steps", "2", "--report_to", "none", "--save_strategy", "no", "--save_model", "false",
+             "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
+    args = ["--models", f"tiny={model}", "--datasets", data, "--output_dir", str(output), "--"] + quick
+    table = compare.main(args)
+    results_file = output / "tiny" / "data" / "all_results.json"
+    saved = json.load(open(results_file))
+    assert saved["model_name"] == "tiny" and saved["max_steps"] == 2 and saved["seeds"] == [1]
+    assert table.splitlines()[2] == f"| tiny | {100 * saved['test_f1']:.2f} ± 0.00 | {100 * saved['test_f1']:.2f} |"
+    stamp = os.path.getmtime(results_file)
+    compare.main(args)  # already done: not re-run
+    assert os.path.getmtime(results_file) == stamp
