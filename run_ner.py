@@ -19,23 +19,21 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 
 import transformers
-import yaml
 from transformers import (
     AutoConfig,
     AutoModelForTokenClassification,
     AutoTokenizer,
     DataCollatorForTokenClassification,
-    HfArgumentParser,
     Trainer,
     TrainingArguments,
     set_seed,
 )
 
+from bioptimus_hf.cli import parse_args as parse_config_and_flags
 from bioptimus_hf.ner.conll import ConllFormatError, check_entity_types, read_conll, sentences_from_tags, write_conll
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores
@@ -101,31 +99,11 @@ class StabilisationArguments:
     )
 
 
-def config_file_to_argv(path: str) -> list[str]:
-    """Turn a yaml/json config file into command-line flags, so flags given after it override it."""
-    with open(path, encoding="utf-8") as handle:
-        values = yaml.safe_load(handle) if path.endswith((".yaml", ".yml")) else json.load(handle)
-    if not isinstance(values, dict):
-        raise ValueError(f"{path}: expected a mapping of argument names to values")
-    argv = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        if isinstance(value, (list, tuple)):
-            argv += [f"--{key}", *map(str, value)]
-        elif isinstance(value, dict):
-            argv += [f"--{key}", json.dumps(value)]
-        else:
-            argv += [f"--{key}", str(value)]
-    return argv
-
-
 def parse_args(argv: list[str] | None = None):
-    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, StabilisationArguments, TrainingArguments))
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0].endswith((".yaml", ".yml", ".json")):
-        argv = config_file_to_argv(argv[0]) + argv[1:]
-    return parser.parse_args_into_dataclasses(args=argv)
+    """``[config.{yaml,json}] [--flag value ...]``; flags given after the config file override it."""
+    return parse_config_and_flags(
+        (ModelArguments, DataTrainingArguments, StabilisationArguments, TrainingArguments), argv
+    )
 
 
 def load_splits(data_args: DataTrainingArguments):

@@ -13,8 +13,6 @@ with the held-out MLM loss, model card), loadable with ``AutoModelForMaskedLM.fr
 
 import json
 import logging
-import math
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
