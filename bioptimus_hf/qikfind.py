@@ -1,0 +1,420 @@
+"""qik-find: sample, for each token of a new WordPiece vocabulary, a few corpus sentences that contain it.
+
+The contextualized embedding initialisation (``embedding_init.py``) needs, for every new token, up to
+``max_per_token`` sentences in which the *new* tokenizer produces that token, plus the character span
+of the token inside the sentence. Scanning a pre-training corpus for tens of thousands of tokens is the
+slow part, so there are two backends with identical output:
+
+* ``"rust"``: the multi-threaded ``bioptimus_hf._qikfind`` extension (``rust/``), which re-implements
+  BERT's normaliser, pre-tokenizer and WordPiece model and runs an Aho-Corasick prefilter so that only
+  sentences that can contain a target are tokenized;
+* ``"python"``: this module, which tokenizes every sentence with the Hugging Face fast tokenizer.
+
+Semantics shared by both backends (see docs/qikfind.md):
+
+1. files are read in order, line by line, as UTF-8 (``.gz`` files decompressed); undecodable bytes
+   become U+FFFD (one per maximal invalid sub-sequence) and are counted;
+2. each line is split into sentences after ``.``, ``!`` or ``?`` followed by whitespace and an
+   uppercase letter or an ASCII digit; sentences are stripped, empty ones skipped, and sentences
+   longer than ``max_context_chars`` code points are cut into chunks at whitespace;
+   ``sentence_index`` counts these (chunk-)sentences over all files;
+3. a sentence is a context of target ``t`` iff the tokenizer (no special tokens added) yields ``t``;
+   the span is that of the first such token;
+4. per token, the ``max_per_token`` sentences with the smallest
+   ``priority(t, s) = splitmix64(splitmix64(seed + t) ^ s)`` are kept (ties: smaller sentence index),
+   a bottom-k sample, i.e. a uniform sample without replacement that does not depend on thread count.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import heapq
+import json
+import logging
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, NamedTuple
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "Context",
+    "QikFindStats",
+    "find_contexts",
+    "split_sentences",
+    "splitmix64",
+    "sample_priority",
+    "rust_available",
+    "load_backend_tokenizer",
+]
+
+_MASK64 = (1 << 64) - 1
+
+# Unicode White_Space property (what Rust's char::is_whitespace tests). Python's str.isspace() also
+# accepts U+001C..U+001F, so both backends use this explicit set to strip and to find split points.
+WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+_WS_CLASS = "[" + re.escape(WHITESPACE) + "]"
+_SENTENCE_END = re.compile(r"[.!?]" + _WS_CLASS + "+")
+_LAST_WS = re.compile(_WS_CLASS)
+
+
+class Context(NamedTuple):
+    """One sampled context: ``sentence[start:end]`` is the surface of the token (code point offsets)."""
+
+    sentence: str
+    start: int
+    end: int
+    sentence_index: int
+
+
+@dataclass
+class QikFindStats:
+    """What a scan read. ``find_contexts(..., return_stats=True)`` returns it with the contexts."""
+
+    backend: str = "python"
+    files: int = 0
+    lines: int = 0
+    bytes: int = 0  # decompressed bytes of text read
+    sentences: int = 0  # (chunk-)sentences scanned, i.e. the next sentence_index
+    replacement_chars: int = 0  # U+FFFD inserted for undecodable byte sequences
+    chunked_sentences: int = 0  # sentences longer than max_context_chars that were cut
+    candidate_sentences: int = 0  # sentences fully tokenized (rust: those passing the prefilter)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------------
+# Sampling
+
+
+def splitmix64(x: int) -> int:
+    """SplitMix64 finaliser (Steele et al.), all arithmetic mod 2**64."""
+    z = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def sample_priority(seed: int, token_id: int, sentence_index: int) -> int:
+    """Random but reproducible rank of a sentence for a token; the smallest ``m`` are kept."""
+    return splitmix64(splitmix64((seed + token_id) & _MASK64) ^ sentence_index)
+
+
+class _BottomK:
+    """Keeps the ``k`` items with the smallest (priority, sentence_index) in a bounded max-heap."""
+
+    __slots__ = ("k", "heap")
+
+    def __init__(self, k: int):
+        self.k = k
+        self.heap: list[tuple[int, int, Context]] = []  # (-priority, -sentence_index, context)
+
+    def would_accept(self, priority: int, sentence_index: int) -> bool:
+        if len(self.heap) < self.k:
+            return self.k > 0
+        worst_priority, worst_index = -self.heap[0][0], -self.heap[0][1]
+        return (priority, sentence_index) < (worst_priority, worst_index)
+
+    def push(self, priority: int, context: Context) -> None:
+        item = (-priority, -context.sentence_index, context)
+        if len(self.heap) < self.k:
+            heapq.heappush(self.heap, item)
+        else:
+            heapq.heapreplace(self.heap, item)
+
+    def sorted_contexts(self) -> list[Context]:
+        return sorted((item[2] for item in self.heap), key=lambda c: c.sentence_index)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading and sentence splitting
+
+_replacements = [0]
+
+
+def _count_replace(error: UnicodeDecodeError):
+    # One U+FFFD per call: the UTF-8 decoder reports each maximal invalid sub-sequence separately,
+    # exactly like Rust's String::from_utf8_lossy.
+    _replacements[0] += 1
+    return "\ufffd", error.end
+
+
+codecs.register_error("bioptimus_qikfind_replace", _count_replace)
+
+
+def _open_binary(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _iter_lines(paths: list[Path], stats: QikFindStats, progress) -> Iterator[str]:
+    for path in paths:
+        stats.files += 1
+        raw = open(path, "rb")
+        try:
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
+            last_position = 0
+            for number, line in enumerate(stream):
+                stats.lines += 1
+                stats.bytes += len(line)
+                _replacements[0] = 0
+                text = line.decode("utf-8", errors="bioptimus_qikfind_replace")
+                stats.replacement_chars += _replacements[0]
+                if progress is not None and number % 256 == 0:
+                    position = raw.tell()
+                    progress.update(position - last_position)
+                    last_position = position
+                yield text
+            if progress is not None:
+                progress.update(raw.tell() - last_position)
+        finally:
+            raw.close()
+
+
+def _chunk(sentence: str, max_chars: int) -> list[str]:
+    """Cut a stripped sentence into stripped chunks of at most ``max_chars`` code points at whitespace."""
+    chunks = []
+    rest = sentence
+    while len(rest) > max_chars:
+        # Longest prefix of <= max_chars code points that ends just before a whitespace character.
+        cut = max_chars
+        while cut > 0 and rest[cut] not in WHITESPACE:
+            cut -= 1
+        if cut == 0:
+            cut = max_chars  # no whitespace: hard cut
+        chunk = rest[:cut].strip(WHITESPACE)
+        if chunk:
+            chunks.append(chunk)
+        rest = rest[cut:].lstrip(WHITESPACE)
+    if rest:
+        chunks.append(rest)
+    return chunks
+
+
+def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str], int]:
+    """Sentences (and chunks of over-long sentences) of one line, and how many sentences were chunked."""
+    if max_context_chars < 1:
+        raise ValueError(f"max_context_chars must be >= 1, got {max_context_chars}")
+    pieces = []
+    start = 0
+    for match in _SENTENCE_END.finditer(line):
+        following = line[match.end() : match.end() + 1]
+        if following and (following.isupper() or following in "0123456789"):
+            pieces.append(line[start : match.start() + 1])
+            start = match.end()
+    pieces.append(line[start:])
+    sentences = []
+    chunked = 0
+    for piece in pieces:
+        piece = piece.strip(WHITESPACE)
+        if not piece:
+            continue
+        if len(piece) > max_context_chars:
+            chunked += 1
+            sentences.extend(_chunk(piece, max_context_chars))
+        else:
+            sentences.append(piece)
+    return sentences, chunked
+
+
+# --------------------------------------------------------------------------------------------------
+# Tokenizer
+
+
+def load_backend_tokenizer(tokenizer):
+    """A ``tokenizers.Tokenizer`` (truncation and padding off) from a fast tokenizer, a Tokenizer or a path."""
+    from tokenizers import Tokenizer
+
+    if isinstance(tokenizer, (str, os.PathLike)):
+        path = Path(tokenizer)
+        if path.is_file() and path.suffix == ".json":
+            backend = Tokenizer.from_file(str(path))
+        elif (path / "tokenizer.json").is_file():
+            backend = Tokenizer.from_file(str(path / "tokenizer.json"))
+        elif (path / "vocab.txt").is_file():
+            from transformers import BertTokenizerFast
+
+            backend = BertTokenizerFast.from_pretrained(str(path)).backend_tokenizer
+        else:
+            raise FileNotFoundError(f"{path}: no tokenizer.json or vocab.txt (expected a tokenizer directory)")
+    elif isinstance(tokenizer, Tokenizer):
+        backend = tokenizer
+    elif hasattr(tokenizer, "backend_tokenizer"):
+        backend = tokenizer.backend_tokenizer
+    else:
+        raise TypeError(
+            f"tokenizer must be a fast (Rust-backed) transformers tokenizer, a tokenizers.Tokenizer or a "
+            f"directory path, got {type(tokenizer).__name__}"
+        )
+    # A copy: the caller's tokenizer keeps its settings, and ours never truncates (MiniLM's tokenizer.json
+    # truncates at 128 tokens) nor pads.
+    backend = Tokenizer.from_str(backend.to_str())
+    backend.no_truncation()
+    backend.no_padding()
+    return backend
+
+
+# --------------------------------------------------------------------------------------------------
+# Backends
+
+
+def rust_available() -> bool:
+    try:
+        from bioptimus_hf import _qikfind  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress, stats):
+    samplers = {t: _BottomK(max_per_token) for t in targets}
+    batch: list[tuple[int, str]] = []
+
+    def flush():
+        encodings = backend_tokenizer.encode_batch([s for _, s in batch], add_special_tokens=False)
+        for (index, sentence), encoding in zip(batch, encodings):
+            seen = set()
+            for token_id, (start, end) in zip(encoding.ids, encoding.offsets):
+                if token_id in samplers and token_id not in seen:
+                    seen.add(token_id)
+                    priority = sample_priority(seed, token_id, index)
+                    sampler = samplers[token_id]
+                    if sampler.would_accept(priority, index):
+                        sampler.push(priority, Context(sentence, start, end, index))
+        stats.candidate_sentences += len(batch)
+        batch.clear()
+
+    for line in _iter_lines(paths, stats, progress):
+        sentences, chunked = split_sentences(line, max_context_chars)
+        stats.chunked_sentences += chunked
+        for sentence in sentences:
+            batch.append((stats.sentences, sentence))
+            stats.sentences += 1
+        if len(batch) >= 4096:
+            flush()
+    if batch:
+        flush()
+    return {t: samplers[t].sorted_contexts() for t in targets}
+
+
+def _rust_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, num_threads, progress, stats):
+    from bioptimus_hf import _qikfind
+
+    callback = None
+    if progress is not None:
+        def callback(total_bytes_done: int, _state=[0]):
+            progress.update(total_bytes_done - _state[0])
+            _state[0] = total_bytes_done
+
+    raw, raw_stats = _qikfind.find_contexts(
+        [str(p) for p in paths],
+        backend_tokenizer.to_str(),
+        list(targets),
+        max_per_token,
+        seed,
+        max_context_chars,
+        num_threads or 0,
+        callback,
+    )
+    for key, value in raw_stats.items():
+        setattr(stats, key, value)
+    return {t: [Context(*c) for c in raw.get(t, [])] for t in targets}
+
+
+def find_contexts(
+    corpus_paths: Iterable[str | os.PathLike],
+    tokenizer,
+    target_ids: Iterable[int],
+    max_per_token: int = 20,
+    seed: int = 0,
+    max_context_chars: int = 1000,
+    num_threads: int | None = None,
+    backend: str = "auto",
+    progress: bool = True,
+    return_stats: bool = False,
+):
+    """Sample up to ``max_per_token`` sentences per target token id; see the module docstring.
+
+    Returns ``{token_id: [Context, ...]}`` with every target as a key and lists sorted by sentence index,
+    or ``(contexts, QikFindStats)`` when ``return_stats``. The stats of the last call are also kept in
+    ``find_contexts.last_stats``.
+    """
+    import time
+
+    paths = [Path(p) for p in corpus_paths]
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"corpus file not found: {path}")
+    targets = list(dict.fromkeys(int(t) for t in target_ids))
+    if max_per_token < 0:
+        raise ValueError(f"max_per_token must be >= 0, got {max_per_token}")
+    if max_context_chars < 1:
+        raise ValueError(f"max_context_chars must be >= 1, got {max_context_chars}")
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+    backend_tokenizer = load_backend_tokenizer(tokenizer)
+    vocab_size = backend_tokenizer.get_vocab_size(with_added_tokens=True)
+    bad = [t for t in targets if not 0 <= t < vocab_size]
+    if bad:
+        raise ValueError(f"target ids outside the tokenizer's vocabulary (size {vocab_size}): {bad[:10]}")
+
+    if backend not in ("auto", "rust", "python"):
+        raise ValueError(f"backend must be 'auto', 'rust' or 'python', got {backend!r}")
+    if backend == "auto":
+        backend = "rust" if rust_available() else "python"
+    elif backend == "rust" and not rust_available():
+        raise ImportError(
+            "backend='rust' but the bioptimus_hf._qikfind extension is not built: install cargo and run "
+            "`pip install -e .` (see docs/qikfind.md), or use backend='python'"
+        )
+
+    progress_bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        total = sum(p.stat().st_size for p in paths)
+        progress_bar = tqdm(total=total, unit="B", unit_scale=True, desc=f"qik-find ({backend})")
+
+    stats = QikFindStats(backend=backend)
+    started = time.perf_counter()
+    try:
+        if backend == "rust":
+            try:
+                contexts = _rust_backend(
+                    paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,
+                    num_threads, progress_bar, stats,
+                )
+            except ValueError as error:
+                # The extension refuses tokenizers it cannot reproduce exactly (not BERT WordPiece, or
+                # added tokens with lstrip/rstrip/single_word/normalized flags): fall back, never diverge.
+                if "unsupported tokenizer" not in str(error):
+                    raise
+                logger.warning("qik-find: %s; using the python backend", error)
+                stats = QikFindStats(backend="python")
+                contexts = _python_backend(
+                    paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress_bar, stats
+                )
+        else:
+            contexts = _python_backend(
+                paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress_bar, stats
+            )
+    finally:
+        if progress_bar is not None:
+            progress_bar.close()
+    stats.seconds = time.perf_counter() - started
+    find_contexts.last_stats = stats
+    if return_stats:
+        return contexts, stats
+    return contexts
+
+
+find_contexts.last_stats = None

