@@ -47,7 +47,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from bioptimus_hf.tokenizer_training import CorpusStats, check_corpus_files, iter_corpus_lines, save_tokenizer
+from bioptimus_hf.tokenizer_training import check_corpus_files, save_tokenizer
 
 STRATEGIES = ("scratch", "continued", "random", "averaged", "contextualized")
 # Strategies the initializer computes (scratch and continued need no row mapping).
@@ -222,10 +222,11 @@ class ContextualizedEmbeddingInitializer:
             sampled[token_id] = rng.sample(found, limit) if len(found) > limit else found
         return sampled
 
-    def find_contexts(self, corpus_files: Sequence[str]) -> dict[int, list[Any]]:
+    def find_contexts(self, corpus_files: Sequence[str]) -> tuple[dict[int, list[Any]], dict]:
+        """Search the corpus with qik-find; returns (contexts, the search's statistics)."""
         from bioptimus_hf.qikfind import find_contexts
 
-        return find_contexts(
+        contexts, stats = find_contexts(
             list(corpus_files),
             self.new_tokenizer,
             list(self.targets),
@@ -234,7 +235,9 @@ class ContextualizedEmbeddingInitializer:
             max_context_chars=self.config.max_context_chars,
             num_threads=self.config.num_threads,
             progress=self.config.progress,
+            return_stats=True,
         )
+        return contexts, asdict(stats)
 
     def contextualized_vectors(self, contexts: Mapping[int, Sequence[Any]]) -> tuple[dict[int, torch.Tensor], dict]:
         """Mean over contexts of the mean last-layer state of the base sub-tokens overlapping the token.
@@ -393,12 +396,8 @@ class ContextualizedEmbeddingInitializer:
                 if corpus_files is None:
                     raise ValueError("strategy 'contextualized' needs corpus_files (or precomputed contexts).")
                 corpus_files = check_corpus_files(corpus_files)
-                corpus_stats = CorpusStats()
-                for _ in iter_corpus_lines(corpus_files, corpus_stats):
-                    pass
-                report["corpus"] = corpus_stats.to_dict()
                 t0 = time.perf_counter()
-                contexts = self.find_contexts(corpus_files)
+                contexts, report["context_search"] = self.find_contexts(corpus_files)
                 report["timings_s"]["find_contexts"] = time.perf_counter() - t0
             contexts = self._sample_contexts(contexts)
             per_token = [len(contexts[t]) for t in self.targets]

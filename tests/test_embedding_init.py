@@ -298,3 +298,30 @@ def test_build_and_cli_round_trip(tmp_path, setup):
     expected, _, _ = build_initialized_model(str(base_dir), new_dir, "averaged", progress=False)
     assert torch.equal(loaded.get_input_embeddings().weight, expected.get_input_embeddings().weight)
     assert os.path.isfile(out_dir / "model.safetensors")
+
+
+def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, setup):
+    model, base_tok, new_tok = setup
+    reference = copy.deepcopy(model)
+    corpus = tmp_path / "corpus.txt"
+    lines = [f"The kinase {c} binds the receptor." for c in "abcdefghijklmnopqrstuvwxy"]  # 25 sentences
+    lines += ["Interleukin acts on the thymus.", "Bad \xff bytes near the thymus."]
+    data = "\n".join(lines).encode("utf-8").replace("\xff".encode("utf-8"), b"\xff") + b"\n"
+    corpus.write_bytes(data)
+    initializer = ContextualizedEmbeddingInitializer(
+        model, base_tok, new_tok, EmbeddingInitConfig(progress=False, device="cpu", max_contexts_per_token=20)
+    )
+    out, report = initializer.initialize(corpus_files=[str(corpus)])
+    ids = new_tok.get_vocab()
+    hist = report["contexts_per_token"]
+    # kinase: 25 sentences capped at 20; thymus: 2; interleukin: 1; ##kinase never occurs.
+    assert hist["histogram"] == {"0": 1, "1": 1, "2": 1, "20": 1}
+    assert report["contexts_per_token_found"]["min"] >= 1
+    assert report["context_search"]["replacement_chars"] == 1
+    assert report["counts"]["averaged_fallback"] == 1 and report["counts"]["contextualized"] == 3
+    assert report["forward"]["sampled_pairs"] == 23
+    assert initializer.forward_passes == report["forward"]["distinct_sentences"] == 22
+    # interleukin has a single context: its row is exactly that context's mean state.
+    sentence = "Interleukin acts on the thymus."
+    expected = hand_contextualized(reference, base_tok, ctx(sentence, "Interleukin"))
+    assert torch.allclose(out.get_input_embeddings().weight[ids["interleukin"]], expected, atol=1e-5)
