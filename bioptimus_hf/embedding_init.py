@@ -140,6 +140,7 @@ class ContextualizedEmbeddingInitializer:
         self.new_vocab = self.new_tokenizer.get_vocab()
         self.copied, self.mapped_by_role, self.extra_special, self.targets = self._map_vocabularies()
         self.forward_passes = 0  # number of sequences the base model encoded, for tests and the report
+        self.vectors: dict[int, torch.Tensor] | None = None  # contextualised vectors of the last run
 
     # ----------------------------------------------------------------- vocabulary mapping
     def _check_compatible(self) -> None:
@@ -376,7 +377,10 @@ class ContextualizedEmbeddingInitializer:
         self,
         corpus_files: Sequence[str] | str | None = None,
         contexts: Mapping[int, Sequence[Any]] | None = None,
+        precomputed_vectors: Mapping[int, torch.Tensor] | None = None,
     ) -> tuple[PreTrainedModel, dict]:
+        """`precomputed_vectors`: contextualised vectors of a previous run (`self.vectors`), which skips search and
+        encoding, e.g. to compare norm matching on and off."""
         started = time.perf_counter()
         cfg, model = self.config, self.model
         report: dict[str, Any] = {"strategy": cfg.strategy, "config": asdict(cfg), "timings_s": {}}
@@ -391,7 +395,14 @@ class ContextualizedEmbeddingInitializer:
         pieces = {t: self.base_piece_ids(self.new_tokenizer.convert_ids_to_tokens(t)) for t in self.targets}
         vectors: dict[int, torch.Tensor] = {}
         fallback: list[int] = []
-        if cfg.strategy == "contextualized":
+        if cfg.strategy == "contextualized" and precomputed_vectors is not None:
+            targets = set(self.targets)
+            vectors = {t: v.float().cpu() for t, v in precomputed_vectors.items() if t in targets}
+            if cfg.norm_match:
+                reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
+                vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
+            fallback = [t for t in self.targets if t not in vectors]
+        elif cfg.strategy == "contextualized":
             if contexts is None:
                 if corpus_files is None:
                     raise ValueError("strategy 'contextualized' needs corpus_files (or precomputed contexts).")
@@ -405,6 +416,7 @@ class ContextualizedEmbeddingInitializer:
             report["contexts_per_token_found"] = _distribution([n for n in per_token if n > 0])
             t0 = time.perf_counter()
             vectors, forward_stats = self.contextualized_vectors(contexts)
+            self.vectors = dict(vectors)
             report["timings_s"]["encode_contexts"] = time.perf_counter() - t0
             forward_stats["forward_passes"] = self.forward_passes
             report["forward"] = forward_stats

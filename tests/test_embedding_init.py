@@ -325,3 +325,19 @@ def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, 
     sentence = "Interleukin acts on the thymus."
     expected = hand_contextualized(reference, base_tok, ctx(sentence, "Interleukin"))
     assert torch.allclose(out.get_input_embeddings().weight[ids["interleukin"]], expected, atol=1e-5)
+
+
+def test_precomputed_vectors_reproduce_a_run(tmp_path):
+    model, base_tok = make_base(tmp_path)
+    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
+    new_ids = new_tok.get_vocab()
+    s = "interleukin kinase the thymus"
+    contexts = {new_ids[t]: [ctx(s, t)] for t in ("interleukin", "kinase", "thymus")}
+    first, out_plain, _ = run(copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts)
+    _, out_norm, _ = run(copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts, norm_match=True)
+    config = EmbeddingInitConfig(strategy="contextualized", norm_match=True, progress=False)
+    again = ContextualizedEmbeddingInitializer(copy.deepcopy(model), base_tok, new_tok, config)
+    out_again, report = again.initialize(precomputed_vectors=first.vectors)
+    assert again.forward_passes == 0 and report["counts"]["contextualized"] == 3
+    assert torch.allclose(out_again.get_input_embeddings().weight, out_norm.get_input_embeddings().weight, atol=1e-6)
+    assert not torch.allclose(out_plain.get_input_embeddings().weight, out_norm.get_input_embeddings().weight)
