@@ -38,6 +38,11 @@ def main():
     parser.add_argument("--project_contexts", type=int, nargs="*", default=[10, 20])
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--output", default="benchmarks/results/init_quickstart.json")
+    parser.add_argument(
+        "--save_dir",
+        default=None,
+        help="Keep the trained tokenizer and the contextualised vectors here (benchmarks/init_quality.py reuses them).",
+    )
     args = parser.parse_args()
 
     files = sorted(os.path.join(args.corpus_dir, f) for f in os.listdir(args.corpus_dir) if f.endswith(".txt"))
@@ -60,7 +65,7 @@ def main():
         },
     }
     with tempfile.TemporaryDirectory() as tmp:
-        tok_dir = os.path.join(tmp, "tokenizer")
+        tok_dir = os.path.join(args.save_dir or tmp, "tokenizer")
         t0 = time.perf_counter()
         new_tok = train_wordpiece_tokenizer(files, base, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
         result["tokenizer_training_s"] = time.perf_counter() - t0
@@ -73,6 +78,13 @@ def main():
             max_contexts_per_token=args.max_contexts_per_token, batch_size=args.batch_size,
         )
         result["init_wall_s"] = time.perf_counter() - t0
+        if args.save_dir:
+            # The rows of the contextualised tokens are the vectors (norm_match off); keep them by id.
+            base_vocab = AutoTokenizer.from_pretrained(base).get_vocab()
+            new_ids = [i for t, i in new_tok.get_vocab().items() if t not in base_vocab and i not in new_tok.all_special_ids]
+            fallback = set(new_tok.convert_tokens_to_ids(report["fallback_tokens"]))
+            rows = model.get_input_embeddings().weight.detach()
+            torch.save({i: rows[i].clone() for i in new_ids if i not in fallback}, os.path.join(args.save_dir, "vectors.pt"))
         result["init_report"] = report
         forward = report["forward"]
         throughput = forward["encoded_sequences"] / report["timings_s"]["encode_contexts"]

@@ -479,7 +479,7 @@ class ContextualizedEmbeddingInitializer:
             for n, b in self.mapped_by_role.items()
         }
         report["tied_embeddings"] = tied
-        report["fallback_examples"] = self.new_tokenizer.convert_ids_to_tokens(fallback[:20])
+        report["fallback_tokens"] = self.new_tokenizer.convert_ids_to_tokens(fallback)
         report["timings_s"]["total"] = time.perf_counter() - started
         return model, report
 
