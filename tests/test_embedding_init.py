@@ -341,3 +341,31 @@ def test_precomputed_vectors_reproduce_a_run(tmp_path):
     assert again.forward_passes == 0 and report["counts"]["contextualized"] == 3
     assert torch.allclose(out_again.get_input_embeddings().weight, out_norm.get_input_embeddings().weight, atol=1e-6)
     assert not torch.allclose(out_plain.get_input_embeddings().weight, out_norm.get_input_embeddings().weight)
+
+
+def test_run_pretraining_contextualized_contract(monkeypatch, tmp_path, tiny_model_dir):
+    """run_pretraining.py --init_strategy contextualized goes through build_initialized_model."""
+    import sys
+
+    import run_pretraining
+    from conftest import corpus_lines
+
+    from bioptimus_hf.tokenizer_training import train_wordpiece_tokenizer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(corpus_lines(150, start=5000)) + "\n", encoding="utf-8")
+    new_dir = tmp_path / "new_tok"
+    new_tok = train_wordpiece_tokenizer([str(corpus)], str(tiny_model_dir), vocab_size=650, output_dir=str(new_dir),
+                                        show_progress=False)
+    out = tmp_path / "out"
+    argv = ["run_pretraining.py", "--model_name_or_path", tiny_model_dir, "--tokenizer_name", new_dir,
+            "--init_strategy", "contextualized", "--max_contexts_per_token", 2, "--train_file", corpus,
+            "--output_dir", out, "--do_train", "--max_steps", 8, "--per_device_train_batch_size", 4,
+            "--max_seq_length", 32, "--report_to", "none", "--max_eval_samples", 8, "--disable_tqdm", "true",
+            "--save_steps", 100]
+    monkeypatch.setattr(sys, "argv", list(map(str, argv)))
+    run_pretraining.main()
+    release = sorted((out / "releases").iterdir())[-1]
+    model = AutoModelForMaskedLM.from_pretrained(release)
+    assert model.config.vocab_size == len(new_tok)
+    assert AutoTokenizer.from_pretrained(release).get_vocab() == new_tok.get_vocab()
