@@ -552,7 +552,8 @@ class EmbeddingInitArguments:
     device: str | None = field(default=None)
 
 
-def main(argv: list[str] | None = None) -> dict:
+def run(argv: list[str] | None = None) -> dict:
+    """Parse the command line, do the work, return the report (what `main` runs)."""
     parser = HfArgumentParser(EmbeddingInitArguments)
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
@@ -580,6 +581,11 @@ def main(argv: list[str] | None = None) -> dict:
         json.dump(report, handle, indent=2, default=str)
     print(json.dumps({k: report[k] for k in ("strategy", "counts") if k in report}, indent=2))
     return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (returns None so that the exit status is 0)."""
+    run(argv)
 
 
 if __name__ == "__main__":

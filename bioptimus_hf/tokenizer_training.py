@@ -230,7 +230,8 @@ class TokenizerTrainingArguments:
     seed: int = field(default=0, metadata={"help": "Seed of the coverage sample."})
 
 
-def main(argv: list[str] | None = None) -> dict:
+def run(argv: list[str] | None = None) -> dict:
+    """Parse the command line, do the work, return the report (what `main` runs)."""
     parser = HfArgumentParser(TokenizerTrainingArguments)
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
@@ -255,6 +256,11 @@ def main(argv: list[str] | None = None) -> dict:
         json.dump(report, handle, indent=2)
     print(json.dumps(report, indent=2))
     return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (returns None so that the exit status is 0)."""
+    run(argv)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from bioptimus_hf.embedding_init import (
     ContextualizedEmbeddingInitializer,
     EmbeddingInitConfig,
     build_initialized_model,
-    main,
+    run as run_cli,
 )
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -288,7 +288,7 @@ def test_build_and_cli_round_trip(tmp_path, setup):
                            model.bert.encoder.layer[0].attention.self.query.weight)
 
     out_dir = tmp_path / "cli_out"
-    report = main(["--base_model", str(base_dir), "--new_tokenizer", new_dir, "--strategy", "averaged",
+    report = run_cli(["--base_model", str(base_dir), "--new_tokenizer", new_dir, "--strategy", "averaged",
                    "--output_dir", str(out_dir)])
     on_disk = json.load(open(out_dir / "init_report.json"))
     assert on_disk["counts"] == report["counts"]

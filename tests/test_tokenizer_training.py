@@ -8,7 +8,7 @@ from bioptimus_hf.tokenizer_training import (
     CorpusStats,
     coverage_report,
     iter_corpus_lines,
-    main,
+    run as run_cli,
     train_wordpiece_tokenizer,
 )
 
@@ -103,7 +103,7 @@ def test_cli_writes_tokenizer_and_report(tmp_path, corpus_file, capsys):
     base_path = tiny_base_tokenizer(tmp_path)
     out = str(tmp_path / "cli_tok")
     args = ["--train_files", corpus_file, "--base_tokenizer", base_path, "--output_dir", out, "--vocab_size", "140"]
-    report = main(args)
+    report = run_cli(args)
     on_disk = json.load(open(os.path.join(out, "coverage_report.json")))
     assert on_disk == report
     assert on_disk["corpus"]["text_lines"] == len(CORPUS)
