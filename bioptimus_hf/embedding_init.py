@@ -1,0 +1,592 @@
+"""Initialising a base masked-LM under a new vocabulary: the four models of BIOptimus's Table 1.
+
+`scratch`        the whole model random (base config), new vocabulary (PubMedBERT-style).
+`continued`      the base model and the base vocabulary, untouched.
+`averaged`       new vocabulary; a new token's row is the mean of the base INPUT embeddings of the base
+                 sub-tokens its text splits into.
+`contextualized` new vocabulary; a new token's row is distilled from the base model in context: up to
+                 `max_contexts_per_token` corpus sentences in which the new tokenizer produces the token
+                 (uniform sample, seeded, found by `bioptimus_hf.qikfind.find_contexts`) are encoded by the
+                 base model with the base tokenizer; the LAST-LAYER hidden states of the base sub-tokens whose
+                 character offsets overlap the token's characters are averaged, then averaged over sentences.
+                 Tokens never found fall back to `averaged`.
+`random`         new vocabulary; a new token's row is drawn from N(0, initializer_range) like `_init_weights`.
+
+In every strategy but `scratch`, rows of tokens present in both vocabularies (same string) are copied from
+the base, special tokens included (special tokens are matched by role: the new `[MASK]` gets the base mask
+row even if spelled differently); the MLM output bias follows the same mapping. Position and token-type
+embeddings and the encoder are the base model's.
+
+Function used by run_pretraining.py:
+    model, tokenizer, report = build_initialized_model(base, new_tokenizer, "contextualized", corpus_files=[...])
+CLI writing a reusable checkpoint (model.safetensors + tokenizer + init_report.json):
+    python -m bioptimus_hf.embedding_init --base_model B --new_tokenizer T --strategy contextualized \
+        --corpus_files corpus.txt --output_dir OUT
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import torch
+from tqdm.auto import tqdm
+from transformers import (
+    AutoConfig,
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    HfArgumentParser,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from bioptimus_hf.tokenizer_training import check_corpus_files, save_tokenizer
+
+STRATEGIES = ("scratch", "continued", "random", "averaged", "contextualized")
+# Strategies the initializer computes (scratch and continued need no row mapping).
+ROW_STRATEGIES = ("random", "averaged", "contextualized")
+SPECIAL_ROLES = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+INIT_REPORT_NAME = "init_report.json"
+# A string whose normalisation reveals casing and accent handling.
+_NORMALISATION_PROBE = "ÀbC Ünïcödé"
+
+
+@dataclass
+class EmbeddingInitConfig:
+    strategy: str = field(default="contextualized", metadata={"help": f"One of {', '.join(ROW_STRATEGIES)}."})
+    max_contexts_per_token: int = field(default=20, metadata={"help": "Sentences sampled per new token."})
+    seed: int = field(default=0, metadata={"help": "Seed of the context sample and of random rows."})
+    norm_match: bool = field(
+        default=False,
+        metadata={"help": "Rescale contextualised vectors so their norms follow the base embedding norms."},
+    )
+    batch_size: int = field(default=32, metadata={"help": "Sentences per base-model forward pass."})
+    device: str | None = field(default=None, metadata={"help": "Device for the forward passes (default: cuda if any)."})
+    max_context_chars: int = field(default=1000, metadata={"help": "Longest sentence kept as a context (chars)."})
+    max_context_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Longest base-token window encoded (default: the base model's maximum length)."},
+    )
+    num_threads: int | None = field(default=None, metadata={"help": "Threads of the context finder."})
+    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+
+    def __post_init__(self):
+        if self.strategy not in ROW_STRATEGIES:
+            raise ValueError(f"strategy must be one of {ROW_STRATEGIES}, got {self.strategy!r}")
+        if self.max_contexts_per_token < 1:
+            raise ValueError(f"max_contexts_per_token must be >= 1, got {self.max_contexts_per_token}")
+
+
+def _load_tokenizer(tokenizer: str | PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"Tokenizer {tokenizer.name_or_path!r} is not a fast tokenizer; character offsets are needed.")
+    return tokenizer
+
+
+def _normalize(tokenizer: PreTrainedTokenizerBase, text: str) -> str:
+    normalizer = tokenizer.backend_tokenizer.normalizer
+    return normalizer.normalize_str(text) if normalizer is not None else text
+
+
+def _distribution(values: Sequence[int]) -> dict:
+    if not values:
+        return {"histogram": {}, "min": None, "median": None, "mean": None, "max": None}
+    histogram = Counter(values)
+    return {
+        "histogram": {str(k): histogram[k] for k in sorted(histogram)},
+        "min": min(values),
+        "median": statistics.median(values),
+        "mean": sum(values) / len(values),
+        "max": max(values),
+    }
+
+
+def _max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
+    limits = [getattr(model.config, "max_position_embeddings", None), tokenizer.model_max_length]
+    limits = [x for x in limits if isinstance(x, int) and 0 < x < 1_000_000]
+    return min(limits) if limits else 512
+
+
+class ContextualizedEmbeddingInitializer:
+    """Maps a base masked-LM onto a new vocabulary (see the module docstring for the strategies).
+
+    `initialize(corpus_files=..., contexts=...)` returns `(model, report)`. `contexts`
+    (`{new_token_id: [Context(sentence, start, end, ...), ...]}`, start/end being character offsets of the
+    token in the sentence) replaces the corpus search, which keeps the contextualisation testable and lets a
+    caller reuse one search for several runs. The base model is modified in place and returned.
+    """
+
+    def __init__(
+        self,
+        base_model: PreTrainedModel,
+        base_tokenizer: PreTrainedTokenizerBase,
+        new_tokenizer: PreTrainedTokenizerBase,
+        config: EmbeddingInitConfig | None = None,
+    ):
+        self.model = base_model
+        self.base_tokenizer = _load_tokenizer(base_tokenizer)
+        self.new_tokenizer = _load_tokenizer(new_tokenizer)
+        self.config = config or EmbeddingInitConfig()
+        self._check_compatible()
+        self.base_vocab = self.base_tokenizer.get_vocab()
+        self.new_vocab = self.new_tokenizer.get_vocab()
+        self.copied, self.mapped_by_role, self.extra_special, self.targets = self._map_vocabularies()
+        self.forward_passes = 0  # number of sequences the base model encoded, for tests and the report
+        self.vectors: dict[int, torch.Tensor] | None = None  # contextualised vectors of the last run
+
+    # ----------------------------------------------------------------- vocabulary mapping
+    def _check_compatible(self) -> None:
+        base_norm = _normalize(self.base_tokenizer, _NORMALISATION_PROBE)
+        new_norm = _normalize(self.new_tokenizer, _NORMALISATION_PROBE)
+        if base_norm != new_norm:
+            raise ValueError(
+                f"The new tokenizer {self.new_tokenizer.name_or_path!r} normalises text differently from the base "
+                f"tokenizer {self.base_tokenizer.name_or_path!r} (casing/accents): {_NORMALISATION_PROBE!r} becomes "
+                f"{new_norm!r} instead of {base_norm!r}. Train the vocabulary with the base tokenizer's pipeline "
+                "(bioptimus_hf.tokenizer_training)."
+            )
+        for role in SPECIAL_ROLES:
+            base_token, new_token = getattr(self.base_tokenizer, role), getattr(self.new_tokenizer, role)
+            if base_token is not None and new_token is None:
+                raise ValueError(
+                    f"The new tokenizer {self.new_tokenizer.name_or_path!r} has no {role} but the base tokenizer has "
+                    f"{base_token!r}; the masked-LM needs the same special-token roles."
+                )
+
+    def _map_vocabularies(self):
+        """Return (copied {new_id: base_id}, the subset mapped by special-token role, extra special ids, targets)."""
+        copied: dict[int, int] = {}
+        mapped_by_role: dict[int, int] = {}
+        for role in SPECIAL_ROLES:
+            base_token, new_token = getattr(self.base_tokenizer, role), getattr(self.new_tokenizer, role)
+            if base_token is None or new_token is None:
+                continue
+            new_id, base_id = self.new_vocab[new_token], self.base_vocab[base_token]
+            copied[new_id] = base_id
+            if new_token != base_token:
+                mapped_by_role[new_id] = base_id
+        special_ids = set(self.new_tokenizer.all_special_ids)
+        extra_special, targets = [], []
+        for token, new_id in sorted(self.new_vocab.items(), key=lambda item: item[1]):
+            if new_id in copied:
+                continue
+            if token in self.base_vocab:
+                copied[new_id] = self.base_vocab[token]
+            elif new_id in special_ids:
+                extra_special.append(new_id)  # a special token the base never saw: no text to average
+            else:
+                targets.append(new_id)
+        return copied, mapped_by_role, extra_special, targets
+
+    def base_piece_ids(self, token: str) -> list[int]:
+        """Base sub-tokens a new token's text splits into (the `averaged` decomposition).
+
+        A continuation piece "##xyz" is split the way the base WordPiece would split the end of a word:
+        greedy longest-match over the base "##" pieces of "xyz"; when the base vocabulary cannot cover "xyz"
+        that way, "xyz" is tokenized as a word of its own. Other tokens are tokenized as words.
+        """
+        prefix = getattr(self.base_tokenizer.backend_tokenizer.model, "continuing_subword_prefix", "##") or "##"
+        if token.startswith(prefix) and len(token) > len(prefix):
+            text, pieces, start = token[len(prefix):], [], 0
+            while start < len(text):
+                for end in range(len(text), start, -1):
+                    piece_id = self.base_vocab.get(prefix + text[start:end])
+                    if piece_id is not None:
+                        pieces.append(piece_id)
+                        start = end
+                        break
+                else:
+                    pieces = None
+                    break
+            if pieces:
+                return pieces
+            token = text
+        ids = self.base_tokenizer(token, add_special_tokens=False, verbose=False)["input_ids"]
+        return ids or [self.base_tokenizer.unk_token_id]
+
+    # ----------------------------------------------------------------- contextualised vectors
+    def _sample_contexts(self, contexts: Mapping[int, Sequence[Any]]) -> dict[int, list[Any]]:
+        """Keep at most max_contexts_per_token contexts per target (uniform, seeded) for injected lists."""
+        rng = random.Random(self.config.seed)
+        limit = self.config.max_contexts_per_token
+        sampled = {}
+        for token_id in self.targets:
+            found = list(contexts.get(token_id, []))
+            sampled[token_id] = rng.sample(found, limit) if len(found) > limit else found
+        return sampled
+
+    def find_contexts(self, corpus_files: Sequence[str]) -> tuple[dict[int, list[Any]], dict]:
+        """Search the corpus with qik-find; returns (contexts, the search's statistics)."""
+        from bioptimus_hf.qikfind import find_contexts
+
+        contexts, stats = find_contexts(
+            list(corpus_files),
+            self.new_tokenizer,
+            list(self.targets),
+            max_per_token=self.config.max_contexts_per_token,
+            seed=self.config.seed,
+            max_context_chars=self.config.max_context_chars,
+            num_threads=self.config.num_threads,
+            progress=self.config.progress,
+            return_stats=True,
+        )
+        return contexts, asdict(stats)
+
+    def contextualized_vectors(self, contexts: Mapping[int, Sequence[Any]]) -> tuple[dict[int, torch.Tensor], dict]:
+        """Mean over contexts of the mean last-layer state of the base sub-tokens overlapping the token.
+
+        Each distinct sentence is tokenized and encoded once, whatever the number of target tokens it serves.
+        A sentence longer than the model allows is encoded as a window of base tokens around each span (one
+        window per distinct window start); windows are deduplicated too.
+        """
+        tokenizer, model = self.base_tokenizer, self.model
+        max_tokens = self.config.max_context_tokens or _max_model_tokens(model, tokenizer)
+        specials = [x for x in (tokenizer.cls_token_id, tokenizer.sep_token_id) if x is not None]
+        window = max_tokens - len(specials)
+        if window < 1:
+            raise ValueError(f"max_context_tokens={max_tokens} leaves no room for text after the special tokens.")
+
+        sentences = sorted({c.sentence for found in contexts.values() for c in found})
+        sentence_index = {s: i for i, s in enumerate(sentences)}
+        encoded_ids, encoded_offsets = [], []
+        for start in range(0, len(sentences), 1024):
+            batch = tokenizer(
+                sentences[start : start + 1024],
+                add_special_tokens=False,
+                return_offsets_mapping=True,
+                verbose=False,
+            )
+            encoded_ids.extend(batch["input_ids"])
+            encoded_offsets.extend(batch["offset_mapping"])
+
+        # (sentence index, window start) -> list of (token id, positions within the window)
+        sequences: dict[tuple[int, int], list[tuple[int, list[int]]]] = defaultdict(list)
+        pairs = pairs_without_overlap = cropped_pairs = 0
+        for token_id, found in contexts.items():
+            for context in found:
+                pairs += 1
+                s = sentence_index[context.sentence]
+                offsets = encoded_offsets[s]
+                positions = [i for i, (a, b) in enumerate(offsets) if a < context.end and b > context.start]
+                if not positions:
+                    pairs_without_overlap += 1
+                    continue
+                n = len(offsets)
+                first = 0
+                if n > window:
+                    cropped_pairs += 1
+                    positions = positions[:window]
+                    span = positions[-1] - positions[0] + 1
+                    first = min(max(positions[0] - (window - span) // 2, 0), n - window)
+                sequences[(s, first)].append((token_id, [p - first for p in positions]))
+
+        device = torch.device(self.config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        use_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        original_device = next(model.parameters()).device
+        was_training = model.training
+        model.to(device).eval()
+        encoder = model.base_model
+        hidden = model.config.hidden_size
+        sums: dict[int, torch.Tensor] = {}
+        counts: Counter = Counter()
+        keys = sorted(sequences, key=lambda k: min(len(encoded_ids[k[0]]) - k[1], window))  # length buckets
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        offset = 1 if tokenizer.cls_token_id is not None else 0
+        batches = [keys[i : i + self.config.batch_size] for i in range(0, len(keys), self.config.batch_size)]
+        encoded_tokens = 0
+        with torch.inference_mode():
+            for batch_keys in tqdm(batches, desc="Encoding contexts", disable=not self.config.progress):
+                rows = []
+                for s, first in batch_keys:
+                    ids = encoded_ids[s][first : first + window]
+                    rows.append(([tokenizer.cls_token_id] if offset else []) + ids + (
+                        [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []))
+                length = max(len(r) for r in rows)
+                input_ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
+                attention_mask = torch.zeros((len(rows), length), dtype=torch.long)
+                for i, r in enumerate(rows):
+                    input_ids[i, : len(r)] = torch.tensor(r)
+                    attention_mask[i, : len(r)] = 1
+                encoded_tokens += int(attention_mask.sum())
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                    states = encoder(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device))
+                states = states.last_hidden_state.float().cpu()
+                self.forward_passes += len(rows)
+                for i, key in enumerate(batch_keys):
+                    for token_id, positions in sequences[key]:
+                        vector = states[i, [p + offset for p in positions]].mean(dim=0)
+                        if token_id in sums:
+                            sums[token_id] += vector
+                        else:
+                            sums[token_id] = vector.clone()
+                        counts[token_id] += 1
+        model.to(original_device).train(was_training)
+        vectors = {t: sums[t] / counts[t] for t in sums}
+        stats = {
+            "sampled_pairs": pairs,
+            "pairs_without_overlap": pairs_without_overlap,
+            "cropped_pairs": cropped_pairs,
+            "distinct_sentences": len(sentences),
+            "encoded_sequences": len(keys),
+            "forward_batches": len(batches),
+            "encoded_tokens": encoded_tokens,
+            "max_context_tokens": max_tokens,
+            "device": str(device),
+            "bf16": use_bf16,
+            "hidden_size": hidden,
+        }
+        return vectors, stats
+
+    @staticmethod
+    def match_norms(vectors: dict[int, torch.Tensor], reference: torch.Tensor) -> tuple[dict[int, torch.Tensor], dict]:
+        """Rescale each vector so the norms follow the reference rows' norm mean/std (z-score of the norm is
+        kept, direction unchanged). Last-layer states are on another scale than input embeddings."""
+        ref_norms = reference.float().norm(dim=1)
+        ref_mean, ref_std = ref_norms.mean().item(), ref_norms.std().item()
+        if not vectors:
+            return vectors, {"reference_norm_mean": ref_mean, "reference_norm_std": ref_std}
+        ids = list(vectors)
+        stacked = torch.stack([vectors[i] for i in ids])
+        norms = stacked.norm(dim=1)
+        mean, std = norms.mean().item(), (norms.std().item() if len(ids) > 1 else 0.0)
+        if std > 0:
+            targets = ref_mean + (norms - mean) / std * ref_std
+        else:
+            targets = torch.full_like(norms, ref_mean)
+        targets = targets.clamp(min=1e-3 * ref_mean)
+        scaled = stacked * (targets / norms.clamp(min=1e-12)).unsqueeze(1)
+        info = {
+            "reference_norm_mean": ref_mean,
+            "reference_norm_std": ref_std,
+            "contextualized_norm_mean_before": mean,
+            "contextualized_norm_std_before": std,
+            "contextualized_norm_mean_after": scaled.norm(dim=1).mean().item(),
+        }
+        return {i: scaled[k] for k, i in enumerate(ids)}, info
+
+    # ----------------------------------------------------------------- the whole initialisation
+    def initialize(
+        self,
+        corpus_files: Sequence[str] | str | None = None,
+        contexts: Mapping[int, Sequence[Any]] | None = None,
+        precomputed_vectors: Mapping[int, torch.Tensor] | None = None,
+    ) -> tuple[PreTrainedModel, dict]:
+        """`precomputed_vectors`: contextualised vectors of a previous run (`self.vectors`), which skips search and
+        encoding, e.g. to compare norm matching on and off."""
+        started = time.perf_counter()
+        cfg, model = self.config, self.model
+        report: dict[str, Any] = {"strategy": cfg.strategy, "config": asdict(cfg), "timings_s": {}}
+        input_weight = model.get_input_embeddings().weight.detach().float().cpu().clone()
+        output_layer = model.get_output_embeddings()
+        if output_layer is None:
+            raise ValueError(f"The base model {type(model).__name__} has no MLM output layer; load it with AutoModelForMaskedLM.")
+        tied = output_layer.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+        output_weight = None if tied else output_layer.weight.detach().float().cpu().clone()
+        base_bias = output_layer.bias.detach().float().cpu().clone() if output_layer.bias is not None else None
+
+        pieces = {t: self.base_piece_ids(self.new_tokenizer.convert_ids_to_tokens(t)) for t in self.targets}
+        vectors: dict[int, torch.Tensor] = {}
+        fallback: list[int] = []
+        if cfg.strategy == "contextualized" and precomputed_vectors is not None:
+            targets = set(self.targets)
+            vectors = {t: v.float().cpu() for t, v in precomputed_vectors.items() if t in targets}
+            if cfg.norm_match:
+                reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
+                vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
+            fallback = [t for t in self.targets if t not in vectors]
+        elif cfg.strategy == "contextualized":
+            if contexts is None:
+                if corpus_files is None:
+                    raise ValueError("strategy 'contextualized' needs corpus_files (or precomputed contexts).")
+                corpus_files = check_corpus_files(corpus_files)
+                t0 = time.perf_counter()
+                contexts, report["context_search"] = self.find_contexts(corpus_files)
+                report["timings_s"]["find_contexts"] = time.perf_counter() - t0
+            contexts = self._sample_contexts(contexts)
+            per_token = [len(contexts[t]) for t in self.targets]
+            report["contexts_per_token"] = _distribution(per_token)
+            report["contexts_per_token_found"] = _distribution([n for n in per_token if n > 0])
+            t0 = time.perf_counter()
+            vectors, forward_stats = self.contextualized_vectors(contexts)
+            self.vectors = dict(vectors)
+            report["timings_s"]["encode_contexts"] = time.perf_counter() - t0
+            forward_stats["forward_passes"] = self.forward_passes
+            report["forward"] = forward_stats
+            if cfg.norm_match:
+                reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
+                vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
+            fallback = [t for t in self.targets if t not in vectors]
+
+        new_size = len(self.new_vocab)
+        generator = torch.Generator().manual_seed(cfg.seed)
+        std = getattr(model.config, "initializer_range", 0.02)
+        new_input = torch.empty(new_size, input_weight.shape[1]).normal_(0.0, std, generator=generator)
+        new_output = None if tied else torch.empty(new_size, output_weight.shape[1]).normal_(0.0, std, generator=generator)
+        new_bias = torch.zeros(new_size) if base_bias is not None else None
+        for new_id, base_id in self.copied.items():
+            new_input[new_id] = input_weight[base_id]
+            if new_output is not None:
+                new_output[new_id] = output_weight[base_id]
+            if new_bias is not None:
+                new_bias[new_id] = base_bias[base_id]
+        if cfg.strategy in ("averaged", "contextualized"):
+            for token_id in self.targets:
+                ids = pieces[token_id]
+                new_input[token_id] = vectors[token_id] if token_id in vectors else input_weight[ids].mean(dim=0)
+                if new_output is not None:
+                    new_output[token_id] = output_weight[ids].mean(dim=0)
+                if new_bias is not None:
+                    new_bias[token_id] = base_bias[ids].mean()
+
+        model.resize_token_embeddings(new_size, mean_resizing=False)
+        embeddings = model.get_input_embeddings()
+        with torch.no_grad():
+            embeddings.weight.copy_(new_input.to(embeddings.weight.dtype))
+            output_layer = model.get_output_embeddings()
+            if new_output is not None:
+                output_layer.weight.copy_(new_output.to(output_layer.weight.dtype))
+            if new_bias is not None:
+                output_layer.bias.copy_(new_bias.to(output_layer.bias.dtype))
+        model.config.vocab_size = new_size
+        model.config.pad_token_id = self.new_tokenizer.pad_token_id
+        if tied:
+            model.tie_weights()
+
+        averaged = len(self.targets) if cfg.strategy == "averaged" else 0
+        contextualized = len(vectors)
+        random_rows = len(self.extra_special) + (len(self.targets) if cfg.strategy == "random" else 0)
+        report["counts"] = {
+            "new_vocab_size": new_size,
+            "base_vocab_size": input_weight.shape[0],
+            "copied": len(self.copied),
+            "copied_special_mapped_by_role": len(self.mapped_by_role),
+            "new_tokens": len(self.targets),
+            "contextualized": contextualized,
+            "averaged": averaged,
+            "averaged_fallback": len(fallback),
+            "random": random_rows,
+        }
+        report["special_tokens_mapped_by_role"] = {
+            self.new_tokenizer.convert_ids_to_tokens(n): self.base_tokenizer.convert_ids_to_tokens(b)
+            for n, b in self.mapped_by_role.items()
+        }
+        report["tied_embeddings"] = tied
+        report["fallback_tokens"] = self.new_tokenizer.convert_ids_to_tokens(fallback)
+        report["timings_s"]["total"] = time.perf_counter() - started
+        return model, report
+
+
+def build_initialized_model(
+    base_model_name_or_path: str,
+    new_tokenizer_name_or_path: str,
+    strategy: str,
+    corpus_files: Sequence[str] | None = None,
+    max_contexts_per_token: int = 20,
+    seed: int = 0,
+    norm_match: bool = False,
+    batch_size: int = 32,
+    device: str | None = None,
+    contexts: Mapping[int, Sequence[Any]] | None = None,
+    progress: bool = True,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict]:
+    """Return (model, tokenizer, report) for one of the paper's initialisations (see the module docstring)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"init strategy must be one of {STRATEGIES}, got {strategy!r}")
+    started = time.perf_counter()
+    base_tokenizer = _load_tokenizer(base_model_name_or_path)
+    if strategy == "continued":
+        model = AutoModelForMaskedLM.from_pretrained(base_model_name_or_path)
+        size = model.get_input_embeddings().weight.shape[0]
+        report = {"strategy": strategy, "counts": {"new_vocab_size": size, "base_vocab_size": size, "copied": size}}
+        return model, base_tokenizer, _finish(report, started)
+    new_tokenizer = _load_tokenizer(new_tokenizer_name_or_path)
+    if strategy == "scratch":
+        config = AutoConfig.from_pretrained(base_model_name_or_path)
+        config.vocab_size = len(new_tokenizer)
+        config.pad_token_id = new_tokenizer.pad_token_id
+        torch.manual_seed(seed)
+        model = AutoModelForMaskedLM.from_config(config)
+        report = {"strategy": strategy, "counts": {"new_vocab_size": len(new_tokenizer), "random": len(new_tokenizer)}}
+        return model, new_tokenizer, _finish(report, started)
+    model = AutoModelForMaskedLM.from_pretrained(base_model_name_or_path)
+    config = EmbeddingInitConfig(
+        strategy=strategy,
+        max_contexts_per_token=max_contexts_per_token,
+        seed=seed,
+        norm_match=norm_match,
+        batch_size=batch_size,
+        device=device,
+        progress=progress,
+    )
+    initializer = ContextualizedEmbeddingInitializer(model, base_tokenizer, new_tokenizer, config)
+    model, report = initializer.initialize(corpus_files=corpus_files, contexts=contexts)
+    report["base_model"] = str(base_model_name_or_path)
+    report["new_tokenizer"] = str(new_tokenizer_name_or_path)
+    return model, new_tokenizer, _finish(report, started)
+
+
+def _finish(report: dict, started: float) -> dict:
+    report.setdefault("timings_s", {})["build_total"] = time.perf_counter() - started
+    return report
+
+
+@dataclass
+class EmbeddingInitArguments:
+    base_model: str = field(metadata={"help": "Base masked-LM (path or Hub id)."})
+    output_dir: str = field(metadata={"help": "Where the initialised checkpoint and init_report.json go."})
+    new_tokenizer: str | None = field(default=None, metadata={"help": "New tokenizer (not needed for 'continued')."})
+    strategy: str = field(default="contextualized", metadata={"help": f"One of {', '.join(STRATEGIES)}."})
+    corpus_files: list[str] | None = field(default=None, metadata={"help": "Corpus for 'contextualized'."})
+    max_contexts_per_token: int = field(default=20, metadata={"help": "Sentences sampled per new token."})
+    seed: int = field(default=0)
+    norm_match: bool = field(default=False, metadata={"help": "Match contextualised norms to base embeddings."})
+    batch_size: int = field(default=32)
+    device: str | None = field(default=None)
+
+
+def run(argv: list[str] | None = None) -> dict:
+    """Parse the command line, do the work, return the report (what `main` runs)."""
+    parser = HfArgumentParser(EmbeddingInitArguments)
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
+        loader = parser.parse_json_file if argv[0].endswith(".json") else parser.parse_yaml_file
+        (args,) = loader(os.path.abspath(argv[0]))
+    else:
+        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    if args.strategy != "continued" and args.new_tokenizer is None:
+        parser.error(f"--new_tokenizer is required for --strategy {args.strategy}")
+    model, tokenizer, report = build_initialized_model(
+        args.base_model,
+        args.new_tokenizer,
+        args.strategy,
+        corpus_files=args.corpus_files,
+        max_contexts_per_token=args.max_contexts_per_token,
+        seed=args.seed,
+        norm_match=args.norm_match,
+        batch_size=args.batch_size,
+        device=args.device,
+    )
+    os.makedirs(args.output_dir, exist_ok=True)
+    model.save_pretrained(args.output_dir)
+    save_tokenizer(tokenizer, args.output_dir)
+    with open(os.path.join(args.output_dir, INIT_REPORT_NAME), "w", encoding="utf-8") as handle:
+        json.dump(report, handle, indent=2, default=str)
+    print(json.dumps({k: report[k] for k in ("strategy", "counts") if k in report}, indent=2))
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (returns None so that the exit status is 0)."""
+    run(argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,371 @@
+import copy
+import json
+import os
+from typing import NamedTuple
+
+import pytest
+import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM, BertTokenizer
+
+from bioptimus_hf.embedding_init import (
+    ContextualizedEmbeddingInitializer,
+    EmbeddingInitConfig,
+    build_initialized_model,
+    run as run_cli,
+)
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+BASE_VOCAB = (
+    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    + list(LETTERS + "-.,()")
+    + ["##" + c for c in LETTERS]
+    + ["the", "of", "cell", "cells", "kin", "##ase", "receptor"]
+)
+# Specials in another order, shared tokens at other ids, and new biomedical tokens.
+NEW_VOCAB = (
+    ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"]
+    + list("abcdefghijklmnopqrstuvwxyz.")
+    + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
+    + ["the", "cells", "receptor", "kinase", "interleukin", "##kinase", "thymus", "##ase"]
+)
+NEW_TOKENS = ["kinase", "interleukin", "##kinase", "thymus"]
+
+
+class Context(NamedTuple):  # the shape of bioptimus_hf.qikfind.Context
+    sentence: str
+    start: int
+    end: int
+    sentence_index: int
+
+
+def ctx(sentence, word, index=0, occurrence=0):
+    start = -1
+    for _ in range(occurrence + 1):
+        start = sentence.index(word, start + 1)
+    return Context(sentence, start, start + len(word), index)
+
+
+def make_tokenizer(vocab, path, **kwargs):
+    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}, **kwargs)
+    tokenizer.save_pretrained(str(path))
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def make_base(tmp_path, tie=True, max_positions=64):
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(BASE_VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=max_positions, tie_word_embeddings=tie,
+    )
+    model = BertForMaskedLM(config).eval()
+    with torch.no_grad():  # a non-zero bias, so copying it is visible
+        model.get_output_embeddings().bias.copy_(torch.randn(len(BASE_VOCAB)))
+    tokenizer = make_tokenizer(BASE_VOCAB, tmp_path / "base_tok", model_max_length=max_positions)
+    return model, tokenizer
+
+
+@pytest.fixture
+def setup(tmp_path):
+    model, base_tok = make_base(tmp_path)
+    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
+    return model, base_tok, new_tok
+
+
+def run(model, base_tok, new_tok, strategy, contexts=None, **kwargs):
+    config = EmbeddingInitConfig(strategy=strategy, progress=False, device="cpu", **kwargs)
+    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, config)
+    out, report = initializer.initialize(contexts=contexts)
+    return initializer, out, report
+
+
+def test_shared_rows_and_bias_copied_exactly(setup):
+    model, base_tok, new_tok = setup
+    base_in = model.get_input_embeddings().weight.detach().clone()
+    base_bias = model.get_output_embeddings().bias.detach().clone()
+    _, out, report = run(model, base_tok, new_tok, "averaged")
+    new_in, new_bias = out.get_input_embeddings().weight, out.get_output_embeddings().bias
+    assert new_in.shape[0] == len(NEW_VOCAB) == out.config.vocab_size
+    base_ids, new_ids = base_tok.get_vocab(), new_tok.get_vocab()
+    shared = [t for t in NEW_VOCAB if t in base_ids]
+    assert "[MASK]" in shared and "receptor" in shared and "##ase" in shared
+    for token in shared:
+        assert torch.equal(new_in[new_ids[token]], base_in[base_ids[token]]), token
+        assert new_bias[new_ids[token]] == base_bias[base_ids[token]], token
+    assert report["counts"]["copied"] == len(shared)
+    assert report["counts"]["averaged"] == len(NEW_TOKENS)
+    assert out.config.pad_token_id == new_tok.pad_token_id
+
+
+def test_averaged_rows_are_means_of_base_pieces(setup):
+    model, base_tok, new_tok = setup
+    base_in = model.get_input_embeddings().weight.detach().clone()
+    base_bias = model.get_output_embeddings().bias.detach().clone()
+    _, out, _ = run(model, base_tok, new_tok, "averaged")
+    v = base_tok.get_vocab()
+    new_ids = new_tok.get_vocab()
+    expected_pieces = {
+        "kinase": ["kin", "##ase"],
+        "thymus": ["t", "##h", "##y", "##m", "##u", "##s"],
+        # a continuation piece is split with the base "##" pieces, greedy longest match
+        "##kinase": ["##k", "##i", "##n", "##ase"],
+    }
+    for token, pieces in expected_pieces.items():
+        ids = [v[p] for p in pieces]
+        row = out.get_input_embeddings().weight[new_ids[token]]
+        assert torch.allclose(row, base_in[ids].mean(0), atol=1e-6), token
+        assert torch.isclose(out.get_output_embeddings().bias[new_ids[token]], base_bias[ids].mean(), atol=1e-6)
+
+
+def hand_contextualized(base_model, base_tok, context):
+    """Reference: encode [CLS] sentence [SEP], mean last-layer states of sub-tokens overlapping the span."""
+    enc = base_tok(context.sentence, return_offsets_mapping=True)
+    positions = [
+        i for i, (a, b) in enumerate(enc["offset_mapping"]) if b > a and a < context.end and b > context.start
+    ]
+    with torch.no_grad():
+        states = base_model.bert(input_ids=torch.tensor([enc["input_ids"]])).last_hidden_state[0]
+    return states[positions].mean(0)
+
+
+def test_contextualized_rows_match_hand_computation(setup):
+    model, base_tok, new_tok = setup
+    reference = copy.deepcopy(model)
+    new_ids = new_tok.get_vocab()
+    s1 = "the kinase of the thymus cells"
+    s2 = "interleukin receptor kinase"
+    s3 = "kinase kinase receptor"
+    contexts = {
+        new_ids["kinase"]: [ctx(s1, "kinase", 0), ctx(s2, "kinase", 1), ctx(s3, "kinase", 2, occurrence=1)],
+        new_ids["thymus"]: [ctx(s1, "thymus", 0)],
+        new_ids["interleukin"]: [ctx(s2, "interleukin", 1)],
+        new_ids["##kinase"]: [],  # never found -> averaged fallback
+    }
+    initializer, out, report = run(model, base_tok, new_tok, "contextualized", contexts=contexts)
+    rows = out.get_input_embeddings().weight
+    expected_kinase = torch.stack([hand_contextualized(reference, base_tok, c) for c in contexts[new_ids["kinase"]]])
+    assert torch.allclose(rows[new_ids["kinase"]], expected_kinase.mean(0), atol=1e-5)
+    for token in ("thymus", "interleukin"):
+        expected = hand_contextualized(reference, base_tok, contexts[new_ids[token]][0])
+        assert torch.allclose(rows[new_ids[token]], expected, atol=1e-5), token
+    v = base_tok.get_vocab()
+    fallback = reference.get_input_embeddings().weight[[v["##k"], v["##i"], v["##n"], v["##ase"]]].mean(0)
+    assert torch.allclose(rows[new_ids["##kinase"]], fallback, atol=1e-6)
+    # Each distinct sentence is encoded once although it serves several (token, sentence) pairs.
+    assert initializer.forward_passes == 3 == report["forward"]["distinct_sentences"]
+    assert report["forward"]["sampled_pairs"] == 5
+    counts = report["counts"]
+    assert (counts["contextualized"], counts["averaged_fallback"], counts["random"]) == (3, 1, 0)
+    assert counts["copied"] + counts["contextualized"] + counts["averaged_fallback"] == counts["new_vocab_size"]
+    assert report["contexts_per_token"]["histogram"] == {"0": 1, "1": 2, "3": 1}
+    assert report["contexts_per_token_found"]["min"] == 1
+
+
+def test_contexts_capped_per_token_with_seeded_sample(setup):
+    model, base_tok, new_tok = setup
+    kinase = new_tok.get_vocab()["kinase"]
+    sentences = [f"the kinase {c} cells" for c in LETTERS[:30]]
+    contexts = {kinase: [ctx(s, "kinase", i) for i, s in enumerate(sentences)]}
+    initializer, _, report = run(model, base_tok, new_tok, "contextualized", contexts=contexts, max_contexts_per_token=20)
+    assert report["contexts_per_token"]["max"] == 20
+    assert report["forward"]["sampled_pairs"] == 20 == initializer.forward_passes
+    again = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, EmbeddingInitConfig(seed=0))
+    other = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, EmbeddingInitConfig(seed=1))
+    assert again._sample_contexts(contexts) == initializer._sample_contexts(contexts)
+    assert other._sample_contexts(contexts) != initializer._sample_contexts(contexts)
+
+
+def test_long_sentence_cropped_to_model_length(tmp_path):
+    model, base_tok = make_base(tmp_path, max_positions=16)
+    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
+    reference = copy.deepcopy(model)
+    kinase = new_tok.get_vocab()["kinase"]
+    sentence = " ".join(["cells"] * 30) + " kinase " + " ".join(["the"] * 30)
+    contexts = {kinase: [ctx(sentence, "kinase")]}
+    _, out, report = run(model, base_tok, new_tok, "contextualized", contexts=contexts)
+    assert report["forward"]["cropped_pairs"] == 1
+    # Window of 14 base tokens centred on [kin, ##ase] (positions 30, 31 of 62): tokens 24..37.
+    ids = base_tok(sentence, add_special_tokens=False)["input_ids"][24:38]
+    window = [base_tok.cls_token_id] + ids + [base_tok.sep_token_id]
+    with torch.no_grad():
+        states = reference.bert(input_ids=torch.tensor([window])).last_hidden_state[0]
+    assert torch.allclose(out.get_input_embeddings().weight[kinase], states[7:9].mean(0), atol=1e-5)
+
+
+def test_random_rows_follow_initializer_range(setup):
+    model, base_tok, new_tok = setup
+    _, out, report = run(model, base_tok, new_tok, "random")
+    ids = [new_tok.get_vocab()[t] for t in NEW_TOKENS]
+    rows = out.get_input_embeddings().weight[ids]
+    assert abs(rows.std().item() - model.config.initializer_range) < 0.006
+    assert torch.all(out.get_output_embeddings().bias[ids] == 0)
+    assert report["counts"]["random"] == len(NEW_TOKENS)
+
+
+def test_norm_match_rescales_to_base_norms(setup):
+    model, base_tok, new_tok = setup
+    base_norms = model.get_input_embeddings().weight.detach()[5:].norm(dim=1)
+    new_ids = new_tok.get_vocab()
+    s = "interleukin kinase the thymus"
+    contexts = {new_ids[t]: [ctx(s, t)] for t in ("interleukin", "kinase", "thymus")}
+    _, out, report = run(model, base_tok, new_tok, "contextualized", contexts=contexts, norm_match=True)
+    norms = out.get_input_embeddings().weight[list(contexts)].norm(dim=1)
+    assert abs(norms.mean().item() - base_norms.mean().item()) < 1e-4
+    assert abs(norms.std().item() - base_norms.std().item()) < 1e-4
+    assert report["norm_match"]["contextualized_norm_mean_before"] > 2 * base_norms.mean().item()
+
+
+def test_tied_after_init_and_after_save_load(setup, tmp_path):
+    model, base_tok, new_tok = setup
+    _, out, _ = run(model, base_tok, new_tok, "averaged")
+    assert out.get_output_embeddings().weight.data_ptr() == out.get_input_embeddings().weight.data_ptr()
+    out.save_pretrained(tmp_path / "ckpt")
+    loaded = AutoModelForMaskedLM.from_pretrained(tmp_path / "ckpt")
+    assert loaded.get_output_embeddings().weight.data_ptr() == loaded.get_input_embeddings().weight.data_ptr()
+    assert torch.equal(loaded.get_input_embeddings().weight, out.get_input_embeddings().weight)
+    assert torch.equal(loaded.get_output_embeddings().bias, out.get_output_embeddings().bias)
+    logits = loaded(**new_tok("the kinase cells", return_tensors="pt")).logits
+    assert logits.shape[-1] == len(NEW_VOCAB)
+
+
+def test_untied_base_initialises_decoder_too(tmp_path):
+    model, base_tok = make_base(tmp_path, tie=False)
+    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
+    base_out = model.get_output_embeddings().weight.detach().clone()
+    _, out, report = run(model, base_tok, new_tok, "averaged")
+    assert report["tied_embeddings"] is False
+    decoder = out.get_output_embeddings().weight
+    assert decoder.data_ptr() != out.get_input_embeddings().weight.data_ptr()
+    v, n = base_tok.get_vocab(), new_tok.get_vocab()
+    assert torch.equal(decoder[n["receptor"]], base_out[v["receptor"]])
+    assert torch.allclose(decoder[n["kinase"]], base_out[[v["kin"], v["##ase"]]].mean(0), atol=1e-6)
+
+
+def test_special_tokens_mapped_by_role(tmp_path):
+    model, base_tok = make_base(tmp_path)
+    base_in = model.get_input_embeddings().weight.detach().clone()
+    vocab = ["<mask>" if t == "[MASK]" else t for t in NEW_VOCAB]
+    new_tok = make_tokenizer(vocab, tmp_path / "new_tok", mask_token="<mask>")
+    _, out, report = run(model, base_tok, new_tok, "averaged")
+    assert report["special_tokens_mapped_by_role"] == {"<mask>": "[MASK]"}
+    row = out.get_input_embeddings().weight[new_tok.mask_token_id]
+    assert torch.equal(row, base_in[base_tok.mask_token_id])
+
+
+def test_bad_inputs_give_clear_errors(tmp_path, setup):
+    model, base_tok, new_tok = setup
+    cased = make_tokenizer(NEW_VOCAB, tmp_path / "cased_tok", do_lower_case=False)
+    with pytest.raises(ValueError, match="normalises text differently"):
+        ContextualizedEmbeddingInitializer(model, base_tok, cased, EmbeddingInitConfig())
+    no_mask = BertTokenizer(vocab={w: i for i, w in enumerate(NEW_VOCAB)})
+    no_mask.mask_token = None
+    with pytest.raises(ValueError, match="no mask_token"):
+        ContextualizedEmbeddingInitializer(model, base_tok, no_mask, EmbeddingInitConfig())
+    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, EmbeddingInitConfig(progress=False))
+    with pytest.raises(ValueError, match="needs corpus_files"):
+        initializer.initialize()
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="Empty corpus"):
+        initializer.initialize(corpus_files=[str(empty)])
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        EmbeddingInitConfig(strategy="magic")
+
+
+def test_build_and_cli_round_trip(tmp_path, setup):
+    model, base_tok, new_tok = setup
+    base_dir = tmp_path / "base"
+    model.save_pretrained(base_dir)
+    base_tok.save_pretrained(base_dir)
+    new_dir = str(tmp_path / "new_tok")
+
+    cont_model, cont_tok, report = build_initialized_model(str(base_dir), new_dir, "continued")
+    assert cont_tok.get_vocab() == base_tok.get_vocab()
+    assert torch.equal(cont_model.get_input_embeddings().weight, model.get_input_embeddings().weight)
+
+    scratch, scratch_tok, report = build_initialized_model(str(base_dir), new_dir, "scratch", seed=1)
+    assert scratch.config.vocab_size == len(NEW_VOCAB) == len(scratch_tok)
+    assert not torch.equal(scratch.bert.encoder.layer[0].attention.self.query.weight,
+                           model.bert.encoder.layer[0].attention.self.query.weight)
+
+    out_dir = tmp_path / "cli_out"
+    report = run_cli(["--base_model", str(base_dir), "--new_tokenizer", new_dir, "--strategy", "averaged",
+                   "--output_dir", str(out_dir)])
+    on_disk = json.load(open(out_dir / "init_report.json"))
+    assert on_disk["counts"] == report["counts"]
+    loaded = AutoModelForMaskedLM.from_pretrained(out_dir)
+    reloaded_tok = AutoTokenizer.from_pretrained(out_dir)
+    assert reloaded_tok.get_vocab() == new_tok.get_vocab()
+    expected, _, _ = build_initialized_model(str(base_dir), new_dir, "averaged", progress=False)
+    assert torch.equal(loaded.get_input_embeddings().weight, expected.get_input_embeddings().weight)
+    assert os.path.isfile(out_dir / "model.safetensors")
+
+
+def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, setup):
+    model, base_tok, new_tok = setup
+    reference = copy.deepcopy(model)
+    corpus = tmp_path / "corpus.txt"
+    lines = [f"The kinase {c} binds the receptor." for c in "abcdefghijklmnopqrstuvwxy"]  # 25 sentences
+    lines += ["Interleukin acts on the thymus.", "Bad \xff bytes near the thymus."]
+    data = "\n".join(lines).encode("utf-8").replace("\xff".encode("utf-8"), b"\xff") + b"\n"
+    corpus.write_bytes(data)
+    initializer = ContextualizedEmbeddingInitializer(
+        model, base_tok, new_tok, EmbeddingInitConfig(progress=False, device="cpu", max_contexts_per_token=20)
+    )
+    out, report = initializer.initialize(corpus_files=[str(corpus)])
+    ids = new_tok.get_vocab()
+    hist = report["contexts_per_token"]
+    # kinase: 25 sentences capped at 20; thymus: 2; interleukin: 1; ##kinase never occurs.
+    assert hist["histogram"] == {"0": 1, "1": 1, "2": 1, "20": 1}
+    assert report["contexts_per_token_found"]["min"] >= 1
+    assert report["context_search"]["replacement_chars"] == 1
+    assert report["counts"]["averaged_fallback"] == 1 and report["counts"]["contextualized"] == 3
+    assert report["forward"]["sampled_pairs"] == 23
+    assert initializer.forward_passes == report["forward"]["distinct_sentences"] == 22
+    # interleukin has a single context: its row is exactly that context's mean state.
+    sentence = "Interleukin acts on the thymus."
+    expected = hand_contextualized(reference, base_tok, ctx(sentence, "Interleukin"))
+    assert torch.allclose(out.get_input_embeddings().weight[ids["interleukin"]], expected, atol=1e-5)
+
+
+def test_precomputed_vectors_reproduce_a_run(tmp_path):
+    model, base_tok = make_base(tmp_path)
+    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
+    new_ids = new_tok.get_vocab()
+    s = "interleukin kinase the thymus"
+    contexts = {new_ids[t]: [ctx(s, t)] for t in ("interleukin", "kinase", "thymus")}
+    first, out_plain, _ = run(copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts)
+    _, out_norm, _ = run(copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts, norm_match=True)
+    config = EmbeddingInitConfig(strategy="contextualized", norm_match=True, progress=False)
+    again = ContextualizedEmbeddingInitializer(copy.deepcopy(model), base_tok, new_tok, config)
+    out_again, report = again.initialize(precomputed_vectors=first.vectors)
+    assert again.forward_passes == 0 and report["counts"]["contextualized"] == 3
+    assert torch.allclose(out_again.get_input_embeddings().weight, out_norm.get_input_embeddings().weight, atol=1e-6)
+    assert not torch.allclose(out_plain.get_input_embeddings().weight, out_norm.get_input_embeddings().weight)
+
+
+def test_run_pretraining_contextualized_contract(monkeypatch, tmp_path, tiny_model_dir):
+    """run_pretraining.py --init_strategy contextualized goes through build_initialized_model."""
+    import sys
+
+    import run_pretraining
+    from conftest import corpus_lines
+
+    from bioptimus_hf.tokenizer_training import train_wordpiece_tokenizer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(corpus_lines(150, start=5000)) + "\n", encoding="utf-8")
+    new_dir = tmp_path / "new_tok"
+    new_tok = train_wordpiece_tokenizer([str(corpus)], str(tiny_model_dir), vocab_size=650, output_dir=str(new_dir),
+                                        show_progress=False)
+    out = tmp_path / "out"
+    argv = ["run_pretraining.py", "--model_name_or_path", tiny_model_dir, "--tokenizer_name", new_dir,
+            "--init_strategy", "contextualized", "--max_contexts_per_token", 2, "--train_file", corpus,
+            "--output_dir", out, "--do_train", "--max_steps", 8, "--per_device_train_batch_size", 4,
+            "--max_seq_length", 32, "--report_to", "none", "--max_eval_samples", 8, "--disable_tqdm", "true",
+            "--save_steps", 100]
+    monkeypatch.setattr(sys, "argv", list(map(str, argv)))
+    run_pretraining.main()
+    release = sorted((out / "releases").iterdir())[-1]
+    model = AutoModelForMaskedLM.from_pretrained(release)
+    assert model.config.vocab_size == len(new_tok)
+    assert AutoTokenizer.from_pretrained(release).get_vocab() == new_tok.get_vocab()
