@@ -61,7 +61,14 @@ class ModelArguments:
         default=None, metadata={"help": "Corpus for contextualized initialisation (default: --train_file)."}
     )
     max_contexts_per_token: int = field(default=20, metadata={"help": "Contexts sampled per new token (contextualized)."})
-    init_norm_match: bool = field(default=False, metadata={"help": "Rescale contextualized rows to base embedding norms."})
+    init_norm_match: bool = field(
+        default=True,
+        metadata={
+            "help": "Rescale contextualized rows to the norm statistics of the base input embeddings (last-layer "
+            "states are ~5x larger; see benchmarks/results/init_quality.json). false = the paper's raw vectors."
+        },
+    )
+    init_batch_size: int = field(default=32, metadata={"help": "Sentences per base-model forward (contextualized)."})
     cache_dir: Optional[str] = field(default=None)
     model_revision: str = field(default="main")
 
@@ -225,10 +232,13 @@ def main():
             model_args.model_name_or_path,
             tokenizer_name,
             model_args.init_strategy,
-            corpus_files=model_args.init_corpus_files or data_args.train_file,
+            corpus_files=model_args.init_corpus_files or [
+                f for f in (data_args.train_file or []) if f.endswith((".txt", ".gz"))
+            ],
             max_contexts_per_token=model_args.max_contexts_per_token,
             seed=training_args.seed,
             norm_match=model_args.init_norm_match,
+            batch_size=model_args.init_batch_size,
         )
 
     # ---- Data.

