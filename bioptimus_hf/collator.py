@@ -1,0 +1,375 @@
+"""CurriculumDataCollator: one masked-LM data collator whose task is set by a curriculum phase.
+
+Inputs
+------
+Each feature is a dict with ``input_ids`` and, for whole-word phases, ``word_ids``: one integer per
+token naming the word it belongs to (``-1`` or ``None`` for special tokens). Word ids come from the
+tokenizer at tokenization time (``BatchEncoding.word_ids()`` of a fast tokenizer), never from
+"##" string tests, so WordPiece, BPE and SentencePiece tokenizers all work; consecutive tokens with
+the same word id form one word. Optional keys: ``attention_mask``, ``special_tokens_mask`` (computed
+from the tokenizer's special ids when absent). :func:`bioptimus_hf.corpus.tokenize_with_word_ids`
+builds such features and :func:`bioptimus_hf.corpus.group_texts` packs them into fixed-length blocks,
+renumbering word ids so that words stay distinct across packed texts.
+
+Phase switches and DataLoader prefetching
+-----------------------------------------
+The Trainer (through accelerate) collates at least one batch ahead of the one it trains on, and
+DataLoader workers collate several more. A batch masked for the old phase would therefore reach the
+model after a switch. Batches returned by this collator remember the phase they were masked for;
+when accelerate moves a batch to the device (``BatchEncoding.to``, in the main process, at the moment
+the batch is consumed) a batch whose phase is no longer the active one is re-masked for the active
+phase. Workers read the active phase from shared memory, so only the few batches prefetched across a
+switch are re-masked. Realised masking statistics are counted in the main process.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import weakref
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from transformers import BatchEncoding
+
+from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
+
+_LIVE_COLLATORS: "weakref.WeakValueDictionary[str, CurriculumDataCollator]" = weakref.WeakValueDictionary()
+
+# BERT's corruption rule for the selected tokens: 80% [MASK], 10% random token, 10% kept.
+MASK_FRACTION = 0.8
+RANDOM_FRACTION = 0.1
+
+
+def _stream_seed(seed: int, rank: int, worker: int) -> int:
+    """Independent, reproducible stream per (seed, distributed rank, DataLoader worker)."""
+    return int(np.random.SeedSequence([seed, rank, worker]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def _distributed_rank() -> int:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank()
+    return int(os.environ.get("RANK", 0))
+
+
+class CurriculumBatch(BatchEncoding):
+    """A collated batch that can be re-masked in the main process if the phase changed meanwhile."""
+
+    def __init__(self, data=None, *args, curriculum_state: dict | None = None, **kwargs):
+        super().__init__(data, *args, **kwargs)
+        self.curriculum_state = curriculum_state
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["curriculum_state"] = self.__dict__.get("curriculum_state")
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.curriculum_state = state.get("curriculum_state")
+
+    def to(self, device, *, non_blocking: bool = False):
+        state = self.__dict__.get("curriculum_state")
+        if state is not None:
+            collator = _LIVE_COLLATORS.get(state["collator_key"])
+            if collator is not None:
+                collator.finalize(self)
+        return super().to(device, non_blocking=non_blocking)
+
+
+class CurriculumDataCollator:
+    """Masked-language-model collator for a curriculum of masking tasks.
+
+    Args:
+        tokenizer: the model's tokenizer; must define a mask token and a pad token.
+        phases: the curriculum (default: the paper's four phases, :data:`BIOPTIMUS_CURRICULUM`).
+        seed: base seed; every (distributed rank, DataLoader worker) pair draws its own stream.
+        pad_to_multiple_of: pad batch length up to a multiple of this value.
+
+    The masking rate is a token budget as in BERT: each sequence gets ``round(rate * n)`` masked
+    tokens (at least one), ``n`` being its maskable tokens (neither special nor padding). Token
+    phases hit the budget exactly. Whole-word phases select whole words in random order and stop at
+    the word that brings the count closest to the budget, so a sequence is within half a word of it
+    and never has part of a word masked.
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        phases: Sequence[CurriculumPhase] = BIOPTIMUS_CURRICULUM,
+        seed: int = 42,
+        pad_to_multiple_of: int | None = None,
+    ):
+        phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in phases)
+        if not phases:
+            raise ValueError("CurriculumDataCollator needs at least one phase")
+        versions = [p.version for p in phases]
+        if len(set(versions)) != len(versions):
+            raise ValueError(f"phase versions must be unique, got {versions}")
+        if tokenizer.mask_token is None or tokenizer.mask_token_id is None:
+            raise ValueError(
+                f"tokenizer {type(tokenizer).__name__} ({getattr(tokenizer, 'name_or_path', '')}) has no mask token; "
+                "masked-language modelling needs one (set tokenizer.mask_token or add it with add_special_tokens)"
+            )
+        if tokenizer.pad_token_id is None:
+            raise ValueError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')} has no pad token, needed to pad batches")
+        self.tokenizer = tokenizer
+        self.phases = phases
+        self.seed = int(seed)
+        self.pad_to_multiple_of = pad_to_multiple_of
+        self.mask_token_id = int(tokenizer.mask_token_id)
+        self.pad_token_id = int(tokenizer.pad_token_id)
+        special = sorted(set(int(i) for i in tokenizer.all_special_ids))
+        self.special_ids = torch.tensor(special, dtype=torch.long)
+        vocab_size = len(tokenizer)
+        keep = torch.ones(vocab_size, dtype=torch.bool)
+        keep[self.special_ids[self.special_ids < vocab_size]] = False
+        # Random replacements are drawn from real vocabulary entries only, never special tokens.
+        self.replacement_ids = torch.nonzero(keep).flatten()
+        # Active phase lives in shared memory so DataLoader workers (forked or spawned, persistent
+        # or not) see switches made by the main process.
+        self._active = torch.zeros(1, dtype=torch.long).share_memory_()
+        self._key = uuid.uuid4().hex
+        _LIVE_COLLATORS[self._key] = self
+        self._generator: torch.Generator | None = None
+        self._generator_owner: tuple | None = None
+        # Realised masking statistics per phase, counted in the main process.
+        self.masked_tokens = [0] * len(phases)
+        self.maskable_tokens = [0] * len(phases)
+        self._window_masked = 0
+        self._window_maskable = 0
+        self.remasked_batches = 0
+
+    # ------------------------------------------------------------------ phase selection
+    @property
+    def phase_index(self) -> int:
+        return int(self._active[0])
+
+    @property
+    def active_phase(self) -> CurriculumPhase:
+        return self.phases[self.phase_index]
+
+    def set_phase(self, phase: int | str | CurriculumPhase) -> None:
+        """Select the active phase by index, version string (``"0.2"`` or ``"v0.2"``) or object."""
+        if isinstance(phase, CurriculumPhase):
+            index = self.phases.index(phase)
+        elif isinstance(phase, str):
+            versions = [p.version for p in self.phases]
+            key = phase[1:] if phase.startswith("v") else phase
+            if key not in versions:
+                raise ValueError(f"unknown phase version {phase!r}; this curriculum has {versions}")
+            index = versions.index(key)
+        else:
+            index = int(phase)
+            if not 0 <= index < len(self.phases):
+                raise ValueError(f"phase index {index} out of range for {len(self.phases)} phases")
+        self._active[0] = index
+
+    # ------------------------------------------------------------------ randomness
+    def _rng(self) -> torch.Generator:
+        info = torch.utils.data.get_worker_info()
+        owner = (os.getpid(), _distributed_rank(), 0 if info is None else info.id + 1)
+        if self._generator is None or self._generator_owner != owner:
+            self._generator = torch.Generator().manual_seed(_stream_seed(self.seed, owner[1], owner[2]))
+            self._generator_owner = owner
+        return self._generator
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_generator"] = None
+        state["_generator_owner"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        _LIVE_COLLATORS.setdefault(self._key, self)
+
+    # ------------------------------------------------------------------ collation
+    def __call__(self, features: list[dict[str, Any]]) -> CurriculumBatch:
+        input_ids, attention_mask, word_ids, maskable = self._pad(features)
+        index = self.phase_index
+        masked_inputs, labels = self.mask_tokens(input_ids, word_ids, maskable, self.phases[index], self._rng())
+        batch = CurriculumBatch(
+            {"input_ids": masked_inputs, "attention_mask": attention_mask, "labels": labels},
+            curriculum_state={
+                "collator_key": self._key,
+                "phase_index": index,
+                "input_ids": input_ids,
+                "word_ids": word_ids,
+                "maskable": maskable,
+                "counted": False,
+            },
+        )
+        if torch.utils.data.get_worker_info() is None:
+            self._count(batch)
+        return batch
+
+    def finalize(self, batch: CurriculumBatch) -> None:
+        """Re-mask ``batch`` if it was masked for another phase than the active one; count it."""
+        state = batch.curriculum_state
+        index = self.phase_index
+        if state["phase_index"] != index:
+            if state["counted"]:
+                self._uncount(batch)
+            masked_inputs, labels = self.mask_tokens(
+                state["input_ids"], state["word_ids"], state["maskable"], self.phases[index], self._rng()
+            )
+            batch["input_ids"], batch["labels"] = masked_inputs, labels
+            state["phase_index"] = index
+            self.remasked_batches += 1
+        if not state["counted"]:
+            self._count(batch)
+
+    def _count(self, batch: CurriculumBatch) -> None:
+        state = batch.curriculum_state
+        masked = int((batch["labels"] != -100).sum())
+        maskable = int(state["maskable"].sum())
+        self.masked_tokens[state["phase_index"]] += masked
+        self.maskable_tokens[state["phase_index"]] += maskable
+        self._window_masked += masked
+        self._window_maskable += maskable
+        state["counted"] = True
+        state["counts"] = (masked, maskable)
+
+    def _uncount(self, batch: CurriculumBatch) -> None:
+        state = batch.curriculum_state
+        masked, maskable = state["counts"]
+        self.masked_tokens[state["phase_index"]] -= masked
+        self.maskable_tokens[state["phase_index"]] -= maskable
+        self._window_masked -= masked
+        self._window_maskable -= maskable
+        state["counted"] = False
+
+    def realised_fraction(self, phase_index: int | None = None) -> float | None:
+        """Masked / maskable tokens over all batches of a phase (default: the active one)."""
+        i = self.phase_index if phase_index is None else phase_index
+        return self.masked_tokens[i] / self.maskable_tokens[i] if self.maskable_tokens[i] else None
+
+    def pop_window_fraction(self) -> float | None:
+        """Realised masked fraction since the previous call (for periodic logging)."""
+        value = self._window_masked / self._window_maskable if self._window_maskable else None
+        self._window_masked = self._window_maskable = 0
+        return value
+
+    def _pad(self, features):
+        if not features:
+            raise ValueError("CurriculumDataCollator received an empty batch")
+        if "input_ids" not in features[0]:
+            raise ValueError(f"features need 'input_ids'; got keys {sorted(features[0])}")
+        lengths = [len(f["input_ids"]) for f in features]
+        width = max(lengths)
+        if self.pad_to_multiple_of:
+            width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        batch_size = len(features)
+        has_words = "word_ids" in features[0]
+        if all(n == width for n in lengths):
+            # Packed blocks: one tensor conversion, no per-row padding work.
+            input_ids = torch.as_tensor(np.asarray([f["input_ids"] for f in features], dtype=np.int64))
+            attention_mask = (
+                torch.as_tensor(np.asarray([f["attention_mask"] for f in features], dtype=np.int64))
+                if "attention_mask" in features[0]
+                else torch.ones(batch_size, width, dtype=torch.long)
+            )
+            word_ids = (
+                torch.as_tensor(np.asarray([[-1 if w is None else w for w in f["word_ids"]] for f in features], dtype=np.int64))
+                if has_words
+                else None
+            )
+            special = (
+                torch.as_tensor(np.asarray([f["special_tokens_mask"] for f in features], dtype=np.int64)).bool()
+                if "special_tokens_mask" in features[0]
+                else None
+            )
+        else:
+            input_ids = torch.full((batch_size, width), self.pad_token_id, dtype=torch.long)
+            attention_mask = torch.zeros(batch_size, width, dtype=torch.long)
+            word_ids = torch.full((batch_size, width), -1, dtype=torch.long) if has_words else None
+            special = torch.ones(batch_size, width, dtype=torch.bool) if "special_tokens_mask" in features[0] else None
+            for row, (f, n) in enumerate(zip(features, lengths)):
+                input_ids[row, :n] = torch.as_tensor(f["input_ids"], dtype=torch.long)
+                if "attention_mask" in f:
+                    attention_mask[row, :n] = torch.as_tensor(f["attention_mask"], dtype=torch.long)
+                else:
+                    attention_mask[row, :n] = 1
+                if has_words:
+                    word_ids[row, :n] = torch.as_tensor([-1 if w is None else w for w in f["word_ids"]], dtype=torch.long)
+                if special is not None:
+                    special[row, :n] = torch.as_tensor(f["special_tokens_mask"], dtype=torch.bool)
+        if special is None:
+            special = torch.isin(input_ids, self.special_ids)
+        maskable = attention_mask.bool() & ~special & ~torch.isin(input_ids, self.special_ids)
+        if word_ids is not None:
+            maskable &= word_ids >= 0
+        return input_ids, attention_mask, word_ids, maskable
+
+    # ------------------------------------------------------------------ masking
+    def mask_tokens(
+        self,
+        input_ids: torch.Tensor,
+        word_ids: torch.Tensor | None,
+        maskable: torch.Tensor,
+        phase: CurriculumPhase,
+        generator: torch.Generator,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return (corrupted input ids, labels) for one phase; labels are -100 where not selected."""
+        n_maskable = maskable.sum(dim=1)
+        budget = torch.round(n_maskable.double() * phase.masking_rate).long()
+        budget = torch.where(n_maskable > 0, budget.clamp(min=1), torch.zeros_like(budget))
+        if phase.whole_word:
+            if word_ids is None:
+                raise ValueError(
+                    f"phase v{phase.version} masks whole words but the features have no 'word_ids'; tokenize with "
+                    "bioptimus_hf.corpus.tokenize_with_word_ids (or keep BatchEncoding.word_ids()) so word "
+                    "boundaries come from the tokenizer"
+                )
+            selected = self._select_words(word_ids, maskable, budget, generator)
+        else:
+            selected = self._select_tokens(maskable, budget, generator)
+
+        labels = torch.where(selected, input_ids, torch.full_like(input_ids, -100))
+        inputs = input_ids.clone()
+        if phase.corruption:
+            draw = torch.rand(input_ids.shape, generator=generator)
+            to_mask = selected & (draw < MASK_FRACTION)
+            to_random = selected & (draw >= MASK_FRACTION) & (draw < MASK_FRACTION + RANDOM_FRACTION)
+            n_random = int(to_random.sum())
+            if n_random:
+                picks = torch.randint(len(self.replacement_ids), (n_random,), generator=generator)
+                inputs[to_random] = self.replacement_ids[picks]
+        else:
+            to_mask = selected
+        inputs[to_mask] = self.mask_token_id
+        return inputs, labels
+
+    @staticmethod
+    def _select_tokens(maskable, budget, generator):
+        # Exactly `budget` positions per row, uniformly among maskable ones: rank random scores.
+        scores = torch.rand(maskable.shape, generator=generator)
+        scores.masked_fill_(~maskable, 2.0)
+        ranks = scores.argsort(dim=1).argsort(dim=1)
+        return ranks < budget.unsqueeze(1)
+
+    @staticmethod
+    def _select_words(word_ids, maskable, budget, generator):
+        batch_size, width = maskable.shape
+        prev_word = torch.cat([torch.full((batch_size, 1), -2, dtype=word_ids.dtype), word_ids[:, :-1]], dim=1)
+        prev_maskable = torch.cat([torch.zeros(batch_size, 1, dtype=torch.bool), maskable[:, :-1]], dim=1)
+        starts = maskable & ((word_ids != prev_word) | ~prev_maskable)
+        word_index = (starts.long().cumsum(dim=1) - 1).clamp(min=0)
+        n_words = starts.sum(dim=1)
+        max_words = max(int(n_words.max()), 1)
+        lengths = torch.zeros(batch_size, max_words, dtype=torch.long)
+        lengths.scatter_add_(1, word_index, maskable.long())
+        # Random word order; words beyond a row's count sort last.
+        priority = torch.rand(batch_size, max_words, generator=generator)
+        priority.masked_fill_(torch.arange(max_words).unsqueeze(0) >= n_words.unsqueeze(1), 2.0)
+        order = priority.argsort(dim=1)
+        sorted_lengths = lengths.gather(1, order)
+        before = sorted_lengths.cumsum(dim=1) - sorted_lengths
+        # Take words while the running total stays nearest to the budget: a word is taken when at
+        # least half of it fits. `before + len/2` grows along the order, so this is a prefix.
+        take = (2 * before + sorted_lengths <= 2 * budget.unsqueeze(1)) & (sorted_lengths > 0)
+        take[:, 0] |= (budget > 0) & (sorted_lengths[:, 0] > 0)
+        chosen_words = torch.zeros(batch_size, max_words, dtype=torch.bool).scatter(1, order, take)
+        return chosen_words.gather(1, word_index) & maskable

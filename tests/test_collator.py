@@ -1,0 +1,211 @@
+"""CurriculumDataCollator: statistics on large batches of real text, whole words, corruption, seeding."""
+
+import pytest
+import torch
+
+from bioptimus_hf.collator import CurriculumDataCollator
+from bioptimus_hf.corpus import group_texts, tokenize_with_word_ids
+from bioptimus_hf.phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
+
+from conftest import corpus_lines
+
+
+def _features(tokenizer, n_lines=600, block=128, packed=True, start=0):
+    encoded = tokenize_with_word_ids({"text": corpus_lines(n_lines, start)}, tokenizer, max_length=block, line_by_line=not packed)
+    encoded.pop("chunk")
+    if packed:
+        encoded = group_texts(encoded, block)
+    return [{k: encoded[k][i] for k in encoded} for i in range(len(encoded["input_ids"]))]
+
+
+@pytest.fixture(scope="module")
+def packed_features(tiny_tokenizer):
+    return _features(tiny_tokenizer, n_lines=2500, block=128)
+
+
+def _words(word_ids_row, maskable_row):
+    """Groups of positions forming a word (consecutive equal non-negative word ids)."""
+    groups, current, previous = [], [], None
+    for pos, (w, m) in enumerate(zip(word_ids_row.tolist(), maskable_row.tolist())):
+        if m and w == previous and current:
+            current.append(pos)
+        else:
+            if current:
+                groups.append(current)
+            current = [pos] if m else []
+        previous = w if m else None
+    if current:
+        groups.append(current)
+    return groups
+
+
+@pytest.mark.parametrize("phase", BIOPTIMUS_CURRICULUM, ids=lambda p: f"v{p.version}")
+def test_masking_statistics_per_phase(tiny_tokenizer, packed_features, phase):
+    collator = CurriculumDataCollator(tiny_tokenizer, phases=[phase], seed=3)
+    batch = collator(packed_features[:256])
+    state = batch.curriculum_state
+    labels, inputs, source = batch["labels"], batch["input_ids"], state["input_ids"]
+    maskable = state["maskable"]
+    selected = labels != -100
+
+    # Never a special token or padding; labels hold the original ids.
+    special = torch.isin(source, collator.special_ids)
+    assert not (selected & special).any()
+    assert not (selected & ~maskable).any()
+    assert torch.equal(labels[selected], source[selected])
+
+    # Token budget per sequence: exact for tokens, within half a word for whole words.
+    n_maskable = maskable.sum(1)
+    budget = torch.round(n_maskable.double() * phase.masking_rate).long().clamp(min=1)
+    per_row = selected.sum(1)
+    if phase.whole_word:
+        for row in range(len(per_row)):
+            words = _words(state["word_ids"][row], maskable[row])
+            longest = max(len(w) for w in words)
+            assert abs(int(per_row[row]) - int(budget[row])) <= longest
+            for word in words:  # whole words intact: all or nothing
+                flags = selected[row, word]
+                assert flags.all() or not flags.any()
+    else:
+        assert torch.equal(per_row, budget)
+    realised = selected.sum().item() / maskable.sum().item()
+    assert abs(realised - phase.masking_rate) < 0.006
+    assert abs(collator.realised_fraction(0) - realised) < 1e-12
+
+    # Corruption split among selected tokens.
+    n_sel = int(selected.sum())
+    as_mask = (inputs[selected] == collator.mask_token_id).float().mean().item()
+    changed = ((inputs[selected] != source[selected]) & (inputs[selected] != collator.mask_token_id)).float().mean().item()
+    kept = (inputs[selected] == source[selected]).float().mean().item()
+    if phase.corruption:
+        tol = 4 * (0.09 / n_sel) ** 0.5 + 0.005
+        assert abs(as_mask - 0.8) < tol
+        assert abs(changed - 0.1) < tol + 1 / len(collator.replacement_ids)
+        assert abs(kept - 0.1) < tol + 1 / len(collator.replacement_ids)
+        # Random replacements come from real vocabulary, never special tokens.
+        random_positions = selected & (inputs != source) & (inputs != collator.mask_token_id)
+        assert not torch.isin(inputs[random_positions], collator.special_ids).any()
+    else:
+        assert as_mask == 1.0 and changed == 0.0 and kept == 0.0
+    # Unselected positions are untouched.
+    assert torch.equal(inputs[~selected], source[~selected])
+
+
+def test_whole_word_masking_with_corruption_keeps_words_whole(tiny_tokenizer, packed_features):
+    # transformers' own whole-word collator switches corruption off; ours must not.
+    phase = CurriculumPhase("w", masking_unit="word", masking_rate=0.3, corruption=True)
+    collator = CurriculumDataCollator(tiny_tokenizer, phases=[phase], seed=5)
+    batch = collator(packed_features[:64])
+    selected = batch["labels"] != -100
+    inputs, source = batch["input_ids"], batch.curriculum_state["input_ids"]
+    assert ((inputs != source) & (inputs != collator.mask_token_id) & selected).any(), "no random replacement"
+    assert ((inputs == source) & selected).any(), "no kept token"
+    multi_piece = 0
+    for row in range(selected.shape[0]):
+        for word in _words(batch.curriculum_state["word_ids"][row], batch.curriculum_state["maskable"][row]):
+            flags = selected[row, word]
+            assert flags.all() or not flags.any()
+            multi_piece += int(len(word) > 1 and flags.all())
+    assert multi_piece > 0, "no multi-piece word was masked: the test would not see partial masking"
+
+
+def test_padding_and_line_by_line_inputs(tiny_tokenizer):
+    features = _features(tiny_tokenizer, n_lines=200, block=64, packed=False)
+    collator = CurriculumDataCollator(tiny_tokenizer, seed=1)
+    collator.set_phase("v0.3")
+    batch = collator(features[:32])
+    pad = batch["attention_mask"] == 0
+    assert pad.any(), "batch should contain padding"
+    assert (batch["labels"][pad] == -100).all()
+    assert (batch["input_ids"][pad] == tiny_tokenizer.pad_token_id).all()
+
+
+def test_seeded_runs_reproduce_and_seeds_differ(tiny_tokenizer, packed_features):
+    a = CurriculumDataCollator(tiny_tokenizer, seed=11)(packed_features[:16])
+    b = CurriculumDataCollator(tiny_tokenizer, seed=11)(packed_features[:16])
+    c = CurriculumDataCollator(tiny_tokenizer, seed=12)(packed_features[:16])
+    assert torch.equal(a["labels"], b["labels"]) and torch.equal(a["input_ids"], b["input_ids"])
+    assert not torch.equal(a["labels"], c["labels"])
+
+
+def test_dataloader_workers_draw_different_streams(tiny_tokenizer, packed_features):
+    # The same sample in every batch: identical masks would betray a shared stream.
+    collator = CurriculumDataCollator(tiny_tokenizer, seed=7)
+    dataset = [packed_features[0]] * 8
+    loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collator)
+    labels = [batch["labels"][0] for batch in loader]
+    # Batches 0 and 1 come from workers 0 and 1; 0 and 2 from the same worker.
+    assert not torch.equal(labels[0], labels[1])
+    assert not torch.equal(labels[0], labels[2])
+    rerun = [batch["labels"][0] for batch in torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collator)]
+    assert all(torch.equal(x, y) for x, y in zip(labels, rerun)), "a seeded run must reproduce"
+
+
+def test_word_boundaries_come_from_tokenizer_for_bpe(tmp_path):
+    # A byte-level BPE tokenizer has no "##" markers: word ids still make whole-word masking exact.
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(corpus_lines(2000), vocab_size=400, special_tokens=["<s>", "</s>", "<pad>", "<mask>", "<unk>"])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>"
+    )
+    features = _features(tokenizer, n_lines=300, block=64)
+    phase = CurriculumPhase("w", masking_unit="word", masking_rate=0.2)
+    collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=2)
+    batch = collator(features[:32])
+    selected = batch["labels"] != -100
+    assert selected.any()
+    for row in range(selected.shape[0]):
+        for word in _words(batch.curriculum_state["word_ids"][row], batch.curriculum_state["maskable"][row]):
+            flags = selected[row, word]
+            assert flags.all() or not flags.any()
+
+
+def test_packing_renumbers_words_across_texts(tiny_tokenizer):
+    encoded = tokenize_with_word_ids({"text": ["alpha", "alpha", "beta gamma"]}, tiny_tokenizer, line_by_line=False)
+    encoded.pop("chunk")
+    total = sum(len(x) for x in encoded["input_ids"])
+    packed = group_texts(encoded, total)
+    words = [w for w in packed["word_ids"][0] if w >= 0]
+    # Three texts with 1, 1 and 2 words -> 4 distinct word ids, increasing.
+    assert sorted(set(words)) == list(range(4))
+    assert words == sorted(words)
+
+
+def test_long_lines_are_chunked_not_truncated(tiny_tokenizer):
+    long_line = " ".join(corpus_lines(40))
+    encoded = tokenize_with_word_ids({"text": [long_line, "short line"]}, tiny_tokenizer, max_length=32, line_by_line=True)
+    n_tokens = len(tiny_tokenizer(long_line, add_special_tokens=False)["input_ids"])
+    chunks = encoded["chunk"]
+    assert chunks.count(0) == 2
+    assert len(chunks) - 2 == -(-n_tokens // 30) - 1  # 30 content tokens per 32-token chunk
+    assert all(len(ids) <= 32 for ids in encoded["input_ids"])
+
+
+def test_errors_on_bad_configuration(tiny_tokenizer, packed_features):
+    with pytest.raises(ValueError, match="outside \\(0, 1\\)"):
+        CurriculumPhase("x", masking_rate=1.5)
+    with pytest.raises(ValueError, match="outside \\(0, 1\\)"):
+        CurriculumPhase("x", masking_rate=0.0)
+    with pytest.raises(ValueError, match="unknown masking unit 'span'"):
+        CurriculumPhase("x", masking_unit="span")
+    no_words = [{"input_ids": f["input_ids"]} for f in packed_features[:4]]
+    collator = CurriculumDataCollator(tiny_tokenizer)
+    collator.set_phase("0.2")
+    with pytest.raises(ValueError, match="no 'word_ids'"):
+        collator(no_words)
+    collator.set_phase("0.1")
+    assert (collator(no_words)["labels"] != -100).any()  # token phases need no word ids
+    with pytest.raises(ValueError, match="unknown phase version"):
+        collator.set_phase("0.9")
+
+
+def test_tokenizer_without_mask_token_is_refused(tiny_tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
+    tokenizer.mask_token = None
+    with pytest.raises(ValueError, match="has no mask token"):
+        CurriculumDataCollator(tokenizer)

@@ -1,0 +1,146 @@
+"""Model cards rendered from release directories (bioptimus_hf.model_card)."""
+
+import json
+import re
+
+import pytest
+from huggingface_hub import ModelCard, metadata_load
+from huggingface_hub.repocard_data import model_index_to_eval_results
+
+from bioptimus_hf.model_card import REPO_PLACEHOLDER, load_ner_results, render_release_card, validate_card
+from tests.tiny_releases import make_release, tiny_run_args
+
+BC5CDR = {"dataset_name": "BC5CDR-chem", "dataset_id": "bigbio/blurb", "dataset_config": "bc5chem",
+          "test_f1": 0.9312, "test_f1_std": 0.0021, "test_precision": 0.9204, "test_recall": 0.9423,
+          "eval_f1": 0.9287, "seeds": 5}
+
+
+@pytest.fixture(scope="module")
+def release_v03(tmp_path_factory):
+    return make_release(tmp_path_factory.mktemp("run") / "releases" / "v0.3", 2)
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "README.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_card_without_results_has_metadata_and_honest_sections(release_v03, tmp_path):
+    text = render_release_card(release_v03, repo_id="acme/bioptimus")
+    path = _write(tmp_path, text)
+    metadata = metadata_load(path)
+    assert metadata["license"] == "apache-2.0" and metadata["language"] == "en"
+    assert metadata["base_model"] == "bert-base-uncased"
+    assert metadata["pipeline_tag"] == "fill-mask" and "biomedical" in metadata["tags"]
+    assert "model-index" not in metadata  # no results, no invented numbers
+    card = ModelCard.load(path)
+    assert card.data.eval_results is None
+    validate_card(text)
+
+    # Exactly one curriculum row is marked, and it is this version's.
+    marked = [line for line in text.splitlines() if line.startswith("| **▶**")]
+    assert len(marked) == 1 and "**v0.3**" in marked[0] and "0.25" in marked[0]
+    assert "| 4 | 12 |" in marked[0]  # steps and cumulative steps of phase 3
+    assert "Not evaluated" in text
+    assert "**2.1125**" in text  # held-out MLM loss of the fixture (2.3125 - 0.2)
+    assert "| Peak learning rate | 0.0001 |" in text and "| Gradient accumulation steps | 2 |" in text
+    assert "`contextualized`" in text and "(15 entries)" in text
+    assert "pubmed_sentences.txt" in text and "/data/corpus" not in text  # file names, not local paths
+    assert "Effective batch size: 32 sequences" in text
+    assert "Not for clinical decisions" in text and "English" in text
+    for k in range(1, 5):
+        assert f'from_pretrained("acme/bioptimus", revision="v0.{k}")' in text
+    assert "Pavlova, Vera and Makhlouf, Mohammed" in text and "2023.bionlp-1.31" in text
+
+
+def test_card_with_results_writes_a_parsable_model_index(release_v03, tmp_path):
+    text = render_release_card(release_v03, [BC5CDR], repo_id="acme/bioptimus")
+    card = validate_card(text)
+    name, results = model_index_to_eval_results(metadata_load(_write(tmp_path, text))["model-index"])
+    assert name == "acme/bioptimus"
+    values = {r.metric_type: r.metric_value for r in results}
+    assert values == {"f1": 0.9312, "precision": 0.9204, "recall": 0.9423}
+    assert {r.dataset_type for r in results} == {"bigbio/blurb"} and {r.dataset_split for r in results} == {"test"}
+    assert {r.task_type for r in results} == {"token-classification"}
+    assert card.data.eval_results[0].dataset_config == "bc5chem"
+    assert "| BC5CDR-chem | 93.12 ± 0.21 | 92.04 | 94.23 | 92.87 | 5 |" in text
+    assert "Not evaluated" not in text
+
+
+def test_ner_results_from_all_results_files(release_v03, tmp_path):
+    ner_dir = tmp_path / "ner"
+    for name, f1 in (("NCBI-disease", 0.887), ("JNLPBA", 0.795)):
+        (ner_dir / name).mkdir(parents=True)
+        payload = {"dataset": name, "test_f1": f1, "test_f1_std": 0.004, "test_precision": f1 - 0.01,
+                   "test_recall": f1 + 0.01, "eval_f1": f1, "per_seed": [{"seed": s} for s in range(3)]}
+        (ner_dir / name / "all_results.json").write_text(json.dumps(payload))
+    from_dir = load_ner_results(ner_dir)
+    from_file = load_ner_results(ner_dir / "JNLPBA" / "all_results.json")
+    assert [r.dataset_name for r in from_dir] == ["JNLPBA", "NCBI-disease"]
+    assert from_file[0].seeds == 3 and from_file[0].test_f1 == pytest.approx(0.795)
+    text = render_release_card(release_v03, ner_dir, repo_id="acme/bioptimus")
+    _, results = model_index_to_eval_results(ModelCard(text).data.to_dict()["model-index"])
+    f1 = {r.dataset_name: r.metric_value for r in results if r.metric_type == "f1"}
+    assert f1 == {"JNLPBA": 0.795, "NCBI-disease": 0.887}
+    assert "| NCBI-disease | 88.70 ± 0.40 |" in text
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"dataset_name": "X"}, "no 'test_f1'"),
+        ({"test_f1": 0.9}, "needs a 'dataset_name'"),
+        ({"dataset_name": "X", "test_f1": 93.1}, "fraction in \\[0, 1\\]"),
+        ({"dataset_name": "X", "test_f1": 0.9, "test_recall": "high"}, "'test_recall' of 'X' must be a finite number"),
+    ],
+)
+def test_bad_ner_results_are_rejected(bad, message):
+    with pytest.raises(ValueError, match=message):
+        load_ner_results([bad])
+
+
+def test_bad_ner_results_file_is_named(tmp_path):
+    path = tmp_path / "all_results.json"
+    path.write_text(json.dumps({"dataset": "BC2GM"}))
+    with pytest.raises(ValueError, match=re.escape(str(path))):
+        load_ner_results(path)
+    with pytest.raises(ValueError, match="given twice"):
+        load_ner_results([BC5CDR, BC5CDR])
+
+
+def test_missing_keys_are_tolerated(tmp_path):
+    release = tmp_path / "v0.2"
+    release.mkdir()
+    (release / "bioptimus_phase.json").write_text(json.dumps({"version": "0.2", "run": {}}))
+    text = render_release_card(release)
+    validate_card(text)
+    assert "BIOptimus v0.2" in text and "Not measured" in text and "not recorded" in text
+    assert f'from_pretrained("{REPO_PLACEHOLDER}", revision="v0.2")' in text
+    assert "base_model" not in ModelCard(text).data.to_dict()
+
+
+def test_no_secrets_or_local_base_model_in_metadata(tmp_path):
+    run = tiny_run_args(base_model="/home/me/models/bert", hub_token="hf_leakyToken123", fp16=True)
+    release = make_release(tmp_path / "v0.1", 0, run=run, heldout=False)
+    text = render_release_card(release)
+    assert "hf_leakyToken123" not in text and "hub_token" not in text
+    assert "`fp16` = yes" in text
+    assert "base_model" not in ModelCard(text).data.to_dict()  # a local path is no Hub id
+    scratch = make_release(tmp_path / "v0.1s", 0, run=tiny_run_args(init_strategy="scratch"))
+    assert "base_model" not in ModelCard(render_release_card(scratch)).data.to_dict()
+
+
+def test_missing_phase_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="bioptimus_phase.json not found"):
+        render_release_card(tmp_path)
+
+
+def test_validate_card_rejects_broken_metadata():
+    with pytest.raises(ValueError, match="misses"):
+        validate_card("---\nlicense: apache-2.0\n---\n# card\n")
+    broken_index = ("---\nlicense: apache-2.0\nlanguage: en\nlibrary_name: transformers\ntags: [bert]\n"
+                    "model-index:\n- name: x\n  results:\n  - task: {type: token-classification}\n"
+                    "    dataset: {name: d, type: d}\n    metrics:\n    - {type: f1, value: n/a}\n---\n")
+    with pytest.raises(ValueError, match="not a number"):
+        validate_card(broken_index)

@@ -1,0 +1,121 @@
+"""run_pretraining.py end to end on a tiny random BERT, and its refusal of bad input before training."""
+
+import json
+import sys
+
+import pytest
+import torch
+from transformers import AutoModelForMaskedLM
+
+import run_pretraining
+from conftest import corpus_lines
+
+
+def run(monkeypatch, argv):
+    monkeypatch.setattr(sys, "argv", ["run_pretraining.py", *map(str, argv)])
+    run_pretraining.main()
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(("\n".join(corpus_lines(600)) + "\n").encode() + b"a line with a bad \xff byte\n")
+    return path
+
+
+def base_args(model_dir, corpus, out):
+    return ["--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out, "--do_train",
+            "--max_steps", 12, "--per_device_train_batch_size", 4, "--max_seq_length", 32, "--report_to", "none",
+            "--max_eval_samples", 16, "--logging_steps", 2, "--disable_tqdm", "true", "--save_steps", 100]
+
+
+def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    config = tmp_path / "run.yaml"
+    config.write_text("phase_steps: [0.1, 0.2, 0.3, 0.4]\nlearning_rate: 5.0e-4\nwarmup_steps: 0.06\n")
+    out = tmp_path / "out"
+    run(monkeypatch, [config, *base_args(tiny_model_dir, corpus, out)])
+    releases = sorted(p.name for p in (out / "releases").iterdir())
+    assert releases == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    ends = []
+    for name, unit, rate, corruption in [("v0.1", "token", 0.15, True), ("v0.2", "word", 0.15, True),
+                                         ("v0.3", "word", 0.2, True), ("v0.4", "word", 0.2, False)]:
+        release = out / "releases" / name
+        assert (release / "model.safetensors").is_file() and (release / "README.md").is_file()
+        info = json.loads((release / "bioptimus_phase.json").read_text())
+        assert (info["masking_unit"], info["masking_rate"], info["corruption"]) == (unit, rate, corruption)
+        assert abs(info["realised_masked_fraction"] - rate) < 0.03
+        assert info["heldout_mlm_loss"] > 0 and info["run"]["learning_rate"] == 5e-4
+        ends.append(info["end_step"])
+        model = AutoModelForMaskedLM.from_pretrained(release)
+        assert type(model).__name__ == "BertForMaskedLM"
+    assert ends == [1, 3, 7, 12]  # 1.2/2.4/3.6/4.8 steps -> 1/2/4/5 by largest remainder
+    # Releases differ: the model trained between them.
+    first = AutoModelForMaskedLM.from_pretrained(out / "releases" / "v0.1").bert.embeddings.word_embeddings.weight
+    last = AutoModelForMaskedLM.from_pretrained(out / "releases" / "v0.4").bert.embeddings.word_embeddings.weight
+    assert not torch.equal(first, last)
+    metrics = json.loads((out / "train_results.json").read_text())
+    assert metrics["remasked_batches"] >= 1
+
+
+def test_line_by_line_chunks_long_lines(monkeypatch, tmp_path, tiny_model_dir, corpus, caplog):
+    long_corpus = tmp_path / "long.txt"
+    long_corpus.write_bytes(corpus.read_bytes() + (" ".join(corpus_lines(30)) + "\n").encode())
+    out = tmp_path / "out"
+    args = base_args(tiny_model_dir, long_corpus, out) + ["--line_by_line", "true", "--validation_split_percentage", 0,
+                                                          "--phase_steps", 6, 6, 0, 0]
+    with pytest.raises(SystemExit, match="each phase needs a positive number of steps"):
+        run(monkeypatch, args)
+    args[-4:] = [3, 3, 3, 3]
+    with caplog.at_level("WARNING"):
+        run(monkeypatch, args)
+    assert "were chunked into" in caplog.text
+    assert (out / "releases" / "v0.4").is_dir()
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda a, tmp: a.__setitem__(a.index("--train_file") + 1, tmp / "missing.txt"), "does not exist"),
+        (lambda a, tmp: a.__setitem__(a.index("--train_file") + 1, _write(tmp / "empty.txt", "\n \n")), "is empty"),
+        (lambda a, tmp: a.extend(["--phase_steps", 0.5, 0.5]), "2 values for 4 curriculum phases"),
+        (lambda a, tmp: a.extend(["--curriculum", _curriculum(tmp, "masking_rate: 1.2")]), "outside \\(0, 1\\)"),
+        (lambda a, tmp: a.extend(["--curriculum", _curriculum(tmp, "masking_unit: span")]), "unknown masking unit"),
+        (lambda a, tmp: a.extend(["--init_strategy", "magic"]), "--init_strategy 'magic'"),
+    ],
+    ids=["missing-corpus", "empty-corpus", "phase-count", "rate", "unit", "strategy"],
+)
+def test_bad_input_fails_before_training(monkeypatch, tmp_path, tiny_model_dir, corpus, change, message):
+    out = tmp_path / "out"
+    args = base_args(tiny_model_dir, corpus, out)
+    change(args, tmp_path)
+    with pytest.raises(SystemExit, match=message):
+        run(monkeypatch, args)
+    assert not (out / "releases").exists()
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def _curriculum(tmp, bad_line):
+    path = tmp / "curriculum.yaml"
+    path.write_text(f"- version: '0.1'\n  {bad_line}\n")
+    return path
+
+
+def test_tokenizer_without_mask_token_and_existing_output_are_refused(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    from transformers import AutoTokenizer
+
+    no_mask = tmp_path / "nomask"
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.mask_token = None
+    tokenizer.save_pretrained(no_mask)
+    with pytest.raises(SystemExit, match="has no mask token"):
+        run(monkeypatch, base_args(tiny_model_dir, corpus, tmp_path / "o1") + ["--tokenizer_name", no_mask])
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "precious.txt").write_text("keep me")
+    with pytest.raises(SystemExit, match="not empty but holds no checkpoint"):
+        run(monkeypatch, base_args(tiny_model_dir, corpus, occupied))
+    assert (occupied / "precious.txt").read_text() == "keep me"

@@ -1,0 +1,76 @@
+"""Tiny release directories following the release-directory contract (docs/ARCHITECTURE.md), for tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+TINY_CURRICULUM = [
+    {"version": "0.1", "masking_unit": "token", "masking_rate": 0.15, "corruption": True, "steps": 4},
+    {"version": "0.2", "masking_unit": "word", "masking_rate": 0.15, "corruption": True, "steps": 4},
+    {"version": "0.3", "masking_unit": "word", "masking_rate": 0.25, "corruption": True, "steps": 4},
+    {"version": "0.4", "masking_unit": "word", "masking_rate": 0.25, "corruption": False, "steps": 4},
+]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + "the protein gene cell binds to a of and in".split()
+
+
+def tiny_run_args(**overrides) -> dict:
+    run = {
+        "base_model": "bert-base-uncased",
+        "init_strategy": "contextualized",
+        "tokenizer": "/data/vocab/biomed-wordpiece",
+        "learning_rate": 1e-4,
+        "lr_scheduler_type": "linear",
+        "warmup_ratio": 0.06,
+        "weight_decay": 0.01,
+        "train_batch_size": 16,
+        "gradient_accumulation_steps": 2,
+        "world_size": 1,
+        "max_seq_length": 128,
+        "max_steps": 16,
+        "seed": 42,
+        "train_files": ["/data/corpus/pubmed_sentences.txt"],
+    }
+    run.update(overrides)
+    return run
+
+
+def make_release(release_dir: Path, phase_index: int, seed: int = 0, run: dict | None = None,
+                 heldout: bool = True) -> Path:
+    """Write one release: tiny random BertForMaskedLM, tokenizer and bioptimus_phase.json (no README)."""
+    release_dir = Path(release_dir)
+    release_dir.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed + phase_index)
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    BertForMaskedLM(config).save_pretrained(release_dir)
+    BertTokenizer(vocab={token: i for i, token in enumerate(VOCAB)}).save_pretrained(release_dir)
+    phase = TINY_CURRICULUM[phase_index]
+    start = sum(p["steps"] for p in TINY_CURRICULUM[:phase_index])
+    info = {
+        "version": phase["version"], "phase_index": phase_index,
+        "masking_unit": phase["masking_unit"], "masking_rate": phase["masking_rate"],
+        "corruption": phase["corruption"], "steps": phase["steps"], "start_step": start,
+        "end_step": start + phase["steps"], "global_step": start + phase["steps"],
+        "realised_masked_fraction": 0.1501,
+        "heldout_mlm_loss": 2.3125 - 0.1 * phase_index if heldout else None,
+        "heldout_perplexity": 10.1 if heldout else None,
+        "curriculum": TINY_CURRICULUM,
+        "run": run if run is not None else tiny_run_args(),
+    }
+    (release_dir / "bioptimus_phase.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+    return release_dir
+
+
+def make_run(output_dir: Path, n_versions: int = 4, with_cards: bool = True, seed: int = 0) -> Path:
+    """`<output_dir>/releases/v0.k/` for the first `n_versions` phases, with README.md like the callback writes."""
+    from bioptimus_hf.model_card import render_release_card
+
+    for k in range(n_versions):
+        release = make_release(Path(output_dir) / "releases" / f"v{TINY_CURRICULUM[k]['version']}", k, seed=seed)
+        if with_cards:
+            (release / "README.md").write_text(render_release_card(release), encoding="utf-8")
+    return Path(output_dir)
