@@ -254,3 +254,47 @@ def test_trainer_gradient_accumulation_matches_full_batch(tmp_path):
     for (name, p_full), p_acc in zip(full.named_parameters(), accumulated.parameters()):
         torch.testing.assert_close(p_acc, p_full, atol=1e-6, rtol=1e-5, msg=name)
     assert not torch.equal(full.cls.predictions.bias, base.cls.predictions.bias)
+
+
+def test_run_pretraining_masked_only_flag_learns_the_same(monkeypatch, tmp_path, tiny_model_dir):
+    """End to end: the default (masked-only) run and --masked_only_prediction false give the same model."""
+    import json
+    import sys
+
+    import run_pretraining
+    from conftest import corpus_lines
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(corpus_lines(300)) + "\n")
+    outputs = {}
+    for flag in ("true", "false"):
+        out = tmp_path / f"out_{flag}"
+        argv = ["run_pretraining.py", "--model_name_or_path", tiny_model_dir, "--train_file", corpus,
+                "--output_dir", out, "--do_train", "--max_steps", 4, "--phase_steps", 2, 2,
+                "--per_device_train_batch_size", 4, "--max_seq_length", 32, "--report_to", "none",
+                "--validation_split_percentage", 0, "--logging_steps", 1, "--disable_tqdm", "true",
+                "--save_strategy", "no", "--seed", 3, "--masked_only_prediction", flag,
+                "--curriculum", _two_phase_curriculum(tmp_path)]
+        monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
+        run_pretraining.main()
+        outputs[flag] = out
+
+    infos = {flag: json.loads((out / "releases" / "v0.2" / "bioptimus_phase.json").read_text()) for flag, out in outputs.items()}
+    assert infos["true"]["run"]["masked_only_prediction"] is True
+    assert infos["false"]["run"]["masked_only_prediction"] is False
+    fast = AutoModelForMaskedLM.from_pretrained(outputs["true"] / "releases" / "v0.2")
+    plain = AutoModelForMaskedLM.from_pretrained(outputs["false"] / "releases" / "v0.2")
+    initial = AutoModelForMaskedLM.from_pretrained(tiny_model_dir)
+    assert type(fast) is BertForMaskedLM
+    for (name, p_fast), p_plain, p_init in zip(fast.named_parameters(), plain.parameters(), initial.parameters()):
+        torch.testing.assert_close(p_fast, p_plain, atol=1e-5, rtol=1e-4, msg=name)
+    assert not torch.equal(fast.cls.predictions.transform.dense.weight, initial.cls.predictions.transform.dense.weight)
+
+
+def _two_phase_curriculum(tmp_path):
+    path = tmp_path / "curriculum.json"
+    path.write_text(
+        '[{"version": "0.1", "masking_unit": "token", "masking_rate": 0.15, "corruption": true},'
+        ' {"version": "0.2", "masking_unit": "word", "masking_rate": 0.2, "corruption": true}]'
+    )
+    return path
