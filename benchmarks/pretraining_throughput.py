@@ -69,6 +69,11 @@ class BenchmarkArguments:
     same_batch_batch_size: int = field(
         default=4, metadata={"help": "batch size of the same-batches runs (an exactness check: small is enough)"}
     )
+    collect_dir: str | None = field(
+        default=None,
+        metadata={"help": "collect_curves stage: a worker directory whose curve runs were stopped early (loss curves "
+                  "are read from the Trainer logs of the workers)"},
+    )
     parallel_curves: bool = field(
         default=True, metadata={"help": "run the two arms of a loss-curve stage side by side (their timings are not compared)"}
     )
@@ -490,7 +495,7 @@ def main():
         return
 
     stages = [stage.strip() for stage in args.stages.split(",") if stage.strip()]
-    known = ("padding", "throughput", "same_batch_curves", "recipe_curves", "profile")
+    known = ("padding", "throughput", "same_batch_curves", "recipe_curves", "profile", "collect_curves")
     if set(stages) - set(known):
         raise ValueError(f"--stages {args.stages!r}: unknown stage(s) {sorted(set(stages) - set(known))}; known {known}")
     output = Path(args.output_json)
@@ -569,6 +574,24 @@ def main():
         }
         save()
 
+    if "collect_curves" in stages:
+        # Curve runs stopped before the end (e.g. a deadline on a loaded machine): compare what they logged.
+        directory = Path(args.collect_dir)
+        for key, (name_a, name_b) in {
+            "same_batch_curves": ("curve_same_batches_standard", "curve_same_batches_masked_only"),
+            "recipe_curves": ("curve_plain", "curve_ours"),
+        }.items():
+            if (directory / f"{name_a}.log").is_file() and (directory / f"{name_b}.log").is_file():
+                a, b = ({"losses": losses_from_log(directory / f"{name}.log")} for name in (name_a, name_b))
+                report[key] = {
+                    "comparison": compare_curves(a, b),
+                    "complete": False,
+                    "note": f"stopped early; steps logged: {len(a['losses'])} and {len(b['losses'])}",
+                    "losses": {name_a: a["losses"], name_b: b["losses"]},
+                }
+                stages.append(key)
+        save()
+
     if "profile" in stages:
         profiles = {}
         for arm in ("plain", "ours"):
@@ -586,6 +609,17 @@ def main():
             f"{t['ours']['median_tokens_per_second']:.0f} tokens/s, ratio of medians {t['ratio_of_medians']:.2f}x "
             f"(pairs {', '.join(f'{r:.2f}' for r in t['pair_ratios'])})"
         )
+
+
+def losses_from_log(path: Path) -> list[tuple[int, float]]:
+    """Per-step training losses from a worker's Trainer log (logging_steps=1 prints one dict per step)."""
+    import ast
+
+    losses = []
+    for line in path.read_text().splitlines():
+        if line.startswith("{'loss'"):
+            losses.append((len(losses) + 1, float(ast.literal_eval(line)["loss"])))
+    return losses
 
 
 def padding_report(args: BenchmarkArguments) -> dict:
