@@ -495,7 +495,7 @@ def main():
         return
 
     stages = [stage.strip() for stage in args.stages.split(",") if stage.strip()]
-    known = ("padding", "throughput", "same_batch_curves", "recipe_curves", "profile", "collect_curves")
+    known = ("padding", "throughput", "same_batch_curves", "recipe_curves", "profile", "collect_curves", "collect_throughput")
     if set(stages) - set(known):
         raise ValueError(f"--stages {args.stages!r}: unknown stage(s) {sorted(set(stages) - set(known))}; known {known}")
     output = Path(args.output_json)
@@ -572,6 +572,23 @@ def main():
             "speed": throughput_summary([a], [b]),
             "runs": {"plain": a, "ours": b},
         }
+        save()
+
+    if "collect_throughput" in stages:
+        # Throughput pairs finished before a stopped run: every complete (plain, ours) pair in --collect_dir.
+        directory = Path(args.collect_dir)
+        plain, ours = [], []
+        for pair in range(100):
+            a, b = directory / f"throughput{pair}_plain.json", directory / f"throughput{pair}_ours.json"
+            if a.is_file() and b.is_file():
+                plain.append(json.loads(a.read_text()))
+                ours.append(json.loads(b.read_text()))
+        if not plain:
+            raise FileNotFoundError(f"--collect_dir {directory}: no complete throughput pair (throughputK_plain/ours.json)")
+        report["throughput"] = throughput_summary(plain, ours)
+        report["throughput"]["runs"] = plain + ours
+        report["throughput"]["note_pairs"] = f"{len(plain)} complete pair(s) collected from {directory}"
+        stages.append("throughput")
         save()
 
     if "collect_curves" in stages:
