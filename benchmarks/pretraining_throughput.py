@@ -589,6 +589,15 @@ def main():
         report["throughput"]["runs"] = plain + ours
         report["throughput"]["note_pairs"] = f"{len(plain)} complete pair(s) collected from {directory}"
         stages.append("throughput")
+        if "recipe_curves" not in report:
+            # The throughput runs log every step's loss too: a short plain-vs-ours curve comparison.
+            report["recipe_curves"] = {
+                "comparison": compare_curves(plain[0], ours[0]),
+                "complete": False,
+                "note": f"from throughput pair 0: {plain[0]['steps']} steps at batch {plain[0]['batch_size']}",
+                "losses": {"plain": plain[0]["losses"], "ours": ours[0]["losses"]},
+            }
+            stages.append("recipe_curves")
         save()
 
     if "collect_curves" in stages:
