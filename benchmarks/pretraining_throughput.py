@@ -607,12 +607,23 @@ def main():
             "same_batch_curves": ("curve_same_batches_standard", "curve_same_batches_masked_only"),
             "recipe_curves": ("curve_plain", "curve_ours"),
         }.items():
-            if (directory / f"{name_a}.log").is_file() and (directory / f"{name_b}.log").is_file():
+            if all((directory / f"{name}.json").is_file() for name in (name_a, name_b)):
+                # Runs that finished after their orchestrator stopped: full-precision results.
+                a, b = (json.loads((directory / f"{name}.json").read_text()) for name in (name_a, name_b))
+                report[key] = {
+                    "comparison": compare_curves(a, b),
+                    "complete": True,
+                    "note": f"{len(a['losses'])} steps, full-precision losses from the finished runs",
+                    "speed": throughput_summary([a], [b]),
+                    "runs": {name_a: a, name_b: b},
+                }
+                stages.append(key)
+            elif (directory / f"{name_a}.log").is_file() and (directory / f"{name_b}.log").is_file():
                 a, b = ({"losses": losses_from_log(directory / f"{name}.log")} for name in (name_a, name_b))
                 report[key] = {
                     "comparison": compare_curves(a, b),
                     "complete": False,
-                    "note": f"stopped early; steps logged: {len(a['losses'])} and {len(b['losses'])}",
+                    "note": f"stopped early; steps logged (4 significant digits): {len(a['losses'])} and {len(b['losses'])}",
                     "losses": {name_a: a["losses"], name_b: b["losses"]},
                 }
                 stages.append(key)
