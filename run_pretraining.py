@@ -36,6 +36,7 @@ from bioptimus_hf.callback import PhaseScheduleCallback
 from bioptimus_hf.cli import parse_args
 from bioptimus_hf.collator import CurriculumDataCollator
 from bioptimus_hf.corpus import check_text_files, group_texts, tokenize_with_word_ids
+from bioptimus_hf.masked_lm import enable_masked_only_prediction, is_masked_only_prediction_enabled
 from bioptimus_hf.phases import BIOPTIMUS_CURRICULUM, BIOPTIMUS_PHASE_FRACTIONS, CurriculumPhase
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,13 @@ class ModelArguments:
     init_batch_size: int = field(default=32, metadata={"help": "Sentences per base-model forward (contextualized)."})
     cache_dir: Optional[str] = field(default=None)
     model_revision: str = field(default="main")
+    masked_only_prediction: bool = field(
+        default=True,
+        metadata={
+            "help": "Run the MLM head only at masked positions (exact loss and gradients; BertForMaskedLM only, "
+            "other models keep the standard head with a warning). See docs/speed.md."
+        },
+    )
 
 
 @dataclass
@@ -241,6 +249,9 @@ def main():
             batch_size=model_args.init_batch_size,
         )
 
+    if model_args.masked_only_prediction:
+        enable_masked_only_prediction(model)
+
     # ---- Data.
     max_seq_length = min(data_args.max_seq_length or tokenizer.model_max_length, tokenizer.model_max_length)
     if data_args.dataset_name is not None:
@@ -356,6 +367,7 @@ def main():
         "vocab_size": len(tokenizer),
         "max_seq_length": max_seq_length,
         "packing": not data_args.line_by_line,
+        "masked_only_prediction": is_masked_only_prediction_enabled(model),
         "train_files": data_args.train_file,
         "dataset_name": data_args.dataset_name,
     }
