@@ -251,6 +251,14 @@ def main():
 
     if model_args.masked_only_prediction:
         enable_masked_only_prediction(model)
+    if not is_masked_only_prediction_enabled(model) and training_args.gradient_accumulation_steps > 1:
+        # transformers 5.23 passes num_items_in_batch to BertForMaskedLM, which ignores it, and then
+        # skips dividing the loss by the accumulation steps (see docs/speed.md).
+        logger.warning(
+            "standard MLM head with gradient_accumulation_steps=%d: transformers does not scale this model's loss "
+            "by the accumulation steps; prefer --masked_only_prediction true",
+            training_args.gradient_accumulation_steps,
+        )
 
     # ---- Data.
     max_seq_length = min(data_args.max_seq_length or tokenizer.model_max_length, tokenizer.model_max_length)
