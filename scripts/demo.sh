@@ -14,7 +14,7 @@ CORPUS=(../shared/data/corpus/pubmed_sentences.txt ../shared/data/corpus/pubmed_
 TOKENIZER=outputs/demo_minilm_tokenizer
 if [ ! -f "$TOKENIZER/tokenizer.json" ]; then
   .venv/bin/python -m bioptimus_hf.tokenizer_training --train_files "${CORPUS[@]}" --base_tokenizer "$BASE" \
-      --vocab_size 4000 --output_dir "$TOKENIZER"
+      --vocab_size 30522 --output_dir "$TOKENIZER"
 fi
 exec .venv/bin/python run_pretraining.py configs/demo_minilm.yaml --model_name_or_path "$BASE" \
     --tokenizer_name "$TOKENIZER" "$@"
