@@ -30,11 +30,10 @@ import json
 import os
 import random
 import statistics
-import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 from tqdm.auto import tqdm
@@ -42,12 +41,12 @@ from transformers import (
     AutoConfig,
     AutoModelForMaskedLM,
     AutoTokenizer,
-    HfArgumentParser,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
 
-from bioptimus_hf.tokenizer_training import check_corpus_files, save_tokenizer
+from .cli import parse_args
+from .tokenizer_training import check_corpus_files, save_tokenizer
 
 STRATEGIES = ("scratch", "continued", "random", "averaged", "contextualized")
 # Strategies the initializer computes (scratch and continued need no row mapping).
@@ -554,15 +553,9 @@ class EmbeddingInitArguments:
 
 def run(argv: list[str] | None = None) -> dict:
     """Parse the command line, do the work, return the report (what `main` runs)."""
-    parser = HfArgumentParser(EmbeddingInitArguments)
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
-        loader = parser.parse_json_file if argv[0].endswith(".json") else parser.parse_yaml_file
-        (args,) = loader(os.path.abspath(argv[0]))
-    else:
-        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    (args,) = parse_args((EmbeddingInitArguments,), argv)
     if args.strategy != "continued" and args.new_tokenizer is None:
-        parser.error(f"--new_tokenizer is required for --strategy {args.strategy}")
+        raise SystemExit(f"--new_tokenizer is required for --strategy {args.strategy}")
     model, tokenizer, report = build_initialized_model(
         args.base_model,
         args.new_tokenizer,

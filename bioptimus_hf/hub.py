@@ -590,16 +590,9 @@ def _parse_ner_results(pairs: Iterable[str] | None) -> dict[str, list[str]]:
 
 def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
     """Parse CLI arguments (or one .json/.yaml file of them), publish, print one line per version."""
-    from transformers import HfArgumentParser
+    from .cli import parse_args
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = HfArgumentParser(PublishArguments)
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        (args,) = parser.parse_json_file(json_file=os.path.abspath(argv[0]))
-    elif len(argv) == 1 and argv[0].endswith((".yaml", ".yml")):
-        (args,) = parser.parse_yaml_file(yaml_file=os.path.abspath(argv[0]))
-    else:
-        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    (args,) = parse_args((PublishArguments,), None if argv is None else list(argv))
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     reports = publish_releases(
         args.run_dir, args.repo_id, versions=args.versions, mode=args.mode, private=args.private,

@@ -15,12 +15,13 @@ import gzip
 import json
 import os
 import random
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from transformers import AutoTokenizer, HfArgumentParser, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from .cli import parse_args
 
 COVERAGE_REPORT_NAME = "coverage_report.json"
 
@@ -232,13 +233,7 @@ class TokenizerTrainingArguments:
 
 def run(argv: list[str] | None = None) -> dict:
     """Parse the command line, do the work, return the report (what `main` runs)."""
-    parser = HfArgumentParser(TokenizerTrainingArguments)
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
-        loader = parser.parse_json_file if argv[0].endswith(".json") else parser.parse_yaml_file
-        (args,) = loader(os.path.abspath(argv[0]))
-    else:
-        (args,) = parser.parse_args_into_dataclasses(args=argv)
+    (args,) = parse_args((TokenizerTrainingArguments,), argv)
     stats = CorpusStats()
     tokenizer = train_wordpiece_tokenizer(
         args.train_files,
