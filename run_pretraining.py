@@ -37,7 +37,12 @@ from bioptimus_hf.cli import parse_args
 from bioptimus_hf.collator import CurriculumDataCollator
 from bioptimus_hf.corpus import check_text_files, group_texts, tokenize_with_word_ids
 from bioptimus_hf.masked_lm import enable_masked_only_prediction, is_masked_only_prediction_enabled
-from bioptimus_hf.phases import BIOPTIMUS_CURRICULUM, BIOPTIMUS_PHASE_FRACTIONS, CurriculumPhase
+from bioptimus_hf.phases import (
+    BIOPTIMUS_CURRICULUM,
+    BIOPTIMUS_PHASE_FRACTIONS,
+    CurriculumPhase,
+    resolve_phase_steps,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -173,8 +178,6 @@ def main():
     if len(phase_steps) != len(phases):
         raise SystemExit(f"--phase_steps has {len(phase_steps)} values for {len(phases)} curriculum phases")
     phase_steps = [int(s) if float(s).is_integer() and s >= 1 else float(s) for s in phase_steps]
-    from bioptimus_hf.phases import resolve_phase_steps
-
     try:
         step_counts = resolve_phase_steps(phase_steps, training_args.max_steps)
     except ValueError as error:
