@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 
+import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
@@ -15,6 +16,15 @@ WORDS = (
 DISEASES = [["breast", "cancer"], ["colon", "tumour"], ["deficiency"], ["breast", "tumour", "syndrome"]]
 CHEMICALS = [["aspirin"], ["cisplatin"], ["dopamine"]]
 FILLER = ["the", "patients", "were", "treated", "with", "a", "study", "of", "risk", "in", "cells", ","]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny matrices: extra threads only add contention (autouse in every module that imports it)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def build_tiny_bert(directory: str, num_layers: int = 2, max_len: int = 64) -> str:

@@ -5,7 +5,6 @@ import json
 import os
 
 import pytest
-import torch
 import yaml
 from transformers import AutoTokenizer
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Sequence, Value
@@ -16,19 +15,11 @@ from bioptimus_hf.ner.conll import ConllFormatError, read_conll
 from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, model_index, write_results
 from bioptimus_hf.ner.tagging import NerTagger
 
-from ner_helpers import build_tiny_bert, synthetic_sentences, write_dataset_dir, write_tsv
+from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401
 
 FAST = ["--num_train_epochs", "8", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
         "--warmup_steps", "0.1", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
         "--use_cpu", "true", "--max_seq_length", "16", "--window_stride", "4"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: threads only add contention
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -15,17 +15,9 @@ from bioptimus_hf.ner.stabilisation import (
     reinitialize_top_layers,
 )
 
-from ner_helpers import build_tiny_bert, synthetic_sentences, write_tsv
+from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_tsv  # noqa: F401
 
 NUM_LAYERS = 3
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: threads only add contention
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
