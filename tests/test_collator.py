@@ -209,3 +209,14 @@ def test_tokenizer_without_mask_token_is_refused(tiny_tokenizer_dir):
     tokenizer.mask_token = None
     with pytest.raises(ValueError, match="has no mask token"):
         CurriculumDataCollator(tokenizer)
+
+
+def test_distributed_ranks_draw_different_streams(tiny_tokenizer, packed_features, monkeypatch):
+    # Same seed, same batch: rank 0 and rank 1 must not mask identically; each rank reproduces itself.
+    masks = {}
+    for rank in ("0", "1", "0"):
+        monkeypatch.setenv("RANK", rank)
+        batch = CurriculumDataCollator(tiny_tokenizer, seed=5)(packed_features[:8])
+        masks.setdefault(rank, []).append(batch["labels"])
+    assert not torch.equal(masks["0"][0], masks["1"][0])
+    assert torch.equal(masks["0"][0], masks["0"][1])
