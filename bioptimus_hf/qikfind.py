@@ -28,6 +28,7 @@ Semantics shared by both backends (see docs/qikfind.md):
 from __future__ import annotations
 
 import codecs
+import gc
 import gzip
 import heapq
 import logging
@@ -225,34 +226,38 @@ def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str]
 # Tokenizer
 
 
-def load_backend_tokenizer(tokenizer):
-    """A ``tokenizers.Tokenizer`` (truncation and padding off) from a fast tokenizer, a Tokenizer or a path."""
+def _resolve_backend_tokenizer(tokenizer):
+    """The ``tokenizers.Tokenizer`` behind a fast tokenizer, a Tokenizer or a path, not copied."""
     from tokenizers import Tokenizer
 
     if isinstance(tokenizer, (str, os.PathLike)):
         path = Path(tokenizer)
         if path.is_file() and path.suffix == ".json":
-            backend = Tokenizer.from_file(str(path))
-        elif (path / "tokenizer.json").is_file():
-            backend = Tokenizer.from_file(str(path / "tokenizer.json"))
-        elif (path / "vocab.txt").is_file():
+            return Tokenizer.from_file(str(path))
+        if (path / "tokenizer.json").is_file():
+            return Tokenizer.from_file(str(path / "tokenizer.json"))
+        if (path / "vocab.txt").is_file():
             from transformers import BertTokenizerFast
 
-            backend = BertTokenizerFast.from_pretrained(str(path)).backend_tokenizer
-        else:
-            raise FileNotFoundError(f"{path}: no tokenizer.json or vocab.txt (expected a tokenizer directory)")
-    elif isinstance(tokenizer, Tokenizer):
-        backend = tokenizer
-    elif hasattr(tokenizer, "backend_tokenizer"):
-        backend = tokenizer.backend_tokenizer
-    else:
-        raise TypeError(
-            f"tokenizer must be a fast (Rust-backed) transformers tokenizer, a tokenizers.Tokenizer or a "
-            f"directory path, got {type(tokenizer).__name__}"
-        )
+            return BertTokenizerFast.from_pretrained(str(path)).backend_tokenizer
+        raise FileNotFoundError(f"{path}: no tokenizer.json or vocab.txt (expected a tokenizer directory)")
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    if hasattr(tokenizer, "backend_tokenizer"):
+        return tokenizer.backend_tokenizer
+    raise TypeError(
+        f"tokenizer must be a fast (Rust-backed) transformers tokenizer, a tokenizers.Tokenizer or a "
+        f"directory path, got {type(tokenizer).__name__}"
+    )
+
+
+def load_backend_tokenizer(tokenizer):
+    """A ``tokenizers.Tokenizer`` (truncation and padding off) from a fast tokenizer, a Tokenizer or a path."""
+    from tokenizers import Tokenizer
+
     # A copy: the caller's tokenizer keeps its settings, and ours never truncates (MiniLM's tokenizer.json
     # truncates at 128 tokens) nor pads.
-    backend = Tokenizer.from_str(backend.to_str())
+    backend = Tokenizer.from_str(_resolve_backend_tokenizer(tokenizer).to_str())
     backend.no_truncation()
     backend.no_padding()
     return backend
@@ -271,6 +276,7 @@ def rust_available() -> bool:
 
 
 def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress, stats):
+    backend_tokenizer = load_backend_tokenizer(backend_tokenizer)  # no truncation, caller's settings untouched
     samplers = {t: _BottomK(max_per_token) for t in targets}
     batch: list[tuple[int, str]] = []
 
@@ -316,19 +322,29 @@ def _rust_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_co
             progress.update(total_bytes_done - reported)
             reported = total_bytes_done
 
-    raw, raw_stats = _qikfind.find_contexts(
-        [str(p) for p in paths],
-        backend_tokenizer.to_str(),
-        list(targets),
-        max_per_token,
-        seed,
-        max_context_chars,
-        num_threads or 0,
-        callback,
-    )
+    # The result is up to targets x max_per_token new tuples in one go: with the collector on, they trigger
+    # collections of the whole process (a tenth of a second with torch loaded, every other call), for
+    # objects that cannot form cycles. It runs again, as usual, once they exist.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        raw, raw_stats = _qikfind.find_contexts(
+            [str(p) for p in paths],
+            backend_tokenizer.to_str(),
+            list(targets),
+            max_per_token,
+            seed,
+            max_context_chars,
+            num_threads or 0,
+            callback,
+        )
+        contexts = {t: [Context(*c) for c in raw.get(t, [])] for t in targets}
+    finally:
+        if collecting:
+            gc.enable()
     for key, value in raw_stats.items():
         setattr(stats, key, value)
-    return {t: [Context(*c) for c in raw.get(t, [])] for t in targets}
+    return contexts
 
 
 def find_contexts(
@@ -364,7 +380,8 @@ def find_contexts(
         raise ValueError(f"max_context_chars must be >= 1, got {max_context_chars}")
     if not 0 <= seed < 2**64:
         raise ValueError(f"seed must be in [0, 2**64), got {seed}")
-    backend_tokenizer = load_backend_tokenizer(tokenizer)
+    # Not copied: the Rust side only reads its JSON (and never truncates); the python backend copies it.
+    backend_tokenizer = _resolve_backend_tokenizer(tokenizer)
     vocab_size = backend_tokenizer.get_vocab_size(with_added_tokens=True)
     bad = [t for t in targets if not 0 <= t < vocab_size]
     if bad:

@@ -1,5 +1,7 @@
-//! The corpus scan: a reader thread streams batches of whole lines; each batch is split into
-//! sentences and tokenized in parallel (rayon); hits are merged into one bottom-k sample per target.
+//! The corpus scan: a reader thread streams batches of whole lines; each batch is cut into chunks
+//! that are split into sentences (phase 1), then tokenized (phase 2) in parallel (rayon), phase 1 of
+//! one batch overlapping phase 2 of the previous one. Threads offer their hits straight into one
+//! bottom-k sample per target, behind one lock per target.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -8,7 +10,7 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use flate2::read::MultiGzDecoder;
@@ -199,39 +201,175 @@ fn read_file(
 
 // ------------------------------------------------------------------------------------------------- scan
 
-struct Hit {
-    slot: u32,
-    priority: u64,
-    index: u64,
-    sentence: String,
-    start: usize,
-    end: usize,
+/// Bytes of text per parallel task: small enough that both phases of a batch balance across
+/// threads, large enough that a task's overhead (one allocation, one lock) does not show.
+const CHUNK_BYTES: usize = 64 << 10;
+
+/// Whole lines of a batch (`range`), with the byte ranges of their sentences in the decoded text.
+struct Chunk {
+    range: (usize, usize),
+    /// The decoded text when the bytes are not valid UTF-8; otherwise the bytes are the text.
+    replaced: Option<String>,
+    sentences: Vec<(usize, usize)>,
+    lines: u64,
+    chunked: u64,
+    replacements: u64,
 }
 
-/// A decoded line, its sentences (byte ranges), how many were chunked, and U+FFFD replacements.
-type SplitLine<'a> = (Cow<'a, str>, Vec<(usize, usize)>, usize, usize);
+impl Chunk {
+    fn text<'a>(&'a self, batch: &'a [u8]) -> &'a str {
+        match &self.replaced {
+            Some(text) => text,
+            None => std::str::from_utf8(&batch[self.range.0..self.range.1]).expect("validated by split_chunk"),
+        }
+    }
+}
 
-/// Per-thread state, kept across batches of one scan (the word cache is what makes it pay).
+/// A batch after phase 1: every sentence has its global index (`bases[i]`: that of chunk i's first).
+struct SplitBatch {
+    bytes: Vec<u8>,
+    chunks: Vec<Chunk>,
+    bases: Vec<u64>,
+}
+
+/// Cut a batch of whole lines into pieces of about `CHUNK_BYTES` that end at a line end.
+fn chunk_bounds(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut bounds = Vec::with_capacity(bytes.len() / CHUNK_BYTES + 1);
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = match bytes.get(start + CHUNK_BYTES..).and_then(|rest| memchr::memchr(b'\n', rest)) {
+            Some(position) => start + CHUNK_BYTES + position + 1,
+            None => bytes.len(),
+        };
+        bounds.push((start, end));
+        start = end;
+    }
+    bounds
+}
+
+/// Phase 1 of a batch, for one chunk: decode and split into sentences. Decoding a chunk at once is
+/// decoding each of its lines: '\n' is ASCII, so no invalid sequence spans a line end.
+fn split_chunk(batch: &[u8], range: (usize, usize), max_context_chars: usize) -> Chunk {
+    let (text, replacements) = decode_lossy(&batch[range.0..range.1]);
+    let mut sentences = Vec::new();
+    let (mut lines, mut chunked) = (0, 0);
+    let mut line_start = 0;
+    while line_start < text.len() {
+        // A final line without '\n' counts too.
+        let line_end = memchr::memchr(b'\n', &text.as_bytes()[line_start..]).map_or(text.len(), |p| line_start + p);
+        let first = sentences.len();
+        chunked += split_sentences(&text[line_start..line_end], max_context_chars, &mut sentences) as u64;
+        for range in &mut sentences[first..] {
+            *range = (range.0 + line_start, range.1 + line_start);
+        }
+        lines += 1;
+        line_start = line_end + 1;
+    }
+    let replaced = match text {
+        Cow::Owned(text) => Some(text),
+        Cow::Borrowed(_) => None,
+    };
+    Chunk { range, replaced, sentences, lines, chunked, replacements: replacements as u64 }
+}
+
+/// Per-thread state, kept across the batches of one scan (the word cache is what makes it pay).
 #[derive(Default)]
 struct Worker {
-    generation: u64,
     scratch: Scratch,
     cache: WordCache,
     found: Vec<(u32, usize, usize)>,
     normalized: String,
     seen: Vec<u32>,
+    candidates: u64,
 }
 
-thread_local! {
-    static WORKER: std::cell::RefCell<Worker> = std::cell::RefCell::new(Worker::default());
+/// The samples, one lock per target, so that threads offer hits directly (no serial merge), and
+/// a lock-free bound per target that skips most hits without locking.
+struct Samples {
+    samples: Vec<Mutex<BottomK<Found>>>,
+    /// The largest kept priority once a sample is full, u64::MAX before. It only decreases, so a
+    /// stale value is still a valid bound: a priority above it can never enter.
+    bounds: Vec<AtomicU64>,
 }
 
-static SCAN_GENERATION: AtomicU64 = AtomicU64::new(1);
+impl Samples {
+    fn new(targets: usize, k: usize) -> Self {
+        let samples: Vec<Mutex<BottomK<Found>>> = (0..targets).map(|_| Mutex::new(BottomK::new(k))).collect();
+        let bounds = samples.iter().map(|s| AtomicU64::new(bound(&s.lock().unwrap()))).collect();
+        Samples { samples, bounds }
+    }
+
+    #[inline]
+    fn may_accept(&self, slot: u32, priority: u64) -> bool {
+        // Equal priorities go on to the exact test: the sentence index breaks the tie.
+        priority <= self.bounds[slot as usize].load(Ordering::Relaxed)
+    }
+
+    fn offer(&self, slot: u32, priority: u64, found: Found) {
+        let mut sample = self.samples[slot as usize].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        sample.offer(priority, found.sentence_index, found);
+        self.bounds[slot as usize].store(bound(&sample), Ordering::Relaxed);
+    }
+}
+
+fn bound(sample: &BottomK<Found>) -> u64 {
+    sample.threshold().unwrap_or(u64::MAX)
+}
 
 /// Printable ASCII plus tab, newline and carriage return: text that BERT's normaliser only lowercases.
 #[inline]
 fn is_plain_ascii(text: &str) -> bool {
     text.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\t' || b == b'\n' || b == b'\r')
+}
+
+/// What every task of a scan reads.
+struct Scan<'a> {
+    tokenizer: &'a BertWordPiece,
+    prefilter: Prefilter,
+    slot_of: Vec<u32>,
+    targets: Vec<u32>,
+    seed: u64,
+    samples: Samples,
+}
+
+impl Scan<'_> {
+    /// Phase 2 of a batch, for one chunk whose first sentence has global index `base`: keep the
+    /// sentences in which the tokenizer produces a target, in that target's sample if they enter it.
+    fn find_in_chunk(&self, text: &str, sentences: &[(usize, usize)], base: u64, worker: &mut Worker) {
+        for (offset, &(a, b)) in sentences.iter().enumerate() {
+            let sentence = &text[a..b];
+            let plain_ascii = is_plain_ascii(sentence);
+            if !self.prefilter.is_candidate(self.tokenizer, sentence, plain_ascii, &mut worker.normalized) {
+                continue;
+            }
+            worker.candidates += 1;
+            let index = base + offset as u64;
+            self.tokenizer.find_targets(
+                sentence,
+                plain_ascii,
+                &self.slot_of,
+                &mut worker.cache,
+                &mut worker.scratch,
+                &mut worker.found,
+            );
+            worker.seen.clear();
+            for &(slot, start, end) in &worker.found {
+                // The first occurrence of a target in a sentence is its context there.
+                if worker.seen.contains(&slot) {
+                    continue;
+                }
+                worker.seen.push(slot);
+                let p = priority(self.seed, self.targets[slot as usize], index);
+                if !self.samples.may_accept(slot, p) {
+                    continue;
+                }
+                let start_char = sentence[..start].chars().count();
+                let end_char = start_char + sentence[start..end].chars().count();
+                let found = Found { sentence: sentence.to_string(), start: start_char, end: end_char, sentence_index: index };
+                self.samples.offer(slot, p, found);
+            }
+        }
+    }
 }
 
 /// Sample up to `options.max_per_token` contexts for each target id. `progress` is called after each
@@ -265,18 +403,22 @@ pub fn find_contexts(
     for (slot, &t) in unique_targets.iter().enumerate() {
         slot_of[t as usize] = slot as u32;
     }
-    let prefilter = Prefilter::new(tokenizer, &unique_targets);
-    let mut samples: Vec<BottomK<Found>> = unique_targets.iter().map(|_| BottomK::new(options.max_per_token)).collect();
-    // Largest kept priority per target once its sample is full (None: not full). Read by the workers
-    // to skip hits that cannot enter; only ever decreases, so a stale value is still a safe bound.
-    let mut thresholds: Vec<Option<u64>> = samples.iter().map(|s| s.threshold()).collect();
+    let scan = Scan {
+        tokenizer,
+        prefilter: Prefilter::new(tokenizer, &unique_targets),
+        slot_of,
+        samples: Samples::new(unique_targets.len(), options.max_per_token),
+        targets: unique_targets,
+        seed: options.seed,
+    };
 
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.num_threads)
         .build()
         .map_err(|e| FindError(format!("cannot start the thread pool: {e}")))?;
+    // One per pool thread, indexed by rayon's thread index: never contended.
+    let workers: Vec<Mutex<Worker>> = (0..pool.current_num_threads()).map(|_| Mutex::default()).collect();
 
-    let generation = SCAN_GENERATION.fetch_add(1, Ordering::Relaxed);
     let mut stats = Stats::default();
     let raw_bytes = Arc::new(AtomicU64::new(0));
     let (sender, receiver) = sync_channel::<Result<Batch, FindError>>(2);
@@ -293,41 +435,64 @@ pub fn find_contexts(
         }
     });
 
+    // A two-stage pipeline: while phase 2 runs on one batch, phase 1 runs on the next, in the same
+    // pool, so that neither phase's tail leaves a thread idle.
+    let mut split: Option<SplitBatch> = None;
     let mut result = Ok(());
-    for message in receiver.iter() {
-        let bytes = match message {
-            Ok(Batch::File) => {
+    loop {
+        let bytes = match receiver.recv() {
+            Ok(Ok(Batch::File)) => {
                 stats.files += 1;
                 continue;
             }
-            Ok(Batch::Lines(bytes)) => bytes,
-            Err(error) => {
+            Ok(Ok(Batch::Lines(bytes))) => Some(bytes),
+            Ok(Err(error)) => {
                 result = Err(error);
                 break;
             }
+            Err(_) => None, // the reader is done
         };
-        stats.bytes += bytes.len() as u64;
-        let hits = pool.install(|| {
-            process_batch(
-                &bytes,
-                tokenizer,
-                &prefilter,
-                &slot_of,
-                &unique_targets,
-                &thresholds,
-                options,
-                generation,
-                &mut stats,
+        if bytes.is_none() && split.is_none() {
+            break;
+        }
+        let to_find = split.take();
+        let (newly_split, ()) = pool.install(|| {
+            rayon::join(
+                // Phase 1: decode and split, so that every sentence gets its global index.
+                || {
+                    bytes.map(|bytes| {
+                        let chunks: Vec<Chunk> = chunk_bounds(&bytes)
+                            .into_par_iter()
+                            .with_max_len(1)
+                            .map(|range| split_chunk(&bytes, range, options.max_context_chars))
+                            .collect();
+                        (bytes, chunks)
+                    })
+                },
+                // Phase 2 (of the previous batch): find the targets and offer the hits to the samples.
+                || {
+                    if let Some(batch) = &to_find {
+                        batch.chunks.par_iter().zip(&batch.bases).with_max_len(1).for_each(|(chunk, &base)| {
+                            let thread = rayon::current_thread_index().unwrap_or(0);
+                            let mut worker = workers[thread].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                            scan.find_in_chunk(chunk.text(&batch.bytes), &chunk.sentences, base, &mut worker);
+                        })
+                    }
+                },
             )
         });
-        for hit in hits {
-            let sample = &mut samples[hit.slot as usize];
-            sample.offer(
-                hit.priority,
-                hit.index,
-                Found { sentence: hit.sentence, start: hit.start, end: hit.end, sentence_index: hit.index },
-            );
-            thresholds[hit.slot as usize] = sample.threshold();
+        drop(to_find);
+        if let Some((bytes, chunks)) = newly_split {
+            let mut bases = Vec::with_capacity(chunks.len());
+            for chunk in &chunks {
+                bases.push(stats.sentences);
+                stats.sentences += chunk.sentences.len() as u64;
+                stats.lines += chunk.lines;
+                stats.chunked_sentences += chunk.chunked;
+                stats.replacement_chars += chunk.replacements;
+            }
+            stats.bytes += bytes.len() as u64;
+            split = Some(SplitBatch { bytes, chunks, bases });
         }
         if let Err(message) = progress(raw_bytes.load(Ordering::Relaxed)) {
             result = Err(FindError(message));
@@ -338,120 +503,13 @@ pub fn find_contexts(
     let _ = reader.join();
     result?;
 
-    let mut out = HashMap::with_capacity(unique_targets.len());
-    for (t, sample) in unique_targets.iter().zip(samples) {
+    stats.candidate_sentences = workers.into_iter().map(|w| w.into_inner().map_or(0, |w| w.candidates)).sum();
+    let mut out = HashMap::with_capacity(scan.targets.len());
+    for (t, sample) in scan.targets.iter().zip(scan.samples.samples) {
+        let sample = sample.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
         out.insert(*t, sample.into_sorted_by_index().into_iter().map(|(_, found)| found).collect());
     }
     Ok((out, stats))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn process_batch(
-    bytes: &[u8],
-    tokenizer: &BertWordPiece,
-    prefilter: &Prefilter,
-    slot_of: &[u32],
-    targets: &[u32],
-    thresholds: &[Option<u64>],
-    options: &Options,
-    generation: u64,
-    stats: &mut Stats,
-) -> Vec<Hit> {
-    // Lines (without their '\n'); a final line without '\n' counts too.
-    let mut lines: Vec<&[u8]> = Vec::new();
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', bytes) {
-        lines.push(&bytes[start..end]);
-        start = end + 1;
-    }
-    if start < bytes.len() {
-        lines.push(&bytes[start..]);
-    }
-    stats.lines += lines.len() as u64;
-
-    // Phase 1: decode and split, so that every sentence gets its global index.
-    let split: Vec<SplitLine> = lines
-        .par_iter()
-        .map(|line| {
-            let (text, replacements) = decode_lossy(line);
-            let mut ranges = Vec::new();
-            let chunked = split_sentences(&text, options.max_context_chars, &mut ranges);
-            (text, ranges, chunked, replacements)
-        })
-        .collect();
-    let mut bases = Vec::with_capacity(split.len());
-    for (_, ranges, chunked, replacements) in &split {
-        bases.push(stats.sentences);
-        stats.sentences += ranges.len() as u64;
-        stats.chunked_sentences += *chunked as u64;
-        stats.replacement_chars += *replacements as u64;
-    }
-
-    // Phase 2: prefilter, find the targets of candidates, keep hits that can still enter their sample.
-    let results: Vec<(Vec<Hit>, u64)> = split
-        .par_iter()
-        .zip(bases.par_iter())
-        .map(|((text, ranges, _, _), base)| {
-            WORKER.with(|cell| {
-                let mut guard = cell.borrow_mut();
-                let worker = &mut *guard;
-                if worker.generation != generation {
-                    // A new scan (other tokenizer or targets): forget the cached words.
-                    *worker = Worker { generation, ..Worker::default() };
-                }
-                let mut hits = Vec::new();
-                let mut candidates = 0;
-                for (offset, &(a, b)) in ranges.iter().enumerate() {
-                    let sentence = &text[a..b];
-                    let plain_ascii = is_plain_ascii(sentence);
-                    if !prefilter.is_candidate(tokenizer, sentence, plain_ascii, &mut worker.normalized) {
-                        continue;
-                    }
-                    candidates += 1;
-                    let index = base + offset as u64;
-                    tokenizer.find_targets(
-                        sentence,
-                        plain_ascii,
-                        slot_of,
-                        &mut worker.cache,
-                        &mut worker.scratch,
-                        &mut worker.found,
-                    );
-                    worker.seen.clear();
-                    for &(slot, start, end) in &worker.found {
-                        if worker.seen.contains(&slot) {
-                            continue;
-                        }
-                        worker.seen.push(slot);
-                        let p = priority(options.seed, targets[slot as usize], index);
-                        // Later sentences lose ties, so p >= the kept maximum can never enter.
-                        if let Some(threshold) = thresholds[slot as usize] {
-                            if p >= threshold {
-                                continue;
-                            }
-                        }
-                        let start_char = sentence[..start].chars().count();
-                        let end_char = start_char + sentence[start..end].chars().count();
-                        hits.push(Hit {
-                            slot,
-                            priority: p,
-                            index,
-                            sentence: sentence.to_string(),
-                            start: start_char,
-                            end: end_char,
-                        });
-                    }
-                }
-                (hits, candidates)
-            })
-        })
-        .collect();
-    let mut hits = Vec::new();
-    for (batch_hits, candidates) in results {
-        stats.candidate_sentences += candidates;
-        hits.extend(batch_hits);
-    }
-    hits
 }
 
 #[cfg(test)]
@@ -533,6 +591,78 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn chunks_batches_and_threads_do_not_change_sample_or_stats() {
+        // Several chunks per batch (CHUNK_BYTES), invalid bytes next to line ends, long lines, CRLF.
+        let (dir, _, tokenizer) = fixture("chunks");
+        let mut text: Vec<u8> = Vec::new();
+        let words: [&[u8]; 10] =
+            [b"alpha", b"Beta", b"gamma.", b"alphas", b"x!", b"Gamma", b"\xff", b"\xe2\x82", b"1", b"no"];
+        let mut state = 12345u64;
+        let mut next = |n: u64| {
+            state = crate::sampling::splitmix64(state);
+            state % n
+        };
+        while text.len() < 5 * CHUNK_BYTES {
+            for _ in 0..next(40) {
+                text.extend_from_slice(words[next(words.len() as u64) as usize]);
+                text.push(b' ');
+            }
+            match next(8) {
+                0 => text.extend_from_slice(b"\r\n"),
+                1 => text.extend_from_slice(b"\xe2\n"), // a truncated sequence right before a line end
+                _ => text.push(b'\n'),
+            }
+        }
+        let path = dir.join("big.txt");
+        std::fs::write(&path, &text).unwrap();
+        let paths = vec![path];
+        let mut reference = None;
+        for (threads, batch_bytes, max_context_chars) in
+            [(1, 1 << 20, 50), (2, 1 << 20, 50), (3, 3 * CHUNK_BYTES / 2, 50), (2, 999, 50), (1, 1, 50)]
+        {
+            let options =
+                Options { max_per_token: 3, seed: 9, num_threads: threads, batch_bytes, max_context_chars };
+            let result = scan(&paths, &tokenizer, &[5, 6, 7, 8, 10, 11], &options);
+            match &reference {
+                None => {
+                    let (found, stats) = &result;
+                    assert_eq!(stats.lines, text.iter().filter(|&&b| b == b'\n').count() as u64);
+                    assert_eq!(stats.bytes, text.len() as u64);
+                    assert!(stats.replacement_chars > 100 && stats.chunked_sentences > 0, "{stats:?}");
+                    assert!(found.values().all(|list| list.len() == 3));
+                    reference = Some(result);
+                }
+                Some(expected) => assert_eq!(&result, expected, "threads {threads}, batch {batch_bytes}"),
+            }
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_chunk_decodes_and_splits_as_its_lines_do() {
+        let bytes = b"Alpha. Beta \xe2\x82\nGamma\xff!\n\n  x. Y\xe2";
+        let chunk = split_chunk(bytes, (0, bytes.len()), 1000);
+        let text = chunk.text(bytes);
+        let mut expected = Vec::new();
+        let mut replacements = 0;
+        let mut offset = 0;
+        for line in bytes.split(|&b| b == b'\n') {
+            let (text, count) = decode_lossy(line);
+            replacements += count;
+            let mut ranges = Vec::new();
+            split_sentences(&text, 1000, &mut ranges);
+            expected.extend(ranges.iter().map(|&(a, b)| text[a..b].to_string()));
+            offset += text.len() + 1;
+        }
+        assert_eq!(offset - 1, text.len());
+        let got: Vec<String> = chunk.sentences.iter().map(|&(a, b)| text[a..b].to_string()).collect();
+        assert_eq!(got, expected);
+        assert_eq!(got, vec!["Alpha.", "Beta \u{FFFD}", "Gamma\u{FFFD}!", "x.", "Y\u{FFFD}"]);
+        assert_eq!((chunk.lines, chunk.replacements), (4, replacements as u64));
+        assert_eq!(chunk.replacements, 3);
     }
 
     #[test]

@@ -102,6 +102,7 @@ fn main() {
         eprintln!("\nqik-find: {e}");
         exit(1)
     });
+    let scan_seconds = started.elapsed().as_secs_f64();
     eprintln!();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -124,6 +125,7 @@ fn main() {
     for (key, value) in stats.as_pairs() {
         summary.insert(key.to_string(), json!(value));
     }
+    summary.insert("scan_seconds".to_string(), json!(scan_seconds));
     summary.insert("seconds".to_string(), json!(started.elapsed().as_secs_f64()));
     eprintln!("qik-find: {}", serde_json::Value::Object(summary));
 }
