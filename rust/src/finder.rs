@@ -416,7 +416,8 @@ pub fn find_contexts(
         .num_threads(options.num_threads)
         .build()
         .map_err(|e| FindError(format!("cannot start the thread pool: {e}")))?;
-    // One per pool thread, indexed by rayon's thread index: never contended.
+    // One per pool thread, indexed by rayon's thread index: never contended, as long as nothing run while
+    // it is held (find_in_chunk) calls back into rayon, which could start another task on this thread.
     let workers: Vec<Mutex<Worker>> = (0..pool.current_num_threads()).map(|_| Mutex::default()).collect();
 
     let mut stats = Stats::default();
