@@ -546,7 +546,12 @@ class EmbeddingInitArguments:
     corpus_files: list[str] | None = field(default=None, metadata={"help": "Corpus for 'contextualized'."})
     max_contexts_per_token: int = field(default=20, metadata={"help": "Sentences sampled per new token."})
     seed: int = field(default=0)
-    norm_match: bool = field(default=False, metadata={"help": "Match contextualised norms to base embeddings."})
+    # On, as in run_pretraining.py (--init_norm_match): a checkpoint written here must be the model that
+    # run_pretraining would have built. The library's EmbeddingInitConfig stays paper-exact (off).
+    norm_match: bool = field(
+        default=True,
+        metadata={"help": "Match contextualised norms to base embeddings; false = the paper's raw vectors."},
+    )
     batch_size: int = field(default=32)
     device: str | None = field(default=None)
 

@@ -327,6 +327,23 @@ def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, 
     assert torch.allclose(out.get_input_embeddings().weight[ids["interleukin"]], expected, atol=1e-5)
 
 
+def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, setup):
+    model, base_tok, _ = setup
+    base_dir = tmp_path / "base"
+    model.save_pretrained(base_dir)
+    base_tok.save_pretrained(base_dir)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The kinase binds the receptor.\nInterleukin acts on the thymus.\n", encoding="utf-8")
+    common = ["--base_model", str(base_dir), "--new_tokenizer", str(tmp_path / "new_tok"),
+              "--strategy", "contextualized", "--corpus_files", str(corpus), "--device", "cpu"]
+    default = run_cli(common + ["--output_dir", str(tmp_path / "default")])
+    raw = run_cli(common + ["--output_dir", str(tmp_path / "raw"), "--norm_match", "false"])
+    assert default["config"]["norm_match"] is True and "norm_match" in default
+    assert raw["config"]["norm_match"] is False and "norm_match" not in raw
+    reference_mean = default["norm_match"]["reference_norm_mean"]
+    assert default["norm_match"]["contextualized_norm_mean_after"] == pytest.approx(reference_mean, rel=1e-4)
+
+
 def test_precomputed_vectors_reproduce_a_run(tmp_path):
     model, base_tok = make_base(tmp_path)
     new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
