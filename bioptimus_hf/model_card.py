@@ -181,12 +181,7 @@ def load_ner_results(ner_results: Any) -> list[NerResult]:
             if not files:
                 raise FileNotFoundError(f"no all_results.json under NER results directory {path}")
             for file in files:
-                try:
-                    raw = json.loads(file.read_text(encoding="utf-8"))
-                except FileNotFoundError:
-                    raise FileNotFoundError(f"NER results file not found: {file}") from None
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{file}: not valid JSON ({error})") from None
+                raw = _read_json(file, f"NER results file not found: {file}")
                 results.append(NerResult.from_dict(raw, source=str(file)))
         else:
             raise TypeError(f"unsupported NER result {item!r}: expected a dict, a NerResult or a path")
@@ -197,15 +192,20 @@ def load_ner_results(ner_results: Any) -> list[NerResult]:
     return results
 
 
+def _read_json(path: Path, missing: str) -> Any:
+    """A JSON file's content; errors name the file (`missing` is the message when it does not exist)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(missing) from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+
+
 def read_phase_info(release_dir: str | os.PathLike) -> dict[str, Any]:
     """Read and minimally check ``<release_dir>/bioptimus_phase.json``."""
     path = Path(release_dir) / PHASE_FILE
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path} not found: {release_dir} is not a release directory") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    info = _read_json(path, f"{path} not found: {release_dir} is not a release directory")
     if not isinstance(info, dict) or "version" not in info:
         raise ValueError(f"{path}: expected a JSON object with a 'version' key")
     info["version"] = str(info["version"])
