@@ -539,40 +539,32 @@ def main():
         report["throughput"]["runs"] = runs
         save()
 
-    if "same_batch_curves" in stages:
-        # Alternating order too: standard first, then masked-only.
+    def curve_pair(stage: str, arms: list[tuple[str, str, str]], batch_size: int) -> None:
+        """Two loss curves, run in the order given: arms are (run key, spawn arm, run name)."""
         a, b = spawn_many(
             args,
-            [
-                ("same_batches_standard", args.curve_steps, "curve_same_batches_standard", False, args.same_batch_batch_size),
-                ("same_batches_masked_only", args.curve_steps, "curve_same_batches_masked_only", False, args.same_batch_batch_size),
-            ],
+            [(arm, args.curve_steps, name, False, batch_size) for _, arm, name in arms],
             workdir,
             parallel=args.parallel_curves,
         )
-        report["same_batch_curves"] = {
+        report[stage] = {
             "comparison": compare_curves(a, b),
             "speed": throughput_summary([a], [b]),
-            "runs": {"standard": a, "masked_only": b},
+            "runs": {arms[0][0]: a, arms[1][0]: b},
         }
         save()
 
-    if "recipe_curves" in stages:
-        a, b = spawn_many(
-            args,
-            [
-                ("plain", args.curve_steps, "curve_plain", False, args.batch_size),
-                ("ours", args.curve_steps, "curve_ours", False, args.batch_size),
-            ],
-            workdir,
-            parallel=args.parallel_curves,
+    if "same_batch_curves" in stages:
+        # Alternating order too: standard first, then masked-only.
+        curve_pair(
+            "same_batch_curves",
+            [("standard", "same_batches_standard", "curve_same_batches_standard"),
+             ("masked_only", "same_batches_masked_only", "curve_same_batches_masked_only")],
+            args.same_batch_batch_size,
         )
-        report["recipe_curves"] = {
-            "comparison": compare_curves(a, b),
-            "speed": throughput_summary([a], [b]),
-            "runs": {"plain": a, "ours": b},
-        }
-        save()
+
+    if "recipe_curves" in stages:
+        curve_pair("recipe_curves", [("plain", "plain", "curve_plain"), ("ours", "ours", "curve_ours")], args.batch_size)
 
     if "collect_throughput" in stages:
         # Throughput pairs finished before a stopped run: every complete (plain, ours) pair in --collect_dir.
