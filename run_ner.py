@@ -33,7 +33,7 @@ from transformers import (
     set_seed,
 )
 
-from bioptimus_hf.cli import parse_args as parse_config_and_flags
+from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
 from bioptimus_hf.ner.conll import ConllFormatError, check_entity_types, read_conll, sentences_from_tags, write_conll
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores

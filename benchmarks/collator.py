@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling
 
-from bioptimus_hf.collator import CurriculumDataCollator
-from bioptimus_hf.phases import CurriculumPhase
+from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+from bioptimus_hf.pretraining.phases import CurriculumPhase
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "pubmed_abstracts.txt"

@@ -21,8 +21,8 @@ import huggingface_hub.constants as hf_constants  # noqa: E402
 import torch  # noqa: E402
 from transformers import AutoModelForMaskedLM, AutoTokenizer  # noqa: E402
 
-from bioptimus_hf.hub import publish_releases  # noqa: E402
-from bioptimus_hf.model_card import render_release_card  # noqa: E402
+from bioptimus_hf.releases.hub import publish_releases  # noqa: E402
+from bioptimus_hf.releases.card import render_release_card  # noqa: E402
 from tests.fake_hub import FakeHub  # noqa: E402
 from tests.tiny_releases import TINY_CURRICULUM, tiny_run_args  # noqa: E402
 

@@ -19,9 +19,9 @@ import time
 import torch
 from transformers import AutoTokenizer
 
-from bioptimus_hf.embedding_init import build_initialized_model
-from bioptimus_hf.qikfind import find_contexts
-from bioptimus_hf.tokenizer_training import coverage_report, train_wordpiece_tokenizer
+from bioptimus_hf.vocabulary.embedding_init import build_initialized_model
+from bioptimus_hf.vocabulary.qikfind import find_contexts
+from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_wordpiece_tokenizer
 
 
 def minilm_dir() -> str:

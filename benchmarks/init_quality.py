@@ -31,8 +31,8 @@ import time
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
 
-from bioptimus_hf.embedding_init import ContextualizedEmbeddingInitializer, EmbeddingInitConfig
-from bioptimus_hf.tokenizer_training import train_wordpiece_tokenizer
+from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, EmbeddingInitConfig
+from bioptimus_hf.vocabulary.tokenizer_training import train_wordpiece_tokenizer
 
 NER_SETS = ("BC5CDR-chem-IOB", "NCBI-disease-IOB", "BC2GM-IOB")
 

@@ -127,7 +127,7 @@ def our_blocks(tokenizer, lines, block_size):
     """bioptimus_hf.corpus: tokenize with word ids, pack with word ids renumbered across texts."""
     from datasets import Dataset
 
-    from bioptimus_hf.corpus import group_texts, tokenize_with_word_ids
+    from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 
     dataset = Dataset.from_dict({"text": lines})
     dataset = dataset.map(
@@ -139,8 +139,8 @@ def our_blocks(tokenizer, lines, block_size):
 
 def curriculum_available() -> bool:
     try:
-        import bioptimus_hf.collator  # noqa: F401
-        import bioptimus_hf.corpus  # noqa: F401
+        import bioptimus_hf.pretraining.collator  # noqa: F401
+        import bioptimus_hf.pretraining.tokenization  # noqa: F401
     except ImportError:
         return False
     return True
@@ -279,7 +279,7 @@ def run_worker(args: BenchmarkArguments) -> dict:
     )
     from transformers.utils import logging as hf_logging
 
-    from bioptimus_hf.masked_lm import enable_masked_only_prediction
+    from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
 
     hf_logging.set_verbosity_error()
     arm, steps = args.worker_arm, args.worker_steps
@@ -290,8 +290,8 @@ def run_worker(args: BenchmarkArguments) -> dict:
     note = None
 
     if use_curriculum:
-        from bioptimus_hf.collator import CurriculumDataCollator
-        from bioptimus_hf.phases import CurriculumPhase
+        from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+        from bioptimus_hf.pretraining.phases import CurriculumPhase
 
         dataset = our_blocks(tokenizer, lines, args.block_size)
         phase = CurriculumPhase("0.1", masking_unit="token", masking_rate=args.masking_rate, corruption=True)
@@ -678,8 +678,8 @@ def padding_report(args: BenchmarkArguments) -> dict:
         "line_by_line_max_length_padding_fraction": 1 - sum(lengths) / (args.block_size * len(lengths)),
     }
     if curriculum_available():
-        from bioptimus_hf.collator import CurriculumDataCollator
-        from bioptimus_hf.phases import CurriculumPhase
+        from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+        from bioptimus_hf.pretraining.phases import CurriculumPhase
 
         blocks = our_blocks(tokenizer, lines, args.block_size)
         collator = CurriculumDataCollator(

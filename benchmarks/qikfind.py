@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bioptimus_hf.qikfind import find_contexts, load_backend_tokenizer, rust_available  # noqa: E402
+from bioptimus_hf.vocabulary.qikfind import find_contexts, load_backend_tokenizer, rust_available  # noqa: E402
 
 
 def parse_args():

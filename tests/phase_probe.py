@@ -9,10 +9,10 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
 
-from bioptimus_hf.callback import PhaseScheduleCallback
-from bioptimus_hf.collator import CurriculumDataCollator
-from bioptimus_hf.corpus import group_texts, tokenize_with_word_ids
-from bioptimus_hf.phases import CurriculumPhase
+from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
+from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
+from bioptimus_hf.pretraining.phases import CurriculumPhase
 
 # Two phases that a single batch tells apart: ~10% tokens with corruption vs ~50% whole words, all [MASK].
 PROBE_PHASES = [

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from bioptimus_hf.collator import CurriculumDataCollator
-from bioptimus_hf.corpus import group_texts, tokenize_with_word_ids
-from bioptimus_hf.phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
+from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
+from bioptimus_hf.pretraining.phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
 
 from conftest import corpus_lines
 

@@ -7,12 +7,13 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM, BertTokenizer
 
-from bioptimus_hf.embedding_init import (
-    ContextualizedEmbeddingInitializer,
-    EmbeddingInitConfig,
-    build_initialized_model,
-    run as run_cli,
-)
+from bioptimus_hf.commands.init_embeddings import run as run_cli
+from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
+from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
+
+
+def init_args(strategy="contextualized", **kwargs):
+    return EmbeddingInitArguments(init_strategy=strategy, **kwargs)
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
 BASE_VOCAB = (
@@ -31,7 +32,7 @@ NEW_VOCAB = (
 NEW_TOKENS = ["kinase", "interleukin", "##kinase", "thymus"]
 
 
-class Context(NamedTuple):  # the shape of bioptimus_hf.qikfind.Context
+class Context(NamedTuple):  # the shape of bioptimus_hf.vocabulary.qikfind.Context
     sentence: str
     start: int
     end: int
@@ -71,9 +72,9 @@ def setup(tmp_path):
     return model, base_tok, new_tok
 
 
-def run(model, base_tok, new_tok, strategy, contexts=None, **kwargs):
-    config = EmbeddingInitConfig(strategy=strategy, progress=False, device="cpu", **kwargs)
-    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, config)
+def run(model, base_tok, new_tok, strategy, contexts=None, norm_match=False, **kwargs):
+    config = init_args(strategy, init_device="cpu", init_norm_match=norm_match, **kwargs)
+    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, config, progress=False)
     out, report = initializer.initialize(contexts=contexts)
     return initializer, out, report
 
@@ -168,8 +169,8 @@ def test_contexts_capped_per_token_with_seeded_sample(setup):
     initializer, _, report = run(model, base_tok, new_tok, "contextualized", contexts=contexts, max_contexts_per_token=20)
     assert report["contexts_per_token"]["max"] == 20
     assert report["forward"]["sampled_pairs"] == 20 == initializer.forward_passes
-    again = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, EmbeddingInitConfig(seed=0))
-    other = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, EmbeddingInitConfig(seed=1))
+    again = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, init_args(), seed=0)
+    other = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, init_args(), seed=1)
     assert again._sample_contexts(contexts) == initializer._sample_contexts(contexts)
     assert other._sample_contexts(contexts) != initializer._sample_contexts(contexts)
 
@@ -255,20 +256,22 @@ def test_bad_inputs_give_clear_errors(tmp_path, setup):
     model, base_tok, new_tok = setup
     cased = make_tokenizer(NEW_VOCAB, tmp_path / "cased_tok", do_lower_case=False)
     with pytest.raises(ValueError, match="normalises text differently"):
-        ContextualizedEmbeddingInitializer(model, base_tok, cased, EmbeddingInitConfig())
+        ContextualizedEmbeddingInitializer(model, base_tok, cased, init_args())
     no_mask = BertTokenizer(vocab={w: i for i, w in enumerate(NEW_VOCAB)})
     no_mask.mask_token = None
     with pytest.raises(ValueError, match="no mask_token"):
-        ContextualizedEmbeddingInitializer(model, base_tok, no_mask, EmbeddingInitConfig())
-    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, EmbeddingInitConfig(progress=False))
+        ContextualizedEmbeddingInitializer(model, base_tok, no_mask, init_args())
+    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, init_args(), progress=False)
     with pytest.raises(ValueError, match="needs corpus_files"):
         initializer.initialize()
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="Empty corpus"):
+    with pytest.raises(ValueError, match=f"file {empty} is empty"):
         initializer.initialize(corpus_files=[str(empty)])
-    with pytest.raises(ValueError, match="strategy must be one of"):
-        EmbeddingInitConfig(strategy="magic")
+    with pytest.raises(ValueError, match="--init_strategy 'magic': expected one of"):
+        init_args("magic")
+    with pytest.raises(ValueError, match="maps rows for"):
+        ContextualizedEmbeddingInitializer(model, base_tok, new_tok, init_args("continued"))
 
 
 def test_build_and_cli_round_trip(tmp_path, setup):
@@ -278,11 +281,13 @@ def test_build_and_cli_round_trip(tmp_path, setup):
     base_tok.save_pretrained(base_dir)
     new_dir = str(tmp_path / "new_tok")
 
-    cont_model, cont_tok, report = build_initialized_model(str(base_dir), new_dir, "continued")
+    cont_model, cont_tok, report = build_initialized_model(str(base_dir), None, init_args("continued"))
     assert cont_tok.get_vocab() == base_tok.get_vocab()
+    with pytest.raises(ValueError, match="a new vocabulary needs --init_strategy averaged"):
+        build_initialized_model(str(base_dir), new_dir, init_args("continued"))
     assert torch.equal(cont_model.get_input_embeddings().weight, model.get_input_embeddings().weight)
 
-    scratch, scratch_tok, report = build_initialized_model(str(base_dir), new_dir, "scratch", seed=1)
+    scratch, scratch_tok, report = build_initialized_model(str(base_dir), new_dir, init_args("scratch"), seed=1)
     assert scratch.config.vocab_size == len(NEW_VOCAB) == len(scratch_tok)
     assert not torch.equal(scratch.bert.encoder.layer[0].attention.self.query.weight,
                            model.bert.encoder.layer[0].attention.self.query.weight)
@@ -295,7 +300,7 @@ def test_build_and_cli_round_trip(tmp_path, setup):
     loaded = AutoModelForMaskedLM.from_pretrained(out_dir)
     reloaded_tok = AutoTokenizer.from_pretrained(out_dir)
     assert reloaded_tok.get_vocab() == new_tok.get_vocab()
-    expected, _, _ = build_initialized_model(str(base_dir), new_dir, "averaged", progress=False)
+    expected, _, _ = build_initialized_model(str(base_dir), new_dir, init_args("averaged"), progress=False)
     assert torch.equal(loaded.get_input_embeddings().weight, expected.get_input_embeddings().weight)
     assert os.path.isfile(out_dir / "model.safetensors")
 
@@ -309,7 +314,8 @@ def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, 
     data = "\n".join(lines).encode("utf-8").replace("\xff".encode("utf-8"), b"\xff") + b"\n"
     corpus.write_bytes(data)
     initializer = ContextualizedEmbeddingInitializer(
-        model, base_tok, new_tok, EmbeddingInitConfig(progress=False, device="cpu", max_contexts_per_token=20)
+        model, base_tok, new_tok, init_args(init_device="cpu", max_contexts_per_token=20, init_norm_match=False),
+        progress=False,
     )
     out, report = initializer.initialize(corpus_files=[str(corpus)])
     ids = new_tok.get_vocab()
@@ -335,11 +341,11 @@ def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, setup):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The kinase binds the receptor.\nInterleukin acts on the thymus.\n", encoding="utf-8")
     common = ["--base_model", str(base_dir), "--new_tokenizer", str(tmp_path / "new_tok"),
-              "--strategy", "contextualized", "--corpus_files", str(corpus), "--device", "cpu"]
+              "--strategy", "contextualized", "--corpus_files", str(corpus), "--init_device", "cpu"]
     default = run_cli(common + ["--output_dir", str(tmp_path / "default")])
     raw = run_cli(common + ["--output_dir", str(tmp_path / "raw"), "--norm_match", "false"])
-    assert default["config"]["norm_match"] is True and "norm_match" in default
-    assert raw["config"]["norm_match"] is False and "norm_match" not in raw
+    assert default["config"]["init_norm_match"] is True and "norm_match" in default
+    assert raw["config"]["init_norm_match"] is False and "norm_match" not in raw
     reference_mean = default["norm_match"]["reference_norm_mean"]
     assert default["norm_match"]["contextualized_norm_mean_after"] == pytest.approx(reference_mean, rel=1e-4)
 
@@ -352,8 +358,8 @@ def test_precomputed_vectors_reproduce_a_run(tmp_path):
     contexts = {new_ids[t]: [ctx(s, t)] for t in ("interleukin", "kinase", "thymus")}
     first, out_plain, _ = run(copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts)
     _, out_norm, _ = run(copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts, norm_match=True)
-    config = EmbeddingInitConfig(strategy="contextualized", norm_match=True, progress=False)
-    again = ContextualizedEmbeddingInitializer(copy.deepcopy(model), base_tok, new_tok, config)
+    config = init_args(init_norm_match=True)
+    again = ContextualizedEmbeddingInitializer(copy.deepcopy(model), base_tok, new_tok, config, progress=False)
     out_again, report = again.initialize(precomputed_vectors=first.vectors)
     assert again.forward_passes == 0 and report["counts"]["contextualized"] == 3
     assert torch.allclose(out_again.get_input_embeddings().weight, out_norm.get_input_embeddings().weight, atol=1e-6)
@@ -367,7 +373,7 @@ def test_run_pretraining_contextualized_contract(monkeypatch, tmp_path, tiny_mod
     import run_pretraining
     from conftest import corpus_lines
 
-    from bioptimus_hf.tokenizer_training import train_wordpiece_tokenizer
+    from bioptimus_hf.vocabulary.tokenizer_training import train_wordpiece_tokenizer
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(150, start=5000)) + "\n", encoding="utf-8")
@@ -386,3 +392,44 @@ def test_run_pretraining_contextualized_contract(monkeypatch, tmp_path, tiny_mod
     model = AutoModelForMaskedLM.from_pretrained(release)
     assert model.config.vocab_size == len(new_tok)
     assert AutoTokenizer.from_pretrained(release).get_vocab() == new_tok.get_vocab()
+
+
+@pytest.mark.parametrize("strategy", ["continued", "random", "averaged", "contextualized", "scratch"])
+def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, tmp_path, setup, strategy):
+    """--cache_dir and --model_revision reach every load of the base model, whatever the strategy."""
+    import transformers
+
+    model, base_tok, _ = setup
+    base_dir = tmp_path / "base"
+    model.save_pretrained(base_dir)
+    base_tok.save_pretrained(base_dir)
+    calls = []
+    for cls in (transformers.AutoModelForMaskedLM, transformers.AutoConfig, transformers.AutoTokenizer):
+        original = cls.from_pretrained.__func__
+
+        def recording(klass, name, *args, _original=original, _cls=cls, **kwargs):
+            calls.append((_cls.__name__, kwargs.get("cache_dir"), kwargs.get("revision")))
+            return _original(klass, name, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "from_pretrained", classmethod(recording))
+    args = init_args(strategy, cache_dir=str(tmp_path / "cache"), model_revision="v1.2", init_device="cpu")
+    contexts = {} if strategy == "contextualized" else None
+    new_dir = None if strategy == "continued" else str(tmp_path / "new_tok")
+    build_initialized_model(str(base_dir), new_dir, args, contexts=contexts, progress=False)
+    assert calls and all((cache, revision) == (str(tmp_path / "cache"), "v1.2") for _, cache, revision in calls), calls
+
+
+def test_one_norm_match_default_everywhere():
+    """The library, run_pretraining.py and the init command share one default (norm matching on)."""
+    from transformers import HfArgumentParser, TrainingArguments
+
+    import run_pretraining
+    from bioptimus_hf.commands.init_embeddings import InitCommandArguments
+
+    library = EmbeddingInitArguments()
+    parsed = HfArgumentParser((run_pretraining.ModelArguments, EmbeddingInitArguments, TrainingArguments))
+    _, script, _ = parsed.parse_args_into_dataclasses(["--output_dir", "x"])
+    _, command = HfArgumentParser((InitCommandArguments, EmbeddingInitArguments)).parse_args_into_dataclasses(
+        ["--model_name_or_path", "m", "--output_dir", "x"])
+    assert library.init_norm_match is script.init_norm_match is command.init_norm_match is True
+    assert library == script == command

@@ -1,4 +1,4 @@
-"""Publishing releases (bioptimus_hf.hub) against a local fake Hub (tests/fake_hub.py); no network."""
+"""Publishing releases (bioptimus_hf.releases.hub) against a local fake Hub (tests/fake_hub.py); no network."""
 
 import json
 import logging
@@ -16,15 +16,11 @@ from huggingface_hub.errors import HfHubHTTPError
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from bioptimus_hf.hub import (
-    VersionConflictError,
-    find_releases,
-    publish_from_cli,
-    make_release_publisher,
-    publish_releases,
-    stage_release,
-)
-from bioptimus_hf.model_card import validate_card
+from bioptimus_hf.commands.publish import publish_from_cli
+from bioptimus_hf.releases.card import validate_card
+from bioptimus_hf.releases.hub import VersionConflictError, publish_releases, stage_release
+from bioptimus_hf.releases.publisher import make_release_publisher
+from bioptimus_hf.releases.record import find_releases
 from tests.fake_hub import FakeHub
 from tests.tiny_releases import make_run
 
@@ -255,7 +251,7 @@ def test_background_publisher_publishes_in_order_and_never_raises(run_dir, hub, 
     unreachable(run_dir / "releases" / "v0.3")
     rejected(run_dir / "releases" / "v0.3")
     assert unreachable.wait(timeout=60) and rejected.wait(timeout=60)
-    expected = f"python -m bioptimus_hf.hub --run_dir {run_dir / 'releases' / 'v0.3'} --repo_id {REPO} --mode branches"
+    expected = f"bioptimus-publish --run_dir {run_dir / 'releases' / 'v0.3'} --repo_id {REPO} --mode branches"
     assert [cmd for _, cmd in unreachable.failed] == [expected] and [cmd for _, cmd in rejected.failed] == [expected]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "bioptimus_hf" in r.name]
     assert len([w for w in warnings if expected in w and "kept on disk" in w]) == 2
@@ -275,7 +271,7 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
     env.pop("TRANSFORMERS_OFFLINE", None)  # the suite runs offline; these processes talk to the local fake Hub
     staging = tmp_path / "staging"
     publish = subprocess.run(
-        [sys.executable, "-m", "bioptimus_hf.hub", "--run_dir", str(run_dir), "--repo_id", "bioptimus",
+        [sys.executable, "-m", "bioptimus_hf.commands.publish", "--run_dir", str(run_dir), "--repo_id", "bioptimus",
          "--organization", "acme", "--staging_dir", str(staging)],
         env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240,
     )
@@ -331,7 +327,7 @@ def test_cards_pass_modelcard_validate_through_the_hub_endpoint(run_dir, hub, tm
 
 
 def test_cli_reads_a_yaml_config_and_exits_cleanly_on_errors(run_dir, tmp_path, capsys):
-    from bioptimus_hf.hub import main
+    from bioptimus_hf.commands.publish import main
 
     config = tmp_path / "publish.yaml"
     config.write_text(f"run_dir: {run_dir}\nrepo_id: acme/bioptimus\nmode: repos\nversions: ['0.4']\n"

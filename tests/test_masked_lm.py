@@ -14,7 +14,7 @@ from transformers import (
 )
 from transformers.loss.loss_utils import ForMaskedLMLoss
 
-from bioptimus_hf.masked_lm import (
+from bioptimus_hf.pretraining.masked_lm import (
     disable_masked_only_prediction,
     enable_masked_only_prediction,
     is_masked_only_prediction_enabled,

@@ -1,4 +1,4 @@
-"""Model cards rendered from release directories (bioptimus_hf.model_card)."""
+"""Model cards rendered from release directories (bioptimus_hf.releases.card)."""
 
 import json
 import re
@@ -7,7 +7,8 @@ import pytest
 from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
-from bioptimus_hf.model_card import REPO_PLACEHOLDER, load_ner_results, render_release_card, validate_card
+from bioptimus_hf.ner.results import load_ner_results
+from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
 from tests.tiny_releases import make_release, tiny_run_args
 
 BC5CDR = {"dataset_name": "BC5CDR-chem", "dataset_id": "bigbio/blurb", "dataset_config": "bc5chem",
@@ -121,12 +122,14 @@ def test_missing_keys_are_tolerated(tmp_path):
 
 
 def test_no_secrets_or_local_base_model_in_metadata(tmp_path):
-    run = tiny_run_args(base_model="/home/me/models/bert", hub_token="hf_leakyToken123", fp16=True)
+    run = tiny_run_args(base_model="/home/me/models/bert", base_model_hub_id=None, tokenizer="/home/me/tok",
+                        hub_token="hf_leakyToken123", fp16=True)
     release = make_release(tmp_path / "v0.1", 0, run=run, heldout=False)
     text = render_release_card(release)
     assert "hf_leakyToken123" not in text and "hub_token" not in text
     assert "`fp16` = yes" in text
     assert "base_model" not in ModelCard(text).data.to_dict()  # a local path is no Hub id
+    assert "/home/me" not in text and "Base model: `bert`" in text and "`tok`" in text  # folder names only
     scratch = make_release(tmp_path / "v0.1s", 0, run=tiny_run_args(init_strategy="scratch"))
     assert "base_model" not in ModelCard(render_release_card(scratch)).data.to_dict()
 

@@ -10,10 +10,11 @@ from transformers import AutoTokenizer
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Sequence, Value
 
 import run_ner
+from bioptimus_hf.commands import compare_ner
 from bioptimus_hf.ner import compare
 from bioptimus_hf.ner.conll import ConllFormatError, read_conll
 from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, model_index, write_results
-from bioptimus_hf.ner.tagging import NerTagger
+from bioptimus_hf.ner.tagger import NerTagger
 
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401
 
@@ -99,13 +100,13 @@ def test_tagger_returns_character_offsets(two_seed_run):
 
 def test_tagger_cli_on_a_file(two_seed_run, tmp_path):
     output, _ = two_seed_run
-    from bioptimus_hf.ner import tagging
+    from bioptimus_hf.commands import tag_entities
 
     source = tmp_path / "abstracts.txt"
     first = "the patients with breast cancer were treated with cisplatin ."
     source.write_text(first + "\nthe study\n")
     target = tmp_path / "entities.jsonl"
-    tagging.main(["--model", os.path.join(output, "seed_2"), "--input_file", str(source), "--output_file", str(target),
+    tag_entities.main(["--model", os.path.join(output, "seed_2"), "--input_file", str(source), "--output_file", str(target),
                   "--max_seq_length", "16"])
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     assert [row["line"] for row in rows] == [1, 2]
@@ -184,7 +185,7 @@ def test_results_aggregation_table_and_model_index(tmp_path):
         directory = compare.run_dir(str(tmp_path), model, "NCBI-disease-IOB")
         os.makedirs(directory)
         write_results(directory, aggregate_seed_results([{"seed": 1, "test_f1": f1}, {"seed": 2, "test_f1": f1 + 0.1}]))
-    table = compare.main(["--models", "v0.1=/x,base=/y,missing=/z", "--datasets", "data/NCBI-disease-IOB,data/BC2GM-IOB",
+    table = compare_ner.main(["--models", "v0.1=/x,base=/y,missing=/z", "--datasets", "data/NCBI-disease-IOB,data/BC2GM-IOB",
                           "--output_dir", str(tmp_path), "--results_only"])
     lines = table.splitlines()
     assert lines[0] == "| model | NCBI-disease-IOB | BC2GM-IOB | average |"
@@ -200,11 +201,11 @@ def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path):
     quick = ["--seeds", "1", "--max_steps", "2", "--report_to", "none", "--save_strategy", "no", "--save_model", "false",
              "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
     args = ["--models", f"tiny={model}", "--datasets", data, "--output_dir", str(output), "--"] + quick
-    table = compare.main(args)
+    table = compare_ner.main(args)
     results_file = output / "tiny" / "data" / "all_results.json"
     saved = json.load(open(results_file))
     assert saved["model_name"] == "tiny" and saved["max_steps"] == 2 and saved["seeds"] == [1]
     assert table.splitlines()[2] == f"| tiny | {100 * saved['test_f1']:.2f} ± 0.00 | {100 * saved['test_f1']:.2f} |"
     stamp = os.path.getmtime(results_file)
-    compare.main(args)  # already done: not re-run
+    compare_ner.main(args)  # already done: not re-run
     assert os.path.getmtime(results_file) == stamp

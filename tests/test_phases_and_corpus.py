@@ -2,8 +2,8 @@ import gzip
 
 import pytest
 
-from bioptimus_hf.corpus import check_text_files
-from bioptimus_hf.phases import phase_boundaries, phase_index_at, resolve_phase_steps
+from bioptimus_hf.utils.corpus_reader import CorpusFileError, check_corpus_files
+from bioptimus_hf.pretraining.phases import phase_boundaries, phase_index_at, resolve_phase_steps
 
 
 def test_fractions_allocate_all_steps_and_later_phases_get_more():
@@ -37,18 +37,20 @@ def test_bad_phase_steps(steps, max_steps, message):
 def test_corpus_checks(tmp_path):
     missing = tmp_path / "nope.txt"
     with pytest.raises(FileNotFoundError, match="nope.txt does not exist"):
-        check_text_files([missing])
+        check_corpus_files([missing])
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n")
     with pytest.raises(ValueError, match="empty.txt is empty"):
-        check_text_files([empty])
+        check_corpus_files([empty])
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine line\nbroken \xff\xfe bytes\nanother fine line\n")
-    report = check_text_files([bad])
+    with pytest.raises(CorpusFileError, match=r"bad.txt: 1 of 3 lines read \(33.3%\) hold bytes that are not UTF-8"):
+        check_corpus_files([bad])  # a third of the lines: not a text file with a stray byte
+    report = check_corpus_files([bad], max_undecodable_fraction=0.5)
     assert report.undecodable_lines == 1 and report.nonempty_lines == 3
     assert report.undecodable_examples == [f"{bad}:2 (byte 7)"]
     assert "U+FFFD" in report.summary()
     zipped = tmp_path / "c.txt.gz"
     with gzip.open(zipped, "wb") as handle:
         handle.write(b"one\ntwo\n")
-    assert check_text_files([zipped]).nonempty_lines == 2
+    assert check_corpus_files([zipped]).nonempty_lines == 2

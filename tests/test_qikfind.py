@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bioptimus_hf.qikfind import (
+from bioptimus_hf.vocabulary.qikfind import (
     Context,
     QikFindStats,
     find_contexts,

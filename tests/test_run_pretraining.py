@@ -127,6 +127,20 @@ def test_tokenizer_without_mask_token_and_existing_output_are_refused(monkeypatc
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "precious.txt").write_text("keep me")
-    with pytest.raises(SystemExit, match="not empty but holds no checkpoint"):
+    with pytest.raises(SystemExit, match="is not empty .* but holds no complete checkpoint"):
         run(monkeypatch, base_args(tiny_model_dir, corpus, occupied))
     assert (occupied / "precious.txt").read_text() == "keep me"
+
+
+def test_cards_name_the_base_model_without_local_paths(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    """A local base model appears as its folder name (or the Hub id given), never as an absolute path."""
+    out = tmp_path / "out"
+    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--max_steps", 10])
+    card = (out / "releases" / "v0.4" / "README.md").read_text()
+    phase = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
+    assert str(tmp_path) not in card and str(tmp_path) not in json.dumps(phase)
+    assert f"Base model: `{tiny_model_dir.name}`" in card
+    out2 = tmp_path / "out2"
+    run(monkeypatch, base_args(tiny_model_dir, corpus, out2) + ["--max_steps", 10, "--base_model_hub_id", "acme/tiny-bert"])
+    card = (out2 / "releases" / "v0.4" / "README.md").read_text()
+    assert "Base model: `acme/tiny-bert`" in card and "base_model: acme/tiny-bert" in card

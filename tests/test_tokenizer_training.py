@@ -4,13 +4,8 @@ import os
 import pytest
 from transformers import AutoTokenizer, BertTokenizer
 
-from bioptimus_hf.tokenizer_training import (
-    CorpusStats,
-    coverage_report,
-    iter_corpus_lines,
-    run as run_cli,
-    train_wordpiece_tokenizer,
-)
+from bioptimus_hf.commands.train_tokenizer import run as run_cli
+from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_wordpiece_tokenizer
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -84,19 +79,10 @@ def test_empty_and_missing_corpus_errors(tmp_path):
     base_path = tiny_base_tokenizer(tmp_path)
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="Empty corpus.*empty.txt"):
+    with pytest.raises(ValueError, match="empty.txt is empty"):
         train_wordpiece_tokenizer([str(empty)], base_path, vocab_size=100, show_progress=False)
     with pytest.raises(FileNotFoundError, match="nope.txt"):
         train_wordpiece_tokenizer([str(tmp_path / "nope.txt")], base_path, vocab_size=100, show_progress=False)
-
-
-def test_undecodable_bytes_are_replaced_and_counted(tmp_path):
-    path = tmp_path / "bad.txt"
-    path.write_bytes(b"good line\nbad \xff\xfe bytes\n\nanother good line\n")
-    stats = CorpusStats()
-    lines = list(iter_corpus_lines([str(path)], stats))
-    assert lines == ["good line", "bad \ufffd\ufffd bytes", "another good line"]
-    assert (stats.lines, stats.text_lines, stats.empty_lines, stats.undecodable_lines) == (4, 3, 1, 1)
 
 
 def test_cli_writes_tokenizer_and_report(tmp_path, corpus_file, capsys):
@@ -106,6 +92,6 @@ def test_cli_writes_tokenizer_and_report(tmp_path, corpus_file, capsys):
     report = run_cli(args)
     on_disk = json.load(open(os.path.join(out, "coverage_report.json")))
     assert on_disk == report
-    assert on_disk["corpus"]["text_lines"] == len(CORPUS)
+    assert on_disk["corpus"]["nonempty_lines"] == len(CORPUS)
     assert AutoTokenizer.from_pretrained(out).is_fast
     assert '"new_tokens"' in capsys.readouterr().out

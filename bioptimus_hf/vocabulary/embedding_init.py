@@ -6,7 +6,7 @@
                  sub-tokens its text splits into.
 `contextualized` new vocabulary; a new token's row is distilled from the base model in context: up to
                  `max_contexts_per_token` corpus sentences in which the new tokenizer produces the token
-                 (uniform sample, seeded, found by `bioptimus_hf.qikfind.find_contexts`) are encoded by the
+                 (uniform sample, seeded, found by `bioptimus_hf.vocabulary.qikfind.find_contexts`) are encoded by the
                  base model with the base tokenizer; the LAST-LAYER hidden states of the base sub-tokens whose
                  character offsets overlap the token's characters are averaged, then averaged over sentences.
                  Tokens never found fall back to `averaged`.
@@ -17,82 +17,35 @@ the base, special tokens included (special tokens are matched by role: the new `
 row even if spelled differently); the MLM output bias follows the same mapping. Position and token-type
 embeddings and the encoder are the base model's.
 
-Function used by run_pretraining.py:
-    model, tokenizer, report = build_initialized_model(base, new_tokenizer, "contextualized", corpus_files=[...])
-CLI writing a reusable checkpoint (model.safetensors + tokenizer + init_report.json):
-    python -m bioptimus_hf.embedding_init --base_model B --new_tokenizer T --strategy contextualized \
-        --corpus_files corpus.txt --output_dir OUT
+Settings: :class:`~bioptimus_hf.vocabulary.init_config.EmbeddingInitArguments` (one dataclass for the
+library, ``run_pretraining.py`` and the ``bioptimus-init-embeddings`` command). Used by run_pretraining.py:
+
+    args = EmbeddingInitArguments(init_strategy="contextualized", init_corpus_files=["corpus.txt"])
+    model, tokenizer, report = build_initialized_model(base, new_tokenizer, args, seed=42)
 """
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import statistics
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import torch
 from tqdm.auto import tqdm
-from transformers import (
-    AutoConfig,
-    AutoModelForMaskedLM,
-    AutoTokenizer,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-)
+from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from .cli import parse_args
-from .tokenizer_training import check_corpus_files, save_tokenizer
+from ..utils.corpus_reader import check_corpus_files
+from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
+from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
 
-STRATEGIES = ("scratch", "continued", "random", "averaged", "contextualized")
-# Strategies the initializer computes (scratch and continued need no row mapping).
-ROW_STRATEGIES = ("random", "averaged", "contextualized")
 SPECIAL_ROLES = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 INIT_REPORT_NAME = "init_report.json"
 # A string whose normalisation reveals casing and accent handling.
 _NORMALISATION_PROBE = "ÀbC Ünïcödé"
-
-
-@dataclass
-class EmbeddingInitConfig:
-    strategy: str = field(default="contextualized", metadata={"help": f"One of {', '.join(ROW_STRATEGIES)}."})
-    max_contexts_per_token: int = field(default=20, metadata={"help": "Sentences sampled per new token."})
-    seed: int = field(default=0, metadata={"help": "Seed of the context sample and of random rows."})
-    norm_match: bool = field(
-        default=False,
-        metadata={"help": "Rescale contextualised vectors so their norms follow the base embedding norms."},
-    )
-    batch_size: int = field(default=32, metadata={"help": "Sentences per base-model forward pass."})
-    device: str | None = field(default=None, metadata={"help": "Device for the forward passes (default: cuda if any)."})
-    max_context_chars: int = field(default=1000, metadata={"help": "Longest sentence kept as a context (chars)."})
-    max_context_tokens: int | None = field(
-        default=None,
-        metadata={"help": "Longest base-token window encoded (default: the base model's maximum length)."},
-    )
-    num_threads: int | None = field(default=None, metadata={"help": "Threads of the context finder."})
-    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
-
-    def __post_init__(self):
-        if self.strategy not in ROW_STRATEGIES:
-            raise ValueError(f"strategy must be one of {ROW_STRATEGIES}, got {self.strategy!r}")
-        if self.max_contexts_per_token < 1:
-            raise ValueError(f"max_contexts_per_token must be >= 1, got {self.max_contexts_per_token}")
-
-
-def _load_tokenizer(tokenizer: str | PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) else tokenizer
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(f"Tokenizer {tokenizer.name_or_path!r} is not a fast tokenizer; character offsets are needed.")
-    return tokenizer
-
-
-def _normalize(tokenizer: PreTrainedTokenizerBase, text: str) -> str:
-    normalizer = tokenizer.backend_tokenizer.normalizer
-    return normalizer.normalize_str(text) if normalizer is not None else text
 
 
 def _distribution(values: Sequence[int]) -> dict:
@@ -114,6 +67,11 @@ def _max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
     return min(limits) if limits else 512
 
 
+def load_base_model(name_or_path: str, args: EmbeddingInitArguments) -> PreTrainedModel:
+    """The base masked-LM, loaded the same way for every strategy (cache directory and revision honoured)."""
+    return AutoModelForMaskedLM.from_pretrained(name_or_path, cache_dir=args.cache_dir, revision=args.model_revision)
+
+
 class ContextualizedEmbeddingInitializer:
     """Maps a base masked-LM onto a new vocabulary (see the module docstring for the strategies).
 
@@ -128,12 +86,21 @@ class ContextualizedEmbeddingInitializer:
         base_model: PreTrainedModel,
         base_tokenizer: PreTrainedTokenizerBase,
         new_tokenizer: PreTrainedTokenizerBase,
-        config: EmbeddingInitConfig | None = None,
+        args: EmbeddingInitArguments | None = None,
+        seed: int = 0,
+        progress: bool = True,
     ):
         self.model = base_model
-        self.base_tokenizer = _load_tokenizer(base_tokenizer)
-        self.new_tokenizer = _load_tokenizer(new_tokenizer)
-        self.config = config or EmbeddingInitConfig()
+        self.base_tokenizer = load_fast_tokenizer(base_tokenizer, purpose="character offsets")
+        self.new_tokenizer = load_fast_tokenizer(new_tokenizer, purpose="character offsets")
+        self.config = args or EmbeddingInitArguments(init_strategy="contextualized")
+        if self.config.init_strategy not in ROW_STRATEGIES:
+            raise ValueError(
+                f"ContextualizedEmbeddingInitializer maps rows for {ROW_STRATEGIES}; {self.config.init_strategy!r} "
+                "needs no mapping (use build_initialized_model)"
+            )
+        self.seed = seed
+        self.progress = progress
         self._check_compatible()
         self.base_vocab = self.base_tokenizer.get_vocab()
         self.new_vocab = self.new_tokenizer.get_vocab()
@@ -143,8 +110,8 @@ class ContextualizedEmbeddingInitializer:
 
     # ----------------------------------------------------------------- vocabulary mapping
     def _check_compatible(self) -> None:
-        base_norm = _normalize(self.base_tokenizer, _NORMALISATION_PROBE)
-        new_norm = _normalize(self.new_tokenizer, _NORMALISATION_PROBE)
+        base_norm = normalize_text(self.base_tokenizer, _NORMALISATION_PROBE)
+        new_norm = normalize_text(self.new_tokenizer, _NORMALISATION_PROBE)
         if base_norm != new_norm:
             raise ValueError(
                 f"The new tokenizer {self.new_tokenizer.name_or_path!r} normalises text differently from the base "
@@ -214,7 +181,7 @@ class ContextualizedEmbeddingInitializer:
     # ----------------------------------------------------------------- contextualised vectors
     def _sample_contexts(self, contexts: Mapping[int, Sequence[Any]]) -> dict[int, list[Any]]:
         """Keep at most max_contexts_per_token contexts per target (uniform, seeded) for injected lists."""
-        rng = random.Random(self.config.seed)
+        rng = random.Random(self.seed)
         limit = self.config.max_contexts_per_token
         sampled = {}
         for token_id in self.targets:
@@ -224,17 +191,17 @@ class ContextualizedEmbeddingInitializer:
 
     def find_contexts(self, corpus_files: Sequence[str]) -> tuple[dict[int, list[Any]], dict]:
         """Search the corpus with qik-find; returns (contexts, the search's statistics)."""
-        from bioptimus_hf.qikfind import find_contexts
+        from .qikfind import find_contexts
 
         contexts, stats = find_contexts(
             list(corpus_files),
             self.new_tokenizer,
             list(self.targets),
             max_per_token=self.config.max_contexts_per_token,
-            seed=self.config.seed,
+            seed=self.seed,
             max_context_chars=self.config.max_context_chars,
-            num_threads=self.config.num_threads,
-            progress=self.config.progress,
+            num_threads=self.config.init_num_threads,
+            progress=self.progress,
             return_stats=True,
         )
         return contexts, asdict(stats)
@@ -287,7 +254,7 @@ class ContextualizedEmbeddingInitializer:
                     first = min(max(positions[0] - (window - span) // 2, 0), n - window)
                 sequences[(s, first)].append((token_id, [p - first for p in positions]))
 
-        device = torch.device(self.config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = torch.device(self.config.init_device or ("cuda" if torch.cuda.is_available() else "cpu"))
         use_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
         original_device = next(model.parameters()).device
         was_training = model.training
@@ -299,10 +266,10 @@ class ContextualizedEmbeddingInitializer:
         keys = sorted(sequences, key=lambda k: min(len(encoded_ids[k[0]]) - k[1], window))  # length buckets
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         offset = 1 if tokenizer.cls_token_id is not None else 0
-        batches = [keys[i : i + self.config.batch_size] for i in range(0, len(keys), self.config.batch_size)]
+        batches = [keys[i : i + self.config.init_batch_size] for i in range(0, len(keys), self.config.init_batch_size)]
         encoded_tokens = 0
         with torch.inference_mode():
-            for batch_keys in tqdm(batches, desc="Encoding contexts", disable=not self.config.progress):
+            for batch_keys in tqdm(batches, desc="Encoding contexts", disable=not self.progress):
                 rows = []
                 for s, first in batch_keys:
                     ids = encoded_ids[s][first : first + window]
@@ -382,7 +349,8 @@ class ContextualizedEmbeddingInitializer:
         encoding, e.g. to compare norm matching on and off."""
         started = time.perf_counter()
         cfg, model = self.config, self.model
-        report: dict[str, Any] = {"strategy": cfg.strategy, "config": asdict(cfg), "timings_s": {}}
+        strategy = cfg.init_strategy
+        report: dict[str, Any] = {"strategy": strategy, "config": asdict(cfg), "seed": self.seed, "timings_s": {}}
         input_weight = model.get_input_embeddings().weight.detach().float().cpu().clone()
         output_layer = model.get_output_embeddings()
         if output_layer is None:
@@ -394,18 +362,18 @@ class ContextualizedEmbeddingInitializer:
         pieces = {t: self.base_piece_ids(self.new_tokenizer.convert_ids_to_tokens(t)) for t in self.targets}
         vectors: dict[int, torch.Tensor] = {}
         fallback: list[int] = []
-        if cfg.strategy == "contextualized" and precomputed_vectors is not None:
+        if strategy == "contextualized" and precomputed_vectors is not None:
             targets = set(self.targets)
             vectors = {t: v.float().cpu() for t, v in precomputed_vectors.items() if t in targets}
-            if cfg.norm_match:
+            if cfg.init_norm_match:
                 reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
                 vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
             fallback = [t for t in self.targets if t not in vectors]
-        elif cfg.strategy == "contextualized":
+        elif strategy == "contextualized":
             if contexts is None:
                 if corpus_files is None:
                     raise ValueError("strategy 'contextualized' needs corpus_files (or precomputed contexts).")
-                corpus_files = check_corpus_files(corpus_files)
+                corpus_files = check_corpus_files(corpus_files, what="initialisation corpus").files
                 t0 = time.perf_counter()
                 contexts, report["context_search"] = self.find_contexts(corpus_files)
                 report["timings_s"]["find_contexts"] = time.perf_counter() - t0
@@ -419,13 +387,13 @@ class ContextualizedEmbeddingInitializer:
             report["timings_s"]["encode_contexts"] = time.perf_counter() - t0
             forward_stats["forward_passes"] = self.forward_passes
             report["forward"] = forward_stats
-            if cfg.norm_match:
+            if cfg.init_norm_match:
                 reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
                 vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
             fallback = [t for t in self.targets if t not in vectors]
 
         new_size = len(self.new_vocab)
-        generator = torch.Generator().manual_seed(cfg.seed)
+        generator = torch.Generator().manual_seed(self.seed)
         std = getattr(model.config, "initializer_range", 0.02)
         new_input = torch.empty(new_size, input_weight.shape[1]).normal_(0.0, std, generator=generator)
         new_output = None if tied else torch.empty(new_size, output_weight.shape[1]).normal_(0.0, std, generator=generator)
@@ -436,7 +404,7 @@ class ContextualizedEmbeddingInitializer:
                 new_output[new_id] = output_weight[base_id]
             if new_bias is not None:
                 new_bias[new_id] = base_bias[base_id]
-        if cfg.strategy in ("averaged", "contextualized"):
+        if strategy in ("averaged", "contextualized"):
             for token_id in self.targets:
                 ids = pieces[token_id]
                 new_input[token_id] = vectors[token_id] if token_id in vectors else input_weight[ids].mean(dim=0)
@@ -459,9 +427,9 @@ class ContextualizedEmbeddingInitializer:
         if tied:
             model.tie_weights()
 
-        averaged = len(self.targets) if cfg.strategy == "averaged" else 0
+        averaged = len(self.targets) if strategy == "averaged" else 0
         contextualized = len(vectors)
-        random_rows = len(self.extra_special) + (len(self.targets) if cfg.strategy == "random" else 0)
+        random_rows = len(self.extra_special) + (len(self.targets) if strategy == "random" else 0)
         report["counts"] = {
             "new_vocab_size": new_size,
             "base_vocab_size": input_weight.shape[0],
@@ -484,107 +452,81 @@ class ContextualizedEmbeddingInitializer:
 
 
 def build_initialized_model(
-    base_model_name_or_path: str,
-    new_tokenizer_name_or_path: str,
-    strategy: str,
-    corpus_files: Sequence[str] | None = None,
-    max_contexts_per_token: int = 20,
+    base_model_name_or_path: str | None,
+    tokenizer_name_or_path: str | None,
+    args: EmbeddingInitArguments,
+    *,
     seed: int = 0,
-    norm_match: bool = False,
-    batch_size: int = 32,
-    device: str | None = None,
+    config_name: str | None = None,
     contexts: Mapping[int, Sequence[Any]] | None = None,
     progress: bool = True,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict]:
-    """Return (model, tokenizer, report) for one of the paper's initialisations (see the module docstring)."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"init strategy must be one of {STRATEGIES}, got {strategy!r}")
+    """Return ``(model, tokenizer, report)`` for any strategy of ``args.init_strategy`` (the paper's Table 1).
+
+    ``tokenizer_name_or_path`` is the run's tokenizer: the new vocabulary for every strategy but
+    ``continued`` (where it defaults to the base model's and must fit its embedding matrix).
+    ``config_name`` gives the architecture for ``scratch`` (default: the base model's config). Every
+    strategy loads the base model with ``args.cache_dir`` and ``args.model_revision``.
+    """
     started = time.perf_counter()
-    base_tokenizer = _load_tokenizer(base_model_name_or_path)
-    if strategy == "continued":
-        model = AutoModelForMaskedLM.from_pretrained(base_model_name_or_path)
-        size = model.get_input_embeddings().weight.shape[0]
-        report = {"strategy": strategy, "counts": {"new_vocab_size": size, "base_vocab_size": size, "copied": size}}
-        return model, base_tokenizer, _finish(report, started)
-    new_tokenizer = _load_tokenizer(new_tokenizer_name_or_path)
-    if strategy == "scratch":
-        config = AutoConfig.from_pretrained(base_model_name_or_path)
-        config.vocab_size = len(new_tokenizer)
-        config.pad_token_id = new_tokenizer.pad_token_id
+    strategy = INIT_STRATEGIES[args.init_strategy]
+    base = base_model_name_or_path
+    load = {"cache_dir": args.cache_dir, "revision": args.model_revision}
+    if strategy.name == "scratch":
+        if (config_name or base) is None:
+            raise ValueError("init strategy 'scratch' needs a config (--config_name) or a base model (--model_name_or_path)")
+        if tokenizer_name_or_path is None:
+            raise ValueError("init strategy 'scratch' needs the new vocabulary (--tokenizer_name)")
+        tokenizer = load_fast_tokenizer(tokenizer_name_or_path, **load)
+        config = AutoConfig.from_pretrained(config_name or base, **load)
+        config.vocab_size = len(tokenizer)
+        config.pad_token_id = tokenizer.pad_token_id
         torch.manual_seed(seed)
         model = AutoModelForMaskedLM.from_config(config)
-        report = {"strategy": strategy, "counts": {"new_vocab_size": len(new_tokenizer), "random": len(new_tokenizer)}}
-        return model, new_tokenizer, _finish(report, started)
-    model = AutoModelForMaskedLM.from_pretrained(base_model_name_or_path)
-    config = EmbeddingInitConfig(
-        strategy=strategy,
-        max_contexts_per_token=max_contexts_per_token,
-        seed=seed,
-        norm_match=norm_match,
-        batch_size=batch_size,
-        device=device,
-        progress=progress,
-    )
-    initializer = ContextualizedEmbeddingInitializer(model, base_tokenizer, new_tokenizer, config)
-    model, report = initializer.initialize(corpus_files=corpus_files, contexts=contexts)
-    report["base_model"] = str(base_model_name_or_path)
-    report["new_tokenizer"] = str(new_tokenizer_name_or_path)
+        report = {"strategy": "scratch", "counts": {"new_vocab_size": len(tokenizer), "random": len(tokenizer)}}
+        return model, tokenizer, _finish(report, started)
+    if base is None:
+        raise ValueError(f"init strategy {strategy.name!r} needs a base model (--model_name_or_path)")
+    if strategy.name == "continued":
+        tokenizer = load_fast_tokenizer(tokenizer_name_or_path or base, **load)
+        if tokenizer_name_or_path is not None and _has_tokenizer(base):
+            base_vocab = load_fast_tokenizer(base, **load).get_vocab()
+            if tokenizer.get_vocab() != base_vocab:
+                raise ValueError(
+                    f"tokenizer {tokenizer_name_or_path} is not the base model's vocabulary ({base}), and 'continued' "
+                    "keeps the base vocabulary: a new vocabulary needs --init_strategy averaged, contextualized, "
+                    "random or scratch"
+                )
+        model = load_base_model(base, args)
+        size = model.get_input_embeddings().num_embeddings
+        if size < len(tokenizer):
+            raise ValueError(
+                f"tokenizer {tokenizer_name_or_path} has {len(tokenizer)} entries but the model {base} only {size}: "
+                "a new vocabulary needs --init_strategy averaged, contextualized, random or scratch"
+            )
+        report = {"strategy": "continued", "counts": {"new_vocab_size": size, "base_vocab_size": size, "copied": size}}
+        return model, tokenizer, _finish(report, started)
+    if tokenizer_name_or_path is None:
+        raise ValueError(f"init strategy {strategy.name!r} needs the new vocabulary (--tokenizer_name)")
+    base_tokenizer = load_fast_tokenizer(base, **load)
+    new_tokenizer = load_fast_tokenizer(tokenizer_name_or_path, **load)
+    model = load_base_model(base, args)
+    initializer = ContextualizedEmbeddingInitializer(model, base_tokenizer, new_tokenizer, args, seed=seed,
+                                                     progress=progress)
+    model, report = initializer.initialize(corpus_files=args.init_corpus_files, contexts=contexts)
+    report["base_model"] = str(base)
+    report["new_tokenizer"] = str(tokenizer_name_or_path)
     return model, new_tokenizer, _finish(report, started)
+
+
+def _has_tokenizer(name_or_path: str) -> bool:
+    """Whether a tokenizer can be loaded from the base model's location (local: its files are there)."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return any((path / name).is_file() for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json"))
+    return True
 
 
 def _finish(report: dict, started: float) -> dict:
     report.setdefault("timings_s", {})["build_total"] = time.perf_counter() - started
     return report
-
-
-@dataclass
-class EmbeddingInitArguments:
-    base_model: str = field(metadata={"help": "Base masked-LM (path or Hub id)."})
-    output_dir: str = field(metadata={"help": "Where the initialised checkpoint and init_report.json go."})
-    new_tokenizer: str | None = field(default=None, metadata={"help": "New tokenizer (not needed for 'continued')."})
-    strategy: str = field(default="contextualized", metadata={"help": f"One of {', '.join(STRATEGIES)}."})
-    corpus_files: list[str] | None = field(default=None, metadata={"help": "Corpus for 'contextualized'."})
-    max_contexts_per_token: int = field(default=20, metadata={"help": "Sentences sampled per new token."})
-    seed: int = field(default=0)
-    # On, as in run_pretraining.py (--init_norm_match): a checkpoint written here must be the model that
-    # run_pretraining would have built. The library's EmbeddingInitConfig stays paper-exact (off).
-    norm_match: bool = field(
-        default=True,
-        metadata={"help": "Match contextualised norms to base embeddings; false = the paper's raw vectors."},
-    )
-    batch_size: int = field(default=32)
-    device: str | None = field(default=None)
-
-
-def run(argv: list[str] | None = None) -> dict:
-    """Parse the command line, do the work, return the report (what `main` runs)."""
-    (args,) = parse_args((EmbeddingInitArguments,), argv)
-    if args.strategy != "continued" and args.new_tokenizer is None:
-        raise SystemExit(f"--new_tokenizer is required for --strategy {args.strategy}")
-    model, tokenizer, report = build_initialized_model(
-        args.base_model,
-        args.new_tokenizer,
-        args.strategy,
-        corpus_files=args.corpus_files,
-        max_contexts_per_token=args.max_contexts_per_token,
-        seed=args.seed,
-        norm_match=args.norm_match,
-        batch_size=args.batch_size,
-        device=args.device,
-    )
-    os.makedirs(args.output_dir, exist_ok=True)
-    model.save_pretrained(args.output_dir)
-    save_tokenizer(tokenizer, args.output_dir)
-    with open(os.path.join(args.output_dir, INIT_REPORT_NAME), "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=2, default=str)
-    print(json.dumps({k: report[k] for k in ("strategy", "counts") if k in report}, indent=2))
-    return report
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point (returns None so that the exit status is 0)."""
-    run(argv)
-
-
-if __name__ == "__main__":
-    main()

@@ -7,7 +7,7 @@ token naming the word it belongs to (``-1`` or ``None`` for special tokens). Wor
 tokenizer at tokenization time (``BatchEncoding.word_ids()`` of a fast tokenizer), never from
 "##" string tests, so WordPiece, BPE and SentencePiece tokenizers all work; consecutive tokens with
 the same word id form one word. Optional keys: ``attention_mask``, ``special_tokens_mask`` (computed
-from the tokenizer's special ids when absent). :func:`bioptimus_hf.corpus.tokenize_with_word_ids`
+from the tokenizer's special ids when absent). :func:`bioptimus_hf.pretraining.tokenization.tokenize_with_word_ids`
 builds such features and :func:`bioptimus_hf.corpus.group_texts` packs them into fixed-length blocks,
 renumbering word ids so that words stay distinct across packed texts.
 
@@ -19,7 +19,8 @@ model after a switch. Batches returned by this collator remember the phase they 
 when accelerate moves a batch to the device (``BatchEncoding.to``, in the main process, at the moment
 the batch is consumed) a batch whose phase is no longer the active one is re-masked for the active
 phase. Workers read the active phase from shared memory, so only the few batches prefetched across a
-switch are re-masked. Realised masking statistics are counted in the main process.
+switch are re-masked. Realised masking statistics are counted in the main process, in a
+:class:`MaskingStatistics` that the schedule callback snapshots, restores and checkpoints.
 """
 
 from __future__ import annotations
@@ -51,6 +52,69 @@ def _distributed_rank() -> int:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank()
     return int(os.environ.get("RANK", 0))
+
+
+class MaskingStatistics:
+    """Realised masking per phase (masked / maskable tokens), and a window since the last log.
+
+    Counted in the main process as batches reach the model. ``snapshot``/``restore`` let a caller keep
+    evaluation batches out of the training figures; ``state_dict``/``load_state_dict`` carry the per-phase
+    totals through checkpoints.
+    """
+
+    def __init__(self, num_phases: int):
+        self.masked = [0] * num_phases
+        self.maskable = [0] * num_phases
+        self.window_masked = 0
+        self.window_maskable = 0
+        self.window_id = 0
+
+    def add(self, phase_index: int, masked: int, maskable: int) -> int:
+        """Count a batch; returns the window it was counted in."""
+        self.masked[phase_index] += masked
+        self.maskable[phase_index] += maskable
+        self.window_masked += masked
+        self.window_maskable += maskable
+        return self.window_id
+
+    def remove(self, phase_index: int, masked: int, maskable: int, window_id: int) -> None:
+        """Undo :meth:`add` (a batch re-masked for another phase)."""
+        self.masked[phase_index] -= masked
+        self.maskable[phase_index] -= maskable
+        if window_id == self.window_id:  # else the window it was counted in is already logged
+            self.window_masked -= masked
+            self.window_maskable -= maskable
+
+    def fraction(self, phase_index: int) -> float | None:
+        return self.masked[phase_index] / self.maskable[phase_index] if self.maskable[phase_index] else None
+
+    def pop_window_fraction(self) -> float | None:
+        value = self.window_masked / self.window_maskable if self.window_maskable else None
+        self.window_masked = self.window_maskable = 0
+        self.window_id += 1
+        return value
+
+    def snapshot(self) -> dict:
+        return {
+            "masked": list(self.masked),
+            "maskable": list(self.maskable),
+            "window": (self.window_masked, self.window_maskable, self.window_id),
+        }
+
+    def restore(self, snapshot: dict) -> None:
+        self.masked, self.maskable = list(snapshot["masked"]), list(snapshot["maskable"])
+        self.window_masked, self.window_maskable, self.window_id = snapshot["window"]
+
+    def state_dict(self) -> dict:
+        return {"masked_tokens": list(self.masked), "maskable_tokens": list(self.maskable)}
+
+    def load_state_dict(self, state: dict) -> bool:
+        """Restore per-phase totals; False (nothing changed) when they are for another number of phases."""
+        masked, maskable = state.get("masked_tokens", []), state.get("maskable_tokens", [])
+        if len(masked) != len(self.masked) or len(maskable) != len(self.maskable):
+            return False
+        self.masked, self.maskable = list(masked), list(maskable)
+        return True
 
 
 class CurriculumBatch(BatchEncoding):
@@ -101,6 +165,7 @@ class CurriculumDataCollator:
         seed: int = 42,
         pad_to_multiple_of: int | None = None,
     ):
+        phases = getattr(phases, "phases", phases)  # a Curriculum, or its phases
         phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in phases)
         if not phases:
             raise ValueError("CurriculumDataCollator needs at least one phase")
@@ -135,11 +200,7 @@ class CurriculumDataCollator:
         self._generator: torch.Generator | None = None
         self._generator_owner: tuple | None = None
         # Realised masking statistics per phase, counted in the main process.
-        self.masked_tokens = [0] * len(phases)
-        self.maskable_tokens = [0] * len(phases)
-        self._window_masked = 0
-        self._window_maskable = 0
-        self._window_id = 0
+        self.stats = MaskingStatistics(len(phases))
         self.remasked_batches = 0
 
     # ------------------------------------------------------------------ phase selection
@@ -226,34 +287,23 @@ class CurriculumDataCollator:
         state = batch.curriculum_state
         masked = int((batch["labels"] != -100).sum())
         maskable = int(state["maskable"].sum())
-        self.masked_tokens[state["phase_index"]] += masked
-        self.maskable_tokens[state["phase_index"]] += maskable
-        self._window_masked += masked
-        self._window_maskable += maskable
+        window = self.stats.add(state["phase_index"], masked, maskable)
         state["counted"] = True
-        state["counts"] = (masked, maskable, self._window_id)
+        state["counts"] = (masked, maskable, window)
 
     def _uncount(self, batch: CurriculumBatch) -> None:
         state = batch.curriculum_state
         masked, maskable, window = state["counts"]
-        self.masked_tokens[state["phase_index"]] -= masked
-        self.maskable_tokens[state["phase_index"]] -= maskable
-        if window == self._window_id:  # else the window it was counted in is already logged
-            self._window_masked -= masked
-            self._window_maskable -= maskable
+        self.stats.remove(state["phase_index"], masked, maskable, window)
         state["counted"] = False
 
     def realised_fraction(self, phase_index: int | None = None) -> float | None:
         """Masked / maskable tokens over all batches of a phase (default: the active one)."""
-        i = self.phase_index if phase_index is None else phase_index
-        return self.masked_tokens[i] / self.maskable_tokens[i] if self.maskable_tokens[i] else None
+        return self.stats.fraction(self.phase_index if phase_index is None else phase_index)
 
     def pop_window_fraction(self) -> float | None:
         """Realised masked fraction since the previous call (for periodic logging)."""
-        value = self._window_masked / self._window_maskable if self._window_maskable else None
-        self._window_masked = self._window_maskable = 0
-        self._window_id += 1
-        return value
+        return self.stats.pop_window_fraction()
 
     def _pad(self, features):
         if not features:

@@ -1,4 +1,11 @@
-"""Argument parsing shared by the run_*.py scripts: a json/yaml config file plus command-line overrides."""
+"""The one argument parser of every script and command: HfArgumentParser, a json/yaml config file first,
+command-line flags overriding it.
+
+    python run_pretraining.py configs/demo_minilm.yaml --max_steps 400
+
+A value that an arguments dataclass refuses (its ``__post_init__`` raises ``ValueError``) ends the
+program with that message, not a traceback.
+"""
 
 from __future__ import annotations
 
@@ -38,13 +45,16 @@ def _config_to_argv(path: Path) -> list[str]:
     return argv
 
 
-def parse_args(dataclass_types, argv: list[str] | None = None):
+def parse_args(dataclass_types, argv: list[str] | None = None, description: str | None = None):
     """Parse ``[config.{json,yaml}] [--flag value ...]``; flags given on the command line win."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = HfArgumentParser(dataclass_types)
+    parser = HfArgumentParser(dataclass_types, description=description)
     if argv and argv[0].endswith(CONFIG_SUFFIXES) and not argv[0].startswith("-"):
         config = Path(argv[0])
         if not config.is_file():
             raise SystemExit(f"config file {config} does not exist")
         argv = _config_to_argv(config) + argv[1:]
-    return parser.parse_args_into_dataclasses(args=argv)
+    try:
+        return parser.parse_args_into_dataclasses(args=argv)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None

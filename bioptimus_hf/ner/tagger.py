@@ -8,16 +8,13 @@ by run_ner.py; BIO when absent). This is what ``pipeline("token-classification",
 aggregation_strategy="first")`` does for BIO models, but it also decodes IO/BIOUL models and never
 truncates long abstracts.
 
-    python -m bioptimus_hf.ner.tagging --model out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
-    python -m bioptimus_hf.ner.tagging --model out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
+    bioptimus-ner-tag --model out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
+    bioptimus-ner-tag --model out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import sys
 from typing import Dict, List, Sequence, Tuple
 
 import torch
@@ -95,35 +92,3 @@ class NerTagger:
                 )
             results.append(entities)
         return results[0] if single else results
-
-
-def main(argv: List[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Tag entities in raw text with a model fine-tuned by run_ner.py.")
-    parser.add_argument("--model", required=True, help="directory of a fine-tuned model (e.g. <output_dir>/seed_1)")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--text", help="one text to tag")
-    source.add_argument("--input_file", help="a file of texts (e.g. abstracts), one per line; blank lines are kept")
-    parser.add_argument("--output_file", help="write JSON lines here (default: stdout)")
-    parser.add_argument("--max_seq_length", type=int, default=512)
-    parser.add_argument("--stride", type=int, default=32)
-    parser.add_argument("--batch_size", type=int, default=32)
-    args = parser.parse_args(argv)
-
-    if args.input_file:
-        with open(args.input_file, encoding="utf-8") as handle:
-            texts = [line.rstrip("\n") for line in handle]
-    else:
-        texts = [args.text]
-    tagger = NerTagger(args.model, args.max_seq_length, args.stride, args.batch_size)
-    entities = tagger(texts, progress=args.input_file is not None)
-    out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
-    try:
-        for line_number, found in enumerate(entities, start=1):
-            out.write(json.dumps({"line": line_number, "entities": found}, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-
-
-if __name__ == "__main__":
-    main()

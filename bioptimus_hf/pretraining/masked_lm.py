@@ -174,3 +174,20 @@ def disable_masked_only_prediction(model: nn.Module) -> nn.Module:
         del model.forward
         delattr(model, _ENABLED_FLAG)
     return model
+
+
+def use_masked_only_prediction(model: nn.Module, enabled: bool, gradient_accumulation_steps: int = 1) -> bool:
+    """Enable masked-only prediction when asked (and supported); warn about the standard head's loss scaling
+    under gradient accumulation. Returns whether it is active."""
+    if enabled:
+        enable_masked_only_prediction(model)
+    active = is_masked_only_prediction_enabled(model)
+    if not active and gradient_accumulation_steps > 1:
+        # transformers 5.23 passes num_items_in_batch to BertForMaskedLM, which ignores it, and then
+        # skips dividing the loss by the accumulation steps (see docs/speed.md).
+        logger.warning(
+            "standard MLM head with gradient_accumulation_steps=%d: transformers does not scale this model's loss "
+            "by the accumulation steps; prefer --masked_only_prediction true",
+            gradient_accumulation_steps,
+        )
+    return active

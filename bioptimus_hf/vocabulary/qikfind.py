@@ -27,9 +27,7 @@ Semantics shared by both backends (see docs/qikfind.md):
 
 from __future__ import annotations
 
-import codecs
 import gc
-import gzip
 import heapq
 import logging
 import os
@@ -37,6 +35,9 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
+
+from ..utils.corpus_reader import CorpusReadStats, iter_lines
+from ..utils.tokenizer_loader import load_backend_tokenizer, resolve_backend_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -139,41 +140,17 @@ class _BottomK:
 # --------------------------------------------------------------------------------------------------
 # Reading and sentence splitting
 
-_replacements = [0]
-
-
-def _count_replace(error: UnicodeDecodeError):
-    # One U+FFFD per call: the UTF-8 decoder reports each maximal invalid sub-sequence separately,
-    # exactly like Rust's String::from_utf8_lossy.
-    _replacements[0] += 1
-    return "\ufffd", error.end
-
-
-codecs.register_error("bioptimus_qikfind_replace", _count_replace)
-
-
 def _iter_lines(paths: list[Path], stats: QikFindStats, progress) -> Iterator[str]:
-    for path in paths:
-        stats.files += 1
-        raw = open(path, "rb")
-        try:
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
-            last_position = 0
-            for number, line in enumerate(stream):
-                stats.lines += 1
-                stats.bytes += len(line)
-                _replacements[0] = 0
-                text = line.decode("utf-8", errors="bioptimus_qikfind_replace")
-                stats.replacement_chars += _replacements[0]
-                if progress is not None and number % 256 == 0:
-                    position = raw.tell()
-                    progress.update(position - last_position)
-                    last_position = position
-                yield text
-            if progress is not None:
-                progress.update(raw.tell() - last_position)
-        finally:
-            raw.close()
+    """The shared corpus reader, its counts mirrored into the search's stats (as the Rust backend reports them)."""
+    read = CorpusReadStats()
+    on_bytes = progress.update if progress is not None else None
+    try:
+        yield from iter_lines(paths, read, on_bytes=on_bytes)
+    finally:
+        stats.files = len(read.files)
+        stats.lines = read.lines
+        stats.bytes = read.bytes
+        stats.replacement_chars = read.replacement_chars
 
 
 def _chunk(sentence: str, max_chars: int) -> list[str]:
@@ -225,42 +202,6 @@ def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str]
 # --------------------------------------------------------------------------------------------------
 # Tokenizer
 
-
-def _resolve_backend_tokenizer(tokenizer):
-    """The ``tokenizers.Tokenizer`` behind a fast tokenizer, a Tokenizer or a path, not copied."""
-    from tokenizers import Tokenizer
-
-    if isinstance(tokenizer, (str, os.PathLike)):
-        path = Path(tokenizer)
-        if path.is_file() and path.suffix == ".json":
-            return Tokenizer.from_file(str(path))
-        if (path / "tokenizer.json").is_file():
-            return Tokenizer.from_file(str(path / "tokenizer.json"))
-        if (path / "vocab.txt").is_file():
-            from transformers import BertTokenizerFast
-
-            return BertTokenizerFast.from_pretrained(str(path)).backend_tokenizer
-        raise FileNotFoundError(f"{path}: no tokenizer.json or vocab.txt (expected a tokenizer directory)")
-    if isinstance(tokenizer, Tokenizer):
-        return tokenizer
-    if hasattr(tokenizer, "backend_tokenizer"):
-        return tokenizer.backend_tokenizer
-    raise TypeError(
-        f"tokenizer must be a fast (Rust-backed) transformers tokenizer, a tokenizers.Tokenizer or a "
-        f"directory path, got {type(tokenizer).__name__}"
-    )
-
-
-def load_backend_tokenizer(tokenizer):
-    """A ``tokenizers.Tokenizer`` (truncation and padding off) from a fast tokenizer, a Tokenizer or a path."""
-    from tokenizers import Tokenizer
-
-    # A copy: the caller's tokenizer keeps its settings, and ours never truncates (MiniLM's tokenizer.json
-    # truncates at 128 tokens) nor pads.
-    backend = Tokenizer.from_str(_resolve_backend_tokenizer(tokenizer).to_str())
-    backend.no_truncation()
-    backend.no_padding()
-    return backend
 
 
 # --------------------------------------------------------------------------------------------------
@@ -381,7 +322,7 @@ def find_contexts(
     if not 0 <= seed < 2**64:
         raise ValueError(f"seed must be in [0, 2**64), got {seed}")
     # Not copied: the Rust side only reads its JSON (and never truncates); the python backend copies it.
-    backend_tokenizer = _resolve_backend_tokenizer(tokenizer)
+    backend_tokenizer = resolve_backend_tokenizer(tokenizer)
     vocab_size = backend_tokenizer.get_vocab_size(with_added_tokens=True)
     bad = [t for t in targets if not 0 <= t < vocab_size]
     if bad:

@@ -1,71 +1,11 @@
-"""Text corpora for pre-training: validation, tokenization with word ids, packing into blocks.
+"""Pre-training inputs: texts tokenized with the tokenizer's word ids, and packing into fixed-length blocks.
 
-Undecodable bytes are **replaced and counted** (U+FFFD), not fatal: biomedical dumps often hold a
-few bad bytes and losing a whole run to one of them helps nobody. :func:`check_text_files` reports
-how many lines were affected and where the first ones are (file and line), before training starts.
+Whole-word masking needs to know which tokens form a word. The tokenizer knows
+(``BatchEncoding.word_ids()``), so word ids are kept from tokenization on, through packing, to the
+collator; no "##" string tests, so WordPiece, BPE and SentencePiece tokenizers all work.
 """
 
 from __future__ import annotations
-
-import gzip
-import logging
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Iterable
-
-logger = logging.getLogger(__name__)
-
-
-@dataclass
-class CorpusCheck:
-    """What :func:`check_text_files` found."""
-
-    files: list[str]
-    lines: int = 0
-    nonempty_lines: int = 0
-    undecodable_lines: int = 0
-    undecodable_examples: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        text = f"{self.nonempty_lines} non-empty lines in {len(self.files)} file(s)"
-        if self.undecodable_lines:
-            text += (
-                f"; {self.undecodable_lines} line(s) with undecodable UTF-8 bytes were kept with U+FFFD replacements "
-                f"(first: {', '.join(self.undecodable_examples)})"
-            )
-        return text
-
-
-def _open_binary(path: str):
-    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
-
-
-def check_text_files(paths: Iterable[str | os.PathLike], max_examples: int = 5) -> CorpusCheck:
-    """Fail early on missing or empty corpora; count lines with undecodable bytes."""
-    paths = [str(p) for p in paths]
-    if not paths:
-        raise ValueError("no corpus files given (--train_file)")
-    report = CorpusCheck(files=paths)
-    for path in paths:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"corpus file {path} does not exist")
-        nonempty_before = report.nonempty_lines
-        with _open_binary(path) as handle:
-            for number, raw in enumerate(handle, start=1):
-                report.lines += 1
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    report.undecodable_lines += 1
-                    if len(report.undecodable_examples) < max_examples:
-                        report.undecodable_examples.append(f"{path}:{number} (byte {error.start})")
-                    text = raw.decode("utf-8", errors="replace")
-                if text.strip():
-                    report.nonempty_lines += 1
-        if report.nonempty_lines == nonempty_before:
-            raise ValueError(f"corpus file {path} is empty (no non-blank lines)")
-    return report
 
 
 def tokenize_with_word_ids(

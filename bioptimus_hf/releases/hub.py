@@ -20,8 +20,9 @@ All Hub access goes through ``huggingface_hub.HfApi``. The token comes from ``hu
 places (``token=`` argument, ``HF_TOKEN``, the token file written by ``hf auth login``; see
 ``huggingface_hub.get_token``); it is only handed to ``HfApi`` and never logged, rendered or written.
 
-CLI: ``python -m bioptimus_hf.hub --run_dir runs/bioptimus --repo_id acme/bioptimus [--dry_run]`` (see
-``PublishArguments``, or pass a single .json/.yaml file of those arguments).
+CLI: ``bioptimus-publish --run_dir runs/bioptimus --repo_id acme/bioptimus [--dry_run]``
+(:mod:`bioptimus_hf.commands.publish`); publishing in the background while training:
+:mod:`bioptimus_hf.releases.publisher`.
 """
 
 from __future__ import annotations
@@ -29,19 +30,23 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import queue
 import re
-import shlex
 import shutil
-import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .model_card import PHASE_FILE, read_phase_info, render_release_card, version_repo_id, version_tag
+from .card import render_release_card
+from .record import (
+    ReleaseInfo,
+    find_releases,
+    normalise_version,
+    version_repo_id,
+    version_sort_key,
+    version_tag,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,32 +67,6 @@ class VersionConflictError(RuntimeError):
 
 
 # --------------------------------------------------------------------------------------------- local side
-def _version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"[.\-]", version))
-
-
-def _normalise_version(version: str) -> str:
-    return version[1:] if version.lower().startswith("v") else version
-
-
-def find_releases(path: str | os.PathLike) -> list[Path]:
-    """Release directories under ``path`` in version order.
-
-    ``path`` may be a run's output_dir (holding ``releases/``), the ``releases/`` folder itself, or a single
-    release directory (holding ``bioptimus_phase.json``).
-    """
-    path = Path(path)
-    if (path / PHASE_FILE).is_file():
-        return [path]
-    releases_dir = path / "releases" if (path / "releases").is_dir() else path
-    if not releases_dir.is_dir():
-        raise FileNotFoundError(f"{path}: no such run, releases or release directory")
-    found = [d for d in releases_dir.iterdir() if (d / PHASE_FILE).is_file()]
-    if not found:
-        raise FileNotFoundError(f"{releases_dir}: no release directories (v0.k/ with {PHASE_FILE}) found")
-    return sorted(found, key=lambda d: _version_key(read_phase_info(d)["version"]))
-
-
 @dataclass(frozen=True)
 class LocalFile:
     """A staged file with the two hashes the Hub reports (git blob sha1; sha256 of the content for LFS)."""
@@ -257,14 +236,14 @@ def publish_releases(
         raise ValueError(f"--mode must be one of {MODES}, got {mode!r}")
     say = print_fn or logger.info
     releases = find_releases(path)
-    by_version = {read_phase_info(r)["version"]: r for r in releases}
+    by_version = {ReleaseInfo.load(r).version: r for r in releases}
     if versions:
-        wanted = [_normalise_version(v) for v in versions]
+        wanted = [normalise_version(v) for v in versions]
         unknown = [v for v in wanted if v not in by_version]
         if unknown:
             raise ValueError(f"--versions {unknown} not found under {path} (available: {sorted(by_version)})")
-        by_version = {v: by_version[v] for v in sorted(wanted, key=_version_key)}
-    ner_by_version = {_normalise_version(k): v for k, v in (ner_results or {}).items()}
+        by_version = {v: by_version[v] for v in sorted(wanted, key=version_sort_key)}
+    ner_by_version = {normalise_version(k): v for k, v in (ner_results or {}).items()}
     unknown_ner = sorted(set(ner_by_version) - set(by_version))
     if unknown_ner:
         raise ValueError(f"--ner_results given for version(s) {unknown_ner} that are not being published")
@@ -397,8 +376,8 @@ def _publish_version(api, report: VersionReport, local, *, private, commit_messa
 
 
 def _previous_tag(tags: Mapping[str, str], version: str) -> str | None:
-    older = [t for t in tags if re.fullmatch(r"v\d+(\.\d+)*", t) and _version_key(t[1:]) < _version_key(version)]
-    return max(older, key=lambda t: _version_key(t[1:])) if older else None
+    older = [t for t in tags if re.fullmatch(r"v\d+(\.\d+)*", t) and version_sort_key(t[1:]) < version_sort_key(version)]
+    return max(older, key=lambda t: version_sort_key(t[1:])) if older else None
 
 
 def _update_main(api, repo_id, reports, locals_, say) -> None:
@@ -407,7 +386,7 @@ def _update_main(api, repo_id, reports, locals_, say) -> None:
     published = [t[1:] for t in refs["tags"] if re.fullmatch(r"v\d+(\.\d+)*", t)]
     if not published:
         return
-    latest = max(published, key=_version_key)
+    latest = max(published, key=version_sort_key)
     report = next((r for r in reports if r.version == latest), None)
     if report is None:
         say(f"{repo_id}@{MAIN_BRANCH}: latest published version v{latest} is not part of this call; main left as is")
@@ -442,178 +421,3 @@ def _print_dry_run(reports, repo_id, mode, private, commit_message, say) -> None
     if mode == "branches" and reports:
         say(f"  create_commit on {repo_id}@{MAIN_BRANCH}: same files as v{reports[-1].version} "
             "(only if it is the highest version tagged on the Hub)")
-
-
-# --------------------------------------------------------------------------------------------- from training
-def publish_command(release_dir: str | os.PathLike, repo_id: str, mode: str = "branches", private: bool = False,
-                    extra: Mapping[str, Any] | None = None) -> str:
-    """The CLI command that publishes ``release_dir`` later (shown when publishing from training failed)."""
-    parts = ["python", "-m", "bioptimus_hf.hub", "--run_dir", str(release_dir), "--repo_id", repo_id, "--mode", mode]
-    if private:
-        parts.append("--private")
-    for key, value in (extra or {}).items():
-        if value is None or value is False:
-            continue
-        if value is True:
-            parts.append(f"--{key}")
-        elif isinstance(value, (list, tuple)):
-            parts += [f"--{key}", *map(str, value)]
-        else:
-            parts += [f"--{key}", str(value)]
-    return shlex.join(parts)
-
-
-class ReleasePublisher:
-    """Callable handed to the training loop: ``publisher(release_dir)`` returns at once.
-
-    Releases are published one after another by a daemon thread. Any failure (Hub unreachable, no token,
-    conflict...) is caught: the release stays on disk and a warning gives the exact command to publish it
-    later. ``wait(timeout)`` lets the caller give pending uploads a bounded time at the end of training.
-    """
-
-    def __init__(self, repo_id: str, private: bool = False, mode: str = "branches", token: str | None = None,
-                 **publish_kwargs: Any):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.repo_id, self.private, self.mode = repo_id, private, mode
-        self._token = token  # kept private: never part of repr, logs or commands
-        self._publish_kwargs = publish_kwargs
-        self._queue: queue.Queue = queue.Queue()
-        self.published: list[VersionReport] = []
-        self.failed: list[tuple[str, str]] = []  # (release_dir, command to publish it later)
-        self._thread = threading.Thread(target=self._work, name="bioptimus-hub-publisher", daemon=True)
-        self._thread.start()
-
-    def __repr__(self) -> str:
-        return f"ReleasePublisher(repo_id={self.repo_id!r}, mode={self.mode!r}, private={self.private})"
-
-    def command(self, release_dir: str | os.PathLike) -> str:
-        extra = {k: self._publish_kwargs.get(k) for k in ("organization", "commit_message", "license", "datasets")
-                 if self._publish_kwargs.get(k) not in (None, DEFAULT_COMMIT_MESSAGE)}
-        return publish_command(release_dir, self.repo_id, self.mode, self.private, extra)
-
-    def __call__(self, release_dir: str | os.PathLike) -> None:
-        try:
-            self._queue.put(str(release_dir))
-        except Exception:  # pragma: no cover - a Queue.put without a bound cannot fail, but never raise here
-            logger.warning("could not schedule publication of %s; publish it later with: %s",
-                           release_dir, self.command(release_dir))
-
-    def _work(self) -> None:
-        while True:
-            release_dir = self._queue.get()
-            try:
-                self.published += publish_releases(release_dir, self.repo_id, mode=self.mode, private=self.private,
-                                                   token=self._token, **self._publish_kwargs)
-            except BaseException as error:  # noqa: BLE001 - publishing must never take training down
-                command = self.command(release_dir)
-                self.failed.append((release_dir, command))
-                logger.warning("Publishing %s to the Hub failed (%s: %s). The release is kept on disk; publish it "
-                               "later with:\n  %s", release_dir, type(error).__name__, error, command)
-            finally:
-                self._queue.task_done()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds for queued publications; True when none is left."""
-        done = threading.Event()
-
-        def join() -> None:
-            self._queue.join()
-            done.set()
-
-        threading.Thread(target=join, daemon=True).start()
-        finished = done.wait(timeout)
-        if not finished:
-            logger.warning("Hub publication still running after %ss; unfinished releases can be published "
-                           "later with `python -m bioptimus_hf.hub --run_dir <release_dir> --repo_id %s`",
-                           timeout, self.repo_id)
-        return finished
-
-
-def make_release_publisher(repo_id: str, private: bool = False, mode: str = "branches", token: str | None = None,
-                           **publish_kwargs: Any) -> ReleasePublisher:
-    """A ``Callable[[str | Path], None]`` that publishes each release in the background (see `ReleasePublisher`).
-
-    ``publish_kwargs`` go to `publish_releases` (``organization``, ``commit_message``, ``license``,
-    ``endpoint``, ``force``...).
-    """
-    return ReleasePublisher(repo_id, private=private, mode=mode, token=token, **publish_kwargs)
-
-
-# --------------------------------------------------------------------------------------------- CLI
-@dataclass
-class PublishArguments:
-    """Arguments of ``python -m bioptimus_hf.hub``."""
-
-    run_dir: str = field(metadata={"help": "A training output_dir (holding releases/v0.k/), its releases/ folder, "
-                                           "or a single release directory."})
-    repo_id: str = field(metadata={"help": "Hub repository: 'name' (with --organization or your user) or 'org/name'. "
-                                           "With --mode repos, version 0.k goes to '<repo_id>-v0.k'."})
-    organization: str | None = field(default=None, metadata={"help": "Namespace when --repo_id has none."})
-    versions: list[str] | None = field(default=None, metadata={"help": "Versions to publish (e.g. 0.3 or v0.3); "
-                                                                        "default: all releases found."})
-    mode: str = field(default="branches", metadata={"help": "'branches': one repository, a branch and tag per "
-                                                            "version, main = latest; 'repos': one repository per "
-                                                            "version.", "choices": list(MODES)})
-    private: bool = field(default=False, metadata={"help": "Create new repositories as private."})
-    commit_message: str = field(default=DEFAULT_COMMIT_MESSAGE,
-                                metadata={"help": "Commit message; '{version}' is replaced by the version."})
-    force: bool = field(default=False, metadata={"help": "Replace versions already published with different "
-                                                         "content (moves their tags)."})
-    dry_run: bool = field(default=False, metadata={"help": "Stage the files and print every operation, "
-                                                           "without network."})
-    staging_dir: str | None = field(default=None, metadata={"help": "Where to stage each version's files "
-                                                                    "(default: a temporary directory; kept "
-                                                                    "when given)."})
-    ner_results: list[str] | None = field(default=None, metadata={"help": "VERSION=PATH pairs: NER results "
-                                                                           "(all_results.json file or directory) "
-                                                                           "to put in that version's card."})
-    license: str = field(default="apache-2.0", metadata={"help": "License identifier in the card metadata."})
-    datasets: list[str] | None = field(default=None, metadata={"help": "Hub dataset ids of the pre-training data, "
-                                                                        "for the card's `datasets` metadata "
-                                                                        "(default: the run's `datasets`, if any)."})
-    keep_release_readme: bool = field(default=False, metadata={"help": "Upload the release's own README.md "
-                                                                       "instead of re-rendering the card."})
-    endpoint: str | None = field(default=None, metadata={"help": "Hub endpoint (default: HF_ENDPOINT or "
-                                                                 "https://huggingface.co)."})
-
-
-def _parse_ner_results(pairs: Iterable[str] | None) -> dict[str, list[str]]:
-    results: dict[str, list[str]] = {}
-    for pair in pairs or []:
-        version, sep, path = pair.partition("=")
-        if not sep or not version or not path:
-            raise ValueError(f"--ner_results {pair!r}: expected VERSION=PATH, e.g. 0.4=runs/ner/bc5cdr")
-        results.setdefault(_normalise_version(version), []).append(path)
-    return results
-
-
-def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
-    """Parse CLI arguments (or one .json/.yaml file of them), publish, print one line per version."""
-    from .cli import parse_args
-
-    (args,) = parse_args((PublishArguments,), None if argv is None else list(argv))
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    reports = publish_releases(
-        args.run_dir, args.repo_id, versions=args.versions, mode=args.mode, private=args.private,
-        organization=args.organization, commit_message=args.commit_message, force=args.force,
-        dry_run=args.dry_run, staging_dir=args.staging_dir, ner_results=_parse_ner_results(args.ner_results),
-        license=args.license, datasets=args.datasets, rerender_card=not args.keep_release_readme,
-        endpoint=args.endpoint,
-        print_fn=print if args.dry_run else None,
-    )
-    for report in reports:
-        print(f"v{report.version}: {report.status} -> {report.repo_id} (branch {report.branch}, tag {report.tag})"
-              + (f"; uploaded {report.uploaded}" if report.uploaded else ""))
-    return reports
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    try:
-        publish_from_cli(argv)
-    except (ValueError, FileNotFoundError, RuntimeError) as error:  # VersionConflictError is a RuntimeError
-        sys.exit(f"error: {error}")
-
-
-if __name__ == "__main__":
-    main()

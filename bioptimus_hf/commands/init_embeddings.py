@@ -1,0 +1,60 @@
+"""``bioptimus-init-embeddings``: write a base model initialised for a new vocabulary, reusable by training.
+
+    bioptimus-init-embeddings --model_name_or_path B --tokenizer_name NEW_TOK --init_strategy contextualized \
+        --init_corpus_files corpus.txt --output_dir out/init        # + init_report.json
+
+The settings are the same :class:`~bioptimus_hf.vocabulary.init_config.EmbeddingInitArguments` as
+``run_pretraining.py``'s, with the same defaults, so the checkpoint written here is the model
+``run_pretraining.py`` would build (older spellings ``--base_model``, ``--new_tokenizer``,
+``--strategy``, ``--corpus_files``, ``--norm_match``, ``--batch_size`` still work).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from ..utils.files import write_json_atomic
+from ..vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model
+from ..vocabulary.init_config import EmbeddingInitArguments
+from ..vocabulary.tokenizer_training import save_tokenizer
+from .config_parser import parse_args
+
+
+@dataclass
+class InitCommandArguments:
+    model_name_or_path: str = field(metadata={"help": "Base masked-LM (path or Hub id).", "aliases": ["--base_model"]})
+    output_dir: str = field(metadata={"help": "Where the initialised checkpoint and init_report.json go."})
+    tokenizer_name: str | None = field(
+        default=None,
+        metadata={"help": "The new vocabulary (not needed for 'continued').", "aliases": ["--new_tokenizer"]},
+    )
+    config_name: str | None = field(default=None, metadata={"help": "Architecture for 'scratch' (default: the base's)."})
+    seed: int = field(default=0, metadata={"help": "Seed of the context sample and of random rows."})
+
+
+def run(argv: list[str] | None = None) -> dict:
+    """Parse the command line, build and save the model, return the report."""
+    args, init_args = parse_args((InitCommandArguments, EmbeddingInitArguments), argv, description=__doc__)
+    model, tokenizer, report = build_initialized_model(
+        args.model_name_or_path, args.tokenizer_name, init_args, seed=args.seed, config_name=args.config_name
+    )
+    os.makedirs(args.output_dir, exist_ok=True)
+    model.save_pretrained(args.output_dir)
+    save_tokenizer(tokenizer, args.output_dir)
+    write_json_atomic(os.path.join(args.output_dir, INIT_REPORT_NAME), report)
+    print(json.dumps({k: report[k] for k in ("strategy", "counts") if k in report}, indent=2))
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (returns None so that the exit status is 0)."""
+    try:
+        run(argv)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+if __name__ == "__main__":
+    main()

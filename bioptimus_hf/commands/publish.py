@@ -1,0 +1,94 @@
+"""``bioptimus-publish``: publish a run's curriculum releases to the Hugging Face Hub.
+
+    bioptimus-publish --run_dir outputs/demo_minilm --repo_id acme/bioptimus --dry_run   # plan, no network
+    bioptimus-publish --run_dir outputs/demo_minilm --repo_id acme/bioptimus             # token: HF_TOKEN
+
+See :mod:`bioptimus_hf.releases.hub` for what publishing does.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..releases.hub import DEFAULT_COMMIT_MESSAGE, MODES, VersionReport, publish_releases
+from ..releases.record import normalise_version
+from .config_parser import parse_args
+
+
+@dataclass
+class PublishArguments:
+    """Arguments of ``bioptimus-publish``."""
+
+    run_dir: str = field(metadata={"help": "A training output_dir (holding releases/v0.k/), its releases/ folder, "
+                                           "or a single release directory."})
+    repo_id: str = field(metadata={"help": "Hub repository: 'name' (with --organization or your user) or 'org/name'. "
+                                           "With --mode repos, version 0.k goes to '<repo_id>-v0.k'."})
+    organization: str | None = field(default=None, metadata={"help": "Namespace when --repo_id has none."})
+    versions: list[str] | None = field(default=None, metadata={"help": "Versions to publish (e.g. 0.3 or v0.3); "
+                                                                        "default: all releases found."})
+    mode: str = field(default="branches", metadata={"help": "'branches': one repository, a branch and tag per "
+                                                            "version, main = latest; 'repos': one repository per "
+                                                            "version.", "choices": list(MODES)})
+    private: bool = field(default=False, metadata={"help": "Create new repositories as private."})
+    commit_message: str = field(default=DEFAULT_COMMIT_MESSAGE,
+                                metadata={"help": "Commit message; '{version}' is replaced by the version."})
+    force: bool = field(default=False, metadata={"help": "Replace versions already published with different "
+                                                         "content (moves their tags)."})
+    dry_run: bool = field(default=False, metadata={"help": "Stage the files and print every operation, "
+                                                           "without network."})
+    staging_dir: str | None = field(default=None, metadata={"help": "Where to stage each version's files "
+                                                                    "(default: a temporary directory; kept "
+                                                                    "when given)."})
+    ner_results: list[str] | None = field(default=None, metadata={"help": "VERSION=PATH pairs: NER results "
+                                                                           "(all_results.json file or directory) "
+                                                                           "to put in that version's card."})
+    license: str = field(default="apache-2.0", metadata={"help": "License identifier in the card metadata."})
+    datasets: list[str] | None = field(default=None, metadata={"help": "Hub dataset ids of the pre-training data, "
+                                                                        "for the card's `datasets` metadata "
+                                                                        "(default: the run's `datasets`, if any)."})
+    keep_release_readme: bool = field(default=False, metadata={"help": "Upload the release's own README.md "
+                                                                       "instead of re-rendering the card."})
+    endpoint: str | None = field(default=None, metadata={"help": "Hub endpoint (default: HF_ENDPOINT or "
+                                                                 "https://huggingface.co)."})
+
+
+def _parse_ner_results(pairs: Iterable[str] | None) -> dict[str, list[str]]:
+    results: dict[str, list[str]] = {}
+    for pair in pairs or []:
+        version, sep, path = pair.partition("=")
+        if not sep or not version or not path:
+            raise ValueError(f"--ner_results {pair!r}: expected VERSION=PATH, e.g. 0.4=runs/ner/bc5cdr")
+        results.setdefault(normalise_version(version), []).append(path)
+    return results
+
+
+def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
+    """Parse CLI arguments (or one .json/.yaml file of them), publish, print one line per version."""
+    (args,) = parse_args((PublishArguments,), None if argv is None else list(argv))
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    reports = publish_releases(
+        args.run_dir, args.repo_id, versions=args.versions, mode=args.mode, private=args.private,
+        organization=args.organization, commit_message=args.commit_message, force=args.force,
+        dry_run=args.dry_run, staging_dir=args.staging_dir, ner_results=_parse_ner_results(args.ner_results),
+        license=args.license, datasets=args.datasets, rerender_card=not args.keep_release_readme,
+        endpoint=args.endpoint,
+        print_fn=print if args.dry_run else None,
+    )
+    for report in reports:
+        print(f"v{report.version}: {report.status} -> {report.repo_id} (branch {report.branch}, tag {report.tag})"
+              + (f"; uploaded {report.uploaded}" if report.uploaded else ""))
+    return reports
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        publish_from_cli(argv)
+    except (ValueError, FileNotFoundError, RuntimeError) as error:  # VersionConflictError is a RuntimeError
+        sys.exit(f"error: {error}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""``bioptimus-train-tokenizer``: train a WordPiece vocabulary on a corpus with a base tokenizer's pipeline.
+
+    bioptimus-train-tokenizer --train_files corpus.txt --base_tokenizer bert-base-uncased \
+        --vocab_size 30522 --output_dir out/biomed_tok      # writes the tokenizer and coverage_report.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from ..utils.corpus_reader import CorpusReadStats
+from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME, coverage_report, train_wordpiece_tokenizer
+from .config_parser import parse_args
+
+
+@dataclass
+class TokenizerTrainingArguments:
+    train_files: list[str] = field(metadata={"help": "Corpus text files (one sentence or document a line; .gz ok)."})
+    base_tokenizer: str = field(metadata={"help": "Base tokenizer (path or Hub id) whose pipeline is kept."})
+    output_dir: str = field(metadata={"help": "Where the tokenizer and coverage_report.json are written."})
+    vocab_size: int = field(default=30522, metadata={"help": "Vocabulary size, special tokens included."})
+    min_frequency: int = field(default=2, metadata={"help": "Minimum pair frequency for a WordPiece merge."})
+    limit_alphabet: int = field(default=1000, metadata={"help": "Maximum number of initial characters kept."})
+    coverage_sample_lines: int = field(default=2000, metadata={"help": "Corpus lines sampled for the report."})
+    seed: int = field(default=0, metadata={"help": "Seed of the coverage sample."})
+
+
+def run(argv: list[str] | None = None) -> dict:
+    """Parse the command line, train, write and return the coverage report."""
+    (args,) = parse_args((TokenizerTrainingArguments,), argv, description=__doc__)
+    stats = CorpusReadStats()
+    tokenizer = train_wordpiece_tokenizer(
+        args.train_files,
+        args.base_tokenizer,
+        vocab_size=args.vocab_size,
+        min_frequency=args.min_frequency,
+        limit_alphabet=args.limit_alphabet,
+        output_dir=args.output_dir,
+        stats=stats,
+    )
+    report = coverage_report(tokenizer, args.base_tokenizer, args.train_files, args.coverage_sample_lines, args.seed)
+    report["corpus"] = stats.to_dict()
+    report["requested_vocab_size"] = args.vocab_size
+    with open(os.path.join(args.output_dir, COVERAGE_REPORT_NAME), "w", encoding="utf-8") as handle:
+        json.dump(report, handle, indent=2)
+    print(json.dumps(report, indent=2))
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (returns None so that the exit status is 0)."""
+    run(argv)
+
+
+if __name__ == "__main__":
+    main()

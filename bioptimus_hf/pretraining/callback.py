@@ -1,0 +1,255 @@
+"""PhaseScheduleCallback: walks a Trainer run through the curriculum phases and writes a release per phase."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
+
+from ..releases.record import ReleaseInfo, RunFacts, release_dir_name
+from ..releases.writer import write_release
+from .collator import CurriculumDataCollator
+from .phases import BIOPTIMUS_PHASE_FRACTIONS, Curriculum, PhaseSchedule
+
+logger = logging.getLogger(__name__)
+
+
+class ScheduleMismatchError(RuntimeError):
+    """A run resumed with a curriculum schedule other than the one its checkpoint was trained under."""
+
+
+class PhaseScheduleCallback(TrainerCallback, ExportableState):
+    """Switch the collator's phase at step boundaries and release a model at each phase end.
+
+    One Trainer run with one learning-rate schedule spans all phases (the Trainer's own scheduler
+    over ``max_steps``), so the rate keeps decaying across phases as in the paper.
+
+    Args:
+        collator: the run's :class:`CurriculumDataCollator` (its ``phases`` define the curriculum).
+        phase_steps: steps per phase, as counts (``[100, 200, ...]``) or fractions of ``max_steps``
+            (default ``(0.1, 0.2, 0.3, 0.4)``: later phases train longer).
+        releases_dir: where releases go (default ``<output_dir>/releases``).
+        write_releases: ``False`` switches phases without writing releases.
+        evaluate_at_phase_end: run the Trainer's evaluation at each phase end (held-out MLM loss
+            under that phase's masking, stored in the release). Needs an eval dataset.
+        run_info: model and data facts for the releases' :class:`~bioptimus_hf.releases.record.RunFacts`
+            (``base_model``, ``init_strategy``, ``tokenizer``, ``train_files``...); the optimisation facts
+            are read from the ``TrainingArguments``.
+        on_release: callables given each release directory once written (e.g. a Hub publisher);
+            their failures are logged, never raised.
+        allow_schedule_change: accept resuming from a checkpoint trained under another schedule; the
+            change is recorded in later releases. Otherwise such a resume raises
+            :class:`ScheduleMismatchError` before any step.
+
+    The callback must run before the reporting callbacks to put its metrics in their logs: add it
+    with ``trainer.callback_handler.callbacks.insert(0, callback)`` (``run_pretraining.py`` does).
+    The phase is derived from ``state.global_step`` when training starts, so a run resumed with
+    ``resume_from_checkpoint`` continues in the right phase; the LR follows from the restored
+    scheduler. Every rank of a distributed run switches at the same global step; only the main
+    process writes releases.
+    """
+
+    def __init__(
+        self,
+        collator: CurriculumDataCollator,
+        phase_steps: Sequence[float | int] = BIOPTIMUS_PHASE_FRACTIONS,
+        releases_dir: str | os.PathLike | None = None,
+        write_releases: bool = True,
+        evaluate_at_phase_end: bool = True,
+        run_info: Mapping[str, Any] | None = None,
+        on_release: Sequence[Callable[[Path], None]] = (),
+        allow_schedule_change: bool = False,
+    ):
+        self.collator = collator
+        self.curriculum = Curriculum(collator.phases, tuple(phase_steps), source="phase_steps")
+        self.releases_dir = releases_dir
+        self.write_releases = write_releases
+        self.evaluate_at_phase_end = evaluate_at_phase_end
+        self.run_info = dict(run_info or {})
+        self.on_release = list(on_release)
+        self.allow_schedule_change = allow_schedule_change
+        self.schedule: PhaseSchedule | None = None
+        self.schedule_changes: list[dict[str, Any]] = []
+        self.phase_history: list[tuple[int, str]] = []
+        self.run_facts: RunFacts | None = None
+        self._pending_release: int | None = None
+        self._stats_snapshot: dict | None = None
+
+    @property
+    def phase_steps(self) -> list[float | int]:
+        return list(self.curriculum.phase_steps)
+
+    def validate(self, max_steps: int) -> list[int]:
+        """Resolve and check the per-phase step counts for a run of ``max_steps`` (fails early)."""
+        return list(self.curriculum.resolve(max_steps).step_counts)
+
+    # ------------------------------------------------------------------ Trainer events
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.schedule = self.curriculum.resolve(state.max_steps)
+        self._restore(state)
+        self._activate(self.schedule.phase_at(state.global_step), state.global_step)
+        self.run_facts = RunFacts.from_training_arguments(args, **self.run_info)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step not in self.schedule.ends:
+            return
+        self._pending_release = self.schedule.ends.index(state.global_step)
+        control.should_save = True
+        if self.evaluate_at_phase_end:
+            control.should_evaluate = True
+            self._stats_snapshot = self.collator.stats.snapshot()
+        else:
+            self._finish_phase(args, state, kwargs, metrics=None)
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        # Evaluation batches also pass through the collator; keep them out of the training statistics.
+        if self._stats_snapshot is not None:
+            self.collator.stats.restore(self._stats_snapshot)
+            self._stats_snapshot = None
+        if self._pending_release is not None:
+            self._finish_phase(args, state, kwargs, metrics=metrics)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self._pending_release is not None:
+            self._finish_phase(args, state, kwargs, metrics=None)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is None or self.schedule is None:
+            return
+        phase = self.collator.active_phase
+        extra = {
+            "curriculum_phase": self.collator.phase_index + 1,
+            "masking_rate": phase.masking_rate,
+            "whole_word_masking": int(phase.whole_word),
+            "corruption": int(phase.corruption),
+        }
+        # Evaluation batches are not training statistics.
+        if not any(key.startswith("eval_") for key in logs):
+            realised = self.collator.pop_window_fraction()
+            if realised is not None:
+                extra["realised_masked_fraction"] = round(realised, 5)
+        logs.update(extra)
+        # The Trainer stored a copy of `logs` in the history before calling callbacks.
+        if state.log_history and state.log_history[-1].get("step") == state.global_step:
+            state.log_history[-1].update(extra)
+
+    # ------------------------------------------------------------------ state for checkpoints
+    def state(self) -> dict:
+        return {
+            "args": {},
+            "attributes": {
+                **self.collator.stats.state_dict(),
+                "phase_history": [list(x) for x in self.phase_history],
+                "schedule": self.schedule.to_dict() if self.schedule is not None else None,
+                "schedule_changes": list(self.schedule_changes),
+            },
+        }
+
+    @classmethod
+    def stored_attributes(cls, state: Any) -> dict | None:
+        """This callback's attributes in a ``TrainerState`` (None when absent)."""
+        stored = (getattr(state, "stateful_callbacks", None) or {}).get(cls.__name__)
+        if isinstance(stored, list):
+            stored = stored[0] if stored else None
+        return (stored or {}).get("attributes")
+
+    def _restore(self, state) -> None:
+        attributes = self.stored_attributes(state)
+        if not attributes or state.global_step == 0:
+            return
+        self.schedule_changes = list(attributes.get("schedule_changes", []))
+        stored = attributes.get("schedule")
+        if stored is not None:
+            previous = PhaseSchedule.from_dict(stored)
+            change = describe_schedule_change(previous, self.schedule)
+            if change:
+                if not self.allow_schedule_change:
+                    raise schedule_mismatch(f"the checkpoint at step {state.global_step}", change)
+                self.schedule_changes.append({"step": state.global_step, "description": change})
+                logger.warning("curriculum: schedule changed at step %d: %s", state.global_step, change)
+        self.collator.stats.load_state_dict(attributes)
+        self.phase_history = [tuple(x) for x in attributes.get("phase_history", [])]
+
+    # ------------------------------------------------------------------ phases and releases
+    def _activate(self, index: int, global_step: int) -> None:
+        self.collator.set_phase(index)
+        self.collator.pop_window_fraction()  # the logged fraction never mixes two phases
+        phase = self.collator.phases[index]
+        if not self.phase_history or self.phase_history[-1][1] != phase.version:
+            self.phase_history.append((global_step, phase.version))
+        logger.info(
+            "curriculum: phase v%s active from global step %d (unit=%s, rate=%.2f, corruption=%s)",
+            phase.version,
+            global_step,
+            phase.masking_unit,
+            phase.masking_rate,
+            phase.corruption,
+        )
+
+    def _finish_phase(self, args, state, kwargs, metrics) -> None:
+        finished = self._pending_release
+        self._pending_release = None
+        if self.write_releases and state.is_world_process_zero:
+            self._write_release(args, state, kwargs, finished, metrics)
+        if finished + 1 < len(self.collator.phases):
+            self._activate(finished + 1, state.global_step)
+
+    def release_info(self, index: int, global_step: int, metrics: Mapping[str, Any] | None) -> ReleaseInfo:
+        """The record of the release of phase ``index`` at ``global_step``."""
+        phase = self.collator.phases[index]
+        return ReleaseInfo(
+            version=phase.version,
+            phase_index=index,
+            masking_unit=phase.masking_unit,
+            masking_rate=phase.masking_rate,
+            corruption=phase.corruption,
+            steps=self.schedule.step_counts[index],
+            start_step=self.schedule.start_of(index),
+            end_step=self.schedule.ends[index],
+            global_step=global_step,
+            realised_masked_fraction=self.collator.realised_fraction(index),
+            heldout_mlm_loss=(metrics or {}).get("eval_loss"),
+            curriculum=[dict(p.to_dict(), steps=n) for p, n in zip(self.collator.phases, self.schedule.step_counts)],
+            run=self.run_facts,
+            schedule_changes=list(self.schedule_changes),
+        )
+
+    def _write_release(self, args, state, kwargs, index, metrics) -> None:
+        info = self.release_info(index, state.global_step, metrics)
+        releases_dir = Path(self.releases_dir or Path(args.output_dir) / "releases")
+        target = releases_dir / release_dir_name(info.version)
+        write_release(target, kwargs["model"], kwargs.get("processing_class"), info)
+        logger.info("curriculum: wrote release %s (held-out MLM loss %s)", target, info.heldout_mlm_loss)
+        for hook in self.on_release:
+            try:
+                hook(target)
+            except Exception as error:  # a publishing hook must never stop training
+                logger.warning("release hook %r failed for %s: %s", hook, target, error)
+
+
+def schedule_mismatch(where: str, change: str) -> ScheduleMismatchError:
+    return ScheduleMismatchError(
+        f"{where} was trained under another curriculum schedule ({change}); resuming would re-enter or skip phases "
+        "and write releases describing masking that never ran. Resume with the original "
+        "--max_steps/--curriculum/--phase_steps, or pass --allow_schedule_change to continue under the new schedule "
+        "from this step (the releases record the change)."
+    )
+
+
+def describe_schedule_change(previous: PhaseSchedule, current: PhaseSchedule) -> str | None:
+    """A sentence saying how two schedules differ, or None when they are the same."""
+    differences = []
+    if previous.versions != current.versions:
+        differences.append(f"phases {list(previous.versions)} -> {list(current.versions)}")
+    elif previous.phases != current.phases:
+        changed = [p.version for p, q in zip(previous.phases, current.phases) if p != q]
+        differences.append(f"masking of phase(s) {changed} changed")
+    if previous.step_counts != current.step_counts:
+        differences.append(f"steps per phase {list(previous.step_counts)} -> {list(current.step_counts)}")
+    if previous.max_steps != current.max_steps:
+        differences.append(f"max_steps {previous.max_steps} -> {current.max_steps}")
+    return "; ".join(differences) or None

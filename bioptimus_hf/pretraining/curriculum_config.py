@@ -1,0 +1,30 @@
+"""Arguments of the curriculum (``run_pretraining.py``, and any script that trains through phases)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .phases import Curriculum
+
+
+@dataclass
+class CurriculumArguments:
+    curriculum: str = field(
+        default="bioptimus",
+        metadata={"help": "'bioptimus' (the paper's four phases) or a json/yaml file with a list of phases "
+                          "({version, masking_unit, masking_rate, corruption[, steps]})."},
+    )
+    phase_steps: list[float] | None = field(
+        default=None,
+        metadata={"help": "Steps per phase: counts (100 200 ...) or fractions of max_steps (default 0.1 0.2 0.3 0.4)."},
+    )
+    mask_seed: int | None = field(default=None, metadata={"help": "Masking seed (default: --seed)."})
+    allow_schedule_change: bool = field(
+        default=False,
+        metadata={"help": "Resume from a checkpoint trained under another schedule (max_steps, curriculum or phase "
+                          "steps): continue under the new one from the checkpoint's step; releases record the change."},
+    )
+
+    def build(self) -> Curriculum:
+        """The :class:`Curriculum` these arguments describe (raises ValueError naming the flag or file)."""
+        return Curriculum.from_spec(self.curriculum, self.phase_steps)

@@ -1,0 +1,182 @@
+"""The pre-training corpus as `datasets`: checked, split, tokenized with word ids and packed into blocks.
+
+:func:`check_pretraining_data` runs before any model is loaded (bad input fails in seconds, naming the
+file); :func:`load_pretraining_datasets` then builds the train and held-out datasets the way
+``run_mlm.py`` does (``datasets.map`` with caching and workers, or streaming), keeping the columns the
+curriculum collator needs (``word_ids``, ``special_tokens_mask``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..utils.corpus_reader import CorpusFileError, CorpusReadStats, check_corpus_files
+from .data_config import CORPUS_BUILDERS, PretrainingDataArguments
+from .tokenization import group_texts, tokenize_with_word_ids
+
+logger = logging.getLogger(__name__)
+
+# With --streaming a corpus may be far larger than memory or patience: check the start of each file only.
+STREAMING_CHECK_BYTES = 64 * 1024 * 1024
+
+
+def corpus_builder(files: list[str], flag: str = "--train_file") -> str:
+    """The one `datasets` builder (text, json or csv) that reads all ``files``; mixtures are refused."""
+    kinds = {}
+    for file in files:
+        suffix = Path(file).suffix.lower()
+        if suffix not in CORPUS_BUILDERS:
+            raise CorpusFileError(
+                f"{flag} {file}: unknown corpus file type {suffix or '(no suffix)'!r}; expected one of "
+                f"{sorted(CORPUS_BUILDERS)}"
+            )
+        kinds.setdefault(CORPUS_BUILDERS[suffix], []).append(file)
+    if len(kinds) > 1:
+        listing = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in kinds.items())
+        raise CorpusFileError(f"{flag} mixes corpus kinds ({listing}); give files of one kind per run")
+    return next(iter(kinds))
+
+
+def text_corpus_files(data_args: PretrainingDataArguments) -> list[str]:
+    """The plain-text training files (what the context search of the initialisation reads by default)."""
+    files = list(data_args.train_file or [])
+    return files if files and corpus_builder(files) == "text" else []
+
+
+def check_pretraining_data(data_args: PretrainingDataArguments) -> CorpusReadStats | None:
+    """Before any model is loaded: a corpus is given, files exist, are of one kind and hold text."""
+    if data_args.dataset_name is None and not data_args.train_file:
+        raise CorpusFileError("give a corpus: --train_file FILE [FILE ...] or --dataset_name NAME")
+    if not data_args.train_file:
+        return None
+    files = list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else [])
+    builder = corpus_builder(files, "--train_file/--validation_file")
+    if builder != "text":
+        for file in files:
+            path = Path(file)
+            if not path.is_file():
+                raise FileNotFoundError(f"corpus file {file} does not exist")
+            if path.stat().st_size == 0:
+                raise CorpusFileError(f"corpus file {file} is empty")
+        return None
+    return check_corpus_files(
+        files,
+        max_undecodable_fraction=data_args.max_undecodable_fraction,
+        max_check_bytes=STREAMING_CHECK_BYTES if data_args.streaming else None,
+    )
+
+
+@dataclass
+class PretrainingDatasets:
+    train: Any
+    eval: Any | None
+    max_seq_length: int
+
+
+def _column_names(split: Any, default: str) -> list[str]:
+    # Streaming datasets may not know their columns until read.
+    return split.column_names or list(split.features or {}) or [default]
+
+
+def load_raw_corpus(data_args: PretrainingDataArguments, cache_dir: str | None, seed: int):
+    """`datasets` splits ``train`` and (when held out) ``validation`` of the raw corpus."""
+    from datasets import load_dataset
+
+    if data_args.dataset_name is not None:
+        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir,
+                           streaming=data_args.streaming)
+    else:
+        data_files = {"train": data_args.train_file}
+        if data_args.validation_file:
+            data_files["validation"] = data_args.validation_file
+        builder = corpus_builder(list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else []))
+        kwargs = {"encoding_errors": "replace"} if builder == "text" else {}
+        raw = load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming, **kwargs)
+    if "validation" not in raw and data_args.validation_split_percentage > 0:
+        if data_args.streaming:
+            held_out = data_args.max_eval_samples or 1000
+            raw["validation"] = raw["train"].take(held_out)
+            raw["train"] = raw["train"].skip(held_out)
+        else:
+            rows = len(raw["train"])
+            # As datasets' train_test_split rounds a fractional test size: up.
+            held_out = math.ceil(rows * data_args.validation_split_percentage / 100)
+            if held_out < 1 or rows - held_out < 1:
+                logger.warning(
+                    "the corpus has %d row(s): too few to hold out %g%% for evaluation; training without a held-out "
+                    "set (give --validation_file or a larger corpus)", rows, data_args.validation_split_percentage,
+                )
+            else:
+                split = raw["train"].train_test_split(test_size=held_out, seed=seed)
+                raw["train"], raw["validation"] = split["train"], split["test"]
+    column = data_args.text_column_name
+    if column not in _column_names(raw["train"], column):
+        raise ValueError(f"--text_column_name {column!r} not in the dataset columns {_column_names(raw['train'], column)}")
+    return raw
+
+
+def load_pretraining_datasets(data_args: PretrainingDataArguments, tokenizer, training_args,
+                              cache_dir: str | None = None) -> PretrainingDatasets:
+    """Tokenized, packed (or line-by-line) train and held-out datasets; see the module docstring."""
+    max_seq_length = min(data_args.max_seq_length or tokenizer.model_max_length, tokenizer.model_max_length)
+    raw = load_raw_corpus(data_args, cache_dir, training_args.seed)
+    streaming = data_args.streaming
+
+    def tokenize(examples):
+        return tokenize_with_word_ids(examples, tokenizer, data_args.text_column_name, max_seq_length,
+                                      line_by_line=data_args.line_by_line)
+
+    def pack(examples):
+        return group_texts(examples, max_seq_length)
+
+    map_kwargs = {} if streaming else {
+        "num_proc": data_args.preprocessing_num_workers,
+        "load_from_cache_file": not data_args.overwrite_cache,
+    }
+    tokenized = {}
+    with training_args.main_process_first(desc="tokenizing the corpus"):
+        for split_name in ("train", "validation"):
+            if split_name not in raw:
+                continue
+            split = raw[split_name]
+            ds = split.map(tokenize, batched=True, remove_columns=_column_names(split, data_args.text_column_name),
+                           **map_kwargs, **({} if streaming else {"desc": f"tokenizing {split_name}"}))
+            if data_args.line_by_line:
+                if not streaming:
+                    chunks = ds["chunk"]
+                    extra = sum(1 for c in chunks if c > 0)
+                    if extra:
+                        logger.warning(
+                            "%s: %d line(s) longer than %d tokens were chunked into %d extra sequence(s) (not truncated)",
+                            split_name, sum(1 for c in chunks if c == 1), max_seq_length, extra,
+                        )
+                ds = ds.remove_columns(["chunk"])
+            else:
+                ds = ds.remove_columns(["chunk"]).map(
+                    pack, batched=True, **map_kwargs,
+                    **({} if streaming else {"desc": f"packing {split_name} into {max_seq_length}-token blocks"}),
+                )
+            tokenized[split_name] = ds
+
+    train, held_out = tokenized["train"], tokenized.get("validation")
+    if streaming:
+        train = train.shuffle(seed=training_args.seed, buffer_size=data_args.shuffle_buffer_size)
+        if data_args.max_eval_samples and held_out is not None:
+            held_out = held_out.take(data_args.max_eval_samples)
+    else:
+        if len(train) == 0:
+            raise ValueError(
+                f"no training sequence: the corpus is shorter than one {max_seq_length}-token block "
+                "(use --line_by_line or a smaller --max_seq_length)"
+            )
+        if data_args.max_train_samples is not None:
+            train = train.select(range(min(len(train), data_args.max_train_samples)))
+        if held_out is not None and data_args.max_eval_samples is not None:
+            held_out = held_out.select(range(min(len(held_out), data_args.max_eval_samples)))
+        if held_out is not None and len(held_out) == 0:
+            held_out = None
+    return PretrainingDatasets(train, held_out, max_seq_length)

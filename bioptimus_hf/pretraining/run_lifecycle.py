@@ -1,0 +1,225 @@
+"""A pre-training run's life around ``trainer.train()``: its output directory (one owner at a time, resume
+from the last complete checkpoint, never overwrite a run by accident) and its end (metrics, releases).
+
+* :class:`OutputDirLock` — an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held for the
+  whole run by the main process; a second run on the same directory is refused with the first one's
+  process id, host and command.
+* :func:`last_complete_checkpoint` — the newest ``checkpoint-N`` whose ``trainer_state.json`` (the file
+  the Trainer writes last) is complete; newer, half-written ones (a run killed while saving) are renamed
+  ``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip over them.
+* :func:`prepare_output_dir` — all of the above, plus the refusal to write into a non-empty directory
+  that holds no checkpoint unless ``--overwrite_output_dir``. It behaves the same with or without
+  ``--do_train`` (pre-training always trains).
+* :func:`check_resume_schedule` — a resume under another curriculum schedule than the checkpoint's is
+  refused before any model is loaded (unless ``--allow_schedule_change``).
+* :func:`finish_run` — final model, metrics (realised masked fraction per phase), trainer state, pending
+  Hub publications, and a list of the releases written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from .phases import PhaseSchedule
+
+logger = logging.getLogger(__name__)
+
+LOCK_FILE = ".bioptimus-run.lock"
+TRAINER_STATE = "trainer_state.json"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+# Files a run may leave in output_dir that do not make it "a finished run".
+_IGNORED_ENTRIES = {LOCK_FILE}
+
+
+class OutputDirBusyError(RuntimeError):
+    """Another process holds the output directory."""
+
+
+class OutputDirLock:
+    """Exclusive lock of an output directory for the life of this process (or until :meth:`release`)."""
+
+    def __init__(self, output_dir: str | os.PathLike):
+        self.path = Path(output_dir) / LOCK_FILE
+        self._handle = None
+
+    def acquire(self) -> "OutputDirLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise OutputDirBusyError(
+                f"output directory {self.path.parent} is in use by {holder}; two runs writing into one directory "
+                "would corrupt each other's checkpoints and releases. Wait for it to finish, stop it, or use "
+                "another --output_dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300]
+        handle.write(f"process {os.getpid()} on {socket.gethostname()} ({command})\n")
+        handle.flush()
+        self._handle = handle
+        return self
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _is_complete(checkpoint: Path) -> bool:
+    try:
+        state = json.loads((checkpoint / TRAINER_STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(state, dict) and "global_step" in state
+
+
+def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete: bool = True) -> Path | None:
+    """The newest complete ``checkpoint-N`` in ``output_dir`` (None if none); see the module docstring."""
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        return None
+    checkpoints = sorted(
+        (p for p in output_dir.iterdir() if p.is_dir() and _CHECKPOINT.match(p.name)),
+        key=lambda p: int(_CHECKPOINT.match(p.name).group(1)),
+        reverse=True,
+    )
+    for checkpoint in checkpoints:
+        if _is_complete(checkpoint):
+            return checkpoint
+        if set_aside_incomplete:
+            aside = checkpoint.with_name(checkpoint.name + ".incomplete")
+            suffix = 1
+            while aside.exists():
+                suffix += 1
+                aside = checkpoint.with_name(f"{checkpoint.name}.incomplete{suffix}")
+            checkpoint.rename(aside)
+            logger.warning(
+                "%s is incomplete (no readable %s: the run was probably killed while saving it); set aside as %s, "
+                "resuming from an earlier checkpoint", checkpoint, TRAINER_STATE, aside.name,
+            )
+    return None
+
+
+def prepare_output_dir(training_args: Any, overwrite_output_dir: bool = False) -> tuple[Path | None, OutputDirLock | None]:
+    """Lock ``output_dir`` (main process) and find the checkpoint to resume from.
+
+    Returns ``(checkpoint or None, lock or None)``. Raises :class:`OutputDirBusyError` when another run
+    holds the directory and ``FileExistsError`` when it holds a run without checkpoints (unless
+    ``overwrite_output_dir``). An explicit ``--resume_from_checkpoint`` is used as given.
+    """
+    output_dir = Path(training_args.output_dir)
+    lock = OutputDirLock(output_dir).acquire() if training_args.process_index == 0 else None
+    if training_args.resume_from_checkpoint:
+        checkpoint = Path(training_args.resume_from_checkpoint)
+        if not _is_complete(checkpoint):
+            raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint}: no complete {TRAINER_STATE} there")
+        return checkpoint, lock
+    checkpoint = last_complete_checkpoint(output_dir, set_aside_incomplete=training_args.process_index == 0)
+    if checkpoint is not None:
+        logger.info("checkpoint detected, resuming training at %s", checkpoint)
+        return checkpoint, lock
+    leftovers = [p.name for p in output_dir.iterdir() if p.name not in _IGNORED_ENTRIES] if output_dir.is_dir() else []
+    if leftovers and not overwrite_output_dir:
+        if lock is not None:
+            lock.release()
+        raise FileExistsError(
+            f"output directory {output_dir} is not empty ({', '.join(sorted(leftovers)[:5])}"
+            f"{'...' if len(leftovers) > 5 else ''}) but holds no complete checkpoint to resume; use "
+            "--overwrite_output_dir to write into it anyway (existing releases would be replaced)"
+        )
+    return None, lock
+
+
+def stored_schedule(checkpoint: str | os.PathLike) -> PhaseSchedule | None:
+    """The curriculum schedule a checkpoint was trained under (None for checkpoints that do not record one)."""
+    from .callback import PhaseScheduleCallback
+
+    state = json.loads((Path(checkpoint) / TRAINER_STATE).read_text(encoding="utf-8"))
+
+    class _State:  # what stored_attributes reads from a TrainerState
+        stateful_callbacks = state.get("stateful_callbacks")
+
+    attributes = PhaseScheduleCallback.stored_attributes(_State) or {}
+    return PhaseSchedule.from_dict(attributes["schedule"]) if attributes.get("schedule") else None
+
+
+def check_resume_schedule(checkpoint: str | os.PathLike | None, schedule: PhaseSchedule, allow_change: bool) -> str | None:
+    """Refuse (``ScheduleMismatchError``) a resume whose schedule differs from the checkpoint's; returns the
+    change that ``allow_change`` accepted, or None when there is none."""
+    from .callback import describe_schedule_change, schedule_mismatch
+
+    if checkpoint is None:
+        return None
+    previous = stored_schedule(checkpoint)
+    if previous is None:
+        return None
+    change = describe_schedule_change(previous, schedule)
+    if change and not allow_change:
+        raise schedule_mismatch(str(checkpoint), change)
+    return change
+
+
+def setup_logging(training_args: Any) -> None:
+    """Logging as in transformers' examples: process-aware level for this package, transformers and datasets."""
+    import datasets
+    import transformers
+
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+        datefmt="%m/%d/%Y %H:%M:%S",
+        handlers=[logging.StreamHandler(sys.stdout)],
+    )
+    level = training_args.get_process_log_level()
+    logging.getLogger("bioptimus_hf").setLevel(level)
+    logging.getLogger("__main__").setLevel(level)
+    datasets.utils.logging.set_verbosity(level)
+    transformers.utils.logging.set_verbosity(level)
+    transformers.utils.logging.enable_default_handler()
+    transformers.utils.logging.enable_explicit_format()
+
+
+def finish_run(trainer: Any, collator: Any, train_result: Any, publisher: Any = None,
+               publish_timeout: float = 600) -> list[str]:
+    """Save the final model, metrics and state; wait for pending publications; return the release names."""
+    from ..releases.record import find_releases
+
+    trainer.save_model()
+    metrics = dict(train_result.metrics)
+    metrics["remasked_batches"] = collator.remasked_batches
+    for index, phase in enumerate(collator.phases):
+        fraction = collator.realised_fraction(index)
+        if fraction is not None:
+            metrics[f"realised_masked_fraction_v{phase.version}"] = round(fraction, 5)
+    trainer.log_metrics("train", metrics)
+    trainer.save_metrics("train", metrics)
+    trainer.save_state()
+    if not trainer.is_world_process_zero():
+        return []
+    if publisher is not None:
+        publisher.wait(timeout=publish_timeout)
+    try:
+        releases = [p.name for p in find_releases(trainer.args.output_dir)]
+    except FileNotFoundError:
+        releases = []
+    logger.info("releases written: %s", ", ".join(releases) or "none")
+    return releases

@@ -1,0 +1,320 @@
+"""Model cards (README.md) for BIOptimus curriculum releases.
+
+A card is rendered from a release directory: its :class:`~bioptimus_hf.releases.record.ReleaseInfo`
+(the phase, the whole curriculum and the run's facts), ``config.json`` and the weights' safetensors header
+(architecture and parameter count), plus optional NER results (anything
+:func:`bioptimus_hf.ner.results.load_ner_results` accepts). Rendering goes through
+``huggingface_hub.ModelCard.from_template`` with the Jinja template ``templates/model_card.md``; the YAML
+metadata is a ``huggingface_hub.ModelCardData``, so the ``model-index`` is written by ``huggingface_hub``
+itself, and only when real results were supplied.
+
+Nothing is invented: a missing number is shown as "n/a" and absent results give an explicit "not
+evaluated" section and no ``model-index``. Nothing private is shown: the base model and tokenizer appear
+as Hub ids or folder names, never as local paths (see ``record.public_name``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import ModelCard, ModelCardData
+
+from ..ner.results import eval_results, load_ner_results
+from ..vocabulary.init_config import INIT_STRATEGIES
+from .record import ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
+
+TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card.md"
+# Shown in the "how to load" snippets when the card is rendered before the repository is known (the
+# training callback renders cards before anything is published; the publisher re-renders with the id).
+REPO_PLACEHOLDER = "<org>/<model-name>"
+
+PAPER_TITLE = (
+    "BIOptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity "
+    "Recognition"
+)
+PAPER_URL = "https://aclanthology.org/2023.bionlp-1.31"
+PAPER_BIBTEX = """@inproceedings{pavlova-makhlouf-2023-bioptimus,
+    title = "{BIO}ptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity Recognition",
+    author = "Pavlova, Vera and Makhlouf, Mohammed",
+    booktitle = "The 22nd Workshop on Biomedical Natural Language Processing and BioNLP Shared Tasks",
+    month = jul,
+    year = "2023",
+    address = "Toronto, Canada",
+    publisher = "Association for Computational Linguistics",
+    url = "https://aclanthology.org/2023.bionlp-1.31",
+}"""
+
+DEFAULT_TAGS = ("biomedical", "bert", "fill-mask", "bioptimus", "curriculum-learning", "pubmed")
+# A run's extra facts may carry arbitrary arguments: never print anything that looks like a credential.
+_SECRET_KEY_PATTERN = re.compile(r"(^|_)(token|password|secret|api_key|credential)s?($|_)", re.IGNORECASE)
+
+
+def _fmt(value: Any, spec: str = "") -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and spec:
+        return format(value, spec)
+    return str(value)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def _corruption(corruption: Any) -> str:
+    if corruption is None:
+        return "n/a"
+    return "80/10/10 (mask/random/keep)" if corruption else "100 % [MASK]"
+
+
+def _masking_unit(unit: Any) -> str:
+    return {"token": "sub-word token", "word": "whole word", "whole_word": "whole word"}.get(unit, _fmt(unit))
+
+
+def _parameter_count(release_dir: Path) -> int | None:
+    """Sum of tensor sizes from the safetensors headers (no weights are loaded)."""
+    files = sorted(release_dir.glob("*.safetensors"))
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    total = 0
+    for file in files:
+        with safe_open(str(file), framework="numpy") as handle:
+            for key in handle.keys():
+                total += math.prod(handle.get_slice(key).get_shape())
+    return total
+
+
+def _architecture(release_dir: Path) -> dict[str, Any]:
+    config_path = release_dir / "config.json"
+    if not config_path.is_file():
+        return {}
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    return {
+        "model_type": config.get("model_type"),
+        "architectures": ", ".join(config.get("architectures") or []) or None,
+        "hidden_size": config.get("hidden_size"),
+        "num_hidden_layers": config.get("num_hidden_layers"),
+        "num_attention_heads": config.get("num_attention_heads"),
+        "vocab_size": config.get("vocab_size"),
+    }
+
+
+def _curriculum_rows(info: ReleaseInfo) -> list[dict[str, Any]]:
+    curriculum = info.curriculum or [
+        {"version": info.version, "masking_unit": info.masking_unit, "masking_rate": info.masking_rate,
+         "corruption": info.corruption, "steps": info.steps}
+    ]
+    rows, start = [], 0
+    for phase in curriculum:
+        steps = phase.get("steps")
+        end = start + steps if isinstance(steps, int) else None
+        rows.append(
+            {
+                "version": str(phase.get("version")),
+                "masking_unit": _masking_unit(phase.get("masking_unit")),
+                "masking_rate": _fmt(phase.get("masking_rate")),
+                "corruption": _corruption(phase.get("corruption")),
+                "steps": _fmt(steps),
+                "cumulative": _fmt(end),
+                "current": str(phase.get("version")) == info.version,
+            }
+        )
+        start = end if end is not None else start
+    return rows
+
+
+def _load_targets(versions: Sequence[str], repo_id: str | None, per_version_repos: bool) -> list[dict[str, str]]:
+    repo = repo_id or REPO_PLACEHOLDER
+    return [
+        {
+            "version": v,
+            "repo_id": version_repo_id(repo, v) if per_version_repos else repo,
+            "revision": version_tag(v),
+        }
+        for v in versions
+    ]
+
+
+def _warmup(run: RunFacts) -> str | None:
+    if run.warmup_ratio is not None:
+        steps = f" ({run.warmup_steps} steps)" if run.warmup_steps is not None else ""
+        return f"{100 * run.warmup_ratio:g}% of the steps{steps}"
+    if run.warmup_steps is not None:
+        return f"{run.warmup_steps} steps"
+    return None
+
+
+def _hyperparameters(run: RunFacts) -> list[tuple[str, str]]:
+    rows = [
+        ("Peak learning rate", run.learning_rate),
+        ("LR schedule", run.lr_scheduler_type),
+        ("Warm-up", _warmup(run)),
+        ("Weight decay", run.weight_decay),
+        ("Optimizer", run.optim),
+        ("Batch size per device", run.per_device_train_batch_size),
+        ("Gradient accumulation steps", run.gradient_accumulation_steps),
+        ("Devices (processes)", run.world_size),
+        ("Effective batch size", run.effective_train_batch_size),
+        ("Maximum sequence length", run.max_seq_length),
+        ("Total curriculum steps", run.max_steps),
+        ("bf16 mixed precision", run.bf16),
+        ("Seed", run.seed),
+    ]
+    return [(label, _fmt(value)) for label, value in rows if value is not None]
+
+
+def _other_settings(run: RunFacts) -> list[tuple[str, str]]:
+    other = {
+        "vocab_size": run.vocab_size,
+        "packing": run.packing,
+        "masked_only_prediction": run.masked_only_prediction,
+        "dataset_name": run.dataset_name,
+        **run.extra,
+    }
+    items = []
+    for key in sorted(other):
+        value = other[key]
+        if value is None or _SECRET_KEY_PATTERN.search(key):
+            continue  # e.g. hub_token: never written into a card
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value)
+        items.append((key, _fmt(value)))
+    return items
+
+
+def build_card(
+    release_dir: str | os.PathLike,
+    ner_results: Any = None,
+    *,
+    repo_id: str | None = None,
+    per_version_repos: bool = False,
+    license: str = "apache-2.0",
+    datasets: Iterable[str] | None = None,
+    tags: Iterable[str] = DEFAULT_TAGS,
+) -> ModelCard:
+    """Render the card of one release as a `huggingface_hub.ModelCard` (see `render_release_card`)."""
+    release = Path(release_dir)
+    info = ReleaseInfo.load(release)
+    run = info.run
+    results = load_ner_results(ner_results)
+    rows = _curriculum_rows(info)
+    versions = [row["version"] for row in rows]
+    architecture = _architecture(release)
+
+    hub_base_model = run.base_model_hub_id if run.init_strategy != "scratch" else None
+    dataset_ids = list(datasets) if datasets is not None else list(run.datasets)
+    model_name = (
+        version_repo_id(repo_id, info.version) if repo_id and per_version_repos else repo_id
+    ) or f"bioptimus-v{info.version}"
+
+    card_data = ModelCardData(
+        license=license,
+        language="en",
+        library_name="transformers",
+        pipeline_tag="fill-mask",
+        tags=list(tags),
+        datasets=dataset_ids or None,
+        base_model=hub_base_model,
+        model_name=model_name if results else None,
+        eval_results=eval_results(results) or None,
+    )
+    tokens = info.training_tokens
+    parameters = _parameter_count(release)
+    strategy = INIT_STRATEGIES.get(run.init_strategy) if run.init_strategy else None
+
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(TEMPLATE_PATH),
+        version=info.version,
+        tag=info.tag,
+        is_last=bool(versions) and versions[-1] == info.version,
+        model_name=model_name,
+        phase=info,
+        phase_number=next((i + 1 for i, row in enumerate(rows) if row["current"]), "n/a"),
+        phase_unit=_masking_unit(info.masking_unit),
+        phase_corruption=_corruption(info.corruption),
+        curriculum=rows,
+        architecture=architecture,
+        parameters=f"{parameters:,}" if parameters is not None else None,
+        base_model_text=run.base_model_hub_id or public_name(run.base_model),
+        init_strategy=run.init_strategy,
+        init_description=strategy.description if strategy else None,
+        tokenizer_text=public_name(run.tokenizer),
+        train_files=[os.path.basename(f) for f in run.train_files],
+        hub_datasets=dataset_ids,
+        steps=info.global_step if info.global_step is not None else info.end_step,
+        effective_batch=run.effective_train_batch_size,
+        token_budget=f"{tokens:,}" if tokens is not None else None,
+        hyperparameters=_hyperparameters(run),
+        other_settings=_other_settings(run),
+        schedule_changes=info.schedule_changes,
+        heldout_loss=_fmt(info.heldout_mlm_loss, ".4f") if info.heldout_mlm_loss is not None else None,
+        heldout_ppl=_fmt(info.heldout_perplexity, ".2f") if info.heldout_perplexity is not None else None,
+        masked_fraction=_fmt(info.realised_masked_fraction, ".4f"),
+        ner=[
+            {
+                "dataset": r.dataset_name,
+                "f1": _pct(r.test_f1),
+                "std": _pct(r.test_f1_std) if r.test_f1_std is not None else None,
+                "precision": _pct(r.test_precision),
+                "recall": _pct(r.test_recall),
+                "dev_f1": _pct(r.eval_f1),
+                "seeds": _fmt(r.seeds),
+            }
+            for r in results
+        ],
+        load_targets=_load_targets(versions, repo_id, per_version_repos),
+        repo_known=repo_id is not None,
+        repo_placeholder=REPO_PLACEHOLDER,
+        paper_title=PAPER_TITLE,
+        paper_url=PAPER_URL,
+        bibtex=PAPER_BIBTEX,
+    )
+
+
+def render_release_card(release_dir: str | os.PathLike, ner_results: Any = None, **options: Any) -> str:
+    """Return the README.md (model card) text of the release in ``release_dir``.
+
+    ``ner_results``: see the module docstring. Keyword ``options`` (all optional): ``repo_id`` (the Hub
+    repository, used in the loading snippets and as model-index name; a placeholder is shown otherwise),
+    ``per_version_repos`` (one repository per version instead of one branch/tag per version), ``license``
+    (default ``apache-2.0``), ``datasets`` (Hub dataset ids of the training data; default ``run["datasets"]``)
+    and ``tags``.
+    """
+    return str(build_card(release_dir, ner_results, **options))
+
+
+def validate_card(text: str) -> ModelCard:
+    """Offline checks of a card: parse it the way ``huggingface_hub`` does and check the metadata.
+
+    The Hub's own validator (``ModelCard.validate``, POST /api/validate-yaml) needs the network; this
+    reproduces what can be checked locally: the YAML block parses into `ModelCardData` (which parses the
+    ``model-index`` with ``model_index_to_eval_results``), required keys are present, metric values are
+    finite numbers and no placeholder text leaked into the metadata. Raises ``ValueError``.
+    """
+    card = ModelCard(text)  # raises ValueError on an unparsable model-index or non-dict metadata
+    data = card.data.to_dict()
+    missing = [key for key in ("license", "language", "library_name", "tags") if not data.get(key)]
+    if missing:
+        raise ValueError(f"card metadata misses {missing}")
+    if "model-index" in data:
+        from huggingface_hub.repocard_data import model_index_to_eval_results
+
+        _, eval_results = model_index_to_eval_results(data["model-index"])
+        for result in eval_results:
+            value = result.metric_value
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"model-index metric {result.metric_type} of {result.dataset_name} is not a number: {value!r}")
+    if "<" in card.data.to_yaml():
+        raise ValueError("card metadata contains a placeholder ('<...>')")
+    return card

@@ -1,0 +1,328 @@
+"""The release record: what one BIOptimus release is, and the only reader and writer of ``bioptimus_phase.json``.
+
+A release is the model at the end of one curriculum phase (``<output_dir>/releases/v0.k/``). Everything
+that describes it — the phase's masking task, where it sits in the curriculum, the held-out loss, and the
+facts of the run that produced it — is one typed :class:`ReleaseInfo`, with the run's facts in a
+:class:`RunFacts`. The training callback builds it in one call, and the release writer, the model card
+and the Hub publisher read the object, never the raw JSON; the names of release directories, branches,
+tags and per-version repositories are derived here and nowhere else.
+
+Format versions of ``bioptimus_phase.json``:
+
+* 1 (no ``format_version`` key; written by bioptimus-hf 0.1.0): ``run.train_batch_size`` was the
+  *effective* batch (per device × accumulation × processes) and ``run.warmup_steps`` held the
+  ``TrainingArguments`` value (a float ratio when below 1). :meth:`ReleaseInfo.from_dict` migrates it.
+* 2: ``run`` holds ``per_device_train_batch_size`` and the derived ``effective_train_batch_size``;
+  warm-up as ``warmup_ratio`` (when given as a ratio) and the resolved ``warmup_steps``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..utils.files import read_json, write_json_atomic
+
+PHASE_FILE = "bioptimus_phase.json"
+FORMAT_VERSION = 2
+# Directories that are work in progress (a release being written, or the old copy being replaced).
+TEMPORARY_SUFFIXES = (".partial", ".old")
+# A version is used in directory, branch, tag and repository names: keep it to safe characters.
+_VERSION_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+# ------------------------------------------------------------------------------------------ names
+def normalise_version(version: str | float) -> str:
+    """``"v0.3"`` or ``"0.3"`` -> ``"0.3"``, refusing what is unsafe in a path, branch or tag name."""
+    text = str(version)
+    if text[:1] in ("v", "V"):
+        text = text[1:]
+    if not _VERSION_PATTERN.fullmatch(text) or ".." in text:
+        raise ValueError(
+            f"release version {version!r} is not allowed: use letters, digits, '.', '_' and '-' "
+            "(it names a directory, a branch and a tag), e.g. 0.1"
+        )
+    return text
+
+
+def release_dir_name(version: str) -> str:
+    """Directory, branch and tag name of a version: ``v0.3``."""
+    return f"v{normalise_version(version)}"
+
+
+version_tag = release_dir_name
+
+
+def version_repo_id(repo_id: str, version: str) -> str:
+    """Repository id of one version in the one-repository-per-version layout: ``org/name-v0.3``."""
+    return f"{repo_id}-{release_dir_name(version)}"
+
+
+def version_sort_key(version: str) -> tuple:
+    parts = re.split(r"[.\-_]", normalise_version(version))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def is_temporary(path: str | os.PathLike) -> bool:
+    """A release directory being written or replaced (never a release)."""
+    return Path(path).name.endswith(TEMPORARY_SUFFIXES)
+
+
+def public_name(name_or_path: str | None) -> str | None:
+    """What a public card may say about a model or tokenizer location: a Hub id as is, a local path as
+    its folder name (never the author's file system)."""
+    if not name_or_path:
+        return None
+    if is_hub_id(name_or_path):
+        return name_or_path
+    return Path(os.path.normpath(str(name_or_path))).name or None
+
+
+def is_hub_id(name: Any) -> bool:
+    """A Hub id (``bert-base-uncased``, ``org/name``), not a local path such as ``/data/model`` or ``./m``."""
+    if not isinstance(name, str) or not name:
+        return False
+    if name.startswith(("/", ".", "~")) or os.path.isabs(name) or os.path.exists(name) or "\\" in name:
+        return False
+    return re.fullmatch(r"[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?", name) is not None
+
+
+def base_model_hub_id(model_name_or_path: str | None, explicit: str | None = None) -> str | None:
+    """The base model's Hub id when it is known: given explicitly, the name itself, or the ``_name_or_path``
+    recorded in a local checkpoint's ``config.json``; else None."""
+    if explicit:
+        return explicit
+    if not model_name_or_path:
+        return None
+    if is_hub_id(model_name_or_path):
+        return model_name_or_path
+    config = Path(model_name_or_path) / "config.json"
+    if config.is_file():
+        try:
+            recorded = read_json(config).get("_name_or_path")
+        except (ValueError, AttributeError):
+            return None
+        if is_hub_id(recorded):
+            return recorded
+    return None
+
+
+# ------------------------------------------------------------------------------------------ records
+@dataclass
+class RunFacts:
+    """Facts of the run that produced a release: model, data and optimisation (never credentials)."""
+
+    base_model: str | None = None  # public name: the Hub id when known, else the folder name
+    base_model_hub_id: str | None = None
+    init_strategy: str | None = None
+    tokenizer: str | None = None  # public name of the tokenizer (folder name or Hub id)
+    vocab_size: int | None = None
+    max_seq_length: int | None = None
+    packing: bool | None = None
+    masked_only_prediction: bool | None = None
+    train_files: list[str] = field(default_factory=list)  # file names only
+    dataset_name: str | None = None
+    datasets: list[str] = field(default_factory=list)  # Hub dataset ids of the training data, if any
+    learning_rate: float | None = None
+    lr_scheduler_type: str | None = None
+    warmup_ratio: float | None = None
+    warmup_steps: int | None = None  # resolved number of warm-up steps
+    weight_decay: float | None = None
+    optim: str | None = None
+    per_device_train_batch_size: int | None = None
+    gradient_accumulation_steps: int | None = None
+    world_size: int | None = None
+    max_steps: int | None = None
+    seed: int | None = None
+    bf16: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def effective_train_batch_size(self) -> int | None:
+        """Sequences per optimizer step: per device × accumulation × processes."""
+        parts = (self.per_device_train_batch_size, self.gradient_accumulation_steps or 1, self.world_size or 1)
+        return math.prod(parts) if all(isinstance(p, int) for p in parts) else None
+
+    @classmethod
+    def from_training_arguments(cls, args: Any, **facts: Any) -> "RunFacts":
+        """Optimisation facts from a ``TrainingArguments`` (``world_size`` is the number of processes),
+        plus model and data ``facts`` (keyword arguments named like the fields; unknown ones go to ``extra``)."""
+        warmup = args.warmup_steps
+        known = {f.name for f in fields(cls)}
+        extra = {k: v for k, v in facts.items() if k not in known}
+        return cls(
+            learning_rate=args.learning_rate,
+            lr_scheduler_type=str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)),
+            warmup_ratio=float(warmup) if isinstance(warmup, float) and 0 < warmup < 1 else None,
+            warmup_steps=args.get_warmup_steps(args.max_steps) if args.max_steps and args.max_steps > 0 else None,
+            weight_decay=args.weight_decay,
+            optim=str(getattr(args.optim, "value", args.optim)),
+            per_device_train_batch_size=args.per_device_train_batch_size,
+            gradient_accumulation_steps=args.gradient_accumulation_steps,
+            world_size=args.world_size,
+            max_steps=args.max_steps,
+            seed=args.seed,
+            bf16=bool(args.bf16),
+            extra=extra,
+            **{k: v for k, v in facts.items() if k in known},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["effective_train_batch_size"] = self.effective_train_batch_size
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], format_version: int = FORMAT_VERSION) -> "RunFacts":
+        data = dict(data or {})
+        data.pop("effective_train_batch_size", None)
+        if format_version < 2:
+            data = _migrate_run_v1(data)
+        known = {f.name for f in fields(cls)}
+        extra = dict(data.pop("extra", {}) or {})
+        extra.update({k: v for k, v in data.items() if k not in known})
+        values = {k: v for k, v in data.items() if k in known}
+        values["train_files"] = list(values.get("train_files") or [])
+        values["datasets"] = list(values.get("datasets") or [])
+        return cls(**values, extra=extra)
+
+
+def _migrate_run_v1(run: dict[str, Any]) -> dict[str, Any]:
+    """Format 1 -> 2: ``train_batch_size`` was per device × accumulation × processes; ``warmup_steps`` the raw
+    TrainingArguments value; paths were stored as given."""
+    run = dict(run)
+    effective = run.pop("train_batch_size", None)
+    accumulation = run.get("gradient_accumulation_steps") or 1
+    world = run.get("world_size") or 1
+    if run.get("per_device_train_batch_size") is None and isinstance(effective, int):
+        run["per_device_train_batch_size"] = effective // (accumulation * world)
+    warmup = run.get("warmup_steps")
+    if isinstance(warmup, float) and 0 < warmup < 1:
+        run["warmup_ratio"] = warmup
+        max_steps = run.get("max_steps")
+        run["warmup_steps"] = math.ceil(warmup * max_steps) if isinstance(max_steps, int) else None
+    elif isinstance(warmup, (int, float)):
+        run["warmup_steps"] = int(warmup)
+    base = run.get("base_model")
+    if base and not run.get("base_model_hub_id"):
+        run["base_model_hub_id"] = base if is_hub_id(base) else None
+    run["base_model"] = public_name(base)
+    run["tokenizer"] = public_name(run.get("tokenizer"))
+    run["train_files"] = [os.path.basename(str(f)) for f in run.get("train_files") or []]
+    return run
+
+
+@dataclass
+class ReleaseInfo:
+    """One release: its phase of the curriculum, its measurements and the run's facts."""
+
+    version: str
+    phase_index: int | None = None
+    masking_unit: str | None = None
+    masking_rate: float | None = None
+    corruption: bool | None = None
+    steps: int | None = None
+    start_step: int | None = None
+    end_step: int | None = None
+    global_step: int | None = None
+    realised_masked_fraction: float | None = None
+    heldout_mlm_loss: float | None = None
+    heldout_perplexity: float | None = None
+    curriculum: list[dict[str, Any]] = field(default_factory=list)  # every phase, with its steps
+    run: RunFacts = field(default_factory=RunFacts)
+    # Schedule changes accepted on resume (``--allow_schedule_change``): what changed, at which step.
+    schedule_changes: list[dict[str, Any]] = field(default_factory=list)
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self):
+        self.version = normalise_version(self.version)
+        if self.heldout_mlm_loss is not None and self.heldout_perplexity is None:
+            self.heldout_perplexity = math.exp(self.heldout_mlm_loss) if self.heldout_mlm_loss < 50 else math.inf
+
+    @property
+    def dir_name(self) -> str:
+        return release_dir_name(self.version)
+
+    @property
+    def tag(self) -> str:
+        return version_tag(self.version)
+
+    @property
+    def is_last(self) -> bool:
+        return bool(self.curriculum) and str(self.curriculum[-1].get("version")) == self.version
+
+    @property
+    def training_tokens(self) -> int | None:
+        """Upper bound on token positions trained on up to this release (padding included)."""
+        steps, batch, length = self.global_step, self.run.effective_train_batch_size, self.run.max_seq_length
+        return steps * batch * length if all(isinstance(x, int) for x in (steps, batch, length)) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["run"] = self.run.to_dict()
+        if data["heldout_perplexity"] == math.inf:
+            data["heldout_perplexity"] = None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = PHASE_FILE) -> "ReleaseInfo":
+        if not isinstance(data, Mapping) or "version" not in data:
+            raise ValueError(f"{source}: expected a JSON object with a 'version' key")
+        data = dict(data)
+        format_version = int(data.pop("format_version", 1))
+        if format_version > FORMAT_VERSION:
+            raise ValueError(
+                f"{source}: format version {format_version} is newer than this bioptimus-hf understands "
+                f"({FORMAT_VERSION}); upgrade bioptimus-hf"
+            )
+        run = RunFacts.from_dict(data.pop("run", {}) or {}, format_version)
+        known = {f.name for f in fields(cls)} - {"run", "format_version"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown release field(s) {unknown}")
+        try:
+            return cls(**data, run=run)
+        except TypeError as error:
+            raise ValueError(f"{source}: {error}") from None
+
+    def save(self, release_dir: str | os.PathLike) -> Path:
+        return write_json_atomic(Path(release_dir) / PHASE_FILE, self.to_dict())
+
+    @classmethod
+    def load(cls, release_dir: str | os.PathLike) -> "ReleaseInfo":
+        path = Path(release_dir) / PHASE_FILE
+        data = read_json(path, f"{path} not found: {release_dir} is not a BIOptimus release directory")
+        return cls.from_dict(data, source=str(path))
+
+
+def is_release_dir(path: str | os.PathLike) -> bool:
+    path = Path(path)
+    return path.is_dir() and not is_temporary(path) and (path / PHASE_FILE).is_file()
+
+
+def find_releases(path: str | os.PathLike) -> list[Path]:
+    """Release directories under ``path`` in version order; work-in-progress directories are ignored.
+
+    ``path`` may be a run's output_dir (holding ``releases/``), the ``releases/`` folder itself, or a single
+    release directory.
+    """
+    path = Path(path)
+    if is_temporary(path):
+        raise FileNotFoundError(f"{path} is an unfinished release (being written or replaced), not a release")
+    if (path / PHASE_FILE).is_file():
+        return [path]
+    releases_dir = path / "releases" if (path / "releases").is_dir() else path
+    if not releases_dir.is_dir():
+        raise FileNotFoundError(f"{path}: no such run, releases or release directory")
+    found = [d for d in releases_dir.iterdir() if is_release_dir(d)]
+    if not found:
+        raise FileNotFoundError(f"{releases_dir}: no release directories (v0.k/ with {PHASE_FILE}) found")
+    return sorted(found, key=lambda d: version_sort_key(ReleaseInfo.load(d).version))
+
+
+def release_names(paths: Iterable[Path]) -> list[str]:
+    return [p.name for p in paths]

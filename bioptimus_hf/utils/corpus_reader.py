@@ -1,0 +1,201 @@
+"""The one reader of text corpora: plain or gzip-compressed UTF-8, one document or sentence a line.
+
+Tokenizer training, qik-find's Python backend, the initialisation and pre-training all read corpora
+through :func:`iter_lines`, so that they agree on what a line is and on how bad bytes are handled:
+
+* **Undecodable bytes are replaced, counted and located, never fatal.** Each maximal invalid UTF-8
+  sub-sequence becomes one U+FFFD (the Unicode "maximal subpart" practice; Rust's
+  ``String::from_utf8_lossy`` does the same, so qik-find's two backends count alike). One bad byte in a
+  multi-gigabyte dump should not cost a run, but a file that is mostly bytes that are not text should:
+  :func:`check_corpus_files` refuses a corpus whose share of undecodable lines is above a threshold.
+* **gzip** (``.gz``) is decompressed on the fly; zero padding after the last member is accepted (what
+  ``gzip -d`` and Python's ``gzip`` do), a 0-byte ``.gz`` is an empty file, and a truncated or corrupt
+  stream raises :class:`CorpusFileError` naming the file.
+* Every error names the file (and the line where there is one).
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import os
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Callable, Iterable, Iterator
+
+# Share of undecodable lines above which a corpus is refused (a binary file, a wrong encoding).
+DEFAULT_MAX_UNDECODABLE_FRACTION = 0.05
+
+
+class CorpusFileError(ValueError):
+    """A corpus file that cannot be used: missing, empty, corrupt or not text. The message names the file."""
+
+
+@dataclass
+class CorpusReadStats:
+    """What reading one or more corpus files saw (one stats class for every reader)."""
+
+    files: list[str] = field(default_factory=list)
+    lines: int = 0
+    bytes: int = 0  # decompressed bytes, newlines included
+    nonempty_lines: int = 0
+    undecodable_lines: int = 0
+    replacement_chars: int = 0  # U+FFFD inserted for undecodable byte sequences
+    undecodable_examples: list[str] = field(default_factory=list)  # "file:line (byte n)"
+
+    @property
+    def undecodable_fraction(self) -> float:
+        return self.undecodable_lines / self.lines if self.lines else 0.0
+
+    def summary(self) -> str:
+        text = f"{self.nonempty_lines} non-empty lines in {len(self.files)} file(s)"
+        if self.undecodable_lines:
+            text += (
+                f"; {self.undecodable_lines} line(s) ({100 * self.undecodable_fraction:.2f}%) with undecodable "
+                f"UTF-8 bytes were kept with U+FFFD replacements (first: {', '.join(self.undecodable_examples)})"
+            )
+        return text
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["undecodable_fraction"] = self.undecodable_fraction
+        return data
+
+
+_replacements = [0]
+
+
+def _count_replace(error: UnicodeDecodeError):
+    # Called once per maximal invalid sub-sequence by CPython's UTF-8 decoder.
+    _replacements[0] += 1
+    return "\ufffd", error.end
+
+
+codecs.register_error("bioptimus_count_replace", _count_replace)
+
+
+def decode_lossy(raw: bytes) -> tuple[str, int, int | None]:
+    """``(text, replacement count, byte offset of the first bad byte or None)``."""
+    try:
+        return raw.decode("utf-8"), 0, None
+    except UnicodeDecodeError as error:
+        _replacements[0] = 0
+        text = raw.decode("utf-8", errors="bioptimus_count_replace")
+        return text, _replacements[0], error.start
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    return str(path).endswith(".gz")
+
+
+def open_binary(path: str | os.PathLike) -> IO[bytes]:
+    """The file's decompressed bytes (gzip by the ``.gz`` suffix)."""
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+
+
+def _require_file(path: Path) -> None:
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file {path} does not exist" if not path.exists() else f"corpus file {path} is not a file")
+
+
+def iter_lines(
+    paths: Iterable[str | os.PathLike],
+    stats: CorpusReadStats | None = None,
+    *,
+    on_bytes: Callable[[int], None] | None = None,
+    max_examples: int = 5,
+) -> Iterator[str]:
+    """Yield every line of the files in order, decoded, without its line ending (empty lines included).
+
+    ``stats`` (optional) is updated as lines are read; ``on_bytes(n)`` is called now and then with the
+    number of further bytes consumed from disk (compressed bytes for ``.gz``), for progress bars.
+    """
+    stats = stats if stats is not None else CorpusReadStats()
+    for path in map(Path, paths):
+        _require_file(path)
+        stats.files.append(str(path))
+        raw = open(path, "rb")
+        try:
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip(path) else raw
+            reported = 0
+            number = 0
+            try:
+                for number, line in enumerate(stream, start=1):
+                    stats.lines += 1
+                    stats.bytes += len(line)
+                    text, replaced, bad_at = decode_lossy(line)
+                    if replaced:
+                        stats.undecodable_lines += 1
+                        stats.replacement_chars += replaced
+                        if len(stats.undecodable_examples) < max_examples:
+                            stats.undecodable_examples.append(f"{path}:{number} (byte {bad_at})")
+                    if text.endswith("\n"):
+                        text = text[:-2] if text.endswith("\r\n") else text[:-1]
+                    if text.strip():
+                        stats.nonempty_lines += 1
+                    if on_bytes is not None and number % 256 == 0:
+                        position = raw.tell()
+                        on_bytes(position - reported)
+                        reported = position
+                    yield text
+            except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+                raise CorpusFileError(
+                    f"corpus file {path}: corrupt or truncated gzip stream after line {number} ({error})"
+                ) from None
+            if on_bytes is not None:
+                on_bytes(raw.tell() - reported)
+        finally:
+            raw.close()
+
+
+def iter_text_lines(paths: Iterable[str | os.PathLike], stats: CorpusReadStats | None = None) -> Iterator[str]:
+    """The stripped, non-blank lines of the files (tokenizer training, sampling)."""
+    for line in iter_lines(paths, stats):
+        line = line.strip()
+        if line:
+            yield line
+
+
+def check_corpus_files(
+    paths: Iterable[str | os.PathLike] | str | os.PathLike,
+    *,
+    max_undecodable_fraction: float = DEFAULT_MAX_UNDECODABLE_FRACTION,
+    max_check_bytes: int | None = None,
+    what: str = "corpus",
+) -> CorpusReadStats:
+    """Read the files once before any work starts; raise on a missing, empty or non-text file.
+
+    Returns the reading statistics (undecodable lines are counted with their first locations). A file
+    whose share of undecodable lines exceeds ``max_undecodable_fraction`` is refused (1.0 disables the
+    check). ``max_check_bytes`` reads only the first bytes of each file (for corpora too large to read
+    twice, e.g. when streaming).
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise CorpusFileError(f"no {what} files given")
+    total = CorpusReadStats()
+    for path in paths:
+        _require_file(path)
+        stats = CorpusReadStats()
+        read = 0
+        for _ in iter_lines([path], stats):
+            read = stats.bytes
+            if max_check_bytes is not None and read >= max_check_bytes:
+                break
+        if stats.nonempty_lines == 0:
+            raise CorpusFileError(f"{what} file {path} is empty (no non-blank line)")
+        if stats.undecodable_fraction > max_undecodable_fraction:
+            raise CorpusFileError(
+                f"{what} file {path}: {stats.undecodable_lines} of {stats.lines} lines read "
+                f"({100 * stats.undecodable_fraction:.1f}%) hold bytes that are not UTF-8 (first: "
+                f"{', '.join(stats.undecodable_examples)}); it does not look like UTF-8 text. Convert it "
+                f"(e.g. iconv -f latin1 -t utf-8) or raise the threshold (now {max_undecodable_fraction:g})"
+            )
+        total.files += stats.files
+        for name in ("lines", "bytes", "nonempty_lines", "undecodable_lines", "replacement_chars"):
+            setattr(total, name, getattr(total, name) + getattr(stats, name))
+        total.undecodable_examples += stats.undecodable_examples[: 5 - len(total.undecodable_examples)]
+    return total

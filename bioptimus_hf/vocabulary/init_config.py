@@ -1,0 +1,100 @@
+"""The initialisation settings: one list of strategies and one arguments dataclass for every entry point.
+
+``run_pretraining.py``, the ``bioptimus-init-embeddings`` command and the library's
+:func:`~bioptimus_hf.vocabulary.embedding_init.build_initialized_model` all take an
+:class:`EmbeddingInitArguments`, so a default (say norm matching) cannot differ between them, and the
+model card describes a strategy with the text defined here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class InitStrategy:
+    name: str
+    description: str  # one line for model cards
+    new_vocabulary: bool  # whether the run's tokenizer replaces the base vocabulary
+
+
+_STRATEGY_LIST = (
+    InitStrategy("continued", "continued pre-training of the base model with its own vocabulary", False),
+    InitStrategy("scratch", "all weights randomly initialised (pre-training from scratch)", True),
+    InitStrategy(
+        "random",
+        "base model weights; embeddings of new vocabulary tokens drawn at random like the base model's own "
+        "initialisation",
+        True,
+    ),
+    InitStrategy(
+        "averaged",
+        "base model weights; embeddings of new vocabulary tokens initialised as the average of the base model's "
+        "sub-token embeddings",
+        True,
+    ),
+    InitStrategy(
+        "contextualized",
+        "base model weights; embeddings of new vocabulary tokens distilled from the base model's contextual "
+        "representations of the sub-tokens inside corpus contexts where the new token occurs (the BIOptimus "
+        "contextualized weight distillation)",
+        True,
+    ),
+)
+INIT_STRATEGIES: dict[str, InitStrategy] = {s.name: s for s in _STRATEGY_LIST}
+# Strategies that map rows of a base model onto a new vocabulary (the initializer's work).
+ROW_STRATEGIES = tuple(name for name, s in INIT_STRATEGIES.items() if s.new_vocabulary and name != "scratch")
+
+
+@dataclass
+class EmbeddingInitArguments:
+    """How the model that training starts from is built (the paper's Table 1)."""
+
+    init_strategy: str = field(
+        default="continued",
+        metadata={
+            "help": "How to start: continued (base model and vocabulary), scratch (random weights, new vocabulary), "
+            "random / averaged / contextualized (base weights; new-token rows random, the mean of base sub-token "
+            "embeddings, or distilled from the base model in corpus contexts).",
+            "aliases": ["--strategy"],
+        },
+    )
+    init_corpus_files: list[str] | None = field(
+        default=None,
+        metadata={"help": "Corpus searched for contexts of new tokens (contextualized; default: the training "
+                          "text files).", "aliases": ["--corpus_files"]},
+    )
+    max_contexts_per_token: int = field(default=20, metadata={"help": "Contexts sampled per new token (the paper: 20)."})
+    init_norm_match: bool = field(
+        default=True,
+        metadata={
+            "help": "Rescale contextualized rows to the norm statistics of the base input embeddings (last-layer "
+            "states are ~5x larger, see docs/vocabulary_and_init.md); false = the paper's raw vectors.",
+            "aliases": ["--norm_match"],
+        },
+    )
+    init_batch_size: int = field(
+        default=32, metadata={"help": "Sentences per base-model forward pass (contextualized).", "aliases": ["--batch_size"]}
+    )
+    init_device: str | None = field(default=None, metadata={"help": "Device of those forward passes (default: cuda if any)."})
+    init_num_threads: int | None = field(default=None, metadata={"help": "Threads of the context search (default: all)."})
+    max_context_chars: int = field(default=1000, metadata={"help": "Longer sentences are cut into chunks (code points)."})
+    max_context_tokens: int | None = field(
+        default=None, metadata={"help": "Longest base-token window encoded (default: the base model's maximum)."}
+    )
+    cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
+    model_revision: str = field(default="main", metadata={"help": "Revision (branch, tag or commit) of the base model."})
+
+    def __post_init__(self):
+        if self.init_strategy not in INIT_STRATEGIES:
+            raise ValueError(f"--init_strategy {self.init_strategy!r}: expected one of {list(INIT_STRATEGIES)}")
+        if self.max_contexts_per_token < 1:
+            raise ValueError(f"--max_contexts_per_token must be >= 1, got {self.max_contexts_per_token}")
+        if self.init_batch_size < 1:
+            raise ValueError(f"--init_batch_size must be >= 1, got {self.init_batch_size}")
+        if self.max_context_chars < 1:
+            raise ValueError(f"--max_context_chars must be >= 1, got {self.max_context_chars}")
+
+    @property
+    def strategy(self) -> InitStrategy:
+        return INIT_STRATEGIES[self.init_strategy]

@@ -1,0 +1,143 @@
+"""The release record (bioptimus_hf.releases.record): what the callback writes is what the card shows."""
+
+import json
+from pathlib import Path
+
+import pytest
+from huggingface_hub import ModelCard
+from transformers import TrainingArguments
+
+from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
+from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+from bioptimus_hf.releases.card import render_release_card
+from bioptimus_hf.releases.record import (
+    FORMAT_VERSION,
+    ReleaseInfo,
+    RunFacts,
+    base_model_hub_id,
+    find_releases,
+    normalise_version,
+    public_name,
+)
+from bioptimus_hf.releases.writer import write_release
+
+
+class EightProcesses(TrainingArguments):
+    """TrainingArguments as seen by each of 8 DDP processes (world_size comes from the launcher)."""
+
+    @property
+    def world_size(self):
+        return 8
+
+
+class _State:
+    global_step = 0
+    max_steps = 1000
+    stateful_callbacks = {}
+    is_world_process_zero = True
+
+
+def test_card_of_a_multi_process_run_shows_per_device_and_effective_batch(tmp_path, tiny_tokenizer, tiny_model_dir):
+    """8 processes x accumulation 2 x 32 per device: per device 32, effective 512, 1000 x 512 x 128 tokens."""
+    from transformers import AutoModelForMaskedLM
+
+    args = EightProcesses(str(tmp_path), per_device_train_batch_size=32, gradient_accumulation_steps=2,
+                          max_steps=1000, warmup_steps=0.06, learning_rate=1e-4, report_to="none")
+    collator = CurriculumDataCollator(tiny_tokenizer)
+    callback = PhaseScheduleCallback(collator, evaluate_at_phase_end=False,
+                                     run_info={"max_seq_length": 128, "base_model": "bert-base-uncased"})
+    state = _State()
+    callback.on_train_begin(args, state, None)
+    state.global_step = 1000
+    info = callback.release_info(3, 1000, None)
+    release = write_release(tmp_path / "releases" / "v0.4", AutoModelForMaskedLM.from_pretrained(tiny_model_dir),
+                            tiny_tokenizer, info)
+    stored = json.loads((release / "bioptimus_phase.json").read_text())
+    assert stored["format_version"] == FORMAT_VERSION
+    assert stored["run"]["per_device_train_batch_size"] == 32 and stored["run"]["world_size"] == 8
+    assert stored["run"]["effective_train_batch_size"] == 512
+    text = (release / "README.md").read_text()
+    assert "| Batch size per device | 32 |" in text
+    assert "| Effective batch size | 512 |" in text and "Effective batch size: 512 sequences" in text
+    assert f"at most {1000 * 512 * 128:,}" in text  # steps x effective batch x sequence length
+    # The warm-up that was used (a ratio in transformers 5's warmup_steps) and what it resolved to.
+    assert "| Warm-up | 6% of the steps (60 steps) |" in text
+
+
+def test_format_1_releases_still_load_and_render_right(tmp_path):
+    """What bioptimus-hf 0.1.0's callback wrote: train_batch_size was per device x accumulation x processes."""
+    release = tmp_path / "v0.2"
+    release.mkdir()
+    legacy = {
+        "version": "0.2", "phase_index": 1, "masking_unit": "word", "masking_rate": 0.15, "corruption": True,
+        "steps": 200, "start_step": 100, "end_step": 300, "global_step": 300, "realised_masked_fraction": 0.15,
+        "heldout_mlm_loss": 2.0,
+        "curriculum": [{"version": "0.1", "masking_unit": "token", "masking_rate": 0.15, "corruption": True, "steps": 100},
+                       {"version": "0.2", "masking_unit": "word", "masking_rate": 0.15, "corruption": True, "steps": 200}],
+        "run": {"base_model": "/home/me/.venv/lib/site-packages/minilm/model", "init_strategy": "continued",
+                "tokenizer": "/home/me/tok", "learning_rate": 1e-4, "warmup_steps": 0.06, "weight_decay": 0.01,
+                "per_device_train_batch_size": 32, "gradient_accumulation_steps": 2, "world_size": 8,
+                "train_batch_size": 512, "max_seq_length": 128, "max_steps": 1000, "seed": 1,
+                "train_files": ["/data/pubmed.txt"]},
+    }
+    (release / "bioptimus_phase.json").write_text(json.dumps(legacy))
+    info = ReleaseInfo.load(release)
+    assert info.run.effective_train_batch_size == 512 and info.run.per_device_train_batch_size == 32
+    assert (info.run.warmup_ratio, info.run.warmup_steps) == (0.06, 60)
+    assert info.run.base_model == "model" and info.run.train_files == ["pubmed.txt"]
+    text = render_release_card(release)
+    assert "| Batch size per device | 32 |" in text and "| Effective batch size | 512 |" in text
+    assert "/home/me" not in text
+    # A newer format than this code knows is refused with a message, not misread.
+    (release / "bioptimus_phase.json").write_text(json.dumps({"version": "0.2", "format_version": 99}))
+    with pytest.raises(ValueError, match="format version 99 is newer"):
+        ReleaseInfo.load(release)
+
+
+def test_record_round_trip_and_unknown_fields(tmp_path):
+    run = RunFacts(base_model="bert-base-uncased", per_device_train_batch_size=8, gradient_accumulation_steps=4,
+                   world_size=2, max_seq_length=64, extra={"custom": [1, 2]})
+    info = ReleaseInfo("0.3", 2, "word", 0.2, True, steps=5, start_step=5, end_step=10, global_step=10,
+                       heldout_mlm_loss=1.5, run=run)
+    info.save(tmp_path)
+    again = ReleaseInfo.load(tmp_path)
+    assert again == info and again.run.effective_train_batch_size == 64 and again.training_tokens == 10 * 64 * 64
+    assert again.heldout_perplexity == pytest.approx(4.4817, abs=1e-4)
+    data = json.loads((tmp_path / "bioptimus_phase.json").read_text())
+    data["surprise"] = 1
+    (tmp_path / "bioptimus_phase.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"bioptimus_phase.json: unknown release field\(s\) \['surprise'\]"):
+        ReleaseInfo.load(tmp_path)
+
+
+@pytest.mark.parametrize("version", ["../evil", "0.1/x", "", "v", ".hidden", "0..1", "a b"])
+def test_unsafe_versions_are_refused(version):
+    with pytest.raises(ValueError, match="is not allowed"):
+        normalise_version(version)
+
+
+def test_public_names_never_show_local_paths(tmp_path):
+    local = tmp_path / "models" / "minilm"
+    local.mkdir(parents=True)
+    assert public_name(str(local)) == "minilm"
+    assert public_name("bert-base-uncased") == "bert-base-uncased" and public_name("org/model") == "org/model"
+    assert base_model_hub_id(str(local)) is None
+    (local / "config.json").write_text(json.dumps({"_name_or_path": "nreimers/MiniLM-L6-H384-uncased"}))
+    assert base_model_hub_id(str(local)) == "nreimers/MiniLM-L6-H384-uncased"  # recorded in the checkpoint
+    (local / "config.json").write_text(json.dumps({"_name_or_path": str(local)}))
+    assert base_model_hub_id(str(local)) is None  # a path recorded as name is no Hub id
+    assert base_model_hub_id(str(local), "sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_find_releases_ignores_work_in_progress(tmp_path):
+    from tests.tiny_releases import make_release
+
+    releases = tmp_path / "releases"
+    make_release(releases / "v0.1", 0)
+    make_release(releases / "v0.2", 1)
+    partial = make_release(releases / "v0.3.partial", 2)
+    make_release(releases / "v0.2.old", 1)
+    assert [p.name for p in find_releases(tmp_path)] == ["v0.1", "v0.2"]
+    with pytest.raises(FileNotFoundError, match="unfinished release"):
+        find_releases(partial)
+    assert Path(partial).is_dir()
