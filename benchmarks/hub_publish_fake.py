@@ -1,4 +1,4 @@
-"""Publishing cost on a realistic release size, against the local fake Hub (tests/fake_hub.py): no network.
+"""Publishing cost on a realistic release size, against the local fake Hub (bioptimus_hf.testing.fake_hub): no network.
 
 Builds two releases (v0.1, v0.2) from all-MiniLM-L6-v2 loaded as BertForMaskedLM (tiny stand-in for a
 BIOptimus checkpoint), then times: dry run (stage + hash), first publish, idempotent re-run, and a
@@ -23,8 +23,9 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer  # noqa: E402
 
 from bioptimus_hf.releases.hub import publish_releases  # noqa: E402
 from bioptimus_hf.releases.card import render_release_card  # noqa: E402
-from tests.fake_hub import FakeHub  # noqa: E402
-from tests.tiny_releases import TINY_CURRICULUM, tiny_run_args  # noqa: E402
+from bioptimus_hf.testing.fake_hub import FakeHub  # noqa: E402
+from bioptimus_hf.releases.record import ReleaseInfo, RunFacts  # noqa: E402
+from bioptimus_hf.testing.tiny_releases import TINY_CURRICULUM, tiny_run_args  # noqa: E402
 
 hf_constants.HF_HUB_OFFLINE = False  # the fake Hub is local; HF_HUB_OFFLINE would block it too
 hf_constants.HF_HUB_DISABLE_XET = True
@@ -41,10 +42,10 @@ def build_release(base: str, out: Path, k: int) -> Path:
     model.save_pretrained(out)
     AutoTokenizer.from_pretrained(base).save_pretrained(out)
     phase = TINY_CURRICULUM[k]
-    info = {**phase, "phase_index": k, "start_step": 4 * k, "end_step": 4 * k + 4, "global_step": 4 * k + 4,
-            "realised_masked_fraction": None, "heldout_mlm_loss": None, "heldout_perplexity": None,
-            "curriculum": TINY_CURRICULUM, "run": tiny_run_args(base_model="sentence-transformers/all-MiniLM-L6-v2")}
-    (out / "bioptimus_phase.json").write_text(json.dumps(info))
+    hub_id = "sentence-transformers/all-MiniLM-L6-v2"
+    ReleaseInfo(**phase, phase_index=k, start_step=4 * k, end_step=4 * k + 4, global_step=4 * k + 4,
+                curriculum=TINY_CURRICULUM,
+                run=RunFacts.from_dict(tiny_run_args(base_model=hub_id, base_model_hub_id=hub_id))).save(out)
     (out / "README.md").write_text(render_release_card(out))
     return out
 

@@ -20,6 +20,7 @@ import torch
 from transformers import AutoTokenizer
 
 from bioptimus_hf.vocabulary.embedding_init import build_initialized_model
+from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_wordpiece_tokenizer
 
@@ -73,10 +74,11 @@ def main():
         result["coverage"] = coverage
 
         t0 = time.perf_counter()
-        model, _, report = build_initialized_model(
-            base, tok_dir, "contextualized", corpus_files=files,
-            max_contexts_per_token=args.max_contexts_per_token, batch_size=args.batch_size,
+        init_args = EmbeddingInitArguments(
+            init_strategy="contextualized", init_corpus_files=files, init_norm_match=False,
+            max_contexts_per_token=args.max_contexts_per_token, init_batch_size=args.batch_size,
         )
+        model, _, report = build_initialized_model(base, tok_dir, init_args)
         result["init_wall_s"] = time.perf_counter() - t0
         if args.save_dir:
             # The rows of the contextualised tokens are the vectors (norm_match off); keep them by id.

@@ -31,7 +31,8 @@ import time
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
 
-from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, EmbeddingInitConfig
+from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
+from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import train_wordpiece_tokenizer
 
 NER_SETS = ("BC5CDR-chem-IOB", "NCBI-disease-IOB", "BC2GM-IOB")
@@ -207,11 +208,12 @@ def main():
             model, tokenizer, report = copy.deepcopy(base), base_tok, {"strategy": "continued"}
         else:
             strategy = "contextualized" if name.startswith("contextualized") else name
-            config = EmbeddingInitConfig(
-                strategy=strategy, norm_match=name.endswith("norm_match"), seed=args.seed,
+            config = EmbeddingInitArguments(
+                init_strategy=strategy, init_norm_match=name.endswith("norm_match"),
                 max_contexts_per_token=args.max_contexts_per_token,
             )
-            initializer = ContextualizedEmbeddingInitializer(copy.deepcopy(base), base_tok, new_tok, config)
+            initializer = ContextualizedEmbeddingInitializer(copy.deepcopy(base), base_tok, new_tok, config,
+                                                             seed=args.seed)
             if strategy == "contextualized" and vectors_file and vectors is None:
                 while not os.path.exists(vectors_file):  # benchmarks/init.py --save_dir may still be running
                     time.sleep(10)

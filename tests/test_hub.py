@@ -21,8 +21,8 @@ from bioptimus_hf.releases.card import validate_card
 from bioptimus_hf.releases.hub import VersionConflictError, publish_releases, stage_release
 from bioptimus_hf.releases.publisher import make_release_publisher
 from bioptimus_hf.releases.record import find_releases
-from tests.fake_hub import FakeHub
-from tests.tiny_releases import make_run
+from bioptimus_hf.testing.fake_hub import FakeHub
+from bioptimus_hf.testing.tiny_releases import make_run
 
 # huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning")

@@ -9,7 +9,7 @@ from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from bioptimus_hf.ner.results import load_ner_results
 from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
-from tests.tiny_releases import make_release, tiny_run_args
+from bioptimus_hf.testing.tiny_releases import make_release, tiny_run_args
 
 BC5CDR = {"dataset_name": "BC5CDR-chem", "dataset_id": "bigbio/blurb", "dataset_config": "bc5chem",
           "test_f1": 0.9312, "test_f1_std": 0.0021, "test_precision": 0.9204, "test_recall": 0.9423,

@@ -130,7 +130,7 @@ def test_public_names_never_show_local_paths(tmp_path):
 
 
 def test_find_releases_ignores_work_in_progress(tmp_path):
-    from tests.tiny_releases import make_release
+    from bioptimus_hf.testing.tiny_releases import make_release
 
     releases = tmp_path / "releases"
     make_release(releases / "v0.1", 0)
