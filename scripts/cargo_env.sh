@@ -7,12 +7,11 @@ if [ "${CARGO_USE_CRATES_IO:-0}" = "1" ]; then
   QIKFIND_CARGO_READY=1
 else
   QIKFIND_DEB_CRATES="librust-pyo3-dev librust-pyo3+extension-module-dev librust-rayon-dev \
-librust-aho-corasick-dev librust-memchr-dev librust-flate2-dev librust-unicode-normalization-dev \
-librust-unicode-categories-dev librust-serde-json-dev"
+librust-aho-corasick-dev librust-memchr-dev librust-flate2-dev librust-unicode-categories-dev \
+librust-serde-json-dev"
   qikfind_crates_present() {
     local crate
-    for crate in pyo3-0.17 rayon-1 aho-corasick-0.7 memchr-2 flate2-1 unicode-normalization-0.1 \
-        unicode_categories-0.1 serde_json-1; do
+    for crate in pyo3-0.17 rayon-1 aho-corasick-0.7 memchr-2 flate2-1 unicode_categories-0.1 serde_json-1; do
       ls -d /usr/share/cargo/registry/"$crate"* >/dev/null 2>&1 || return 1
     done
   }

@@ -3,6 +3,7 @@
 import collections
 import gzip
 import itertools
+import json
 import os
 from pathlib import Path
 
@@ -380,3 +381,58 @@ def test_cli_matches_python_backend(corpus, trained_tokenizer, tmp_path, files):
     assert cli == find_contexts(corpus, tokenizer_dir, targets, max_per_token=3, seed=4, backend="python", progress=False)
     stats = json.loads(done.stderr.splitlines()[-1].split("qik-find: ", 1)[1])
     assert stats["sentences"] == len(_all_sentences(corpus)) and stats["replacement_chars"] == 5
+
+
+@needs_rust
+def test_binding_takes_one_options_object_and_raises_typed_errors(corpus, trained_tokenizer, tmp_path):
+    from bioptimus_hf import _qikfind
+
+    backend = load_backend_tokenizer(trained_tokenizer)
+    token = backend.token_to_id("the")
+    defaults = _qikfind.FindOptions()
+    assert (defaults.max_per_token, defaults.seed, defaults.max_context_chars, defaults.num_threads) == (20, 0, 1000, 0)
+    options = _qikfind.FindOptions(max_per_token=2, seed=3, num_threads=1)
+    raw, stats = _qikfind.find_contexts([str(p) for p in corpus], backend.to_str(), [token], options)
+    assert len(raw[token]) == 2 and stats["files"] == 3
+    with pytest.raises(TypeError):
+        _qikfind.FindOptions(2)  # keyword-only
+    with pytest.raises(ValueError, match="max_context_chars"):
+        _qikfind.FindOptions(max_context_chars=0)
+    # A missing corpus file: FileNotFoundError naming it.
+    with pytest.raises(FileNotFoundError) as caught:
+        _qikfind.find_contexts([str(tmp_path / "missing.txt")], backend.to_str(), [token], options)
+    assert caught.value.filename == str(tmp_path / "missing.txt")
+    # Unsupported tokenizers raise the extension's own class (a ValueError), whatever the message says.
+    assert issubclass(_qikfind.UnsupportedTokenizerError, ValueError)
+    config = json.loads(backend.to_str())
+    config["normalizer"] = {"type": "Lowercase"}
+    with pytest.raises(_qikfind.UnsupportedTokenizerError, match="normalizer must be BertNormalizer"):
+        _qikfind.WordPieceTokenizer(json.dumps(config))
+    with pytest.raises(ValueError, match="invalid tokenizer") as caught:
+        _qikfind.WordPieceTokenizer("{")
+    assert not isinstance(caught.value, _qikfind.UnsupportedTokenizerError)
+
+    # The progress callback's exception comes back as it was raised.
+    class Stop(Exception):
+        pass
+
+    def stop(_):
+        raise Stop("enough")
+
+    with pytest.raises(Stop, match="enough"):
+        _qikfind.find_contexts([str(p) for p in corpus], backend.to_str(), [token], options, progress=stop)
+
+
+@needs_rust
+def test_fallback_is_chosen_by_exception_class_not_message(corpus, trained_tokenizer, monkeypatch):
+    """A ValueError from the Rust backend that merely mentions "unsupported tokenizer" is not swallowed."""
+    from bioptimus_hf import _qikfind
+
+    token = load_backend_tokenizer(trained_tokenizer).token_to_id("the")
+
+    def failing(*args, **kwargs):
+        raise ValueError("unsupported tokenizer: but this is some other failure")
+
+    monkeypatch.setattr(_qikfind, "find_contexts", failing)
+    with pytest.raises(ValueError, match="some other failure"):
+        find_contexts(corpus, trained_tokenizer, [token], backend="auto", progress=False)

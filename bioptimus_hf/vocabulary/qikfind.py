@@ -27,6 +27,7 @@ Semantics shared by both backends (see docs/qikfind.md):
 
 from __future__ import annotations
 
+import bisect
 import gc
 import heapq
 import logging
@@ -36,7 +37,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from ..utils.corpus_reader import CorpusReadStats, iter_lines
+from ..utils.corpus_reader import CorpusFileError, CorpusReadStats, iter_lines
+from . import _sentence_classes
 from ..utils.tokenizer_loader import load_backend_tokenizer, resolve_backend_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -54,15 +56,23 @@ __all__ = [
 
 _MASK64 = (1 << 64) - 1
 
-# Unicode White_Space property (what Rust's char::is_whitespace tests). Python's str.isspace() also
-# accepts U+001C..U+001F, so both backends use this explicit set to strip and to find split points.
-WHITESPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"
-)
+# The splitter's character classes come from one generated table that the Rust backend compiles in too
+# (scripts/generate_unicode_tables.py), so that neither backend depends on its own Unicode version.
+# White_Space: Python's str.isspace() also accepts U+001C..U+001F, so it is not used.
+WHITESPACE = "".join(chr(c) for first, last in _sentence_classes.WHITE_SPACE for c in range(first, last + 1))
+_UPPERCASE_STARTS = [first for first, _ in _sentence_classes.UPPERCASE]
 _WS_CLASS = "[" + re.escape(WHITESPACE) + "]"
 _SENTENCE_END = re.compile(r"[.!?]" + _WS_CLASS + "+")
 _LAST_WS = re.compile(_WS_CLASS)
+
+
+def _starts_sentence(char: str) -> bool:
+    """An uppercase letter (Unicode Uppercase, of the table's pinned Unicode version) or an ASCII digit."""
+    if char in "0123456789":
+        return True
+    code = ord(char)
+    i = bisect.bisect_right(_UPPERCASE_STARTS, code) - 1
+    return i >= 0 and code <= _sentence_classes.UPPERCASE[i][1]
 
 
 class Context(NamedTuple):
@@ -181,7 +191,7 @@ def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str]
     start = 0
     for match in _SENTENCE_END.finditer(line):
         following = line[match.end() : match.end() + 1]
-        if following and (following.isupper() or following in "0123456789"):
+        if following and _starts_sentence(following):
             pieces.append(line[start : match.start() + 1])
             start = match.end()
     pieces.append(line[start:])
@@ -266,20 +276,18 @@ def _rust_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_co
     # The result is up to targets x max_per_token new tuples in one go: with the collector on, they trigger
     # collections of the whole process (a tenth of a second with torch loaded, every other call), for
     # objects that cannot form cycles. It runs again, as usual, once they exist.
+    options = _qikfind.FindOptions(
+        max_per_token=max_per_token, seed=seed, max_context_chars=max_context_chars, num_threads=num_threads or 0
+    )
     collecting = gc.isenabled()
     gc.disable()
     try:
         raw, raw_stats = _qikfind.find_contexts(
-            [str(p) for p in paths],
-            backend_tokenizer.to_str(),
-            list(targets),
-            max_per_token,
-            seed,
-            max_context_chars,
-            num_threads or 0,
-            callback,
+            [str(p) for p in paths], backend_tokenizer.to_str(), list(targets), options, progress=callback
         )
         contexts = {t: [Context(*c) for c in raw.get(t, [])] for t in targets}
+    except _qikfind.CorpusFileError as error:
+        raise CorpusFileError(str(error)) from None  # the Python backend's class, same message
     finally:
         if collecting:
             gc.enable()
@@ -350,16 +358,16 @@ def find_contexts(
     started = time.perf_counter()
     try:
         if backend == "rust" and requested == "auto":
+            from bioptimus_hf._qikfind import UnsupportedTokenizerError
+
             try:
                 contexts = _rust_backend(
                     paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,
                     num_threads, progress_bar, stats,
                 )
-            except ValueError as error:
+            except UnsupportedTokenizerError as error:
                 # The extension refuses tokenizers it cannot reproduce exactly (not BERT WordPiece, or
                 # added tokens with lstrip/rstrip/single_word/normalized flags): fall back, never diverge.
-                if "unsupported tokenizer" not in str(error):
-                    raise
                 logger.warning("qik-find: %s; using the python backend", error)
                 stats = QikFindStats(backend="python")
                 if progress_bar is not None:

@@ -5,20 +5,19 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
-use flate2::read::MultiGzDecoder;
 use rayon::prelude::*;
 
+use crate::error::{Error, Result};
+use crate::reader::{check_file, read_file, Batch};
 use crate::sampling::{priority, BottomK};
+use crate::search::{is_plain_ascii, TargetSearch, WordCache};
 use crate::text::{decode_lossy, split_sentences};
-use crate::wordpiece::{BertWordPiece, Scratch, WordCache};
+use crate::tokenizer::{BertWordPiece, Scratch};
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -34,6 +33,18 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options { max_per_token: 20, seed: 0, max_context_chars: 1000, num_threads: 0, batch_bytes: 4 << 20 }
+    }
+}
+
+impl Options {
+    pub fn validate(&self) -> Result<()> {
+        if self.max_context_chars == 0 {
+            return Err(Error::InvalidArgument("max_context_chars must be >= 1".to_string()));
+        }
+        if self.batch_bytes == 0 {
+            return Err(Error::InvalidArgument("batch_bytes must be >= 1".to_string()));
+        }
+        Ok(())
     }
 }
 
@@ -70,133 +81,6 @@ pub struct Found {
     pub start: usize,
     pub end: usize,
     pub sentence_index: u64,
-}
-
-#[derive(Debug)]
-pub struct FindError(pub String);
-
-impl std::fmt::Display for FindError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-impl std::error::Error for FindError {}
-
-// -------------------------------------------------------------------------------------------- prefilter
-
-/// Discards sentences that cannot produce any target: a token's characters (without the `##`
-/// prefix) must occur in the normalised sentence. Exact: only ever says "no" when tokenizing would.
-pub struct Prefilter {
-    automaton: Option<AhoCorasick>,
-}
-
-impl Prefilter {
-    pub fn new(tokenizer: &BertWordPiece, targets: &[u32]) -> Self {
-        let mut patterns = Vec::with_capacity(targets.len());
-        for &id in targets {
-            if id == tokenizer.unk_id {
-                // [UNK] has no surface: every sentence is a candidate.
-                return Prefilter { automaton: None };
-            }
-            let token = match tokenizer.id_to_token(id) {
-                Some(token) => token,
-                None => continue,
-            };
-            if tokenizer.is_added_token(id) {
-                patterns.push(token.to_string());
-            } else {
-                patterns.push(token.strip_prefix(tokenizer.continuing_prefix.as_str()).unwrap_or(token).to_string());
-            }
-        }
-        let automaton =
-            AhoCorasickBuilder::new().ascii_case_insensitive(tokenizer.normalizer.lowercase).build(&patterns);
-        Prefilter { automaton: Some(automaton) }
-    }
-
-    #[inline]
-    pub fn is_candidate(
-        &self,
-        tokenizer: &BertWordPiece,
-        sentence: &str,
-        plain_ascii: bool,
-        normalized: &mut String,
-    ) -> bool {
-        let automaton = match &self.automaton {
-            Some(automaton) => automaton,
-            None => return true,
-        };
-        // Printable ASCII with tab/newline/CR normalises to itself lowercased (whitespace to spaces,
-        // which no vocabulary piece contains): search the raw bytes, ASCII-case-insensitively when the
-        // tokenizer lowercases.
-        let raw_match = automaton.is_match(sentence);
-        if raw_match || plain_ascii {
-            return raw_match;
-        }
-        tokenizer.normalizer.normalize_into(sentence, normalized);
-        automaton.is_match(normalized.as_str())
-    }
-}
-
-// ---------------------------------------------------------------------------------------------- reading
-
-struct CountingReader<R> {
-    inner: R,
-    counter: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for CountingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.counter.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-enum Batch {
-    File,
-    Lines(Vec<u8>),
-}
-
-fn read_file(
-    path: &Path,
-    batch_bytes: usize,
-    raw_bytes: &Arc<AtomicU64>,
-    send: &dyn Fn(Batch) -> bool,
-) -> Result<(), FindError> {
-    let error = |e: std::io::Error| FindError(format!("{}: {e}", path.display()));
-    let file = File::open(path).map_err(error)?;
-    let counting = CountingReader { inner: file, counter: raw_bytes.clone() };
-    let mut reader: Box<dyn Read> = if path.extension().map_or(false, |e| e == "gz") {
-        Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 16, counting)))
-    } else {
-        Box::new(counting)
-    };
-    if !send(Batch::File) {
-        return Ok(());
-    }
-    let mut carry: Vec<u8> = Vec::new();
-    loop {
-        let mut buffer = std::mem::take(&mut carry);
-        buffer.reserve(batch_bytes);
-        let read = reader.by_ref().take(batch_bytes as u64).read_to_end(&mut buffer).map_err(error)?;
-        if read == 0 {
-            if !buffer.is_empty() && !send(Batch::Lines(buffer)) {
-                return Ok(());
-            }
-            return Ok(());
-        }
-        match memchr::memrchr(b'\n', &buffer) {
-            Some(position) => {
-                carry = buffer[position + 1..].to_vec();
-                buffer.truncate(position + 1);
-                if !send(Batch::Lines(buffer)) {
-                    return Ok(());
-                }
-            }
-            None => carry = buffer, // a line longer than a batch: keep reading
-        }
-    }
 }
 
 // ------------------------------------------------------------------------------------------------- scan
@@ -316,17 +200,9 @@ fn bound(sample: &BottomK<Found>) -> u64 {
     sample.threshold().unwrap_or(u64::MAX)
 }
 
-/// Printable ASCII plus tab, newline and carriage return: text that BERT's normaliser only lowercases.
-#[inline]
-fn is_plain_ascii(text: &str) -> bool {
-    text.bytes().all(|b| (0x20..0x7f).contains(&b) || b == b'\t' || b == b'\n' || b == b'\r')
-}
-
 /// What every task of a scan reads.
 struct Scan<'a> {
-    tokenizer: &'a BertWordPiece,
-    prefilter: Prefilter,
-    slot_of: Vec<u32>,
+    search: TargetSearch<'a>,
     targets: Vec<u32>,
     seed: u64,
     samples: Samples,
@@ -339,19 +215,12 @@ impl Scan<'_> {
         for (offset, &(a, b)) in sentences.iter().enumerate() {
             let sentence = &text[a..b];
             let plain_ascii = is_plain_ascii(sentence);
-            if !self.prefilter.is_candidate(self.tokenizer, sentence, plain_ascii, &mut worker.normalized) {
+            if !self.search.prefilter.is_candidate(self.search.tokenizer, sentence, plain_ascii, &mut worker.normalized) {
                 continue;
             }
             worker.candidates += 1;
             let index = base + offset as u64;
-            self.tokenizer.find_targets(
-                sentence,
-                plain_ascii,
-                &self.slot_of,
-                &mut worker.cache,
-                &mut worker.scratch,
-                &mut worker.found,
-            );
+            self.search.find(sentence, plain_ascii, &mut worker.cache, &mut worker.scratch, &mut worker.found);
             worker.seen.clear();
             for &(slot, start, end) in &worker.found {
                 // The first occurrence of a target in a sentence is its context there.
@@ -364,7 +233,7 @@ impl Scan<'_> {
                     continue;
                 }
                 let start_char = sentence[..start].chars().count();
-                let end_char = start_char + sentence[start..end].chars().count();
+                let end_char = sentence[..end].chars().count();
                 let found = Found { sentence: sentence.to_string(), start: start_char, end: end_char, sentence_index: index };
                 self.samples.offer(slot, p, found);
             }
@@ -379,34 +248,23 @@ pub fn find_contexts(
     tokenizer: &BertWordPiece,
     targets: &[u32],
     options: &Options,
-    progress: &mut dyn FnMut(u64) -> Result<(), String>,
-) -> Result<(HashMap<u32, Vec<Found>>, Stats), FindError> {
-    if options.max_context_chars == 0 {
-        return Err(FindError("max_context_chars must be >= 1".to_string()));
-    }
+    progress: &mut dyn FnMut(u64) -> std::result::Result<(), String>,
+) -> Result<(HashMap<u32, Vec<Found>>, Stats)> {
+    options.validate()?;
     for path in paths {
-        if !path.is_file() {
-            return Err(FindError(format!("corpus file not found: {}", path.display())));
-        }
+        check_file(path)?;
     }
     let mut unique_targets: Vec<u32> = Vec::with_capacity(targets.len());
     for &t in targets {
         if (t as usize) >= tokenizer.vocab_size() || tokenizer.id_to_token(t).is_none() {
-            return Err(FindError(format!("target id {t} is not in the tokenizer's vocabulary")));
+            return Err(Error::InvalidArgument(format!("target id {t} is not in the tokenizer's vocabulary")));
         }
         if !unique_targets.contains(&t) {
             unique_targets.push(t);
         }
     }
-    // slot_of[id] = position in unique_targets, or u32::MAX.
-    let mut slot_of = vec![u32::MAX; tokenizer.vocab_size()];
-    for (slot, &t) in unique_targets.iter().enumerate() {
-        slot_of[t as usize] = slot as u32;
-    }
     let scan = Scan {
-        tokenizer,
-        prefilter: Prefilter::new(tokenizer, &unique_targets),
-        slot_of,
+        search: TargetSearch::new(tokenizer, &unique_targets),
         samples: Samples::new(unique_targets.len(), options.max_per_token),
         targets: unique_targets,
         seed: options.seed,
@@ -415,17 +273,17 @@ pub fn find_contexts(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.num_threads)
         .build()
-        .map_err(|e| FindError(format!("cannot start the thread pool: {e}")))?;
+        .map_err(|e| Error::InvalidArgument(format!("cannot start the thread pool: {e}")))?;
     // One per pool thread, indexed by rayon's thread index: never contended, as long as nothing run while
     // it is held (find_in_chunk) calls back into rayon, which could start another task on this thread.
     let workers: Vec<Mutex<Worker>> = (0..pool.current_num_threads()).map(|_| Mutex::default()).collect();
 
     let mut stats = Stats::default();
     let raw_bytes = Arc::new(AtomicU64::new(0));
-    let (sender, receiver) = sync_channel::<Result<Batch, FindError>>(2);
+    let (sender, receiver) = sync_channel::<Result<Batch>>(2);
     let reader_paths = paths.to_vec();
     let reader_bytes = raw_bytes.clone();
-    let batch_bytes = options.batch_bytes.max(1);
+    let batch_bytes = options.batch_bytes;
     let reader = std::thread::spawn(move || {
         let send = |batch: Batch| sender.send(Ok(batch)).is_ok();
         for path in &reader_paths {
@@ -496,7 +354,7 @@ pub fn find_contexts(
             split = Some(SplitBatch { bytes, chunks, bases });
         }
         if let Err(message) = progress(raw_bytes.load(Ordering::Relaxed)) {
-            result = Err(FindError(message));
+            result = Err(Error::Aborted(message));
             break;
         }
     }
@@ -516,6 +374,7 @@ pub fn find_contexts(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
     use std::io::Write;
 
     fn fixture(name: &str) -> (PathBuf, Vec<PathBuf>, BertWordPiece) {
@@ -671,12 +530,25 @@ mod tests {
         let (dir, paths, tokenizer) = fixture("errors");
         let missing = vec![dir.join("missing.txt")];
         let error = find_contexts(&missing, &tokenizer, &[5], &Options::default(), &mut |_| Ok(())).unwrap_err();
-        assert!(error.0.contains("missing.txt"), "{error}");
+        assert!(matches!(&error, Error::Io { path, source } if path == &missing[0]
+            && source.kind() == std::io::ErrorKind::NotFound), "{error}");
+        assert!(error.to_string().contains("missing.txt"), "{error}");
         let error = find_contexts(&paths, &tokenizer, &[999], &Options::default(), &mut |_| Ok(())).unwrap_err();
-        assert!(error.0.contains("999"), "{error}");
+        assert!(matches!(&error, Error::InvalidArgument(m) if m.contains("999")), "{error}");
         let error =
             find_contexts(&paths, &tokenizer, &[5], &Options::default(), &mut |_| Err("stop".into())).unwrap_err();
-        assert_eq!(error.0, "stop");
+        assert!(matches!(&error, Error::Aborted(m) if m == "stop"), "{error}");
+        let options = Options { max_context_chars: 0, ..Options::default() };
+        let error = find_contexts(&paths, &tokenizer, &[5], &options, &mut |_| Ok(())).unwrap_err();
+        assert!(matches!(error, Error::InvalidArgument(_)));
+        // A truncated .gz: an Error::Gzip that names the file.
+        let bytes = std::fs::read(&paths[1]).unwrap();
+        let truncated = dir.join("truncated.txt.gz");
+        std::fs::write(&truncated, &bytes[..bytes.len() - 12]).unwrap();
+        let error = find_contexts(&[truncated.clone()], &tokenizer, &[5], &Options::default(), &mut |_| Ok(()))
+            .unwrap_err();
+        assert!(matches!(&error, Error::Gzip { path, .. } if path == &truncated), "{error}");
+        assert!(error.to_string().contains("truncated.txt.gz"), "{error}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1,56 +1,191 @@
-//! `bioptimus_hf._qikfind`: the Python binding (feature "python"). Thin: argument conversion only.
+//! `bioptimus_hf._qikfind`: the Python binding (feature "python"). Thin: converts arguments, results
+//! and errors; the logic lives in the library modules.
+//!
+//! Errors (`crate::Error`) become:
+//!
+//! | variant | Python exception |
+//! |---|---|
+//! | `UnsupportedTokenizer` | `bioptimus_hf._qikfind.UnsupportedTokenizerError` (a `ValueError`) |
+//! | `InvalidTokenizer`, `InvalidArgument` | `ValueError` |
+//! | `Io` | `FileNotFoundError` or another `OSError`, with `filename` set |
+//! | `Gzip` | `bioptimus_hf._qikfind.CorpusFileError` (a `ValueError`; the message names the file) |
+//! | `Aborted` | the exception the progress callback raised, or `KeyboardInterrupt` |
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::once_cell::GILOnceCell;
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 
+use crate::error::Error;
 use crate::finder::{self, Options};
 use crate::text;
-use crate::wordpiece::{BertWordPiece, Scratch};
+use crate::tokenizer::{BertWordPiece, Scratch, Token};
 
 type RawContext = (String, usize, usize, u64);
 type ScanResult = (HashMap<u32, Vec<RawContext>>, HashMap<&'static str, u64>);
 
-/// find_contexts(paths, tokenizer_json, targets, max_per_token, seed, max_context_chars, num_threads,
-/// progress) -> ({token_id: [(sentence, start, end, sentence_index)]}, stats dict)
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
+static UNSUPPORTED_TOKENIZER: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+static CORPUS_FILE_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+
+fn exception_type<'py>(
+    py: Python<'py>,
+    cell: &'static GILOnceCell<Py<PyType>>,
+    name: &str,
+    doc: &str,
+) -> &'py PyType {
+    cell.get_or_init(py, || {
+        PyErr::new_type(py, name, Some(doc), Some(py.get_type::<PyValueError>()), None)
+            .expect("cannot create an exception type")
+    })
+    .as_ref(py)
+}
+
+fn unsupported_tokenizer_error(py: Python<'_>) -> &PyType {
+    exception_type(
+        py,
+        &UNSUPPORTED_TOKENIZER,
+        "bioptimus_hf._qikfind.UnsupportedTokenizerError",
+        "A valid tokenizer that the Rust backend cannot reproduce exactly (the Python backend can).",
+    )
+}
+
+fn corpus_file_error(py: Python<'_>) -> &PyType {
+    exception_type(
+        py,
+        &CORPUS_FILE_ERROR,
+        "bioptimus_hf._qikfind.CorpusFileError",
+        "A corpus file that cannot be used (a corrupt or truncated gzip stream); the message names the file.",
+    )
+}
+
+fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
+    let message = error.to_string();
+    match error {
+        Error::UnsupportedTokenizer(_) => PyErr::from_type(unsupported_tokenizer_error(py), message),
+        Error::Gzip { .. } => PyErr::from_type(corpus_file_error(py), message),
+        Error::Io { path, source } => {
+            // OSError(errno, strerror, filename): str() names the file, .filename holds it.
+            let not_found = source.kind() == std::io::ErrorKind::NotFound;
+            let errno = source.raw_os_error().unwrap_or(if not_found { 2 } else { 0 });
+            let args = (errno, source.to_string(), path.display().to_string());
+            if not_found {
+                PyFileNotFoundError::new_err(args)
+            } else {
+                PyOSError::new_err(args)
+            }
+        }
+        Error::InvalidTokenizer(_) | Error::InvalidArgument(_) | Error::Aborted(_) => PyValueError::new_err(message),
+    }
+}
+
+fn load(py: Python<'_>, tokenizer_json: &str) -> PyResult<BertWordPiece> {
+    BertWordPiece::from_tokenizer_json(tokenizer_json).map_err(|e| to_py_err(py, e))
+}
+
+/// FindOptions(*, max_per_token=20, seed=0, max_context_chars=1000, num_threads=0, batch_bytes=4 MiB):
+/// how `find_contexts` samples (defaults: those of the Rust `Options`). num_threads=0: all cores.
+#[pyclass(module = "bioptimus_hf._qikfind")]
+#[derive(Clone)]
+struct FindOptions {
+    #[pyo3(get, set)]
+    max_per_token: usize,
+    #[pyo3(get, set)]
+    seed: u64,
+    #[pyo3(get, set)]
+    max_context_chars: usize,
+    #[pyo3(get, set)]
+    num_threads: usize,
+    #[pyo3(get, set)]
+    batch_bytes: usize,
+}
+
+impl From<&FindOptions> for Options {
+    fn from(o: &FindOptions) -> Self {
+        Options {
+            max_per_token: o.max_per_token,
+            seed: o.seed,
+            max_context_chars: o.max_context_chars,
+            num_threads: o.num_threads,
+            batch_bytes: o.batch_bytes,
+        }
+    }
+}
+
+#[pymethods]
+impl FindOptions {
+    #[new]
+    #[args("*", max_per_token = "None", seed = "None", max_context_chars = "None", num_threads = "None", batch_bytes = "None")]
+    fn new(
+        py: Python<'_>,
+        max_per_token: Option<usize>,
+        seed: Option<u64>,
+        max_context_chars: Option<usize>,
+        num_threads: Option<usize>,
+        batch_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let d = Options::default();
+        let options = FindOptions {
+            max_per_token: max_per_token.unwrap_or(d.max_per_token),
+            seed: seed.unwrap_or(d.seed),
+            max_context_chars: max_context_chars.unwrap_or(d.max_context_chars),
+            num_threads: num_threads.unwrap_or(d.num_threads),
+            batch_bytes: batch_bytes.unwrap_or(d.batch_bytes),
+        };
+        Options::from(&options).validate().map_err(|e| to_py_err(py, e))?;
+        Ok(options)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "FindOptions(max_per_token={}, seed={}, max_context_chars={}, num_threads={}, batch_bytes={})",
+            self.max_per_token, self.seed, self.max_context_chars, self.num_threads, self.batch_bytes
+        )
+    }
+}
+
+/// find_contexts(paths, tokenizer_json, targets, options=None, *, progress=None)
+///     -> ({token_id: [(sentence, start, end, sentence_index)]}, stats dict)
+///
+/// `options`: a FindOptions (defaults when None); `progress(bytes_read)` is called after each batch.
+#[pyfunction(options = "None", "*", progress = "None")]
 fn find_contexts(
     py: Python<'_>,
-    paths: Vec<String>,
+    paths: Vec<PathBuf>,
     tokenizer_json: &str,
     targets: Vec<u32>,
-    max_per_token: usize,
-    seed: u64,
-    max_context_chars: usize,
-    num_threads: usize,
+    options: Option<FindOptions>,
     progress: Option<PyObject>,
 ) -> PyResult<ScanResult> {
-    let tokenizer = BertWordPiece::from_tokenizer_json(tokenizer_json).map_err(|e| PyValueError::new_err(e.0))?;
-    let options = Options { max_per_token, seed, max_context_chars, num_threads, ..Options::default() };
-    let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
-    let mut interrupted = false;
+    let options = options.as_ref().map_or_else(Options::default, Options::from);
+    let tokenizer = load(py, tokenizer_json)?;
+    // What stopped the scan from the callback: the exception it raised, or Ctrl-C.
+    let mut stopped: Option<PyErr> = None;
     let result = py.allow_threads(|| {
         let mut report = |bytes: u64| -> Result<(), String> {
             Python::with_gil(|py| {
-                if py.check_signals().is_err() {
-                    interrupted = true;
-                    return Err("interrupted".to_string());
-                }
-                if let Some(callback) = &progress {
-                    callback.call1(py, (bytes,)).map_err(|e| e.to_string())?;
-                }
-                Ok(())
+                let outcome = py.check_signals().and_then(|()| match &progress {
+                    Some(callback) => callback.call1(py, (bytes,)).map(drop),
+                    None => Ok(()),
+                });
+                outcome.map_err(|error| {
+                    let message = error.to_string();
+                    stopped = Some(error);
+                    message
+                })
             })
         };
         finder::find_contexts(&paths, &tokenizer, &targets, &options, &mut report)
     });
-    if interrupted {
-        return Err(PyKeyboardInterrupt::new_err("qik-find interrupted"));
-    }
-    let (found, stats) = result.map_err(|e| PyValueError::new_err(e.0))?;
+    let (found, stats) = match result {
+        Ok(found) => found,
+        Err(Error::Aborted(_)) => {
+            return Err(stopped.unwrap_or_else(|| PyKeyboardInterrupt::new_err("qik-find interrupted")))
+        }
+        Err(error) => return Err(to_py_err(py, error)),
+    };
     let contexts = found
         .into_iter()
         .map(|(t, list)| (t, list.into_iter().map(|f| (f.sentence, f.start, f.end, f.sentence_index)).collect()))
@@ -59,30 +194,46 @@ fn find_contexts(
 }
 
 /// The Rust BERT WordPiece tokenizer, exposed for differential tests against Hugging Face tokenizers.
-#[pyclass]
+#[pyclass(module = "bioptimus_hf._qikfind")]
 struct WordPieceTokenizer {
     inner: BertWordPiece,
+}
+
+/// Code point offsets of byte offsets that are character boundaries of `text` (any order).
+fn char_offsets(text: &str, tokens: &[Token]) -> Vec<(u32, usize, usize)> {
+    // Byte offset -> code point offset, for every boundary (text.len() included).
+    let mut chars_before = vec![0usize; text.len() + 1];
+    let mut count = 0;
+    for (byte, c) in text.char_indices() {
+        chars_before[byte] = count;
+        count += 1;
+        for i in 1..c.len_utf8() {
+            chars_before[byte + i] = count; // not a boundary: never asked for
+        }
+    }
+    chars_before[text.len()] = count;
+    tokens.iter().map(|t| (t.id, chars_before[t.start], chars_before[t.end])).collect()
 }
 
 #[pymethods]
 impl WordPieceTokenizer {
     #[new]
-    fn new(tokenizer_json: &str) -> PyResult<Self> {
-        let inner = BertWordPiece::from_tokenizer_json(tokenizer_json).map_err(|e| PyValueError::new_err(e.0))?;
-        Ok(WordPieceTokenizer { inner })
+    fn new(py: Python<'_>, tokenizer_json: &str) -> PyResult<Self> {
+        Ok(WordPieceTokenizer { inner: load(py, tokenizer_json)? })
     }
 
     /// [(id, start, end)] with code point offsets, no special tokens added.
-    fn tokenize(&self, text: &str) -> Vec<(u32, usize, usize)> {
-        let mut tokens = Vec::new();
-        self.inner.tokenize(text, &mut Scratch::default(), &mut tokens);
-        tokens
-            .iter()
-            .map(|t| {
-                let start = text[..t.start].chars().count();
-                (t.id, start, start + text[t.start..t.end].chars().count())
-            })
-            .collect()
+    fn tokenize(&self, py: Python<'_>, text: &str) -> Vec<(u32, usize, usize)> {
+        py.allow_threads(|| {
+            let mut tokens = Vec::new();
+            self.inner.tokenize(text, &mut Scratch::default(), &mut tokens);
+            char_offsets(text, &tokens)
+        })
+    }
+
+    /// The normaliser's output for `text` (no added-token splitting), as `normalizer.normalize_str`.
+    fn normalize(&self, text: &str) -> String {
+        self.inner.normalize_str(text)
     }
 }
 
@@ -98,9 +249,13 @@ fn split_sentences(line: &str, max_context_chars: usize) -> PyResult<(Vec<String
 }
 
 #[pymodule]
-fn _qikfind(_py: Python<'_>, module: &PyModule) -> PyResult<()> {
+fn _qikfind(py: Python<'_>, module: &PyModule) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(find_contexts, module)?)?;
     module.add_function(wrap_pyfunction!(split_sentences, module)?)?;
+    module.add_class::<FindOptions>()?;
     module.add_class::<WordPieceTokenizer>()?;
+    module.add("UnsupportedTokenizerError", unsupported_tokenizer_error(py))?;
+    module.add("CorpusFileError", corpus_file_error(py))?;
+    module.add("TOKENIZERS_REFERENCE", crate::generated::bert_unicode::REFERENCE)?;
     Ok(())
 }

@@ -1,4 +1,8 @@
-//! Decoding lines and splitting them into sentences, exactly as `bioptimus_hf/qikfind.py` does.
+//! Decoding lines and splitting them into sentences, exactly as `bioptimus_hf/vocabulary/qikfind.py`
+//! does: both take their character classes from one generated table (`generated/sentence_classes.rs`,
+//! `_sentence_classes.py`), never from their own Unicode version.
+
+use crate::generated::sentence_classes;
 
 /// Decode UTF-8, replacing each maximal invalid sub-sequence with U+FFFD (what
 /// `String::from_utf8_lossy` and Python's `errors="replace"` both do). Returns the text and the
@@ -34,15 +38,25 @@ pub fn decode_lossy(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, usize) {
     }
 }
 
-/// Unicode White_Space, the set Python's side lists explicitly in `WHITESPACE`.
-#[inline]
-pub fn is_space(c: char) -> bool {
-    c.is_whitespace()
+fn in_ranges(ranges: &[(u32, u32)], c: char) -> bool {
+    let code = c as u32;
+    let i = ranges.partition_point(|r| r.0 <= code);
+    i > 0 && code <= ranges[i - 1].1
 }
 
+/// Unicode White_Space, from the table both backends compile in (`generated/sentence_classes.rs`).
+#[inline]
+pub fn is_space(c: char) -> bool {
+    if c.is_ascii() {
+        return matches!(c, '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ');
+    }
+    in_ranges(sentence_classes::WHITE_SPACE, c)
+}
+
+/// An uppercase letter (Unicode Uppercase of the table's pinned version, not this Rust's) or an ASCII digit.
 #[inline]
 fn starts_sentence(c: char) -> bool {
-    c.is_uppercase() || c.is_ascii_digit()
+    c.is_ascii_digit() || in_ranges(sentence_classes::UPPERCASE, c)
 }
 
 /// Split one line into stripped, non-empty sentences (byte ranges into `line`), cutting sentences
@@ -151,6 +165,22 @@ mod tests {
         assert_eq!(split("no space.Next  ", 1000).0, vec!["no space.Next"]);
         assert!(split("  \t ", 1000).0.is_empty());
         assert_eq!(split("\u{1f}a b\u{3000}", 1000).0, vec!["\u{1f}a b"]);
+        // U+1C89 is Uppercase since Unicode 16, not in the pinned Unicode 14 table: no split.
+        assert_eq!(split("a. \u{1C89}b", 1000).0, vec!["a. \u{1C89}b"]);
+        assert_eq!(split("a. \u{100}b", 1000).0, vec!["a.", "\u{100}b"]);
+    }
+
+    #[test]
+    fn classes_come_from_the_table() {
+        for c in ['\t', '\n', '\u{b}', '\u{c}', '\r', ' ', '\u{85}', '\u{a0}', '\u{2000}', '\u{3000}'] {
+            assert!(is_space(c), "{c:?}");
+        }
+        for c in ['\u{1c}', '\u{1f}', '\u{180e}', '\u{200b}', 'a'] {
+            assert!(!is_space(c), "{c:?}");
+        }
+        assert_eq!(sentence_classes::UNICODE_VERSION, "14.0.0");
+        assert!(starts_sentence('A') && starts_sentence('7') && starts_sentence('Σ') && !starts_sentence('σ'));
+        assert!(!starts_sentence('٣')); // a digit, not ASCII
     }
 
     #[test]

@@ -1,0 +1,290 @@
+"""qik-find: the Rust and Python backends agree exactly on all of Unicode and on every kind of gzip file.
+
+* The sentence splitter's character classes are one generated table compiled into both backends
+  (``rust/src/generated/sentence_classes.rs``, ``bioptimus_hf/vocabulary/_sentence_classes.py``): the two
+  copies are identical, and both splitters agree on every code point.
+* The Rust BERT tokenizer equals the Hugging Face ``tokenizers`` library installed here (the reference) on
+  every code point, alone and in runs of neighbours, on every pair of combining marks and on precomposed
+  characters followed by combining marks, for cased and uncased normaliser settings: normalised text, token
+  ids and offsets.
+* gzip: trailing zero padding, 0-byte files, zero padding between members are read, truncated or corrupt
+  files refused with an error that names the file, the same way by both backends.
+
+Long strings holding thousands of code points go through both sides at once, so this takes seconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from bioptimus_hf.vocabulary import _sentence_classes
+from bioptimus_hf.vocabulary.qikfind import find_contexts, rust_available, split_sentences
+from bioptimus_hf.utils.corpus_reader import CorpusFileError
+
+ROOT = Path(__file__).resolve().parents[1]
+CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+needs_rust = pytest.mark.skipif(not rust_available(), reason="bioptimus_hf._qikfind extension not built")
+
+
+# ------------------------------------------------------------------------------------- sentence splitting
+
+
+def _rust_ranges(text: str, name: str) -> tuple:
+    body = re.search(rf"pub static {name}: &\[\(u32, u32\)\] = &\[(.*?)\];", text, re.S).group(1)
+    return tuple((int(a, 16), int(b, 16)) for a, b in re.findall(r"\(0x([0-9A-F]+), 0x([0-9A-F]+)\)", body))
+
+
+def test_sentence_class_tables_are_one_table_in_both_backends():
+    rust = (ROOT / "rust" / "src" / "generated" / "sentence_classes.rs").read_text(encoding="utf-8")
+    assert f'UNICODE_VERSION: &str = "{_sentence_classes.UNICODE_VERSION}"' in rust
+    assert _rust_ranges(rust, "WHITE_SPACE") == _sentence_classes.WHITE_SPACE
+    assert _rust_ranges(rust, "UPPERCASE") == _sentence_classes.UPPERCASE
+    assert len(_sentence_classes.UPPERCASE) > 600  # not an empty parse
+    # The classes do not move with the Python running the tests: U+1C89 (CYRILLIC CAPITAL LETTER TJE)
+    # is Uppercase since Unicode 16, not in the pinned Unicode 14.0 table, so it starts no sentence.
+    assert split_sentences("a. \u1c89b")[0] == ["a. \u1c89b"]
+    assert split_sentences("a. \u0100b")[0] == ["a.", "\u0100b"]
+
+
+def _splitter_lines(block: list[int]) -> list[tuple[str, int]]:
+    chars = [chr(c) for c in block]
+    lines = [
+        ("".join(f"x. {c}y " for c in chars), 1000),  # uppercase (or digit) after ". " starts a sentence
+        ("".join(f"x.{c}Y " for c in chars), 1000),  # whitespace between "." and the next sentence
+    ]
+    # stripping, and chunking at whitespace (short lines: chunking is quadratic in the Python splitter)
+    lines += [("".join(f"{c}ab{c}" for c in chars[i : i + 64]), 3) for i in range(0, len(chars), 64)]
+    return lines
+
+
+@needs_rust
+def test_sentence_splitters_agree_on_every_code_point():
+    from bioptimus_hf import _qikfind
+
+    mismatches = []
+    for start in range(0, len(CODE_POINTS), 2048):
+        block = CODE_POINTS[start : start + 2048]
+        for line, max_chars in _splitter_lines(block):
+            if _qikfind.split_sentences(line, max_chars) != split_sentences(line, max_chars):
+                mismatches.append((ascii(line[:12]), max_chars))
+    assert not mismatches, mismatches[:5]
+
+
+@needs_rust
+def test_sentence_splitters_agree_on_unicode_version_dependent_examples():
+    from bioptimus_hf import _qikfind
+
+    # U+1C89 became Uppercase in Unicode 16 (Rust's std knows it, Python 3.11 does not); U+A7C0 in 14.
+    for line in ["a. \u1c89b", "a. \ua7c0b", "a. \U00016ea0b", "a.\u180eB c", "a. \u2160b"]:
+        assert _qikfind.split_sentences(line, 1000) == split_sentences(line, 1000), ascii(line)
+
+
+# ----------------------------------------------------------------------------------- BERT normalisation
+
+SETTINGS = {
+    "uncased": dict(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True),
+    "cased": dict(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=False),
+    "lowercase_keep_accents": dict(clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=True),
+    "raw_strip_accents": dict(clean_text=False, handle_chinese_chars=False, strip_accents=True, lowercase=False),
+}
+
+
+def _tokenizer_json(setting: dict, vocab: dict[str, int]) -> str:
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        "normalizer": {"type": "BertNormalizer", **setting},
+        "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": None, "decoder": None,
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 1000, "vocab": vocab},
+    })
+
+
+def _non_starters() -> list[int]:
+    """Combining marks as the reference reorders them (only used to choose test strings and vocabulary)."""
+    from tokenizers import normalizers
+
+    nfd = normalizers.NFD().normalize_str
+    candidates = [c for c in CODE_POINTS if unicodedata.combining(chr(c)) or unicodedata.category(chr(c)) == "Mn"]
+    # X is a non-starter for the reference iff it moves across U+0334 (class 1) or U+0301 (class 230).
+    texts = [f"{chr(c)}\u0334 \u0301{chr(c)}" for c in candidates]
+    out = nfd(" ".join(texts)).split(" ")
+    return [c for i, c in enumerate(candidates) if out[2 * i] != texts[i][:2] or out[2 * i + 1] != texts[i][3:]]
+
+
+@pytest.fixture(scope="module")
+def unicode_texts():
+    """Every code point in runs of 16 neighbours; every ordered pair of combining marks after a letter;
+    every precomposed character with a canonical decomposition followed by a mark of each combining class;
+    and the vocabulary: [UNK], ASCII letters and digits, every character that lowercasing or NFD makes of
+    another one, every combining mark, each also as a ## piece. Tokens then show where each of these
+    characters went; other words are [UNK] with the word's offsets (their text is compared as normalised
+    text)."""
+    from tokenizers import normalizers
+
+    runs = [" ".join("".join(map(chr, CODE_POINTS[i + j : i + j + 16])) for j in range(0, 4096, 16))
+            for i in range(0, len(CODE_POINTS), 4096)]
+    marks = _non_starters()
+    assert len(marks) > 700
+    pairs = [f"x{chr(a)}{chr(b)}" for a in marks for b in marks]
+    pairs = [" ".join(pairs[i : i + 4096]) for i in range(0, len(pairs), 4096)]
+    one_per_class = list({unicodedata.combining(chr(m)): m for m in marks}.values())
+    decomposable = [c for c in CODE_POINTS if unicodedata.decomposition(chr(c)) and not
+                    unicodedata.decomposition(chr(c)).startswith("<") and not 0xAC00 <= c <= 0xD7A3]
+    precomposed = [f"{chr(c)}{chr(m)}" for c in decomposable for m in one_per_class]
+    precomposed = [" ".join(precomposed[i : i + 4096]) for i in range(0, len(precomposed), 4096)]
+
+    chars = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") | set(map(chr, marks))
+    code_points = [c for c in CODE_POINTS if c != ord("#")]
+    for normalizer in (normalizers.Lowercase(), normalizers.NFD(), normalizers.Sequence(
+            [normalizers.NFD(), normalizers.Lowercase()])):
+        out = normalizer.normalize_str("#".join(map(chr, code_points))).split("#")
+        assert len(out) == len(code_points)
+        chars.update(*(o for c, o in zip(code_points, out) if o != chr(c)))
+    vocab = {"[UNK]": 0}
+    for c in sorted(chars - set(" \t\n\r")):
+        vocab[c] = len(vocab)
+        vocab["##" + c] = len(vocab)
+    return {"runs": runs, "mark_pairs": pairs, "precomposed_marks": precomposed, "vocab": vocab}
+
+
+@needs_rust
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_rust_tokenizer_matches_tokenizers_on_all_of_unicode(setting, unicode_texts):
+    from tokenizers import Tokenizer
+
+    from bioptimus_hf import _qikfind
+
+    config = SETTINGS[setting]
+    # Canonical reordering happens only when accents are stripped; marks have no case, and clean text and
+    # CJK spacing do not touch them: the pairs under one setting with NFD test all there is to test.
+    families = ["runs", "precomposed_marks"] + (["mark_pairs"] if setting == "uncased" else [])
+    tokenizer_json = _tokenizer_json(config, unicode_texts["vocab"])
+    reference = Tokenizer.from_str(tokenizer_json)
+    rust = _qikfind.WordPieceTokenizer(tokenizer_json)
+    mismatches = []
+    for family in families:
+        texts = unicode_texts[family]
+        encodings = reference.encode_batch(texts, add_special_tokens=False)
+        for text, encoding in zip(texts, encodings):
+            expected = [(i, a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]
+            got = [tuple(t) for t in rust.tokenize(text)]
+            if got != expected:
+                first = next((k for k, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
+                e = expected[first] if first < len(expected) else None
+                g = got[first] if first < len(got) else None
+                where = e or g
+                mismatches.append((family, ascii(text[max(0, where[1] - 3) : where[2] + 3]), e, g))
+            if hasattr(rust, "normalize") and rust.normalize(text) != reference.normalizer.normalize_str(text):
+                mismatches.append((family, "normalized text differs", ascii(text[:40])))
+    assert not mismatches, f"{len(mismatches)} strings differ, first: {mismatches[:5]}"
+
+
+KNOWN_DIFFERENCES = {
+    "dropped_mark_pair": "a\u0301\u0316",  # canonical reordering of two marks (230, 220), both dropped
+    "kept_after_dropped": "a\U0001d165\u0f71",  # a kept mark (Mc, 216) moves after a dropped one (Mn, 129)
+    "kept_marks_swap": "x\U0001d16d\U0001d165 y",  # two kept marks (226, 216) swap
+    "unicode_13_decomposition": "x\U00011938y",  # decomposes since Unicode 13, not in the reference's tables
+    "precomposed_and_marks": "\u1e69\u0323\u0307 e\u0301\u0323",  # marks reordered across precomposed chars
+    "marks_only_decompositions": "\u0f73\u0f71\u0f72 \u0344\u0301",
+    "case_mappings": "\u01c4 \u0130stanbul \U00016ea0\u1c89",  # recent case mappings included
+}
+
+
+@needs_rust
+@pytest.mark.parametrize("case", list(KNOWN_DIFFERENCES))
+@pytest.mark.parametrize("setting", ["uncased", "cased"])
+def test_rust_tokenizer_matches_tokenizers_on_known_differences(setting, case):
+    from tokenizers import Tokenizer
+
+    from bioptimus_hf import _qikfind
+
+    text = KNOWN_DIFFERENCES[case]
+    config = SETTINGS[setting]
+    reference = Tokenizer.from_str(_tokenizer_json(config, {"[UNK]": 0}))
+    normalized = reference.normalizer.normalize_str(text)
+    vocab = {"[UNK]": 0}
+    for c in sorted(set(normalized + text) - set(" ")):
+        vocab[c] = len(vocab)
+        vocab["##" + c] = len(vocab)
+    tokenizer_json = _tokenizer_json(config, vocab)
+    reference = Tokenizer.from_str(tokenizer_json)
+    encoding = reference.encode(text, add_special_tokens=False)
+    expected = [(i, a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]
+    assert [tuple(t) for t in _qikfind.WordPieceTokenizer(tokenizer_json).tokenize(text)] == expected
+
+
+# ------------------------------------------------------------------------------------------------- gzip
+
+BACKENDS = ["python", pytest.param("rust", marks=needs_rust)]
+TEXT = b"The patients were fine.\nMore patients here. Patients again\n"
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("gz_tok")
+    (directory / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "patients",
+                                                    "were", "fine", ".", "more", "here", "again"]) + "\n")
+    return directory
+
+
+def _scan(path, tokenizer_dir, backend):
+    return find_contexts([path], tokenizer_dir, [6], max_per_token=10, backend=backend, progress=False,
+                         return_stats=True)
+
+
+def _member(data: bytes = TEXT) -> bytes:
+    return gzip.compress(data, mtime=0)
+
+
+GOOD_GZIP = {
+    "zero_padding": (_member() + b"\0" * 1000, 2),  # tape-block padding (what gzip -d and Python accept)
+    "empty_file": (b"", 0),  # a 0-byte .gz is an empty file
+    "padding_between_members": (_member() + b"\0\0" + _member(), 4),
+    "two_members": (_member() + _member(b"Patients once more.\n"), 3),
+    "empty_member": (_member(b"") + _member(), 2),
+}
+BAD_GZIP = {
+    "truncated": _member()[:-12],  # cut inside the deflate stream
+    "truncated_trailer": _member()[:-3],  # cut inside the CRC/size trailer
+    "header_only": _member()[:6],
+    "garbage_after_member": _member() + b"garbage",
+    "padding_then_garbage": _member() + b"\0\0\0x",
+    "zeros_only": b"\0" * 20,
+    "bad_crc": _member()[:-8] + b"\0\0\0\0" + _member()[-4:],
+    "not_gzip": TEXT,
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(GOOD_GZIP))
+def test_gzip_files_that_both_backends_read(tmp_path, tokenizer_dir, backend, case):
+    data, lines = GOOD_GZIP[case]
+    path = tmp_path / f"{case}.txt.gz"
+    path.write_bytes(data)
+    contexts, stats = _scan(path, tokenizer_dir, backend)
+    assert stats.lines == lines and stats.files == 1
+    assert len(contexts[6]) == (0 if lines == 0 else {2: 3, 3: 4, 4: 6}[lines])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(BAD_GZIP))
+def test_bad_gzip_files_are_refused_by_both_backends_naming_the_file(tmp_path, tokenizer_dir, backend, case):
+    path = tmp_path / f"{case}.txt.gz"
+    path.write_bytes(BAD_GZIP[case])
+    with pytest.raises(CorpusFileError, match=re.escape(str(path))):
+        _scan(path, tokenizer_dir, backend)
+
+
+@needs_rust
+def test_unreadable_corpus_file_names_the_file(tmp_path, tokenizer_dir):
+    directory = tmp_path / "a_directory.txt"
+    directory.mkdir()
+    for backend in ["python", "rust"]:
+        with pytest.raises((FileNotFoundError, OSError), match=re.escape(str(directory))):
+            _scan(directory, tokenizer_dir, backend)
