@@ -17,4 +17,5 @@ if [ ! -f "$TOKENIZER/tokenizer.json" ]; then
       --vocab_size 30522 --output_dir "$TOKENIZER"
 fi
 exec .venv/bin/python run_pretraining.py configs/demo_minilm.yaml --model_name_or_path "$BASE" \
+    --base_model_hub_id sentence-transformers/all-MiniLM-L6-v2 \
     --tokenizer_name "$TOKENIZER" "$@"

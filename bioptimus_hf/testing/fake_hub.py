@@ -110,6 +110,7 @@ class InjectedFailure:
     path_pattern: str
     status: int
     times: int
+    body_pattern: str | None = None
 
 
 class FakeHub:
@@ -162,10 +163,11 @@ class FakeHub:
         return f"http://{host}:{port}"
 
     # ---------------------------------------------------------------- test helpers
-    def fail(self, method: str, path_pattern: str, status: int = 500, times: int = 1) -> None:
-        """Answer the next `times` requests matching (method, regex on the path) with `status`."""
+    def fail(self, method: str, path_pattern: str, status: int = 500, times: int = 1,
+             body_pattern: str | None = None) -> None:
+        """Answer the next `times` requests matching (method, regex on the path[, regex on the body]) with `status`."""
         with self._lock:
-            self.failures.append(InjectedFailure(method, path_pattern, status, times))
+            self.failures.append(InjectedFailure(method, path_pattern, status, times, body_pattern))
 
     def files(self, repo_id: str, revision: str) -> dict[str, bytes]:
         """Full content of every file at a revision (LFS files resolved from the LFS store)."""
@@ -268,7 +270,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             with fake._lock:
                 for failure in fake.failures:
-                    if failure.times > 0 and failure.method == method and re.search(failure.path_pattern, path):
+                    if (failure.times > 0 and failure.method == method and re.search(failure.path_pattern, path)
+                            and (failure.body_pattern is None
+                                 or re.search(failure.body_pattern, (body or b"").decode("utf-8", "replace")))):
                         failure.times -= 1
                         raise HubError(failure.status, "injected failure")
                 status, payload, headers, raw = self._route(method, path, query, body, split.path)
