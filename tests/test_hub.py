@@ -57,7 +57,8 @@ def _publish(run, hub, **kwargs):
 
 
 def _expected_files(staged: Path) -> dict:
-    return {p.relative_to(staged).as_posix(): p.read_bytes() for p in staged.rglob("*") if p.is_file()}
+    return {p.relative_to(staged).as_posix(): p.read_bytes() for p in staged.rglob("*")
+            if p.is_file() and not p.name.startswith(".")}  # the staging marker is not published
 
 
 def test_find_releases_accepts_run_releases_or_one_release(run_dir):
@@ -123,7 +124,8 @@ def test_resume_after_injected_failures_uploads_only_what_is_missing(run_dir, hu
     v03_model = load_model_sha(run_dir, "0.3")
     assert v03_model in hub.lfs_store  # its blob went up before the commit failed
 
-    hub.fail("POST", r"/api/models/acme/bioptimus/tag/v0\.4$", status=500)
+    hub.fail("POST", r"/api/models/acme/bioptimus/tag/[0-9a-f]{40}$", status=500,  # tags name the commit
+             body_pattern=r'"tag": ?"v0\.4"')
     uploads_before = list(hub.lfs_uploads)
     with pytest.raises(HfHubHTTPError):
         _publish(run_dir, hub)
@@ -133,7 +135,7 @@ def test_resume_after_injected_failures_uploads_only_what_is_missing(run_dir, hu
 
     reports = _publish(run_dir, hub)
     assert [r.status for r in reports] == ["unchanged", "unchanged", "unchanged", "published"]
-    assert reports[3].uploaded == [] and reports[3].commit is None  # only the tag was missing
+    assert reports[3].uploaded == [] and reports[3].commit == v04_head  # only the tag was missing
     assert repo.tags["v0.4"] == repo.branches["v0.4"] == v04_head
     assert hub.files(REPO, "main") == hub.files(REPO, "v0.4")
     assert len(hub.lfs_uploads) == 4
@@ -336,3 +338,123 @@ def test_cli_reads_a_yaml_config_and_exits_cleanly_on_errors(run_dir, tmp_path, 
     assert (report.repo_id, report.branch, report.status) == ("acme/bioptimus-v0.4", "main", "planned")
     with pytest.raises(SystemExit, match="error: --versions \\['0.7'\\] not found"):
         main(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--versions", "0.7"])
+    with pytest.raises(SystemExit, match=r"error: --repo_id 'acme/bad name!!' is not a valid Hub repository id"):
+        main(["--run_dir", str(run_dir), "--repo_id", "acme/bad name!!", "--dry_run"])  # a dry run checks it too
+
+
+def test_cli_turns_a_hub_failure_into_a_message_with_the_resume_command(run_dir, hub, monkeypatch):
+    from bioptimus_hf.commands.publish import main
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    hub.fail("POST", r"/api/models/acme/bioptimus/commit/v0\.2$", status=500)
+    argv = ["--run_dir", str(run_dir), "--repo_id", REPO, "--endpoint", hub.url]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    message = str(exit_info.value)
+    assert "the Hub request failed: Server error '500" in message and "Traceback" not in message
+    assert f"bioptimus-publish --run_dir {run_dir} --repo_id {REPO} --endpoint {hub.url}" in message
+    main(argv)  # the command it gives finishes the job
+    assert set(hub.repos[REPO].tags) == {"v0.1", "v0.2", "v0.3", "v0.4"}
+
+
+class _PausingApi:
+    """An HfApi whose create_tag (or create_commit) first runs `before(...)`: a chosen interleaving of two
+    publishers, reproducible without timing luck."""
+
+    def __init__(self, hub, before_tag=None, before_commit=None):
+        from huggingface_hub import HfApi
+
+        self._api = HfApi(endpoint=hub.url, token=TOKEN)
+        self._before_tag, self._before_commit = before_tag, before_commit
+
+    def __getattr__(self, name):
+        return getattr(self._api, name)
+
+    def create_tag(self, *args, **kwargs):
+        if self._before_tag is not None:
+            self._before_tag()
+        return self._api.create_tag(*args, **kwargs)
+
+    def create_commit(self, *args, **kwargs):
+        if self._before_commit is not None:
+            before, self._before_commit = self._before_commit, None
+            before()
+        return self._api.create_commit(*args, **kwargs)
+
+
+def test_racing_publishers_never_tag_the_other_runs_weights(run_dir, hub, tmp_path):
+    """P1 commits, P2 commits on top, P1 tags, P2 tags: the tag must hold P1's files, P2 must fail loudly."""
+    import threading
+
+    other = make_run(tmp_path / "other", n_versions=1, seed=7)  # the same version 0.1, other weights
+    p2_at_tag, p1_tagged = threading.Event(), threading.Event()
+    outcome = {}
+
+    def p2_waits_for_p1():
+        p2_at_tag.set()
+        p1_tagged.wait(60)
+
+    def run_p2():
+        try:
+            outcome["p2"] = publish_releases(other, REPO, api=_PausingApi(hub, before_tag=p2_waits_for_p1),
+                                             staging_dir=tmp_path / "stage2")
+        except Exception as error:  # noqa: BLE001 - what P2 reports is the point of the test
+            outcome["p2"] = error
+
+    def p1_lets_p2_commit_first():
+        if "thread" not in outcome:
+            outcome["thread"] = threading.Thread(target=run_p2)
+            outcome["thread"].start()
+            assert p2_at_tag.wait(60)
+
+    p1 = publish_releases(run_dir, REPO, versions=["0.1"], api=_PausingApi(hub, before_tag=p1_lets_p2_commit_first),
+                          staging_dir=tmp_path / "stage1")
+    p1_tagged.set()
+    outcome["thread"].join(60)
+    assert p1[0].status == "published"
+    assert isinstance(outcome["p2"], VersionConflictError), outcome["p2"]
+    assert "was created by another publisher" in str(outcome["p2"])
+    repo = hub.repos[REPO]
+    assert repo.tags["v0.1"] == p1[0].commit  # the commit P1 made, not the branch head P2 had moved
+    tagged = hub.files(REPO, repo.tags["v0.1"])
+    assert tagged["model.safetensors"] == (run_dir / "releases" / "v0.1" / "model.safetensors").read_bytes()
+    assert repo.branches["v0.1"] == repo.tags["v0.1"]  # the loser put the branch back: "v0.1" is unambiguous
+
+
+def test_a_branch_moved_between_diff_and_commit_is_refused(run_dir, hub, tmp_path):
+    """parent_commit: a commit that lands between our diff and our commit makes ours fail, nothing mixed."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    _publish(run_dir, hub, versions=["0.1"])
+    intruder = HfApi(endpoint=hub.url, token=TOKEN)
+
+    def someone_else_commits():
+        intruder.create_branch(REPO, branch="v0.2", revision="v0.1", exist_ok=True)
+        intruder.create_commit(REPO, [CommitOperationAdd("notes.txt", b"not ours")], commit_message="other",
+                               revision="v0.2")
+
+    api = _PausingApi(hub, before_commit=someone_else_commits)
+    with pytest.raises(VersionConflictError, match=r"acme/bioptimus@v0.2 changed while this release was being published"):
+        publish_releases(run_dir, REPO, versions=["0.2"], api=api, staging_dir=tmp_path / "stage")
+    assert "v0.2" not in hub.repos[REPO].tags
+    assert set(hub.files(REPO, "v0.2")) == set(hub.files(REPO, "v0.1")) | {"notes.txt"}  # ours not committed
+    reports = _publish(run_dir, hub, versions=["0.2"], force=True)  # a re-run publishes on the new state
+    assert reports[0].status == "published" and "notes.txt" not in hub.files(REPO, "v0.2")
+
+
+def test_staging_never_deletes_what_it_did_not_create(run_dir, tmp_path):
+    """--staging_dir pointing at the releases themselves (or any directory of the user's) is refused."""
+    releases = run_dir / "releases"
+    before = {p: p.read_bytes() for p in releases.rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match="refusing to stage into"):
+        publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=releases)
+    precious = tmp_path / "mine" / "v0.3"
+    precious.mkdir(parents=True)
+    (precious / "thesis.tex").write_text("keep")
+    with pytest.raises(ValueError, match=r"mine/v0.3 exists and was not created by bioptimus-publish"):
+        publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=tmp_path / "mine")
+    assert (precious / "thesis.tex").read_text() == "keep"
+    assert {p: p.read_bytes() for p in releases.rglob("*") if p.is_file()} == before
+    # Its own earlier staging is replaced without complaint.
+    publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=tmp_path / "ours")
+    publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=tmp_path / "ours")

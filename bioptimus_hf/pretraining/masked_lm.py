@@ -94,31 +94,20 @@ def _masked_only_forward(
 ) -> MaskedLMOutput:
     # Same parameter names as BertForMaskedLM.forward: the Trainer inspects this signature to decide
     # which dataset columns to keep and (through **kwargs) whether to pass `num_items_in_batch`.
-    if labels is None:
-        return BertForMaskedLM.forward(
-            self,
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            encoder_hidden_states=encoder_hidden_states,
-            encoder_attention_mask=encoder_attention_mask,
-            **kwargs,
-        )
-
-    num_items_in_batch = kwargs.pop("num_items_in_batch", None)
-    outputs = self.bert(
-        input_ids,
+    inputs = dict(
+        input_ids=input_ids,
         attention_mask=attention_mask,
         token_type_ids=token_type_ids,
         position_ids=position_ids,
         inputs_embeds=inputs_embeds,
         encoder_hidden_states=encoder_hidden_states,
         encoder_attention_mask=encoder_attention_mask,
-        return_dict=True,
-        **kwargs,
     )
+    if labels is None:
+        return BertForMaskedLM.forward(self, **inputs, **kwargs)
+
+    num_items_in_batch = kwargs.pop("num_items_in_batch", None)
+    outputs = self.bert(**inputs, return_dict=True, **kwargs)
     sequence_output = outputs[0]
     flat_labels = labels.to(sequence_output.device).reshape(-1)
     labelled = flat_labels != IGNORE_INDEX

@@ -60,6 +60,8 @@ HUB_MANAGED_FILES = frozenset({".gitattributes"})
 # real upload mode is decided by the Hub in the preupload call).
 _LFS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".onnx", ".ckpt")
 _LFS_SIZE = 10 * 1024 * 1024
+# Written into every directory this module stages into: only such directories are ever replaced.
+STAGING_MARKER = ".bioptimus-staging"
 
 
 class VersionConflictError(RuntimeError):
@@ -126,8 +128,14 @@ def stage_release(
     release = Path(release_dir)
     staged = Path(staging_dir)
     if staged.exists():
+        if not (staged / STAGING_MARKER).is_file():
+            raise ValueError(
+                f"staging directory {staged} exists and was not created by bioptimus-publish; refusing to replace "
+                "it (staging never deletes what it did not create): choose another --staging_dir"
+            )
         shutil.rmtree(staged)
     staged.mkdir(parents=True)
+    (staged / STAGING_MARKER).write_text(f"staged from {release.name} by bioptimus-publish\n", encoding="utf-8")
     for source in sorted(release.rglob("*")):
         relative = source.relative_to(release)
         if any(part.startswith(".") or part == "__pycache__" for part in relative.parts) or not source.is_file():
@@ -145,11 +153,25 @@ def stage_release(
 
 
 def local_index(staged_dir: Path) -> dict[str, LocalFile]:
-    return {
-        p.relative_to(staged_dir).as_posix(): LocalFile.hash(p, p.relative_to(staged_dir).as_posix())
-        for p in sorted(staged_dir.rglob("*"))
-        if p.is_file()
-    }
+    """The staged files to publish (hidden files, such as the staging marker, are not part of a release)."""
+    index = {}
+    for path in sorted(staged_dir.rglob("*")):
+        relative = path.relative_to(staged_dir)
+        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+            index[relative.as_posix()] = LocalFile.hash(path, relative.as_posix())
+    return index
+
+
+def _check_staging_dir(staging_dir: Path, releases: Sequence[Path]) -> None:
+    """Staging must not happen inside the run it publishes: it would replace releases with their copies."""
+    target = staging_dir.resolve()
+    for release in releases:
+        for protected in (release.resolve(), release.resolve().parent):
+            if target == protected or protected in target.parents:
+                raise ValueError(
+                    f"--staging_dir {staging_dir}: refusing to stage into {protected}, which holds the releases being "
+                    "published; choose a directory outside the run"
+                )
 
 
 # --------------------------------------------------------------------------------------------- remote side
@@ -200,6 +222,18 @@ def _resolve_repo_id(repo_id: str, organization: str | None, api: Any | None) ->
         raise ValueError(f"--repo_id {repo_id!r} has no namespace: give 'org/{repo_id}' or --organization "
                          "(a dry run cannot ask the Hub for your user name)")
     return f"{api.whoami()['name']}/{repo_id}"
+
+
+def _validate_repo_ids(repo_id: str, versions: Sequence[str], per_version_repos: bool) -> None:
+    """Refuse, before anything is staged, a repository id the Hub would refuse (also in dry runs)."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    for candidate in [version_repo_id(repo_id, v) for v in versions] if per_version_repos else [repo_id]:
+        try:
+            validate_repo_id(candidate)
+        except HFValidationError as error:
+            raise ValueError(f"--repo_id {candidate!r} is not a valid Hub repository id: {error}") from None
 
 
 # --------------------------------------------------------------------------------------------- publishing
@@ -257,8 +291,11 @@ def publish_releases(
                                "(or use --dry_run to only stage and print the plan)")
         api = HfApi(endpoint=endpoint, token=token)
     repo_id = _resolve_repo_id(repo_id, organization, None if dry_run else api)
+    _validate_repo_ids(repo_id, list(by_version), mode == "repos")
     per_version_repos = mode == "repos"
 
+    if staging_dir is not None:
+        _check_staging_dir(Path(staging_dir), list(by_version.values()))
     cleanup = None
     if staging_dir is None and dry_run:  # a dry run keeps what it staged, for inspection
         staging_dir = tempfile.mkdtemp(prefix="bioptimus-hub-dry-run-")
@@ -331,19 +368,89 @@ def _refs(api: Any, repo_id: str) -> dict[str, dict[str, str]] | None:
             "tags": {t.name: t.target_commit for t in refs.tags}}
 
 
-def _commit_diff(api, repo_id, branch, local, message, say) -> tuple[str | None, list[str], list[str]]:
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+def _http_status(error: BaseException) -> int | None:
+    response = getattr(error, "response", None)
+    return getattr(response, "status_code", None)
 
-    remote = remote_index(api, repo_id, branch)
+
+def _commit_diff(api, repo_id, branch, local, message, say) -> tuple[str, str | None, list[str], list[str]]:
+    """Commit to ``branch`` what differs from ``local``, on top of the head the diff was computed against.
+
+    Returns ``(commit the branch holds our files at, new commit or None, uploaded, deleted)``. The commit
+    is made with ``parent_commit``: if another publisher moved the branch meanwhile the Hub refuses it
+    (HTTP 412) and :class:`VersionConflictError` says so, instead of silently mixing two runs' files.
+    """
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+    from huggingface_hub.errors import HfHubHTTPError
+
+    head = (_refs(api, repo_id) or {"branches": {}})["branches"].get(branch)
+    if head is None:
+        raise VersionConflictError(f"{repo_id}: branch {branch} disappeared while publishing; re-run to publish again")
+    remote = remote_index(api, repo_id, head)
     uploads, deletions = diff_files(local, remote)
     if not uploads and not deletions:
-        return None, [], []
+        return head, None, [], []
     operations = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(f.local_path)) for f in uploads]
     operations += [CommitOperationDelete(path_in_repo=p) for p in deletions]
     say(f"{repo_id}@{branch}: committing {len(uploads)} file(s) {[f.path_in_repo for f in uploads]}"
         + (f", deleting {deletions}" if deletions else ""))
-    info = api.create_commit(repo_id, operations, commit_message=message, revision=branch)
-    return info.oid, [f.path_in_repo for f in uploads], deletions
+    try:
+        info = api.create_commit(repo_id, operations, commit_message=message, revision=branch, parent_commit=head)
+    except HfHubHTTPError as error:
+        if _http_status(error) in (409, 412):
+            raise VersionConflictError(
+                f"{repo_id}@{branch} changed while this release was being published (another publisher?); "
+                "nothing of ours was committed. Re-run to publish on top of the new state (or find who else "
+                "publishes this version)"
+            ) from None
+        raise
+    return info.oid, info.oid, [f.path_in_repo for f in uploads], deletions
+
+
+def _tag_commit(api, repo_id: str, tag: str, commit: str, branch: str, version: str, local) -> bool:
+    """Tag ``commit`` (not the branch head, which another publisher may have moved). Returns False when the
+    tag was created meanwhile by someone else with the same files; raises when it holds other files.
+
+    Branch and tag share a name (``v0.k``), so a branch left pointing at a commit other than the tag's would
+    make ``revision="v0.k"`` ambiguous: a publisher that loses the race moves the branch back to the tag.
+    """
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        api.create_tag(repo_id, tag=tag, revision=commit, tag_message=f"BIOptimus v{version}")
+        return True
+    except HfHubHTTPError as error:
+        if _http_status(error) != 409:
+            raise
+    refs = _refs(api, repo_id) or {"branches": {}, "tags": {}}
+    tagged = refs["tags"].get(tag)
+    uploads, deletions = diff_files(local, remote_index(api, repo_id, tagged)) if tagged else (list(local), [])
+    if uploads or deletions:
+        if tagged and refs["branches"].get(branch) == commit and branch != MAIN_BRANCH:
+            api.delete_branch(repo_id, branch=branch)
+            api.create_branch(repo_id, branch=branch, revision=tagged)
+        raise VersionConflictError(
+            f"{repo_id}@{tag} was created by another publisher while this one ran, with different files "
+            f"({[f.path_in_repo for f in uploads] + deletions}); this run's files were not tagged (branch {branch} "
+            "points at the tag again). Compare the two runs, then re-run with --force to replace it if ours is the "
+            "right one"
+        )
+    return False
+
+
+def verify_published(api, repo_id: str, tag: str, local) -> str:
+    """Raise unless the tag's commit holds exactly the staged files (checked after every publication);
+    return that commit."""
+    tagged = (_refs(api, repo_id) or {"tags": {}})["tags"].get(tag)
+    if tagged is None:
+        raise VersionConflictError(f"{repo_id}@{tag}: the tag is missing right after publishing (deleted by someone?)")
+    uploads, deletions = diff_files(local, remote_index(api, repo_id, tagged))
+    if uploads or deletions:
+        raise VersionConflictError(
+            f"{repo_id}@{tag} does not hold the files this run staged after publishing (differs: "
+            f"{[f.path_in_repo for f in uploads]}, extra: {deletions}); another publisher may have raced this one"
+        )
+    return tagged
 
 
 def _publish_version(api, report: VersionReport, local, *, private, commit_message, per_version_repos, say) -> None:
@@ -362,16 +469,19 @@ def _publish_version(api, report: VersionReport, local, *, private, commit_messa
         previous = _previous_tag(refs["tags"], report.version)
         api.create_branch(repo_id, branch=branch, revision=previous, exist_ok=True)
         report.operations.append(f"create_branch {branch} from {previous or MAIN_BRANCH}")
-    commit, uploaded, deleted = _commit_diff(api, repo_id, branch, local, commit_message, say)
-    report.commit, report.uploaded, report.deleted = commit, uploaded, deleted
+    target, commit, uploaded, deleted = _commit_diff(api, repo_id, branch, local, commit_message, say)
+    report.commit, report.uploaded, report.deleted = target, uploaded, deleted
     if commit:
         report.operations.append(f"commit {len(uploaded)} upload(s), {len(deleted)} deletion(s) to {branch}")
-    if tag in refs["tags"]:  # forced republication: move the tag to the new head
+    if tag in refs["tags"]:  # forced republication: move the tag to the new commit
         api.delete_tag(repo_id, tag=tag)
         report.operations.append(f"delete_tag {tag}")
-    api.create_tag(repo_id, tag=tag, revision=branch, tag_message=f"BIOptimus v{report.version}")
-    report.operations.append(f"create_tag {tag} at {branch}")
-    report.status = "republished" if report.status == "conflict-forced" else "published"
+    if _tag_commit(api, repo_id, tag, target, branch, report.version, local):
+        report.operations.append(f"create_tag {tag} at {target[:12]}")
+        report.status = "republished" if report.status == "conflict-forced" else "published"
+    else:
+        report.status = "unchanged"
+    report.commit = verify_published(api, repo_id, tag, local)
     say(f"{repo_id}@{tag}: {report.status}")
 
 
@@ -391,8 +501,8 @@ def _update_main(api, repo_id, reports, locals_, say) -> None:
     if report is None:
         say(f"{repo_id}@{MAIN_BRANCH}: latest published version v{latest} is not part of this call; main left as is")
         return
-    commit, uploaded, deleted = _commit_diff(api, repo_id, MAIN_BRANCH, locals_[latest],
-                                             MAIN_COMMIT_MESSAGE.format(version=latest), say)
+    _, commit, uploaded, deleted = _commit_diff(api, repo_id, MAIN_BRANCH, locals_[latest],
+                                                MAIN_COMMIT_MESSAGE.format(version=latest), say)
     if commit:
         report.operations.append(f"commit {len(uploaded)} upload(s), {len(deleted)} deletion(s) to {MAIN_BRANCH}")
     say(f"{repo_id}@{MAIN_BRANCH}: holds v{latest}" + (" (updated)" if commit else " (already)"))

@@ -110,6 +110,7 @@ class InjectedFailure:
     path_pattern: str
     status: int
     times: int
+    body_pattern: str | None = None
 
 
 class FakeHub:
@@ -162,10 +163,11 @@ class FakeHub:
         return f"http://{host}:{port}"
 
     # ---------------------------------------------------------------- test helpers
-    def fail(self, method: str, path_pattern: str, status: int = 500, times: int = 1) -> None:
-        """Answer the next `times` requests matching (method, regex on the path) with `status`."""
+    def fail(self, method: str, path_pattern: str, status: int = 500, times: int = 1,
+             body_pattern: str | None = None) -> None:
+        """Answer the next `times` requests matching (method, regex on the path[, regex on the body]) with `status`."""
         with self._lock:
-            self.failures.append(InjectedFailure(method, path_pattern, status, times))
+            self.failures.append(InjectedFailure(method, path_pattern, status, times, body_pattern))
 
     def files(self, repo_id: str, revision: str) -> dict[str, bytes]:
         """Full content of every file at a revision (LFS files resolved from the LFS store)."""
@@ -268,7 +270,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             with fake._lock:
                 for failure in fake.failures:
-                    if failure.times > 0 and failure.method == method and re.search(failure.path_pattern, path):
+                    if (failure.times > 0 and failure.method == method and re.search(failure.path_pattern, path)
+                            and (failure.body_pattern is None
+                                 or re.search(failure.body_pattern, (body or b"").decode("utf-8", "replace")))):
                         failure.times -= 1
                         raise HubError(failure.status, "injected failure")
                 status, payload, headers, raw = self._route(method, path, query, body, split.path)
@@ -391,30 +395,24 @@ class _Handler(BaseHTTPRequestHandler):
         return 200, {"url": f"{endpoint}/{repo_id}", "name": repo_id, "id": repo_id}, None, None
 
     def _branch(self, repo, method, branch, body):
-        if method == "POST":
-            if branch in repo.branches:
-                raise HubError(409, f"Branch {branch} already exists")
-            start = json.loads(body or b"{}").get("startingPoint") or "main"
-            repo.branches[branch] = self.fake._revision(repo, start).oid
-            return 200, {}, None, None
-        if method == "DELETE":
-            if branch not in repo.branches:
-                raise HubError(404, f"Invalid rev id: {branch}", "RevisionNotFound")
-            del repo.branches[branch]
-            return 200, {}, None, None
-        raise HubError(405, "method not allowed")
+        start = (json.loads(body or b"{}").get("startingPoint") or "main") if method == "POST" else None
+        return self._ref(repo.branches, "Branch", repo, method, branch, start)
 
     def _tag(self, repo, method, rest, body):
+        if method == "POST":  # POST /tag/{revision} {"tag": name}; DELETE /tag/{name}
+            return self._ref(repo.tags, "Tag", repo, method, json.loads(body)["tag"], rest)
+        return self._ref(repo.tags, "Tag", repo, method, rest, None)
+
+    def _ref(self, refs, kind, repo, method, name, start):
         if method == "POST":
-            tag = json.loads(body)["tag"]
-            if tag in repo.tags:
-                raise HubError(409, f"Tag {tag} already exists")
-            repo.tags[tag] = self.fake._revision(repo, rest).oid
+            if name in refs:
+                raise HubError(409, f"{kind} {name} already exists")
+            refs[name] = self.fake._revision(repo, start).oid
             return 200, {}, None, None
         if method == "DELETE":
-            if rest not in repo.tags:
-                raise HubError(404, f"Invalid rev id: {rest}", "RevisionNotFound")
-            del repo.tags[rest]
+            if name not in refs:
+                raise HubError(404, f"Invalid rev id: {name}", "RevisionNotFound")
+            del refs[name]
             return 200, {}, None, None
         raise HubError(405, "method not allowed")
 
