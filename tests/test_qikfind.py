@@ -12,6 +12,7 @@ import pytest
 from bioptimus_hf.vocabulary.qikfind import (
     Context,
     QikFindStats,
+    UnsupportedTokenizerError,
     find_contexts,
     load_backend_tokenizer,
     rust_available,
@@ -302,7 +303,7 @@ def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_
     target = config["model"]["vocab"]["cells"]
     contexts, stats = find_contexts(corpus, tmp_path, [target], backend="auto", progress=False, return_stats=True)
     assert stats.backend == "python" and len(contexts[target]) > 0
-    with pytest.raises(ValueError, match="unsupported tokenizer: added token .*lstrip"):
+    with pytest.raises(UnsupportedTokenizerError, match="unsupported tokenizer: added token .*lstrip"):
         find_contexts(corpus, tmp_path, [target], backend="rust", progress=False)
 
 
@@ -402,15 +403,17 @@ def test_binding_takes_one_options_object_and_raises_typed_errors(corpus, traine
     with pytest.raises(FileNotFoundError) as caught:
         _qikfind.find_contexts([str(tmp_path / "missing.txt")], backend.to_str(), [token], options)
     assert caught.value.filename == str(tmp_path / "missing.txt")
-    # Unsupported tokenizers raise the extension's own class (a ValueError), whatever the message says.
-    assert issubclass(_qikfind.UnsupportedTokenizerError, ValueError)
+    # Unsupported tokenizers raise qikfind's own class (a ValueError), whatever the message says; other
+    # tokenizer errors are plain ValueErrors. The extension defines no classes of its own.
+    assert issubclass(UnsupportedTokenizerError, ValueError)
+    assert not hasattr(_qikfind, "UnsupportedTokenizerError")
     config = json.loads(backend.to_str())
     config["normalizer"] = {"type": "Lowercase"}
-    with pytest.raises(_qikfind.UnsupportedTokenizerError, match="normalizer must be BertNormalizer"):
+    with pytest.raises(UnsupportedTokenizerError, match="normalizer must be BertNormalizer"):
         _qikfind.WordPieceTokenizer(json.dumps(config))
     with pytest.raises(ValueError, match="invalid tokenizer") as caught:
         _qikfind.WordPieceTokenizer("{")
-    assert not isinstance(caught.value, _qikfind.UnsupportedTokenizerError)
+    assert not isinstance(caught.value, UnsupportedTokenizerError)
 
     # The progress callback's exception comes back as it was raised.
     class Stop(Exception):

@@ -24,12 +24,18 @@ from pathlib import Path
 import pytest
 
 from bioptimus_hf.vocabulary import _sentence_classes
-from bioptimus_hf.vocabulary.qikfind import find_contexts, rust_available, split_sentences
+from bioptimus_hf.vocabulary.qikfind import Context, find_contexts, rust_available, sample_priority, split_sentences
 from bioptimus_hf.utils.corpus_reader import CorpusFileError
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-needs_rust = pytest.mark.skipif(not rust_available(), reason="bioptimus_hf._qikfind extension not built")
+# Without the extension only the Rust side is skipped: the Python backend's agreement with the reference
+# (tokenizers) is tested either way.
+needs_rust = pytest.mark.skipif(
+    not rust_available(),
+    reason="Rust side skipped: the bioptimus_hf._qikfind extension is not built (no cargo); the Python side still runs",
+)
+BACKENDS = ["python", pytest.param("rust", marks=needs_rust)]
 
 
 # ------------------------------------------------------------------------------------- sentence splitting
@@ -119,25 +125,22 @@ def _non_starters() -> list[int]:
 
 @pytest.fixture(scope="module")
 def unicode_texts():
-    """Every code point in runs of 16 neighbours; every ordered pair of combining marks after a letter;
-    every precomposed character with a canonical decomposition followed by a mark of each combining class;
-    and the vocabulary: [UNK], ASCII letters and digits, every character that lowercasing or NFD makes of
-    another one, every combining mark, each also as a ## piece. Tokens then show where each of these
-    characters went; other words are [UNK] with the word's offsets (their text is compared as normalised
-    text)."""
+    """Three families of words: every code point in runs of 16 neighbours; every ordered pair of
+    combining marks after a letter; every precomposed character with a canonical decomposition followed
+    by a mark of each combining class. And the vocabulary: [UNK], ASCII letters and digits, every
+    character that lowercasing or NFD makes of another one, every combining mark, each also as a ##
+    piece. Tokens then show where each of these characters went; other words are [UNK] with the word's
+    offsets (their text is compared as normalised text)."""
     from tokenizers import normalizers
 
-    runs = [" ".join("".join(map(chr, CODE_POINTS[i + j : i + j + 16])) for j in range(0, 4096, 16))
-            for i in range(0, len(CODE_POINTS), 4096)]
+    runs = ["".join(map(chr, CODE_POINTS[i : i + 16])) for i in range(0, len(CODE_POINTS), 16)]
     marks = _non_starters()
     assert len(marks) > 700
     pairs = [f"x{chr(a)}{chr(b)}" for a in marks for b in marks]
-    pairs = [" ".join(pairs[i : i + 4096]) for i in range(0, len(pairs), 4096)]
     one_per_class = list({unicodedata.combining(chr(m)): m for m in marks}.values())
     decomposable = [c for c in CODE_POINTS if unicodedata.decomposition(chr(c)) and not
                     unicodedata.decomposition(chr(c)).startswith("<") and not 0xAC00 <= c <= 0xD7A3]
     precomposed = [f"{chr(c)}{chr(m)}" for c in decomposable for m in one_per_class]
-    precomposed = [" ".join(precomposed[i : i + 4096]) for i in range(0, len(precomposed), 4096)]
 
     chars = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") | set(map(chr, marks))
     code_points = [c for c in CODE_POINTS if c != ord("#")]
@@ -150,38 +153,84 @@ def unicode_texts():
     for c in sorted(chars - set(" \t\n\r")):
         vocab[c] = len(vocab)
         vocab["##" + c] = len(vocab)
-    return {"runs": runs, "mark_pairs": pairs, "precomposed_marks": precomposed, "vocab": vocab}
+    return {"words": {"runs": runs, "mark_pairs": pairs, "precomposed_marks": precomposed}, "vocab": vocab}
+
+
+def _families(setting: str) -> list[str]:
+    # Canonical reordering happens only when accents are stripped; marks have no case, and clean text and
+    # CJK spacing do not touch them: the pairs under one setting with NFD test all there is to test.
+    return ["runs", "precomposed_marks"] + (["mark_pairs"] if setting == "uncased" else [])
+
+
+def _texts(words: list[str], per_text: int) -> list[str]:
+    return [" ".join(words[i : i + per_text]) for i in range(0, len(words), per_text)]
+
+
+def _target_sets(vocab: dict[str, int]) -> dict[str, list[int]]:
+    """Targets for the corpus-scan search: every token but [UNK] (which would switch the prefilter off),
+    and the non-ASCII ones, so that the prefilter must find them in the normalised text."""
+    non_ascii = [i for t, i in vocab.items() if t != "[UNK]" and not t.removeprefix("##").isascii()]
+    return {"all": [i for t, i in vocab.items() if t != "[UNK]"], "non_ascii": non_ascii}
+
+
+@pytest.fixture(scope="module")
+def reference_encodings(unicode_texts):
+    """{setting: (tokenizer_json, {family: (texts, [[(id, start, end)]])})} from the reference."""
+    from tokenizers import Tokenizer
+
+    cache = {}
+
+    def get(setting):
+        if setting not in cache:
+            tokenizer_json = _tokenizer_json(SETTINGS[setting], unicode_texts["vocab"])
+            reference = Tokenizer.from_str(tokenizer_json)
+            families = {}
+            for family in _families(setting):
+                texts = _texts(unicode_texts["words"][family], 256 if family == "runs" else 4096)
+                encodings = reference.encode_batch(texts, add_special_tokens=False)
+                families[family] = (texts, [list(zip(e.ids, *zip(*e.offsets))) for e in encodings])
+            cache[setting] = (tokenizer_json, families)
+        return cache[setting]
+
+    return get
+
+
+def _first_difference(family, text, expected, got):
+    first = next((k for k, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
+    e = expected[first] if first < len(expected) else None
+    g = got[first] if first < len(got) else None
+    where = e or g
+    return family, ascii(text[max(0, where[1] - 3) : where[2] + 3]), e, g
 
 
 @needs_rust
 @pytest.mark.parametrize("setting", list(SETTINGS))
-def test_rust_tokenizer_matches_tokenizers_on_all_of_unicode(setting, unicode_texts):
+def test_rust_tokenizer_matches_tokenizers_on_all_of_unicode(setting, unicode_texts, reference_encodings):
+    """Token ids, offsets and normalised text of the Rust tokenizer; and the target tokens that the
+    corpus scan's search (prefilter, ASCII fast path, word cache) finds, for two sets of targets."""
     from tokenizers import Tokenizer
 
     from bioptimus_hf import _qikfind
 
-    config = SETTINGS[setting]
-    # Canonical reordering happens only when accents are stripped; marks have no case, and clean text and
-    # CJK spacing do not touch them: the pairs under one setting with NFD test all there is to test.
-    families = ["runs", "precomposed_marks"] + (["mark_pairs"] if setting == "uncased" else [])
-    tokenizer_json = _tokenizer_json(config, unicode_texts["vocab"])
+    tokenizer_json, families = reference_encodings(setting)
     reference = Tokenizer.from_str(tokenizer_json)
     rust = _qikfind.WordPieceTokenizer(tokenizer_json)
+    target_sets = _target_sets(unicode_texts["vocab"])
     mismatches = []
-    for family in families:
-        texts = unicode_texts[family]
-        encodings = reference.encode_batch(texts, add_special_tokens=False)
-        for text, encoding in zip(texts, encodings):
-            expected = [(i, a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]
+    for family, (texts, expected_tokens) in families.items():
+        for text, expected in zip(texts, expected_tokens):
             got = [tuple(t) for t in rust.tokenize(text)]
             if got != expected:
-                first = next((k for k, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
-                e = expected[first] if first < len(expected) else None
-                g = got[first] if first < len(got) else None
-                where = e or g
-                mismatches.append((family, ascii(text[max(0, where[1] - 3) : where[2] + 3]), e, g))
-            if hasattr(rust, "normalize") and rust.normalize(text) != reference.normalizer.normalize_str(text):
+                mismatches.append(_first_difference(family, text, expected, got))
+            if rust.normalize(text) != reference.normalizer.normalize_str(text):
                 mismatches.append((family, "normalized text differs", ascii(text[:40])))
+        for name, targets in target_sets.items():
+            wanted = set(targets)
+            found = rust.find_targets(texts, targets)
+            for text, expected, got in zip(texts, expected_tokens, found):
+                expected = [t for t in expected if t[0] in wanted]
+                if [tuple(t) for t in got] != expected:
+                    mismatches.append(("search", name, *_first_difference(family, text, expected, got)))
     assert not mismatches, f"{len(mismatches)} strings differ, first: {mismatches[:5]}"
 
 
@@ -219,9 +268,74 @@ def test_rust_tokenizer_matches_tokenizers_on_known_differences(setting, case):
     assert [tuple(t) for t in _qikfind.WordPieceTokenizer(tokenizer_json).tokenize(text)] == expected
 
 
+# ---------------------------------------------------------------------------- the corpus scan, end to end
+
+CORPUS_SAMPLE = 5  # contexts kept per target: every target appears in more sentences than this
+
+
+@pytest.fixture(scope="module")
+def unicode_corpus(unicode_texts, tmp_path_factory):
+    """The word families as a corpus of short lines (16 words a line; no newline characters inside), the
+    targets (non-ASCII tokens and a few ASCII ones), and per setting the reference's contexts: each line
+    split into sentences, each sentence tokenized by the reference, the first occurrence of each target
+    kept, and per target the CORPUS_SAMPLE sentences of smallest priority (the bottom-k definition, by
+    sorting)."""
+    from tokenizers import Tokenizer
+
+    vocab = unicode_texts["vocab"]
+    targets = _target_sets(vocab)["non_ascii"] + [vocab["a"], vocab["##a"], vocab["x"]]
+    paths = {}
+    for family, words in unicode_texts["words"].items():
+        path = tmp_path_factory.mktemp("unicode_corpus") / f"{family}.txt"
+        words = [w.replace("\n", "") for w in words]
+        path.write_text("\n".join(_texts(words, 16)) + "\n", encoding="utf-8")
+        paths[family] = path
+    cache = {}
+
+    def expected(setting):
+        if setting not in cache:
+            reference = Tokenizer.from_str(_tokenizer_json(SETTINGS[setting], vocab))
+            sentences = []
+            for family in _families(setting):
+                for line in paths[family].read_bytes().decode("utf-8").split("\n")[:-1]:
+                    sentences.extend(split_sentences(line)[0])
+            occurrences = {t: [] for t in targets}
+            encodings = reference.encode_batch(sentences, add_special_tokens=False)
+            for index, (sentence, encoding) in enumerate(zip(sentences, encodings)):
+                seen = set()
+                for token, (start, end) in zip(encoding.ids, encoding.offsets):
+                    if token in occurrences and token not in seen:
+                        seen.add(token)
+                        occurrences[token].append(
+                            (sample_priority(0, token, index), index, Context(sentence, start, end, index)))
+            contexts = {t: [c for _, _, c in sorted(sorted(found)[:CORPUS_SAMPLE], key=lambda o: o[1])]
+                        for t, found in occurrences.items()}
+            cache[setting] = (contexts, len(sentences))
+        return cache[setting]
+
+    return {"paths": paths, "targets": targets, "vocab": vocab, "expected": expected}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("setting", ["uncased", "cased"])
+def test_corpus_scan_matches_tokenizers_on_all_of_unicode(setting, backend, unicode_corpus):
+    """Both backends' find_contexts over the Unicode corpus equal the reference's contexts: sentences,
+    code point spans, sentence indices and samples."""
+    from tokenizers import Tokenizer
+
+    tokenizer_json = _tokenizer_json(SETTINGS[setting], unicode_corpus["vocab"])
+    paths = [unicode_corpus["paths"][family] for family in _families(setting)]
+    expected, n_sentences = unicode_corpus["expected"](setting)
+    assert sum(map(len, expected.values())) > 1000  # not a vacuous comparison
+    contexts, stats = find_contexts(paths, Tokenizer.from_str(tokenizer_json), unicode_corpus["targets"],
+                                    max_per_token=CORPUS_SAMPLE, backend=backend, progress=False, return_stats=True)
+    assert stats.backend == backend and stats.sentences == n_sentences
+    differing = [t for t in expected if contexts[t] != expected[t]]
+    assert not differing, [(t, contexts[t][:1], expected[t][:1]) for t in differing[:3]]
+
+
 # ------------------------------------------------------------------------------------------------- gzip
 
-BACKENDS = ["python", pytest.param("rust", marks=needs_rust)]
 TEXT = b"The patients were fine.\nMore patients here. Patients again\n"
 
 

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from ..utils.corpus_reader import CorpusFileError, CorpusReadStats, iter_lines
+from ..utils.corpus_reader import CorpusReadStats, iter_lines
 from . import _sentence_classes
 from ..utils.tokenizer_loader import load_backend_tokenizer, resolve_backend_tokenizer
 
@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "Context",
+    "UnsupportedTokenizerError",
     "QikFindStats",
     "find_contexts",
     "split_sentences",
@@ -55,6 +56,15 @@ __all__ = [
 ]
 
 _MASK64 = (1 << 64) - 1
+
+
+class UnsupportedTokenizerError(ValueError):
+    """A valid tokenizer that the Rust backend cannot reproduce exactly: not BertNormalizer +
+    BertPreTokenizer + WordPiece, or added tokens with ``lstrip``, ``rstrip``, ``single_word`` or
+    ``normalized``. The extension raises this class (``rust/src/python.rs`` maps its
+    ``Error::UnsupportedTokenizer`` here); ``backend="auto"`` then falls back to the Python backend,
+    ``backend="rust"`` lets it propagate. Corrupt corpus files raise ``CorpusFileError``
+    (``bioptimus_hf.utils.corpus_reader``) in both backends."""
 
 # The splitter's character classes come from one generated table that the Rust backend compiles in too
 # (scripts/generate_unicode_tables.py), so that neither backend depends on its own Unicode version.
@@ -286,8 +296,6 @@ def _rust_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_co
             [str(p) for p in paths], backend_tokenizer.to_str(), list(targets), options, progress=callback
         )
         contexts = {t: [Context(*c) for c in raw.get(t, [])] for t in targets}
-    except _qikfind.CorpusFileError as error:
-        raise CorpusFileError(str(error)) from None  # the Python backend's class, same message
     finally:
         if collecting:
             gc.enable()
@@ -358,8 +366,6 @@ def find_contexts(
     started = time.perf_counter()
     try:
         if backend == "rust" and requested == "auto":
-            from bioptimus_hf._qikfind import UnsupportedTokenizerError
-
             try:
                 contexts = _rust_backend(
                     paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,

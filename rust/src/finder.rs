@@ -15,9 +15,9 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::reader::{check_file, read_file, Batch};
 use crate::sampling::{priority, BottomK};
-use crate::search::{is_plain_ascii, TargetSearch, WordCache};
+use crate::search::{unique_targets, SearchBuffers, TargetSearch};
 use crate::text::{decode_lossy, split_sentences};
-use crate::tokenizer::{BertWordPiece, Scratch};
+use crate::tokenizer::BertWordPiece;
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -159,10 +159,8 @@ fn split_chunk(batch: &[u8], range: (usize, usize), max_context_chars: usize) ->
 /// Per-thread state, kept across the batches of one scan (the word cache is what makes it pay).
 #[derive(Default)]
 struct Worker {
-    scratch: Scratch,
-    cache: WordCache,
+    buffers: SearchBuffers,
     found: Vec<(u32, usize, usize)>,
-    normalized: String,
     seen: Vec<u32>,
     candidates: u64,
 }
@@ -214,13 +212,11 @@ impl Scan<'_> {
     fn find_in_chunk(&self, text: &str, sentences: &[(usize, usize)], base: u64, worker: &mut Worker) {
         for (offset, &(a, b)) in sentences.iter().enumerate() {
             let sentence = &text[a..b];
-            let plain_ascii = is_plain_ascii(sentence);
-            if !self.search.prefilter.is_candidate(self.search.tokenizer, sentence, plain_ascii, &mut worker.normalized) {
+            if !self.search.search(sentence, &mut worker.buffers, &mut worker.found) {
                 continue;
             }
             worker.candidates += 1;
             let index = base + offset as u64;
-            self.search.find(sentence, plain_ascii, &mut worker.cache, &mut worker.scratch, &mut worker.found);
             worker.seen.clear();
             for &(slot, start, end) in &worker.found {
                 // The first occurrence of a target in a sentence is its context there.
@@ -254,15 +250,7 @@ pub fn find_contexts(
     for path in paths {
         check_file(path)?;
     }
-    let mut unique_targets: Vec<u32> = Vec::with_capacity(targets.len());
-    for &t in targets {
-        if (t as usize) >= tokenizer.vocab_size() || tokenizer.id_to_token(t).is_none() {
-            return Err(Error::InvalidArgument(format!("target id {t} is not in the tokenizer's vocabulary")));
-        }
-        if !unique_targets.contains(&t) {
-            unique_targets.push(t);
-        }
-    }
+    let unique_targets = unique_targets(tokenizer, targets)?;
     let scan = Scan {
         search: TargetSearch::new(tokenizer, &unique_targets),
         samples: Samples::new(unique_targets.len(), options.max_per_token),

@@ -1,71 +1,53 @@
 //! `bioptimus_hf._qikfind`: the Python binding (feature "python"). Thin: converts arguments, results
 //! and errors; the logic lives in the library modules.
 //!
-//! Errors (`crate::Error`) become:
+//! Errors (`crate::Error`) become Python exceptions; the two project-specific classes are defined in
+//! Python (so that they exist, and can be caught, without the extension) and looked up here:
 //!
 //! | variant | Python exception |
 //! |---|---|
-//! | `UnsupportedTokenizer` | `bioptimus_hf._qikfind.UnsupportedTokenizerError` (a `ValueError`) |
+//! | `UnsupportedTokenizer` | `bioptimus_hf.vocabulary.qikfind.UnsupportedTokenizerError` (a `ValueError`) |
 //! | `InvalidTokenizer`, `InvalidArgument` | `ValueError` |
 //! | `Io` | `FileNotFoundError` or another `OSError`, with `filename` set |
-//! | `Gzip` | `bioptimus_hf._qikfind.CorpusFileError` (a `ValueError`; the message names the file) |
+//! | `Gzip` | `bioptimus_hf.utils.corpus_reader.CorpusFileError` (a `ValueError`; the message names the file) |
 //! | `Aborted` | the exception the progress callback raised, or `KeyboardInterrupt` |
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyValueError};
-use pyo3::once_cell::GILOnceCell;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::error::Error;
 use crate::finder::{self, Options};
+use crate::search::{unique_targets, SearchBuffers, TargetSearch};
 use crate::text;
 use crate::tokenizer::{BertWordPiece, Scratch, Token};
 
 type RawContext = (String, usize, usize, u64);
 type ScanResult = (HashMap<u32, Vec<RawContext>>, HashMap<&'static str, u64>);
 
-static UNSUPPORTED_TOKENIZER: GILOnceCell<Py<PyType>> = GILOnceCell::new();
-static CORPUS_FILE_ERROR: GILOnceCell<Py<PyType>> = GILOnceCell::new();
-
-fn exception_type<'py>(
-    py: Python<'py>,
-    cell: &'static GILOnceCell<Py<PyType>>,
-    name: &str,
-    doc: &str,
-) -> &'py PyType {
-    cell.get_or_init(py, || {
-        PyErr::new_type(py, name, Some(doc), Some(py.get_type::<PyValueError>()), None)
-            .expect("cannot create an exception type")
-    })
-    .as_ref(py)
+/// The Python class `module.name`, an exception class defined by the pure-Python package.
+fn python_class<'py>(py: Python<'py>, module: &str, name: &str) -> PyResult<&'py PyType> {
+    Ok(py.import(module)?.getattr(name)?.downcast::<PyType>()?)
 }
 
-fn unsupported_tokenizer_error(py: Python<'_>) -> &PyType {
-    exception_type(
-        py,
-        &UNSUPPORTED_TOKENIZER,
-        "bioptimus_hf._qikfind.UnsupportedTokenizerError",
-        "A valid tokenizer that the Rust backend cannot reproduce exactly (the Python backend can).",
-    )
-}
-
-fn corpus_file_error(py: Python<'_>) -> &PyType {
-    exception_type(
-        py,
-        &CORPUS_FILE_ERROR,
-        "bioptimus_hf._qikfind.CorpusFileError",
-        "A corpus file that cannot be used (a corrupt or truncated gzip stream); the message names the file.",
-    )
+/// `module.name(message)`; the import error itself if the class cannot be found (a broken install).
+fn python_error(py: Python<'_>, module: &str, name: &str, message: String) -> PyErr {
+    match python_class(py, module, name) {
+        Ok(class) => PyErr::from_type(class, message),
+        Err(error) => error,
+    }
 }
 
 fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
     let message = error.to_string();
     match error {
-        Error::UnsupportedTokenizer(_) => PyErr::from_type(unsupported_tokenizer_error(py), message),
-        Error::Gzip { .. } => PyErr::from_type(corpus_file_error(py), message),
+        Error::UnsupportedTokenizer(_) => {
+            python_error(py, "bioptimus_hf.vocabulary.qikfind", "UnsupportedTokenizerError", message)
+        }
+        Error::Gzip { .. } => python_error(py, "bioptimus_hf.utils.corpus_reader", "CorpusFileError", message),
         Error::Io { path, source } => {
             // OSError(errno, strerror, filename): str() names the file, .filename holds it.
             let not_found = source.kind() == std::io::ErrorKind::NotFound;
@@ -231,6 +213,26 @@ impl WordPieceTokenizer {
         })
     }
 
+    /// The target tokens of each text as the corpus scan finds them (prefilter, then target search):
+    /// [[(id, start, end)]] with code point offsets, in order; [] where the prefilter rules a text out.
+    fn find_targets(&self, py: Python<'_>, texts: Vec<String>, targets: Vec<u32>) -> PyResult<Vec<Vec<(u32, usize, usize)>>> {
+        let targets = unique_targets(&self.inner, &targets).map_err(|e| to_py_err(py, e))?;
+        Ok(py.allow_threads(|| {
+            let search = TargetSearch::new(&self.inner, &targets);
+            let mut buffers = SearchBuffers::default();
+            let mut hits = Vec::new();
+            texts
+                .iter()
+                .map(|text| {
+                    search.search(text, &mut buffers, &mut hits);
+                    let tokens: Vec<Token> =
+                        hits.iter().map(|&(slot, start, end)| Token { id: targets[slot as usize], start, end }).collect();
+                    char_offsets(text, &tokens)
+                })
+                .collect()
+        }))
+    }
+
     /// The normaliser's output for `text` (no added-token splitting), as `normalizer.normalize_str`.
     fn normalize(&self, text: &str) -> String {
         self.inner.normalize_str(text)
@@ -249,13 +251,11 @@ fn split_sentences(line: &str, max_context_chars: usize) -> PyResult<(Vec<String
 }
 
 #[pymodule]
-fn _qikfind(py: Python<'_>, module: &PyModule) -> PyResult<()> {
+fn _qikfind(_py: Python<'_>, module: &PyModule) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(find_contexts, module)?)?;
     module.add_function(wrap_pyfunction!(split_sentences, module)?)?;
     module.add_class::<FindOptions>()?;
     module.add_class::<WordPieceTokenizer>()?;
-    module.add("UnsupportedTokenizerError", unsupported_tokenizer_error(py))?;
-    module.add("CorpusFileError", corpus_file_error(py))?;
     module.add("TOKENIZERS_REFERENCE", crate::generated::bert_unicode::REFERENCE)?;
     Ok(())
 }

@@ -10,6 +10,7 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
 use crate::added_vocabulary::Piece;
+use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
 use crate::tokenizer::{BertWordPiece, Scratch};
 use crate::wordpiece::PieceBuffers;
@@ -89,6 +90,28 @@ impl WordCache {
     const MAX_WORDS: usize = 1 << 20;
 }
 
+/// The distinct target ids of `targets`, in first-seen order; an error for an id outside the vocabulary.
+pub fn unique_targets(tokenizer: &BertWordPiece, targets: &[u32]) -> Result<Vec<u32>> {
+    let mut unique: Vec<u32> = Vec::with_capacity(targets.len());
+    for &t in targets {
+        if tokenizer.id_to_token(t).is_none() {
+            return Err(Error::InvalidArgument(format!("target id {t} is not in the tokenizer's vocabulary")));
+        }
+        if !unique.contains(&t) {
+            unique.push(t);
+        }
+    }
+    Ok(unique)
+}
+
+/// Per-thread buffers of `TargetSearch::search`.
+#[derive(Default)]
+pub struct SearchBuffers {
+    pub cache: WordCache,
+    pub scratch: Scratch,
+    pub normalized: String,
+}
+
 /// The targets of a scan: `slot_of[id]` is the target's slot (position in the scan's target list),
 /// `u32::MAX` for other ids.
 pub struct TargetSearch<'a> {
@@ -110,6 +133,18 @@ impl<'a> TargetSearch<'a> {
     #[inline]
     fn slot(&self, id: u32) -> u32 {
         self.slot_of.get(id as usize).copied().unwrap_or(u32::MAX)
+    }
+
+    /// The target tokens of `sentence` as the corpus scan sees them, in order: (slot, start byte, end
+    /// byte); false (and no hits) when the prefilter rules the sentence out.
+    pub fn search(&self, sentence: &str, buffers: &mut SearchBuffers, hits: &mut Vec<(u32, usize, usize)>) -> bool {
+        hits.clear();
+        let plain_ascii = is_plain_ascii(sentence);
+        if !self.prefilter.is_candidate(self.tokenizer, sentence, plain_ascii, &mut buffers.normalized) {
+            return false;
+        }
+        self.find(sentence, plain_ascii, &mut buffers.cache, &mut buffers.scratch, hits);
+        true
     }
 
     /// The target tokens of `sentence`, in order: (slot, start byte, end byte).
