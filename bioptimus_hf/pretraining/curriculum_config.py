@@ -18,6 +18,11 @@ class CurriculumArguments:
         default=None,
         metadata={"help": "Steps per phase: counts (100 200 ...) or fractions of max_steps (default 0.1 0.2 0.3 0.4)."},
     )
+    single_phase: str | None = field(
+        default=None,
+        metadata={"help": "Train the whole run in this one phase of the curriculum (e.g. 0.1: token masking at 15%%) "
+                          "instead of walking through all of them; --phase_steps is then ignored."},
+    )
     mask_seed: int | None = field(default=None, metadata={"help": "Masking seed (default: --seed)."})
     allow_schedule_change: bool = field(
         default=False,
@@ -27,4 +32,6 @@ class CurriculumArguments:
 
     def build(self) -> Curriculum:
         """The :class:`Curriculum` these arguments describe (raises ValueError naming the flag or file)."""
+        if self.single_phase is not None:
+            return Curriculum.from_spec(self.curriculum).only(self.single_phase)
         return Curriculum.from_spec(self.curriculum, self.phase_steps)
