@@ -7,7 +7,7 @@
     python run_distillation.py --teacher_model_name_or_path T --recipe compactbiobert ...
     python run_distillation.py --teacher_model_name_or_path T --recipe tinybiobert --student_layers 1 3 5 \\
         --student_hidden_size 192 ...
-    python run_distillation.py configs/x.yaml --single_phase 0.1 ...           # one fixed masking phase
+    python run_distillation.py ... --single_phase all      # through the curriculum (default: phase 0.1 only)
     torchrun --nproc_per_node 8 run_distillation.py ...
 
 The student is written to ``<output_dir>/student/`` as a release (plain ``BertForMaskedLM``, tokenizer,
@@ -46,6 +46,16 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
+class StudentCurriculumArguments(CurriculumArguments):
+    single_phase: Optional[str] = field(
+        default="0.1",
+        metadata={"help": "The masking phase of the whole run: 0.1 (default: BERT's token masking at 15%%, as in "
+                          "DistilBERT and Rohanian et al.), another phase's version, or 'all' to distil through the "
+                          "whole curriculum (--phase_steps as in run_pretraining.py)."},
+    )
+
+
+@dataclass
 class TeacherArguments:
     teacher_model_name_or_path: str = field(
         metadata={"help": "The teacher: a BIOptimus release (releases/v0.4) or any BERT masked LM with its MLM head."}
@@ -66,7 +76,7 @@ class TeacherArguments:
 
 def main(argv=None):
     teacher_args, distillation_config, data_args, curriculum_args, release_args, training_args = parse_args(
-        (TeacherArguments, DistillationConfig, PretrainingDataArguments, CurriculumArguments, ReleaseArguments,
+        (TeacherArguments, DistillationConfig, PretrainingDataArguments, StudentCurriculumArguments, ReleaseArguments,
          TrainingArguments),
         argv,
     )

@@ -57,8 +57,10 @@ class DistillationTrainer(Trainer):
             self.teacher_model = self.accelerator.prepare_model(teacher_model, evaluation_mode=True)
         else:
             self.teacher_model = teacher_model  # not run during training; kept for evaluate_teacher
-        self._loss_sums: dict[str, float] = defaultdict(float)
+        self._loss_sums: dict[str, float] = defaultdict(float)  # since the last log
         self._loss_batches = 0
+        self._run_loss_sums: dict[str, float] = defaultdict(float)  # over the run (this process)
+        self._run_loss_batches = 0
 
     # ------------------------------------------------------------------------------------------- losses
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -77,15 +79,22 @@ class DistillationTrainer(Trainer):
         loss = total_loss(self.weights, losses)
         for name, value in losses.items():
             self._loss_sums[name] += float(value.detach())
+            self._run_loss_sums[name] += float(value.detach())
         self._loss_batches += 1
+        self._run_loss_batches += 1
         return (loss, student) if return_outputs else loss
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Training logs get each loss component's mean since the last log (``loss_<name>``); the end-of-training
+        metrics its mean over the run (``train_loss_<name>``)."""
         if "loss" in logs and self._loss_batches:
             for name, total in self._loss_sums.items():
                 logs[f"loss_{name}"] = round(total / self._loss_batches, 6)
             self._loss_sums.clear()
             self._loss_batches = 0
+        if "train_loss" in logs and self._run_loss_batches:
+            for name, total in self._run_loss_sums.items():
+                logs[f"train_loss_{name}"] = round(total / self._run_loss_batches, 6)
         super().log(logs, start_time)
 
     # ------------------------------------------------------------------------------------------- after training
