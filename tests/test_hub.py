@@ -338,6 +338,23 @@ def test_cli_reads_a_yaml_config_and_exits_cleanly_on_errors(run_dir, tmp_path, 
     assert (report.repo_id, report.branch, report.status) == ("acme/bioptimus-v0.4", "main", "planned")
     with pytest.raises(SystemExit, match="error: --versions \\['0.7'\\] not found"):
         main(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--versions", "0.7"])
+    with pytest.raises(SystemExit, match=r"error: --repo_id 'acme/bad name!!' is not a valid Hub repository id"):
+        main(["--run_dir", str(run_dir), "--repo_id", "acme/bad name!!", "--dry_run"])  # a dry run checks it too
+
+
+def test_cli_turns_a_hub_failure_into_a_message_with_the_resume_command(run_dir, hub, monkeypatch):
+    from bioptimus_hf.commands.publish import main
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    hub.fail("POST", r"/api/models/acme/bioptimus/commit/v0\.2$", status=500)
+    argv = ["--run_dir", str(run_dir), "--repo_id", REPO, "--endpoint", hub.url]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    message = str(exit_info.value)
+    assert "the Hub request failed: Server error '500" in message and "Traceback" not in message
+    assert f"bioptimus-publish --run_dir {run_dir} --repo_id {REPO} --endpoint {hub.url}" in message
+    main(argv)  # the command it gives finishes the job
+    assert set(hub.repos[REPO].tags) == {"v0.1", "v0.2", "v0.3", "v0.4"}
 
 
 class _PausingApi:

@@ -107,6 +107,13 @@ def test_wrong_column_count_names_file_and_line(tmp_path):
         read_conll(path)
 
 
+def test_latin1_file_names_file_and_line(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_bytes("aspirin\tB-Chemical\n\nna\u00efve\tO\n".encode("latin-1"))
+    with pytest.raises(ConllFormatError, match=r"train\.tsv:3: not UTF-8 \(byte 2 of the line, 0xef\).*iconv"):
+        read_conll(path)
+
+
 def test_bad_label_names_line(tmp_path):
     with pytest.raises(ConllFormatError, match=r"x\.tsv:2: .*'Disease'"):
         read_conll(write(tmp_path, "x.tsv", "a\tO\nb\tDisease\n"))

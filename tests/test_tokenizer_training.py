@@ -85,6 +85,16 @@ def test_empty_and_missing_corpus_errors(tmp_path):
         train_wordpiece_tokenizer([str(tmp_path / "nope.txt")], base_path, vocab_size=100, show_progress=False)
 
 
+def test_vocabulary_sizes_that_cannot_be_honoured_are_refused(tmp_path, corpus_file):
+    base_path = tiny_base_tokenizer(tmp_path)
+    with pytest.raises(ValueError, match=r"--vocab_size 3 leaves no room .* 5 special tokens"):
+        train_wordpiece_tokenizer([corpus_file], base_path, vocab_size=3, show_progress=False)
+    out = tmp_path / "too_small"
+    with pytest.raises(ValueError, match=r"--vocab_size 20 is smaller than the corpus alphabet .* returned \d+ entries"):
+        train_wordpiece_tokenizer([corpus_file], base_path, vocab_size=20, output_dir=str(out), show_progress=False)
+    assert not out.exists()  # nothing mislabelled was saved
+
+
 def test_cli_writes_tokenizer_and_report(tmp_path, corpus_file, capsys):
     base_path = tiny_base_tokenizer(tmp_path)
     out = str(tmp_path / "cli_tok")

@@ -12,10 +12,9 @@ The settings are the same :class:`~bioptimus_hf.vocabulary.init_config.Embedding
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 
-from ..utils.files import write_json_atomic
+from ..utils.files import write_json_atomic, writing_directory
 from ..vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model
 from ..vocabulary.init_config import EmbeddingInitArguments
 from ..vocabulary.tokenizer_training import save_tokenizer
@@ -40,10 +39,10 @@ def run(argv: list[str] | None = None) -> dict:
     model, tokenizer, report = build_initialized_model(
         args.model_name_or_path, args.tokenizer_name, init_args, seed=args.seed, config_name=args.config_name
     )
-    os.makedirs(args.output_dir, exist_ok=True)
-    model.save_pretrained(args.output_dir)
-    save_tokenizer(tokenizer, args.output_dir)
-    write_json_atomic(os.path.join(args.output_dir, INIT_REPORT_NAME), report)
+    with writing_directory(args.output_dir) as output_dir:  # all or nothing, whenever the process dies
+        model.save_pretrained(output_dir)
+        save_tokenizer(tokenizer, str(output_dir))
+        write_json_atomic(output_dir / INIT_REPORT_NAME, report)
     print(json.dumps({k: report[k] for k in ("strategy", "counts") if k in report}, indent=2))
     return report
 

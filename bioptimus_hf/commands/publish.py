@@ -9,9 +9,12 @@ See :mod:`bioptimus_hf.releases.hub` for what publishing does.
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from huggingface_hub.errors import HfHubHTTPError
 
 from ..releases.hub import DEFAULT_COMMIT_MESSAGE, MODES, VersionReport, publish_releases
 from ..releases.record import normalise_version
@@ -84,10 +87,22 @@ def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         publish_from_cli(argv)
     except (ValueError, FileNotFoundError, RuntimeError) as error:  # VersionConflictError is a RuntimeError
         sys.exit(f"error: {error}")
+    except (HfHubHTTPError, OSError) as error:  # the Hub answered 5xx, or the network failed mid-way
+        sys.exit(
+            f"error: the Hub request failed: {_first_line(error)}\n"
+            "Nothing published is lost and publishing is idempotent: re-run the same command to upload only what is "
+            f"missing:\n  bioptimus-publish {shlex.join(argv)}"
+        )
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
 
 
 if __name__ == "__main__":

@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 
 from ..utils.corpus_reader import CorpusReadStats
+from ..utils.files import write_json_atomic, writing_directory
 from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME, coverage_report, train_wordpiece_tokenizer
 from .config_parser import parse_args
 
@@ -31,20 +31,21 @@ def run(argv: list[str] | None = None) -> dict:
     """Parse the command line, train, write and return the coverage report."""
     (args,) = parse_args((TokenizerTrainingArguments,), argv, description=__doc__)
     stats = CorpusReadStats()
-    tokenizer = train_wordpiece_tokenizer(
-        args.train_files,
-        args.base_tokenizer,
-        vocab_size=args.vocab_size,
-        min_frequency=args.min_frequency,
-        limit_alphabet=args.limit_alphabet,
-        output_dir=args.output_dir,
-        stats=stats,
-    )
-    report = coverage_report(tokenizer, args.base_tokenizer, args.train_files, args.coverage_sample_lines, args.seed)
-    report["corpus"] = stats.to_dict()
-    report["requested_vocab_size"] = args.vocab_size
-    with open(os.path.join(args.output_dir, COVERAGE_REPORT_NAME), "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=2)
+    # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
+    with writing_directory(args.output_dir) as output_dir:
+        tokenizer = train_wordpiece_tokenizer(
+            args.train_files,
+            args.base_tokenizer,
+            vocab_size=args.vocab_size,
+            min_frequency=args.min_frequency,
+            limit_alphabet=args.limit_alphabet,
+            output_dir=str(output_dir),
+            stats=stats,
+        )
+        report = coverage_report(tokenizer, args.base_tokenizer, args.train_files, args.coverage_sample_lines, args.seed)
+        report["corpus"] = stats.to_dict()
+        report["requested_vocab_size"] = args.vocab_size
+        write_json_atomic(output_dir / COVERAGE_REPORT_NAME, report)
     print(json.dumps(report, indent=2))
     return report
 

@@ -92,8 +92,15 @@ def read_conll(path: str | os.PathLike, strict: bool = False) -> ConllSplit:
             tokens.clear()
             tags.clear()
 
-    with open(path, encoding="utf-8") as handle:
-        for line_number, raw in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for line_number, raw_bytes in enumerate(handle, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ConllFormatError(
+                    f"{path}:{line_number}: not UTF-8 (byte {error.start} of the line, 0x{raw_bytes[error.start]:02x}); "
+                    "convert the file, e.g. `iconv -f latin1 -t utf-8`"
+                ) from None
             line = raw.rstrip("\r\n")
             if not line.strip():
                 flush()

@@ -49,11 +49,10 @@ def aggregate_seed_results(per_seed: Sequence[Dict[str, Any]], run_info: Dict[st
 
 
 def write_results(output_dir: str, results: Dict[str, Any]) -> str:
-    path = os.path.join(output_dir, RESULTS_FILE)
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(results, handle, indent=2, sort_keys=False)
-        handle.write("\n")
-    return path
+    """Write ``all_results.json`` atomically: its presence means a finished run (the comparison driver skips it)."""
+    from ..utils.files import write_json_atomic
+
+    return str(write_json_atomic(os.path.join(output_dir, RESULTS_FILE), results, default=None))
 
 
 def load_results(path: str) -> Dict[str, Any]:

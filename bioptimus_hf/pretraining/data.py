@@ -62,12 +62,32 @@ def check_pretraining_data(data_args: PretrainingDataArguments) -> CorpusReadSta
                 raise FileNotFoundError(f"corpus file {file} does not exist")
             if path.stat().st_size == 0:
                 raise CorpusFileError(f"corpus file {file} is empty")
+            _check_text_column(path, builder, data_args.text_column_name)
         return None
     return check_corpus_files(
         files,
         max_undecodable_fraction=data_args.max_undecodable_fraction,
         max_check_bytes=STREAMING_CHECK_BYTES if data_args.streaming else None,
     )
+
+
+def _check_text_column(path: Path, builder: str, column: str) -> None:
+    """The first record of a JSON-lines or CSV file has the text column (read before any model is loaded)."""
+    import csv
+    import json
+
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        if builder == "csv":
+            columns = next(csv.reader(handle), [])
+        else:
+            first = next((line for line in handle if line.strip()), "")
+            try:
+                record = json.loads(first)
+            except json.JSONDecodeError:
+                return  # a JSON document rather than JSON lines: `datasets` will read (or refuse) it
+            columns = list(record) if isinstance(record, dict) else []
+    if columns and column not in columns:
+        raise CorpusFileError(f"--text_column_name {column!r} not in the columns of {path}: {columns}")
 
 
 @dataclass

@@ -85,6 +85,11 @@ class OutputDirLock:
         self.release()
 
 
+def checkpoint_step(checkpoint: str | os.PathLike) -> int:
+    """The global step a complete checkpoint was saved at."""
+    return int(json.loads((Path(checkpoint) / TRAINER_STATE).read_text(encoding="utf-8"))["global_step"])
+
+
 def _is_complete(checkpoint: Path) -> bool:
     try:
         state = json.loads((checkpoint / TRAINER_STATE).read_text(encoding="utf-8"))
@@ -129,6 +134,10 @@ def prepare_output_dir(training_args: Any, overwrite_output_dir: bool = False) -
     """
     output_dir = Path(training_args.output_dir)
     lock = OutputDirLock(output_dir).acquire() if training_args.process_index == 0 else None
+    if lock is not None:
+        from ..releases.writer import recover_interrupted_replacements
+
+        recover_interrupted_replacements(output_dir / "releases")  # a release replacement killed mid-way
     if training_args.resume_from_checkpoint:
         checkpoint = Path(training_args.resume_from_checkpoint)
         if not _is_complete(checkpoint):

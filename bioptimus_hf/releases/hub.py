@@ -224,6 +224,18 @@ def _resolve_repo_id(repo_id: str, organization: str | None, api: Any | None) ->
     return f"{api.whoami()['name']}/{repo_id}"
 
 
+def _validate_repo_ids(repo_id: str, versions: Sequence[str], per_version_repos: bool) -> None:
+    """Refuse, before anything is staged, a repository id the Hub would refuse (also in dry runs)."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    for candidate in [version_repo_id(repo_id, v) for v in versions] if per_version_repos else [repo_id]:
+        try:
+            validate_repo_id(candidate)
+        except HFValidationError as error:
+            raise ValueError(f"--repo_id {candidate!r} is not a valid Hub repository id: {error}") from None
+
+
 # --------------------------------------------------------------------------------------------- publishing
 def publish_releases(
     path: str | os.PathLike,
@@ -279,6 +291,7 @@ def publish_releases(
                                "(or use --dry_run to only stage and print the plan)")
         api = HfApi(endpoint=endpoint, token=token)
     repo_id = _resolve_repo_id(repo_id, organization, None if dry_run else api)
+    _validate_repo_ids(repo_id, list(by_version), mode == "repos")
     per_version_repos = mode == "repos"
 
     if staging_dir is not None:

@@ -15,36 +15,19 @@ Readers (``find_releases``, the Hub publisher, ``run_pretraining``'s summary) ig
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from ..utils.files import replace_directory, sync_tree
 from .record import PHASE_FILE, ReleaseInfo, is_release_dir
 
 logger = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".partial"
 OLD_SUFFIX = ".old"
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(first: Path, second: Path) -> bool:
-    """Atomically swap two directories (Linux renameat2); False where the system cannot."""
-    if not hasattr(os, "uname") or os.uname().sysname != "Linux":
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
-    return result == 0
 
 
 def recover_interrupted_replacements(releases_dir: str | os.PathLike) -> list[Path]:
@@ -96,47 +79,9 @@ def write_release(release_dir: str | os.PathLike, model: Any, tokenizer: Any, in
     info.save(staging)
     if render_card:
         (staging / "README.md").write_text(render_release_card(staging), encoding="utf-8")
-    _sync_tree(staging)
+    sync_tree(staging)
     replace_directory(staging, release_dir)
     return release_dir
-
-
-def replace_directory(new: Path, target: Path) -> None:
-    """Move the complete directory ``new`` to ``target``, replacing any ``target`` without a moment with neither."""
-    if not target.exists():
-        new.rename(target)
-    elif _exchange(new, target):
-        shutil.rmtree(new)  # now holds the previous release
-    else:
-        old = target.with_name(target.name + OLD_SUFFIX)
-        if old.exists():
-            shutil.rmtree(old)
-        target.rename(old)
-        new.rename(target)
-        shutil.rmtree(old)
-    _fsync_directory(target.parent)
-
-
-def _sync_tree(directory: Path) -> None:
-    """Flush the files' contents to disk before the rename publishes them."""
-    for path in directory.rglob("*"):
-        if path.is_file():
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        handle = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
 
 
 __all__ = ["write_release", "replace_directory", "recover_interrupted_replacements", "is_release_dir"]

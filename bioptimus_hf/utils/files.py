@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
 
 
 def read_json(path: str | os.PathLike, missing: str | None = None) -> Any:
@@ -43,3 +50,81 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 def write_json_atomic(path: str | os.PathLike, data: Any, **dump_options: Any) -> Path:
     options = {"indent": 2, "default": str, **dump_options}
     return write_text_atomic(path, json.dumps(data, **options) + "\n")
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Atomically swap two directories (Linux renameat2); False where the system cannot."""
+    if not hasattr(os, "uname") or os.uname().sysname != "Linux":
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    return result == 0
+
+
+def replace_directory(new: Path, target: Path) -> None:
+    """Move the complete directory ``new`` to ``target``, replacing any ``target`` without a moment with neither.
+
+    On Linux the two are swapped in one ``renameat2(RENAME_EXCHANGE)``; elsewhere the old ``target`` is first
+    renamed ``<target>.old`` (which ``releases.writer.recover_interrupted_replacements`` puts back if the
+    process dies before the new one is in place).
+    """
+    if not target.exists():
+        new.rename(target)
+    elif _exchange(new, target):
+        shutil.rmtree(new)  # now holds the previous release
+    else:
+        old = target.with_name(target.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        target.rename(old)
+        new.rename(target)
+        shutil.rmtree(old)
+    _fsync_directory(target.parent)
+
+
+def sync_tree(directory: Path) -> None:
+    """Flush the files' contents to disk before the rename publishes them."""
+    for path in directory.rglob("*"):
+        if path.is_file():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        handle = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
+@contextlib.contextmanager
+def writing_directory(target: str | os.PathLike) -> Iterator[Path]:
+    """Write a directory of outputs all at once: yield ``<target>.partial``, then swap it into place.
+
+    An interrupted writer leaves ``target`` as it was (absent or the previous complete version), never half
+    of the new one; a stale ``.partial`` from an earlier interrupted write is discarded first.
+    """
+    target = Path(target)
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    sync_tree(partial)
+    replace_directory(partial, target)

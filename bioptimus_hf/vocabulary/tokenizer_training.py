@@ -62,6 +62,12 @@ def train_wordpiece_tokenizer(
     model_type = json.loads(base.backend_tokenizer.to_str())["model"]["type"]
     if model_type != "WordPiece":
         raise ValueError(f"The base tokenizer {base.name_or_path!r} is a {model_type} tokenizer, not WordPiece.")
+    specials = len(base.all_special_tokens)
+    if vocab_size <= specials:
+        raise ValueError(
+            f"--vocab_size {vocab_size} leaves no room for a vocabulary: the base tokenizer alone has {specials} "
+            f"special tokens ({', '.join(base.all_special_tokens)})"
+        )
     files = check_corpus_files(files, what="tokenizer training corpus").files
     stats = stats if stats is not None else CorpusReadStats()
     new = base.train_new_from_iterator(
@@ -71,6 +77,14 @@ def train_wordpiece_tokenizer(
         limit_alphabet=limit_alphabet,
         show_progress=show_progress,
     )
+    if len(new) > vocab_size:
+        # The WordPiece trainer keeps every initial character (up to limit_alphabet) and the special tokens,
+        # whatever the requested size: a vocabulary larger than asked for would be mislabelled.
+        raise ValueError(
+            f"--vocab_size {vocab_size} is smaller than the corpus alphabet plus the {specials} special tokens: the "
+            f"trainer returned {len(new)} entries (initial characters are always kept, at most --limit_alphabet "
+            f"{limit_alphabet}). Use --vocab_size {len(new)} or more, or a smaller --limit_alphabet"
+        )
     if output_dir is not None:
         save_tokenizer(new, output_dir)
     return new

@@ -1,0 +1,171 @@
+"""run_pretraining.py under faults and odd input: nothing lost, nothing silently wrong (issue 11)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import run_pretraining
+from bioptimus_hf.pretraining.run_lifecycle import OutputDirLock, last_complete_checkpoint
+from conftest import corpus_lines
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(monkeypatch, argv):
+    monkeypatch.setattr(sys, "argv", ["run_pretraining.py", *map(str, argv)])
+    run_pretraining.main()
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(corpus_lines(400)) + "\n", encoding="utf-8")
+    return path
+
+
+def args(model_dir, corpus, out, *extra, do_train=True):
+    base = ["--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out,
+            "--max_steps", 8, "--per_device_train_batch_size", 4, "--max_seq_length", 32, "--report_to", "none",
+            "--max_eval_samples", 8, "--logging_steps", 4, "--disable_tqdm", "true", "--save_steps", 4,
+            "--phase_steps", 2, 2, 2, 2]
+    return base + (["--do_train"] if do_train else []) + list(extra)
+
+
+def _snapshot(releases: Path) -> dict:
+    return {p.relative_to(releases).as_posix(): p.read_bytes() for p in releases.rglob("*") if p.is_file()}
+
+
+def test_a_run_without_do_train_resumes_like_one_with_it(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    """Training always runs, so the output-dir guard and checkpoint detection must not depend on --do_train."""
+    out = tmp_path / "out"
+    run(monkeypatch, args(tiny_model_dir, corpus, out, do_train=False))
+    before = _snapshot(out / "releases")
+    assert sorted({k.split("/")[0] for k in before}) == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    run(monkeypatch, args(tiny_model_dir, corpus, out, do_train=False))  # finished: resumes at step 8, nothing to do
+    assert _snapshot(out / "releases") == before
+    state = json.loads((out / "trainer_state.json").read_text())
+    assert state["global_step"] == 8
+
+
+def test_a_second_run_on_the_same_output_dir_is_refused(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    out = tmp_path / "busy"
+    with OutputDirLock(out):
+        with pytest.raises(SystemExit, match=rf"in use by process {os.getpid()} on .*another --output_dir"):
+            run(monkeypatch, args(tiny_model_dir, corpus, out))
+    assert not (out / "releases").exists()
+    run(monkeypatch, args(tiny_model_dir, corpus, out))  # released: the run goes ahead
+    assert (out / "releases" / "v0.4").is_dir()
+
+
+def test_resume_under_another_schedule_is_refused_unless_allowed(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    out = tmp_path / "out"
+    first = args(tiny_model_dir, corpus, out, "--max_steps", 6, "--phase_steps", 0.25, 0.25, 0.25, 0.25)
+    run(monkeypatch, first)  # steps 2/2/1/1 (largest remainder); checkpoints at phase ends 2, 4, 5, 6
+    (out / "checkpoint-6").rename(out / "checkpoint-6.moved")  # as if the run had stopped after step 5
+    v01 = _snapshot(out / "releases" / "v0.1")
+    changed = args(tiny_model_dir, corpus, out, "--max_steps", 12, "--phase_steps", 0.25, 0.25, 0.25, 0.25)
+    with pytest.raises(SystemExit, match=r"checkpoint-5 was trained under another curriculum schedule \(steps per "
+                                         r"phase \[2, 2, 1, 1\] -> \[3, 3, 3, 3\]; max_steps 6 -> 12\)"):
+        run(monkeypatch, changed)
+    assert _snapshot(out / "releases" / "v0.1") == v01  # nothing rewritten
+    run(monkeypatch, changed + ["--allow_schedule_change", "true"])
+    info = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
+    assert info["schedule_changes"] == [{"step": 5, "description": "steps per phase [2, 2, 1, 1] -> [3, 3, 3, 3]; "
+                                                                   "max_steps 6 -> 12"}]
+    assert "The schedule was changed when the run was resumed: at step 5" in (out / "releases" / "v0.4" / "README.md").read_text()
+
+
+def test_phases_past_max_steps_are_refused(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    with pytest.raises(SystemExit, match=r"add up to 12 steps but the run has max_steps=8.*never run"):
+        run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "o", "--phase_steps", 3, 3, 3, 3))
+
+
+# Runs run_pretraining in a child that kills itself (SIGKILL) while the Trainer saves checkpoint-8's
+# trainer_state.json, the file a checkpoint is written last: checkpoint-8 is left half written.
+KILL_DURING_SAVE = textwrap.dedent('''
+    import os, signal, sys
+    from transformers.trainer_callback import TrainerState
+    real = TrainerState.save_to_json
+    def save_to_json(self, path):
+        if "checkpoint-8" in str(path):
+            open(path, "w").write('{"global_st')
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, path)
+    TrainerState.save_to_json = save_to_json
+    sys.argv = ["run_pretraining.py"] + sys.argv[1:]
+    import run_pretraining
+    run_pretraining.main()
+''')
+
+
+def test_a_half_written_checkpoint_is_skipped_on_resume(monkeypatch, tmp_path, tiny_model_dir, corpus, caplog):
+    out = tmp_path / "out"
+    argv = [str(a) for a in args(tiny_model_dir, corpus, out, "--max_steps", 12, "--phase_steps", 3, 3, 3, 3)]
+    env = dict(os.environ, PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{REPO_ROOT / 'tests'}")
+    killed = subprocess.run([sys.executable, "-c", KILL_DURING_SAVE, *argv], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert (out / "checkpoint-8").is_dir() and (out / "checkpoint-4" / "trainer_state.json").is_file()
+    with caplog.at_level("WARNING"):
+        run(monkeypatch, argv)
+    assert "checkpoint-8 is incomplete" in caplog.text and "set aside as checkpoint-8.incomplete" in caplog.text
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 12
+    assert [p.name for p in sorted((out / "releases").iterdir())] == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    assert last_complete_checkpoint(out).name == "checkpoint-12"
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv"])
+def test_json_lines_and_csv_corpora_train(monkeypatch, tmp_path, tiny_model_dir, kind):
+    lines = corpus_lines(300)
+    path = tmp_path / f"corpus.{kind}"
+    if kind == "jsonl":
+        path.write_text("".join(json.dumps({"id": i, "abstract": t}) + "\n" for i, t in enumerate(lines)))
+    else:
+        import csv
+
+        with open(path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["id", "abstract"])
+            writer.writerows(enumerate(lines))
+    out = tmp_path / "out"
+    run(monkeypatch, args(tiny_model_dir, path, out, "--text_column_name", "abstract"))
+    assert (out / "releases" / "v0.4" / "model.safetensors").is_file()
+    with pytest.raises(SystemExit, match=rf"--text_column_name 'text' not in the columns of .*corpus.{kind}: \['id', 'abstract'\]"):
+        run(monkeypatch, args(tiny_model_dir, path, tmp_path / "o2"))
+
+
+def test_mixed_corpus_kinds_are_refused(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    other = tmp_path / "more.jsonl"
+    other.write_text(json.dumps({"text": "a line"}) + "\n")
+    argv = args(tiny_model_dir, corpus, tmp_path / "o")
+    argv[argv.index("--train_file") + 1: argv.index("--train_file") + 2] = [corpus, other]
+    with pytest.raises(SystemExit, match=r"mixes corpus kinds \(text: .*corpus.txt; json: .*more.jsonl\)"):
+        run(monkeypatch, argv)
+
+
+def test_binary_and_one_line_corpora(monkeypatch, tmp_path, tiny_model_dir, caplog):
+    binary = tmp_path / "weights.txt"
+    binary.write_bytes(bytes(range(256)) * 50)
+    with pytest.raises(SystemExit, match=r"weights.txt: \d+ of \d+ lines read .* not UTF-8"):
+        run(monkeypatch, args(tiny_model_dir, binary, tmp_path / "o1"))
+    one_line = tmp_path / "one.txt"
+    one_line.write_text(" ".join(corpus_lines(60)) + "\n")  # one long line: enough tokens for a few blocks
+    with caplog.at_level("WARNING"):
+        run(monkeypatch, args(tiny_model_dir, one_line, tmp_path / "o2", "--max_steps", 4, "--phase_steps", 1, 1, 1, 1))
+    assert "too few to hold out" in caplog.text
+    info = json.loads((tmp_path / "o2" / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
+    assert info["heldout_mlm_loss"] is None
+
+
+def test_a_phase_version_cannot_escape_output_dir(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    curriculum = tmp_path / "evil.yaml"
+    curriculum.write_text("- {version: '../../escaped', masking_unit: token, masking_rate: 0.15}\n")
+    with pytest.raises(SystemExit, match=r"phase 1: release version '../../escaped' is not allowed"):
+        run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "o", "--curriculum", curriculum,
+                              "--phase_steps", 8))
+    assert not (tmp_path / "escaped").exists()
