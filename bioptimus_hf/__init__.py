@@ -7,6 +7,7 @@ The package is organised by pipeline stage, one sub-package (wing) each:
   the masked-only MLM head;
 * :mod:`bioptimus_hf.releases` — the release record, writer, model card and Hub publishing;
 * :mod:`bioptimus_hf.ner` — BLURB NER fine-tuning, evaluation and tagging;
+* :mod:`bioptimus_hf.distillation` — compact students distilled from a release, top-layer removal;
 * :mod:`bioptimus_hf.commands` — the console scripts; :mod:`bioptimus_hf.utils` — the shared corpus reader
   and tokenizer loader.
 
@@ -42,6 +43,11 @@ _EXPORTS = {
     "find_releases": "bioptimus_hf.releases.record",
     "render_release_card": "bioptimus_hf.releases.card",
     "publish_releases": "bioptimus_hf.releases.hub",
+    "DistillationFacts": "bioptimus_hf.releases.record",
+    "DistillationConfig": "bioptimus_hf.distillation.distillation_config",
+    "DistillationTrainer": "bioptimus_hf.distillation.distillation_trainer",
+    "DISTILLATION_RECIPES": "bioptimus_hf.distillation.recipes",
+    "keep_layers": "bioptimus_hf.distillation.student",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from .phases import Curriculum
 
+ALL_PHASES = "all"  # --single_phase all: every phase of the curriculum
+
 
 @dataclass
 class CurriculumArguments:
@@ -18,6 +20,12 @@ class CurriculumArguments:
         default=None,
         metadata={"help": "Steps per phase: counts (100 200 ...) or fractions of max_steps (default 0.1 0.2 0.3 0.4)."},
     )
+    single_phase: str | None = field(
+        default=None,
+        metadata={"help": "Train the whole run in this one phase of the curriculum (e.g. 0.1: token masking at 15%%) "
+                          "instead of walking through all of them ('all', the same as unset); --phase_steps is then "
+                          "ignored."},
+    )
     mask_seed: int | None = field(default=None, metadata={"help": "Masking seed (default: --seed)."})
     allow_schedule_change: bool = field(
         default=False,
@@ -27,4 +35,6 @@ class CurriculumArguments:
 
     def build(self) -> Curriculum:
         """The :class:`Curriculum` these arguments describe (raises ValueError naming the flag or file)."""
+        if self.single_phase not in (None, ALL_PHASES):
+            return Curriculum.from_spec(self.curriculum).only(self.single_phase)
         return Curriculum.from_spec(self.curriculum, self.phase_steps)

@@ -218,6 +218,14 @@ class Curriculum:
                 steps = BIOPTIMUS_PHASE_FRACTIONS
         return cls(tuple(phases), tuple(steps), source=spec)
 
+    def only(self, version: str) -> "Curriculum":
+        """This curriculum reduced to its phase ``version`` (``"0.1"`` or ``"v0.1"``), trained for the whole run."""
+        key = str(version)[1:] if str(version)[:1] in ("v", "V") else str(version)
+        for phase in self.phases:
+            if phase.version == key:
+                return Curriculum((phase,), (1,), source=f"{self.source} (phase v{key} only)")
+        raise ValueError(f"--single_phase {version}: no such phase in {self.source} (phases: {list(self.versions)})")
+
     def resolve(self, max_steps: int) -> PhaseSchedule:
         """Step counts for a run of ``max_steps``; every phase must get steps and all must end by ``max_steps``."""
         counts = resolve_phase_steps(list(self.phase_steps), max_steps)

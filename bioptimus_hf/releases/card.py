@@ -30,6 +30,7 @@ from ..vocabulary.init_config import INIT_STRATEGIES
 from .record import ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card.md"
+STUDENT_TEMPLATE_PATH = Path(__file__).parent / "templates" / "student_card.md"
 # Shown in the "how to load" snippets when the card is rendered before the repository is known (the
 # training callback renders cards before anything is published; the publisher re-renders with the id).
 REPO_PLACEHOLDER = "<org>/<model-name>"
@@ -50,7 +51,19 @@ PAPER_BIBTEX = """@inproceedings{pavlova-makhlouf-2023-bioptimus,
     url = "https://aclanthology.org/2023.bionlp-1.31",
 }"""
 
+DISTILLATION_PAPER_URL = "https://doi.org/10.1093/bioinformatics/btad103"
+DISTILLATION_BIBTEX = """@article{rohanian2023effectiveness,
+    title = {On the effectiveness of compact biomedical transformers},
+    author = {Rohanian, Omid and Nouriborji, Mohammadmahdi and Kouchaki, Samaneh and Clifton, David A},
+    journal = {Bioinformatics},
+    volume = {39},
+    number = {3},
+    pages = {btad103},
+    year = {2023},
+}"""
+
 DEFAULT_TAGS = ("biomedical", "bert", "fill-mask", "bioptimus", "curriculum-learning", "pubmed")
+STUDENT_TAGS = ("biomedical", "bert", "fill-mask", "bioptimus", "knowledge-distillation", "pubmed")
 # A run's extra facts may carry arbitrary arguments: never print anything that looks like a credential.
 _SECRET_KEY_PATTERN = re.compile(r"(^|_)(token|password|secret|api_key|credential)s?($|_)", re.IGNORECASE)
 
@@ -200,11 +213,13 @@ def build_card(
     per_version_repos: bool = False,
     license: str = "apache-2.0",
     datasets: Iterable[str] | None = None,
-    tags: Iterable[str] = DEFAULT_TAGS,
+    tags: Iterable[str] | None = None,
 ) -> ModelCard:
     """Render the card of one release as a `huggingface_hub.ModelCard` (see `render_release_card`)."""
     release = Path(release_dir)
     info = ReleaseInfo.load(release)
+    if tags is None:
+        tags = STUDENT_TAGS if info.is_student else DEFAULT_TAGS
     run = info.run
     results = load_ner_results(ner_results)
     rows = _curriculum_rows(info)
@@ -215,7 +230,7 @@ def build_card(
     dataset_ids = list(datasets) if datasets is not None else list(run.datasets)
     model_name = (
         version_repo_id(repo_id, info.version) if repo_id and per_version_repos else repo_id
-    ) or f"bioptimus-v{info.version}"
+    ) or (f"bioptimus-student-v{info.version}" if info.is_student else f"bioptimus-v{info.version}")
 
     card_data = ModelCardData(
         license=license,
@@ -232,9 +247,7 @@ def build_card(
     parameters = _parameter_count(release)
     strategy = INIT_STRATEGIES.get(run.init_strategy) if run.init_strategy else None
 
-    return ModelCard.from_template(
-        card_data,
-        template_path=str(TEMPLATE_PATH),
+    common = dict(
         version=info.version,
         tag=info.tag,
         is_last=bool(versions) and versions[-1] == info.version,
@@ -280,6 +293,50 @@ def build_card(
         paper_url=PAPER_URL,
         bibtex=PAPER_BIBTEX,
     )
+    if info.is_student:
+        student = _student_context(info, parameters, _load_targets([info.version], repo_id, per_version_repos)[0])
+        return ModelCard.from_template(card_data, template_path=str(STUDENT_TEMPLATE_PATH), **common, **student)
+    return ModelCard.from_template(card_data, template_path=str(TEMPLATE_PATH), **common)
+
+
+def _student_context(info: ReleaseInfo, parameters: int | None, load_target: dict[str, str]) -> dict[str, Any]:
+    """What the student card shows beyond a release's common facts (teacher, recipe, layers, losses, sizes, speed)."""
+    from ..distillation.recipes import DISTILLATION_RECIPES, LOSS_DESCRIPTIONS
+
+    facts = info.distillation
+    recipe = DISTILLATION_RECIPES.get(facts.recipe or "")
+    copied = facts.student_init == "teacher_layers"
+    teacher_text = facts.teacher_hub_id or public_name(facts.teacher) or "the teacher"
+    student_parameters = facts.student_parameters or parameters
+    share = (student_parameters / facts.teacher_parameters
+             if student_parameters and facts.teacher_parameters else None)
+    return {
+        "student": facts,
+        "teacher_text": teacher_text,
+        "teacher_link": f"https://huggingface.co/{facts.teacher_hub_id}" if facts.teacher_hub_id else None,
+        "recipe_name": recipe.paper_name if recipe else (facts.recipe or "custom"),
+        "recipe_description": recipe.description if recipe else "recipe not recorded",
+        "init_text": ("the teacher's embeddings, MLM head and the teacher layers listed below, copied" if copied
+                      else "random (a smaller configuration), trained from scratch against the teacher"),
+        "layer_rows": [
+            {"student": index, "initialised": layer if copied else "— (random)",
+             "aligned": facts.layer_map[index] if index < len(facts.layer_map) else "n/a"}
+            for index, layer in enumerate(facts.student_layers)
+        ],
+        "loss_rows": [
+            {"name": name, "weight": _fmt(weight), "description": LOSS_DESCRIPTIONS.get(name, "")}
+            for name, weight in facts.loss_weights.items()
+        ],
+        "teacher_parameters": f"{facts.teacher_parameters:,}" if facts.teacher_parameters else "n/a",
+        "student_parameters": f"{student_parameters:,}" if student_parameters else "n/a",
+        "parameter_share": f"{100 * share:.0f}%" if share else None,
+        "speed": facts.speed or {},
+        "teacher_heldout_loss": _fmt(facts.teacher_heldout_mlm_loss, ".4f")
+        if facts.teacher_heldout_mlm_loss is not None else None,
+        "load_target": load_target,
+        "distillation_paper_url": DISTILLATION_PAPER_URL,
+        "distillation_bibtex": DISTILLATION_BIBTEX,
+    }
 
 
 def render_release_card(release_dir: str | os.PathLike, ner_results: Any = None, **options: Any) -> str:

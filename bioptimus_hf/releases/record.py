@@ -14,6 +14,9 @@ Format versions of ``bioptimus_phase.json``:
   ``TrainingArguments`` value (a float ratio when below 1). :meth:`ReleaseInfo.from_dict` migrates it.
 * 2: ``run`` holds ``per_device_train_batch_size`` and the derived ``effective_train_batch_size``;
   warm-up as ``warmup_ratio`` (when given as a ratio) and the resolved ``warmup_steps``.
+* 3: format 2 plus a ``distillation`` object (:class:`DistillationFacts`): the release is a student distilled
+  from a teacher (``run_distillation.py``). Only such releases are written as format 3; curriculum releases
+  stay format 2, so older readers keep reading them and refuse students (whose card they cannot render).
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from typing import Any, Iterable, Mapping
 from ..utils.files import read_json, write_json_atomic
 
 PHASE_FILE = "bioptimus_phase.json"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 2  # a curriculum release
+STUDENT_FORMAT_VERSION = 3  # a release with a `distillation` record (a distilled student)
+NEWEST_FORMAT_VERSION = STUDENT_FORMAT_VERSION
 # Directories that are work in progress (a release being written, or the old copy being replaced).
 TEMPORARY_SUFFIXES = (".partial", ".old")
 # A version is used in directory, branch, tag and repository names: keep it to safe characters.
@@ -217,6 +222,49 @@ def _migrate_run_v1(run: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
+class DistillationFacts:
+    """How a student release was distilled: teacher, recipe, layer map, losses, sizes and measured speed."""
+
+    teacher: str | None = None  # public name: the Hub id when known, else the folder name
+    teacher_hub_id: str | None = None
+    recipe: str | None = None
+    student_init: str | None = None  # "teacher_layers" or "random"
+    student_layers: list[int] = field(default_factory=list)  # teacher layers kept (or aligned to), 0-based
+    layer_map: list[int] = field(default_factory=list)  # teacher layer g(l) of each student layer l
+    loss_weights: dict[str, float] = field(default_factory=dict)  # only the losses that trained the student
+    temperature: float | None = None
+    projection: bool | None = None  # whether a learned W_p (dropped from the release) mapped student widths
+    teacher_num_layers: int | None = None
+    teacher_hidden_size: int | None = None
+    teacher_parameters: int | None = None
+    student_num_layers: int | None = None
+    student_hidden_size: int | None = None
+    student_parameters: int | None = None
+    teacher_heldout_mlm_loss: float | None = None
+    # Inference speed measured at the end of the run, teacher and student alternated on the same batches:
+    # device, batch_size, seq_length, teacher_sequences_per_s, student_sequences_per_s, speedup.
+    speed: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def parameter_ratio(self) -> float | None:
+        if self.teacher_parameters and self.student_parameters:
+            return self.student_parameters / self.teacher_parameters
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "DistillationFacts":
+        data = dict(data or {})
+        known = {f.name for f in fields(cls)}
+        extra = dict(data.pop("extra", {}) or {})
+        extra.update({k: v for k, v in data.items() if k not in known})
+        return cls(**{k: v for k, v in data.items() if k in known}, extra=extra)
+
+
+@dataclass
 class ReleaseInfo:
     """One release: its phase of the curriculum, its measurements and the run's facts."""
 
@@ -236,10 +284,15 @@ class ReleaseInfo:
     run: RunFacts = field(default_factory=RunFacts)
     # Schedule changes accepted on resume (``--allow_schedule_change``): what changed, at which step.
     schedule_changes: list[dict[str, Any]] = field(default_factory=list)
+    # Set for a student distilled from a teacher (format 3); None for curriculum releases.
+    distillation: DistillationFacts | None = None
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self):
         self.version = normalise_version(self.version)
+        if isinstance(self.distillation, Mapping):
+            self.distillation = DistillationFacts.from_dict(self.distillation)
+        self.format_version = STUDENT_FORMAT_VERSION if self.distillation is not None else FORMAT_VERSION
         if self.heldout_mlm_loss is not None and self.heldout_perplexity is None:
             self.heldout_perplexity = math.exp(self.heldout_mlm_loss) if self.heldout_mlm_loss < 50 else math.inf
 
@@ -261,9 +314,15 @@ class ReleaseInfo:
         steps, batch, length = self.global_step, self.run.effective_train_batch_size, self.run.max_seq_length
         return steps * batch * length if all(isinstance(x, int) for x in (steps, batch, length)) else None
 
+    @property
+    def is_student(self) -> bool:
+        return self.distillation is not None
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["run"] = self.run.to_dict()
+        if self.distillation is None:
+            del data["distillation"]  # a curriculum release stays byte-for-byte format 2
         if data["heldout_perplexity"] == math.inf:
             data["heldout_perplexity"] = None
         return data
@@ -274,18 +333,23 @@ class ReleaseInfo:
             raise ValueError(f"{source}: expected a JSON object with a 'version' key")
         data = dict(data)
         format_version = int(data.pop("format_version", 1))
-        if format_version > FORMAT_VERSION:
+        if format_version > NEWEST_FORMAT_VERSION:
             raise ValueError(
                 f"{source}: format version {format_version} is newer than this bioptimus-hf understands "
-                f"({FORMAT_VERSION}); upgrade bioptimus-hf"
+                f"({NEWEST_FORMAT_VERSION}); upgrade bioptimus-hf"
             )
         run = RunFacts.from_dict(data.pop("run", {}) or {}, format_version)
+        distillation = data.pop("distillation", None)
+        if distillation is not None and format_version < STUDENT_FORMAT_VERSION:
+            raise ValueError(f"{source}: a 'distillation' record needs format version {STUDENT_FORMAT_VERSION}, "
+                             f"the file says {format_version}")
         known = {f.name for f in fields(cls)} - {"run", "format_version"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"{source}: unknown release field(s) {unknown}")
         try:
-            return cls(**data, run=run)
+            return cls(**data, run=run,
+                       distillation=DistillationFacts.from_dict(distillation) if distillation is not None else None)
         except TypeError as error:
             raise ValueError(f"{source}: {error}") from None
 

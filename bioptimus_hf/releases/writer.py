@@ -56,12 +56,16 @@ def recover_interrupted_replacements(releases_dir: str | os.PathLike) -> list[Pa
 
 
 def write_release(release_dir: str | os.PathLike, model: Any, tokenizer: Any, info: ReleaseInfo,
-                  render_card: bool = True) -> Path:
-    """Save model (safetensors), tokenizer, config, ``bioptimus_phase.json`` and the model card, atomically."""
+                  render_card: bool = True, require_version_name: bool = True) -> Path:
+    """Save model (safetensors), tokenizer, config, ``bioptimus_phase.json`` and the model card, atomically.
+
+    A curriculum release lives in ``v<version>/``; ``require_version_name=False`` lets a release that is not
+    one of a run's versions (a distilled student, ``<output_dir>/student/``) use another directory name.
+    """
     from .card import render_release_card
 
     release_dir = Path(release_dir)
-    if release_dir.name != info.dir_name:
+    if require_version_name and release_dir.name != info.dir_name:
         raise ValueError(f"release of version {info.version} must be written to {info.dir_name}/, not {release_dir.name}/")
     release_dir.parent.mkdir(parents=True, exist_ok=True)
     recover_interrupted_replacements(release_dir.parent)

@@ -1,0 +1,170 @@
+"""DistillationTrainer: the ``transformers`` Trainer with a frozen teacher and the distillation losses.
+
+Thin over ``Trainer`` (like TRL's trainers): the student is the Trainer's model — optimizer, scheduler,
+checkpoints, resume, DDP, logging and callbacks (the curriculum's :class:`PhaseScheduleCallback` included)
+are the Trainer's own. What it adds:
+
+* the teacher, in inference mode: ``eval()``, no parameter requires a gradient, forward under
+  ``torch.no_grad()``, placed on the device by accelerate without a DDP wrapper;
+* :meth:`compute_loss`: one student forward and one teacher forward on the same masked batch, both with the
+  MLM head at masked positions only, then the weighted losses of the plan
+  (:func:`~bioptimus_hf.distillation.losses.distillation_losses`); each component is logged as ``loss_<name>``.
+  When no loss needs the teacher (MLM only) the teacher does not run at all;
+* evaluation reports the student's own held-out MLM loss (``eval_loss``), as ``run_pretraining.py`` does, and
+  :meth:`evaluate_teacher` the teacher's on the same evaluation set.
+
+Losses are per micro-batch means; ``loss_is_scaled_for_ga = False`` lets the Trainer divide them by the
+gradient-accumulation steps.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import Trainer
+
+from .distillation_config import DistillationPlan
+from .losses import distillation_losses, total_loss
+from .speed import measure_inference_speed
+from .student import PROJECTION_NAME, prepare_student_for_distillation, prepare_teacher
+
+
+class DistillationTrainer(Trainer):
+    """``Trainer(model=student, ...)`` plus ``teacher_model`` and a resolved ``plan``.
+
+    The student may be a fresh ``BertForMaskedLM``; it is prepared here (masked-only head, projection W_p when
+    the plan uses one, eager attention when attention maps are compared). Checks made before any step:
+    teacher and student share the vocabulary, the student's depth and width are the plan's, and the layer map
+    fits both models (``ValueError`` otherwise).
+    """
+
+    loss_is_scaled_for_ga = False
+
+    def __init__(self, model: nn.Module | None = None, teacher_model: nn.Module | None = None,
+                 plan: DistillationPlan | None = None, **kwargs: Any):
+        if model is None or teacher_model is None or plan is None:
+            raise ValueError("DistillationTrainer needs model (the student), teacher_model and plan")
+        check_pair(teacher_model, model, plan)
+        prepare_student_for_distillation(model, plan)
+        super().__init__(model=model, **kwargs)
+        self.plan = plan
+        self.weights = {name: weight for name, weight in plan.weights.items() if weight > 0}
+        prepare_teacher(teacher_model, plan)
+        if plan.needs_teacher:
+            self.teacher_model = self.accelerator.prepare_model(teacher_model, evaluation_mode=True)
+        else:
+            self.teacher_model = teacher_model  # not run during training; kept for evaluate_teacher
+        self._loss_sums: dict[str, float] = defaultdict(float)  # since the last log
+        self._loss_batches = 0
+        self._run_loss_sums: dict[str, float] = defaultdict(float)  # over the run (this process)
+        self._run_loss_batches = 0
+
+    # ------------------------------------------------------------------------------------------- losses
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if not model.training:  # evaluation: the student's own masked-LM loss
+            outputs = model(**inputs)
+            return (outputs.loss, outputs) if return_outputs else outputs.loss
+        plan = self.plan
+        wanted = {"output_hidden_states": plan.needs_hidden_states, "output_attentions": plan.needs_attentions}
+        student = model(**inputs, **wanted)
+        teacher = None
+        if plan.needs_teacher:
+            with torch.no_grad():
+                teacher = self.teacher_model(**inputs, **wanted)
+        losses = distillation_losses(self.weights, plan.temperature, plan.layer_map, student, teacher,
+                                     inputs.get("attention_mask"))
+        loss = total_loss(self.weights, losses)
+        for name, value in losses.items():
+            self._loss_sums[name] += float(value.detach())
+            self._run_loss_sums[name] += float(value.detach())
+        self._loss_batches += 1
+        self._run_loss_batches += 1
+        return (loss, student) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Training logs get each loss component's mean since the last log (``loss_<name>``); the end-of-training
+        metrics its mean over the run (``train_loss_<name>``)."""
+        if "loss" in logs and self._loss_batches:
+            for name, total in self._loss_sums.items():
+                logs[f"loss_{name}"] = round(total / self._loss_batches, 6)
+            self._loss_sums.clear()
+            self._loss_batches = 0
+        if "train_loss" in logs and self._run_loss_batches:
+            for name, total in self._run_loss_sums.items():
+                logs[f"train_loss_{name}"] = round(total / self._run_loss_batches, 6)
+        super().log(logs, start_time)
+
+    # ------------------------------------------------------------------------------------------- after training
+    def measure_student_and_teacher(self, speed_batches: int = 4) -> dict[str, Any]:
+        """After training: ``metrics`` of :meth:`evaluate` (the student's ``eval_loss``; every process must call
+        this), and on the main process the teacher's held-out MLM loss and the teacher/student inference speed on
+        ``speed_batches`` held-out (else training) batches. The curriculum collator's masking statistics are left
+        as training made them."""
+        stats = getattr(self.data_collator, "stats", None)
+        snapshot = stats.snapshot() if stats is not None else None
+        try:
+            metrics = self.evaluate() if self.eval_dataset is not None else None
+            result = {"metrics": metrics, "teacher_heldout_mlm_loss": None, "speed": {}}
+            if self.is_world_process_zero():
+                result["teacher_heldout_mlm_loss"] = self.evaluate_teacher()
+                if speed_batches > 0:
+                    timed = self.eval_dataset if self.eval_dataset is not None else self.train_dataset
+                    loader = self.get_eval_dataloader(timed)
+                    batches = [batch for _, batch in zip(range(speed_batches), loader)]
+                    teacher = self.accelerator.unwrap_model(self.teacher_model)
+                    result["speed"] = measure_inference_speed({"teacher": teacher, "student": self.model}, batches)
+        finally:
+            if snapshot is not None:
+                stats.restore(snapshot)
+        return result
+
+    # ------------------------------------------------------------------------------------------- teacher
+    @torch.no_grad()
+    def evaluate_teacher(self, eval_dataset=None, max_batches: int | None = None) -> float | None:
+        """The teacher's masked-LM loss on the evaluation set (batches weighted by size, like ``eval_loss``)."""
+        dataset = eval_dataset if eval_dataset is not None else self.eval_dataset
+        if dataset is None:
+            return None
+        teacher = self.accelerator.unwrap_model(self.teacher_model)
+        device = next(teacher.parameters()).device
+        total, count = 0.0, 0
+        for index, batch in enumerate(self.get_eval_dataloader(dataset)):
+            if max_batches is not None and index >= max_batches:
+                break
+            batch = {k: v.to(device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "labels")}
+            if not bool((batch["labels"] != -100).any()):
+                continue
+            size = batch["input_ids"].shape[0]
+            total += float(teacher(**batch).loss) * size
+            count += size
+        return total / count if count else None
+
+
+def check_pair(teacher: nn.Module, student: nn.Module, plan: DistillationPlan) -> None:
+    """Teacher and student fit the plan and each other (``ValueError`` with the mismatch)."""
+    teacher_vocab = teacher.get_input_embeddings().weight.shape[0]
+    student_vocab = student.get_input_embeddings().weight.shape[0]
+    if teacher_vocab != student_vocab:
+        raise ValueError(
+            f"teacher and student do not share the vocabulary: {teacher_vocab} vs {student_vocab} embedding rows; "
+            "distillation compares output distributions token by token, so both must use the same tokenizer"
+        )
+    if teacher.config.num_hidden_layers != plan.teacher_num_layers:
+        raise ValueError(f"the plan was resolved for a {plan.teacher_num_layers}-layer teacher, this one has "
+                         f"{teacher.config.num_hidden_layers}")
+    if student.config.num_hidden_layers != len(plan.layer_map):
+        raise ValueError(f"the layer map {plan.layer_map} has {len(plan.layer_map)} entries but the student has "
+                         f"{student.config.num_hidden_layers} layers")
+    if student.config.hidden_size != plan.student_hidden_size:
+        raise ValueError(f"the student's hidden size {student.config.hidden_size} is not the plan's "
+                         f"{plan.student_hidden_size}")
+    narrower = student.config.hidden_size != teacher.config.hidden_size
+    if narrower and plan.needs_hidden_states and not plan.use_projection and \
+            getattr(student, PROJECTION_NAME, None) is None:
+        raise ValueError(
+            f"the student (hidden size {student.config.hidden_size}) is narrower than the teacher "
+            f"({teacher.config.hidden_size}): hidden-state losses need the projection W_p (use_projection=True)"
+        )

@@ -1,0 +1,59 @@
+"""The distilled student as a release: ``<output_dir>/student/`` with the weights of a plain ``BertForMaskedLM``
+(no projection, no wrapper), the tokenizer, ``bioptimus_phase.json`` carrying a
+:class:`~bioptimus_hf.releases.record.DistillationFacts` (format 3) and its model card; written atomically by
+the release writer and publishable with ``bioptimus-publish --run_dir <output_dir>/student``."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping
+
+from torch import nn
+
+from ..releases.record import DistillationFacts, ReleaseInfo, base_model_hub_id, public_name
+from ..releases.writer import write_release
+from .distillation_config import DistillationPlan
+from .student import parameter_count, strip_distillation
+
+STUDENT_DIR = "student"
+
+
+def distillation_facts(plan: DistillationPlan, teacher_name_or_path: str, teacher: nn.Module, student: nn.Module,
+                       teacher_hub_id: str | None = None, teacher_heldout_mlm_loss: float | None = None,
+                       speed: Mapping[str, Any] | None = None) -> DistillationFacts:
+    """What the student's record and card say about its distillation."""
+    hub_id = base_model_hub_id(teacher_name_or_path, teacher_hub_id)
+    return DistillationFacts(
+        teacher=hub_id or public_name(teacher_name_or_path),
+        teacher_hub_id=hub_id,
+        recipe=plan.recipe,
+        student_init=plan.student_init,
+        student_layers=list(plan.student_layers),
+        layer_map=list(plan.layer_map),
+        loss_weights={name: weight for name, weight in plan.weights.items() if weight > 0},
+        temperature=plan.temperature,
+        projection=plan.use_projection,
+        teacher_num_layers=teacher.config.num_hidden_layers,
+        teacher_hidden_size=teacher.config.hidden_size,
+        teacher_parameters=parameter_count(teacher),
+        student_num_layers=student.config.num_hidden_layers,
+        student_hidden_size=student.config.hidden_size,
+        student_parameters=parameter_count(student),
+        teacher_heldout_mlm_loss=teacher_heldout_mlm_loss,
+        speed=dict(speed or {}),
+    )
+
+
+def student_release_info(callback: Any, facts: DistillationFacts, global_step: int,
+                         metrics: Mapping[str, Any] | None = None, version: str | None = None) -> ReleaseInfo:
+    """The record of the student: the curriculum's last phase (or the one phase it trained in) as the run's
+    :class:`~bioptimus_hf.pretraining.callback.PhaseScheduleCallback` describes it, plus ``facts``."""
+    info = callback.release_info(len(callback.collator.phases) - 1, global_step, metrics)
+    return dataclasses.replace(info, distillation=facts, version=version or info.version)
+
+
+def write_student_release(output_dir: str | Path, student: nn.Module, tokenizer: Any, info: ReleaseInfo) -> Path:
+    """Strip the training-time additions from ``student`` and write it to ``<output_dir>/student/``."""
+    strip_distillation(student)
+    return write_release(Path(output_dir) / STUDENT_DIR, student, tokenizer, info, require_version_name=False)
