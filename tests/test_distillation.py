@@ -203,6 +203,26 @@ def test_remove_layers_command_keeps_lower_layers_bit_identical(tmp_path, teache
                             "--output_dir", str(out)])
 
 
+def test_an_interrupted_layer_removal_leaves_the_previous_model_whole(tmp_path, teacher_dir, monkeypatch):
+    """Killed while replacing a shortened model (--overwrite_output_dir): the old one survives, bit for bit."""
+    from bioptimus_hf.commands import remove_layers
+
+    out = tmp_path / "shortened"
+    remove_layers.run(["--model_name_or_path", str(teacher_dir), "--num_layers_to_remove", "2", "--output_dir", str(out)])
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt("killed while writing")
+
+    monkeypatch.setattr(remove_layers, "write_json_atomic", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        remove_layers.run(["--model_name_or_path", str(teacher_dir), "--num_layers_to_remove", "1",
+                           "--output_dir", str(out), "--overwrite_output_dir"])
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["shortened"]  # no half-written neighbour left
+    assert AutoModelForMaskedLM.from_pretrained(out).config.num_hidden_layers == 2
+
+
 @pytest.mark.parametrize("settings,message", [
     ({"student_layers": [0, 4]}, r"--student_layers \[0, 4\]: layer\(s\) \[4\] do not exist in the 4-layer teacher"),
     ({"student_layers": [2, 0]}, "distinct teacher layers in increasing order"),

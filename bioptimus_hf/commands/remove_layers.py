@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..utils.files import write_json_atomic
+from ..utils.files import write_json_atomic, writing_directory
 from .config_parser import parse_args
 
 REPORT_NAME = "layer_removal.json"
@@ -76,14 +76,6 @@ def run(argv: list[str] | None = None) -> dict:
                              "at least one must stay")
         kept = list(range(depth - args.num_layers_to_remove))
     shortened = keep_layers(model, kept)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    shortened.save_pretrained(output_dir)
-    try:
-        from transformers import AutoTokenizer
-
-        AutoTokenizer.from_pretrained(args.model_name_or_path).save_pretrained(output_dir)
-    except (OSError, ValueError) as error:
-        logger.warning("%s: no tokenizer copied (%s)", args.model_name_or_path, error)
     report = {
         "source": os.path.basename(os.path.normpath(args.model_name_or_path)),
         "architecture": type(shortened).__name__,
@@ -93,7 +85,16 @@ def run(argv: list[str] | None = None) -> dict:
         "source_parameters": parameter_count(model),
         "parameters": parameter_count(shortened),
     }
-    write_json_atomic(output_dir / REPORT_NAME, report)
+    # All or nothing: an interrupted command leaves the previous model in output_dir (or none), never a mix.
+    with writing_directory(output_dir) as staging:
+        shortened.save_pretrained(staging)
+        try:
+            from transformers import AutoTokenizer
+
+            AutoTokenizer.from_pretrained(args.model_name_or_path).save_pretrained(staging)
+        except (OSError, ValueError) as error:
+            logger.warning("%s: no tokenizer copied (%s)", args.model_name_or_path, error)
+        write_json_atomic(staging / REPORT_NAME, report)
     print(json.dumps(report, indent=2))
     return report
 
