@@ -33,11 +33,10 @@ from bioptimus_hf.distillation.student_release import (
     write_student_release,
 )
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
-from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
-from bioptimus_hf.pretraining.data import check_pretraining_data, load_pretraining_datasets
+from bioptimus_hf.pretraining.data import load_pretraining_datasets
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
-from bioptimus_hf.pretraining.run_lifecycle import check_resume_schedule, finish_run, prepare_output_dir, setup_logging
+from bioptimus_hf.pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments
 from bioptimus_hf.utils.tokenizer_loader import load_fast_tokenizer
@@ -84,13 +83,9 @@ def main(argv=None):
 
     # 1. Everything that can be checked without model weights: schedule, corpus, teacher configuration, the
     #    distillation plan (layers, layer map, projection, heads, weights) and the shared vocabulary.
-    if training_args.max_steps is None or training_args.max_steps <= 0:
-        raise SystemExit("--max_steps must be > 0: curriculum phases are scheduled in optimizer steps")
     teacher_path = teacher_args.teacher_model_name_or_path
     try:
-        curriculum = curriculum_args.build()
-        schedule = curriculum.resolve(training_args.max_steps)
-        corpus_report = check_pretraining_data(data_args)
+        curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args)
         teacher_config = AutoConfig.from_pretrained(teacher_path)
         student_config = (AutoConfig.from_pretrained(distillation_config.student_config_name)
                           if distillation_config.student_config_name else None)
@@ -108,8 +103,8 @@ def main(argv=None):
 
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
     try:
-        checkpoint, _lock = prepare_output_dir(training_args, release_args.overwrite_output_dir)
-        check_resume_schedule(checkpoint, schedule, curriculum_args.allow_schedule_change)
+        checkpoint, _lock = open_output_dir(training_args, release_args.overwrite_output_dir, schedule,
+                                            curriculum_args.allow_schedule_change)
     except (RuntimeError, FileExistsError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None
     set_seed(training_args.seed)
@@ -122,11 +117,7 @@ def main(argv=None):
     student = build_student(teacher, plan, student_config)
 
     # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
-    collator = CurriculumDataCollator(
-        tokenizer, phases=curriculum.phases,
-        seed=training_args.seed if curriculum_args.mask_seed is None else curriculum_args.mask_seed,
-        pad_to_multiple_of=8 if data_args.line_by_line else None,
-    )
+    collator = curriculum_args.build_collator(tokenizer, curriculum, training_args.seed, data_args.line_by_line)
     data = load_pretraining_datasets(data_args, tokenizer, training_args)
     training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
     if data_args.streaming:

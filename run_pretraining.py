@@ -20,16 +20,15 @@ from transformers import Trainer, TrainingArguments, set_seed
 
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
-from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
-from bioptimus_hf.pretraining.data import check_pretraining_data, load_pretraining_datasets, text_corpus_files
+from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.pretraining.masked_lm import use_masked_only_prediction
 from bioptimus_hf.pretraining.run_lifecycle import (
-    check_resume_schedule,
     checkpoint_step,
     finish_run,
-    prepare_output_dir,
+    open_output_dir,
+    resolve_run_schedule,
     setup_logging,
 )
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
@@ -72,12 +71,8 @@ def main(argv=None):
     setup_logging(training_args)
 
     # 1. Everything that can be checked without a model is checked first: bad input fails in seconds.
-    if training_args.max_steps is None or training_args.max_steps <= 0:
-        raise SystemExit("--max_steps must be > 0: curriculum phases are scheduled in optimizer steps")
     try:
-        curriculum = curriculum_args.build()
-        schedule = curriculum.resolve(training_args.max_steps)
-        corpus_report = check_pretraining_data(data_args)
+        curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args)
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None
     logger.info("curriculum: %s", schedule.describe())
@@ -88,8 +83,8 @@ def main(argv=None):
 
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
     try:
-        checkpoint, _lock = prepare_output_dir(training_args, release_args.overwrite_output_dir)
-        check_resume_schedule(checkpoint, schedule, curriculum_args.allow_schedule_change)
+        checkpoint, _lock = open_output_dir(training_args, release_args.overwrite_output_dir, schedule,
+                                            curriculum_args.allow_schedule_change)
     except (RuntimeError, FileExistsError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None
     if checkpoint is not None and checkpoint_step(checkpoint) >= training_args.max_steps:
@@ -112,12 +107,7 @@ def main(argv=None):
 
     # 4. The masking collator of the curriculum (it refuses a tokenizer without a mask token).
     try:
-        collator = CurriculumDataCollator(
-            tokenizer,
-            phases=curriculum.phases,
-            seed=training_args.seed if curriculum_args.mask_seed is None else curriculum_args.mask_seed,
-            pad_to_multiple_of=8 if data_args.line_by_line else None,
-        )
+        collator = curriculum_args.build_collator(tokenizer, curriculum, training_args.seed, data_args.line_by_line)
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
 

@@ -12,6 +12,8 @@ from the last complete checkpoint, never overwrite a run by accident) and its en
   ``--do_train`` (pre-training always trains).
 * :func:`check_resume_schedule` — a resume under another curriculum schedule than the checkpoint's is
   refused before any model is loaded (unless ``--allow_schedule_change``).
+* :func:`resolve_run_schedule` and :func:`open_output_dir` — the first two steps every training script
+  (``run_pretraining.py``, ``run_distillation.py``) takes, in this order, before any model is loaded.
 * :func:`finish_run` — final model, metrics (realised masked fraction per phase), trainer state, pending
   Hub publications, and a list of the releases written.
 """
@@ -186,6 +188,33 @@ def check_resume_schedule(checkpoint: str | os.PathLike | None, schedule: PhaseS
     if change and not allow_change:
         raise schedule_mismatch(str(checkpoint), change)
     return change
+
+
+def resolve_run_schedule(training_args: Any, curriculum_args: Any, data_args: Any) -> tuple[Any, PhaseSchedule, Any]:
+    """Step 1 of a training script: ``(curriculum, schedule, corpus report)``, everything that can be checked
+    without a model, so that bad input fails in seconds. Raises ValueError/FileNotFoundError naming the flag
+    or file."""
+    from .data import check_pretraining_data
+
+    if training_args.max_steps is None or training_args.max_steps <= 0:
+        raise ValueError("--max_steps must be > 0: curriculum phases are scheduled in optimizer steps")
+    curriculum = curriculum_args.build()
+    schedule = curriculum.resolve(training_args.max_steps)
+    return curriculum, schedule, check_pretraining_data(data_args)
+
+
+def open_output_dir(training_args: Any, overwrite_output_dir: bool, schedule: PhaseSchedule,
+                    allow_schedule_change: bool) -> tuple[Path | None, OutputDirLock | None]:
+    """Step 2 of a training script: lock ``output_dir`` and find the checkpoint to resume from, refusing a
+    resume under another schedule (:func:`prepare_output_dir` + :func:`check_resume_schedule`)."""
+    checkpoint, lock = prepare_output_dir(training_args, overwrite_output_dir)
+    try:
+        check_resume_schedule(checkpoint, schedule, allow_schedule_change)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    return checkpoint, lock
 
 
 def setup_logging(training_args: Any) -> None:
