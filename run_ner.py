@@ -34,6 +34,7 @@ from transformers import (
 
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
 from bioptimus_hf.ner.conll import ConllFormatError, check_entity_types, read_conll, sentences_from_tags, write_conll
+from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores
 from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
@@ -119,10 +120,7 @@ def load_splits(data_args: DataTrainingArguments):
     elif data_args.dataset_name:
         import datasets
 
-        if os.path.isdir(data_args.dataset_name):
-            raw = datasets.load_from_disk(data_args.dataset_name)
-        else:
-            raw = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name)
+        raw = load_ner_dataset(data_args.dataset_name, data_args.dataset_config_name)
 
         def to_split(split_names):
             split = next((s for s in split_names if s in raw), None)
@@ -133,6 +131,8 @@ def load_splits(data_args: DataTrainingArguments):
             tags = raw[split][data_args.label_column_name]
             if names is not None:
                 tags = [[names[i] for i in row] for row in tags]
+            else:
+                check_string_tags(tags, f"{data_args.dataset_name}[{split}]", data_args.label_column_name)
             return sentences_from_tags(raw[split][data_args.text_column_name], tags, f"{data_args.dataset_name}[{split}]", strict)
 
         train, devel, test = to_split(["train"]), to_split(["validation", "devel", "dev"]), to_split(["test"])

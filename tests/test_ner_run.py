@@ -250,3 +250,35 @@ def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
         compare_ner.main(common + ["--output_dir", str(jobs_dir), "--results_only"])
     with pytest.raises(SystemExit, match="--job_index 2 is out of range: this comparison has 2 jobs"):
         compare_ner.main(common + ["--output_dir", str(jobs_dir), "--job_index", "2"])
+
+
+def test_hub_style_parquet_dataset_trains_like_the_tsv_files(tiny, tmp_path):
+    """--dataset_name with a folder of parquet files (a Hub NER dataset's form since datasets 4, loaded
+    offline): Sequence(ClassLabel) tags are mapped to names and the run equals the same data as TSV files."""
+    _, model, _ = tiny
+    tsv_dir = write_dataset_dir(str(tmp_path / "tsv"), sizes=(40, 12, 12))
+    names = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
+    features = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=names))})
+    parquet_dir = tmp_path / "hub_copy"
+    parquet_dir.mkdir()
+    for tsv_split, hub_split in (("train", "train"), ("devel", "validation"), ("test", "test")):
+        sentences = read_conll(os.path.join(tsv_dir, f"{tsv_split}.tsv")).sentences
+        Dataset.from_dict({"tokens": [s.tokens for s in sentences],
+                           "ner_tags": [[names.index(t) for t in s.tags] for s in sentences]},
+                          features=features).to_parquet(str(parquet_dir / f"{hub_split}.parquet"))
+    quick = ["--model_name_or_path", model, "--seeds", "1", "--max_steps", "3", "--learning_rate", "5e-3",
+             "--report_to", "none", "--save_strategy", "no", "--save_model", "false", "--max_seq_length", "16",
+             "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
+    from_tsv = run_ner.main(quick + ["--data_dir", tsv_dir, "--output_dir", str(tmp_path / "out_tsv")])
+    from_parquet = run_ner.main(quick + ["--dataset_name", str(parquet_dir), "--output_dir", str(tmp_path / "out_pq")])
+    assert from_parquet["entity_types"] == from_tsv["entity_types"] == ["Chemical", "Disease"]
+    assert from_parquet["num_train_sentences"] == 40
+    for key in ("test_f1", "eval_f1", "test_precision", "test_recall"):
+        assert from_parquet[key] == pytest.approx(from_tsv[key], abs=1e-9), key
+    # Integer tags that lost their ClassLabel names cannot be mapped: a clear error before training.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for split in ("train", "validation"):
+        Dataset.from_dict({"tokens": [["a", "b"]], "ner_tags": [[0, 1]]}).to_parquet(str(plain / f"{split}.parquet"))
+    with pytest.raises(ConllFormatError, match=r"plain\[train\]: column 'ner_tags' holds int tags \(0\) without ClassLabel names"):
+        run_ner.main(quick + ["--dataset_name", str(plain), "--output_dir", str(tmp_path / "out_plain")])

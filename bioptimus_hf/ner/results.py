@@ -17,6 +17,7 @@ from pathlib import Path
 from statistics import mean, stdev
 from typing import Any, Dict, List, Sequence
 
+from ..utils.dataset_ids import check_dataset_id
 from ..utils.files import read_json
 
 RESULTS_FILE = "all_results.json"
@@ -192,7 +193,7 @@ class NerResult:
             test_recall=number("test_recall"),
             eval_f1=number("eval_f1"),
             seeds=int(seeds) if seeds is not None else None,
-            dataset_id=raw.get("dataset_id"),
+            dataset_id=check_dataset_id(raw["dataset_id"], source) if raw.get("dataset_id") else None,
             dataset_config=raw.get("dataset_config"),
             source=source,
         )
