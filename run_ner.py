@@ -16,7 +16,6 @@ and the fine-tuned model (unless ``--save_model false``).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -35,9 +34,10 @@ from transformers import (
 
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
 from bioptimus_hf.ner.conll import ConllFormatError, check_entity_types, read_conll, sentences_from_tags, write_conll
+from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores
-from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, model_index, write_results
+from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
 
@@ -120,10 +120,7 @@ def load_splits(data_args: DataTrainingArguments):
     elif data_args.dataset_name:
         import datasets
 
-        if os.path.isdir(data_args.dataset_name):
-            raw = datasets.load_from_disk(data_args.dataset_name)
-        else:
-            raw = datasets.load_dataset(data_args.dataset_name, data_args.dataset_config_name)
+        raw = load_ner_dataset(data_args.dataset_name, data_args.dataset_config_name)
 
         def to_split(split_names):
             split = next((s for s in split_names if s in raw), None)
@@ -134,6 +131,8 @@ def load_splits(data_args: DataTrainingArguments):
             tags = raw[split][data_args.label_column_name]
             if names is not None:
                 tags = [[names[i] for i in row] for row in tags]
+            else:
+                check_string_tags(tags, f"{data_args.dataset_name}[{split}]", data_args.label_column_name)
             return sentences_from_tags(raw[split][data_args.text_column_name], tags, f"{data_args.dataset_name}[{split}]", strict)
 
         train, devel, test = to_split(["train"]), to_split(["validation", "devel", "dev"]), to_split(["test"])
@@ -281,17 +280,12 @@ def main(argv: list[str] | None = None) -> dict:
         "train_batch_size": training_args.per_device_train_batch_size,
         "num_train_sentences": len(train.sentences),
     }
-    results = aggregate_seed_results(per_seed, run_info)
-    if test is not None:
-        results["test_sentences_per_s"] = sum(r["test_sentences_per_s"] for r in per_seed) / len(per_seed)
-    write_results(base_output_dir, results)
-    table = markdown_table(results)
-    with open(os.path.join(base_output_dir, "results.md"), "w", encoding="utf-8") as handle:
-        handle.write(f"# {run_info['model_name']} on {dataset_name} ({scheme} training, entity-level, %)\n\n{table}")
-    if test is not None:
-        with open(os.path.join(base_output_dir, "model_index.json"), "w", encoding="utf-8") as handle:
-            json.dump(model_index(results, run_info["model_name"], dataset_name), handle, indent=2)
-    print(table)
+    # Each seed's result on its own, then all seeds of output_dir merged: seeds run as separate jobs
+    # (`--seeds 2` on one GPU, `--seeds 3` on another) end in the same all_results.json as one run.
+    for run in per_seed:
+        write_seed_result(base_output_dir, run, run_info)
+    results = merge_seed_results(base_output_dir)
+    print(write_run_outputs(base_output_dir, results))
     return results
 
 

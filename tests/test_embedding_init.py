@@ -433,3 +433,37 @@ def test_one_norm_match_default_everywhere():
         ["--model_name_or_path", "m", "--output_dir", "x"])
     assert library.init_norm_match is script.init_norm_match is command.init_norm_match is True
     assert library == script == command
+
+
+def test_two_gloo_ranks_split_the_sentences_and_match_one_process(tmp_path):
+    """torchrun, 2 gloo ranks: qik-find runs on rank 0 only, each rank encodes about half of the distinct
+    sentences, and the reduced vectors equal the single-process ones within float tolerance."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from init_probe import initialise
+
+    corpus = tmp_path / "corpus.txt"
+    lines = [f"The kinase {c} binds the receptor of {d}." for c in "abcdefghij" for d in "xyz"]
+    lines += [f"Interleukin {c} acts on the thymus." for c in "abcdefgh"] + ["A kinase kinase cascade."]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    single, report = initialise(tmp_path, corpus)
+    out = tmp_path / "ddp"
+    tests_dir = Path(__file__).parent
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(tests_dir), str(tests_dir.parent)]))
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29523",
+               str(tests_dir / "init_probe.py"), str(corpus), str(out)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [r["searches"] for r in ranks] == [1, 0]
+    assert all(r["world"] == 2 for r in ranks)
+    # Each rank encoded its own share; together exactly the single process's sequences.
+    passes = [r["forward_passes"] for r in ranks]
+    assert sum(passes) == single.forward_passes == report["forward"]["encoded_sequences"] and min(passes) > 0
+    assert abs(passes[0] - passes[1]) <= 1
+    for r in ranks:
+        assert sorted(map(int, r["vectors"])) == sorted(single.vectors)
+        for token_id, vector in single.vectors.items():
+            assert torch.allclose(torch.tensor(r["vectors"][str(token_id)]), vector, atol=1e-5, rtol=1e-5)

@@ -11,7 +11,7 @@ from bioptimus_hf.ner.results import load_ner_results
 from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
 from bioptimus_hf.testing.tiny_releases import make_release, tiny_run_args
 
-BC5CDR = {"dataset_name": "BC5CDR-chem", "dataset_id": "bigbio/blurb", "dataset_config": "bc5chem",
+BC5CDR = {"dataset_name": "BC5CDR-chem", "dataset_id": "acme/blurb-bc5cdr-chem-parquet", "dataset_config": "bc5chem",
           "test_f1": 0.9312, "test_f1_std": 0.0021, "test_precision": 0.9204, "test_recall": 0.9423,
           "eval_f1": 0.9287, "seeds": 5}
 
@@ -62,7 +62,7 @@ def test_card_with_results_writes_a_parsable_model_index(release_v03, tmp_path):
     assert name == "acme/bioptimus"
     values = {r.metric_type: r.metric_value for r in results}
     assert values == {"f1": 0.9312, "precision": 0.9204, "recall": 0.9423}
-    assert {r.dataset_type for r in results} == {"bigbio/blurb"} and {r.dataset_split for r in results} == {"test"}
+    assert {r.dataset_type for r in results} == {"acme/blurb-bc5cdr-chem-parquet"} and {r.dataset_split for r in results} == {"test"}
     assert {r.task_type for r in results} == {"token-classification"}
     assert card.data.eval_results[0].dataset_config == "bc5chem"
     assert "| BC5CDR-chem | 93.12 ± 0.21 | 92.04 | 94.23 | 92.87 | 5 |" in text
@@ -147,3 +147,36 @@ def test_validate_card_rejects_broken_metadata():
                     "    dataset: {name: d, type: d}\n    metrics:\n    - {type: f1, value: n/a}\n---\n")
     with pytest.raises(ValueError, match="not a number"):
         validate_card(broken_index)
+
+
+def test_dataset_ids_that_datasets_4_cannot_load_are_refused(release_v03, tmp_path):
+    """Script-only ids (bigbio/*) no longer load with datasets >= 4: refused in NER results and training
+    datasets, naming where they came from; without an id the model-index names the data and still parses."""
+    with pytest.raises(ValueError, match=r"ner_results: 'bigbio/blurb' is a loading-script dataset, which datasets >= 4"):
+        render_release_card(release_v03, [dict(BC5CDR, dataset_id="bigbio/blurb")])
+    with pytest.raises(ValueError, match=r"datasets of the card of .*v0.3: 'bigbio/pubmed' is a loading-script"):
+        render_release_card(release_v03, datasets=["bigbio/pubmed"])
+    with pytest.raises(ValueError, match=r"'not a/valid id' is not a Hub dataset id"):
+        render_release_card(release_v03, datasets=["not a/valid id"])
+    without_id = {k: v for k, v in BC5CDR.items() if k not in ("dataset_id", "dataset_config")}
+    text = render_release_card(release_v03, [without_id], repo_id="acme/bioptimus",
+                               datasets=["acme/pubmed-abstracts-parquet"])
+    validate_card(text)
+    metadata = metadata_load(_write(tmp_path, text))
+    assert metadata["datasets"] == ["acme/pubmed-abstracts-parquet"]
+    assert metadata["base_model"] == "bert-base-uncased"
+    _, results = model_index_to_eval_results(metadata["model-index"])
+    assert {(r.dataset_type, r.dataset_name) for r in results} == {("BC5CDR-chem", "BC5CDR-chem")}
+    # The Hub's own builder gives the same entry as our model-index (what the Hub renders).
+    from huggingface_hub import metadata_eval_result
+
+    reference = metadata_eval_result(model_pretty_name="acme/bioptimus", task_pretty_name="Named Entity Recognition",
+                                     task_id="token-classification", metrics_pretty_name="Test entity-level f1, mean of 5 seeds",
+                                     metrics_id="f1", metrics_value=0.9312, dataset_pretty_name="BC5CDR-chem",
+                                     dataset_id="BC5CDR-chem", dataset_split="test")
+    ours = metadata["model-index"][0]["results"][0]
+    assert ours["task"] == reference["model-index"][0]["results"][0]["task"]
+    assert ours["dataset"] == reference["model-index"][0]["results"][0]["dataset"]
+    expected_metric = dict(reference["model-index"][0]["results"][0]["metrics"][0])
+    assert expected_metric.pop("verified") is False  # the Hub's default: left out of our cards
+    assert ours["metrics"][0] == expected_metric

@@ -209,3 +209,76 @@ def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path):
     stamp = os.path.getmtime(results_file)
     compare_ner.main(args)  # already done: not re-run
     assert os.path.getmtime(results_file) == stamp
+
+
+def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
+    """bioptimus-ner-compare --seeds 1,2: each seed a job of its own, run separately (out of order), merged
+    with --results_only into the same table and all_results.json as one run_ner.py run with both seeds."""
+    import shutil
+
+    _, model, data = tiny
+    quick = ["--max_steps", "3", "--learning_rate", "5e-3", "--report_to", "none", "--save_strategy", "no",
+             "--save_model", "false", "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true",
+             "--disable_tqdm", "true"]
+    one_run_dir = str(tmp_path / "one_run")
+    one_run = run_ner.main(["--model_name_or_path", model, "--model_name", "tiny-bert", "--data_dir", data,
+                            "--output_dir", one_run_dir, "--seeds", "1,2", *quick])
+    jobs_dir, single_dir = tmp_path / "jobs", tmp_path / "single"
+    common = ["--models", f"tiny-bert={model}", "--datasets", data, "--seeds", "1,2"]
+    listed = compare_ner.main(common + ["--output_dir", str(jobs_dir), "--list_jobs", "--", *quick]).splitlines()
+    assert len(listed) == 2 and [line.split()[-2:] for line in listed] == [["--seeds", "1"], ["--seeds", "2"]]
+    for index in (1, 0):
+        assert compare_ner.main(common + ["--output_dir", str(jobs_dir), "--job_index", str(index), "--", *quick]) is None
+        assert not (jobs_dir / "comparison.md").exists()  # jobs never build a half table
+    merged_table = compare_ner.main(common + ["--output_dir", str(jobs_dir), "--results_only"])
+    # The one-run directory, laid out as a comparison, gives the same table.
+    shutil.copytree(one_run_dir, compare.run_dir(str(single_dir), "tiny-bert", data))
+    single_table = compare_ner.main(common + ["--output_dir", str(single_dir), "--results_only"])
+    assert merged_table == single_table and "| tiny-bert | " in merged_table
+    merged = json.load(open(compare.run_dir(str(jobs_dir), "tiny-bert", data) + "/all_results.json"))
+    assert merged["seeds"] == [1, 2] == one_run["seeds"]
+    for key in ("test_f1", "test_f1_std", "eval_f1", "test_precision", "test_recall"):
+        assert merged[key] == pytest.approx(one_run[key], abs=1e-9), key
+    assert (jobs_dir / "tiny-bert" / "data" / "model_index.json").is_file()
+    # A seed fine-tuned under other settings is refused, naming the file.
+    stale = jobs_dir / "tiny-bert" / "data" / "seed_3"
+    stale.mkdir()
+    record = json.load(open(jobs_dir / "tiny-bert" / "data" / "seed_1" / "seed_results.json"))
+    record["run"]["seed"], record["run_info"]["learning_rate"] = 3, 1.0
+    (stale / "seed_results.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match=r"seed_3/seed_results.json and .*seed_1/seed_results.json .*\(learning_rate\)"):
+        compare_ner.main(common + ["--output_dir", str(jobs_dir), "--results_only"])
+    with pytest.raises(SystemExit, match="--job_index 2 is out of range: this comparison has 2 jobs"):
+        compare_ner.main(common + ["--output_dir", str(jobs_dir), "--job_index", "2"])
+
+
+def test_hub_style_parquet_dataset_trains_like_the_tsv_files(tiny, tmp_path):
+    """--dataset_name with a folder of parquet files (a Hub NER dataset's form since datasets 4, loaded
+    offline): Sequence(ClassLabel) tags are mapped to names and the run equals the same data as TSV files."""
+    _, model, _ = tiny
+    tsv_dir = write_dataset_dir(str(tmp_path / "tsv"), sizes=(40, 12, 12))
+    names = ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]
+    features = Features({"tokens": Sequence(Value("string")), "ner_tags": Sequence(ClassLabel(names=names))})
+    parquet_dir = tmp_path / "hub_copy"
+    parquet_dir.mkdir()
+    for tsv_split, hub_split in (("train", "train"), ("devel", "validation"), ("test", "test")):
+        sentences = read_conll(os.path.join(tsv_dir, f"{tsv_split}.tsv")).sentences
+        Dataset.from_dict({"tokens": [s.tokens for s in sentences],
+                           "ner_tags": [[names.index(t) for t in s.tags] for s in sentences]},
+                          features=features).to_parquet(str(parquet_dir / f"{hub_split}.parquet"))
+    quick = ["--model_name_or_path", model, "--seeds", "1", "--max_steps", "3", "--learning_rate", "5e-3",
+             "--report_to", "none", "--save_strategy", "no", "--save_model", "false", "--max_seq_length", "16",
+             "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
+    from_tsv = run_ner.main(quick + ["--data_dir", tsv_dir, "--output_dir", str(tmp_path / "out_tsv")])
+    from_parquet = run_ner.main(quick + ["--dataset_name", str(parquet_dir), "--output_dir", str(tmp_path / "out_pq")])
+    assert from_parquet["entity_types"] == from_tsv["entity_types"] == ["Chemical", "Disease"]
+    assert from_parquet["num_train_sentences"] == 40
+    for key in ("test_f1", "eval_f1", "test_precision", "test_recall"):
+        assert from_parquet[key] == pytest.approx(from_tsv[key], abs=1e-9), key
+    # Integer tags that lost their ClassLabel names cannot be mapped: a clear error before training.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for split in ("train", "validation"):
+        Dataset.from_dict({"tokens": [["a", "b"]], "ner_tags": [[0, 1]]}).to_parquet(str(plain / f"{split}.parquet"))
+    with pytest.raises(ConllFormatError, match=r"plain\[train\]: column 'ner_tags' holds int tags \(0\) without ClassLabel names"):
+        run_ner.main(quick + ["--dataset_name", str(plain), "--output_dir", str(tmp_path / "out_plain")])

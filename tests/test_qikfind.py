@@ -439,3 +439,32 @@ def test_fallback_is_chosen_by_exception_class_not_message(corpus, trained_token
     monkeypatch.setattr(_qikfind, "find_contexts", failing)
     with pytest.raises(ValueError, match="some other failure"):
         find_contexts(corpus, trained_tokenizer, [token], backend="auto", progress=False)
+
+
+def test_python_backend_on_a_large_corpus_logs_one_line_on_how_to_build_the_extension(
+        corpus, trained_tokenizer, monkeypatch, caplog):
+    """`pip install .` without Rust gives the Python backend: above the threshold one warning says so, with the
+    measured speed factor and the build command; below it, or with the extension, nothing."""
+    import bioptimus_hf.vocabulary.qikfind as qikfind
+
+    token = load_backend_tokenizer(trained_tokenizer).token_to_id("the")
+    size = sum(p.stat().st_size for p in corpus)
+    monkeypatch.setattr(qikfind, "rust_available", lambda: False)
+    for threshold, expected in ((size - 1, 1), (size, 0)):
+        monkeypatch.setattr(qikfind, "PYTHON_BACKEND_NOTICE_BYTES", threshold)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="bioptimus_hf.vocabulary.qikfind"):
+            _, stats = find_contexts(corpus, trained_tokenizer, [token], backend="auto", progress=False,
+                                     return_stats=True)
+        assert stats.backend == "python"
+        notices = [r.getMessage() for r in caplog.records if "pure-Python backend" in r.getMessage()]
+        assert len(notices) == expected, threshold
+        if expected:
+            assert f"{size / 1e6:.1f} MB" in notices[0] and "14x faster" in notices[0]
+            assert "https://rustup.rs" in notices[0] and "pip install --force-reinstall --no-deps ." in notices[0]
+    # Asking for the Python backend explicitly is a choice, not an accident: no notice.
+    monkeypatch.setattr(qikfind, "PYTHON_BACKEND_NOTICE_BYTES", 0)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="bioptimus_hf.vocabulary.qikfind"):
+        find_contexts(corpus, trained_tokenizer, [token], backend="python", progress=False)
+    assert not [r for r in caplog.records if "pure-Python backend" in r.getMessage()]

@@ -144,3 +144,42 @@ def test_cards_name_the_base_model_without_local_paths(monkeypatch, tmp_path, ti
     run(monkeypatch, base_args(tiny_model_dir, corpus, out2) + ["--max_steps", 10, "--base_model_hub_id", "acme/tiny-bert"])
     card = (out2 / "releases" / "v0.4" / "README.md").read_text()
     assert "Base model: `acme/tiny-bert`" in card and "base_model: acme/tiny-bert" in card
+
+
+def test_accelerate_launch_two_cpu_processes(tmp_path, tiny_model_dir, corpus):
+    """`accelerate launch --cpu --num_processes 2` (gloo) runs the curriculum end to end: both ranks switch
+    phases at the same steps, the main process alone writes each release and every rank waits for it."""
+    import os
+    import re
+    import subprocess
+    from pathlib import Path
+
+    root = Path(run_pretraining.__file__).parent
+    out = tmp_path / "out"
+    config = tmp_path / "run.yaml"
+    config.write_text("phase_steps: [0.1, 0.2, 0.3, 0.4]\nlearning_rate: 5.0e-4\nwarmup_steps: 0.06\n"
+                      "ddp_backend: gloo\nuse_cpu: true\nlog_level: info\nlog_level_replica: info\n")
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+               str(root / "configs" / "accelerate" / "cpu_two_processes.yaml"), "--main_process_port", "29531",
+               str(root / "run_pretraining.py"), str(config), *map(str, base_args(tiny_model_dir, corpus, out))]
+    command[command.index("--max_steps") + 1] = "8"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-4000:]
+    ends = []
+    for name in ("v0.1", "v0.2", "v0.3", "v0.4"):
+        info = json.loads((out / "releases" / name / "bioptimus_phase.json").read_text())
+        assert info["run"]["world_size"] == 2 and info["run"]["effective_train_batch_size"] == 8
+        ends.append(info["end_step"])
+        # Written once (main process), seen by both ranks after the barrier.
+        assert len(re.findall(rf"wrote release \S+{re.escape(name)} ", log)) == 1
+        for rank in (0, 1):
+            assert len(re.findall(rf"rank {rank} of 2 sees release \S+{re.escape(name)}\n", log)) == 1, name
+    assert ends == [1, 3, 5, 8]  # 0.8/1.6/2.4/3.2 steps -> 1/2/2/3 by largest remainder
+    assert "cannot see release" not in log
+    # Both ranks activate every phase at the same global step.
+    switches = re.findall(r"phase v(0\.\d) active from global step (\d+)", log)
+    assert sorted(set(switches)) == [("0.1", "0"), ("0.2", "1"), ("0.3", "3"), ("0.4", "5")]
+    assert all(switches.count(s) == 2 for s in set(switches))
+    assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.1", "v0.2", "v0.3", "v0.4"]

@@ -8,14 +8,22 @@
 Everything after ``--`` is passed to every run_ner.py call (overriding the config). Runs whose
 ``all_results.json`` already exists are not repeated (``--rerun`` forces them), so an interrupted
 comparison resumes; ``--results_only`` only rebuilds the table.
+
+Parallel jobs (several GPUs, a SLURM array): with ``--seeds 1,2,3`` every model × dataset × seed is a job
+of its own. ``--list_jobs`` prints one command per job (for ``xargs -P``, GNU parallel...), ``--job_index i``
+runs job i only; then ``--results_only`` merges the seeds into the same table as one sequential run:
+
+    bioptimus-ner-compare ... --seeds 1,2,3 --list_jobs | parallel -j 4 CUDA_VISIBLE_DEVICES='$(({%} - 1))' {}
+    bioptimus-ner-compare ... --seeds 1,2,3 --results_only
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import dataclass, field
 
-from ..ner.compare import DEFAULT_RUN_NER, compare_models, parse_models
+from ..ner.compare import DEFAULT_RUN_NER, compare_models, parse_models, plan_jobs
 from .config_parser import parse_args
 
 
@@ -28,6 +36,15 @@ class CompareArguments:
     run_ner: str = field(default=DEFAULT_RUN_NER, metadata={"help": "Path to run_ner.py."})
     rerun: bool = field(default=False, metadata={"help": "Repeat runs that already have all_results.json."})
     results_only: bool = field(default=False, metadata={"help": "Only rebuild the table from existing runs."})
+    seeds: str | None = field(
+        default=None,
+        metadata={"help": "Comma-separated fine-tuning seeds, each seed a job of its own (default: one job per "
+                          "model x dataset with the config's seeds)."},
+    )
+    job_index: int | None = field(
+        default=None, metadata={"help": "Run only this job (0-based, in --list_jobs order), e.g. $SLURM_ARRAY_TASK_ID."}
+    )
+    list_jobs: bool = field(default=False, metadata={"help": "Print one shell command per job and exit."})
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -38,10 +55,24 @@ def main(argv: list[str] | None = None) -> str:
         argv, passthrough = argv[:cut], argv[cut + 1 :]
     (args,) = parse_args((CompareArguments,), argv, description=__doc__)
     datasets = [d for d in (p.strip() for p in args.datasets.split(",")) if d]
-    table = compare_models(parse_models(args.models), datasets, args.output_dir, config=args.config,
-                           run_ner=args.run_ner, run_ner_args=passthrough, rerun=args.rerun,
-                           results_only=args.results_only)
-    print(table)
+    models = parse_models(args.models)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()] if args.seeds else None
+    except ValueError:
+        raise SystemExit(f"error: --seeds must be comma-separated integers, got {args.seeds!r}") from None
+    if args.list_jobs:
+        commands = [shlex.join(job.command(args.output_dir, args.config, args.run_ner, passthrough))
+                    for job in plan_jobs(models, datasets, seeds)]
+        print("\n".join(commands))
+        return "\n".join(commands)
+    try:
+        table = compare_models(models, datasets, args.output_dir, config=args.config, run_ner=args.run_ner,
+                               run_ner_args=passthrough, rerun=args.rerun, results_only=args.results_only,
+                               seeds=seeds, job_index=args.job_index)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    if table is not None:
+        print(table)
     return table
 
 

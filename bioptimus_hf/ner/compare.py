@@ -2,19 +2,24 @@
 Table 5 (one row per model, one column per dataset, test F1 mean ± std over seeds, and the average).
 
 The command ``bioptimus-ner-compare`` (:mod:`bioptimus_hf.commands.compare_ner`) runs run_ner.py for
-each model × dataset pair and builds the table with the functions here.
+each model × dataset pair (× seed: :func:`plan_jobs`, independent jobs that can run in parallel) and builds
+the table with the functions here.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
+from dataclasses import dataclass
 from statistics import mean
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from .results import RESULTS_FILE, load_results
+from ..utils.files import write_json_atomic, write_text_atomic
+from .results import RESULTS_FILE, SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir, write_run_outputs
 
 DEFAULT_RUN_NER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "run_ner.py")
 
@@ -52,6 +57,70 @@ def comparison_table(results: Dict[Tuple[str, str], dict], models: Sequence[str]
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class NerJob:
+    """One fine-tuning job of a comparison: a model on a dataset, for one seed (or the config's seeds)."""
+
+    model: str
+    model_path: str
+    dataset: str
+    seed: Optional[int] = None
+
+    def directory(self, output_dir: str) -> str:
+        return run_dir(output_dir, self.model, self.dataset)
+
+    def done(self, output_dir: str) -> bool:
+        directory = self.directory(output_dir)
+        if self.seed is None:
+            return os.path.isfile(os.path.join(directory, RESULTS_FILE))
+        return os.path.isfile(os.path.join(seed_dir(directory, self.seed), SEED_RESULTS_FILE))
+
+    def command(self, output_dir: str, config: str | None = None, run_ner: str = DEFAULT_RUN_NER,
+                run_ner_args: Sequence[str] = ()) -> List[str]:
+        command = [sys.executable, run_ner] + ([config] if config else [])
+        command += ["--model_name_or_path", self.model_path, "--model_name", self.model, "--data_dir", self.dataset,
+                    "--output_dir", self.directory(output_dir)] + list(run_ner_args)
+        if self.seed is not None:
+            command += ["--seeds", str(self.seed)]  # last: overrides the config's and the pass-through seeds
+        return command
+
+
+def plan_jobs(models: Sequence[Tuple[str, str]], datasets: Sequence[str],
+              seeds: Sequence[int] | None = None) -> List[NerJob]:
+    """Every model × dataset (× seed, when seeds are given) job, in a fixed order (job indices are stable)."""
+    return [NerJob(name, path, dataset, seed)
+            for name, path in models for dataset in datasets for seed in (seeds or [None])]
+
+
+def merge_comparison(models: Sequence[Tuple[str, str]], datasets: Sequence[str], output_dir: str) -> str:
+    """Merge each model × dataset directory's finished seeds (``merge_seed_results``; directories from before
+    per-seed results keep their ``all_results.json``), write ``comparison.md`` / ``comparison.json``, return
+    the markdown table."""
+    dataset_names = [os.path.basename(os.path.normpath(d)) for d in datasets]
+    results: Dict[Tuple[str, str], dict] = {}
+    for name, _ in models:
+        for dataset, dataset_name in zip(datasets, dataset_names):
+            directory = run_dir(output_dir, name, dataset)
+            if glob.glob(os.path.join(directory, "seed_*", SEED_RESULTS_FILE)):
+                merged = merge_seed_results(directory)
+                results[(name, dataset_name)] = merged
+                written = os.path.join(directory, RESULTS_FILE)
+                if not os.path.isfile(written) or load_results(written) != json.loads(json.dumps(merged)):
+                    write_run_outputs(directory, merged)  # seeds finished since run_ner.py last merged
+            elif os.path.isfile(os.path.join(directory, RESULTS_FILE)):
+                results[(name, dataset_name)] = load_results(directory)
+    table = comparison_table(results, [name for name, _ in models], dataset_names)
+    os.makedirs(output_dir, exist_ok=True)
+    write_text_atomic(os.path.join(output_dir, "comparison.md"), "Test entity-level F1 (%), mean ± std over seeds\n\n" + table)
+    summary = [
+        {"model": model, "dataset": dataset,
+         **{k: r.get(k) for k in ("test_f1", "test_f1_std", "test_precision", "test_recall", "eval_f1", "seeds")}}
+        for (model, dataset), r in results.items()
+    ]
+    write_json_atomic(os.path.join(output_dir, "comparison.json"), summary)
+    return table
+
+
 def compare_models(
     models: Sequence[Tuple[str, str]],
     datasets: Sequence[str],
@@ -61,32 +130,27 @@ def compare_models(
     run_ner_args: Sequence[str] = (),
     rerun: bool = False,
     results_only: bool = False,
-) -> str:
-    """Fine-tune and evaluate every model on every dataset (skipping runs with results), write
-    ``comparison.md`` and ``comparison.json`` in ``output_dir``, return the markdown table."""
-    dataset_names = [os.path.basename(os.path.normpath(d)) for d in datasets]
-    results: Dict[Tuple[str, str], dict] = {}
-    for name, path in models:
-        for dataset, dataset_name in zip(datasets, dataset_names):
-            directory = run_dir(output_dir, name, dataset)
-            done = os.path.isfile(os.path.join(directory, RESULTS_FILE))
-            if not results_only and (rerun or not done):
-                command = [sys.executable, run_ner] + ([config] if config else [])
-                command += ["--model_name_or_path", path, "--model_name", name, "--data_dir", dataset,
-                            "--output_dir", directory] + list(run_ner_args)
-                print("+", " ".join(command), flush=True)
+    seeds: Sequence[int] | None = None,
+    job_index: int | None = None,
+) -> str | None:
+    """Fine-tune and evaluate every model on every dataset (skipping finished jobs), write
+    ``comparison.md`` and ``comparison.json`` in ``output_dir``, return the markdown table.
+
+    With ``seeds`` every seed is a job of its own; ``job_index`` runs only that job of :func:`plan_jobs`
+    (e.g. a SLURM array task or one GPU of several) and returns None: a later call with
+    ``results_only=True`` merges the seeds into the same table as a single run.
+    """
+    jobs = plan_jobs(models, datasets, seeds)
+    if job_index is not None:
+        if not 0 <= job_index < len(jobs):
+            raise ValueError(f"--job_index {job_index} is out of range: this comparison has {len(jobs)} jobs (0..{len(jobs) - 1})")
+        jobs = [jobs[job_index]]
+    if not results_only:
+        for job in jobs:
+            if rerun or not job.done(output_dir):
+                command = job.command(output_dir, config, run_ner, run_ner_args)
+                print("+", " ".join(shlex.quote(part) for part in command), flush=True)
                 subprocess.run(command, check=True)
-            if os.path.isfile(os.path.join(directory, RESULTS_FILE)):
-                results[(name, dataset_name)] = load_results(directory)
-    table = comparison_table(results, [name for name, _ in models], dataset_names)
-    os.makedirs(output_dir, exist_ok=True)
-    with open(os.path.join(output_dir, "comparison.md"), "w", encoding="utf-8") as handle:
-        handle.write("Test entity-level F1 (%), mean ± std over seeds\n\n" + table)
-    summary = [
-        {"model": model, "dataset": dataset,
-         **{k: r.get(k) for k in ("test_f1", "test_f1_std", "test_precision", "test_recall", "eval_f1", "seeds")}}
-        for (model, dataset), r in results.items()
-    ]
-    with open(os.path.join(output_dir, "comparison.json"), "w", encoding="utf-8") as handle:
-        json.dump(summary, handle, indent=2)
-    return table
+    if job_index is not None:
+        return None
+    return merge_comparison(models, datasets, output_dir)

@@ -17,9 +17,13 @@ from pathlib import Path
 from statistics import mean, stdev
 from typing import Any, Dict, List, Sequence
 
+from ..utils.dataset_ids import check_dataset_id
 from ..utils.files import read_json
 
 RESULTS_FILE = "all_results.json"
+# One fine-tune's result, written into its seed_<s>/ directory as soon as that seed finishes: separately
+# run seeds (parallel jobs, one per GPU) merge into one all_results.json (merge_seed_results).
+SEED_RESULTS_FILE = "seed_results.json"
 METRICS = ("f1", "precision", "recall")
 
 
@@ -53,6 +57,57 @@ def write_results(output_dir: str, results: Dict[str, Any]) -> str:
     from ..utils.files import write_json_atomic
 
     return str(write_json_atomic(os.path.join(output_dir, RESULTS_FILE), results, default=None))
+
+
+def seed_dir(output_dir: str, seed: int) -> str:
+    return os.path.join(output_dir, f"seed_{seed}")
+
+
+def write_seed_result(output_dir: str, run: Dict[str, Any], run_info: Dict[str, Any]) -> str:
+    """Write one seed's metrics and the run's settings to ``seed_<s>/seed_results.json`` (atomic)."""
+    from ..utils.files import write_json_atomic
+
+    path = os.path.join(seed_dir(output_dir, run["seed"]), SEED_RESULTS_FILE)
+    return str(write_json_atomic(path, {"run": run, "run_info": run_info}, default=None))
+
+
+def merge_seed_results(output_dir: str) -> Dict[str, Any]:
+    """Aggregate every ``seed_*/seed_results.json`` under ``output_dir`` (in seed order) into the results of
+    :func:`aggregate_seed_results`. Seeds fine-tuned under other settings (another model, dataset or
+    hyper-parameter) are refused, naming the files, so that a table never mixes two configurations."""
+    files = sorted(Path(output_dir).glob(f"seed_*/{SEED_RESULTS_FILE}"))
+    if not files:
+        raise FileNotFoundError(f"no seed_*/{SEED_RESULTS_FILE} under {output_dir}: no seed has finished there")
+    records = [(file, read_json(file)) for file in files]
+    records.sort(key=lambda item: item[1]["run"]["seed"])
+    first_file, first = records[0]
+    for file, record in records[1:]:
+        if record["run_info"] != first["run_info"]:
+            differing = sorted(k for k in set(record["run_info"]) | set(first["run_info"])
+                               if record["run_info"].get(k) != first["run_info"].get(k))
+            raise ValueError(f"{file} and {first_file} were fine-tuned under different settings ({', '.join(differing)}); "
+                             f"remove the stale seed directory or use another output_dir")
+    per_seed = [record["run"] for _, record in records]
+    results = aggregate_seed_results(per_seed, first["run_info"])
+    speeds = [run["test_sentences_per_s"] for run in per_seed if run.get("test_sentences_per_s") is not None]
+    if speeds:
+        results["test_sentences_per_s"] = mean(speeds)
+    return results
+
+
+def write_run_outputs(output_dir: str, results: Dict[str, Any]) -> str:
+    """``all_results.json``, ``results.md`` and (with test scores) ``model_index.json`` of one model on one
+    dataset; returns the markdown table."""
+    from ..utils.files import write_json_atomic, write_text_atomic
+
+    write_results(output_dir, results)
+    table = markdown_table(results)
+    title = f"# {results['model_name']} on {results['dataset']} ({results['tagging_scheme']} training, entity-level, %)"
+    write_text_atomic(os.path.join(output_dir, "results.md"), f"{title}\n\n{table}")
+    if results.get("test_f1") is not None:
+        write_json_atomic(os.path.join(output_dir, "model_index.json"),
+                          model_index(results, results["model_name"], results["dataset"]))
+    return table
 
 
 def load_results(path: str) -> Dict[str, Any]:
@@ -138,7 +193,7 @@ class NerResult:
             test_recall=number("test_recall"),
             eval_f1=number("eval_f1"),
             seeds=int(seeds) if seeds is not None else None,
-            dataset_id=raw.get("dataset_id"),
+            dataset_id=check_dataset_id(raw["dataset_id"], source) if raw.get("dataset_id") else None,
             dataset_config=raw.get("dataset_config"),
             source=source,
         )

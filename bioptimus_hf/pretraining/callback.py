@@ -10,8 +10,9 @@ from typing import Any, Callable, Mapping, Sequence
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
 
-from ..releases.record import ReleaseInfo, RunFacts, release_dir_name
+from ..releases.record import PHASE_FILE, ReleaseInfo, RunFacts, release_dir_name
 from ..releases.writer import write_release
+from ..utils.distributed import rank_and_world, wait_for_everyone
 from .collator import CurriculumDataCollator
 from .phases import BIOPTIMUS_PHASE_FRACTIONS, Curriculum, PhaseSchedule
 
@@ -195,6 +196,8 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         self._pending_release = None
         if self.write_releases and state.is_world_process_zero:
             self._write_release(args, state, kwargs, finished, metrics)
+        if self.write_releases:
+            self._wait_for_release(args, finished)
         if finished + 1 < len(self.collator.phases):
             self._activate(finished + 1, state.global_step)
 
@@ -218,10 +221,26 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             schedule_changes=list(self.schedule_changes),
         )
 
+    def _release_dir(self, args, index: int) -> Path:
+        releases_dir = Path(self.releases_dir or Path(args.output_dir) / "releases")
+        return releases_dir / release_dir_name(self.collator.phases[index].version)
+
+    def _wait_for_release(self, args, index: int) -> None:
+        """Every rank waits until the main process has written the release, then checks it can see it."""
+        wait_for_everyone()
+        rank, world = rank_and_world()
+        if world == 1:
+            return
+        target = self._release_dir(args, index)
+        if (target / PHASE_FILE).is_file():
+            logger.info("curriculum: rank %d of %d sees release %s", rank, world, target)
+        else:
+            logger.warning("curriculum: rank %d of %d cannot see release %s written by the main process: is "
+                           "output_dir on a filesystem shared by all nodes?", rank, world, target)
+
     def _write_release(self, args, state, kwargs, index, metrics) -> None:
         info = self.release_info(index, state.global_step, metrics)
-        releases_dir = Path(self.releases_dir or Path(args.output_dir) / "releases")
-        target = releases_dir / release_dir_name(info.version)
+        target = self._release_dir(args, index)
         write_release(target, kwargs["model"], kwargs.get("processing_class"), info)
         logger.info("curriculum: wrote release %s (held-out MLM loss %s)", target, info.heldout_mlm_loss)
         for hook in self.on_release:

@@ -26,6 +26,7 @@ from typing import Any
 from huggingface_hub import ModelCard, ModelCardData
 
 from ..ner.results import eval_results, load_ner_results
+from ..utils.dataset_ids import check_dataset_id
 from ..vocabulary.init_config import INIT_STRATEGIES
 from .record import ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 
@@ -227,7 +228,8 @@ def build_card(
     architecture = _architecture(release)
 
     hub_base_model = run.base_model_hub_id if run.init_strategy != "scratch" else None
-    dataset_ids = list(datasets) if datasets is not None else list(run.datasets)
+    dataset_ids = [check_dataset_id(d, f"datasets of the card of {release}")
+                   for d in (datasets if datasets is not None else run.datasets)]
     model_name = (
         version_repo_id(repo_id, info.version) if repo_id and per_version_repos else repo_id
     ) or (f"bioptimus-student-v{info.version}" if info.is_student else f"bioptimus-v{info.version}")

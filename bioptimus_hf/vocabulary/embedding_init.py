@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..utils.corpus_reader import check_corpus_files
+from ..utils.distributed import rank_and_world, shard, sum_across_ranks, share_from_main
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
 from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
 
@@ -193,7 +194,8 @@ class ContextualizedEmbeddingInitializer:
         """Search the corpus with qik-find; returns (contexts, the search's statistics)."""
         from .qikfind import find_contexts
 
-        contexts, stats = find_contexts(
+        # Under torchrun/accelerate the search runs once, on the main process, and every rank gets its result.
+        contexts, stats = share_from_main(lambda: find_contexts(
             list(corpus_files),
             self.new_tokenizer,
             list(self.targets),
@@ -203,7 +205,7 @@ class ContextualizedEmbeddingInitializer:
             num_threads=self.config.init_num_threads,
             progress=self.progress,
             return_stats=True,
-        )
+        ))
         return contexts, asdict(stats)
 
     def contextualized_vectors(self, contexts: Mapping[int, Sequence[Any]]) -> tuple[dict[int, torch.Tensor], dict]:
@@ -266,7 +268,10 @@ class ContextualizedEmbeddingInitializer:
         keys = sorted(sequences, key=lambda k: min(len(encoded_ids[k[0]]) - k[1], window))  # length buckets
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         offset = 1 if tokenizer.cls_token_id is not None else 0
-        batches = [keys[i : i + self.config.init_batch_size] for i in range(0, len(keys), self.config.init_batch_size)]
+        # Distributed: each rank encodes its share of the sequences; the sums are added up after the loop.
+        local_keys = shard(keys)
+        batches = [local_keys[i : i + self.config.init_batch_size]
+                   for i in range(0, len(local_keys), self.config.init_batch_size)]
         encoded_tokens = 0
         with torch.inference_mode():
             for batch_keys in tqdm(batches, desc="Encoding contexts", disable=not self.progress):
@@ -295,6 +300,7 @@ class ContextualizedEmbeddingInitializer:
                             sums[token_id] = vector.clone()
                         counts[token_id] += 1
         model.to(original_device).train(was_training)
+        sums, counts = sum_across_ranks(sums, counts, keys=list(contexts), width=hidden)
         vectors = {t: sums[t] / counts[t] for t in sums}
         stats = {
             "sampled_pairs": pairs,
@@ -308,6 +314,7 @@ class ContextualizedEmbeddingInitializer:
             "device": str(device),
             "bf16": use_bf16,
             "hidden_size": hidden,
+            "world_size": rank_and_world()[1],
         }
         return vectors, stats
 

@@ -1,0 +1,101 @@
+"""The few collective operations the pipeline needs under ``torchrun`` / ``accelerate launch``.
+
+Everything here is a no-op in a single process, and uses ``torch.distributed``'s process group only when one
+is already initialised (the ``TrainingArguments`` / ``accelerate`` state creates it; this module never does):
+
+* :func:`rank_and_world` — this process's rank and the number of processes;
+* :func:`shard` — this rank's share of a list (round robin, so length-sorted work stays balanced);
+* :func:`sum_across_ranks` — per-key vector sums and counts summed over ranks (one ``all_reduce`` each);
+* :func:`share_from_main` — a picklable value computed on rank 0 only, given to every rank;
+* :func:`wait_for_everyone` — a barrier.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Sequence, TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+def _group_ready() -> bool:
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
+
+
+def rank_and_world() -> tuple[int, int]:
+    """(rank, world size); (0, 1) without an initialised process group."""
+    if _group_ready():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def _collective_device() -> torch.device:
+    # NCCL reduces CUDA tensors only; gloo reduces CPU tensors.
+    if _group_ready() and torch.distributed.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def shard(items: Sequence[T]) -> list[T]:
+    """This rank's items: ``items[rank::world]``. Every item goes to exactly one rank."""
+    rank, world = rank_and_world()
+    return list(items[rank::world])
+
+
+def sum_across_ranks(
+    sums: dict[int, torch.Tensor], counts: Counter, keys: Sequence[int], width: int
+) -> tuple[dict[int, torch.Tensor], Counter]:
+    """Sum per-key vectors and counts over all ranks.
+
+    ``keys`` must be the same list on every rank (the union of the keys any rank may hold); a key no
+    rank counted is absent from the result, as in a single process.
+    """
+    if rank_and_world()[1] == 1:
+        return sums, counts
+    device = _collective_device()
+    order = sorted(keys)
+    stacked = torch.zeros(len(order), width, dtype=torch.float64)
+    tally = torch.zeros(len(order), dtype=torch.float64)
+    for row, key in enumerate(order):
+        if key in sums:
+            stacked[row] = sums[key].double()
+            tally[row] = counts[key]
+    stacked, tally = stacked.to(device), tally.to(device)
+    torch.distributed.all_reduce(stacked)
+    torch.distributed.all_reduce(tally)
+    stacked, tally = stacked.cpu().float(), tally.cpu()
+    total_sums, total_counts = {}, Counter()
+    for row, key in enumerate(order):
+        if tally[row] > 0:
+            total_sums[key] = stacked[row]
+            total_counts[key] = int(tally[row])
+    return total_sums, total_counts
+
+
+def share_from_main(compute: Callable[[], Any]) -> Any:
+    """Run ``compute`` on rank 0 only and return its (picklable) result on every rank.
+
+    An exception on rank 0 is re-raised on every rank, so no rank waits forever for a result.
+    """
+    rank, world = rank_and_world()
+    if world == 1:
+        return compute()
+    box: list[Any] = [None]
+    if rank == 0:
+        try:
+            box[0] = ("ok", compute())
+        except Exception as error:  # shared, then raised everywhere
+            box[0] = ("error", error)
+    torch.distributed.broadcast_object_list(box, src=0, device=_collective_device())
+    status, value = box[0]
+    if status == "error":
+        raise value
+    return value
+
+
+def wait_for_everyone() -> None:
+    """A barrier across all ranks (nothing without a process group)."""
+    if rank_and_world()[1] > 1:
+        torch.distributed.barrier()
