@@ -16,6 +16,7 @@ and the fine-tuned model (unless ``--save_model false``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -28,7 +29,6 @@ from transformers import (
     AutoModelForTokenClassification,
     AutoTokenizer,
     DataCollatorForTokenClassification,
-    Trainer,
     TrainingArguments,
     set_seed,
 )
@@ -40,6 +40,8 @@ from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, pr
 from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, model_index, write_results
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
+from bioptimus_hf.ner.trainer import NerTrainer
+from bioptimus_hf.utils.hardware import bf16_supported
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,11 @@ class ModelArguments:
         default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
     )
     save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
+    allow_emulated_bf16: bool = field(
+        default=False,
+        metadata={"help": "Keep --bf16 on a device without native bf16 (torch emulates it: same numerics, slower). "
+                  "Default: --bf16 falls back to float32 there, with a warning."},
+    )
 
 
 @dataclass
@@ -153,10 +160,21 @@ def load_splits(data_args: DataTrainingArguments):
     return name, train, devel, test
 
 
+def resolve_bf16(training_args: TrainingArguments, allow_emulated: bool) -> TrainingArguments:
+    """``--bf16`` where the device computes bf16 natively; float32 (with a warning) where it would only be
+    emulated, so a bf16 config runs unchanged on any machine."""
+    if not (training_args.bf16 or training_args.bf16_full_eval) or allow_emulated or bf16_supported(training_args.device):
+        return training_args
+    logger.warning("--bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); training in float32 "
+                   "instead (--allow_emulated_bf16 true to keep emulated bf16)", training_args.device)
+    return dataclasses.replace(training_args, bf16=False, bf16_full_eval=False)
+
+
 def main(argv: list[str] | None = None) -> dict:
     model_args, data_args, stab_args, training_args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
     transformers.utils.logging.set_verbosity_warning()
+    training_args = resolve_bf16(training_args, model_args.allow_emulated_bf16)
 
     scheme = normalize_scheme(data_args.tagging_scheme)
     if scheme == "IOBES":
@@ -178,13 +196,15 @@ def main(argv: list[str] | None = None) -> dict:
             f"(--max_seq_length {max_len} minus the special tokens)"
         )
 
-    def encode(split):
+    def encode(split, sort_by_length=False):
         return encode_split(tokenizer, split.sentences, scheme, label2id, max_len, data_args.window_stride,
-                            data_args.label_all_tokens)
+                            data_args.label_all_tokens, sort_by_length)
 
-    encoded = {"train": encode(train), "devel": encode(devel)}
+    # prediction windows go longest first so that sequential batches are padded little (NerTrainer reads
+    # them in order); training batches are grouped by --train_sampling_strategy group_by_length
+    encoded = {"train": encode(train), "devel": encode(devel, sort_by_length=True)}
     if test is not None:
-        encoded["test"] = encode(test)
+        encoded["test"] = encode(test, sort_by_length=True)
     window_stats = {split: enc.stats.as_dict() for split, enc in encoded.items()}
     for split, stats in window_stats.items():
         logger.info("%s: %d sentences -> %d windows; %d sentences split into windows, %d over-long words cut",
@@ -218,7 +238,7 @@ def main(argv: list[str] | None = None) -> dict:
             )
             optimizers = (optimizer, None)  # the Trainer still creates its linear warm-up/decay scheduler
 
-        trainer = Trainer(
+        trainer = NerTrainer(
             model=model,
             args=training_args,
             train_dataset=encoded["train"].dataset,
@@ -279,6 +299,8 @@ def main(argv: list[str] | None = None) -> dict:
         "warmup_steps": training_args.warmup_steps,
         "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
         "train_batch_size": training_args.per_device_train_batch_size,
+        "bf16": training_args.bf16,  # after resolve_bf16: what actually ran
+        "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),
     }
     results = aggregate_seed_results(per_seed, run_info)
