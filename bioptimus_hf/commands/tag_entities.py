@@ -48,10 +48,12 @@ class _Lines:
         self.path, self.line_number = path, 0
 
     def __iter__(self) -> Iterator[str]:
-        with open(self.path, encoding="utf-8") as handle:
-            for line in handle:
+        # bytes, decoded line by line: a text-mode reader decodes ahead in blocks, so its errors name no line
+        with open(self.path, "rb") as handle:
+            for raw in handle:
+                line = raw.decode("utf-8")
                 self.line_number += 1
-                yield line.rstrip("\n")
+                yield line.rstrip("\n").removesuffix("\r")
 
 
 def main(argv: list[str] | None = None) -> None:
