@@ -57,10 +57,15 @@ class ModelArguments:
         default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
     )
     save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
+    bf16_if_supported: bool = field(
+        default=False,
+        metadata={"help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
+                  "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine (the configs set it)."},
+    )
     allow_emulated_bf16: bool = field(
         default=False,
-        metadata={"help": "Keep --bf16 on a device without native bf16 (torch emulates it: same numerics, slower). "
-                  "Default: --bf16 falls back to float32 there, with a warning."},
+        metadata={"help": "Use bf16 even where the device only emulates it (same numerics, slower): to check results. "
+                  "Default: bf16 falls back to float32 there, with a warning."},
     )
 
 
@@ -160,21 +165,24 @@ def load_splits(data_args: DataTrainingArguments):
     return name, train, devel, test
 
 
-def resolve_bf16(training_args: TrainingArguments, allow_emulated: bool) -> TrainingArguments:
-    """``--bf16`` where the device computes bf16 natively; float32 (with a warning) where it would only be
-    emulated, so a bf16 config runs unchanged on any machine."""
-    if not (training_args.bf16 or training_args.bf16_full_eval) or allow_emulated or bf16_supported(training_args.device):
+def resolve_bf16(training_args: TrainingArguments, if_supported: bool, allow_emulated: bool) -> TrainingArguments:
+    """bf16 (``--bf16`` or ``--bf16_if_supported``) where the device computes it natively; float32, with a
+    warning, where it would only be emulated (unless ``allow_emulated``). Results stay float32's there."""
+    wanted = training_args.bf16 or if_supported
+    use = wanted and (allow_emulated or bf16_supported(training_args.device))
+    if wanted and not use:
+        logger.warning("bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32 "
+                       "(--allow_emulated_bf16 true to use emulated bf16)", training_args.device)
+    if use == training_args.bf16 and (use or not training_args.bf16_full_eval):
         return training_args
-    logger.warning("--bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); training in float32 "
-                   "instead (--allow_emulated_bf16 true to keep emulated bf16)", training_args.device)
-    return dataclasses.replace(training_args, bf16=False, bf16_full_eval=False)
+    return dataclasses.replace(training_args, bf16=use, bf16_full_eval=training_args.bf16_full_eval and use)
 
 
 def main(argv: list[str] | None = None) -> dict:
     model_args, data_args, stab_args, training_args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
     transformers.utils.logging.set_verbosity_warning()
-    training_args = resolve_bf16(training_args, model_args.allow_emulated_bf16)
+    training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
 
     scheme = normalize_scheme(data_args.tagging_scheme)
     if scheme == "IOBES":

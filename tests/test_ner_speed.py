@@ -143,14 +143,19 @@ def test_bf16_detection_and_run_ner_fallback(monkeypatch, tmp_path, caplog):
     assert hardware.bf16_supported("meta") is False
 
     args = TrainingArguments(output_dir=str(tmp_path), bf16=True, use_cpu=True, learning_rate=3e-5, report_to="none")
+    plain = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
     monkeypatch.setattr(run_ner, "bf16_supported", lambda device: False)
     with caplog.at_level(logging.WARNING):
-        fallback = run_ner.resolve_bf16(args, allow_emulated=False)
+        fallback = run_ner.resolve_bf16(args, if_supported=False, allow_emulated=False)
     assert not fallback.bf16 and fallback.mixed_precision == "no" and fallback.learning_rate == 3e-5
     assert "no native bf16" in caplog.text
-    assert run_ner.resolve_bf16(args, allow_emulated=True).bf16
+    assert not run_ner.resolve_bf16(plain, if_supported=True, allow_emulated=False).bf16
+    assert run_ner.resolve_bf16(args, if_supported=False, allow_emulated=True).bf16
     monkeypatch.setattr(run_ner, "bf16_supported", lambda device: True)
-    assert run_ner.resolve_bf16(args, allow_emulated=False) is args
+    assert run_ner.resolve_bf16(args, if_supported=False, allow_emulated=False) is args
+    on = run_ner.resolve_bf16(plain, if_supported=True, allow_emulated=False)
+    assert on.bf16 and on.mixed_precision == "bf16"
+    assert run_ner.resolve_bf16(plain, if_supported=False, allow_emulated=False) is plain
 
 
 def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_path):
