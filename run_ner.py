@@ -16,6 +16,7 @@ and the fine-tuned model (unless ``--save_model false``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -27,7 +28,6 @@ from transformers import (
     AutoModelForTokenClassification,
     AutoTokenizer,
     DataCollatorForTokenClassification,
-    Trainer,
     TrainingArguments,
     set_seed,
 )
@@ -40,6 +40,8 @@ from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, pr
 from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
+from bioptimus_hf.ner.trainer import NerTrainer
+from bioptimus_hf.utils.hardware import bf16_supported
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,16 @@ class ModelArguments:
         default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
     )
     save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
+    bf16_if_supported: bool = field(
+        default=False,
+        metadata={"help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
+                  "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine (the configs set it)."},
+    )
+    allow_emulated_bf16: bool = field(
+        default=False,
+        metadata={"help": "Use bf16 even where the device only emulates it (same numerics, slower): to check results. "
+                  "Default: bf16 falls back to float32 there, with a warning."},
+    )
 
 
 @dataclass
@@ -152,10 +164,24 @@ def load_splits(data_args: DataTrainingArguments):
     return name, train, devel, test
 
 
+def resolve_bf16(training_args: TrainingArguments, if_supported: bool, allow_emulated: bool) -> TrainingArguments:
+    """bf16 (``--bf16`` or ``--bf16_if_supported``) where the device computes it natively; float32, with a
+    warning, where it would only be emulated (unless ``allow_emulated``). Results stay float32's there."""
+    wanted = training_args.bf16 or if_supported
+    use = wanted and (allow_emulated or bf16_supported(training_args.device))
+    if wanted and not use:
+        logger.warning("bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32 "
+                       "(--allow_emulated_bf16 true to use emulated bf16)", training_args.device)
+    if use == training_args.bf16 and (use or not training_args.bf16_full_eval):
+        return training_args
+    return dataclasses.replace(training_args, bf16=use, bf16_full_eval=training_args.bf16_full_eval and use)
+
+
 def main(argv: list[str] | None = None) -> dict:
     model_args, data_args, stab_args, training_args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
     transformers.utils.logging.set_verbosity_warning()
+    training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
 
     scheme = normalize_scheme(data_args.tagging_scheme)
     if scheme == "IOBES":
@@ -177,13 +203,15 @@ def main(argv: list[str] | None = None) -> dict:
             f"(--max_seq_length {max_len} minus the special tokens)"
         )
 
-    def encode(split):
+    def encode(split, sort_by_length=False):
         return encode_split(tokenizer, split.sentences, scheme, label2id, max_len, data_args.window_stride,
-                            data_args.label_all_tokens)
+                            data_args.label_all_tokens, sort_by_length)
 
-    encoded = {"train": encode(train), "devel": encode(devel)}
+    # prediction windows go longest first so that sequential batches are padded little (NerTrainer reads
+    # them in order); training batches are grouped by --train_sampling_strategy group_by_length
+    encoded = {"train": encode(train), "devel": encode(devel, sort_by_length=True)}
     if test is not None:
-        encoded["test"] = encode(test)
+        encoded["test"] = encode(test, sort_by_length=True)
     window_stats = {split: enc.stats.as_dict() for split, enc in encoded.items()}
     for split, stats in window_stats.items():
         logger.info("%s: %d sentences -> %d windows; %d sentences split into windows, %d over-long words cut",
@@ -217,7 +245,7 @@ def main(argv: list[str] | None = None) -> dict:
             )
             optimizers = (optimizer, None)  # the Trainer still creates its linear warm-up/decay scheduler
 
-        trainer = Trainer(
+        trainer = NerTrainer(
             model=model,
             args=training_args,
             train_dataset=encoded["train"].dataset,
@@ -278,6 +306,8 @@ def main(argv: list[str] | None = None) -> dict:
         "warmup_steps": training_args.warmup_steps,
         "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
         "train_batch_size": training_args.per_device_train_batch_size,
+        "bf16": training_args.bf16,  # after resolve_bf16: what actually ran
+        "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),
     }
     # Each seed's result on its own, then all seeds of output_dir merged: seeds run as separate jobs

@@ -2,15 +2,21 @@
 
     bioptimus-ner-tag --model out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
     bioptimus-ner-tag --model out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
+
+The input file is read lazily and results are written as they are done, in input order, so memory
+stays bounded whatever the file size. The output goes to ``<output_file>.partial`` and is renamed to
+``output_file`` only when every line is tagged; an interrupted run leaves the lines done so far there.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
+from typing import Iterator
 
-from ..ner.tagger import NerTagger
+from ..ner.tagger import PRECISIONS, NerTagger
 from .config_parser import parse_args
 
 
@@ -22,32 +28,54 @@ class TagArguments:
     output_file: str | None = field(default=None, metadata={"help": "Write JSON lines here (default: stdout)."})
     max_seq_length: int = field(default=512)
     stride: int = field(default=32)
-    batch_size: int = field(default=32)
+    batch_size: int = field(default=32, metadata={"help": "Windows per forward pass."})
+    chunk_size: int = field(default=256, metadata={"help": "Texts read, sorted by length and tagged together."})
+    precision: str = field(
+        default="auto",
+        metadata={"help": "auto (bf16 where the device has it natively, else float32), float32, bf16, bf16-autocast.",
+                  "choices": list(PRECISIONS)},
+    )
 
     def __post_init__(self):
         if (self.text is None) == (self.input_file is None):
             raise ValueError("give exactly one of --text and --input_file")
 
 
+class _Lines:
+    """The lines of a file, read lazily; remembers the line number for error messages."""
+
+    def __init__(self, path: str):
+        self.path, self.line_number = path, 0
+
+    def __iter__(self) -> Iterator[str]:
+        # bytes, decoded line by line: a text-mode reader decodes ahead in blocks, so its errors name no line
+        with open(self.path, "rb") as handle:
+            for raw in handle:
+                line = raw.decode("utf-8")
+                self.line_number += 1
+                yield line.rstrip("\n").removesuffix("\r")
+
+
 def main(argv: list[str] | None = None) -> None:
     (args,) = parse_args((TagArguments,), argv, description=__doc__)
-    if args.input_file:
-        try:
-            with open(args.input_file, encoding="utf-8") as handle:
-                texts = [line.rstrip("\n") for line in handle]
-        except (OSError, UnicodeDecodeError) as error:
-            raise SystemExit(f"error: --input_file {args.input_file}: {error}") from None
-    else:
-        texts = [args.text]
-    tagger = NerTagger(args.model, args.max_seq_length, args.stride, args.batch_size)
-    entities = tagger(texts, progress=args.input_file is not None)
-    out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+    if args.input_file and not os.path.isfile(args.input_file):
+        raise SystemExit(f"error: --input_file {args.input_file}: no such file")
+    lines = _Lines(args.input_file) if args.input_file else None
+    tagger = NerTagger(args.model, args.max_seq_length, args.stride, args.batch_size, precision=args.precision,
+                       chunk_size=args.chunk_size)
+    partial = f"{args.output_file}.partial" if args.output_file else None
+    out = open(partial, "w", encoding="utf-8") if partial else sys.stdout
     try:
-        for line_number, found in enumerate(entities, start=1):
+        results = tagger.tag_stream(lines, progress=True) if lines else iter([tagger(args.text)])
+        for line_number, found in enumerate(results, start=1):
             out.write(json.dumps({"line": line_number, "entities": found}, ensure_ascii=False) + "\n")
+    except UnicodeDecodeError as error:
+        raise SystemExit(f"error: --input_file {args.input_file}, line {lines.line_number + 1}: {error}") from None
     finally:
         if out is not sys.stdout:
             out.close()
+    if partial:
+        os.replace(partial, args.output_file)
 
 
 if __name__ == "__main__":

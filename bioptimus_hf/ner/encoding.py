@@ -43,7 +43,17 @@ def word_lengths(tokenizer, sentences: Sequence[Sequence[str]]) -> List[List[int
     return lengths
 
 
-def encode_sentences(
+@dataclass
+class WindowEncoding:
+    """Tokenized windows as plain lists (``columns``: input_ids, attention_mask, ... [, labels])."""
+
+    columns: Dict[str, List[List[int]]]
+    windows: List[Window]
+    stats: WindowStats
+    sentence_lengths: List[int]
+
+
+def tokenize_windows(
     tokenizer,
     token_lists: Sequence[Sequence[str]],
     max_seq_length: int,
@@ -51,7 +61,7 @@ def encode_sentences(
     label_lists: Sequence[Sequence[str]] | None = None,
     label2id: Dict[str, int] | None = None,
     label_all_tokens: bool = False,
-) -> EncodedSplit:
+) -> WindowEncoding:
     """Window and tokenize sentences (see ``windows``); attach labels when ``label_lists`` is given."""
     if not getattr(tokenizer, "is_fast", True):
         raise ValueError("NER windowing needs a fast tokenizer (word_ids); load it with use_fast=True")
@@ -67,10 +77,11 @@ def encode_sentences(
             windows.append(Window(index, start, end, []))
             window_words.append(list(token_lists[index][start:end]))
     stats.windows = len(windows)
+    sentence_lengths = [len(t) for t in token_lists]
 
     if not windows:  # nothing to tokenize (only empty sentences); an empty list would read as one sentence
         columns = {"input_ids": [], "attention_mask": []} | ({"labels": []} if label_lists is not None else {})
-        return EncodedSplit(Dataset.from_dict(columns), windows, stats, [len(t) for t in token_lists])
+        return WindowEncoding(columns, windows, stats, sentence_lengths)
     encoded = tokenizer(window_words, is_split_into_words=True, truncation=True, max_length=max_seq_length)
     all_labels = []
     for row, window in enumerate(windows):
@@ -100,7 +111,34 @@ def encode_sentences(
     columns = {key: encoded[key] for key in encoded.keys()}
     if label_lists is not None:
         columns["labels"] = all_labels
-    return EncodedSplit(Dataset.from_dict(columns), windows, stats, [len(t) for t in token_lists])
+    return WindowEncoding(columns, windows, stats, sentence_lengths)
+
+
+def length_order(lengths: Sequence[int]) -> List[int]:
+    """Row order longest first (stable), so that consecutive rows batch with little padding."""
+    return sorted(range(len(lengths)), key=lambda row: -lengths[row])
+
+
+def encode_sentences(
+    tokenizer,
+    token_lists: Sequence[Sequence[str]],
+    max_seq_length: int,
+    stride: int,
+    label_lists: Sequence[Sequence[str]] | None = None,
+    label2id: Dict[str, int] | None = None,
+    label_all_tokens: bool = False,
+    sort_by_length: bool = False,
+) -> EncodedSplit:
+    """``tokenize_windows`` as a ``datasets.Dataset``. With ``sort_by_length`` the rows (and ``windows``,
+    in the same order) go longest first, so sequential prediction batches are padded little; the merge
+    does not depend on row order."""
+    encoding = tokenize_windows(tokenizer, token_lists, max_seq_length, stride, label_lists, label2id, label_all_tokens)
+    columns, windows = encoding.columns, encoding.windows
+    if sort_by_length and windows:
+        order = length_order([len(ids) for ids in columns["input_ids"]])
+        columns = {key: [values[row] for row in order] for key, values in columns.items()}
+        windows = [windows[row] for row in order]
+    return EncodedSplit(Dataset.from_dict(columns), windows, encoding.stats, encoding.sentence_lengths)
 
 
 def encode_split(
@@ -111,9 +149,10 @@ def encode_split(
     max_seq_length: int,
     stride: int,
     label_all_tokens: bool = False,
+    sort_by_length: bool = False,
 ) -> EncodedSplit:
     """Encode gold sentences with labels re-encoded from their gold spans into the training ``scheme``."""
     tags = [spans_to_tags(s.spans, len(s.tokens), scheme) for s in sentences]
     return encode_sentences(
-        tokenizer, [s.tokens for s in sentences], max_seq_length, stride, tags, label2id, label_all_tokens
+        tokenizer, [s.tokens for s in sentences], max_seq_length, stride, tags, label2id, label_all_tokens, sort_by_length
     )

@@ -10,20 +10,35 @@ truncates long abstracts.
 
     bioptimus-ner-tag --model out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
     bioptimus-ner-tag --model out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
+
+Speed (numbers in docs/ner.md): texts are taken in bounded chunks (``chunk_size``) from any iterable
+and results come out in input order as each chunk is done, so a PubMed-sized file never sits in
+memory. Within a chunk, the windows of all texts are sorted by length and batched across texts, so a
+batch is padded only to nearly its own length; the model runs under ``torch.inference_mode()``, in
+bf16 where the device computes it natively (``utils/hardware.py``), else in float32.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import re
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import torch
 from tqdm.auto import tqdm
-from transformers import AutoModelForTokenClassification, AutoTokenizer, DataCollatorWithPadding
+from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-from .encoding import encode_sentences
+from ..utils.hardware import bf16_supported
+from .encoding import WindowEncoding, length_order, tokenize_windows
 from .schemes import tags_to_spans
 from .windows import best_token_positions
+
+# "auto": bf16 where the device has it natively, else float32. "bf16": weights cast to bfloat16.
+# "bf16-autocast": float32 weights, matrix products in bf16 (torch.autocast). Forcing a bf16 mode on
+# a device without native bf16 works (torch emulates it) but is slower than float32.
+PRECISIONS = ("auto", "float32", "bf16", "bf16-autocast")
+AUTO_BF16 = "bf16"  # what "auto" picks on bf16 hardware (measured: docs/ner.md, "Tagging speed")
 
 
 def split_words(tokenizer, text: str) -> List[Tuple[str, Tuple[int, int]]]:
@@ -35,48 +50,91 @@ def split_words(tokenizer, text: str) -> List[Tuple[str, Tuple[int, int]]]:
     return [(m.group(), m.span()) for m in re.finditer(r"\S+", text)]
 
 
+def resolve_precision(precision: str, device: torch.device) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "auto":
+        return AUTO_BF16 if bf16_supported(device) else "float32"
+    return precision
+
+
 class NerTagger:
     """``NerTagger(model_dir)(texts)`` -> per text, a list of entity dicts
     ``{"type", "start", "end", "text", "score"}`` (character offsets into the text, ``end`` exclusive;
-    ``score`` is the mean probability of the predicted labels of the entity's words)."""
+    ``score`` is the mean probability of the predicted labels of the entity's words).
+    ``tagger.tag_stream(lines)`` does the same lazily over any iterable, yielding in input order."""
 
-    def __init__(self, model_dir: str, max_seq_length: int = 512, stride: int = 32, batch_size: int = 32, device: str | None = None):
+    def __init__(
+        self,
+        model_dir: str,
+        max_seq_length: int = 512,
+        stride: int = 32,
+        batch_size: int = 32,
+        device: str | None = None,
+        precision: str = "auto",
+        chunk_size: int = 256,
+    ):
+        if batch_size < 1 or chunk_size < 1:
+            raise ValueError(f"batch_size and chunk_size must be at least 1, got {batch_size} and {chunk_size}")
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        self.model = AutoModelForTokenClassification.from_pretrained(model_dir).eval()
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model.to(self.device)
+        self.precision = resolve_precision(precision, self.device)
+        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
+        self.model = AutoModelForTokenClassification.from_pretrained(model_dir, dtype=dtype).eval().to(self.device)
         self.id2label: Dict[int, str] = {int(k): v for k, v in self.model.config.id2label.items()}
+        self.outside = next(i for i, label in self.id2label.items() if label == "O")
         self.scheme = getattr(self.model.config, "ner_tagging_scheme", "BIO")
         limit = min(max_seq_length, self.tokenizer.model_max_length, getattr(self.model.config, "max_position_embeddings", max_seq_length))
         self.max_seq_length = limit
         self.stride = min(stride, limit // 4)
         self.batch_size = batch_size
-        self.collator = DataCollatorWithPadding(self.tokenizer)
+        self.chunk_size = chunk_size
+        self.pad_token_id = self.tokenizer.pad_token_id or 0
 
-    @torch.no_grad()
-    def _window_predictions(self, dataset, progress: bool):
-        ids, probabilities = [], []
-        rows = range(0, len(dataset), self.batch_size)
-        for start in tqdm(rows, desc="tagging", disable=not progress):
-            batch = self.collator([dataset[i] for i in range(start, min(start + self.batch_size, len(dataset)))])
-            batch = {k: v.to(self.device) for k, v in batch.items()}
-            probs = self.model(**batch).logits.softmax(-1)
-            best, label = probs.max(-1)
-            ids.extend(label.cpu().tolist())
-            probabilities.extend(best.cpu().tolist())
-        return ids, probabilities
+    def autocast(self):
+        if self.precision == "bf16-autocast":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
-    def __call__(self, texts: Sequence[str] | str, progress: bool = False) -> List[List[dict]]:
-        single = isinstance(texts, str)
-        texts = [texts] if single else list(texts)
+    def encode(self, texts: Sequence[str]) -> Tuple[List[List[Tuple[str, Tuple[int, int]]]], WindowEncoding]:
+        """Words of each text and their windows (all texts tokenized in one call)."""
         words = [split_words(self.tokenizer, text) for text in texts]
         token_lists = [[w for w, _ in sentence] for sentence in words]
-        encoded = encode_sentences(self.tokenizer, token_lists, self.max_seq_length, self.stride)
-        ids, probabilities = self._window_predictions(encoded.dataset, progress) if len(encoded.dataset) else ([], [])
-        outside = next(i for i, label in self.id2label.items() if label == "O")
+        return words, tokenize_windows(self.tokenizer, token_lists, self.max_seq_length, self.stride)
+
+    def batches(self, input_ids: Sequence[Sequence[int]]) -> Iterator[Tuple[List[int], Dict[str, torch.Tensor]]]:
+        """(rows, model inputs): windows longest first, ``batch_size`` at a time, padded to the batch's longest."""
+        order = length_order([len(ids) for ids in input_ids])
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = len(input_ids[rows[0]])
+            ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for i, row in enumerate(rows):
+                ids[i, : len(input_ids[row])] = torch.tensor(input_ids[row])
+                mask[i, : len(input_ids[row])] = 1
+            yield rows, {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
+
+    @torch.inference_mode()
+    def predict_windows(self, input_ids: Sequence[Sequence[int]]) -> Tuple[List[List[int]], List[List[float]]]:
+        """Per window (input order): label id and its probability for every token."""
+        labels: List[List[int]] = [[] for _ in input_ids]
+        probabilities: List[List[float]] = [[] for _ in input_ids]
+        for rows, batch in self.batches(input_ids):
+            with self.autocast():
+                logits = self.model(**batch).logits
+            best, label = logits.float().softmax(-1).max(-1)
+            best, label = best.cpu().tolist(), label.cpu().tolist()
+            for i, row in enumerate(rows):
+                labels[row], probabilities[row] = label[i], best[i]
+        return labels, probabilities
+
+    def _tag_chunk(self, texts: Sequence[str]) -> List[List[dict]]:
+        words, encoding = self.encode(texts)
+        ids, probabilities = self.predict_windows(encoding.columns["input_ids"])
         results = []
-        for text, sentence, chosen in zip(texts, words, best_token_positions(encoded.windows, encoded.sentence_lengths)):
-            labels = [self.id2label[outside if c is None else ids[c[0]][c[1]]] for c in chosen]
+        for text, sentence, chosen in zip(texts, words, best_token_positions(encoding.windows, encoding.sentence_lengths)):
+            labels = [self.id2label[self.outside if c is None else ids[c[0]][c[1]]] for c in chosen]
             scores = [1.0 if c is None else probabilities[c[0]][c[1]] for c in chosen]
             entities = []
             for entity_type, start, end in tags_to_spans(labels, self.scheme):
@@ -91,4 +149,17 @@ class NerTagger:
                     }
                 )
             results.append(entities)
-        return results[0] if single else results
+        return results
+
+    def tag_stream(self, texts: Iterable[str], progress: bool = False) -> Iterator[List[dict]]:
+        """Entities of each text of ``texts`` (read lazily, ``chunk_size`` at a time), in input order."""
+        texts = iter(texts)
+        with tqdm(desc="tagging", unit=" texts", disable=not progress) as bar:
+            while chunk := list(itertools.islice(texts, self.chunk_size)):
+                yield from self._tag_chunk(chunk)
+                bar.update(len(chunk))
+
+    def __call__(self, texts: Sequence[str] | str, progress: bool = False) -> List[List[dict]] | List[dict]:
+        if isinstance(texts, str):
+            return self._tag_chunk([texts])[0]
+        return list(self.tag_stream(texts, progress))

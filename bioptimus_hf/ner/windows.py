@@ -78,16 +78,17 @@ def best_token_positions(
     windows: Sequence[Window], sentence_lengths: Sequence[int]
 ) -> List[List[Tuple[int, int] | None]]:
     """For every word of every sentence, ``(window_row, token_position)`` of the sub-token whose
-    prediction the merge keeps (the most central window; ties to the earlier), or None if the word has
-    no sub-token at all."""
+    prediction the merge keeps (the most central window; ties to the window starting earlier in the
+    sentence), or None if the word has no sub-token at all. ``windows`` may come in any order (e.g.
+    sorted by length): the choice depends only on the windows, not on their rows."""
     chosen: List[List[Tuple[int, int] | None]] = [[None] * length for length in sentence_lengths]
-    best = [[-1] * length for length in sentence_lengths]
+    best = [[(-1, 0)] * length for length in sentence_lengths]
     for row, window in enumerate(windows):
         for offset, token_position in enumerate(window.first_token):
             if token_position < 0:
                 continue
             word = window.start + offset
-            score = centrality((window.start, window.end), word)
+            score = (centrality((window.start, window.end), word), -window.start)
             if score > best[window.sentence][word]:
                 best[window.sentence][word] = score
                 chosen[window.sentence][word] = (row, token_position)

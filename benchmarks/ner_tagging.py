@@ -1,0 +1,175 @@
+#!/usr/bin/env python
+"""Benchmark: tagging throughput of ``NerTagger`` against transformers' token-classification pipeline
+and against the model's bare forward pass over the same windows, plus float32-vs-bf16 entity agreement.
+
+Throughput (words/s, words by the tokenizer's pre-tokenizer) on the last ``--abstracts`` raw PubMed
+abstracts of ../shared/data/corpus/pubmed_abstracts.txt, three arms measured alternately in one run:
+
+- ``tagger``: ``NerTagger(model)(abstracts)`` end to end (split, window, tokenize, forward, merge, decode);
+- ``pipeline``: ``pipeline("token-classification", aggregation_strategy="first", stride=32)`` on the
+  same abstracts, same model, its default batching;
+- ``forward``: only ``model(**batch)`` over the tagger's own windows and batches (built untimed): the
+  ceiling the tagger's overhead is measured against.
+
+With ``--ncbi_model`` (a model fine-tuned by run_ner.py on NCBI-disease) the NCBI-disease test
+sentences (tokens joined by spaces) are tagged in float32 and each bf16 mode; the JSON counts the
+sentences whose entities differ and gives entity-level F1 of each path against the gold spans.
+
+    HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner_tagging.py --model M --ncbi_model M
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import torch
+from transformers import pipeline
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bioptimus_hf.ner.conll import read_conll  # noqa: E402
+from bioptimus_hf.ner.evaluation import span_scores  # noqa: E402
+from bioptimus_hf.ner.tagger import NerTagger  # noqa: E402
+from bioptimus_hf.utils.files import write_json_atomic  # noqa: E402
+from bioptimus_hf.utils.hardware import bf16_supported  # noqa: E402
+
+
+def last_lines(path: str, count: int) -> list[str]:
+    with open(path, encoding="utf-8") as handle:
+        lines = [line.rstrip("\n") for line in handle]
+    return lines[-count:]
+
+
+def timed(function):
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    result = function()
+    return time.perf_counter() - start, load, result
+
+
+def throughput(args, abstracts: list[str]) -> dict:
+    tagger = NerTagger(args.model, batch_size=args.batch_size, precision=args.precision)
+    words, encoding = tagger.encode(abstracts)
+    word_count = sum(len(w) for w in words)
+    token_count = sum(len(ids) for ids in encoding.columns["input_ids"])
+    batches = [batch for _, batch in tagger.batches(encoding.columns["input_ids"])]
+    padded = sum(b["input_ids"].numel() for b in batches)
+    token_classifier = pipeline("token-classification", model=tagger.model, tokenizer=tagger.tokenizer,
+                                aggregation_strategy="first", stride=32, device=tagger.device)
+
+    def forward():
+        with torch.inference_mode(), tagger.autocast():
+            for batch in batches:
+                tagger.model(**batch)
+
+    arms = {"tagger": lambda: tagger(abstracts), "pipeline": lambda: token_classifier(abstracts),
+            "forward": forward}
+    runs = {name: [] for name in arms}
+    outputs = {}
+    for round_index in range(args.rounds):
+        names = list(arms) if round_index % 2 == 0 else list(reversed(arms))  # alternate the order
+        for name in names:
+            seconds, load, outputs[name] = timed(arms[name])
+            runs[name].append({"seconds": seconds, "words_per_s": word_count / seconds, "loadavg_1min": load})
+            print(f"round {round_index} {name}: {seconds:.1f} s, {word_count / seconds:.0f} words/s (load {load:.1f})",
+                  flush=True)
+    best = {name: max(r["words_per_s"] for r in rs) for name, rs in runs.items()}
+    pipeline_entities = sum(len(e) for e in outputs["pipeline"])
+    return {
+        "abstracts": len(abstracts), "words": word_count, "window_tokens": token_count,
+        "windows": len(encoding.windows), "padded_tokens_in_batches": padded,
+        "precision": tagger.precision, "batch_size": args.batch_size,
+        "runs": runs, "best_words_per_s": best,
+        "tagger_over_pipeline": best["tagger"] / best["pipeline"],
+        "forward_over_tagger": best["forward"] / best["tagger"],
+        "entities": {"tagger": sum(len(e) for e in outputs["tagger"]), "pipeline": pipeline_entities},
+    }
+
+
+def ncbi_agreement(args) -> dict:
+    test = read_conll(os.path.join(args.data_root, "NCBI-disease-IOB", "test.tsv"))
+    sentences = test.sentences[: args.max_test_sentences or None]
+    texts = [" ".join(s.tokens) for s in sentences]
+    starts = []  # character offset of every token in its joined text
+    for sentence in sentences:
+        offsets, position = [], 0
+        for token in sentence.tokens:
+            offsets.append(position)
+            position += len(token) + 1
+        starts.append(offsets)
+
+    def to_token_spans(entities, offsets):
+        # the tokens the entity's characters touch (the tagger's words are the same or finer)
+        spans = []
+        for e in entities:
+            first = max(i for i, o in enumerate(offsets) if o <= e["start"])
+            last = max(i for i, o in enumerate(offsets) if o < e["end"])
+            spans.append((e["type"], first, last + 1))
+        return spans
+
+    paths, report = {}, {"sentences": len(sentences), "model": args.ncbi_model, "paths": {}}
+    for precision in ["float32"] + args.compare_precisions.split(","):
+        tagger = NerTagger(args.ncbi_model, batch_size=args.batch_size, precision=precision)
+        seconds, load, paths[precision] = timed(lambda: tagger(texts, progress=True))
+        predicted = [to_token_spans(e, o) for e, o in zip(paths[precision], starts)]
+        scores = span_scores(sentences, predicted)
+        entry = {"seconds": seconds, "loadavg_1min": load, **scores}
+        if precision != "float32":
+            reference = paths["float32"]
+            key = lambda e: (e["type"], e["start"], e["end"])  # noqa: E731
+            entry["sentences_with_different_entities"] = sum(
+                {key(e) for e in a} != {key(e) for e in b} for a, b in zip(paths[precision], reference))
+            entry["entities_only_here"] = sum(len({key(e) for e in a} - {key(e) for e in b})
+                                              for a, b in zip(paths[precision], reference))
+            entry["entities_only_in_float32"] = sum(len({key(e) for e in b} - {key(e) for e in a})
+                                                    for a, b in zip(paths[precision], reference))
+            entry["max_score_difference_on_shared_entities"] = max(
+                [abs(x["score"] - y["score"]) for a, b in zip(paths[precision], reference)
+                 for x in a for y in b if key(x) == key(y)] or [0.0])
+        report["paths"][precision] = entry
+        print(precision, {k: v for k, v in entry.items()}, flush=True)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="a token-classification model directory")
+    parser.add_argument("--corpus", default=os.path.join(ROOT, "..", "shared", "data", "corpus", "pubmed_abstracts.txt"))
+    parser.add_argument("--abstracts", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--precision", default="auto", help="the tagger's precision for the throughput arms")
+    parser.add_argument("--ncbi_model", default=None, help="a model fine-tuned on NCBI-disease (float32 vs bf16)")
+    parser.add_argument("--compare_precisions", default="bf16,bf16-autocast")
+    parser.add_argument("--max_test_sentences", type=int, default=0, help="0: the whole NCBI-disease test set")
+    parser.add_argument("--data_root", default=os.path.join(ROOT, "..", "shared", "data", "ner"))
+    parser.add_argument("--skip_throughput", action="store_true")
+    parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "ner_tagging.json"))
+    args = parser.parse_args()
+
+    report = {
+        "benchmark": "NerTagger vs pipeline('token-classification') vs bare forward; float32 vs bf16 entities",
+        "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner_tagging.py " + " ".join(sys.argv[1:]),
+        "setting": vars(args),
+        "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
+                    "cpu_bf16_native": bf16_supported("cpu"), "torch": torch.__version__,
+                    "loadavg_at_start": os.getloadavg(),
+                    "note": "2 CPU cores shared with other jobs; loadavg recorded per arm; timings are indicative"},
+    }
+    if not args.skip_throughput:
+        report["throughput"] = throughput(args, last_lines(args.corpus, args.abstracts))
+    if args.ncbi_model:
+        report["ncbi_float32_vs_bf16"] = ncbi_agreement(args)
+    report["machine"]["loadavg_at_end"] = os.getloadavg()
+    write_json_atomic(args.output, report, indent=2)
+    print(json.dumps({k: v for k, v in report.get("throughput", {}).items() if k != "runs"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
