@@ -50,3 +50,14 @@ def test_explicit_choices_and_bad_choice(monkeypatch):
 
 def test_missing_cpuinfo_means_no_flags(tmp_path):
     assert hardware.cpu_flags.__wrapped__(str(tmp_path / "absent")) == frozenset()
+
+
+def test_trainer_precision_flags_follow_detection(fake_cpuinfo, monkeypatch):
+    monkeypatch.setattr(hardware, "default_device", lambda: torch.device("cpu"))
+    fake_cpuinfo(["avx2"])
+    assert hardware.trainer_precision_flags() == []
+    fake_cpuinfo(["amx_bf16"])
+    # transformers refuses bf16 without a GPU unless --use_cpu is given: both or nothing.
+    assert hardware.trainer_precision_flags() == ["--bf16", "true", "--use_cpu", "true"]
+    monkeypatch.setenv(hardware.DISABLE_BF16_ENV, "yes")
+    assert hardware.trainer_precision_flags() == []

@@ -91,3 +91,16 @@ def describe_hardware() -> dict:
         "fast_bf16": device_has_fast_bf16(default_device()),
         "bf16_disabled_by_environment": bf16_disabled_by_environment(),
     }
+
+
+def trainer_precision_flags() -> list[str]:
+    """``TrainingArguments`` flags for bf16 where it is native: ``--bf16 true`` (plus ``--use_cpu true`` on a
+    CPU, which transformers requires with bf16 when no GPU is visible); none elsewhere."""
+    device = default_device()
+    if not device_has_fast_bf16(device):
+        return []
+    return ["--bf16", "true"] + (["--use_cpu", "true"] if device.type == "cpu" else [])
+
+
+if __name__ == "__main__":  # scripts/demo.sh: python -m bioptimus_hf.utils.hardware
+    print(" ".join(trainer_precision_flags()))
