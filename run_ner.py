@@ -41,7 +41,7 @@ from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, writ
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
 from bioptimus_hf.ner.trainer import NerTrainer
-from bioptimus_hf.utils.hardware import bf16_supported
+from bioptimus_hf.utils.hardware import device_has_fast_bf16
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def resolve_bf16(training_args: TrainingArguments, if_supported: bool, allow_emu
     """bf16 (``--bf16`` or ``--bf16_if_supported``) where the device computes it natively; float32, with a
     warning, where it would only be emulated (unless ``allow_emulated``). Results stay float32's there."""
     wanted = training_args.bf16 or if_supported
-    use = wanted and (allow_emulated or bf16_supported(training_args.device))
+    use = wanted and (allow_emulated or device_has_fast_bf16(training_args.device))
     if wanted and not use:
         logger.warning("bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32 "
                        "(--allow_emulated_bf16 true to use emulated bf16)", training_args.device)

@@ -37,7 +37,7 @@ from bioptimus_hf.ner.conll import read_conll  # noqa: E402
 from bioptimus_hf.ner.evaluation import span_scores  # noqa: E402
 from bioptimus_hf.ner.tagger import NerTagger  # noqa: E402
 from bioptimus_hf.utils.files import write_json_atomic  # noqa: E402
-from bioptimus_hf.utils.hardware import bf16_supported  # noqa: E402
+from bioptimus_hf.utils.hardware import device_has_fast_bf16  # noqa: E402
 
 
 def last_lines(path: str, count: int) -> list[str]:
@@ -158,7 +158,7 @@ def main() -> None:
         "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner_tagging.py " + " ".join(sys.argv[1:]),
         "setting": vars(args),
         "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "cpu_bf16_native": bf16_supported("cpu"), "torch": torch.__version__,
+                    "cpu_bf16_native": device_has_fast_bf16("cpu"), "torch": torch.__version__,
                     "loadavg_at_start": os.getloadavg(),
                     "note": "2 CPU cores shared with other jobs; loadavg recorded per arm; timings are indicative"},
     }

@@ -17,6 +17,9 @@ if [ ! -f "$TOKENIZER/coverage_report.json" ]; then
   .venv/bin/python -m bioptimus_hf.commands.train_tokenizer --train_files "${CORPUS[@]}" --base_tokenizer "$BASE" \
       --vocab_size 30522 --output_dir "$TOKENIZER"
 fi
+# bf16 where the hardware multiplies it natively (CUDA with bf16, CPU with AMX / AVX-512 BF16), float32
+# elsewhere (bioptimus_hf/utils/hardware.py); the contextualised init picks the same (--init_precision auto).
+read -r -a PRECISION <<< "$(.venv/bin/python -m bioptimus_hf.utils.hardware)"
 exec .venv/bin/python run_pretraining.py configs/demo_minilm.yaml --model_name_or_path "$BASE" \
     --base_model_hub_id sentence-transformers/all-MiniLM-L6-v2 \
-    --tokenizer_name "$TOKENIZER" "$@"
+    --tokenizer_name "$TOKENIZER" "${PRECISION[@]}" "$@"

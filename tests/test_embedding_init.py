@@ -467,3 +467,42 @@ def test_two_gloo_ranks_split_the_sentences_and_match_one_process(tmp_path):
         assert sorted(map(int, r["vectors"])) == sorted(single.vectors)
         for token_id, vector in single.vectors.items():
             assert torch.allclose(torch.tensor(r["vectors"][str(token_id)]), vector, atol=1e-5, rtol=1e-5)
+
+
+def _contextualized_rows(model, base_tok, new_tok, precision):
+    new_ids = new_tok.get_vocab()
+    s1, s2 = "the kinase of the thymus cells", "interleukin receptor kinase of the cells"
+    contexts = {
+        new_ids["kinase"]: [ctx(s1, "kinase", 0), ctx(s2, "kinase", 1)],
+        new_ids["thymus"]: [ctx(s1, "thymus", 0)],
+        new_ids["interleukin"]: [ctx(s2, "interleukin", 1)],
+    }
+    _, out, report = run(copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts,
+                         init_precision=precision)
+    ids = sorted(contexts)
+    return out.get_input_embeddings().weight[ids].detach(), report
+
+
+def test_init_precision_float32_is_the_exact_former_path_and_bf16_close(setup, monkeypatch):
+    model, base_tok, new_tok = setup
+    float32_rows, report = _contextualized_rows(model, base_tok, new_tok, "float32")
+    assert report["forward"]["bf16"] is False
+    # auto on a machine without native bf16 (forced off) is the float32 path, bit for bit.
+    monkeypatch.setenv("BIOPTIMUS_DISABLE_BF16", "1")
+    auto_rows, auto_report = _contextualized_rows(model, base_tok, new_tok, "auto")
+    assert auto_report["forward"]["bf16"] is False and torch.equal(auto_rows, float32_rows)
+    # and equals the plain float32 encoder (no autocast) by hand
+    new_ids = new_tok.get_vocab()
+    expected = hand_contextualized(model, base_tok, ctx("the kinase of the thymus cells", "thymus", 0))
+    assert torch.allclose(float32_rows[sorted([new_ids["kinase"], new_ids["thymus"], new_ids["interleukin"]]).index(new_ids["thymus"])], expected, atol=1e-5)
+    # bf16 (asked for explicitly: runs on any CPU) is used, differs, and stays close in direction.
+    bf16_rows, bf16_report = _contextualized_rows(model, base_tok, new_tok, "bf16")
+    assert bf16_report["forward"]["bf16"] is True
+    assert not torch.equal(bf16_rows, float32_rows)
+    cosine = torch.nn.functional.cosine_similarity(bf16_rows, float32_rows, dim=1)
+    assert cosine.min() > 0.99, cosine
+
+
+def test_init_precision_rejects_unknown_value():
+    with pytest.raises(ValueError, match="--init_precision 'half'"):
+        init_args(init_precision="half")

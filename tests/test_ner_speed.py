@@ -125,9 +125,9 @@ def test_bf16_paths_run_and_agree_with_float32_on_most_tokens(tagging_model, pre
 
 
 def test_auto_precision_follows_the_hardware(tagging_model, monkeypatch):
-    monkeypatch.setattr(tagger_module, "bf16_supported", lambda device: False)
+    monkeypatch.setattr(tagger_module, "device_has_fast_bf16", lambda device: False)
     assert NerTagger(tagging_model).precision == "float32"
-    monkeypatch.setattr(tagger_module, "bf16_supported", lambda device: True)
+    monkeypatch.setattr(tagger_module, "device_has_fast_bf16", lambda device: True)
     tagger = NerTagger(tagging_model)
     assert tagger.precision == tagger_module.AUTO_BF16
     with pytest.raises(ValueError, match="precision must be one of"):
@@ -135,23 +135,23 @@ def test_auto_precision_follows_the_hardware(tagging_model, monkeypatch):
 
 
 def test_bf16_detection_and_run_ner_fallback(monkeypatch, tmp_path, caplog):
-    monkeypatch.setattr(hardware, "_cpu_flags", lambda: frozenset({"avx2", "amx_bf16"}))
-    assert hardware.bf16_supported("cpu") is True
-    monkeypatch.setattr(hardware, "_cpu_flags", lambda: frozenset({"avx2"}))
-    monkeypatch.setattr(hardware, "_torch_cpu_bf16", lambda: False)
-    assert hardware.bf16_supported("cpu") is False
-    assert hardware.bf16_supported("meta") is False
+    monkeypatch.delenv(hardware.DISABLE_BF16_ENV, raising=False)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2", "amx_bf16"}))
+    assert hardware.device_has_fast_bf16("cpu") is True
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
+    assert hardware.device_has_fast_bf16("cpu") is False
+    assert hardware.device_has_fast_bf16("meta") is False
 
     args = TrainingArguments(output_dir=str(tmp_path), bf16=True, use_cpu=True, learning_rate=3e-5, report_to="none")
     plain = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
-    monkeypatch.setattr(run_ner, "bf16_supported", lambda device: False)
+    monkeypatch.setattr(run_ner, "device_has_fast_bf16", lambda device: False)
     with caplog.at_level(logging.WARNING):
         fallback = run_ner.resolve_bf16(args, if_supported=False, allow_emulated=False)
     assert not fallback.bf16 and fallback.mixed_precision == "no" and fallback.learning_rate == 3e-5
     assert "no native bf16" in caplog.text
     assert not run_ner.resolve_bf16(plain, if_supported=True, allow_emulated=False).bf16
     assert run_ner.resolve_bf16(args, if_supported=False, allow_emulated=True).bf16
-    monkeypatch.setattr(run_ner, "bf16_supported", lambda device: True)
+    monkeypatch.setattr(run_ner, "device_has_fast_bf16", lambda device: True)
     assert run_ner.resolve_bf16(args, if_supported=False, allow_emulated=False) is args
     on = run_ner.resolve_bf16(plain, if_supported=True, allow_emulated=False)
     assert on.bf16 and on.mixed_precision == "bf16"

@@ -183,3 +183,25 @@ def test_accelerate_launch_two_cpu_processes(tmp_path, tiny_model_dir, corpus):
     assert sorted(set(switches)) == [("0.1", "0"), ("0.2", "1"), ("0.3", "3"), ("0.4", "5")]
     assert all(switches.count(s) == 2 for s in set(switches))
     assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.1", "v0.2", "v0.3", "v0.4"]
+
+
+def test_bf16_on_cpu_with_masked_only_head_and_curriculum(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    """--bf16 true (TrainingArguments' CPU autocast): finite losses, float32 releases that load and differ."""
+    from transformers.utils import is_torch_bf16_available_on_device
+
+    if not is_torch_bf16_available_on_device("cpu"):
+        pytest.skip("this torch build cannot run bf16 on the CPU")
+    out = tmp_path / "out"
+    # transformers refuses --bf16 without a GPU unless --use_cpu is given explicitly.
+    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--bf16", "true", "--use_cpu", "true", "--max_steps", 8,
+                                                                "--logging_steps", 1])
+    assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    losses = [e["loss"] for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
+    assert len(losses) == 8 and all(torch.isfinite(torch.tensor(losses)))
+    info = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
+    assert torch.isfinite(torch.tensor(info["heldout_mlm_loss"])) and info["heldout_mlm_loss"] > 0
+    released = AutoModelForMaskedLM.from_pretrained(out / "releases" / "v0.4")
+    base = AutoModelForMaskedLM.from_pretrained(tiny_model_dir)
+    weights = released.bert.embeddings.word_embeddings.weight
+    assert weights.dtype == torch.float32 and torch.isfinite(weights).all()  # master weights stay float32
+    assert not torch.equal(weights, base.bert.embeddings.word_embeddings.weight)

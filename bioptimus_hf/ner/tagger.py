@@ -29,7 +29,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-from ..utils.hardware import bf16_supported
+from ..utils.hardware import device_has_fast_bf16
 from .encoding import WindowEncoding, length_order, tokenize_windows
 from .schemes import tags_to_spans
 from .windows import best_token_positions
@@ -54,7 +54,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "auto":
-        return AUTO_BF16 if bf16_supported(device) else "float32"
+        return AUTO_BF16 if device_has_fast_bf16(device) else "float32"
     return precision
 
 

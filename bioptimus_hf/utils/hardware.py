@@ -1,42 +1,106 @@
-"""Does this device compute in bfloat16 natively? (Detected, never required.)
+"""What the hardware does fast: the one owner of bf16 detection and of the ``auto|bf16|float32`` choice.
 
-bf16 halves memory traffic and, on CPUs with AMX or AVX512-BF16 and on Ampere+ GPUs, runs matrix
-products in hardware. Elsewhere torch still accepts bf16 but emulates it (slower than float32), so
-callers use ``bf16_supported`` to choose bf16 only where it pays and fall back to float32 otherwise.
+bf16 pays off only where the hardware multiplies bf16 natively: CUDA GPUs that report bf16 support, and
+x86 CPUs with AMX (``amx_bf16``) or AVX-512 BF16 (``avx512_bf16``). Elsewhere oneDNN emulates bf16 and
+a bf16 matmul can be *slower* than float32 (measured on an AVX2-only AMD EPYC: 0.4 vs 13 GFLOP/s, see
+docs/speed.md), so ``auto`` picks float32 there. Nothing here requires bf16: every caller falls back.
+
+``BIOPTIMUS_DISABLE_BF16=1`` in the environment makes every check answer ``False`` (to reproduce a
+float32-only machine, or to rule bf16 out while debugging).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 
-import torch
+PRECISION_CHOICES = ("auto", "bf16", "float32")
+DISABLE_BF16_ENV = "BIOPTIMUS_DISABLE_BF16"
+FAST_BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 
-CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+def bf16_disabled_by_environment() -> bool:
+    return os.environ.get(DISABLE_BF16_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 @functools.lru_cache(maxsize=None)
-def _cpu_flags() -> frozenset:
+def cpu_flags(cpuinfo_path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU feature flags the kernel reports (empty where /proc/cpuinfo does not exist)."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+        with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 if line.startswith("flags"):
                     return frozenset(line.split(":", 1)[1].split())
-    except OSError:  # not Linux: rely on torch's own check
+    except OSError:
         pass
     return frozenset()
 
 
-def _torch_cpu_bf16() -> bool:
-    """torch's own CPU check (private helpers of torch.cpu; absent in some versions)."""
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+def cpu_has_fast_bf16() -> bool:
+    """True when the CPU multiplies bf16 natively (AMX or AVX-512 BF16)."""
+    if bf16_disabled_by_environment():
+        return False
+    return any(flag in cpu_flags() for flag in FAST_BF16_CPU_FLAGS)
 
 
-def bf16_supported(device: str | torch.device = "cpu") -> bool:
-    """True if ``device`` has native bf16 matrix units (CPU: AMX or AVX512-BF16; CUDA: Ampere or newer)."""
+def device_has_fast_bf16(device) -> bool:
+    """True when bf16 matmuls on ``device`` (a ``torch.device`` or string) are native, hence worth using."""
+    import torch
+
+    if bf16_disabled_by_environment():
+        return False
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    if device.type != "cpu":
-        return False
-    return any(flag in _cpu_flags() for flag in CPU_BF16_FLAGS) or _torch_cpu_bf16()
+    if device.type == "cpu":
+        return cpu_has_fast_bf16()
+    return False
+
+
+def default_device():
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resolve_precision(precision: str, device) -> "torch.dtype":
+    """``auto`` -> bf16 where :func:`device_has_fast_bf16`, float32 otherwise; ``bf16``/``float32`` as asked.
+
+    An explicit ``bf16`` is honoured on any device (bf16 runs everywhere, only slowly without hardware
+    support): it is the way to measure its accuracy on a machine without it.
+    """
+    import torch
+
+    if precision not in PRECISION_CHOICES:
+        raise ValueError(f"precision {precision!r}: expected one of {PRECISION_CHOICES}")
+    if precision == "bf16" or (precision == "auto" and device_has_fast_bf16(device)):
+        return torch.bfloat16
+    return torch.float32
+
+
+def describe_hardware() -> dict:
+    """What a benchmark records about the machine's precision support."""
+    import torch
+
+    return {
+        "cuda": torch.cuda.is_available(),
+        "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "cpu_fast_bf16_flags": sorted(set(FAST_BF16_CPU_FLAGS) & cpu_flags()),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "fast_bf16": device_has_fast_bf16(default_device()),
+        "bf16_disabled_by_environment": bf16_disabled_by_environment(),
+    }
+
+
+def trainer_precision_flags() -> list[str]:
+    """``TrainingArguments`` flags for bf16 where it is native: ``--bf16 true`` (plus ``--use_cpu true`` on a
+    CPU, which transformers requires with bf16 when no GPU is visible); none elsewhere."""
+    device = default_device()
+    if not device_has_fast_bf16(device):
+        return []
+    return ["--bf16", "true"] + (["--use_cpu", "true"] if device.type == "cpu" else [])
+
+
+if __name__ == "__main__":  # scripts/demo.sh: python -m bioptimus_hf.utils.hardware
+    print(" ".join(trainer_precision_flags()))

@@ -40,6 +40,7 @@ from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel, PreT
 
 from ..utils.corpus_reader import check_corpus_files
 from ..utils.distributed import rank_and_world, shard, sum_across_ranks, share_from_main
+from ..utils.hardware import resolve_precision
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
 from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
 
@@ -257,7 +258,8 @@ class ContextualizedEmbeddingInitializer:
                 sequences[(s, first)].append((token_id, [p - first for p in positions]))
 
         device = torch.device(self.config.init_device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        use_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        # bf16 autocast only where it is native (or asked for); float32 keeps the exact former path.
+        use_bf16 = resolve_precision(self.config.init_precision, device) == torch.bfloat16
         original_device = next(model.parameters()).device
         was_training = model.training
         model.to(device).eval()
@@ -289,7 +291,7 @@ class ContextualizedEmbeddingInitializer:
                 encoded_tokens += int(attention_mask.sum())
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16):
                     states = encoder(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device))
-                states = states.last_hidden_state.float().cpu()
+                states = states.last_hidden_state.float().cpu()  # sums and means in float32
                 self.forward_passes += len(rows)
                 for i, key in enumerate(batch_keys):
                     for token_id, positions in sequences[key]:
@@ -313,6 +315,7 @@ class ContextualizedEmbeddingInitializer:
             "max_context_tokens": max_tokens,
             "device": str(device),
             "bf16": use_bf16,
+            "init_precision": self.config.init_precision,
             "hidden_size": hidden,
             "world_size": rank_and_world()[1],
         }

