@@ -152,16 +152,23 @@ def main():
         student_dir = os.path.join(output_dir, "student")
         finished = os.path.join(output_dir, "train_results.json")
         reused = False
+        last_checkpoint = os.path.join(output_dir, f"checkpoint-{args.max_steps}")
         if args.reuse and os.path.isfile(finished) and os.path.isdir(student_dir):
             with open(os.path.join(output_dir, "trainer_state.json"), encoding="utf-8") as handle:
                 reused = json.load(handle)["global_step"] == args.max_steps
+        elif args.reuse and os.path.isdir(last_checkpoint) and arm != "tinybiobert":
+            # Trained, but stopped during the end-of-run measurements: the last checkpoint is the same student
+            # (no projection outside tinybiobert).
+            student_dir, reused = last_checkpoint, True
         if not reused:
             run_distillation.main(argv)
         student = AutoModelForMaskedLM.from_pretrained(student_dir)
         scores[arm] = heldout_batch_losses(student, tokenizer, heldout, args.max_seq_length)
         params[arm] = parameter_count(student)
-        with open(os.path.join(output_dir, "train_results.json"), encoding="utf-8") as handle:
-            train_metrics = json.load(handle)
+        train_metrics = None
+        if os.path.isfile(finished):
+            with open(finished, encoding="utf-8") as handle:
+                train_metrics = json.load(handle)
         runs[arm] = {"argv": ARMS[arm], "student_dir": student_dir, "reused": reused,
                      "wall_s": None if reused else time.time() - arm_started,
                      "train_metrics": train_metrics}
