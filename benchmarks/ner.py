@@ -40,6 +40,9 @@ def minilm_dir() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model_name_or_path", default=None,
+                        help="the model to fine-tune (default: all-MiniLM-L6-v2 from its package)")
+    parser.add_argument("--model_name", default="all-MiniLM-L6-v2", help="its name in the results")
     parser.add_argument("--data_root", default=os.path.join(ROOT, "..", "shared", "data", "ner"))
     parser.add_argument("--datasets", default="NCBI-disease-IOB,BC5CDR-chem-IOB")
     parser.add_argument("--seeds", default="1,2,3")
@@ -57,12 +60,12 @@ def main() -> None:
                         help="load <work_dir>/<dataset>/all_results.json when it exists (same seeds) instead of re-running")
     args = parser.parse_args()
 
-    model = minilm_dir()
+    model = args.model_name_or_path or minilm_dir()
     rows, reused = [], []
     started = time.time()
     for dataset in args.datasets.split(","):
         argv = [
-            "--model_name_or_path", model, "--model_name", "all-MiniLM-L6-v2",
+            "--model_name_or_path", model, "--model_name", args.model_name,
             "--data_dir", os.path.join(args.data_root, dataset),
             "--output_dir", os.path.join(args.work_dir, dataset),
             "--seeds", args.seeds, "--num_train_epochs", str(args.epochs),
@@ -108,7 +111,9 @@ def main() -> None:
             }
         )
     report = {
-        "benchmark": "MiniLM-L6 (all-MiniLM-L6-v2) BLURB NER fine-tuning, CPU",
+        "benchmark": f"{args.model_name} BLURB NER fine-tuning, CPU",
+        "model_name_or_path": model,
+        "load_average_1_5_15_min": os.getloadavg(),
         "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner.py " + " ".join(sys.argv[1:]),
         "reduced_setting": bool(args.max_train_samples or args.max_test_samples),
         "setting": vars(args),
