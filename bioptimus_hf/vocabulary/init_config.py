@@ -40,6 +40,19 @@ _STRATEGY_LIST = (
         "contextualized weight distillation)",
         True,
     ),
+    InitStrategy(
+        "mean_cov",
+        "base model weights; embeddings of new vocabulary tokens drawn from a normal with the mean and (shrunk) "
+        "covariance of the base model's embeddings (transformers' mean_resizing)",
+        True,
+    ),
+    InitStrategy(
+        "token_distillation",
+        "base model weights; embeddings of new vocabulary tokens learnt by token distillation (Dobler, Elliott & de "
+        "Melo): starting from the sub-token average, each row is trained so that the frozen base model's hidden "
+        "states over corpus contexts containing the new token match those over its original sub-tokens",
+        True,
+    ),
 )
 INIT_STRATEGIES: dict[str, InitStrategy] = {s.name: s for s in _STRATEGY_LIST}
 # Strategies that map rows of a base model onto a new vocabulary (the initializer's work).
@@ -54,8 +67,9 @@ class EmbeddingInitArguments:
         default="continued",
         metadata={
             "help": "How to start: continued (base model and vocabulary), scratch (random weights, new vocabulary), "
-            "random / averaged / contextualized (base weights; new-token rows random, the mean of base sub-token "
-            "embeddings, or distilled from the base model in corpus contexts).",
+            "random / averaged / contextualized / mean_cov / token_distillation (base weights; new-token rows "
+            "random, the mean of base sub-token embeddings, distilled from the base model in corpus contexts, drawn "
+            "around the mean of the base embeddings, or learnt by token distillation).",
             "aliases": ["--strategy"],
         },
     )
@@ -82,6 +96,18 @@ class EmbeddingInitArguments:
     max_context_tokens: int | None = field(
         default=None, metadata={"help": "Longest base-token window encoded (default: the base model's maximum)."}
     )
+    distill_steps: int = field(
+        default=20,
+        metadata={"help": "token_distillation: gradient steps per new token (each over all its sampled contexts)."},
+    )
+    distill_learning_rate: float = field(
+        default=5e-3, metadata={"help": "token_distillation: Adam learning rate of the new rows."}
+    )
+    distill_layer: int = field(
+        default=-1,
+        metadata={"help": "token_distillation: hidden-state layer matched by the MSE (0 = embeddings output, "
+                          "-1 = last layer)."},
+    )
     cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
     model_revision: str = field(default="main", metadata={"help": "Revision (branch, tag or commit) of the base model."})
 
@@ -92,6 +118,10 @@ class EmbeddingInitArguments:
             raise ValueError(f"--max_contexts_per_token must be >= 1, got {self.max_contexts_per_token}")
         if self.init_batch_size < 1:
             raise ValueError(f"--init_batch_size must be >= 1, got {self.init_batch_size}")
+        if self.distill_steps < 1:
+            raise ValueError(f"--distill_steps must be >= 1, got {self.distill_steps}")
+        if self.distill_learning_rate <= 0:
+            raise ValueError(f"--distill_learning_rate must be > 0, got {self.distill_learning_rate}")
         if self.max_context_chars < 1:
             raise ValueError(f"--max_context_chars must be >= 1, got {self.max_context_chars}")
 
