@@ -1,4 +1,4 @@
-"""New-token rows of the strategies that live in a module of their own (mean_cov, token_distillation).
+"""New-token rows of the strategies that live in a module of their own (mean_cov, token_distillation, focus).
 
 `ContextualizedEmbeddingInitializer.initialize` keeps the vocabulary mapping (shared rows copied, special
 tokens by role, fallbacks to the sub-token average) and asks :func:`new_token_rows` for the rows of the
@@ -17,6 +17,7 @@ import torch
 ROW_INITIALIZERS = {
     "mean_cov": "bioptimus_hf.vocabulary.mean_cov_init:mean_cov_rows",
     "token_distillation": "bioptimus_hf.vocabulary.token_distillation:token_distillation_rows",
+    "focus": "bioptimus_hf.vocabulary.focus_init:focus_rows",  # optional extra [focus]
 }
 
 
