@@ -219,6 +219,8 @@ def main():
     parser.add_argument("--distill_heldout_tokens_only", action="store_true",
                         help="Distil only the new tokens that occur in the held-out sentences (the others keep their "
                              "averaged rows): a CPU-budget variant, stated as such in the results.")
+    parser.add_argument("--focus_corpus_files", nargs="*", default=None,
+                        help="Corpus of focus's fastText model (default: the whole corpus).")
     parser.add_argument("--combine", nargs="*", default=None, help="Merge these result files into --output and stop.")
     parser.add_argument("--output", default="benchmarks/results/init_quality.json")
     args = parser.parse_args()
@@ -301,6 +303,8 @@ def main():
                 model, report = initializer.initialize(contexts=subset)
             elif strategy in ("contextualized", "token_distillation"):
                 model, report = initializer.initialize(contexts=contexts)
+            elif strategy == "focus" and args.focus_corpus_files:
+                model, report = initializer.initialize(corpus_files=args.focus_corpus_files)
             else:
                 model, report = initializer.initialize(corpus_files=files)
                 if strategy == "contextualized":

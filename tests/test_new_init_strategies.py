@@ -146,3 +146,41 @@ def test_token_distillation_needs_a_corpus(setup):
                                                      progress=False)
     with pytest.raises(ValueError, match="'token_distillation' needs corpus_files"):
         initializer.initialize()
+
+
+@pytest.mark.parametrize("strategy", ["focus"])
+def test_focus_refuses_other_casing_without_needing_deepfocus(tmp_path, setup, strategy):
+    model, base_tok, _ = setup
+    cased = make_tokenizer(NEW_VOCAB, tmp_path / "cased_tok", do_lower_case=False)
+    with pytest.raises(ValueError, match="normalises text differently"):
+        ContextualizedEmbeddingInitializer(model, base_tok, cased, init_args(strategy))
+
+
+def test_focus_through_deepfocus_copies_shared_rows_and_falls_back(tmp_path, setup, monkeypatch):
+    pytest.importorskip("deepfocus")
+    import deepfocus.fasttext_embs
+
+    monkeypatch.setattr(deepfocus.fasttext_embs, "CACHE_DIR", tmp_path / "deepfocus_cache")
+    model, base_tok, new_tok = setup
+    base_in = model.get_input_embeddings().weight.detach().clone()
+    corpus = tmp_path / "corpus.txt"  # "thymus" never occurs: no fastText vector -> averaged
+    corpus.write_text("\n".join(["the kinase of the cells", "interleukin receptor kinase cells", "the receptor"] * 30),
+                      encoding="utf-8")
+    _, averaged, _ = run(copy.deepcopy(model), base_tok, new_tok, "averaged")
+    config = init_args("focus", init_device="cpu", init_num_threads=1, focus_fasttext_min_count=1,
+                       focus_fasttext_epochs=1, focus_fasttext_dim=8)
+    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, config, progress=False)
+    out, report = initializer.initialize(corpus_files=[str(corpus)])
+    rows, ids, base_ids = out.get_input_embeddings().weight.detach(), new_tok.get_vocab(), base_tok.get_vocab()
+    for token in (t for t in NEW_VOCAB if t in base_ids):
+        assert torch.equal(rows[ids[token]], base_in[base_ids[token]]), token
+    start = averaged.get_input_embeddings().weight.detach()
+    assert torch.equal(rows[ids["thymus"]], start[ids["thymus"]])
+    assert not torch.allclose(rows[ids["kinase"]], start[ids["kinase"]])
+    # FOCUS rows are convex combinations of shared rows: inside the per-dimension range of the base rows.
+    shared_rows = base_in[[base_ids[t] for t in NEW_VOCAB if t in base_ids]]
+    assert torch.all(rows[ids["kinase"]] <= shared_rows.max(0).values + 1e-6)
+    assert torch.all(rows[ids["kinase"]] >= shared_rows.min(0).values - 1e-6)
+    assert report["focus"]["without_fasttext_vector"] >= 1 and report["counts"]["averaged_fallback"] >= 1
+    counts = report["counts"]
+    assert counts["copied"] + counts["focus"] + counts["averaged_fallback"] == counts["new_vocab_size"]

@@ -24,14 +24,14 @@ from .new_rows import NewRows
 
 def _deepfocus():
     try:
-    import deepfocus
-    from deepfocus.fasttext_embs import load_target_token_embedding
-    from deepfocus.focus import is_very_rare_token
+        import deepfocus
+        from deepfocus.fasttext_embs import load_target_token_embedding
+        from deepfocus.focus import is_very_rare_token
     except ImportError as error:
-    raise ImportError(
-        "--init_strategy focus needs the published FOCUS implementation: pip install 'bioptimus-hf[focus]' "
-        f"(deepfocus and fasttext); import failed: {error}"
-    ) from error
+        raise ImportError(
+            "--init_strategy focus needs the published FOCUS implementation: pip install 'bioptimus-hf[focus]' "
+            f"(deepfocus and fasttext); import failed: {error}"
+        ) from error
     return deepfocus.FOCUS, load_target_token_embedding, is_very_rare_token
 
 

@@ -83,20 +83,15 @@ def _blocks(pairs, batch_size):
         yield block
 
 
-def _padded(rows, pad_id):
-    length = max(len(r) for r in rows)
-    ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), length), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r)
-        mask[i, : len(r)] = 1
-    return ids, mask
+def _padded(tokenizer, rows):
+    batch = tokenizer.pad({"input_ids": rows}, padding=True, padding_side="right", return_tensors="pt")  # slots index from the left
+    return batch["input_ids"], batch["attention_mask"]
 
 
-def distill_block(model, block, pairs, start_rows, *, steps, lr, layer, pad_id, device, use_bf16):
+def distill_block(model, tokenizer, block, pairs, start_rows, *, steps, lr, layer, pad_id, device, use_bf16):
     """Train the rows of one block of tokens; returns ({token: row}, first loss, last loss)."""
     sequences = [(k, seq) for k, token_id in enumerate(block) for seq in pairs[token_id]]
-    teacher_ids, teacher_mask = _padded([ids for _, (ids, _, _) in sequences], pad_id)
+    teacher_ids, teacher_mask = _padded(tokenizer, [ids for _, (ids, _, _) in sequences])
     student_rows, slots, student_pos, teacher_pos = [], [], [], []
     for k, (ids, first, last) in sequences:
         student_rows.append(ids[:first] + [pad_id] + ids[last + 1 :])  # the slot's id is replaced below
@@ -104,7 +99,7 @@ def distill_block(model, block, pairs, start_rows, *, steps, lr, layer, pad_id, 
         kept = list(range(first)) + list(range(last + 1, len(ids)))
         teacher_pos.append(kept)
         student_pos.append(list(range(first)) + list(range(first + 1, len(ids) - (last - first))))
-    student_ids, student_mask = _padded(student_rows, pad_id)
+    student_ids, student_mask = _padded(tokenizer, student_rows)
     n = max(len(p) for p in teacher_pos)
     gather_teacher = torch.zeros((len(sequences), n), dtype=torch.long)
     gather_student = torch.zeros((len(sequences), n), dtype=torch.long)
@@ -183,7 +178,7 @@ def token_distillation_rows(initializer, input_weight, corpus_files=None, contex
         blocks = list(_blocks(pairs, cfg.init_batch_size))
         for block in tqdm(blocks, desc="Token distillation", disable=not initializer.progress):
             learnt, first, last, count = distill_block(
-                model, block, pairs, start_rows, steps=cfg.distill_steps, lr=cfg.distill_learning_rate,
+                model, tokenizer, block, pairs, start_rows, steps=cfg.distill_steps, lr=cfg.distill_learning_rate,
                 layer=cfg.distill_layer, pad_id=pad_id, device=device, use_bf16=use_bf16,
             )
             rows.update(learnt)
