@@ -274,8 +274,8 @@ def main():
             model, tokenizer, report = copy.deepcopy(base), base_tok, {"strategy": "continued"}
         else:
             strategy = "contextualized" if name.startswith("contextualized") else name
-            distill = {k: getattr(args, "distill_" + k) for k in ("steps", "learning_rate")
-                       if getattr(args, "distill_" + k) is not None}
+            distill = {f"distill_{k}": getattr(args, f"distill_{k}") for k in ("steps", "learning_rate")
+                       if getattr(args, f"distill_{k}") is not None}
             distilling = strategy == "token_distillation"
             config = EmbeddingInitArguments(
                 init_strategy=strategy, init_norm_match=name.endswith("norm_match"),
