@@ -79,12 +79,61 @@ def masked_loss(model, batch):
 
 @torch.inference_mode()
 def heldout_loss(model, tokenizer, sentences, max_length):
+    """Mean loss per masked token, its standard error, and the per-token losses (the masks are the same for
+    every model of one vocabulary, so two strategies can be compared token by token: paired_difference)."""
     model.eval()
-    total, count = 0.0, 0
+    per_token = []
     for batch in masked_batches(tokenizer, sentences, 32, max_length, seed=1234):
-        loss, n = masked_loss(model, batch)
-        total, count = total + loss.item(), count + n
-    return {"loss": total / count, "perplexity": math.exp(total / count), "masked_tokens": count}
+        hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        selected = batch["labels"] != -100
+        logits = model.cls(hidden[selected]).float()
+        per_token += torch.nn.functional.cross_entropy(logits, batch["labels"][selected], reduction="none").tolist()
+    losses = torch.tensor(per_token, dtype=torch.float64)
+    mean = losses.mean().item()
+    return {"loss": mean, "standard_error": (losses.std() / math.sqrt(len(losses))).item(),
+            "perplexity": math.exp(mean), "masked_tokens": len(per_token), "per_token": per_token}
+
+
+def paired_difference(a, b):
+    """Mean of a - b over the same masked tokens and its standard error (None if the masks differ)."""
+    if a["masked_tokens"] != b["masked_tokens"]:
+        return None
+    diff = torch.tensor(a["per_token"], dtype=torch.float64) - torch.tensor(b["per_token"], dtype=torch.float64)
+    return {"mean": diff.mean().item(), "standard_error": (diff.std() / math.sqrt(len(diff))).item()}
+
+
+def compare(result, references=("random", "averaged")):
+    """Paired differences of every strategy against random and averaged, before and after training."""
+    table = {}
+    for name, entry in result["strategies"].items():
+        for when in ("before", "after"):
+            for reference in references:
+                other = result["strategies"].get(reference, {}).get(when)
+                if reference != name and entry.get(when) and other:
+                    table.setdefault(name, {}).setdefault(when, {})[f"minus_{reference}"] = paired_difference(entry[when], other)
+    return table
+
+
+def summary(result):
+    return {n: {w: {k: e[w][k] for k in ("loss", "standard_error")} for w in ("before", "after") if w in e}
+            for n, e in result["strategies"].items()}
+
+
+def combine(files, output):
+    """One result from several runs of this script (same settings, strategies split across processes)."""
+    results = [json.load(open(f, encoding="utf-8")) for f in files]
+    combined = dict(results[0], strategies={}, parts=[])
+    for f, part in zip(files, results):
+        if part["base_warmed_head"]["loss"] != results[0]["base_warmed_head"]["loss"]:
+            raise ValueError(f"{f}: its warmed base differs from {files[0]}'s; the runs are not comparable")
+        combined["strategies"].update(part["strategies"])
+        combined["parts"].append({"file": f, "strategies": list(part["strategies"]), "wall_s": part.get("wall_s"),
+                                  "load_average_start": part.get("load_average_start"),
+                                  "load_average_end": part.get("load_average_end")})
+    combined["paired_differences"] = compare(combined)
+    with open(output, "w", encoding="utf-8") as handle:
+        json.dump(combined, handle, indent=2, default=str)
+    print(json.dumps({"losses": summary(combined), "paired": combined["paired_differences"]}, indent=1))
 
 
 def warm_up_head(model, tokenizer, sentences, steps, batch_size, lr, max_length, seed):
@@ -161,8 +210,22 @@ def main():
         default=["continued", "random", "averaged", "contextualized", "contextualized_norm_match"],
     )
     parser.add_argument("--train_strategies", nargs="*", default=None, help="Subset trained for --train_steps (default: all).")
+    parser.add_argument("--tokenizer_dir", default=None, help="A tokenizer trained beforehand (several runs share it).")
+    parser.add_argument("--distill_steps", type=int, default=None, help="token_distillation (default: the library's).")
+    parser.add_argument("--distill_learning_rate", type=float, default=None)
+    parser.add_argument("--distill_max_contexts_per_token", type=int, default=None,
+                        help="Contexts per token for token_distillation (default: --max_contexts_per_token).")
+    parser.add_argument("--distill_max_context_tokens", type=int, default=None, help="Window of base tokens (distillation).")
+    parser.add_argument("--distill_heldout_tokens_only", action="store_true",
+                        help="Distil only the new tokens that occur in the held-out sentences (the others keep their "
+                             "averaged rows): a CPU-budget variant, stated as such in the results.")
+    parser.add_argument("--focus_corpus_files", nargs="*", default=None,
+                        help="Corpus of focus's fastText model (default: the whole corpus).")
+    parser.add_argument("--combine", nargs="*", default=None, help="Merge these result files into --output and stop.")
     parser.add_argument("--output", default="benchmarks/results/init_quality.json")
     args = parser.parse_args()
+    if args.combine:
+        return combine(args.combine, args.output)
     started = time.perf_counter()
     torch.manual_seed(args.seed)
     corpus_dir = os.path.join(args.data_dir, "corpus")
@@ -175,14 +238,15 @@ def main():
     tmp = tempfile.mkdtemp()
     vectors_file = os.path.join(args.vectors_dir, "vectors.pt") if args.vectors_dir else None
     vectors = None
-    if args.vectors_dir:
-        tok_dir = os.path.join(args.vectors_dir, "tokenizer")
+    if args.tokenizer_dir or args.vectors_dir:
+        tok_dir = args.tokenizer_dir or os.path.join(args.vectors_dir, "tokenizer")
     else:
         tok_dir = os.path.join(tmp, "tokenizer")
         train_wordpiece_tokenizer(files, base_tok, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
     new_tok = AutoTokenizer.from_pretrained(tok_dir)
 
     result = {
+        "load_average_start": os.getloadavg(),
         "setting": {k: v for k, v in vars(args).items()},
         "heldout": {"source": [f"ner/{n}/devel.tsv" for n in NER_SETS], "sentences": len(heldout), "in_corpus": len(overlap)},
         "vocab_size": len(new_tok),
@@ -199,21 +263,32 @@ def main():
     result["head_warmup"] = warm_up_head(
         base, base_tok, warm_sentences, args.head_warmup_steps, 128, 1e-3, args.max_seq_length, args.seed
     )
+    result["base_warmed_head"] = {k: v for k, v in heldout_loss(base, base_tok, heldout, args.max_seq_length).items()
+                                  if k != "per_token"}
     print("head warm-up", result["head_warmup"], flush=True)
 
-    models, first_initializer = {}, None
+    models, contexts = {}, None
     for name in args.strategies:
         t0 = time.perf_counter()
         if name == "continued":
             model, tokenizer, report = copy.deepcopy(base), base_tok, {"strategy": "continued"}
         else:
             strategy = "contextualized" if name.startswith("contextualized") else name
+            distill = {f"distill_{k}": getattr(args, f"distill_{k}") for k in ("steps", "learning_rate")
+                       if getattr(args, f"distill_{k}") is not None}
+            distilling = strategy == "token_distillation"
             config = EmbeddingInitArguments(
                 init_strategy=strategy, init_norm_match=name.endswith("norm_match"),
-                max_contexts_per_token=args.max_contexts_per_token,
+                max_contexts_per_token=(args.distill_max_contexts_per_token or args.max_contexts_per_token)
+                if distilling else args.max_contexts_per_token,
+                max_context_tokens=args.distill_max_context_tokens if distilling else None, **distill,
             )
             initializer = ContextualizedEmbeddingInitializer(copy.deepcopy(base), base_tok, new_tok, config,
                                                              seed=args.seed)
+            if strategy in ("contextualized", "token_distillation") and contexts is None:
+                t_search = time.perf_counter()
+                contexts, _ = initializer.find_contexts(files)  # one search serves both (seeded sample of 5)
+                result["context_search_s"] = time.perf_counter() - t_search
             if strategy == "contextualized" and vectors_file and vectors is None:
                 while not os.path.exists(vectors_file):  # benchmarks/init.py --save_dir may still be running
                     time.sleep(10)
@@ -221,16 +296,28 @@ def main():
                 vectors = torch.load(vectors_file)
             if strategy == "contextualized" and vectors is not None:
                 model, report = initializer.initialize(precomputed_vectors=vectors)
+            elif distilling and args.distill_heldout_tokens_only:
+                heldout_ids = {i for s in heldout for i in new_tok(s, truncation=True, max_length=args.max_seq_length)["input_ids"]}
+                subset = {t: found for t, found in contexts.items() if t in heldout_ids}
+                result["distilled_heldout_tokens"] = {"tokens": len(subset), "with_contexts": sum(bool(f) for f in subset.values())}
+                model, report = initializer.initialize(contexts=subset)
+            elif strategy in ("contextualized", "token_distillation"):
+                model, report = initializer.initialize(contexts=contexts)
+            elif strategy == "focus" and args.focus_corpus_files:
+                model, report = initializer.initialize(corpus_files=args.focus_corpus_files)
             else:
                 model, report = initializer.initialize(corpus_files=files)
                 if strategy == "contextualized":
                     vectors = initializer.vectors
             tokenizer = new_tok
         models[name] = (model, tokenizer)
-        entry = {"init_s": time.perf_counter() - t0, "counts": report.get("counts"), "norm_match": report.get("norm_match")}
+        entry = {"init_s": time.perf_counter() - t0, "counts": report.get("counts"), "norm_match": report.get("norm_match"),
+                 "report": {k: report[k] for k in ("token_distillation", "focus", "mean_cov", "forward") if k in report}}
         entry["before"] = heldout_loss(model, tokenizer, heldout, args.max_seq_length)
-        print(name, "before", entry["before"], flush=True)
+        print(name, "init_s", entry["init_s"], "before", summary({"strategies": {name: entry}}), flush=True)
         result.setdefault("strategies", {})[name] = entry
+        with open(args.output, "w", encoding="utf-8") as handle:  # step-0 numbers survive an interruption
+            json.dump(result, handle, indent=2, default=str)
 
     trained = args.train_strategies if args.train_strategies is not None else args.strategies
     for name in trained:
@@ -243,15 +330,16 @@ def main():
         )
         entry["training"]["seconds"] = time.perf_counter() - t0
         entry["after"] = heldout_loss(model, tokenizer, heldout, args.max_seq_length)
-        print(name, "after", entry["after"], entry["training"], flush=True)
+        print(name, "after", summary({"strategies": {name: entry}}), entry["training"], flush=True)
         with open(args.output, "w", encoding="utf-8") as handle:  # partial results survive an interruption
             json.dump(result, handle, indent=2, default=str)
     result["wall_s"] = time.perf_counter() - started
     result["load_average_end"] = os.getloadavg()
+    result["paired_differences"] = compare(result)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=2, default=str)
-    print(json.dumps({n: {k: e.get(k) for k in ("before", "after")} for n, e in result["strategies"].items()}, indent=2))
+    print(json.dumps({"losses": summary(result), "paired": result["paired_differences"]}, indent=1))
 
 
 if __name__ == "__main__":

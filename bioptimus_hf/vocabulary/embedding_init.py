@@ -43,6 +43,7 @@ from ..utils.distributed import rank_and_world, shard, sum_across_ranks, share_f
 from ..utils.hardware import resolve_precision
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
 from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
+from .new_rows import ROW_INITIALIZERS, new_token_rows
 
 SPECIAL_ROLES = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 INIT_REPORT_NAME = "init_report.json"
@@ -401,6 +402,10 @@ class ContextualizedEmbeddingInitializer:
                 reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
                 vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
             fallback = [t for t in self.targets if t not in vectors]
+        elif strategy in ROW_INITIALIZERS:  # strategies with a module of their own (new_rows.py)
+            module_rows = new_token_rows(strategy, self, input_weight, corpus_files, contexts)
+            vectors, fallback = module_rows.input, [t for t in self.targets if t not in module_rows.input]
+            report.update(module_rows.report)
 
         new_size = len(self.new_vocab)
         generator = torch.Generator().manual_seed(self.seed)
@@ -414,7 +419,7 @@ class ContextualizedEmbeddingInitializer:
                 new_output[new_id] = output_weight[base_id]
             if new_bias is not None:
                 new_bias[new_id] = base_bias[base_id]
-        if strategy in ("averaged", "contextualized"):
+        if strategy != "random":
             for token_id in self.targets:
                 ids = pieces[token_id]
                 new_input[token_id] = vectors[token_id] if token_id in vectors else input_weight[ids].mean(dim=0)
@@ -422,6 +427,11 @@ class ContextualizedEmbeddingInitializer:
                     new_output[token_id] = output_weight[ids].mean(dim=0)
                 if new_bias is not None:
                     new_bias[token_id] = base_bias[ids].mean()
+        if strategy in ROW_INITIALIZERS:
+            for token_id, row in (module_rows.output or {}).items():
+                new_output[token_id] = row
+            for token_id, value in (module_rows.bias or {}).items():
+                new_bias[token_id] = value
 
         model.resize_token_embeddings(new_size, mean_resizing=False)
         embeddings = model.get_input_embeddings()
@@ -438,7 +448,7 @@ class ContextualizedEmbeddingInitializer:
             model.tie_weights()
 
         averaged = len(self.targets) if strategy == "averaged" else 0
-        contextualized = len(vectors)
+        contextualized = len(vectors) if strategy == "contextualized" else 0
         random_rows = len(self.extra_special) + (len(self.targets) if strategy == "random" else 0)
         report["counts"] = {
             "new_vocab_size": new_size,
@@ -450,6 +460,7 @@ class ContextualizedEmbeddingInitializer:
             "averaged": averaged,
             "averaged_fallback": len(fallback),
             "random": random_rows,
+            **({strategy: len(vectors)} if strategy in ROW_INITIALIZERS else {}),
         }
         report["special_tokens_mapped_by_role"] = {
             self.new_tokenizer.convert_ids_to_tokens(n): self.base_tokenizer.convert_ids_to_tokens(b)

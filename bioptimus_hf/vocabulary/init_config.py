@@ -42,6 +42,25 @@ _STRATEGY_LIST = (
         "contextualized weight distillation)",
         True,
     ),
+    InitStrategy(
+        "mean_cov",
+        "base model weights; embeddings of new vocabulary tokens drawn from a normal with the mean and (shrunk) "
+        "covariance of the base model's embeddings (transformers' mean_resizing)",
+        True,
+    ),
+    InitStrategy(
+        "token_distillation",
+        "base model weights; embeddings of new vocabulary tokens learnt by token distillation (Dobler, Elliott & de "
+        "Melo): starting from the sub-token average, each row is trained so that the frozen base model's hidden "
+        "states over corpus contexts containing the new token match those over its original sub-tokens",
+        True,
+    ),
+    InitStrategy(
+        "focus",
+        "base model weights; embeddings of new vocabulary tokens initialised by FOCUS (Dobler & de Melo, 2023): sparse "
+        "combinations of shared tokens' embeddings weighted by similarity in fastText embeddings trained on the corpus",
+        True,
+    ),
 )
 INIT_STRATEGIES: dict[str, InitStrategy] = {s.name: s for s in _STRATEGY_LIST}
 # Strategies that map rows of a base model onto a new vocabulary (the initializer's work).
@@ -56,15 +75,17 @@ class EmbeddingInitArguments:
         default="continued",
         metadata={
             "help": "How to start: continued (base model and vocabulary), scratch (random weights, new vocabulary), "
-            "random / averaged / contextualized (base weights; new-token rows random, the mean of base sub-token "
-            "embeddings, or distilled from the base model in corpus contexts).",
+            "random / averaged / contextualized / mean_cov / token_distillation / focus (base weights; new-token "
+            "rows random, the mean of base sub-token embeddings, distilled from the base model in corpus contexts, "
+            "drawn around the mean of the base embeddings, learnt by token distillation, or FOCUS combinations of "
+            "shared rows; focus needs the [focus] extra).",
             "aliases": ["--strategy"],
         },
     )
     init_corpus_files: list[str] | None = field(
         default=None,
-        metadata={"help": "Corpus searched for contexts of new tokens (contextualized; default: the training "
-                          "text files).", "aliases": ["--corpus_files"]},
+        metadata={"help": "Corpus searched for contexts of new tokens (contextualized, token_distillation; the "
+                          "fastText corpus of focus; default: the training text files).", "aliases": ["--corpus_files"]},
     )
     max_contexts_per_token: int = field(default=20, metadata={"help": "Contexts sampled per new token (the paper: 20)."})
     init_norm_match: bool = field(
@@ -93,6 +114,23 @@ class EmbeddingInitArguments:
     max_context_tokens: int | None = field(
         default=None, metadata={"help": "Longest base-token window encoded (default: the base model's maximum)."}
     )
+    distill_steps: int = field(
+        default=20,
+        metadata={"help": "token_distillation: gradient steps per new token (each over all its sampled contexts)."},
+    )
+    distill_learning_rate: float = field(
+        default=1e-2, metadata={"help": "token_distillation: Adam learning rate of the new rows."}
+    )
+    distill_layer: int = field(
+        default=-1,
+        metadata={"help": "token_distillation: hidden-state layer matched by the MSE (0 = embeddings output, "
+                          "-1 = last layer)."},
+    )
+    focus_fasttext_epochs: int = field(default=3, metadata={"help": "focus: epochs of the auxiliary fastText model."})
+    focus_fasttext_dim: int = field(default=100, metadata={"help": "focus: dimension of the auxiliary fastText model."})
+    focus_fasttext_min_count: int = field(
+        default=10, metadata={"help": "focus: rarer new tokens get no fastText vector and fall back to averaged."}
+    )
     cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
     model_revision: str = field(default="main", metadata={"help": "Revision (branch, tag or commit) of the base model."})
 
@@ -105,6 +143,10 @@ class EmbeddingInitArguments:
             raise ValueError(f"--init_batch_size must be >= 1, got {self.init_batch_size}")
         if self.init_precision not in PRECISION_CHOICES:
             raise ValueError(f"--init_precision {self.init_precision!r}: expected one of {list(PRECISION_CHOICES)}")
+        if self.distill_steps < 1:
+            raise ValueError(f"--distill_steps must be >= 1, got {self.distill_steps}")
+        if self.distill_learning_rate <= 0:
+            raise ValueError(f"--distill_learning_rate must be > 0, got {self.distill_learning_rate}")
         if self.max_context_chars < 1:
             raise ValueError(f"--max_context_chars must be >= 1, got {self.max_context_chars}")
 
