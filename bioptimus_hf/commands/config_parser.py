@@ -29,6 +29,11 @@ def _config_to_argv(path: Path) -> list[str]:
         return []
     if not isinstance(data, dict):
         raise SystemExit(f"config file {path} must hold a mapping of argument names to values")
+    return mapping_to_argv(data)
+
+
+def mapping_to_argv(data: dict) -> list[str]:
+    """Flags for a mapping of argument names to values (how a config file becomes a command line)."""
     argv: list[str] = []
     for key, value in data.items():
         if value is None:

@@ -222,7 +222,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         info = self.release_info(index, state.global_step, metrics)
         releases_dir = Path(self.releases_dir or Path(args.output_dir) / "releases")
         target = releases_dir / release_dir_name(info.version)
-        write_release(target, kwargs["model"], kwargs.get("processing_class"), info)
+        write_release(target, kwargs["model"], kwargs.get("processing_class"), info, log_history=state.log_history)
         logger.info("curriculum: wrote release %s (held-out MLM loss %s)", target, info.heldout_mlm_loss)
         for hook in self.on_release:
             try:
