@@ -50,7 +50,7 @@ def _projection_ids(counts: np.ndarray, candidates: np.ndarray, seed: int) -> np
 
 
 def analyse_model(model_dir: str | Path, corpus_files: Sequence[str], sentences: Sequence[str],
-                  counts_cache: dict[str, np.ndarray], seed: int = 0) -> dict[str, Any]:
+                  counts_cache: dict[str, np.ndarray], seed: int = 0, projection: str = "auto") -> dict[str, Any]:
     """Measures and 2-D points of one model (a release, the base model ...)."""
     from transformers import AutoModel
 
@@ -61,14 +61,14 @@ def analyse_model(model_dir: str | Path, corpus_files: Sequence[str], sentences:
     counts = counts_cache[vocab_key]
     special = tokenizer.all_special_ids
     model = AutoModel.from_pretrained(str(model_dir))
-    result: dict[str, Any] = {"version": MEASURES_VERSION, "vocab_size": len(tokenizer),
+    result: dict[str, Any] = {"vocab_size": len(tokenizer),
                               "buckets": {b.label: len(b.token_ids) for b in frequency_buckets(counts, exclude=special)}}
     embeddings = input_embeddings(model).numpy()[: len(tokenizer)]
     rare, frequent = rare_and_frequent(counts, special)
     result["input"] = representation_measures(embeddings, rare, frequent)
     seen = np.array([i for i in np.nonzero(counts)[0] if i not in set(special)])
     ids = _projection_ids(counts, seen, seed)
-    points, method = project_2d(embeddings[ids], seed=seed)
+    points, method = project_2d(embeddings[ids], projection, seed=seed)
     result["input_points"], result["input_log_counts"] = points.tolist(), np.log10(counts[ids]).tolist()
 
     vectors, occurrences = contextual_token_vectors(model, tokenizer, sentences)
@@ -78,7 +78,7 @@ def analyse_model(model_dir: str | Path, corpus_files: Sequence[str], sentences:
     result["contextual"] = representation_measures(vectors, rare_c, frequent_c)
     result["contextual_tokens"] = int(len(sampled))
     ids = _projection_ids(counts, np.array([i for i in sampled if counts[i] > 0]), seed)
-    points, _ = project_2d(vectors[ids], seed=seed)
+    points, _ = project_2d(vectors[ids], projection, seed=seed)
     result["contextual_points"], result["contextual_log_counts"] = points.tolist(), np.log10(counts[ids]).tolist()
     result["projection"] = method
     return result
@@ -107,8 +107,11 @@ def analyse_study(args: StudyArguments, figures_dir: str | Path) -> dict[str, An
         for target, model_dir in targets.items():
             cache = cache_root / row / f"{target}.json"
             measures = read_json(cache) if cache.is_file() else None
-            if measures is None or measures.get("version") != MEASURES_VERSION:
-                measures = analyse_model(model_dir, corpus, sentences, counts_cache, seed=args.seed)
+            wanted = (MEASURES_VERSION, args.analysis_projection, len(sentences))
+            if measures is None or tuple(measures.get("cache_key") or ()) != wanted:
+                measures = analyse_model(model_dir, corpus, sentences, counts_cache, seed=args.seed,
+                                         projection=args.analysis_projection)
+                measures["cache_key"] = list(wanted)
                 write_json_atomic(cache, measures)
             everything.setdefault(row, {})[target] = measures
     base = everything.get(BASE_ROW, {}).get("base")
@@ -120,5 +123,5 @@ def analyse_study(args: StudyArguments, figures_dir: str | Path) -> dict[str, An
                                f"{row}: tokens coloured by corpus frequency ({panels[-1]['projection']})",
                                rows=("input", "contextual"))
     # Only the numbers go into results.json; the points stay in the per-model cache.
-    return {row: {t: {k: v for k, v in m.items() if not k.endswith(("_points", "_log_counts"))}
+    return {row: {t: {k: v for k, v in m.items() if not k.endswith(("_points", "_log_counts")) and k != "cache_key"}
                   for t, m in targets.items()} for row, targets in everything.items()}

@@ -143,6 +143,10 @@ class StudyArguments:
     analysis_max_sentences: int = field(
         default=2000, metadata={"help": "Sentences encoded for contextual word representations."}
     )
+    analysis_projection: str = field(
+        default="auto", metadata={"help": "2-D projection of the figures: tsne (scikit-learn), pca, or auto (t-SNE "
+                                          "when scikit-learn is installed)."},
+    )
     skip_analysis: bool = field(default=False, metadata={"help": "Do not run the representation analysis."})
     results_dir: str | None = field(
         default=None, metadata={"help": "Where results.json, results.md and figures go (default: <output_dir>/study)."}
@@ -175,6 +179,8 @@ class StudyArguments:
         for key in ("model_name_or_path", "output_dir", "data_dir", "seeds", "seed"):
             if key in self.ner_run_args:
                 raise ValueError(f"--ner_args sets {key!r}, which the study sets itself")
+        if self.analysis_projection not in ("auto", "tsne", "pca"):
+            raise ValueError(f"--analysis_projection {self.analysis_projection!r}: expected auto, tsne or pca")
         self.results_dir = self.results_dir or f"{self.output_dir.rstrip('/')}/study"
 
     @property
