@@ -63,3 +63,12 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
         return parser.parse_args_into_dataclasses(args=argv)
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
+
+
+def exit_on_bad_input(run, argv: list[str] | None = None) -> None:
+    """A console script's body: ``run(argv)``; bad input (ValueError, FileNotFoundError) ends the program with
+    its message instead of a traceback, and the exit status is 0 otherwise."""
+    try:
+        run(argv)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"error: {error}") from None

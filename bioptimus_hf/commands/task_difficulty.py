@@ -15,7 +15,7 @@ from ..analysis.task_difficulty import corpus_blocks, difficulty_table, phase_lo
 from ..pretraining.curriculum_config import CurriculumArguments
 from ..utils.files import write_json_atomic
 from ..utils.tokenizer_loader import load_fast_tokenizer
-from .config_parser import parse_args
+from .config_parser import exit_on_bad_input, parse_args
 
 
 @dataclass
@@ -47,10 +47,7 @@ def run(argv: list[str] | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    try:
-        run(argv)
-    except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"error: {error}") from None
+    exit_on_bad_input(run, argv)
 
 
 if __name__ == "__main__":
