@@ -71,14 +71,18 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
     if fractions:
         figure, ax = plt.subplots(figsize=(7, 3.5))
         width = 0.8 / len(fractions)
+        phases: dict[str, dict[str, Any]] = {}  # every version any arm released, in order; a single-phase arm's
+        for releases in fractions.values():      # one release sits above its own version
+            for r in releases:
+                phases.setdefault(r["version"], r)
+        slots = sorted(phases, key=lambda v: [int(p) if p.isdigit() else p for p in v.split(".")])
         for index, (name, releases) in enumerate(fractions.items()):
-            xs = [i + index * width for i in range(len(releases))]
+            xs = [slots.index(r["version"]) + index * width for r in releases]
             ax.bar(xs, [r["realised_masked_fraction"] or 0 for r in releases], width, label=name)
             for x, r in zip(xs, releases):
                 ax.plot([x - width / 2, x + width / 2], [r["masking_rate"]] * 2, color="black", linewidth=1)
-        longest = max(fractions.values(), key=len)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(longest))])
-        ax.set_xticklabels([f"v{r['version']}\n{r['masking_unit']} {r['masking_rate']:.2f}" for r in longest])
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(slots))])
+        ax.set_xticklabels([f"v{v}\n{phases[v]['masking_unit']} {phases[v]['masking_rate']:.2f}" for v in slots])
         ax.set_ylabel("realised masked fraction\n(black line: target rate)")
         ax.legend(fontsize=8)
         written.append(_save(plt, figure, figures_dir / "masked_fraction.png"))
