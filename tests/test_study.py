@@ -121,7 +121,7 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
 def test_interrupted_arm_resumes_from_its_checkpoint(tmp_path, tiny_model_dir, monkeypatch):
     """Killed mid-training (after the step-4 checkpoint), the arm continues from step 4, not from 0."""
     config = study_config(tmp_path, tiny_model_dir, arms=[{"name": "continued", "init_strategy": "continued"}],
-                          include_base=False, ner_data_dirs=[], skip_analysis=True)
+                          include_base=False, ner_data_dirs=None, skip_analysis=True)  # None: no NER
     from transformers import TrainerCallback
 
     class Killed(Exception):
