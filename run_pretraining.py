@@ -34,7 +34,7 @@ from bioptimus_hf.pretraining.run_lifecycle import (
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments
 from bioptimus_hf.utils.files import write_json_atomic
-from bioptimus_hf.vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model
+from bioptimus_hf.vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model, start_model_provenance
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 
 logger = logging.getLogger(__name__)
@@ -125,16 +125,19 @@ def main(argv=None):
 
         publisher = make_release_publisher(release_args.releases_repo_id, private=release_args.releases_private,
                                            mode=release_args.releases_hub_mode)
-    hub_id = base_model_hub_id(model_args.model_name_or_path, model_args.base_model_hub_id)
+    # A checkpoint of bioptimus-init-embeddings continued here is described by its own initialisation and base.
+    init_strategy, base_model, tokenizer_name = start_model_provenance(
+        model_args.model_name_or_path, model_args.tokenizer_name, init_args.init_strategy)
+    hub_id = base_model_hub_id(base_model, model_args.base_model_hub_id)
     callback = PhaseScheduleCallback(
         collator,
         phase_steps=schedule.step_counts,
         evaluate_at_phase_end=data.eval is not None,
         run_info={
-            "base_model": hub_id or public_name(model_args.model_name_or_path),
+            "base_model": hub_id or public_name(base_model),
             "base_model_hub_id": hub_id,
-            "init_strategy": init_args.init_strategy,
-            "tokenizer": public_name(model_args.tokenizer_name or model_args.model_name_or_path),
+            "init_strategy": init_strategy,
+            "tokenizer": public_name(tokenizer_name),
             "vocab_size": len(tokenizer),
             "max_seq_length": data.max_seq_length,
             "packing": not data_args.line_by_line,

@@ -205,3 +205,22 @@ def test_bf16_on_cpu_with_masked_only_head_and_curriculum(monkeypatch, tmp_path,
     weights = released.bert.embeddings.word_embeddings.weight
     assert weights.dtype == torch.float32 and torch.isfinite(weights).all()  # master weights stay float32
     assert not torch.equal(weights, base.bert.embeddings.word_embeddings.weight)
+
+
+def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initialisation(monkeypatch, tmp_path,
+                                                                                        tiny_model_dir, corpus):
+    """bioptimus-init-embeddings, then --init_strategy continued from its output (what a study does): the records
+    and cards state the initialisation and the base model of the start checkpoint, not "continued" from it."""
+    from bioptimus_hf.commands.init_embeddings import run as init_embeddings
+
+    start = tmp_path / "init_averaged"
+    init_embeddings(["--model_name_or_path", str(tiny_model_dir), "--tokenizer_name", str(tiny_model_dir),
+                     "--init_strategy", "averaged", "--output_dir", str(start), "--init_device", "cpu"])
+    out = tmp_path / "out"
+    run(monkeypatch, base_args(start, corpus, out) + ["--init_strategy", "continued", "--max_steps", 10])
+    phase = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
+    assert phase["run"]["init_strategy"] == "averaged"
+    assert phase["run"]["base_model"] == tiny_model_dir.name
+    card = (out / "releases" / "v0.4" / "README.md").read_text()
+    assert f"Base model: `{tiny_model_dir.name}`" in card and start.name not in card
+    assert phase["run"]["tokenizer"] == tiny_model_dir.name  # the vocabulary the start checkpoint was given

@@ -7,8 +7,9 @@
 | ``bioptimus-publish`` | ``publish`` | releases to the Hub |
 | ``bioptimus-ner-tag`` | ``tag_entities`` | entities in raw text with a fine-tuned model |
 | ``bioptimus-ner-compare`` | ``compare_ner`` | models × NER datasets table through run_ner.py |
+| ``bioptimus-task-difficulty`` | ``task_difficulty`` | a model's MLM loss under each curriculum phase's masking |
 
 Every one parses with :func:`bioptimus_hf.commands.config_parser.parse_args` (HfArgumentParser, a
 json/yaml config file first, flags overriding it). The pipeline scripts ``run_pretraining.py`` and
-``run_ner.py`` live at the repository root, like transformers' examples.
+``run_ner.py`` (and ``run_study.py``, which drives both) live at the repository root, like transformers' examples.
 """

@@ -29,6 +29,11 @@ def _config_to_argv(path: Path) -> list[str]:
         return []
     if not isinstance(data, dict):
         raise SystemExit(f"config file {path} must hold a mapping of argument names to values")
+    return mapping_to_argv(data)
+
+
+def mapping_to_argv(data: dict) -> list[str]:
+    """Flags for a mapping of argument names to values (how a config file becomes a command line)."""
     argv: list[str] = []
     for key, value in data.items():
         if value is None:
@@ -57,4 +62,13 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
     try:
         return parser.parse_args_into_dataclasses(args=argv)
     except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def exit_on_bad_input(run, argv: list[str] | None = None) -> None:
+    """A console script's body: ``run(argv)``; bad input (ValueError, FileNotFoundError) ends the program with
+    its message instead of a traceback, and the exit status is 0 otherwise."""
+    try:
+        run(argv)
+    except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None

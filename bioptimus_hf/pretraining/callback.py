@@ -241,7 +241,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
     def _write_release(self, args, state, kwargs, index, metrics) -> None:
         info = self.release_info(index, state.global_step, metrics)
         target = self._release_dir(args, index)
-        write_release(target, kwargs["model"], kwargs.get("processing_class"), info)
+        write_release(target, kwargs["model"], kwargs.get("processing_class"), info, log_history=state.log_history)
         logger.info("curriculum: wrote release %s (held-out MLM loss %s)", target, info.heldout_mlm_loss)
         for hook in self.on_release:
             try:

@@ -27,6 +27,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from ..ner.results import eval_results, load_ner_results
 from ..utils.dataset_ids import check_dataset_id
+from ..pretraining.loss_plot import LOSS_PLOT_NAME
 from ..vocabulary.init_config import INIT_STRATEGIES
 from .record import ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 
@@ -276,6 +277,7 @@ def build_card(
         heldout_loss=_fmt(info.heldout_mlm_loss, ".4f") if info.heldout_mlm_loss is not None else None,
         heldout_ppl=_fmt(info.heldout_perplexity, ".2f") if info.heldout_perplexity is not None else None,
         masked_fraction=_fmt(info.realised_masked_fraction, ".4f"),
+        loss_plot=LOSS_PLOT_NAME if (release / LOSS_PLOT_NAME).is_file() else None,
         ner=[
             {
                 "dataset": r.dataset_name,

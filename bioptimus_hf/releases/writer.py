@@ -56,11 +56,13 @@ def recover_interrupted_replacements(releases_dir: str | os.PathLike) -> list[Pa
 
 
 def write_release(release_dir: str | os.PathLike, model: Any, tokenizer: Any, info: ReleaseInfo,
-                  render_card: bool = True, require_version_name: bool = True) -> Path:
+                  render_card: bool = True, require_version_name: bool = True,
+                  log_history: Any = None) -> Path:
     """Save model (safetensors), tokenizer, config, ``bioptimus_phase.json`` and the model card, atomically.
 
     A curriculum release lives in ``v<version>/``; ``require_version_name=False`` lets a release that is not
     one of a run's versions (a distilled student, ``<output_dir>/student/``) use another directory name.
+    ``log_history`` (the Trainer's) adds the run's loss plot so far, which the card links.
     """
     from .card import render_release_card
 
@@ -77,6 +79,16 @@ def write_release(release_dir: str | os.PathLike, model: Any, tokenizer: Any, in
     if tokenizer is not None:
         tokenizer.save_pretrained(staging)
     info.save(staging)
+    if log_history:
+        from ..pretraining.loss_plot import LOSS_PLOT_NAME, plot_training_curves
+
+        ends = [int(p["steps"]) for p in info.curriculum]
+        ends = [sum(ends[: i + 1]) for i in range(len(ends))]
+        try:
+            plot_training_curves(log_history, staging / LOSS_PLOT_NAME, ends,
+                                 [str(p["version"]) for p in info.curriculum], title=f"release v{info.version}")
+        except Exception as error:  # a figure is never worth a lost release
+            logger.warning("release %s: no loss plot (%s: %s)", release_dir, type(error).__name__, error)
     if render_card:
         (staging / "README.md").write_text(render_release_card(staging), encoding="utf-8")
     sync_tree(staging)

@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..utils.corpus_reader import check_corpus_files
+from ..utils.files import read_json
 from ..utils.distributed import rank_and_world, shard, sum_across_ranks, share_from_main
 from ..utils.hardware import resolve_precision
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
@@ -538,6 +539,27 @@ def build_initialized_model(
     report["base_model"] = str(base)
     report["new_tokenizer"] = str(tokenizer_name_or_path)
     return model, new_tokenizer, _finish(report, started)
+
+
+def start_model_provenance(model_name_or_path: str | None, tokenizer_name_or_path: str | None,
+                           init_strategy: str) -> tuple[str, str | None, str | None]:
+    """``(init strategy, base model, tokenizer)`` a run's records and cards should state.
+
+    A run that continues (``--init_strategy continued``) from a checkpoint written by
+    ``bioptimus-init-embeddings`` (or a study's shared start model) starts from *that* initialisation of
+    *that* base model with *that* new vocabulary: its ``init_report.json`` says which, and the cards must not
+    call it "continued" from the intermediate folder. Anything else is described as given.
+    """
+    tokenizer = tokenizer_name_or_path or model_name_or_path
+    if init_strategy != "continued" or model_name_or_path is None:
+        return init_strategy, model_name_or_path, tokenizer
+    report_file = Path(model_name_or_path) / INIT_REPORT_NAME
+    if not report_file.is_file():
+        return init_strategy, model_name_or_path, tokenizer
+    report = read_json(report_file)
+    if tokenizer_name_or_path is None:
+        tokenizer = report.get("new_tokenizer") or tokenizer
+    return report.get("strategy") or init_strategy, report.get("base_model") or model_name_or_path, tokenizer
 
 
 def _has_tokenizer(name_or_path: str) -> bool:

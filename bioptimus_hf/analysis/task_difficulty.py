@@ -1,0 +1,84 @@
+"""How hard each curriculum phase's masked-LM task is for a given model (paper Figure 4): the model's MLM
+loss and perplexity on a corpus sample masked the way each phase masks.
+
+The sample is packed into blocks exactly as pre-training packs it (``pretraining.tokenization``), and each
+phase masks the *same* blocks with the curriculum's own collator, from the same seed; so the phases differ
+only in their masking (phases with the same unit and rate select the very same tokens), and a phase with a
+higher loss is a harder task for this model.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from ..pretraining.collator import CurriculumDataCollator
+from ..pretraining.phases import CurriculumPhase
+from ..pretraining.tokenization import group_texts, tokenize_with_word_ids
+from ..utils.corpus_reader import iter_text_lines
+
+
+def corpus_blocks(corpus_files: Sequence[str], tokenizer, block_size: int, max_blocks: int) -> list[dict[str, Any]]:
+    """The first ``max_blocks`` packed blocks of the corpus (features the curriculum collator takes)."""
+    blocks: list[dict[str, Any]] = []
+    texts: list[str] = []
+
+    def pack():
+        encoded = tokenize_with_word_ids({"text": texts}, tokenizer, line_by_line=False)
+        grouped = group_texts(encoded, block_size)
+        blocks.extend({k: grouped[k][i] for k in grouped} for i in range(len(grouped["input_ids"])))
+        texts.clear()
+
+    for line in iter_text_lines(corpus_files):
+        texts.append(line)
+        if len(texts) == 256:
+            pack()
+            if len(blocks) >= max_blocks:
+                break
+    if texts and len(blocks) < max_blocks:
+        pack()
+    if not blocks:
+        raise ValueError(f"{list(corpus_files)}: too little text for one block of {block_size} tokens")
+    return blocks[:max_blocks]
+
+
+@torch.no_grad()
+def phase_losses(model, tokenizer, blocks: Sequence[dict[str, Any]], phases: Sequence[CurriculumPhase],
+                 batch_size: int = 16, seed: int = 0, progress: bool = True) -> list[dict[str, Any]]:
+    """Per phase: mean masked-token loss, perplexity, masked tokens and the realised masked fraction."""
+    model.eval()
+    rows = []
+    for index, phase in enumerate(phases):
+        loss_sum, masked, maskable = 0.0, 0, 0
+        starts = range(0, len(blocks), batch_size)
+        for number, start in enumerate(tqdm(starts, desc=f"phase v{phase.version}", disable=not progress)):
+            # A fresh stream per batch, the same for every phase: phases with the same unit and rate select
+            # the same tokens, whatever random draws the previous batches' corruption consumed.
+            collator = CurriculumDataCollator(tokenizer, phases=phases, seed=seed + number)
+            collator.set_phase(index)
+            batch = collator(list(blocks[start:start + batch_size]))
+            labels = batch["labels"]
+            maskable += int(batch.curriculum_state["maskable"].sum())
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            selected = labels != -100
+            loss_sum += float(torch.nn.functional.cross_entropy(logits[selected].float(), labels[selected],
+                                                                reduction="sum"))
+            masked += int(selected.sum())
+        loss = loss_sum / masked
+        rows.append({"version": phase.version, "masking_unit": phase.masking_unit, "masking_rate": phase.masking_rate,
+                     "corruption": phase.corruption, "mlm_loss": loss, "perplexity": math.exp(min(loss, 50.0)),
+                     "masked_tokens": masked, "realised_masked_fraction": masked / maskable})
+    return rows
+
+
+def difficulty_table(model_name: str, rows: Sequence[dict[str, Any]]) -> str:
+    lines = [f"| {model_name}: phase | masking | MLM loss | perplexity | masked tokens | realised fraction |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        masking = f"{row['masking_unit']} {row['masking_rate']:.2f}{'' if row['corruption'] else ', all [MASK]'}"
+        lines.append(f"| v{row['version']} | {masking} | {row['mlm_loss']:.4f} | {row['perplexity']:.2f} | "
+                     f"{row['masked_tokens']} | {row['realised_masked_fraction']:.4f} |")
+    return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""The study's results: ``results.json`` (everything measured, per row) and ``results.md`` (the paper's tables).
+
+Rows are the base model (no further pre-training) and the arms, side by side. NER numbers are test
+(and devel) F1 over the fine-tuning seeds, mean ± sample std (``ner.results.aggregate_seed_results``);
+pre-training numbers come from the arm's releases (``bioptimus_phase.json``) and ``train_results.json``.
+A row or a cell that has not run yet says so; the files are rewritten after every finished unit.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from ..ner.results import aggregate_seed_results
+from ..releases.record import ReleaseInfo, find_releases
+from ..utils.files import read_json, write_json_atomic, write_text_atomic
+from .done_marks import is_done
+from .runner import StudyLayout, finished_ner_runs
+from .study_config import BASE_ROW, StudyArguments
+
+RESULTS_JSON = "results.json"
+RESULTS_MD = "results.md"
+NOT_RUN = "–"
+
+
+def _pretraining_summary(run_dir: Path, finished: bool) -> dict[str, Any]:
+    summary: dict[str, Any] = {"finished": finished}
+    try:
+        releases = [ReleaseInfo.load(p) for p in find_releases(run_dir)]
+    except FileNotFoundError:
+        releases = []
+    summary["releases"] = [{"version": r.version, "global_step": r.global_step, "steps": r.steps,
+                            "masking_unit": r.masking_unit, "masking_rate": r.masking_rate, "corruption": r.corruption,
+                            "realised_masked_fraction": r.realised_masked_fraction,
+                            "heldout_mlm_loss": r.heldout_mlm_loss, "training_tokens": r.training_tokens}
+                           for r in releases]
+    if (run_dir / "train_results.json").is_file():
+        summary["train_metrics"] = read_json(run_dir / "train_results.json")
+    return summary
+
+
+def collect_results(args: StudyArguments) -> dict[str, Any]:
+    """Everything the study has finished so far, as one JSON-able dict."""
+    layout = StudyLayout(args.output_dir)
+    rows: dict[str, Any] = {}
+    names = ([BASE_ROW] if args.include_base else []) + [a.name for a in args.arm_configs]
+    arms = {a.name: a for a in args.arm_configs}
+    for name in names:
+        row: dict[str, Any] = {"init_strategy": "base (no further pre-training)" if name == BASE_ROW else
+                               arms[name].init_strategy}
+        if name in arms:
+            arm = arms[name]
+            row["curriculum"] = (f"single phase v{arm.args['single_phase']}" if arm.args.get("single_phase") not in
+                                 (None, "all") else str(arm.args.get("curriculum", "bioptimus")))
+            row["max_steps"] = arm.max_steps(args.token_budget)
+            row["tokens"] = row["max_steps"] * arm.tokens_per_step()
+            run_dir = layout.pretraining(name)
+            row["pretraining"] = _pretraining_summary(run_dir, is_done(layout.arm(name))) if run_dir.is_dir() else None
+        ner: dict[str, dict[str, Any]] = {}
+        by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for run in finished_ner_runs(layout, name):
+            by_cell.setdefault((run["target"], run["dataset"]), []).append(run)
+        for (target, dataset), runs in by_cell.items():
+            runs.sort(key=lambda r: r["seed"])
+            aggregated = aggregate_seed_results([r["result"] for r in runs])
+            aggregated["seconds"] = sum(r["seconds"] for r in runs)
+            ner.setdefault(target, {})[dataset] = aggregated
+        row["ner"] = ner
+        rows[name] = row
+    return {
+        "study": {"model_name_or_path": args.base_model_hub_id or Path(args.model_name_or_path).name,
+                  "token_budget": args.token_budget, "seed": args.seed,
+                  "ner_datasets": [Path(d).name for d in args.ner_data_dirs], "ner_seeds": list(args.ner_seeds),
+                  "ner_args": args.ner_run_args, "evaluate_checkpoints": list(args.evaluate_checkpoints),
+                  "evaluate_every_steps": args.evaluate_every_steps,
+                  "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs}},
+        "rows": rows,
+    }
+
+
+def _pm(cell: dict[str, Any] | None, key: str) -> str:
+    if not cell or cell.get(key) is None:
+        return NOT_RUN
+    value, std = 100 * cell[key], 100 * cell.get(f"{key}_std", 0.0)
+    return f"{value:.2f} ± {std:.2f} (n={cell['num_seeds']})"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    return NOT_RUN if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _final_loss(row: dict[str, Any]) -> Any:
+    releases = (row.get("pretraining") or {}).get("releases") or []
+    return releases[-1]["heldout_mlm_loss"] if releases else None
+
+
+def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = None) -> str:
+    study, rows = results["study"], results["rows"]
+    datasets = study["ner_datasets"]
+    base = rows.get(BASE_ROW, {}).get("ner", {}).get("final", {})
+    lines = [f"# Study: {study['model_name_or_path']}, {study['token_budget']:,} training tokens per arm, "
+             f"seed {study['seed']}", ""]
+    lines += ["## NER of each arm's final model (test F1 %, mean ± std over seeds; paper Tables 2 and 7)", ""]
+    header = ["row", "initialisation", "curriculum", "steps", "held-out MLM loss"]
+    for dataset in datasets:
+        header += [f"{dataset} test F1", f"{dataset} devel F1", "Δ test F1 vs base"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, row in rows.items():
+        pre = row.get("pretraining")
+        status = "" if name == BASE_ROW or (pre and pre["finished"]) else (" (training)" if pre else " (not run)")
+        cells = [f"{name}{status}", row["init_strategy"], row.get("curriculum", NOT_RUN),
+                 str(row.get("max_steps", 0)), _num(_final_loss(row))]
+        for dataset in datasets:
+            cell = row["ner"].get("final", {}).get(dataset)
+            cells += [_pm(cell, "test_f1"), _pm(cell, "eval_f1")]
+            reference = base.get(dataset)
+            cells.append(f"{100 * (cell['test_f1'] - reference['test_f1']):+.2f}"
+                         if cell and reference and name != BASE_ROW else NOT_RUN)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Phase by phase (paper Table 5): releases of each arm", "",
+              "| arm | release | masking | steps | realised masked fraction | held-out MLM loss (own masking) | "
+              + " | ".join(f"{d} test F1" for d in datasets) + " |",
+              "|" + "---|" * (6 + len(datasets))]
+    for name, row in rows.items():
+        for release in ((row.get("pretraining") or {}).get("releases") or []):
+            masking = (f"{release['masking_unit']} {release['masking_rate']:.2f}"
+                       f"{'' if release['corruption'] else ', all [MASK]'}")
+            target = row["ner"].get(f"v{release['version']}", {})
+            lines.append(f"| {name} | v{release['version']} | {masking} | {release['global_step']} | "
+                         f"{_num(release['realised_masked_fraction'], 4)} | {_num(release['heldout_mlm_loss'])} | "
+                         + " | ".join(_pm(target.get(d), "test_f1") for d in datasets) + " |")
+    step_rows = [(name, target, row["ner"][target]) for name, row in rows.items() for target in row["ner"]
+                 if target.startswith("step_")]
+    if step_rows:
+        lines += ["", "## NER per pre-training checkpoint (paper Figure 3)", "",
+                  "| arm | step | " + " | ".join(f"{d} test F1" for d in datasets) + " |",
+                  "|" + "---|" * (2 + len(datasets))]
+        for name, target, cells in sorted(step_rows, key=lambda r: (r[0], int(r[1].split("_")[1]))):
+            lines.append(f"| {name} | {target.split('_')[1]} | " + " | ".join(_pm(cells.get(d), "test_f1")
+                                                                            for d in datasets) + " |")
+    if analysis:
+        from ..analysis.report import analysis_table
+
+        lines += ["", "## Representations of rare and frequent tokens (paper Figure 5)", "", analysis_table(analysis)]
+    lines += ["", f"NER: {', '.join(datasets) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
+              f"{study['ner_args']}. '{NOT_RUN}': not run (yet).", ""]
+    return "\n".join(lines)
+
+
+def write_results(args: StudyArguments, analysis: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Rewrite results.json and results.md from what is finished (atomic: a reader never sees half a file)."""
+    results = collect_results(args)
+    if analysis:
+        results["analysis"] = analysis
+    results_dir = Path(args.results_dir)
+    write_json_atomic(results_dir / RESULTS_JSON, results)
+    write_text_atomic(results_dir / RESULTS_MD, markdown_report(results, analysis))
+    return results

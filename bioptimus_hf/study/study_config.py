@@ -1,0 +1,193 @@
+"""What a study is: named pre-training arms under one token budget, NER evaluation, and what to analyse.
+
+A study config is a yaml/json file read by ``run_study.py`` through the project's one argument parser, so
+every field below is also a flag. Arms and the shared settings are mappings of ``run_pretraining.py``
+arguments (anything it takes: ``init_strategy``, ``single_phase``, ``curriculum``, ``phase_steps``,
+``learning_rate`` ...); an arm's mapping overrides the shared one. ``max_steps`` is not given: it is the
+token budget divided by the tokens of one optimizer step, so that every arm sees the same number of tokens.
+
+    arms:
+      - {name: continued, init_strategy: continued}
+      - {name: contextualized, init_strategy: contextualized, init_norm_match: true}
+      - {name: contextualized_one_phase, init_strategy: contextualized, single_phase: "0.4"}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Arguments of run_pretraining.py that the study sets itself, per arm; an arm may not set them.
+STUDY_OWNED_ARGS = ("output_dir", "max_steps", "model_name_or_path", "tokenizer_name", "seed")
+# The init arguments that decide the start model: arms that agree on them share one initialised checkpoint.
+INIT_KEYS = ("init_strategy", "init_norm_match", "max_contexts_per_token", "max_context_chars")
+BASE_ROW = "base"  # the base model with no further pre-training, a row of every table
+CHECKPOINT_KINDS = ("final", "releases", "steps")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _mapping(value: Any, flag: str) -> dict[str, Any]:
+    """A mapping given in a config file (the parser passes it as JSON text) or as a flag."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, dict):
+        return dict(value)
+    try:
+        data = json.loads(value)
+    except (TypeError, json.JSONDecodeError) as error:
+        raise ValueError(f"--{flag}: expected a mapping (JSON object or yaml mapping), got {value!r} ({error})")
+    if not isinstance(data, dict):
+        raise ValueError(f"--{flag}: expected a mapping, got {data!r}")
+    return data
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    """One pre-training setting of the study: a name and the ``run_pretraining.py`` arguments that define it."""
+
+    name: str
+    args: dict[str, Any]
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any], shared: dict[str, Any]) -> "ArmConfig":
+        data = dict(data)
+        name = str(data.pop("name", "") or "")
+        if not _NAME.match(name):
+            raise ValueError(f"--arms: every arm needs a 'name' made of letters, digits, '_', '-', '.'; got {name!r}")
+        if name == BASE_ROW:
+            raise ValueError(f"--arms: {BASE_ROW!r} is the base model's row (--include_base), not an arm name")
+        owned = sorted(set(data) & set(STUDY_OWNED_ARGS))
+        if owned:
+            raise ValueError(f"--arms: arm {name!r} sets {owned}, which the study sets itself (token budget, seed, "
+                             "base model, tokenizer, output directory)")
+        return cls(name, {**shared, **data})
+
+    @property
+    def init_key(self) -> str:
+        """A name for the start model of this arm: equal for arms that would build the same model."""
+        strategy = self.args.get("init_strategy", "continued")
+        parts = [strategy]
+        if strategy == "contextualized" and not _as_bool(self.args.get("init_norm_match", True)):
+            parts.append("raw")
+        for key in ("max_contexts_per_token", "max_context_chars"):
+            if key in self.args and strategy == "contextualized":
+                parts.append(f"{key}{self.args[key]}")
+        return "-".join(str(p) for p in parts)
+
+    @property
+    def init_strategy(self) -> str:
+        return self.args.get("init_strategy", "continued")
+
+    def tokens_per_step(self) -> int:
+        """Tokens of one optimizer step (packed blocks: batch × accumulation × sequence length)."""
+        batch = int(self.args.get("per_device_train_batch_size", 8))
+        accumulation = int(self.args.get("gradient_accumulation_steps", 1))
+        length = int(self.args.get("max_seq_length", 512))
+        return batch * accumulation * length
+
+    def max_steps(self, token_budget: int) -> int:
+        return max(1, math.ceil(token_budget / self.tokens_per_step()))
+
+
+def _as_bool(value: Any) -> bool:
+    return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+
+
+@dataclass
+class StudyArguments:
+    """The flags of ``run_study.py`` (every one can live in the study's yaml file)."""
+
+    output_dir: str = field(metadata={"help": "Where arms train, NER runs and the study's results go."})
+    model_name_or_path: str = field(metadata={"help": "The base model every arm starts from (Hub id or directory)."})
+    token_budget: int = field(metadata={"help": "Training tokens of every arm (max_steps = budget / tokens per step)."})
+    arms: list[str] = field(
+        default_factory=list,
+        metadata={"help": "The arms: mappings with a 'name' and run_pretraining.py arguments (yaml list of mappings)."},
+    )
+    pretraining_args: str | None = field(
+        default=None, metadata={"help": "run_pretraining.py arguments shared by every arm (a mapping)."}
+    )
+    base_model_hub_id: str | None = field(default=None, metadata={"help": "The base model's Hub id, for model cards."})
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "The new vocabulary of every new-vocabulary arm (default: trained once into "
+                                        "<output_dir>/tokenizer from --tokenizer_train_files)."},
+    )
+    tokenizer_train_files: list[str] | None = field(
+        default=None, metadata={"help": "Corpus the study's tokenizer is trained on (default: the arms' train_file)."}
+    )
+    tokenizer_vocab_size: int = field(default=30522, metadata={"help": "Size of the trained vocabulary."})
+    seed: int = field(default=42, metadata={"help": "Seed of every arm (initialisation, data order, masking)."})
+    include_base: bool = field(default=True, metadata={"help": "Evaluate the base model as a row of every table."})
+    only_arms: list[str] | None = field(
+        default=None, metadata={"help": "Run only these arms (names) this time; the others keep their results."}
+    )
+    ner_data_dirs: list[str] = field(
+        default_factory=list, metadata={"help": "NER datasets (CoNLL directories with train/devel/test.tsv)."}
+    )
+    ner_seeds: list[int] = field(default_factory=lambda: [1, 2, 3], metadata={"help": "Fine-tuning seeds of each NER run."})
+    ner_args: str | None = field(default=None, metadata={"help": "run_ner.py arguments of every NER run (a mapping)."})
+    evaluate_checkpoints: list[str] = field(
+        default_factory=lambda: ["final"],
+        metadata={"help": f"What of each arm NER evaluates, any of {CHECKPOINT_KINDS}: the final model, every phase "
+                          "release, every --evaluate_every_steps checkpoint (Figure-3 curves)."},
+    )
+    evaluate_every_steps: int | None = field(
+        default=None, metadata={"help": "With 'steps': keep and evaluate a checkpoint every N optimizer steps."}
+    )
+    analysis_corpus: list[str] | None = field(
+        default=None, metadata={"help": "Corpus of the representation analysis (default: the arms' train_file)."}
+    )
+    analysis_max_sentences: int = field(
+        default=2000, metadata={"help": "Sentences encoded for contextual word representations."}
+    )
+    analysis_projection: str = field(
+        default="auto", metadata={"help": "2-D projection of the figures: tsne (scikit-learn), pca, or auto (t-SNE "
+                                          "when scikit-learn is installed)."},
+    )
+    skip_analysis: bool = field(default=False, metadata={"help": "Do not run the representation analysis."})
+    results_dir: str | None = field(
+        default=None, metadata={"help": "Where results.json, results.md and figures go (default: <output_dir>/study)."}
+    )
+
+    def __post_init__(self):
+        if self.token_budget <= 0:
+            raise ValueError(f"--token_budget must be > 0, got {self.token_budget}")
+        shared = _mapping(self.pretraining_args, "pretraining_args")
+        owned = sorted(set(shared) & set(STUDY_OWNED_ARGS))
+        if owned:
+            raise ValueError(f"--pretraining_args sets {owned}, which the study sets itself")
+        self.shared_pretraining_args = shared
+        self.arm_configs = [ArmConfig.from_mapping(_mapping(a, "arms"), shared) for a in self.arms]
+        if not self.arm_configs and not self.include_base:
+            raise ValueError("--arms: a study needs at least one arm (or --include_base)")
+        names = [a.name for a in self.arm_configs]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"--arms: arm names must be unique, {duplicates} repeat")
+        unknown = sorted(set(self.only_arms or []) - set(names))
+        if unknown:
+            raise ValueError(f"--only_arms {unknown}: no such arm (arms: {names})")
+        bad = sorted(set(self.evaluate_checkpoints) - set(CHECKPOINT_KINDS))
+        if bad:
+            raise ValueError(f"--evaluate_checkpoints {bad}: expected any of {CHECKPOINT_KINDS}")
+        if "steps" in self.evaluate_checkpoints and not (self.evaluate_every_steps or 0) > 0:
+            raise ValueError("--evaluate_checkpoints steps needs --evaluate_every_steps N > 0")
+        self.ner_run_args = _mapping(self.ner_args, "ner_args")
+        for key in ("model_name_or_path", "output_dir", "data_dir", "seeds", "seed"):
+            if key in self.ner_run_args:
+                raise ValueError(f"--ner_args sets {key!r}, which the study sets itself")
+        if self.analysis_projection not in ("auto", "tsne", "pca"):
+            raise ValueError(f"--analysis_projection {self.analysis_projection!r}: expected auto, tsne or pca")
+        self.results_dir = self.results_dir or f"{self.output_dir.rstrip('/')}/study"
+
+    @property
+    def selected_arms(self) -> list[ArmConfig]:
+        return [a for a in self.arm_configs if not self.only_arms or a.name in self.only_arms]
+
+    def corpus_files(self) -> list[str]:
+        """The arms' training text (shared train_file), for the tokenizer and the analysis defaults."""
+        files = self.shared_pretraining_args.get("train_file") or []
+        return [files] if isinstance(files, str) else list(files)

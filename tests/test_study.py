@@ -1,0 +1,233 @@
+"""The study end to end on a tiny random BERT (two arms, a few steps, one tiny NER set, one seed), its resume,
+its configuration errors, and the analysis measures on inputs whose answer is known."""
+
+import gc
+import json
+import os
+
+import numpy as np
+import pytest
+import yaml
+
+import run_ner
+import run_pretraining
+import run_study
+from bioptimus_hf.analysis.frequency import frequency_buckets, rare_and_frequent, token_frequencies
+from bioptimus_hf.analysis.isotropy import centroid_separation, mean_pairwise_cosine, partition_ratio
+from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.study.done_marks import DONE_FILE
+from bioptimus_hf.study.study_config import StudyArguments
+from conftest import corpus_lines
+from ner_helpers import one_thread, write_dataset_dir  # noqa: F401  (one_thread: autouse fixture)
+
+
+def study_config(tmp_path, model_dir, **overrides) -> str:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(corpus_lines(300)) + "\n")
+    ner_dir = write_dataset_dir(str(tmp_path / "tiny-ner"), sizes=(40, 12, 12), types=("Disease",))
+    config = {
+        "model_name_or_path": str(model_dir),
+        "output_dir": str(tmp_path / "study"),
+        "token_budget": 1000,  # 8 steps of 4 x 32 tokens
+        "tokenizer_vocab_size": 700,
+        "pretraining_args": {"train_file": [str(corpus)], "max_seq_length": 32, "per_device_train_batch_size": 4,
+                             "max_eval_samples": 16, "validation_split_percentage": 5, "logging_steps": 2,
+                             "eval_strategy": "steps", "eval_steps": 4, "save_steps": 4, "learning_rate": 5.0e-4,
+                             "report_to": "none", "disable_tqdm": True, "max_contexts_per_token": 2},
+        "arms": [{"name": "continued", "init_strategy": "continued"},
+                 {"name": "averaged_one_phase", "init_strategy": "averaged", "single_phase": "0.4"}],
+        "ner_data_dirs": [ner_dir],
+        "ner_seeds": [1],
+        "ner_args": {"num_train_epochs": 1, "max_seq_length": 64, "per_device_train_batch_size": 8,
+                     "save_strategy": "no", "use_cpu": True, "disable_tqdm": True, "learning_rate": 1.0e-3},
+        "analysis_max_sentences": 40,
+        "analysis_projection": "pca",  # t-SNE is slow on a loaded machine; the figure code is the same
+        **overrides,
+    }
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_model_dir, monkeypatch):
+    config = study_config(tmp_path, tiny_model_dir)
+    results = run_study.main([config])
+    study = tmp_path / "study"
+    results_dir = study / "study"
+
+    rows = results["rows"]
+    assert list(rows) == ["base", "continued", "averaged_one_phase"]
+    for name, row in rows.items():
+        cell = row["ner"]["final"]["tiny-ner"]
+        assert cell["num_seeds"] == 1 and 0.0 <= cell["test_f1"] <= 1.0 and cell["test_f1_std"] == 0.0
+    # One token budget: the same steps and tokens for every arm.
+    assert rows["continued"]["max_steps"] == rows["averaged_one_phase"]["max_steps"] == 8
+    assert rows["continued"]["tokens"] == rows["averaged_one_phase"]["tokens"] == 8 * 4 * 32
+    continued = rows["continued"]["pretraining"]["releases"]
+    assert [r["version"] for r in continued] == ["0.1", "0.2", "0.3", "0.4"] and continued[-1]["global_step"] == 8
+    single = rows["averaged_one_phase"]["pretraining"]["releases"]
+    assert [(r["version"], r["masking_unit"], r["masking_rate"], r["corruption"]) for r in single] == \
+        [("0.4", "word", 0.2, False)]
+    # The new vocabulary was trained once, the averaged start model built once and trained on from.
+    assert (study / "tokenizer" / "coverage_report.json").is_file()
+    arm_args = json.loads((study / "arms" / "averaged_one_phase" / "pretraining_args.json").read_text())["args"]
+    assert arm_args["model_name_or_path"] == str(study / "init" / "averaged")
+    assert len(json.loads((study / "init" / "averaged" / "config.json").read_text())) > 0
+    # Tables, figures, the exact command.
+    table = (results_dir / "results.md").read_text()
+    assert "| base |" in table and "| continued |" in table and "tiny-ner test F1" in table
+    assert "| averaged_one_phase | v0.4 | word 0.20, all [MASK] | 8 |" in table
+    assert "Representations of rare and frequent tokens" in table
+    on_disk = json.loads((results_dir / "results.json").read_text())
+    assert set(on_disk["analysis"]) == {"base", "continued", "averaged_one_phase"}
+    assert set(on_disk["analysis"]["continued"]) == {"v0.1", "v0.2", "v0.3", "v0.4"}
+    for name in ("loss_continued.png", "loss_averaged_one_phase.png", "heldout_loss.png", "masked_fraction.png",
+                 "ner_f1.png", "representations_continued.png", "representations_averaged_one_phase.png"):
+        assert (results_dir / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    assert (results_dir / "command.txt").read_text().startswith("python run_study.py ")
+    # Each release carries its run's loss plot, linked from its card.
+    release = study / "arms" / "continued" / "pretraining" / "releases" / "v0.2"
+    assert (release / "training_loss.png").read_bytes()[:4] == b"\x89PNG"
+    assert "[training_loss.png](training_loss.png)" in (release / "README.md").read_text()
+
+    # Resume: nothing is recomputed (the entry points would fail if called), marks are untouched.
+    marks = sorted(study.rglob(DONE_FILE))
+    assert len(marks) == 2 + 3  # two arms, three NER runs
+    before = {m: m.stat().st_mtime_ns for m in marks}
+
+    def must_not_run(*_args, **_kwargs):
+        raise AssertionError("finished work was recomputed")
+
+    monkeypatch.setattr(run_pretraining, "main", must_not_run)
+    monkeypatch.setattr(run_ner, "main", must_not_run)
+    again = run_study.main([config])
+    assert {m: m.stat().st_mtime_ns for m in marks} == before
+    assert again["rows"]["continued"]["ner"] == rows["continued"]["ner"]
+    monkeypatch.undo()
+
+    # An arm interrupted after its last checkpoint but before its mark: run again, it resumes (nothing left to
+    # train), is marked, and its finished NER run is still not redone.
+    (study / "arms" / "continued" / DONE_FILE).unlink()
+    state = study / "arms" / "continued" / "pretraining" / "checkpoint-8" / "trainer_state.json"
+    state_mtime = state.stat().st_mtime_ns
+    calls = []
+    monkeypatch.setattr(run_ner, "main", must_not_run)
+    monkeypatch.setattr(run_pretraining, "main", lambda argv, real=run_pretraining.main: calls.append(argv) or real(argv))
+    run_study.main([config, "--skip_analysis", "true"])
+    assert len(calls) == 1 and (study / "arms" / "continued" / DONE_FILE).is_file()
+    assert state.stat().st_mtime_ns == state_mtime  # resumed at its last checkpoint: no step trained again
+
+
+def test_interrupted_arm_resumes_from_its_checkpoint(tmp_path, tiny_model_dir, monkeypatch):
+    """Killed mid-training (after the step-4 checkpoint), the arm continues from step 4, not from 0."""
+    config = study_config(tmp_path, tiny_model_dir, arms=[{"name": "continued", "init_strategy": "continued"}],
+                          include_base=False, ner_data_dirs=None, skip_analysis=True)  # None: no NER
+    from transformers import TrainerCallback
+
+    class Killed(Exception):
+        pass
+
+    class KillAfterStep5(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 5:
+                raise Killed()
+
+    import transformers
+
+    real_init = transformers.Trainer.__init__
+
+    def init_with_kill(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.add_callback(KillAfterStep5())
+
+    monkeypatch.setattr(transformers.Trainer, "__init__", init_with_kill)
+    with pytest.raises(Killed):
+        run_study.main([config])
+    gc.collect()  # the traceback's frames held run_pretraining's output-dir lock, as a dead process would not
+    run_dir = tmp_path / "study" / "arms" / "continued" / "pretraining"
+    assert (run_dir / "checkpoint-4").is_dir() and not (tmp_path / "study" / "arms" / "continued" / DONE_FILE).exists()
+    monkeypatch.undo()
+    run_study.main([config])
+    history = json.loads((run_dir / "trainer_state.json").read_text())["log_history"]
+    logged_steps = [e["step"] for e in history if "loss" in e]
+    assert logged_steps == [2, 4, 6, 8]  # steps 2 and 4 come from the checkpoint: nothing trained twice
+    assert (tmp_path / "study" / "arms" / "continued" / DONE_FILE).is_file()
+
+
+@pytest.mark.parametrize("arms, message", [
+    ([{"name": "a", "max_steps": 10}], "which the study sets itself"),
+    ([{"name": "a"}, {"name": "a"}], "must be unique"),
+    ([{"name": "base"}], "the base model's row"),
+    ([{"init_strategy": "continued"}], "needs a 'name'"),
+])
+def test_bad_study_configs_are_refused_with_the_flag(tmp_path, arms, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"model_name_or_path": "m", "output_dir": str(tmp_path), "token_budget": 10,
+                                    "arms": arms}))
+    with pytest.raises(SystemExit, match=message):
+        parse_args((StudyArguments,), [str(path)])
+
+
+def test_isotropy_measures_on_constructed_clouds():
+    rng = np.random.default_rng(0)
+    gaussian = rng.normal(size=(5000, 20))
+    assert abs(mean_pairwise_cosine(gaussian)) < 0.005
+    assert partition_ratio(gaussian) > 0.8
+    scales = rng.uniform(0.5, 1.5, size=300)
+    direction = rng.normal(size=20)
+    direction /= np.linalg.norm(direction)
+    rank_one = scales[:, None] * direction
+    assert mean_pairwise_cosine(rank_one) == pytest.approx(1.0, abs=1e-9)
+    # Z(c) is extreme along +-direction: I = sum exp(-a) / sum exp(a), exactly.
+    assert partition_ratio(rank_one) == pytest.approx(np.exp(-scales).sum() / np.exp(scales).sum(), rel=1e-6)
+    # Separation: same distribution -> ~0; centres 3 sigma apart on every axis -> 3.
+    assert centroid_separation(gaussian[:2500], gaussian[2500:]) < 0.05
+    assert centroid_separation(gaussian, gaussian + 3.0) == pytest.approx(3.0, rel=1e-3)
+    with pytest.raises(ValueError, match="at least 2 vectors"):
+        mean_pairwise_cosine(gaussian[:1])
+
+
+def test_frequency_buckets_match_hand_counts(tmp_path):
+    from transformers import BertTokenizerFast
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "gene", "cell", "tumour", "rare", "never"]
+    tokenizer = BertTokenizerFast(vocab={word: i for i, word in enumerate(vocab)})
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("gene cell gene\n\ngene tumour cell gene\nrare cell gene tumour\n")
+    counts = token_frequencies([str(corpus)], tokenizer, batch_size=2)
+    ids = tokenizer.convert_tokens_to_ids
+    assert counts[ids("gene")] == 5 and counts[ids("cell")] == 3 and counts[ids("tumour")] == 2
+    assert counts[ids("rare")] == 1 and counts[ids("never")] == 0 and counts.sum() == 11
+    buckets = frequency_buckets(counts, edges=(1, 2, 4), exclude=tokenizer.all_special_ids)
+    assert [b.label for b in buckets] == ["unseen", "[1, 2)", "[2, 4)", ">= 4"]
+    assert [sorted(tokenizer.convert_ids_to_tokens(list(b.token_ids))) for b in buckets] == \
+        [["never"], ["rare"], ["cell", "tumour"], ["gene"]]
+    rare, frequent = rare_and_frequent(counts, tokenizer.all_special_ids, fraction=0.5)
+    assert tokenizer.convert_ids_to_tokens(list(rare)) == ["rare", "tumour"]
+    assert tokenizer.convert_ids_to_tokens(list(frequent)) == ["cell", "gene"]
+    with pytest.raises(ValueError, match="increasing"):
+        frequency_buckets(counts, edges=(4, 2))
+
+
+def test_task_difficulty_masks_the_same_blocks_per_phase(tmp_path, tiny_model_dir):
+    from bioptimus_hf.commands.task_difficulty import run
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(corpus_lines(200)) + "\n")
+    output = tmp_path / "difficulty.json"
+    result = run(["--model_name_or_path", str(tiny_model_dir), "--corpus_files", str(corpus), "--max_blocks", "24",
+                  "--max_seq_length", "64", "--output_file", str(output)])
+    assert json.loads(output.read_text()) == json.loads(json.dumps(result))
+    phases = result["phases"]
+    assert [p["version"] for p in phases] == ["0.1", "0.2", "0.3", "0.4"] and result["blocks"] == 24
+    for phase in phases:
+        assert abs(phase["realised_masked_fraction"] - phase["masking_rate"]) < 0.02
+        assert np.isfinite(phase["mlm_loss"]) and phase["perplexity"] == pytest.approx(np.exp(phase["mlm_loss"]))
+    # Phases 3 and 4 mask the same words at 20% (one corrupts 10/10, the other masks all): same token count.
+    assert phases[2]["masked_tokens"] == phases[3]["masked_tokens"] > phases[0]["masked_tokens"]
+    # A random model's loss is near log(vocabulary size) whatever the masking.
+    assert all(abs(p["mlm_loss"] - np.log(result_vocab(tiny_model_dir))) < 1.0 for p in phases)
+
+
+def result_vocab(model_dir) -> int:
+    return json.loads(open(os.path.join(model_dir, "config.json")).read())["vocab_size"]
