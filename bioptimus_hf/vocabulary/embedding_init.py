@@ -193,6 +193,20 @@ class ContextualizedEmbeddingInitializer:
             sampled[token_id] = rng.sample(found, limit) if len(found) > limit else found
         return sampled
 
+    def sampled_contexts(self, strategy: str, corpus_files: Sequence[str] | None,
+                         contexts: Mapping[int, Sequence[Any]] | None, report: dict) -> dict[int, list[Any]]:
+        """The contexts a context-based strategy uses: ``contexts`` if given, else a qik-find search of
+        ``corpus_files`` (its statistics and time go into ``report``); then at most ``max_contexts_per_token``
+        of each token's, sampled with the run's seed."""
+        if contexts is None:
+            if corpus_files is None:
+                raise ValueError(f"strategy {strategy!r} needs corpus_files (or precomputed contexts).")
+            files = check_corpus_files(corpus_files, what="initialisation corpus").files
+            started = time.perf_counter()
+            contexts, report["context_search"] = self.find_contexts(files)
+            report.setdefault("timings_s", {})["find_contexts"] = time.perf_counter() - started
+        return self._sample_contexts(contexts)
+
     def find_contexts(self, corpus_files: Sequence[str]) -> tuple[dict[int, list[Any]], dict]:
         """Search the corpus with qik-find; returns (contexts, the search's statistics)."""
         from .qikfind import find_contexts
@@ -382,14 +396,7 @@ class ContextualizedEmbeddingInitializer:
                 vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
             fallback = [t for t in self.targets if t not in vectors]
         elif strategy == "contextualized":
-            if contexts is None:
-                if corpus_files is None:
-                    raise ValueError("strategy 'contextualized' needs corpus_files (or precomputed contexts).")
-                corpus_files = check_corpus_files(corpus_files, what="initialisation corpus").files
-                t0 = time.perf_counter()
-                contexts, report["context_search"] = self.find_contexts(corpus_files)
-                report["timings_s"]["find_contexts"] = time.perf_counter() - t0
-            contexts = self._sample_contexts(contexts)
+            contexts = self.sampled_contexts(strategy, corpus_files, contexts, report)
             per_token = [len(contexts[t]) for t in self.targets]
             report["contexts_per_token"] = _distribution(per_token)
             report["contexts_per_token_found"] = _distribution([n for n in per_token if n > 0])

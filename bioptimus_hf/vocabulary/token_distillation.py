@@ -23,7 +23,6 @@ from collections import defaultdict
 import torch
 from tqdm.auto import tqdm
 
-from ..utils.corpus_reader import check_corpus_files
 from ..utils.hardware import resolve_precision
 from .new_rows import NewRows
 
@@ -133,15 +132,9 @@ def distill_block(model, tokenizer, block, pairs, start_rows, *, steps, lr, laye
 
 def token_distillation_rows(initializer, input_weight, corpus_files=None, contexts=None) -> NewRows:
     cfg, model, tokenizer = initializer.config, initializer.model, initializer.base_tokenizer
-    report, timings = {}, {}
-    if contexts is None:
-        if corpus_files is None:
-            raise ValueError("strategy 'token_distillation' needs corpus_files (or precomputed contexts).")
-        files = check_corpus_files(corpus_files, what="initialisation corpus").files
-        t0 = time.perf_counter()
-        contexts, report["context_search"] = initializer.find_contexts(files)
-        timings["find_contexts"] = time.perf_counter() - t0
-    contexts = initializer._sample_contexts(contexts)
+    report = {}
+    contexts = initializer.sampled_contexts("token_distillation", corpus_files, contexts, report)
+    timings = report.pop("timings_s", {})
     start_rows = {
         t: input_weight[initializer.base_piece_ids(initializer.new_tokenizer.convert_ids_to_tokens(t))].mean(dim=0)
         for t in initializer.targets
