@@ -144,7 +144,9 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
 
         lines += ["", "## Representations of rare and frequent tokens (paper Figure 5)", "", analysis_table(analysis)]
     lines += ["", f"NER: {', '.join(datasets) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
-              f"{study['ner_args']}. '{NOT_RUN}': not run (yet).", ""]
+              f"{study['ner_args']}. '{NOT_RUN}': not run (yet).",
+              "Held-out MLM loss: per masked token of the row's own tokenization (its last release), so rows with "
+              "the base vocabulary (continued) and rows with the new vocabulary are not directly comparable.", ""]
     return "\n".join(lines)
 
 
