@@ -8,6 +8,7 @@ Arms (each student: 3 layers, the same batches, learning rate, schedule and seed
   tinybiobert     random, hidden 192; attention/hidden (through W_p)/embedding MSE + soft CE
   mlm_only_even   layers 0 2 4 copied, MLM loss only (--alpha_kl 0 --alpha_cos 0): distilbiobert without a teacher
   mlm_only_odd    layers 1 3 5 copied, MLM loss only: compactbiobert's initialisation without a teacher
+  mlm_only_tiny   tinybiobert's random narrow student (same seed), MLM loss only
   top3_removed    the teacher's layers 0 1 2 (top 3 removed), no training (Tinn et al.)
 
 MiniLM ships without an MLM head, so the teacher is MiniLM with its head warmed up first (encoder and embeddings
@@ -52,8 +53,11 @@ ARMS = {
                       "--alpha_kl", "0", "--alpha_cos", "0"],
     "mlm_only_odd": ["--recipe", "compactbiobert", "--student_layers", "1", "3", "5", "--alpha_mlm", "1",
                      "--alpha_kl", "0", "--alpha_hidden", "0", "--alpha_attention", "0"],
+    # TinyBioBERT's own twin: the same random narrow student (same seed), trained by MLM alone.
+    "mlm_only_tiny": ["--recipe", "tinybiobert", "--student_layers", "1", "3", "5", "--alpha_mlm", "1",
+                      "--alpha_soft_ce", "0", "--alpha_hidden", "0", "--alpha_attention", "0", "--alpha_embedding", "0"],
 }
-BASELINE_OF = {"distilbiobert": "mlm_only_even", "compactbiobert": "mlm_only_odd", "tinybiobert": "mlm_only_even"}
+BASELINE_OF = {"distilbiobert": "mlm_only_even", "compactbiobert": "mlm_only_odd", "tinybiobert": "mlm_only_tiny"}
 
 
 @torch.inference_mode()
@@ -156,7 +160,7 @@ def main():
         if args.reuse and os.path.isfile(finished) and os.path.isdir(student_dir):
             with open(os.path.join(output_dir, "trainer_state.json"), encoding="utf-8") as handle:
                 reused = json.load(handle)["global_step"] == args.max_steps
-        elif args.reuse and os.path.isdir(last_checkpoint) and arm != "tinybiobert":
+        elif args.reuse and os.path.isdir(last_checkpoint) and "tiny" not in arm:
             # Trained, but stopped during the end-of-run measurements: the last checkpoint is the same student
             # (no projection outside tinybiobert).
             student_dir, reused = last_checkpoint, True
