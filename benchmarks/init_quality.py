@@ -221,6 +221,8 @@ def main():
                              "averaged rows): a CPU-budget variant, stated as such in the results.")
     parser.add_argument("--focus_corpus_files", nargs="*", default=None,
                         help="Corpus of focus's fastText model (default: the whole corpus).")
+    parser.add_argument("--save_models_dir", default=None,
+                        help="Save each strategy's model and tokenizer after training to DIR/<strategy>/ (for NER).")
     parser.add_argument("--combine", nargs="*", default=None, help="Merge these result files into --output and stop.")
     parser.add_argument("--output", default="benchmarks/results/init_quality.json")
     args = parser.parse_args()
@@ -330,6 +332,10 @@ def main():
         )
         entry["training"]["seconds"] = time.perf_counter() - t0
         entry["after"] = heldout_loss(model, tokenizer, heldout, args.max_seq_length)
+        if args.save_models_dir:
+            entry["saved_to"] = os.path.join(args.save_models_dir, name)
+            model.save_pretrained(entry["saved_to"])
+            tokenizer.save_pretrained(entry["saved_to"])
         print(name, "after", summary({"strategies": {name: entry}}), entry["training"], flush=True)
         with open(args.output, "w", encoding="utf-8") as handle:  # partial results survive an interruption
             json.dump(result, handle, indent=2, default=str)
