@@ -1,0 +1,73 @@
+#!/usr/bin/env python
+"""Compare models fine-tuned by benchmarks/ner.py: test F1 mean ± std and paired per-seed differences.
+
+benchmarks/ner.py fine-tunes every model with the same seeds, data and settings, so seed s of one model
+and seed s of another share their data order and head initialisation; the per-seed difference is the
+fair comparison, and its mean ± standard error says whether a gap is larger than the seed noise.
+
+    PYTHONPATH=. python benchmarks/ner_compare.py --reference averaged.json --models focus.json other.json \
+        --output benchmarks/results/ner_compare.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+
+
+def per_seed_f1(result: dict, dataset: str) -> dict[int, float]:
+    for row in result["results"]:
+        if row["dataset"] == dataset:
+            return {entry["seed"]: entry["test_f1"] for entry in row["per_seed"]}
+    raise KeyError(f"{result.get('model_name_or_path')}: no results for {dataset}")
+
+
+def summarise(scores: dict[int, float]) -> dict:
+    values = list(scores.values())
+    return {"test_f1_mean": statistics.mean(values), "test_f1_std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "per_seed": scores}
+
+
+def paired(scores: dict[int, float], reference: dict[int, float], path: str) -> dict:
+    if set(scores) != set(reference):
+        raise ValueError(f"{path}: seeds {sorted(scores)} differ from the reference's {sorted(reference)}")
+    differences = [scores[s] - reference[s] for s in sorted(scores)]
+    standard_error = statistics.stdev(differences) / math.sqrt(len(differences)) if len(differences) > 1 else float("nan")
+    return {"mean": statistics.mean(differences), "standard_error": standard_error, "per_seed": differences}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reference", required=True, help="benchmarks/ner.py output of the reference model")
+    parser.add_argument("--models", nargs="+", required=True, help="benchmarks/ner.py outputs to compare with it")
+    parser.add_argument("--dataset", default="NCBI-disease-IOB")
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+
+    loaded = {path: json.load(open(path, encoding="utf-8")) for path in [args.reference, *args.models]}
+    reference = per_seed_f1(loaded[args.reference], args.dataset)
+    report = {"dataset": args.dataset, "reference": loaded[args.reference]["model_name_or_path"], "models": {}}
+    for path, result in loaded.items():
+        scores = per_seed_f1(result, args.dataset)
+        entry = {"file": path, "command": result.get("command"), "load_average_1_5_15_min": result.get("load_average_1_5_15_min"),
+                 **summarise(scores)}
+        if path != args.reference:
+            entry["minus_reference"] = paired(scores, reference, path)
+        report["models"][result.get("setting", {}).get("model_name") or result["model_name_or_path"]] = entry
+    with open(args.output, "w", encoding="utf-8") as handle:
+        json.dump(report, handle, indent=2)
+    for name, entry in report["models"].items():
+        line = f"{name}: {100 * entry['test_f1_mean']:.2f} ± {100 * entry['test_f1_std']:.2f}"
+        if "minus_reference" in entry:
+            d = entry["minus_reference"]
+            line += f"  − reference {100 * d['mean']:+.2f} ± {100 * d['standard_error']:.2f} (per seed " + \
+                    ", ".join(f"{100 * x:+.2f}" for x in d["per_seed"]) + ")"
+        print(line)
+    return report
+
+
+if __name__ == "__main__":
+    sys.exit(main() and 0)

@@ -1,0 +1,39 @@
+"""benchmarks/ner_compare.py: paired per-seed differences between benchmarks/ner.py results."""
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+spec = importlib.util.spec_from_file_location("ner_compare", os.path.join(ROOT, "benchmarks", "ner_compare.py"))
+ner_compare = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ner_compare)
+
+
+def write_result(path, name, f1_by_seed):
+    result = {"model_name_or_path": f"/models/{name}", "setting": {"model_name": name},
+              "results": [{"dataset": "NCBI-disease-IOB",
+                           "per_seed": [{"seed": s, "test_f1": f} for s, f in f1_by_seed.items()]}]}
+    path.write_text(json.dumps(result))
+    return str(path)
+
+
+def test_paired_differences_per_seed(tmp_path):
+    reference = write_result(tmp_path / "ref.json", "ref", {1: 0.80, 2: 0.70, 3: 0.75})
+    other = write_result(tmp_path / "other.json", "other", {1: 0.81, 2: 0.72, 3: 0.75})
+    report = ner_compare.main(["--reference", reference, "--models", other, "--output", str(tmp_path / "out.json")])
+    difference = report["models"]["other"]["minus_reference"]
+    assert difference["per_seed"] == pytest.approx([0.01, 0.02, 0.0])
+    assert difference["mean"] == pytest.approx(0.01)
+    assert difference["standard_error"] == pytest.approx(0.01 / 3**0.5)  # stdev of (1, 2, 0)/100 is 0.01
+    assert report["models"]["ref"]["test_f1_mean"] == pytest.approx(0.75)
+    assert json.loads((tmp_path / "out.json").read_text()) == json.loads(json.dumps(report))
+
+
+def test_different_seeds_are_refused_naming_the_file(tmp_path):
+    reference = write_result(tmp_path / "ref.json", "ref", {1: 0.80, 2: 0.70, 3: 0.75})
+    other = write_result(tmp_path / "other.json", "other", {1: 0.81, 2: 0.72})
+    with pytest.raises(ValueError, match=r"other\.json: seeds \[1, 2\] differ"):
+        ner_compare.main(["--reference", reference, "--models", other, "--output", str(tmp_path / "out.json")])
