@@ -319,7 +319,9 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     if "tf32" in options and not on_gpu:
         raise ValueError(f"arm {arm!r}: tf32 needs a CUDA GPU (none visible)")
     if not on_gpu:
-        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        # the cores this process may run on (taskset/cgroups), not the machine's: no oversubscription when pinned
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        torch.set_num_threads(max(1, cores or 1))
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     lines = read_lines(args.corpus, args.max_lines)
     use_curriculum = recipe == "ours"
