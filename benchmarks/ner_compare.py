@@ -15,20 +15,20 @@ import argparse
 import json
 import math
 import statistics
-import sys
+
+from bioptimus_hf.utils.files import write_json_atomic
 
 
-def per_seed_f1(result: dict, dataset: str) -> dict[int, float]:
+def dataset_row(result: dict, dataset: str, path: str) -> dict:
+    """The row benchmarks/ner.py wrote for one dataset (mean and std over seeds already aggregated there)."""
     for row in result["results"]:
         if row["dataset"] == dataset:
-            return {entry["seed"]: entry["test_f1"] for entry in row["per_seed"]}
-    raise KeyError(f"{result.get('model_name_or_path')}: no results for {dataset}")
+            return row
+    raise KeyError(f"{path}: no results for {dataset}")
 
 
-def summarise(scores: dict[int, float]) -> dict:
-    values = list(scores.values())
-    return {"test_f1_mean": statistics.mean(values), "test_f1_std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "per_seed": scores}
+def per_seed_f1(row: dict) -> dict[int, float]:
+    return {entry["seed"]: entry["test_f1"] for entry in row["per_seed"]}
 
 
 def paired(scores: dict[int, float], reference: dict[int, float], path: str) -> dict:
@@ -48,17 +48,17 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
 
     loaded = {path: json.load(open(path, encoding="utf-8")) for path in [args.reference, *args.models]}
-    reference = per_seed_f1(loaded[args.reference], args.dataset)
+    reference = per_seed_f1(dataset_row(loaded[args.reference], args.dataset, args.reference))
     report = {"dataset": args.dataset, "reference": loaded[args.reference]["model_name_or_path"], "models": {}}
     for path, result in loaded.items():
-        scores = per_seed_f1(result, args.dataset)
+        row = dataset_row(result, args.dataset, path)
+        scores = per_seed_f1(row)
         entry = {"file": path, "command": result.get("command"), "load_average_1_5_15_min": result.get("load_average_1_5_15_min"),
-                 **summarise(scores)}
+                 "test_f1_mean": row["test_f1"], "test_f1_std": row["test_f1_std"], "per_seed": scores}
         if path != args.reference:
             entry["minus_reference"] = paired(scores, reference, path)
         report["models"][result.get("setting", {}).get("model_name") or result["model_name_or_path"]] = entry
-    with open(args.output, "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=2)
+    write_json_atomic(args.output, report, indent=2)
     for name, entry in report["models"].items():
         line = f"{name}: {100 * entry['test_f1_mean']:.2f} ± {100 * entry['test_f1_std']:.2f}"
         if "minus_reference" in entry:
@@ -70,4 +70,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(main() and 0)
+    main()

@@ -13,8 +13,11 @@ spec.loader.exec_module(ner_compare)
 
 
 def write_result(path, name, f1_by_seed):
+    values = list(f1_by_seed.values())
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
     result = {"model_name_or_path": f"/models/{name}", "setting": {"model_name": name},
-              "results": [{"dataset": "NCBI-disease-IOB",
+              "results": [{"dataset": "NCBI-disease-IOB", "test_f1": mean, "test_f1_std": std,
                            "per_seed": [{"seed": s, "test_f1": f} for s, f in f1_by_seed.items()]}]}
     path.write_text(json.dumps(result))
     return str(path)
@@ -29,7 +32,15 @@ def test_paired_differences_per_seed(tmp_path):
     assert difference["mean"] == pytest.approx(0.01)
     assert difference["standard_error"] == pytest.approx(0.01 / 3**0.5)  # stdev of (1, 2, 0)/100 is 0.01
     assert report["models"]["ref"]["test_f1_mean"] == pytest.approx(0.75)
+    assert report["models"]["ref"]["test_f1_std"] == pytest.approx(0.05)
     assert json.loads((tmp_path / "out.json").read_text()) == json.loads(json.dumps(report))
+
+
+def test_missing_dataset_names_the_file(tmp_path):
+    reference = write_result(tmp_path / "ref.json", "ref", {1: 0.80, 2: 0.70})
+    with pytest.raises(KeyError, match=r"ref\.json: no results for BC2GM-IOB"):
+        ner_compare.main(["--reference", reference, "--models", reference, "--dataset", "BC2GM-IOB",
+                          "--output", str(tmp_path / "out.json")])
 
 
 def test_different_seeds_are_refused_naming_the_file(tmp_path):
