@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 
 from bioptimus_hf.utils.files import write_json_atomic
@@ -25,6 +26,13 @@ def dataset_row(result: dict, dataset: str, path: str) -> dict:
         if row["dataset"] == dataset:
             return row
     raise KeyError(f"{path}: no results for {dataset}")
+
+
+def model_label(result: dict, path: str) -> str:
+    """The model's name in a benchmarks/ner.py output. Outputs written before ner.py recorded the model (e.g.
+    ner_ncbi_full.json, measured on its default MiniLM) have neither field: they are named by their file."""
+    setting = result.get("setting", {})
+    return setting.get("model_name") or result.get("model_name_or_path") or os.path.splitext(os.path.basename(path))[0]
 
 
 def per_seed_f1(row: dict) -> dict[int, float]:
@@ -49,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     loaded = {path: json.load(open(path, encoding="utf-8")) for path in [args.reference, *args.models]}
     reference = per_seed_f1(dataset_row(loaded[args.reference], args.dataset, args.reference))
-    report = {"dataset": args.dataset, "reference": loaded[args.reference]["model_name_or_path"], "models": {}}
+    report = {"dataset": args.dataset, "reference": model_label(loaded[args.reference], args.reference), "models": {}}
     for path, result in loaded.items():
         row = dataset_row(result, args.dataset, path)
         scores = per_seed_f1(row)
@@ -57,7 +65,7 @@ def main(argv: list[str] | None = None) -> dict:
                  "test_f1_mean": row["test_f1"], "test_f1_std": row["test_f1_std"], "per_seed": scores}
         if path != args.reference:
             entry["minus_reference"] = paired(scores, reference, path)
-        report["models"][result.get("setting", {}).get("model_name") or result["model_name_or_path"]] = entry
+        report["models"][model_label(result, path)] = entry
     write_json_atomic(args.output, report, indent=2)
     for name, entry in report["models"].items():
         line = f"{name}: {100 * entry['test_f1_mean']:.2f} ± {100 * entry['test_f1_std']:.2f}"

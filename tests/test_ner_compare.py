@@ -48,3 +48,16 @@ def test_different_seeds_are_refused_naming_the_file(tmp_path):
     other = write_result(tmp_path / "other.json", "other", {1: 0.81, 2: 0.72})
     with pytest.raises(ValueError, match=r"other\.json: seeds \[1, 2\] differ"):
         ner_compare.main(["--reference", reference, "--models", other, "--output", str(tmp_path / "out.json")])
+
+
+def test_output_without_a_model_name_is_named_by_its_file(tmp_path):
+    # benchmarks/ner.py outputs from before it recorded the model (ner_ncbi_full.json) have neither field.
+    reference = write_result(tmp_path / "ner_ncbi_full.json", "ref", {1: 0.80, 2: 0.70})
+    result = json.loads((tmp_path / "ner_ncbi_full.json").read_text())
+    del result["model_name_or_path"], result["setting"]
+    (tmp_path / "ner_ncbi_full.json").write_text(json.dumps(result))
+    other = write_result(tmp_path / "other.json", "other", {1: 0.78, 2: 0.71})
+    report = ner_compare.main(["--reference", reference, "--models", other, "--output", str(tmp_path / "out.json")])
+    assert report["reference"] == "ner_ncbi_full"
+    assert set(report["models"]) == {"ner_ncbi_full", "other"}
+    assert report["models"]["other"]["minus_reference"]["per_seed"] == pytest.approx([-0.02, 0.01])
