@@ -119,30 +119,34 @@ def main():
         with open(path, "w", encoding="utf-8") as handle:
             handle.write("\n".join(lines) + "\n")
 
-    # 2. The teacher: MiniLM with its MLM head warmed up (encoder frozen), saved as a model directory.
+    # 2. The teacher: the one given by --teacher_model_dir, or MiniLM with its MLM head warmed up (encoder
+    #    frozen), saved as a model directory.
     teacher_dir = args.teacher_model_dir or os.path.join(args.work_dir, "teacher")
     tokenizer = AutoTokenizer.from_pretrained(minilm_dir())
-    teacher = AutoModelForMaskedLM.from_pretrained(minilm_dir())
-    before = heldout_batch_losses(teacher, tokenizer, heldout, args.max_seq_length)["loss"]
-    warm_record = os.path.join(teacher_dir, "head_warmup.json")
     if args.teacher_model_dir:
+        # A given teacher is used as it is: no head to warm up, hence no random-head baseline to score either.
         if not os.path.isfile(os.path.join(teacher_dir, "config.json")):
             raise FileNotFoundError(f"--teacher_model_dir {teacher_dir}: no config.json there")
         if AutoTokenizer.from_pretrained(teacher_dir).get_vocab() != tokenizer.get_vocab():
             raise ValueError(f"--teacher_model_dir {teacher_dir}: its vocabulary is not MiniLM's")
-        teacher, warm = AutoModelForMaskedLM.from_pretrained(teacher_dir), None
-    elif args.reuse and os.path.isfile(warm_record):
-        teacher = AutoModelForMaskedLM.from_pretrained(teacher_dir)
-        with open(warm_record, encoding="utf-8") as handle:
-            warm = json.load(handle)
+        teacher, warm, before = AutoModelForMaskedLM.from_pretrained(teacher_dir), None, None
+        print("teacher", teacher_dir, "(given, used as it is)", flush=True)
     else:
-        warm = warm_up_head(teacher, tokenizer, train[: args.head_warmup_sentences], args.head_warmup_steps, 128,
-                            1e-3, args.max_seq_length, args.seed)
-        teacher.save_pretrained(teacher_dir)
-        tokenizer.save_pretrained(teacher_dir)
-        with open(warm_record, "w", encoding="utf-8") as handle:
-            json.dump(warm, handle)
-    print("teacher head warm-up", warm, "held-out loss with the random head", round(before, 4), flush=True)
+        teacher = AutoModelForMaskedLM.from_pretrained(minilm_dir())
+        before = heldout_batch_losses(teacher, tokenizer, heldout, args.max_seq_length)["loss"]
+        warm_record = os.path.join(teacher_dir, "head_warmup.json")
+        if args.reuse and os.path.isfile(warm_record):
+            teacher = AutoModelForMaskedLM.from_pretrained(teacher_dir)
+            with open(warm_record, encoding="utf-8") as handle:
+                warm = json.load(handle)
+        else:
+            warm = warm_up_head(teacher, tokenizer, train[: args.head_warmup_sentences], args.head_warmup_steps, 128,
+                                1e-3, args.max_seq_length, args.seed)
+            teacher.save_pretrained(teacher_dir)
+            tokenizer.save_pretrained(teacher_dir)
+            with open(warm_record, "w", encoding="utf-8") as handle:
+                json.dump(warm, handle)
+        print("teacher head warm-up", warm, "held-out loss with the random head", round(before, 4), flush=True)
 
     # 3. The evaluated models: teacher, top-3-removed teacher, and each arm's student after --max_steps.
     scores = {"teacher": heldout_batch_losses(teacher, tokenizer, heldout, args.max_seq_length)}
