@@ -39,6 +39,7 @@ from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments
+from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.tokenizer_loader import load_fast_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -160,6 +161,9 @@ def main(argv=None):
 
     # 9. Final model, metrics and state of the run.
     finish_run(trainer, collator, train_result)
+
+    # 10. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
+    close_process_group()
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from bioptimus_hf.pretraining.run_lifecycle import (
 )
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments
+from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.files import write_json_atomic
 from bioptimus_hf.vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model, start_model_provenance
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
@@ -166,6 +167,9 @@ def main(argv=None):
 
     # 8. Final model, metrics and the list of releases.
     finish_run(trainer, collator, train_result, publisher)
+
+    # 9. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
+    close_process_group()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ is already initialised (the ``TrainingArguments`` / ``accelerate`` state creates
 * :func:`shard` — this rank's share of a list (round robin, so length-sorted work stays balanced);
 * :func:`sum_across_ranks` — per-key vector sums and counts summed over ranks (one ``all_reduce`` each);
 * :func:`share_from_main` — a picklable value computed on rank 0 only, given to every rank;
-* :func:`wait_for_everyone` — a barrier.
+* :func:`wait_for_everyone` — a barrier;
+* :func:`close_process_group` — the last call of a script: every rank waits, then the group is destroyed.
 """
 
 from __future__ import annotations
@@ -99,3 +100,19 @@ def wait_for_everyone() -> None:
     """A barrier across all ranks (nothing without a process group)."""
     if rank_and_world()[1] > 1:
         torch.distributed.barrier()
+
+
+def close_process_group() -> None:
+    """End of a script: wait for every rank, then destroy the process group (nothing without one).
+
+    A process that exits with a live gloo group can abort during interpreter shutdown ("terminate called
+    without an active exception", SIGABRT; pytorch/pytorch#190489): gloo's worker threads still hold
+    work that needs the interpreter. The rank that finishes first (a replica skips the main process's
+    writes) is the one that hits it, and the launcher then reports the whole run as failed. Neither the
+    Trainer nor ``accelerate`` destroys the group, so each ``run_*.py`` calls this as its last step.
+    """
+    if not _group_ready():
+        return
+    if torch.distributed.get_world_size() > 1:
+        torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
