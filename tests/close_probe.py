@@ -15,7 +15,7 @@ if __name__ == "__main__":  # torchrun entry point: output_dir
     torch.distributed.init_process_group("gloo")
     rank = torch.distributed.get_rank()
     if rank == 0:
-        time.sleep(1.5)  # the main process writing releases while the replica is already done
+        time.sleep(3.0)  # the main process writing releases while the replica is already done
     entered = time.time()
     close_process_group()
     left = time.time()

@@ -18,7 +18,7 @@ def test_close_process_group_without_a_group_does_nothing():
 
 
 def test_close_process_group_waits_for_the_slowest_rank_then_destroys_the_group(tmp_path):
-    """The replica reaches the end 1.5 s before the main process; it leaves only once the main process
+    """The replica reaches the end about 3 s before the main process; it leaves only once the main process
     arrives, and no rank exits with a live group (the cause of gloo's SIGABRT at interpreter shutdown)."""
     tests_dir = Path(__file__).parent
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(tests_dir), str(tests_dir.parent)]))
@@ -29,5 +29,5 @@ def test_close_process_group_waits_for_the_slowest_rank_then_destroys_the_group(
     assert "terminate called" not in result.stderr
     main, replica = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     assert not main["still_initialized"] and not replica["still_initialized"]
-    assert replica["entered"] < main["entered"] - 1.0  # the replica was first...
+    assert replica["entered"] < main["entered"] - 1.5  # the replica was first...
     assert replica["left"] >= main["entered"] - 0.05  # ...and waited for the main process at the barrier
