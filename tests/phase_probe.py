@@ -13,6 +13,7 @@ from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from bioptimus_hf.pretraining.phases import CurriculumPhase
+from bioptimus_hf.utils.distributed import close_process_group
 
 # Two phases that a single batch tells apart: ~10% tokens with corruption vs ~50% whole words, all [MASK].
 PROBE_PHASES = [
@@ -102,3 +103,4 @@ if __name__ == "__main__":  # torchrun entry point: model_dir corpus_file output
     Path(output_dir, f"rank{rank}.json").write_text(
         json.dumps({"records": recorder.records, "history": schedule.phase_history, "world": torch.distributed.get_world_size()})
     )
+    close_process_group()  # a rank exiting with a live gloo group can abort at shutdown (SIGABRT)
