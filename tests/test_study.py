@@ -117,6 +117,14 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     assert len(calls) == 1 and (study / "arms" / "continued" / DONE_FILE).is_file()
     assert state.stat().st_mtime_ns == state_mtime  # resumed at its last checkpoint: no step trained again
 
+    # A second process that leaves the base row to another (--include_base false) still reports the base row
+    # the other finished, with its NER results.
+    monkeypatch.setattr(run_pretraining, "main", must_not_run)
+    lane = run_study.main([config, "--only_arms", "continued", "--include_base", "false", "--skip_analysis", "true"])
+    assert list(lane["rows"]) == ["base", "continued", "averaged_one_phase"]
+    assert lane["rows"]["base"]["ner"] == rows["base"]["ner"]
+    assert "| base |" in (results_dir / "results.md").read_text()
+
 
 def test_interrupted_arm_resumes_from_its_checkpoint(tmp_path, tiny_model_dir, monkeypatch):
     """Killed mid-training (after the step-4 checkpoint), the arm continues from step 4, not from 0."""

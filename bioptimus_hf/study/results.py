@@ -44,7 +44,10 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
     """Everything the study has finished so far, as one JSON-able dict."""
     layout = StudyLayout(args.output_dir)
     rows: dict[str, Any] = {}
-    names = ([BASE_ROW] if args.include_base else []) + [a.name for a in args.arm_configs]
+    # The base row is shown when asked for or when its results exist: a second process started with
+    # --include_base false (so as not to evaluate it twice) must not drop the first process's base row.
+    show_base = args.include_base or bool(finished_ner_runs(layout, BASE_ROW))
+    names = ([BASE_ROW] if show_base else []) + [a.name for a in args.arm_configs]
     arms = {a.name: a for a in args.arm_configs}
     for name in names:
         row: dict[str, Any] = {"init_strategy": "base (no further pre-training)" if name == BASE_ROW else
