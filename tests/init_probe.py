@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 import bioptimus_hf.vocabulary.qikfind as qikfind
+from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from test_embedding_init import NEW_VOCAB, init_args, make_base, make_tokenizer
 
@@ -44,4 +45,4 @@ if __name__ == "__main__":  # torchrun entry point: corpus_file output_dir
         "world": report["forward"]["world_size"],
         "vectors": {str(t): v.tolist() for t, v in initializer.vectors.items()},
     }))
-    torch.distributed.destroy_process_group()
+    close_process_group()

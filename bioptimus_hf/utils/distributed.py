@@ -113,6 +113,5 @@ def close_process_group() -> None:
     """
     if not _group_ready():
         return
-    if torch.distributed.get_world_size() > 1:
-        torch.distributed.barrier()
+    wait_for_everyone()
     torch.distributed.destroy_process_group()
