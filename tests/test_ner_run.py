@@ -13,7 +13,8 @@ import run_ner
 from bioptimus_hf.commands import compare_ner
 from bioptimus_hf.ner import compare
 from bioptimus_hf.ner.conll import ConllFormatError, read_conll
-from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, model_index, write_results
+from bioptimus_hf.ner.results import (aggregate_seed_results, markdown_table, model_index, paired_seed_difference,
+                                      write_results)
 from bioptimus_hf.ner.tagger import NerTagger
 
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401
@@ -193,6 +194,19 @@ def test_results_aggregation_table_and_model_index(tmp_path):
     assert lines[3] == "| base | 65.00 ± 7.07 | – | – |" and lines[4] == "| missing | – | – | – |"
     assert compare.comparison_table({("m", "a"): {"test_f1": 0.5}, ("m", "b"): {"test_f1": 0.7}}, ["m"], ["a", "b"]).splitlines()[2] == "| m | 50.00 ± 0.00 | 70.00 ± 0.00 | 60.00 |"
     assert json.load(open(tmp_path / "comparison.json"))[0]["model"] == "v0.1"
+
+
+def test_paired_seed_difference_uses_only_shared_seeds():
+    ours = aggregate_seed_results([{"seed": s, "test_f1": f} for s, f in [(1, 0.80), (2, 0.70), (3, 0.90), (4, 0.5)]])
+    reference = aggregate_seed_results([{"seed": s, "test_f1": f} for s, f in [(3, 0.86), (1, 0.79), (2, 0.67), (5, 0.9)]])
+    paired = paired_seed_difference(ours, reference)
+    assert paired["seeds"] == [1, 2, 3] and paired["num_seeds"] == 3
+    assert paired["differences"] == pytest.approx([0.01, 0.03, 0.04])
+    assert paired["mean"] == pytest.approx(0.08 / 3) and paired["std"] == pytest.approx(0.0152752523, rel=1e-6)
+    # The rows' own spreads are over five times the spread of their paired difference: the point of pairing.
+    assert ours["test_f1_std"] > 5 * paired["std"]
+    assert paired_seed_difference(ours, aggregate_seed_results([{"seed": 9, "test_f1": 0.5}])) is None
+    assert paired_seed_difference(ours, reference, key="eval_f1") is None
 
 
 def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path):

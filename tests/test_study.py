@@ -78,6 +78,14 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     assert "| base |" in table and "| continued |" in table and "tiny-ner test F1" in table
     assert "| averaged_one_phase | v0.4 | word 0.20, all [MASK] | 8 |" in table
     assert "Representations of rare and frequent tokens" in table
+    # Differences between rows are paired by fine-tuning seed, every row against every earlier one.
+    paired = {(p["row"], p["reference"]): p for p in results["paired"]}
+    assert set(paired) == {("continued", "base"), ("averaged_one_phase", "base"), ("averaged_one_phase", "continued")}
+    f1 = {name: row["ner"]["final"]["tiny-ner"]["test_f1"] for name, row in rows.items()}
+    difference = paired[("averaged_one_phase", "continued")]
+    assert difference["seeds"] == [1] and difference["mean"] == pytest.approx(f1["averaged_one_phase"] - f1["continued"])
+    assert f"| {100 * (f1['continued'] - f1['base']):+.2f} (n=1) |" in table
+    assert f"| averaged_one_phase − continued | tiny-ner | {100 * difference['mean']:+.2f} | " in table
     on_disk = json.loads((results_dir / "results.json").read_text())
     assert set(on_disk["analysis"]) == {"base", "continued", "averaged_one_phase"}
     assert set(on_disk["analysis"]["continued"]) == {"v0.1", "v0.2", "v0.3", "v0.4"}

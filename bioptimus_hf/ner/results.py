@@ -52,6 +52,24 @@ def aggregate_seed_results(per_seed: Sequence[Dict[str, Any]], run_info: Dict[st
     return results
 
 
+def paired_seed_difference(results: Dict[str, Any], reference: Dict[str, Any], key: str = "test_f1") -> Dict[str, Any] | None:
+    """``results`` minus ``reference`` seed by seed (two ``all_results`` dicts), over the seeds both ran.
+
+    Fine-tuning with the same seed gives both models the same data order, head initialisation and
+    dropout masks, so most of the seed-to-seed swing is shared and cancels in the difference: its
+    spread, not the two rows' own spreads, says whether one model is ahead. ``None`` when no seed has
+    ``key`` in both.
+    """
+    ours = {run["seed"]: run[key] for run in results.get("per_seed", []) if run.get(key) is not None}
+    theirs = {run["seed"]: run[key] for run in reference.get("per_seed", []) if run.get(key) is not None}
+    seeds = sorted(set(ours) & set(theirs))
+    if not seeds:
+        return None
+    differences = [ours[seed] - theirs[seed] for seed in seeds]
+    return {"seeds": seeds, "differences": differences, "mean": mean(differences), "std": _std(differences),
+            "num_seeds": len(seeds)}
+
+
 def write_results(output_dir: str, results: Dict[str, Any]) -> str:
     """Write ``all_results.json`` atomically: its presence means a finished run (the comparison driver skips it)."""
     from ..utils.files import write_json_atomic

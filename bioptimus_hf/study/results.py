@@ -2,6 +2,8 @@
 
 Rows are the base model (no further pre-training) and the arms, side by side. NER numbers are test
 (and devel) F1 over the fine-tuning seeds, mean ± sample std (``ner.results.aggregate_seed_results``);
+differences between rows are paired by fine-tuning seed (``ner.results.paired_seed_difference``): the
+seed-to-seed swing of NER fine-tuning is larger than most differences between arms, and mostly shared;
 pre-training numbers come from the arm's releases (``bioptimus_phase.json``) and ``train_results.json``.
 A row or a cell that has not run yet says so; the files are rewritten after every finished unit.
 """
@@ -12,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..ner.results import aggregate_seed_results
+from ..ner.results import aggregate_seed_results, paired_seed_difference
 from ..releases.record import ReleaseInfo, find_releases
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from .done_marks import is_done
@@ -79,7 +81,36 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
                   "evaluate_every_steps": args.evaluate_every_steps,
                   "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs}},
         "rows": rows,
+        "paired": paired_differences(rows),
     }
+
+
+def paired_differences(rows: dict[str, Any], target: str = "final") -> list[dict[str, Any]]:
+    """Test F1 of every row minus every earlier row (the base first), seed by seed, per dataset."""
+    names = list(rows)
+    pairs = []
+    for i, earlier in enumerate(names):
+        for later in names[i + 1:]:
+            for dataset, cell in rows[later]["ner"].get(target, {}).items():
+                reference = rows[earlier]["ner"].get(target, {}).get(dataset)
+                difference = paired_seed_difference(cell, reference) if reference else None
+                if difference:
+                    pairs.append({"row": later, "reference": earlier, "target": target, "dataset": dataset,
+                                  **difference})
+    return pairs
+
+
+def _paired_cell(results: dict[str, Any], row: str, reference: str, dataset: str) -> str:
+    for pair in results.get("paired", []):
+        if (pair["row"], pair["reference"], pair["dataset"]) == (row, reference, dataset):
+            return f"{_plus_minus(pair)} (n={pair['num_seeds']})"
+    return NOT_RUN
+
+
+def _plus_minus(pair: dict[str, Any]) -> str:
+    # One seed has no spread: say nothing rather than a misleading "± 0.00".
+    spread = f" ± {100 * pair['std']:.2f}" if pair["num_seeds"] > 1 else ""
+    return f"{100 * pair['mean']:+.2f}{spread}"
 
 
 def _pm(cell: dict[str, Any] | None, key: str) -> str:
@@ -101,13 +132,12 @@ def _final_loss(row: dict[str, Any]) -> Any:
 def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = None) -> str:
     study, rows = results["study"], results["rows"]
     datasets = study["ner_datasets"]
-    base = rows.get(BASE_ROW, {}).get("ner", {}).get("final", {})
     lines = [f"# Study: {study['model_name_or_path']}, {study['token_budget']:,} training tokens per arm, "
              f"seed {study['seed']}", ""]
     lines += ["## NER of each arm's final model (test F1 %, mean ± std over seeds; paper Tables 2 and 7)", ""]
     header = ["row", "initialisation", "curriculum", "steps", "held-out MLM loss"]
     for dataset in datasets:
-        header += [f"{dataset} test F1", f"{dataset} devel F1", "Δ test F1 vs base"]
+        header += [f"{dataset} test F1", f"{dataset} devel F1", "Δ test F1 vs base (paired)"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, row in rows.items():
         pre = row.get("pretraining")
@@ -117,10 +147,16 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
         for dataset in datasets:
             cell = row["ner"].get("final", {}).get(dataset)
             cells += [_pm(cell, "test_f1"), _pm(cell, "eval_f1")]
-            reference = base.get(dataset)
-            cells.append(f"{100 * (cell['test_f1'] - reference['test_f1']):+.2f}"
-                         if cell and reference and name != BASE_ROW else NOT_RUN)
+            cells.append(_paired_cell(results, name, BASE_ROW, dataset))
         lines.append("| " + " | ".join(cells) + " |")
+    arm_pairs = [p for p in results.get("paired", []) if BASE_ROW not in (p["row"], p["reference"])]
+    if arm_pairs:
+        lines += ["", "## Arms against each other (test F1 %, paired by fine-tuning seed: mean ± std of the "
+                  "differences)", "", "| difference | dataset | mean ± std | per seed |", "|---|---|---|---|"]
+        for pair in arm_pairs:
+            per_seed = ", ".join(f"{100 * d:+.2f} (seed {s})" for s, d in zip(pair["seeds"], pair["differences"]))
+            lines.append(f"| {pair['row']} − {pair['reference']} | {pair['dataset']} | "
+                         f"{_plus_minus(pair)} | {per_seed} |")
     lines += ["", "## Phase by phase (paper Table 5): releases of each arm", "",
               "| arm | release | masking | steps | realised masked fraction | held-out MLM loss (own masking) | "
               + " | ".join(f"{d} test F1" for d in datasets) + " |",
