@@ -230,12 +230,19 @@ def test_task_difficulty_masks_the_same_blocks_per_phase(tmp_path, tiny_model_di
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(200)) + "\n")
-    output = tmp_path / "difficulty.json"
-    result = run(["--model_name_or_path", str(tiny_model_dir), "--corpus_files", str(corpus), "--max_blocks", "24",
-                  "--max_seq_length", "64", "--output_file", str(output)])
+    output, plot = tmp_path / "difficulty.json", tmp_path / "difficulty.png"
+    result = run(["--model_name_or_path", str(tiny_model_dir), f"again={tiny_model_dir}", "--corpus_files", str(corpus),
+                  "--max_blocks", "24", "--max_seq_length", "64", "--output_file", str(output),
+                  "--output_plot", str(plot)])
     assert json.loads(output.read_text()) == json.loads(json.dumps(result))
-    phases = result["phases"]
-    assert [p["version"] for p in phases] == ["0.1", "0.2", "0.3", "0.4"] and result["blocks"] == 24
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    first, again = result["models"]
+    # A bare path is labelled by its last component, a LABEL=PATH entry by its label; the same model on the
+    # same blocks with the same masking seed gives the very same losses.
+    assert (first["label"], again["label"]) == (os.path.basename(str(tiny_model_dir)), "again")
+    assert first["model"] == again["model"] == str(tiny_model_dir) and first["phases"] == again["phases"]
+    phases = first["phases"]
+    assert [p["version"] for p in phases] == ["0.1", "0.2", "0.3", "0.4"] and first["blocks"] == 24
     for phase in phases:
         assert abs(phase["realised_masked_fraction"] - phase["masking_rate"]) < 0.02
         assert np.isfinite(phase["mlm_loss"]) and phase["perplexity"] == pytest.approx(np.exp(phase["mlm_loss"]))

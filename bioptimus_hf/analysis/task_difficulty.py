@@ -82,3 +82,33 @@ def difficulty_table(model_name: str, rows: Sequence[dict[str, Any]]) -> str:
         lines.append(f"| v{row['version']} | {masking} | {row['mlm_loss']:.4f} | {row['perplexity']:.2f} | "
                      f"{row['masked_tokens']} | {row['realised_masked_fraction']:.4f} |")
     return "\n".join(lines)
+
+
+def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
+    """One line per model: its MLM loss under each phase's masking (the paper's Figure 4), as a PNG.
+
+    ``results`` are per-model dicts with ``label`` and ``phases`` (``phase_losses`` rows). Nothing is
+    drawn (``None``) without matplotlib.
+    """
+    from ..pretraining.loss_plot import have_matplotlib, pyplot
+
+    if not have_matplotlib():
+        return None
+    plt = pyplot()
+    phases = results[0]["phases"]
+    ticks = [f"v{p['version']}\n{p['masking_unit']} {p['masking_rate']:.2f}"
+             f"{'' if p['corruption'] else chr(10) + 'all [MASK]'}" for p in phases]
+    figure, axis = plt.subplots(figsize=(1.6 * len(phases) + 3.0, 4.0))
+    for result in results:
+        axis.plot(range(len(result["phases"])), [p["mlm_loss"] for p in result["phases"]], marker="o",
+                  label=result["label"])
+    axis.set_xticks(range(len(phases)), ticks)
+    axis.set_ylabel("MLM loss per masked token")
+    axis.set_title("Task difficulty: each phase's masking on the same blocks")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
