@@ -246,6 +246,9 @@ def test_task_difficulty_masks_the_same_blocks_per_phase(tmp_path, tiny_model_di
     for phase in phases:
         assert abs(phase["realised_masked_fraction"] - phase["masking_rate"]) < 0.02
         assert np.isfinite(phase["mlm_loss"]) and phase["perplexity"] == pytest.approx(np.exp(phase["mlm_loss"]))
+        # A random model's per-token losses spread by well under a nat: the standard error over the few
+        # hundred masked tokens is a few hundredths, positive.
+        assert 0.0 < phase["mlm_loss_se"] < 0.2
     # Phases 3 and 4 mask the same words at 20% (one corrupts 10/10, the other masks all): same token count.
     assert phases[2]["masked_tokens"] == phases[3]["masked_tokens"] > phases[0]["masked_tokens"]
     # A random model's loss is near log(vocabulary size) whatever the masking.

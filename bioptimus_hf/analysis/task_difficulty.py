@@ -52,7 +52,7 @@ def phase_losses(model, tokenizer, blocks: Sequence[dict[str, Any]], phases: Seq
     model.eval()
     rows = []
     for index, phase in enumerate(phases):
-        loss_sum, masked, maskable = 0.0, 0, 0
+        loss_sum, loss_squares, masked, maskable = 0.0, 0.0, 0, 0
         starts = range(0, len(blocks), batch_size)
         for number, start in enumerate(tqdm(starts, desc=f"phase v{phase.version}", disable=not progress)):
             # A fresh stream per batch, the same for every phase: phases with the same unit and rate select
@@ -64,22 +64,28 @@ def phase_losses(model, tokenizer, blocks: Sequence[dict[str, Any]], phases: Seq
             maskable += int(batch.curriculum_state["maskable"].sum())
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
             selected = labels != -100
-            loss_sum += float(torch.nn.functional.cross_entropy(logits[selected].float(), labels[selected],
-                                                                reduction="sum"))
+            token_losses = torch.nn.functional.cross_entropy(logits[selected].float(), labels[selected],
+                                                             reduction="none").double()
+            loss_sum += float(token_losses.sum())
+            loss_squares += float((token_losses ** 2).sum())
             masked += int(selected.sum())
         loss = loss_sum / masked
+        # Standard error of the mean over masked tokens (treated as independent): how far apart two phases'
+        # losses must be to tell them apart on this sample.
+        variance = max(loss_squares / masked - loss * loss, 0.0) * masked / max(masked - 1, 1)
+        standard_error = math.sqrt(variance / masked)
         rows.append({"version": phase.version, "masking_unit": phase.masking_unit, "masking_rate": phase.masking_rate,
-                     "corruption": phase.corruption, "mlm_loss": loss, "perplexity": math.exp(min(loss, 50.0)),
+                     "corruption": phase.corruption, "mlm_loss": loss, "mlm_loss_se": standard_error, "perplexity": math.exp(min(loss, 50.0)),
                      "masked_tokens": masked, "realised_masked_fraction": masked / maskable})
     return rows
 
 
 def difficulty_table(model_name: str, rows: Sequence[dict[str, Any]]) -> str:
-    lines = [f"| {model_name}: phase | masking | MLM loss | perplexity | masked tokens | realised fraction |",
+    lines = [f"| {model_name}: phase | masking | MLM loss ± SE | perplexity | masked tokens | realised fraction |",
              "|---|---|---|---|---|---|"]
     for row in rows:
         masking = f"{row['masking_unit']} {row['masking_rate']:.2f}{'' if row['corruption'] else ', all [MASK]'}"
-        lines.append(f"| v{row['version']} | {masking} | {row['mlm_loss']:.4f} | {row['perplexity']:.2f} | "
+        lines.append(f"| v{row['version']} | {masking} | {row['mlm_loss']:.4f} ± {row['mlm_loss_se']:.4f} | {row['perplexity']:.2f} | "
                      f"{row['masked_tokens']} | {row['realised_masked_fraction']:.4f} |")
     return "\n".join(lines)
 
@@ -100,8 +106,8 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
              f"{'' if p['corruption'] else chr(10) + 'all [MASK]'}" for p in phases]
     figure, axis = plt.subplots(figsize=(1.6 * len(phases) + 3.0, 4.0))
     for result in results:
-        axis.plot(range(len(result["phases"])), [p["mlm_loss"] for p in result["phases"]], marker="o",
-                  label=result["label"])
+        axis.errorbar(range(len(result["phases"])), [p["mlm_loss"] for p in result["phases"]],
+                      yerr=[p["mlm_loss_se"] for p in result["phases"]], marker="o", capsize=3, label=result["label"])
     axis.set_xticks(range(len(phases)), ticks)
     axis.set_ylabel("MLM loss per masked token")
     axis.set_title("Task difficulty: each phase's masking on the same blocks")
