@@ -104,7 +104,7 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
     phases = results[0]["phases"]
     ticks = [f"v{p['version']}\n{p['masking_unit']} {p['masking_rate']:.2f}"
              f"{'' if p['corruption'] else chr(10) + 'all [MASK]'}" for p in phases]
-    figure, axis = plt.subplots(figsize=(1.6 * len(phases) + 3.0, 4.0))
+    figure, axis = plt.subplots(figsize=(1.6 * len(phases) + 5.0, 4.0))
     for result in results:
         axis.errorbar(range(len(result["phases"])), [p["mlm_loss"] for p in result["phases"]],
                       yerr=[p["mlm_loss_se"] for p in result["phases"]], marker="o", capsize=3, label=result["label"])
@@ -112,7 +112,7 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
     axis.set_ylabel("MLM loss per masked token")
     axis.set_title("Task difficulty: each phase's masking on the same blocks")
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: lines cross anywhere
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
