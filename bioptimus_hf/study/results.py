@@ -81,19 +81,20 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
                   "evaluate_every_steps": args.evaluate_every_steps,
                   "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs}},
         "rows": rows,
-        "paired": paired_differences(rows),
+        "paired": paired_differences(rows, [Path(d).name for d in args.ner_data_dirs]),
     }
 
 
-def paired_differences(rows: dict[str, Any], target: str = "final") -> list[dict[str, Any]]:
-    """Test F1 of every row minus every earlier row (the base first), seed by seed, per dataset."""
+def paired_differences(rows: dict[str, Any], datasets: list[str], target: str = "final") -> list[dict[str, Any]]:
+    """Test F1 of every row minus every earlier row (the base first), seed by seed, per dataset (in order)."""
     names = list(rows)
     pairs = []
     for i, earlier in enumerate(names):
         for later in names[i + 1:]:
-            for dataset, cell in rows[later]["ner"].get(target, {}).items():
+            for dataset in datasets:
+                cell = rows[later]["ner"].get(target, {}).get(dataset)
                 reference = rows[earlier]["ner"].get(target, {}).get(dataset)
-                difference = paired_seed_difference(cell, reference) if reference else None
+                difference = paired_seed_difference(cell, reference) if cell and reference else None
                 if difference:
                     pairs.append({"row": later, "reference": earlier, "target": target, "dataset": dataset,
                                   **difference})
