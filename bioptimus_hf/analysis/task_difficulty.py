@@ -52,7 +52,7 @@ def phase_losses(model, tokenizer, blocks: Sequence[dict[str, Any]], phases: Seq
     model.eval()
     rows = []
     for index, phase in enumerate(phases):
-        loss_sum, loss_squares, masked, maskable = 0.0, 0.0, 0, 0
+        token_losses, maskable = [], 0
         starts = range(0, len(blocks), batch_size)
         for number, start in enumerate(tqdm(starts, desc=f"phase v{phase.version}", disable=not progress)):
             # A fresh stream per batch, the same for every phase: phases with the same unit and rate select
@@ -64,19 +64,17 @@ def phase_losses(model, tokenizer, blocks: Sequence[dict[str, Any]], phases: Seq
             maskable += int(batch.curriculum_state["maskable"].sum())
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
             selected = labels != -100
-            token_losses = torch.nn.functional.cross_entropy(logits[selected].float(), labels[selected],
-                                                             reduction="none").double()
-            loss_sum += float(token_losses.sum())
-            loss_squares += float((token_losses ** 2).sum())
-            masked += int(selected.sum())
-        loss = loss_sum / masked
+            token_losses.append(torch.nn.functional.cross_entropy(logits[selected].float(), labels[selected],
+                                                                  reduction="none").double())
+        losses = torch.cat(token_losses)
+        masked, loss = losses.numel(), float(losses.mean())
         # Standard error of the mean over masked tokens (treated as independent): how far apart two phases'
         # losses must be to tell them apart on this sample.
-        variance = max(loss_squares / masked - loss * loss, 0.0) * masked / max(masked - 1, 1)
-        standard_error = math.sqrt(variance / masked)
+        standard_error = float(losses.std()) / math.sqrt(masked) if masked > 1 else 0.0
         rows.append({"version": phase.version, "masking_unit": phase.masking_unit, "masking_rate": phase.masking_rate,
-                     "corruption": phase.corruption, "mlm_loss": loss, "mlm_loss_se": standard_error, "perplexity": math.exp(min(loss, 50.0)),
-                     "masked_tokens": masked, "realised_masked_fraction": masked / maskable})
+                     "corruption": phase.corruption, "mlm_loss": loss, "mlm_loss_se": standard_error,
+                     "perplexity": math.exp(min(loss, 50.0)), "masked_tokens": masked,
+                     "realised_masked_fraction": masked / maskable})
     return rows
 
 
@@ -85,8 +83,8 @@ def difficulty_table(model_name: str, rows: Sequence[dict[str, Any]]) -> str:
              "|---|---|---|---|---|---|"]
     for row in rows:
         masking = f"{row['masking_unit']} {row['masking_rate']:.2f}{'' if row['corruption'] else ', all [MASK]'}"
-        lines.append(f"| v{row['version']} | {masking} | {row['mlm_loss']:.4f} ± {row['mlm_loss_se']:.4f} | {row['perplexity']:.2f} | "
-                     f"{row['masked_tokens']} | {row['realised_masked_fraction']:.4f} |")
+        lines.append(f"| v{row['version']} | {masking} | {row['mlm_loss']:.4f} ± {row['mlm_loss_se']:.4f} | "
+                     f"{row['perplexity']:.2f} | {row['masked_tokens']} | {row['realised_masked_fraction']:.4f} |")
     return "\n".join(lines)
 
 
