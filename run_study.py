@@ -4,6 +4,8 @@
     python run_study.py configs/study_cpu.yaml                          # what runs on a 2-core CPU machine
     python run_study.py configs/study_cpu.yaml --only_arms continued    # some arms this time
     python run_study.py configs/study_paper.yaml --model_name_or_path bert-base-uncased   # the paper, on GPUs
+    python run_study.py configs/study_gpu.yaml --prepare_only true      # shared tokenizer + start models, then
+    python run_study.py configs/study_gpu.yaml --only_arms averaged --include_base false &   # arms side by side
 
 Run it again after an interruption: finished arms and NER runs are skipped, an interrupted arm resumes from
 its last checkpoint. ``<results_dir>`` (default ``<output_dir>/study``) gets ``results.json``,
@@ -43,7 +45,11 @@ def main(argv=None):
 
     # 2. Tokenizer, start models, then the base row and every arm: pre-training, NER (skipping what is done).
     runner = StudyRunner(args, run_pretraining.main, run_ner.main, on_progress=report)
-    runner.run()
+    if not args.report_only:
+        runner.run()
+    if args.prepare_only:  # shared inputs ready; the arms run as separate jobs (docs/study.md)
+        logger.info("study: prepared %s; run the arms now", dict(runner.computed) or "nothing new")
+        return None
 
     # 3. Representation analysis of every release (rare vs frequent tokens), then the final report.
     analysis = None

@@ -80,6 +80,14 @@ class BenchmarkArguments:
     learning_rate: float = 1e-4
     seed: int = 42
     warmup_steps: int = field(default=2, metadata={"help": "untimed steps at the start of each run"})
+    dataloader_num_workers: int = field(default=0, metadata={"help": "TrainingArguments.dataloader_num_workers"})
+    logging_steps: int = field(
+        default=1, metadata={"help": "loss logged every N steps (each log reads the loss back: a host sync on a GPU)"}
+    )
+    logging_nan_inf_filter: bool = field(
+        default=True,
+        metadata={"help": "TrainingArguments' NaN/inf check of every step's loss (a host sync per step on a GPU)"},
+    )
     bf16: bool = field(default=False, metadata={"help": "add +bf16 to every arm (TrainingArguments bf16 autocast)"})
     tf32: bool = field(default=False, metadata={"help": "add +tf32 to every arm (CUDA only)"})
     peak_tflops: float | None = field(
@@ -172,7 +180,7 @@ def our_blocks(tokenizer, lines, block_size):
 class StepClock:
     """TrainerCallback recording wall-clock time at each step end and each logged loss."""
 
-    def __init__(self, warmup_steps, profile_steps=0, cuda=False):
+    def __init__(self, warmup_steps, profile_steps=0, cuda=False, max_steps=None):
         from transformers import TrainerCallback
 
         clock = self
@@ -190,8 +198,11 @@ class StepClock:
                 clock.mark("optimizer_done")
 
             def on_step_end(self, args, state, control, **kwargs):
-                if cuda:
-                    torch.cuda.synchronize()  # GPU work is asynchronous: time it done
+                # GPU work is asynchronous: wait for it where a time is read for the result (the end of the
+                # warm-up and of the last step); a sync at every step would stop the host from queueing the
+                # next step's work while the GPU runs this one. On CPU every step end is exact.
+                if cuda and state.global_step in (max(warmup_steps, 1), max_steps):
+                    torch.cuda.synchronize()
                 clock.step_ends.append(time.perf_counter())
                 clock.cpu_ends.append(time.process_time())
                 clock.mark("step_end")
@@ -368,7 +379,8 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         warmup_steps=max(1, round(0.06 * steps)),
         weight_decay=0.01,
         seed=args.seed,
-        logging_steps=1,
+        logging_steps=args.logging_steps,
+        logging_nan_inf_filter=args.logging_nan_inf_filter,
         logging_strategy="steps",
         save_strategy="no",
         report_to=[],
@@ -377,11 +389,12 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         tf32=True if "tf32" in options else None,
         torch_compile="compile" in options,
         disable_tqdm=True,
-        dataloader_num_workers=0,
+        dataloader_num_workers=args.dataloader_num_workers,
+        dataloader_pin_memory=on_gpu,
         # Our collator needs word_ids / special_tokens_mask, which are not model inputs.
         remove_unused_columns=not use_curriculum and not recipe.startswith("same_batches"),
     )
-    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu)
+    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps)
     clock.attach(model)
     trainer = Trainer(
         model=model, args=training_args, train_dataset=dataset, data_collator=collator, callbacks=[clock.callback]
@@ -411,6 +424,9 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         "curriculum_collator": use_curriculum,
         "attn_implementation": attn_implementation,
         "optim": str(training_args.optim),
+        "dataloader_num_workers": args.dataloader_num_workers,
+        "logging_steps": args.logging_steps,
+        "logging_nan_inf_filter": args.logging_nan_inf_filter,
         "steps": steps,
         "timed_steps": timed_steps,
         "timed_seconds": seconds,

@@ -134,6 +134,38 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     assert "| base |" in (results_dir / "results.md").read_text()
 
 
+def test_prepare_only_builds_the_shared_inputs_once_and_trains_nothing(tmp_path, tiny_model_dir, monkeypatch):
+    def must_not_run(*_args, **_kwargs):
+        raise AssertionError("--prepare_only trained or fine-tuned")
+
+    real_ner = run_ner.main
+    monkeypatch.setattr(run_pretraining, "main", must_not_run)
+    monkeypatch.setattr(run_ner, "main", must_not_run)
+    config = study_config(tmp_path, tiny_model_dir)
+    assert run_study.main([config, "--prepare_only", "true"]) is None
+    study = tmp_path / "study"
+    assert (study / "tokenizer" / "coverage_report.json").is_file()
+    init_report = study / "init" / "averaged" / "init_report.json"
+    assert init_report.is_file()
+    assert not (study / "arms").exists()  # no arm trained, no NER run (not even the base row's)
+    # A second preparation finds both and rebuilds neither.
+    mtime = init_report.stat().st_mtime_ns
+    run_study.main([config, "--prepare_only", "true"])
+    assert init_report.stat().st_mtime_ns == mtime
+
+    # The base row alone as a lane (--only_arms base): its NER runs, no arm trains.
+    monkeypatch.setattr(run_ner, "main", real_ner)
+    lane = run_study.main([config, "--only_arms", "base", "--skip_analysis", "true"])
+    assert lane["rows"]["base"]["ner"]["final"]["tiny-ner"]["num_seeds"] == 1
+    assert not (study / "arms" / "continued").exists() and not (study / "arms" / "averaged_one_phase").exists()
+    # --report_only rewrites the report from what is finished, running nothing.
+    monkeypatch.setattr(run_ner, "main", must_not_run)
+    (study / "study" / "results.md").unlink()
+    report = run_study.main([config, "--report_only", "true", "--skip_analysis", "true"])
+    assert report["rows"]["base"]["ner"] == lane["rows"]["base"]["ner"]
+    assert "| base |" in (study / "study" / "results.md").read_text()
+
+
 def test_interrupted_arm_resumes_from_its_checkpoint(tmp_path, tiny_model_dir, monkeypatch):
     """Killed mid-training (after the step-4 checkpoint), the arm continues from step 4, not from 0."""
     config = study_config(tmp_path, tiny_model_dir, arms=[{"name": "continued", "init_strategy": "continued"}],
@@ -182,6 +214,18 @@ def test_bad_study_configs_are_refused_with_the_flag(tmp_path, arms, message):
                                     "arms": arms}))
     with pytest.raises(SystemExit, match=message):
         parse_args((StudyArguments,), [str(path)])
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--only_arms", "nosuch"], r"--only_arms \['nosuch'\]: no such arm \(arms: \['a'\], or 'base'\)"),
+    (["--prepare_only", "true", "--report_only", "true"], "exclude each other"),
+])
+def test_bad_study_flags_are_refused(tmp_path, flags, message):
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({"model_name_or_path": "m", "output_dir": str(tmp_path), "token_budget": 10,
+                                    "arms": [{"name": "a"}]}))
+    with pytest.raises(SystemExit, match=message):
+        parse_args((StudyArguments,), [str(path), *flags])
 
 
 def test_isotropy_measures_on_constructed_clouds():

@@ -189,9 +189,20 @@ class StudyRunner:
                     self._progress()
 
     # ------------------------------------------------------------------ the whole study
+    def prepare(self) -> str | None:
+        """The inputs the selected arms share: the new vocabulary and each initialised start model (once each)."""
+        if not any(a.init_strategy != "continued" for a in self.args.selected_arms):
+            return None
+        tokenizer = self.tokenizer()
+        for arm in self.args.selected_arms:
+            self.start_model(arm, tokenizer)
+        return tokenizer
+
     def run(self) -> None:
         """Base row first (the reference every arm is compared with), then each arm: train, then evaluate."""
-        tokenizer = self.tokenizer() if any(a.init_strategy != "continued" for a in self.args.selected_arms) else None
+        tokenizer = self.prepare()
+        if self.args.prepare_only:
+            return
         if self.args.include_base:
             self.ner(BASE_ROW, {"final": Path(self.args.model_name_or_path)})
         for arm in self.args.selected_arms:

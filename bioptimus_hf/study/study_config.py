@@ -122,7 +122,8 @@ class StudyArguments:
     seed: int = field(default=42, metadata={"help": "Seed of every arm (initialisation, data order, masking)."})
     include_base: bool = field(default=True, metadata={"help": "Evaluate the base model as a row of every table."})
     only_arms: list[str] | None = field(
-        default=None, metadata={"help": "Run only these arms (names) this time; the others keep their results."}
+        default=None, metadata={"help": f"Run only these arms (names) this time; the others keep their results. "
+                                        f"'{BASE_ROW}' alone: only the base row's NER runs (with --include_base)."}
     )
     ner_data_dirs: list[str] = field(
         default_factory=list, metadata={"help": "NER datasets (CoNLL directories with train/devel/test.tsv)."}
@@ -148,6 +149,16 @@ class StudyArguments:
                                           "when scikit-learn is installed)."},
     )
     skip_analysis: bool = field(default=False, metadata={"help": "Do not run the representation analysis."})
+    report_only: bool = field(
+        default=False,
+        metadata={"help": "Train and fine-tune nothing: rewrite results.json, results.md and the figures from the "
+                          "finished work (e.g. while other jobs run arms), with the analysis unless --skip_analysis."},
+    )
+    prepare_only: bool = field(
+        default=False,
+        metadata={"help": "Train the tokenizer and the start models the selected arms share, then stop: the arms can "
+                          "then run as separate jobs at once (--only_arms A --include_base false, one per job)."},
+    )
     results_dir: str | None = field(
         default=None, metadata={"help": "Where results.json, results.md and figures go (default: <output_dir>/study)."}
     )
@@ -167,9 +178,11 @@ class StudyArguments:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"--arms: arm names must be unique, {duplicates} repeat")
-        unknown = sorted(set(self.only_arms or []) - set(names))
+        unknown = sorted(set(self.only_arms or []) - set(names) - {BASE_ROW})
         if unknown:
-            raise ValueError(f"--only_arms {unknown}: no such arm (arms: {names})")
+            raise ValueError(f"--only_arms {unknown}: no such arm (arms: {names}, or {BASE_ROW!r})")
+        if self.prepare_only and self.report_only:
+            raise ValueError("--prepare_only and --report_only exclude each other")
         bad = sorted(set(self.evaluate_checkpoints) - set(CHECKPOINT_KINDS))
         if bad:
             raise ValueError(f"--evaluate_checkpoints {bad}: expected any of {CHECKPOINT_KINDS}")
