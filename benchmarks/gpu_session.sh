@@ -5,7 +5,8 @@
 #   bash benchmarks/gpu_session.sh env tests throughput     # call 1: environment, test suite, tokens/s
 #   bash benchmarks/gpu_session.sh env study                # call 2: configs/study_gpu.yaml, arms side by side
 #
-# The machine is bare and offline, so the call carries (paths ignored by git, named in `carry`):
+# The machine is bare and offline, so the call carries (paths ignored by git, named in `carry`; built here by
+# `bash benchmarks/gpu_carry.sh`):
 #   .carry/site.tar.gz   Python packages the image lacks or has older (transformers 5.23 without the model
 #                        families we never load, datasets, evaluate, seqeval, dill, multiprocess)
 #   .carry/data.tar.gz   ../shared/data (corpus and the NER sets), unpacked beside the checkout as here
