@@ -225,3 +225,22 @@ def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initiali
     card = (out / "releases" / "v0.4" / "README.md").read_text()
     assert f"Base model: `{tiny_model_dir.name}`" in card and start.name not in card
     assert phase["run"]["tokenizer"] == tiny_model_dir.name  # the vocabulary the start checkpoint was given
+
+
+def test_torch_compile_releases_plain_models_equal_to_the_final_weights(monkeypatch, tmp_path, tiny_model_dir,
+                                                                          corpus):
+    """--torch_compile true (the GPU configs set it): the masked-only head and the curriculum compile, and every
+    release is a plain BertForMaskedLM (no compile wrapper's prefixes), the last one equal to the saved model."""
+    from safetensors.torch import load_file
+
+    out = tmp_path / "out"
+    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--torch_compile", "true", "--use_cpu", "true",
+                                                               "--max_steps", 10, "--logging_nan_inf_filter", "false"])
+    assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    released = load_file(out / "releases" / "v0.4" / "model.safetensors")
+    final = load_file(out / "model.safetensors")
+    assert not any("_orig_mod" in key for key in released)
+    assert released.keys() == final.keys() and all(torch.equal(released[k], final[k]) for k in final)
+    model = AutoModelForMaskedLM.from_pretrained(out / "releases" / "v0.4")
+    base = AutoModelForMaskedLM.from_pretrained(tiny_model_dir)
+    assert not torch.equal(model.bert.encoder.layer[0].output.dense.weight, base.bert.encoder.layer[0].output.dense.weight)
