@@ -4,6 +4,7 @@
 #
 #   bash benchmarks/gpu_session.sh env tests throughput     # call 1: environment, test suite, tokens/s
 #   bash benchmarks/gpu_session.sh env study                # call 2: configs/study_gpu.yaml, arms side by side
+#   SESSION_SECONDS=290 bash benchmarks/gpu_session.sh seeds  # more NER seeds: base vs continued
 #
 # The machine is bare and offline, so the call carries (paths ignored by git, named in `carry`; built here by
 # `bash benchmarks/gpu_carry.sh`):
@@ -102,14 +103,18 @@ stage_throughput() {
 }
 
 stage_study() {
-  local config=configs/study_gpu.yaml args=(--model_name_or_path /tmp/minilm)
+  # STUDY_ARGS adds flags to every run_study.py call and STUDY_ARMS names the arm lanes, e.g. a larger budget
+  # for two arms, into its own results (the 20M study's lanes took 108 s + 94 s of training + ~6 x 50 s of NER):
+  #   STUDY_ARMS="continued contextualized" STUDY_ARGS="--token_budget 40000000 --output_dir outputs/study_gpu_40m
+  #     --results_dir benchmarks/results/study_gpu_40m"
+  local config=configs/study_gpu.yaml args=(--model_name_or_path /tmp/minilm ${STUDY_ARGS:-})
   log "study: tokenizer and start models"
   timeout "$(left)" python3 run_study.py $config "${args[@]}" --prepare_only true > "$OUT/study_prepare.log" 2>&1
   log "study: lanes (base row, then one per arm)"
   local pids=()
   python3 run_study.py $config "${args[@]}" --only_arms base --skip_analysis true > /tmp/lane_base.log 2>&1 &
   pids+=($!)
-  for arm in continued averaged contextualized contextualized_one_phase; do
+  for arm in ${STUDY_ARMS:-continued averaged contextualized contextualized_one_phase}; do
     python3 run_study.py $config "${args[@]}" --only_arms $arm --include_base false --skip_analysis true \
       > "/tmp/lane_$arm.log" 2>&1 &
     pids+=($!)
