@@ -45,11 +45,12 @@ def main(argv=None):
 
     # 2. Tokenizer, start models, then the base row and every arm: pre-training, NER (skipping what is done).
     runner = StudyRunner(args, run_pretraining.main, run_ner.main, on_progress=report)
-    if not args.report_only:
-        runner.run()
-    if args.prepare_only:  # shared inputs ready; the arms run as separate jobs (docs/study.md)
+    if args.prepare_only:  # shared inputs only; the arms then run as separate jobs (docs/study.md)
+        runner.prepare()
         logger.info("study: prepared %s; run the arms now", dict(runner.computed) or "nothing new")
         return None
+    if not args.report_only:
+        runner.run()
 
     # 3. Representation analysis of every release (rare vs frequent tokens), then the final report.
     analysis = None

@@ -201,8 +201,6 @@ class StudyRunner:
     def run(self) -> None:
         """Base row first (the reference every arm is compared with), then each arm: train, then evaluate."""
         tokenizer = self.prepare()
-        if self.args.prepare_only:
-            return
         if self.args.include_base:
             self.ner(BASE_ROW, {"final": Path(self.args.model_name_or_path)})
         for arm in self.args.selected_arms:
