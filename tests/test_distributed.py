@@ -6,9 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from bioptimus_hf.utils.distributed import close_process_group, rank_and_world
+from conftest import corpus_lines
 
 
 def test_close_process_group_without_a_group_does_nothing():
@@ -31,3 +33,23 @@ def test_close_process_group_waits_for_the_slowest_rank_then_destroys_the_group(
     assert not main["still_initialized"] and not replica["still_initialized"]
     assert replica["entered"] < main["entered"] - 1.5  # the replica was first...
     assert replica["left"] >= main["entered"] - 0.05  # ...and waited for the main process at the barrier
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU the Trainer goes distributed without --use_cpu")
+def test_a_cpu_launch_of_two_processes_without_use_cpu_is_refused_naming_the_flag(tmp_path, tiny_model_dir):
+    """Without --use_cpu, TrainingArguments on a GPU-less machine sets up each torchrun process as a single
+    process; both would train alone into one --output_dir. The script stops first and names the flag."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(corpus_lines(50)) + "\n")
+    out = tmp_path / "out"
+    root = Path(__file__).parents[1]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29539",
+               str(root / "run_pretraining.py"), "--model_name_or_path", str(tiny_model_dir), "--init_strategy",
+               "continued", "--train_file", str(corpus), "--output_dir", str(out), "--max_steps", "2",
+               "--report_to", "none"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "launched as 2 processes (WORLD_SIZE=2)" in result.stderr + result.stdout
+    assert "add --use_cpu true" in result.stderr + result.stdout
+    assert not out.exists()  # refused before the output directory was locked

@@ -133,3 +133,35 @@ def test_a_different_tokenizer_is_refused(monkeypatch, tmp_path, teacher_dir, co
     with pytest.raises(SystemExit, match="is not the teacher's vocabulary"):
         run(monkeypatch, ["--teacher_model_name_or_path", teacher_dir, "--tokenizer_name", other, "--student_layers",
                           0, 2, "--train_file", corpus, "--output_dir", tmp_path / "O", "--max_steps", 4])
+
+
+def test_two_ranks_log_loss_components_averaged_over_both_ranks(tmp_path, teacher_dir, corpus):
+    """Under DDP the Trainer's ``loss``/``train_loss`` are means over the ranks; each component must be too, or
+    the published ``loss = 2·mlm + 5·kl + cos`` identity breaks (the ranks see different batches)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    out = tmp_path / "ddp"
+    root = Path(__file__).parents[1]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), str(root)]))
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29541",
+               str(root / "run_distillation.py"), "--teacher_model_name_or_path", str(teacher_dir),
+               "--student_layers", "0", "2", "--train_file", str(corpus), "--output_dir", str(out), "--max_steps", "4",
+               "--logging_steps", "2", "--per_device_train_batch_size", "4", "--max_seq_length", "32",
+               "--dataloader_num_workers", "0", "--report_to", "none", "--use_cpu", "true"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    state = json.loads((out / "trainer_state.json").read_text())
+    logged = [entry for entry in state["log_history"] if "loss_kl" in entry]
+    assert [entry["step"] for entry in logged] == [2, 4]
+    for entry in logged:
+        combined = 2 * entry["loss_mlm"] + 5 * entry["loss_kl"] + entry["loss_cos"]
+        # Components are rounded to 6 decimals; one rank's components alone miss by ~1e-4 relative here.
+        assert entry["loss"] == pytest.approx(combined, rel=1e-5)
+    metrics = json.loads((out / "train_results.json").read_text())
+    assert metrics["train_loss"] == pytest.approx(2 * metrics["train_loss_mlm"] + 5 * metrics["train_loss_kl"]
+                                                  + metrics["train_loss_cos"], rel=1e-5)
+    info = ReleaseInfo.load(out / "student")
+    assert info.run.world_size == 2 and info.run.effective_train_batch_size == 8
+    assert AutoModelForMaskedLM.from_pretrained(out / "student").config.num_hidden_layers == 2

@@ -4,12 +4,14 @@ command-line flags overriding it.
     python run_pretraining.py configs/demo_minilm.yaml --max_steps 400
 
 A value that an arguments dataclass refuses (its ``__post_init__`` raises ``ValueError``) ends the
-program with that message, not a traceback.
+program with that message, not a traceback. So does a multi-process launch (``torchrun``, ``accelerate
+launch``) that ``TrainingArguments`` would set up as one process (see :func:`check_multi_process_launch`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -60,9 +62,35 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
             raise SystemExit(f"config file {config} does not exist")
         argv = _config_to_argv(config) + argv[1:]
     try:
-        return parser.parse_args_into_dataclasses(args=argv)
+        parsed = parser.parse_args_into_dataclasses(args=argv)
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
+    check_multi_process_launch(parsed)
+    return parsed
+
+
+def check_multi_process_launch(parsed) -> None:
+    """Refuse a launch of several processes that ``TrainingArguments`` set up as one.
+
+    On a machine without a GPU, ``torchrun --nproc_per_node N`` gives every process ``WORLD_SIZE=N``, but
+    ``TrainingArguments`` only goes distributed there with ``--use_cpu true`` (transformers warns and carries on
+    with ``parallel_mode`` NOT_PARALLEL). Every process would then train the whole run alone, and all of them
+    would write checkpoints and releases into one ``--output_dir``. The error names the flag instead.
+    """
+    from transformers import TrainingArguments
+    from transformers.training_args import ParallelMode
+
+    world = int(os.environ.get("WORLD_SIZE") or 1)
+    if world <= 1:
+        return
+    for args in parsed:
+        if isinstance(args, TrainingArguments) and args.parallel_mode != ParallelMode.DISTRIBUTED:
+            raise SystemExit(
+                f"error: launched as {world} processes (WORLD_SIZE={world}), but TrainingArguments set up a single "
+                f"process (parallel_mode {args.parallel_mode.value}): on a machine without a GPU add --use_cpu true, "
+                "the only way the Trainer runs distributed on CPUs; otherwise every process would train alone and "
+                "write into the same --output_dir"
+            )
 
 
 def exit_on_bad_input(run, argv: list[str] | None = None) -> None:

@@ -86,16 +86,29 @@ class DistillationTrainer(Trainer):
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         """Training logs get each loss component's mean since the last log (``loss_<name>``); the end-of-training
-        metrics its mean over the run (``train_loss_<name>``)."""
-        if "loss" in logs and self._loss_batches:
-            for name, total in self._loss_sums.items():
-                logs[f"loss_{name}"] = round(total / self._loss_batches, 6)
+        metrics its mean over the run (``train_loss_<name>``). Under DDP both are means over every process's
+        micro-batches, as the Trainer's ``loss`` and ``train_loss`` are (the Trainer calls ``log`` on every
+        process at the same steps, so the reduction is collective)."""
+        if "loss" in logs:
+            for name, mean in self._mean_over_processes(self._loss_sums, self._loss_batches).items():
+                logs[f"loss_{name}"] = round(mean, 6)
             self._loss_sums.clear()
             self._loss_batches = 0
-        if "train_loss" in logs and self._run_loss_batches:
-            for name, total in self._run_loss_sums.items():
-                logs[f"train_loss_{name}"] = round(total / self._run_loss_batches, 6)
+        if "train_loss" in logs:
+            for name, mean in self._mean_over_processes(self._run_loss_sums, self._run_loss_batches).items():
+                logs[f"train_loss_{name}"] = round(mean, 6)
         super().log(logs, start_time)
+
+    def _mean_over_processes(self, sums: dict[str, float], batches: int) -> dict[str, float]:
+        """Each component's mean per micro-batch, over all processes (one all-reduce; none in one process)."""
+        names = sorted(self.weights)  # the same list on every process, whatever this one has summed so far
+        totals = [sums.get(name, 0.0) for name in names] + [float(batches)]
+        if self.args.world_size > 1:
+            reduced = self.accelerator.reduce(torch.tensor(totals, dtype=torch.float64, device=self.args.device),
+                                              reduction="sum")
+            totals = reduced.tolist()
+        count = totals[-1]
+        return {name: total / count for name, total in zip(names, totals[:-1]) if name in sums} if count else {}
 
     # ------------------------------------------------------------------------------------------- after training
     def measure_student_and_teacher(self, speed_batches: int = 4) -> dict[str, Any]:
