@@ -151,11 +151,12 @@ def main(argv=None):
 
     # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
     measured = trainer.measure_student_and_teacher(speed_batches=teacher_args.speed_batches)
+    totals = collator.stats.summed_over_ranks()  # every rank: the masking the student saw, over all ranks
     if trainer.is_world_process_zero():
         facts = distillation_facts(plan, teacher_path, teacher, trainer.model, teacher_args.teacher_hub_id,
                                    measured["teacher_heldout_mlm_loss"], measured["speed"])
         info = student_release_info(callback, facts, trainer.state.global_step, measured["metrics"],
-                                    teacher_args.student_version)
+                                    teacher_args.student_version, totals)
         target = write_student_release(training_args.output_dir, trainer.model, tokenizer, info)
         logger.info("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
 

@@ -53,3 +53,42 @@ def test_a_cpu_launch_of_two_processes_without_use_cpu_is_refused_naming_the_fla
     assert "launched as 2 processes (WORLD_SIZE=2)" in result.stderr + result.stdout
     assert "add --use_cpu true" in result.stderr + result.stdout
     assert not out.exists()  # refused before the output directory was locked
+
+
+def _count_on_rank(rank, rendezvous, out_dir):
+    from bioptimus_hf.pretraining.collator import MaskingStatistics
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=2)
+    stats = MaskingStatistics(2)
+    # Different counts per rank, as two replicas' batches have: rank 0 sees 30/200 then 5/40, rank 1 40/200.
+    stats.add(0, 30 + 10 * rank, 200)
+    if rank == 0:
+        stats.add(1, 5, 40)
+    total = stats.summed_over_ranks()
+    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(
+        {"own": [stats.fraction(0), stats.fraction(1)], "total": [total.fraction(0), total.fraction(1)],
+         "masked": total.masked, "maskable": total.maskable}))
+    torch.distributed.destroy_process_group()
+
+
+def test_masking_statistics_summed_over_two_ranks(tmp_path):
+    """What a release reports as the realised masked fraction under DDP counts every rank's batches, not the
+    main process's alone; a phase only one rank has counted still gets its fraction."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(_count_on_rank, args=(str(tmp_path / "rendezvous"), str(tmp_path)), nprocs=2, join=True)
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0]["own"] == [30 / 200, 5 / 40] and ranks[1]["own"] == [40 / 200, None]
+    for rank in ranks:
+        assert rank["masked"] == [70, 5] and rank["maskable"] == [400, 40]
+        assert rank["total"] == [70 / 400, 5 / 40]
+
+
+def test_masking_statistics_in_one_process_are_a_copy():
+    from bioptimus_hf.pretraining.collator import MaskingStatistics
+
+    stats = MaskingStatistics(2)
+    stats.add(1, 3, 20)
+    total = stats.summed_over_ranks()
+    stats.add(1, 3, 20)  # the copy does not follow later counts
+    assert total is not stats and (total.masked, total.maskable) == ([0, 3], [0, 20])

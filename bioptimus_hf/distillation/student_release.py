@@ -46,10 +46,12 @@ def distillation_facts(plan: DistillationPlan, teacher_name_or_path: str, teache
 
 
 def student_release_info(callback: Any, facts: DistillationFacts, global_step: int,
-                         metrics: Mapping[str, Any] | None = None, version: str | None = None) -> ReleaseInfo:
+                         metrics: Mapping[str, Any] | None = None, version: str | None = None,
+                         totals: Any = None) -> ReleaseInfo:
     """The record of the student: the curriculum's last phase (or the one phase it trained in) as the run's
-    :class:`~bioptimus_hf.pretraining.callback.PhaseScheduleCallback` describes it, plus ``facts``."""
-    info = callback.release_info(len(callback.collator.phases) - 1, global_step, metrics)
+    :class:`~bioptimus_hf.pretraining.callback.PhaseScheduleCallback` describes it, plus ``facts``; ``totals``:
+    the masking statistics summed over ranks (``collator.stats.summed_over_ranks()``, called on every rank)."""
+    info = callback.release_info(len(callback.collator.phases) - 1, global_step, metrics, totals)
     return dataclasses.replace(info, distillation=facts, version=version or info.version)
 
 

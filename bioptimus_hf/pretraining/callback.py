@@ -13,7 +13,7 @@ from transformers.trainer_callback import ExportableState
 from ..releases.record import PHASE_FILE, ReleaseInfo, RunFacts, release_dir_name
 from ..releases.writer import write_release
 from ..utils.distributed import rank_and_world, wait_for_everyone
-from .collator import CurriculumDataCollator
+from .collator import CurriculumDataCollator, MaskingStatistics
 from .phases import BIOPTIMUS_PHASE_FRACTIONS, Curriculum, PhaseSchedule
 
 logger = logging.getLogger(__name__)
@@ -194,16 +194,22 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
     def _finish_phase(self, args, state, kwargs, metrics) -> None:
         finished = self._pending_release
         self._pending_release = None
+        if self.write_releases:
+            totals = self.collator.stats.summed_over_ranks()  # every rank, before only the main one writes
         if self.write_releases and state.is_world_process_zero:
-            self._write_release(args, state, kwargs, finished, metrics)
+            self._write_release(args, state, kwargs, finished, metrics, totals)
         if self.write_releases:
             self._wait_for_release(args, finished)
         if finished + 1 < len(self.collator.phases):
             self._activate(finished + 1, state.global_step)
 
-    def release_info(self, index: int, global_step: int, metrics: Mapping[str, Any] | None) -> ReleaseInfo:
-        """The record of the release of phase ``index`` at ``global_step``."""
+    def release_info(self, index: int, global_step: int, metrics: Mapping[str, Any] | None,
+                     totals: MaskingStatistics | None = None) -> ReleaseInfo:
+        """The record of the release of phase ``index`` at ``global_step``; its realised masked fraction from
+        ``totals`` (the statistics summed over ranks, :meth:`MaskingStatistics.summed_over_ranks`), else from this
+        process's own counts."""
         phase = self.collator.phases[index]
+        stats = totals if totals is not None else self.collator.stats
         return ReleaseInfo(
             version=phase.version,
             phase_index=index,
@@ -214,7 +220,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             start_step=self.schedule.start_of(index),
             end_step=self.schedule.ends[index],
             global_step=global_step,
-            realised_masked_fraction=self.collator.realised_fraction(index),
+            realised_masked_fraction=stats.fraction(index),
             heldout_mlm_loss=(metrics or {}).get("eval_loss"),
             curriculum=[dict(p.to_dict(), steps=n) for p, n in zip(self.collator.phases, self.schedule.step_counts)],
             run=self.run_facts,
@@ -238,8 +244,8 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             logger.warning("curriculum: rank %d of %d cannot see release %s written by the main process: is "
                            "output_dir on a filesystem shared by all nodes?", rank, world, target)
 
-    def _write_release(self, args, state, kwargs, index, metrics) -> None:
-        info = self.release_info(index, state.global_step, metrics)
+    def _write_release(self, args, state, kwargs, index, metrics, totals=None) -> None:
+        info = self.release_info(index, state.global_step, metrics, totals)
         target = self._release_dir(args, index)
         write_release(target, kwargs["model"], kwargs.get("processing_class"), info, log_history=state.log_history)
         logger.info("curriculum: wrote release %s (held-out MLM loss %s)", target, info.heldout_mlm_loss)

@@ -105,6 +105,20 @@ class MaskingStatistics:
         self.masked, self.maskable = list(snapshot["masked"]), list(snapshot["maskable"])
         self.window_masked, self.window_maskable, self.window_id = snapshot["window"]
 
+    def summed_over_ranks(self) -> "MaskingStatistics":
+        """The per-phase totals of every process (a collective: under DDP every rank calls it at the same point).
+
+        Each rank counts only the batches its own model replica saw; what a release reports as the run's realised
+        masked fraction is the sum over ranks (in one process: a copy of these totals). The window is not summed.
+        """
+        from ..utils.distributed import sum_numbers_across_ranks
+
+        summed = sum_numbers_across_ranks(self.masked + self.maskable)
+        total = MaskingStatistics(len(self.masked))
+        total.masked = [int(v) for v in summed[: len(self.masked)]]
+        total.maskable = [int(v) for v in summed[len(self.masked):]]
+        return total
+
     def state_dict(self) -> dict:
         return {"masked_tokens": list(self.masked), "maskable_tokens": list(self.maskable)}
 

@@ -244,8 +244,9 @@ def finish_run(trainer: Any, collator: Any, train_result: Any, publisher: Any = 
     trainer.save_model()
     metrics = dict(train_result.metrics)
     metrics["remasked_batches"] = collator.remasked_batches
+    totals = collator.stats.summed_over_ranks()  # every rank calls finish_run
     for index, phase in enumerate(collator.phases):
-        fraction = collator.realised_fraction(index)
+        fraction = totals.fraction(index)
         if fraction is not None:
             metrics[f"realised_masked_fraction_v{phase.version}"] = round(fraction, 5)
     trainer.log_metrics("train", metrics)

@@ -6,6 +6,7 @@ is already initialised (the ``TrainingArguments`` / ``accelerate`` state creates
 * :func:`rank_and_world` — this process's rank and the number of processes;
 * :func:`shard` — this rank's share of a list (round robin, so length-sorted work stays balanced);
 * :func:`sum_across_ranks` — per-key vector sums and counts summed over ranks (one ``all_reduce`` each);
+* :func:`sum_numbers_across_ranks` — a short list of counts summed over ranks (one ``all_reduce``);
 * :func:`share_from_main` — a picklable value computed on rank 0 only, given to every rank;
 * :func:`wait_for_everyone` — a barrier;
 * :func:`close_process_group` — the last call of a script: every rank waits, then the group is destroyed.
@@ -73,6 +74,16 @@ def sum_across_ranks(
             total_sums[key] = stacked[row]
             total_counts[key] = int(tally[row])
     return total_sums, total_counts
+
+
+def sum_numbers_across_ranks(values: Sequence[float]) -> list[float]:
+    """``values`` summed element-wise over all ranks (float64, exact for counts below 2**53); every rank must
+    call it with a list of the same length. In one process: the values as they are."""
+    if rank_and_world()[1] == 1:
+        return [float(v) for v in values]
+    tensor = torch.tensor([float(v) for v in values], dtype=torch.float64, device=_collective_device())
+    torch.distributed.all_reduce(tensor)
+    return tensor.cpu().tolist()
 
 
 def share_from_main(compute: Callable[[], Any]) -> Any:
