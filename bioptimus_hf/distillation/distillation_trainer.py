@@ -26,6 +26,7 @@ import torch
 from torch import nn
 from transformers import Trainer
 
+from ..utils.distributed import sum_numbers_across_ranks
 from .distillation_config import DistillationPlan
 from .losses import distillation_losses, total_loss
 from .speed import measure_inference_speed
@@ -102,11 +103,7 @@ class DistillationTrainer(Trainer):
     def _mean_over_processes(self, sums: dict[str, float], batches: int) -> dict[str, float]:
         """Each component's mean per micro-batch, over all processes (one all-reduce; none in one process)."""
         names = sorted(self.weights)  # the same list on every process, whatever this one has summed so far
-        totals = [sums.get(name, 0.0) for name in names] + [float(batches)]
-        if self.args.world_size > 1:
-            reduced = self.accelerator.reduce(torch.tensor(totals, dtype=torch.float64, device=self.args.device),
-                                              reduction="sum")
-            totals = reduced.tolist()
+        totals = sum_numbers_across_ranks([sums.get(name, 0.0) for name in names] + [float(batches)])
         count = totals[-1]
         return {name: total / count for name, total in zip(names, totals[:-1]) if name in sums} if count else {}
 

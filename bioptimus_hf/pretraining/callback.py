@@ -196,9 +196,8 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         self._pending_release = None
         if self.write_releases:
             totals = self.collator.stats.summed_over_ranks()  # every rank, before only the main one writes
-        if self.write_releases and state.is_world_process_zero:
-            self._write_release(args, state, kwargs, finished, metrics, totals)
-        if self.write_releases:
+            if state.is_world_process_zero:
+                self._write_release(args, state, kwargs, finished, metrics, totals)
             self._wait_for_release(args, finished)
         if finished + 1 < len(self.collator.phases):
             self._activate(finished + 1, state.global_step)
