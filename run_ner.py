@@ -41,6 +41,7 @@ from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, writ
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
 from bioptimus_hf.ner.trainer import NerTrainer
+from bioptimus_hf.utils.distributed import close_process_group, share_from_main, sum_numbers_across_ranks
 from bioptimus_hf.utils.hardware import device_has_fast_bf16
 
 logger = logging.getLogger(__name__)
@@ -179,7 +180,9 @@ def resolve_bf16(training_args: TrainingArguments, if_supported: bool, allow_emu
 
 def main(argv: list[str] | None = None) -> dict:
     model_args, data_args, stab_args, training_args = parse_args(argv)
-    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
+    # under torchrun only the main process logs at INFO (transformers' --log_level / --log_level_replica)
+    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+                        level=training_args.get_process_log_level())
     transformers.utils.logging.set_verbosity_warning()
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
 
@@ -260,7 +263,8 @@ def main(argv: list[str] | None = None) -> dict:
         start = time.perf_counter()
         train_output = trainer.train()
         run["train_runtime_s"] = time.perf_counter() - start
-        run["train_loss"] = train_output.training_loss
+        # the Trainer's training_loss is this rank's own since its last log; the mean over ranks is the run's
+        run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / training_args.world_size
         if model_args.save_model:
             trainer.save_model(seed_dir)
 
@@ -279,10 +283,11 @@ def main(argv: list[str] | None = None) -> dict:
                 run[f"test_{metric}"] = scores[metric]
             run["test_predict_runtime_s"] = seconds
             run["test_sentences_per_s"] = len(test.sentences) / seconds
-            os.makedirs(seed_dir, exist_ok=True)
-            write_conll(os.path.join(seed_dir, "test_predictions.conll"), test.sentences, spans)
-            with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
-                handle.write(span_report(test.sentences, spans))
+            if trainer.is_world_process_zero():  # every rank holds the gathered predictions; one writes them
+                os.makedirs(seed_dir, exist_ok=True)
+                write_conll(os.path.join(seed_dir, "test_predictions.conll"), test.sentences, spans)
+                with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
+                    handle.write(span_report(test.sentences, spans))
         logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
         per_seed.append(run)
 
@@ -306,16 +311,23 @@ def main(argv: list[str] | None = None) -> dict:
         "warmup_steps": training_args.warmup_steps,
         "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
         "train_batch_size": training_args.per_device_train_batch_size,
+        "world_size": training_args.world_size,  # processes; the batch is train_batch_size × world_size × accumulation
         "bf16": training_args.bf16,  # after resolve_bf16: what actually ran
         "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),
     }
     # Each seed's result on its own, then all seeds of output_dir merged: seeds run as separate jobs
     # (`--seeds 2` on one GPU, `--seeds 3` on another) end in the same all_results.json as one run.
-    for run in per_seed:
-        write_seed_result(base_output_dir, run, run_info)
-    results = merge_seed_results(base_output_dir)
-    print(write_run_outputs(base_output_dir, results))
+    # Under torchrun the main process writes and merges; every rank gets its result (or its error).
+    def write_and_merge() -> dict:
+        for run in per_seed:
+            write_seed_result(base_output_dir, run, run_info)
+        merged = merge_seed_results(base_output_dir)
+        print(write_run_outputs(base_output_dir, merged))
+        return merged
+
+    results = share_from_main(write_and_merge)
+    close_process_group()
     return results
 
 

@@ -84,6 +84,31 @@ def test_masking_statistics_summed_over_two_ranks(tmp_path):
         assert rank["total"] == [70 / 400, 5 / 40]
 
 
+def _close_with_a_live_ddp_module(rank, rendezvous, out_dir):
+    import weakref
+
+    torch.distributed.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=2)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
+    model(torch.randn(3, 4)).sum().backward()  # one all-reduce through the reducer
+    reducer = weakref.ref(model.reducer)
+    close_process_group()  # the model is still referenced here, as a Trainer's is at the end of main()
+    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(
+        {"reducer_alive": reducer() is not None, "has_reducer": "reducer" in model.__dict__,
+         "still_initialized": torch.distributed.is_initialized()}))
+
+
+def test_close_process_group_releases_live_ddp_reducers_before_destroying_the_group(tmp_path):
+    """A reducer freed after the group was destroyed joins gloo's worker threads while holding the GIL, which a
+    worker may be waiting for: a deadlock at exit (one torchrun run of run_ner.py in six). close_process_group
+    frees the reducers of wrappers still alive, while the group is registered."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(_close_with_a_live_ddp_module, args=(str(tmp_path / "rendezvous"), str(tmp_path)), nprocs=2, join=True)
+    for rank in (0, 1):
+        state = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert state == {"reducer_alive": False, "has_reducer": False, "still_initialized": False}
+
+
 def test_masking_statistics_in_one_process_are_a_copy():
     from bioptimus_hf.pretraining.collator import MaskingStatistics
 

@@ -97,6 +97,9 @@ def merge_seed_results(output_dir: str) -> Dict[str, Any]:
     if not files:
         raise FileNotFoundError(f"no seed_*/{SEED_RESULTS_FILE} under {output_dir}: no seed has finished there")
     records = [(file, read_json(file)) for file in files]
+    for _, record in records:
+        # seeds written before run_info recorded the process count are taken as one process, the usual case
+        record["run_info"].setdefault("world_size", 1)
     records.sort(key=lambda item: item[1]["run"]["seed"])
     first_file, first = records[0]
     for file, record in records[1:]:

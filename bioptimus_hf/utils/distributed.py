@@ -121,8 +121,33 @@ def close_process_group() -> None:
     work that needs the interpreter. The rank that finishes first (a replica skips the main process's
     writes) is the one that hits it, and the launcher then reports the whole run as failed. Neither the
     Trainer nor ``accelerate`` destroys the group, so each ``run_*.py`` calls this as its last step.
+
+    Destroying the group is not enough on its own: the Trainer's ``DistributedDataParallel`` wrapper keeps
+    it alive through its C++ reducer, and when the Trainer is freed later the reducer's destructor (which
+    holds the GIL) ends gloo's worker threads by joining them, while a worker may be waiting for the GIL to
+    free the tensors of the last collective. That deadlock hung one ``torchrun`` run of ``run_ner.py`` in six
+    on this machine. So the reducers of live wrappers are released first, while the group is still
+    registered; the group itself is then freed through its Python object, whose destructor lets go of the GIL.
     """
     if not _group_ready():
         return
     wait_for_everyone()
+    _release_ddp_reducers()
     torch.distributed.destroy_process_group()
+
+
+def _release_ddp_reducers() -> int:
+    """Drop the reducer (and the logger that holds it) of every live ``DistributedDataParallel`` module;
+    returns how many modules had one. The wrappers cannot train afterwards: call at the very end only."""
+    import gc
+
+    from torch.nn.parallel import DistributedDataParallel
+
+    gc.collect()  # wrappers only a reference cycle keeps alive go now, while the group is still registered
+    released = 0
+    for candidate in gc.get_objects():
+        if isinstance(candidate, DistributedDataParallel) and "reducer" in candidate.__dict__:
+            candidate.__dict__.pop("logger", None)  # the logger holds the reducer too
+            candidate.__dict__.pop("reducer")
+            released += 1
+    return released
