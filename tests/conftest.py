@@ -1,6 +1,8 @@
-"""Shared fixtures: a tiny WordPiece tokenizer trained on real corpus lines and a tiny random BERT."""
+"""Shared fixtures: a tiny WordPiece tokenizer trained on real corpus lines and a tiny random BERT; and
+``run_launcher``, which runs a ``torchrun`` command and stops its workers too when it hangs."""
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,29 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CORPUS = DATA_DIR / "corpus" / "pubmed_sentences.txt"
+
+
+def run_launcher(command, env, timeout, cwd=None) -> subprocess.CompletedProcess:
+    """Run a launcher command (``python -m torch.distributed.run ...``) and capture its output.
+
+    ``subprocess.run(timeout=...)`` SIGKILLs the launcher alone; torchrun starts each worker in its own
+    session, so a hung worker outlived the test and slowed the rest of the suite. On timeout this sends
+    SIGTERM, which torchrun forwards to its workers, then fails the test with the launcher's stderr.
+    """
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        try:
+            stdout, stderr = process.communicate(timeout=60)  # torchrun gives its workers 30 s after SIGTERM
+        except subprocess.TimeoutExpired:
+            process.kill()  # orphans the workers, which keep the pipes open: do not read them
+            process.wait()
+            stderr = "(not read: the launcher ignored SIGTERM)"
+        pytest.fail(f"the launcher did not finish within {timeout} s and was stopped with its workers; "
+                    f"its stderr ends:\n{stderr[-3000:]}")
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def corpus_lines(n: int, start: int = 0) -> list[str]:

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 import torch
 
 from bioptimus_hf.utils.distributed import close_process_group, rank_and_world
-from conftest import corpus_lines
+from conftest import corpus_lines, run_launcher
 
 
 def test_close_process_group_without_a_group_does_nothing():
@@ -26,13 +25,41 @@ def test_close_process_group_waits_for_the_slowest_rank_then_destroys_the_group(
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(tests_dir), str(tests_dir.parent)]))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29537",
                str(tests_dir / "close_probe.py"), str(tmp_path)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    result = run_launcher(command, env, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "terminate called" not in result.stderr
     main, replica = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     assert not main["still_initialized"] and not replica["still_initialized"]
     assert replica["entered"] < main["entered"] - 1.5  # the replica was first...
     assert replica["left"] >= main["entered"] - 0.05  # ...and waited for the main process at the barrier
+
+
+def test_run_launcher_stops_hung_workers_when_it_times_out(tmp_path):
+    """The tests' torchrun helper: a hang fails the test and leaves no worker behind (torchrun starts each
+    worker in its own session, so killing the launcher alone orphaned them)."""
+    import time
+
+    script = tmp_path / "hang.py"
+    script.write_text("import os, sys, time\n"
+                      "open(os.path.join(sys.argv[1], 'pid' + os.environ['RANK']), 'w').write(str(os.getpid()))\n"
+                      "time.sleep(600)\n")
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29545",
+               str(script), str(tmp_path)]
+    with pytest.raises(pytest.fail.Exception, match="did not finish within 10 s"):
+        run_launcher(command, dict(os.environ), timeout=10)
+    pids = [int((tmp_path / f"pid{rank}").read_text()) for rank in (0, 1)]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU the Trainer goes distributed without --use_cpu")
@@ -48,7 +75,7 @@ def test_a_cpu_launch_of_two_processes_without_use_cpu_is_refused_naming_the_fla
                str(root / "run_pretraining.py"), "--model_name_or_path", str(tiny_model_dir), "--init_strategy",
                "continued", "--train_file", str(corpus), "--output_dir", str(out), "--max_steps", "2",
                "--report_to", "none"]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    result = run_launcher(command, env, timeout=120)
     assert result.returncode != 0
     assert "launched as 2 processes (WORLD_SIZE=2)" in result.stderr + result.stdout
     assert "add --use_cpu true" in result.stderr + result.stdout

@@ -10,6 +10,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertFo
 from bioptimus_hf.commands.init_embeddings import run as run_cli
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
+from conftest import run_launcher
 
 
 def init_args(strategy="contextualized", **kwargs):
@@ -438,7 +439,6 @@ def test_one_norm_match_default_everywhere():
 def test_two_gloo_ranks_split_the_sentences_and_match_one_process(tmp_path):
     """torchrun, 2 gloo ranks: qik-find runs on rank 0 only, each rank encodes about half of the distinct
     sentences, and the reduced vectors equal the single-process ones within float tolerance."""
-    import subprocess
     import sys
     from pathlib import Path
 
@@ -454,7 +454,7 @@ def test_two_gloo_ranks_split_the_sentences_and_match_one_process(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(tests_dir), str(tests_dir.parent)]))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29523",
                str(tests_dir / "init_probe.py"), str(corpus), str(out)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    result = run_launcher(command, env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [r["searches"] for r in ranks] == [1, 0]

@@ -3,7 +3,6 @@ comparison driver, and bad input failing before training."""
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from bioptimus_hf.ner.results import (aggregate_seed_results, markdown_table, mo
                                       write_results)
 from bioptimus_hf.ner.tagger import NerTagger
 
+from conftest import run_launcher
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401
 
 FAST = ["--num_train_epochs", "8", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
@@ -313,7 +313,7 @@ def test_two_processes_predict_in_dataset_order_and_write_the_results_once(tiny,
                str(root / "run_ner.py"), "--model_name_or_path", model, "--data_dir", data, "--output_dir", str(out),
                "--seeds", "1", "--model_name", "tiny-bert", "--train_sampling_strategy", "group_by_length",
                "--per_device_eval_batch_size", "4"] + FAST
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    result = run_launcher(command, env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("| mean ± std |") == 1  # the main process alone printed the table
     saved = json.loads((out / "all_results.json").read_text())

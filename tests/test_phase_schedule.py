@@ -4,13 +4,12 @@ checkpoint, and on every rank of a distributed run."""
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import corpus_lines
+from conftest import corpus_lines, run_launcher
 from phase_probe import probe_dataset, run_probe
 
 
@@ -73,7 +72,7 @@ def test_two_ranks_switch_at_the_same_step(tiny_model_dir, tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
                str(Path(__file__).parent / "phase_probe.py"), str(tiny_model_dir), str(corpus), str(out)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    result = run_launcher(command, env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert all(r["world"] == 2 for r in ranks)

@@ -14,7 +14,7 @@ from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 import run_distillation
 from bioptimus_hf.releases.hub import publish_releases
 from bioptimus_hf.releases.record import ReleaseInfo, find_releases
-from conftest import corpus_lines
+from conftest import corpus_lines, run_launcher
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,6 @@ def test_two_ranks_log_loss_components_averaged_over_both_ranks(tmp_path, teache
     """Under DDP the Trainer's ``loss``/``train_loss`` are means over the ranks; each component must be too, or
     the published ``loss = 2·mlm + 5·kl + cos`` identity breaks (the ranks see different batches)."""
     import os
-    import subprocess
     from pathlib import Path
 
     out = tmp_path / "ddp"
@@ -150,7 +149,7 @@ def test_two_ranks_log_loss_components_averaged_over_both_ranks(tmp_path, teache
                "--student_layers", "0", "2", "--train_file", str(corpus), "--output_dir", str(out), "--max_steps", "4",
                "--logging_steps", "2", "--per_device_train_batch_size", "4", "--max_seq_length", "32",
                "--dataloader_num_workers", "0", "--report_to", "none", "--use_cpu", "true"]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    result = run_launcher(command, env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     state = json.loads((out / "trainer_state.json").read_text())
     logged = [entry for entry in state["log_history"] if "loss_kl" in entry]

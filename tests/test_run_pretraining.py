@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModelForMaskedLM
 
 import run_pretraining
-from conftest import corpus_lines
+from conftest import corpus_lines, run_launcher
 
 
 def run(monkeypatch, argv):
@@ -151,7 +151,6 @@ def test_accelerate_launch_two_cpu_processes(tmp_path, tiny_model_dir, corpus):
     phases at the same steps, the main process alone writes each release and every rank waits for it."""
     import os
     import re
-    import subprocess
     from pathlib import Path
 
     root = Path(run_pretraining.__file__).parent
@@ -164,7 +163,7 @@ def test_accelerate_launch_two_cpu_processes(tmp_path, tiny_model_dir, corpus):
                str(root / "run_pretraining.py"), str(config), *map(str, base_args(tiny_model_dir, corpus, out))]
     command[command.index("--max_steps") + 1] = "8"
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    result = run_launcher(command, env, timeout=300, cwd=tmp_path)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-4000:]
     assert "terminate called" not in log  # every rank closed its process group before exiting
