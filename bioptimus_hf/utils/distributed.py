@@ -136,18 +136,15 @@ def close_process_group() -> None:
     torch.distributed.destroy_process_group()
 
 
-def _release_ddp_reducers() -> int:
-    """Drop the reducer (and the logger that holds it) of every live ``DistributedDataParallel`` module;
-    returns how many modules had one. The wrappers cannot train afterwards: call at the very end only."""
+def _release_ddp_reducers() -> None:
+    """Drop the reducer (and the logger that holds it) of every live ``DistributedDataParallel`` module.
+    The wrappers cannot train afterwards: call at the very end only."""
     import gc
 
     from torch.nn.parallel import DistributedDataParallel
 
     gc.collect()  # wrappers only a reference cycle keeps alive go now, while the group is still registered
-    released = 0
     for candidate in gc.get_objects():
-        if isinstance(candidate, DistributedDataParallel) and "reducer" in candidate.__dict__:
+        if isinstance(candidate, DistributedDataParallel):
             candidate.__dict__.pop("logger", None)  # the logger holds the reducer too
-            candidate.__dict__.pop("reducer")
-            released += 1
-    return released
+            candidate.__dict__.pop("reducer", None)
