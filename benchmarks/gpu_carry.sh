@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build .carry/, the files benchmarks/gpu_session.sh needs on a bare, offline GPU machine (the `device`
 # tool sends the working tree plus the ignored paths named in `carry`, 64 MiB in all):
-#   .carry/site.tar.gz  transformers 5.23 (this project's pin; the image has an older one) without the model
+#   .carry/site.tar.gz  transformers 5.24 (what the CPU venv runs; the image has an older one) without the model
 #                       families nothing here loads, plus datasets, evaluate, seqeval, dill, multiprocess
 #   .carry/data.tar.gz  ../shared/data: corpus, NCBI-disease, BC5CDR-chem (never committed: .carry is ignored)
 #   .carry/minilm/      all-MiniLM-L6-v2 with float16 weights (the float32 file alone is 91 MB)
@@ -13,15 +13,19 @@ grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/inf
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 mkdir -p .carry/minilm .whl
 # The image's Python is 3.12: pure-Python wheels only, so no platform tags are needed.
-$PY -m pip download -q --no-deps --only-binary=:all: -d .whl transformers==5.23.0 datasets==5.2.0 dill==0.4.1 \
+$PY -m pip download -q --no-deps --only-binary=:all: -d .whl transformers==5.24.0 datasets==5.2.0 dill==0.4.1 \
     multiprocess==0.70.19 evaluate==0.4.6 --python-version 3.12 --implementation py --platform any 2>&1 | grep -v WARNING || true
 ls .whl/seqeval-*.whl >/dev/null 2>&1 || $PY -m pip wheel -q --no-deps -w .whl seqeval==1.2.2
 SITE=$(mktemp -d)
 for wheel in .whl/*.whl; do unzip -q -o "$wheel" -d "$SITE"; done
-# Keep the model families that transformers' auto classes, Trainer and pipelines import, and the one the
-# image's peft imports (bloom); the other ~540 families are never loaded here.
+# Keep the model families that transformers' auto classes, Trainer and pipelines import, the one the image's
+# peft imports (bloom) and the masked LMs that masked-only prediction serves (bioptimus_hf/pretraining/
+# masked_lm.py); the other ~530 families are never loaded here.
 for family in "$SITE"/transformers/models/*/; do
-  case $(basename "$family") in auto|bert|encoder_decoder|align|bloom) ;; *) rm -rf "$family" ;; esac
+  case $(basename "$family") in
+    auto|bert|encoder_decoder|align|bloom|roberta|xlm_roberta|distilbert|electra|deberta_v2|modernbert) ;;
+    *) rm -rf "$family" ;;
+  esac
 done
 rm -f "$SITE"/*.dist-info/RECORD
 tar czf .carry/site.tar.gz -C "$SITE" .

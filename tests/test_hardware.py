@@ -4,6 +4,13 @@ import torch
 from bioptimus_hf.utils import hardware
 
 
+@pytest.fixture(autouse=True)
+def no_precision_switches(monkeypatch):
+    """These tests set the environment switches themselves: start from neither."""
+    monkeypatch.delenv(hardware.DISABLE_BF16_ENV, raising=False)
+    monkeypatch.delenv(hardware.FORCE_BF16_ENV, raising=False)
+
+
 @pytest.fixture
 def fake_cpuinfo(tmp_path, monkeypatch):
     """Make the detection read a written /proc/cpuinfo with the given flags."""
@@ -14,7 +21,6 @@ def fake_cpuinfo(tmp_path, monkeypatch):
         path.write_text(f"processor\t: 0\nmodel name\t: test\nflags\t\t: {' '.join(flags)}\n\n")
         monkeypatch.setattr(hardware, "cpu_flags", lambda: parse(str(path)))
 
-    monkeypatch.delenv(hardware.DISABLE_BF16_ENV, raising=False)
     return write
 
 
@@ -61,3 +67,29 @@ def test_trainer_precision_flags_follow_detection(fake_cpuinfo, monkeypatch):
     assert hardware.trainer_precision_flags() == ["--bf16", "true", "--use_cpu", "true"]
     monkeypatch.setenv(hardware.DISABLE_BF16_ENV, "yes")
     assert hardware.trainer_precision_flags() == []
+
+
+def test_environment_forces_bf16_on_for_every_device(fake_cpuinfo, monkeypatch):
+    fake_cpuinfo(["avx2"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert hardware.resolve_precision("auto", "cpu") == torch.float32
+    monkeypatch.setenv(hardware.FORCE_BF16_ENV, "1")
+    assert hardware.cpu_has_fast_bf16() and hardware.device_has_fast_bf16("cuda")
+    assert hardware.resolve_precision("auto", "cpu") == torch.bfloat16
+    assert hardware.describe_hardware()["bf16_forced_by_environment"] is True
+    monkeypatch.setenv(hardware.DISABLE_BF16_ENV, "1")
+    with pytest.raises(ValueError, match="BIOPTIMUS_DISABLE_BF16 and BIOPTIMUS_FORCE_BF16 are both set"):
+        hardware.resolve_precision("auto", "cpu")
+
+
+@pytest.mark.parametrize("bf16_supported", [True, False])
+def test_auto_on_a_faked_cuda_device_follows_its_bf16_support(fake_cpuinfo, monkeypatch, bf16_supported):
+    fake_cpuinfo(["avx2"])  # the CPU's answer must not leak into the GPU's
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16_supported)
+    assert hardware.device_has_fast_bf16("cuda") is bf16_supported
+    assert hardware.resolve_precision("auto", "cuda") == (torch.bfloat16 if bf16_supported else torch.float32)
+    assert hardware.resolve_precision("float32", "cuda") == torch.float32
+    monkeypatch.setattr(hardware, "default_device", lambda: torch.device("cuda"))
+    # on a GPU, --bf16 alone (no --use_cpu)
+    assert hardware.trainer_precision_flags() == (["--bf16", "true"] if bf16_supported else [])

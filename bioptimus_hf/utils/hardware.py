@@ -6,7 +6,10 @@ a bf16 matmul can be *slower* than float32 (measured on an AVX2-only AMD EPYC: 0
 docs/speed.md), so ``auto`` picks float32 there. Nothing here requires bf16: every caller falls back.
 
 ``BIOPTIMUS_DISABLE_BF16=1`` in the environment makes every check answer ``False`` (to reproduce a
-float32-only machine, or to rule bf16 out while debugging).
+float32-only machine, or to rule bf16 out while debugging); ``BIOPTIMUS_FORCE_BF16=1`` makes every check
+answer ``True`` (to take the bf16 branch of ``auto`` on a machine without native bf16, where bf16 is
+emulated: correct, only slow; the test suite runs its precision-sensitive tests a second time so).
+Setting both is an error.
 """
 
 from __future__ import annotations
@@ -16,11 +19,23 @@ import os
 
 PRECISION_CHOICES = ("auto", "bf16", "float32")
 DISABLE_BF16_ENV = "BIOPTIMUS_DISABLE_BF16"
+FORCE_BF16_ENV = "BIOPTIMUS_FORCE_BF16"
 FAST_BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
 def bf16_disabled_by_environment() -> bool:
-    return os.environ.get(DISABLE_BF16_ENV, "").strip().lower() in ("1", "true", "yes")
+    return _env_flag(DISABLE_BF16_ENV) and not bf16_forced_by_environment()
+
+
+def bf16_forced_by_environment() -> bool:
+    forced = _env_flag(FORCE_BF16_ENV)
+    if forced and _env_flag(DISABLE_BF16_ENV):
+        raise ValueError(f"{DISABLE_BF16_ENV} and {FORCE_BF16_ENV} are both set: unset one of them")
+    return forced
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,7 +52,9 @@ def cpu_flags(cpuinfo_path: str = "/proc/cpuinfo") -> frozenset[str]:
 
 
 def cpu_has_fast_bf16() -> bool:
-    """True when the CPU multiplies bf16 natively (AMX or AVX-512 BF16)."""
+    """True when the CPU multiplies bf16 natively (AMX or AVX-512 BF16), or when forced by the environment."""
+    if bf16_forced_by_environment():
+        return True
     if bf16_disabled_by_environment():
         return False
     return any(flag in cpu_flags() for flag in FAST_BF16_CPU_FLAGS)
@@ -47,6 +64,8 @@ def device_has_fast_bf16(device) -> bool:
     """True when bf16 matmuls on ``device`` (a ``torch.device`` or string) are native, hence worth using."""
     import torch
 
+    if bf16_forced_by_environment():
+        return True
     if bf16_disabled_by_environment():
         return False
     device = torch.device(device)
@@ -90,6 +109,7 @@ def describe_hardware() -> dict:
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "fast_bf16": device_has_fast_bf16(default_device()),
         "bf16_disabled_by_environment": bf16_disabled_by_environment(),
+        "bf16_forced_by_environment": bf16_forced_by_environment(),
     }
 
 

@@ -1,0 +1,111 @@
+"""How close a computed tensor must be to its reference: the suite's one owner of numerical tolerances.
+
+A test that compares numbers states *what* was computed (the precision of the matrix products, the
+length of the longest reduction, how many matrix products are chained) and gets its bound from here,
+instead of a hand-picked ``atol=1e-5`` that holds in float32 on one CPU and fails in bf16 on another.
+
+The model of the error
+----------------------
+Take one matrix product stage ``y = x @ W`` whose inputs are rounded to ``dtype`` (float32, or bf16
+under ``torch.autocast``) and whose sums are accumulated in float32 (what CPUs and GPUs do for both).
+With ``u`` the unit roundoff of a format (half its machine epsilon: 2**-24 for float32, 2**-8 for
+bf16) and ``K`` the reduction length, each output element carries
+
+* the rounding of its two inputs: relative errors ``<= u_in`` each, independent and of random sign, so
+  they add in quadrature, ``sqrt(2) * u_in`` relative to the product's size;
+* the accumulation of ``K`` terms in float32: the probabilistic bound of Higham & Mary (2019, "A new
+  approach to probabilistic rounding error analysis", SIAM J. Sci. Comput. 41(5)), ``lambda * sqrt(K) *
+  u_acc``, instead of the deterministic worst case ``K * u_acc`` that real kernels (blocked, with
+  tree reductions) never approach.
+
+Both are relative errors of the stage's output *vector* (normwise: for random-sign data the sum grows
+like ``sqrt(K)`` and so does its error, which is why ``K`` enters under a square root and not the
+input rounding). A network chains ``depth`` such stages; their errors are independent and, to first
+order, add in quadrature: ``sqrt(depth)`` times one stage's bound. This assumes each stage passes an
+error on with a gain of at most one, which holds for the LayerNorm'd transformers the tests build at
+initialisation scale; stages with a larger gain must count it in ``depth``.
+
+So the normwise relative bound is::
+
+    lambda * sqrt(depth) * (sqrt(2) * u_in + sqrt(K) * u_acc)        (lambda = 4)
+
+``lambda = 4`` makes a single normwise comparison exceed the bound with a probability of about
+``2 * exp(-lambda**2 / 2) = 7e-4`` under the model: rare enough not to flake, and still far below the
+size of the bugs the tests guard against (a missing sub-token in an average, an uncropped window, two
+swapped outputs change a vector by tens of percent). Orders of magnitude for the tests' tiny BERTs (K =
+64, depth = 12): float32 ``8e-6``, bf16 ``0.077``.
+
+Reference values are computed in float64 (``model.double()``), so the reference's own error is
+negligible next to either bound. Comparisons are *normwise* (``||a - b|| / ||b||``) over the compared
+vector: an element near zero in a bf16 row has a large relative error that means nothing.
+
+What this does not cover: decisions (argmax tags, entities) taken from values that tie within these
+bounds. Tests of decisions use models whose winning logit leads widely, or compare paths that see the
+same batches (tests/README.md lists which tests compare numerics and with what bound).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+# Higham & Mary's confidence parameter (see the module docstring).
+CONFIDENCE = 4.0
+# What CPUs (oneDNN, MKL) and GPUs (cuBLAS) accumulate float32 and bf16 matrix products in.
+ACCUMULATION_DTYPE = torch.float32
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    """Half the machine epsilon: the largest relative error of rounding one real number to ``dtype``."""
+    return torch.finfo(dtype).eps / 2
+
+
+def relative_tolerance(dtype: torch.dtype, reduction_length: int, depth: int = 1) -> float:
+    """Normwise relative error bound for ``depth`` chained matrix-product stages whose inputs are in
+    ``dtype`` and whose longest reduction sums ``reduction_length`` terms (see the module docstring)."""
+    if reduction_length < 1 or depth < 1:
+        raise ValueError(f"reduction_length and depth must be at least 1, got {reduction_length} and {depth}")
+    stage = math.sqrt(2) * unit_roundoff(dtype) + math.sqrt(reduction_length) * unit_roundoff(ACCUMULATION_DTYPE)
+    return CONFIDENCE * math.sqrt(depth) * stage
+
+
+def transformer_depth(num_hidden_layers: int) -> int:
+    """Chained matrix products in a BERT-style encoder: per layer the longest chain is query/key
+    projection, scores, attention-weighted values, output projection, two feed-forward products (6)."""
+    return 6 * num_hidden_layers
+
+
+def encoder_reduction_length(config) -> int:
+    """The longest reduction of an encoder's matrix products: the feed-forward output's (intermediate
+    size), or the hidden size, whichever is larger (attention reductions are shorter in the tests)."""
+    return max(int(getattr(config, "intermediate_size", 0) or 0), int(config.hidden_size))
+
+
+def encoder_tolerance(config, dtype: torch.dtype, extra_depth: int = 0) -> float:
+    """:func:`relative_tolerance` for the last hidden states of a transformer encoder with ``config``
+    (plus ``extra_depth`` matrix products after it, e.g. an MLM head)."""
+    return relative_tolerance(
+        dtype, encoder_reduction_length(config), transformer_depth(config.num_hidden_layers) + extra_depth
+    )
+
+
+def normwise_relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    """``||actual - expected|| / ||expected||`` in float64 (0 when both are zero)."""
+    actual, expected = actual.detach().double().cpu(), expected.detach().double().cpu()
+    if actual.shape != expected.shape:
+        raise ValueError(f"shapes differ: {tuple(actual.shape)} vs {tuple(expected.shape)}")
+    scale = expected.norm().item()
+    difference = (actual - expected).norm().item()
+    if scale == 0.0:
+        return 0.0 if difference == 0.0 else math.inf
+    return difference / scale
+
+
+def assert_close_normwise(actual: torch.Tensor, expected: torch.Tensor, tolerance: float, what: str = "values") -> float:
+    """Fail, naming ``what``, the error and the bound, when the normwise relative error exceeds
+    ``tolerance``; return the error (tests may also check it is not suspiciously zero)."""
+    error = normwise_relative_error(actual, expected)
+    if not error <= tolerance:
+        raise AssertionError(f"{what}: normwise relative error {error:.3e} exceeds the bound {tolerance:.3e}")
+    return error
