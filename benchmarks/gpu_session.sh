@@ -8,11 +8,13 @@
 #
 # The machine is bare and offline, so the call carries (paths ignored by git, named in `carry`; built here by
 # `bash benchmarks/gpu_carry.sh`):
-#   .carry/site.tar.gz   Python packages the image lacks or has older (transformers 5.23 without the model
-#                        families we never load, datasets, evaluate, seqeval, dill, multiprocess)
+#   .carry/site.tar.gz   Python packages the image lacks or has older than setup.cfg's floors (transformers 5.24
+#                        without the model families we never load, tokenizers, huggingface_hub, datasets,
+#                        evaluate, seqeval, dill, multiprocess)
 #   .carry/data.tar.gz   ../shared/data (corpus and the NER sets), unpacked beside the checkout as here
-#   .carry/minilm/       all-MiniLM-L6-v2 with its weights rounded to float16 (the full float32 file does not
-#                        fit the call's 64 MiB); widened back to float32 before use (docs/speed.md says so)
+#   .carry/minilm/       all-MiniLM-L6-v2's config and tokenizer
+#   .carry/minilm_weights/  its weights rounded to float16 (the full float32 file does not fit the call's 64 MiB);
+#                        widened back to float32 before use (docs/speed.md says so); only the study needs them
 # Each stage has a deadline inside the call's 10 minutes, so whatever finished comes back.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,12 +35,14 @@ setup() {
     mkdir -p ../shared && tar xzf .carry/data.tar.gz -C ../shared
   fi
   BASE=/tmp/minilm
-  if [ -f .carry/minilm/model_fp16.safetensors ] && [ ! -f $BASE/model.safetensors ]; then
+  if [ -d .carry/minilm ] && [ ! -f $BASE/config.json ]; then
     mkdir -p $BASE && cp .carry/minilm/*.json .carry/minilm/vocab.txt $BASE/
+  fi
+  if [ -f .carry/minilm_weights/model_fp16.safetensors ] && [ ! -f $BASE/model.safetensors ]; then
     python3 - <<'EOF'
 import torch
 from safetensors.torch import load_file, save_file
-weights = load_file(".carry/minilm/model_fp16.safetensors")
+weights = load_file(".carry/minilm_weights/model_fp16.safetensors")
 save_file({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, "/tmp/minilm/model.safetensors",
           metadata={"format": "pt"})
 EOF
