@@ -1,5 +1,13 @@
 """Shared fixtures: a tiny WordPiece tokenizer trained on real corpus lines and a tiny random BERT; and
-``run_launcher``, which runs a ``torchrun`` command and stops its workers too when it hangs."""
+``run_launcher``, which runs a ``torchrun`` command and stops its workers too when it hangs.
+
+Precision is pinned, not hoped for: every test runs with ``auto`` resolving to float32 (the autouse
+fixture ``pinned_precision`` sets ``BIOPTIMUS_DISABLE_BF16=1``, which subprocesses inherit), whatever
+this CPU or GPU supports, except tests marked ``precision``: those take the path ``auto`` takes on this
+machine, and ``scripts/test.sh`` runs them a second time with ``BIOPTIMUS_FORCE_BF16=1`` (the bf16
+branch, emulated where not native). Tests marked ``gpu`` need CUDA and are skipped without it.
+See tests/README.md.
+"""
 
 import os
 import subprocess
@@ -10,8 +18,36 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV
+
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CORPUS = DATA_DIR / "corpus" / "pubmed_sentences.txt"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "precision: takes the path `auto` precision takes on this machine (else float32 is pinned); "
+        "scripts/test.sh runs these a second time with BIOPTIMUS_FORCE_BF16=1")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one)")
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none visible)")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def pinned_precision(request, monkeypatch):
+    """float32 for ``auto`` in every test not marked ``precision`` (see the module docstring)."""
+    if request.node.get_closest_marker("precision") is None:
+        monkeypatch.delenv(FORCE_BF16_ENV, raising=False)
+        monkeypatch.setenv(DISABLE_BF16_ENV, "1")
 
 
 def run_launcher(command, env, timeout, cwd=None) -> subprocess.CompletedProcess:
@@ -35,6 +71,13 @@ def run_launcher(command, env, timeout, cwd=None) -> subprocess.CompletedProcess
         pytest.fail(f"the launcher did not finish within {timeout} s and was stopped with its workers; "
                     f"its stderr ends:\n{stderr[-3000:]}")
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def python_path(*directories) -> str:
+    """PYTHONPATH for a test's subprocess: ``directories`` first, then the caller's own PYTHONPATH (where an
+    environment puts packages, e.g. a GPU image's carried site-packages), never replacing it."""
+    inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    return os.pathsep.join([str(d) for d in directories] + inherited)
 
 
 def corpus_lines(n: int, start: int = 0) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bioptimus_hf.utils.distributed import close_process_group, rank_and_world
-from conftest import corpus_lines, run_launcher
+from conftest import corpus_lines, run_launcher, python_path
 
 
 def test_close_process_group_without_a_group_does_nothing():
@@ -22,7 +22,7 @@ def test_close_process_group_waits_for_the_slowest_rank_then_destroys_the_group(
     """The replica reaches the end about 3 s before the main process; it leaves only once the main process
     arrives, and no rank exits with a live group (the cause of gloo's SIGABRT at interpreter shutdown)."""
     tests_dir = Path(__file__).parent
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(tests_dir), str(tests_dir.parent)]))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(tests_dir, tests_dir.parent))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29537",
                str(tests_dir / "close_probe.py"), str(tmp_path)]
     result = run_launcher(command, env, timeout=120)
@@ -70,7 +70,7 @@ def test_a_cpu_launch_of_two_processes_without_use_cpu_is_refused_naming_the_fla
     corpus.write_text("\n".join(corpus_lines(50)) + "\n")
     out = tmp_path / "out"
     root = Path(__file__).parents[1]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(root))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29539",
                str(root / "run_pretraining.py"), "--model_name_or_path", str(tiny_model_dir), "--init_strategy",
                "continued", "--train_file", str(corpus), "--output_dir", str(out), "--max_steps", "2",

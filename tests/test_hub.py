@@ -23,6 +23,7 @@ from bioptimus_hf.releases.publisher import make_release_publisher
 from bioptimus_hf.releases.record import find_releases
 from bioptimus_hf.testing.fake_hub import FakeHub
 from bioptimus_hf.testing.tiny_releases import make_run
+from conftest import python_path
 
 # huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning")
@@ -269,7 +270,7 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
     """End to end in fresh processes: HF_ENDPOINT/HF_TOKEN read by huggingface_hub at import, as for users."""
     home = tmp_path / "hf_home"
     env = dict(os.environ, HF_ENDPOINT=hub.url, HF_TOKEN=TOKEN, HF_HOME=str(home), HF_HUB_OFFLINE="0",
-               HF_HUB_DISABLE_XET="1", PYTHONPATH=str(REPO_ROOT))
+               HF_HUB_DISABLE_XET="1", PYTHONPATH=python_path(REPO_ROOT))
     env.pop("TRANSFORMERS_OFFLINE", None)  # the suite runs offline; these processes talk to the local fake Hub
     staging = tmp_path / "staging"
     publish = subprocess.run(

@@ -19,7 +19,7 @@ from bioptimus_hf.ner.results import (aggregate_seed_results, markdown_table, mo
                                       write_results)
 from bioptimus_hf.ner.tagger import NerTagger
 
-from conftest import run_launcher
+from conftest import run_launcher, python_path
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401
 
 FAST = ["--num_train_epochs", "8", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
@@ -308,7 +308,7 @@ def test_two_processes_predict_in_dataset_order_and_write_the_results_once(tiny,
     _, model, data = tiny
     out = tmp_path / "ddp"
     root = Path(__file__).parents[1]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), str(root)]))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(Path(__file__).parent, root))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29543",
                str(root / "run_ner.py"), "--model_name_or_path", model, "--data_dir", data, "--output_dir", str(out),
                "--seeds", "1", "--model_name", "tiny-bert", "--train_sampling_strategy", "group_by_length",

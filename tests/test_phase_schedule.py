@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import corpus_lines, run_launcher
+from conftest import corpus_lines, run_launcher, python_path
 from phase_probe import probe_dataset, run_probe
 
 
@@ -69,7 +69,7 @@ def test_two_ranks_switch_at_the_same_step(tiny_model_dir, tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(400)))
     out = tmp_path / "ddp"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(Path(__file__).parent, Path(__file__).parents[1]))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
                str(Path(__file__).parent / "phase_probe.py"), str(tiny_model_dir), str(corpus), str(out)]
     result = run_launcher(command, env, timeout=300)

@@ -14,7 +14,7 @@ from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 import run_distillation
 from bioptimus_hf.releases.hub import publish_releases
 from bioptimus_hf.releases.record import ReleaseInfo, find_releases
-from conftest import corpus_lines, run_launcher
+from conftest import corpus_lines, run_launcher, python_path
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +143,7 @@ def test_two_ranks_log_loss_components_averaged_over_both_ranks(tmp_path, teache
 
     out = tmp_path / "ddp"
     root = Path(__file__).parents[1]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), str(root)]))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(Path(__file__).parent, root))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29541",
                str(root / "run_distillation.py"), "--teacher_model_name_or_path", str(teacher_dir),
                "--student_layers", "0", "2", "--train_file", str(corpus), "--output_dir", str(out), "--max_steps", "4",

@@ -11,7 +11,7 @@ import pytest
 
 import run_pretraining
 from bioptimus_hf.pretraining.run_lifecycle import OutputDirLock, last_complete_checkpoint
-from conftest import corpus_lines
+from conftest import corpus_lines, python_path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ KILL_DURING_SAVE = textwrap.dedent('''
 def test_a_half_written_checkpoint_is_skipped_on_resume(monkeypatch, tmp_path, tiny_model_dir, corpus, caplog):
     out = tmp_path / "out"
     argv = [str(a) for a in args(tiny_model_dir, corpus, out, "--max_steps", 12, "--phase_steps", 3, 3, 3, 3)]
-    env = dict(os.environ, PYTHONPATH=f"{REPO_ROOT}{os.pathsep}{REPO_ROOT / 'tests'}")
+    env = dict(os.environ, PYTHONPATH=python_path(REPO_ROOT, REPO_ROOT / "tests"))
     killed = subprocess.run([sys.executable, "-c", KILL_DURING_SAVE, *argv], cwd=REPO_ROOT, env=env,
                             capture_output=True, text=True, timeout=600)
     assert killed.returncode == -9, killed.stderr[-3000:]

@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModelForMaskedLM
 
 import run_pretraining
-from conftest import corpus_lines, run_launcher
+from conftest import corpus_lines, run_launcher, python_path
 
 
 def run(monkeypatch, argv):
@@ -162,7 +162,7 @@ def test_accelerate_launch_two_cpu_processes(tmp_path, tiny_model_dir, corpus):
                str(root / "configs" / "accelerate" / "cpu_two_processes.yaml"), "--main_process_port", "29531",
                str(root / "run_pretraining.py"), str(config), *map(str, base_args(tiny_model_dir, corpus, out))]
     command[command.index("--max_steps") + 1] = "8"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(root))
     result = run_launcher(command, env, timeout=300, cwd=tmp_path)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-4000:]

@@ -11,8 +11,9 @@ under ``torch.autocast``) and whose sums are accumulated in float32 (what CPUs a
 With ``u`` the unit roundoff of a format (half its machine epsilon: 2**-24 for float32, 2**-8 for
 bf16) and ``K`` the reduction length, each output element carries
 
-* the rounding of its two inputs: relative errors ``<= u_in`` each, independent and of random sign, so
-  they add in quadrature, ``sqrt(2) * u_in`` relative to the product's size;
+* the rounding of its two inputs and of its output (under bf16 autocast a linear layer returns bf16):
+  relative errors ``<= u_in`` each, independent and of random sign, so they add in quadrature,
+  ``sqrt(3) * u_in`` relative to the product's size;
 * the accumulation of ``K`` terms in float32: the probabilistic bound of Higham & Mary (2019, "A new
   approach to probabilistic rounding error analysis", SIAM J. Sci. Comput. 41(5)), ``lambda * sqrt(K) *
   u_acc``, instead of the deterministic worst case ``K * u_acc`` that real kernels (blocked, with
@@ -25,15 +26,24 @@ order, add in quadrature: ``sqrt(depth)`` times one stage's bound. This assumes 
 error on with a gain of at most one, which holds for the LayerNorm'd transformers the tests build at
 initialisation scale; stages with a larger gain must count it in ``depth``.
 
-So the normwise relative bound is::
+So the normwise relative bound, relative to the size of the matrix products' outputs, is::
 
-    lambda * sqrt(depth) * (sqrt(2) * u_in + sqrt(K) * u_acc)        (lambda = 4)
+    lambda * sqrt(depth) * (sqrt(3) * u_in + sqrt(K) * u_acc)        (lambda = 4)
+
+What is compared is often not a matrix product's output but a residual stream that the products only
+add to: a transformer's hidden states are ``LayerNorm(x + f(x))``, and at initialisation scale
+(weights of standard deviation 0.02) each ``f(x)`` is a tenth of ``x``. The errors are relative to the
+products, so the bound is multiplied by the *contribution scale*: the largest root-mean-square output
+of the model's linear layers over the root-mean-square of the compared values, measured on the float64
+reference forward (:func:`linear_output_scale`). Without it the bound is valid but loose by that ratio,
+and a loose bound blinds a test to the bugs it is there for.
 
 ``lambda = 4`` makes a single normwise comparison exceed the bound with a probability of about
 ``2 * exp(-lambda**2 / 2) = 7e-4`` under the model: rare enough not to flake, and still far below the
 size of the bugs the tests guard against (a missing sub-token in an average, an uncropped window, two
 swapped outputs change a vector by tens of percent). Orders of magnitude for the tests' tiny BERTs (K =
-64, depth = 12): float32 ``8e-6``, bf16 ``0.077``.
+64, depth = 12, contribution scale 1): float32 ``8e-6``, bf16 ``0.094``; their measured contribution
+scale is about 0.1.
 
 Reference values are computed in float64 (``model.double()``), so the reference's own error is
 negligible next to either bound. Comparisons are *normwise* (``||a - b|| / ||b||``) over the compared
@@ -46,9 +56,12 @@ same batches (tests/README.md lists which tests compare numerics and with what b
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 
 import torch
+from torch import nn
 
 # Higham & Mary's confidence parameter (see the module docstring).
 CONFIDENCE = 4.0
@@ -66,7 +79,7 @@ def relative_tolerance(dtype: torch.dtype, reduction_length: int, depth: int = 1
     ``dtype`` and whose longest reduction sums ``reduction_length`` terms (see the module docstring)."""
     if reduction_length < 1 or depth < 1:
         raise ValueError(f"reduction_length and depth must be at least 1, got {reduction_length} and {depth}")
-    stage = math.sqrt(2) * unit_roundoff(dtype) + math.sqrt(reduction_length) * unit_roundoff(ACCUMULATION_DTYPE)
+    stage = math.sqrt(3) * unit_roundoff(dtype) + math.sqrt(reduction_length) * unit_roundoff(ACCUMULATION_DTYPE)
     return CONFIDENCE * math.sqrt(depth) * stage
 
 
@@ -82,12 +95,41 @@ def encoder_reduction_length(config) -> int:
     return max(int(getattr(config, "intermediate_size", 0) or 0), int(config.hidden_size))
 
 
-def encoder_tolerance(config, dtype: torch.dtype, extra_depth: int = 0) -> float:
-    """:func:`relative_tolerance` for the last hidden states of a transformer encoder with ``config``
-    (plus ``extra_depth`` matrix products after it, e.g. an MLM head)."""
-    return relative_tolerance(
-        dtype, encoder_reduction_length(config), transformer_depth(config.num_hidden_layers) + extra_depth
-    )
+def encoder_tolerance(config, dtype: torch.dtype, extra_depth: int = 0, contribution_scale: float = 1.0) -> float:
+    """:func:`relative_tolerance` for the last hidden states of a transformer encoder with ``config`` (plus
+    ``extra_depth`` matrix products after it, e.g. an MLM head), times ``contribution_scale`` (see
+    :func:`linear_output_scale`; 1 is always valid, only looser)."""
+    depth = transformer_depth(config.num_hidden_layers) + extra_depth
+    return contribution_scale * relative_tolerance(dtype, encoder_reduction_length(config), depth)
+
+
+@contextlib.contextmanager
+def recorded_linear_outputs(model: nn.Module) -> Iterator[list[float]]:
+    """Within the block, the root-mean-square output of every ``nn.Linear`` call of ``model`` is appended
+    to the yielded list."""
+    sizes: list[float] = []
+
+    def record(module, inputs, output):
+        sizes.append(output.detach().double().pow(2).mean().sqrt().item())
+
+    handles = [m.register_forward_hook(record) for m in model.modules() if isinstance(m, nn.Linear)]
+    try:
+        yield sizes
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def linear_output_scale(linear_output_rms: list[float], compared: torch.Tensor) -> float:
+    """The contribution scale: the largest linear-layer output (root mean square, from
+    :func:`recorded_linear_outputs` on the float64 reference forward) over the root mean square of the
+    compared values. At least ``2**-10``, so that a degenerate reference cannot make the bound vanish."""
+    if not linear_output_rms:
+        raise ValueError("no linear layer ran: record the reference forward inside recorded_linear_outputs(model)")
+    compared_rms = compared.detach().double().pow(2).mean().sqrt().item()
+    if compared_rms == 0.0:
+        return 1.0
+    return max(max(linear_output_rms) / compared_rms, 2.0**-10)
 
 
 def normwise_relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
