@@ -15,7 +15,16 @@ With ``--ncbi_model`` (a model fine-tuned by run_ner.py on NCBI-disease) the NCB
 sentences (tokens joined by spaces) are tagged in float32 and each bf16 mode; the JSON counts the
 sentences whose entities differ and gives entity-level F1 of each path against the gold spans.
 
+With ``--composition_models SET=MODEL,...`` (models fine-tuned on those BLURB sets) each set's test
+sentences are tagged three ways in each of ``--composition_precisions``: the file in order (the
+reference), the file shuffled (other neighbours, hence other batches and padding), and one sentence per
+call with ``batch_size=1`` (no neighbours at all); the JSON counts the sentences whose entities change
+with the batch composition and gives the entity F1 of every path: what a user who tags the same
+abstract twice, in different files, can expect.
+
     HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner_tagging.py --model M --ncbi_model M
+    HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner_tagging.py --model M --skip_throughput \
+        --composition_models NCBI-disease=/tmp/ner_models/NCBI-disease/seed_1,BC5CDR-chem=...
 """
 
 from __future__ import annotations
@@ -38,6 +47,14 @@ from bioptimus_hf.ner.evaluation import span_scores  # noqa: E402
 from bioptimus_hf.ner.tagger import NerTagger  # noqa: E402
 from bioptimus_hf.utils.files import write_json_atomic  # noqa: E402
 from bioptimus_hf.utils.hardware import device_has_fast_bf16  # noqa: E402
+
+
+def cpu_model_name() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            return next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), None)
+    except OSError:
+        return None
 
 
 def last_lines(path: str, count: int) -> list[str]:
@@ -92,8 +109,9 @@ def throughput(args, abstracts: list[str]) -> dict:
     }
 
 
-def ncbi_agreement(args) -> dict:
-    test = read_conll(os.path.join(args.data_root, "NCBI-disease-IOB", "test.tsv"))
+def test_texts(args, dataset: str):
+    """A set's test sentences (tokens joined by spaces) and each token's character offset in its text."""
+    test = read_conll(os.path.join(args.data_root, f"{dataset}-IOB", "test.tsv"))
     sentences = test.sentences[: args.max_test_sentences or None]
     texts = [" ".join(s.tokens) for s in sentences]
     starts = []  # character offset of every token in its joined text
@@ -103,16 +121,71 @@ def ncbi_agreement(args) -> dict:
             offsets.append(position)
             position += len(token) + 1
         starts.append(offsets)
+    return sentences, texts, starts
 
-    def to_token_spans(entities, offsets):
-        # the tokens the entity's characters touch (the tagger's words are the same or finer)
-        spans = []
-        for e in entities:
-            first = max(i for i, o in enumerate(offsets) if o <= e["start"])
-            last = max(i for i, o in enumerate(offsets) if o < e["end"])
-            spans.append((e["type"], first, last + 1))
-        return spans
 
+def to_token_spans(entities, offsets):
+    # the tokens the entity's characters touch (the tagger's words are the same or finer)
+    spans = []
+    for e in entities:
+        first = max(i for i, o in enumerate(offsets) if o <= e["start"])
+        last = max(i for i, o in enumerate(offsets) if o < e["end"])
+        spans.append((e["type"], first, last + 1))
+    return spans
+
+
+def entity_key(entity):
+    return entity["type"], entity["start"], entity["end"]
+
+
+def differences(path, reference) -> dict:
+    """How ``path``'s entities differ from ``reference``'s, sentence by sentence."""
+    return {
+        "sentences_with_different_entities": sum(
+            {entity_key(e) for e in a} != {entity_key(e) for e in b} for a, b in zip(path, reference)),
+        "entities_only_here": sum(len({entity_key(e) for e in a} - {entity_key(e) for e in b})
+                                  for a, b in zip(path, reference)),
+        "entities_only_in_reference": sum(len({entity_key(e) for e in b} - {entity_key(e) for e in a})
+                                          for a, b in zip(path, reference)),
+        "max_score_difference_on_shared_entities": max(
+            [abs(x["score"] - y["score"]) for a, b in zip(path, reference) for x in a for y in b
+             if entity_key(x) == entity_key(y)] or [0.0]),
+    }
+
+
+def batch_composition(args) -> dict:
+    """Per set and precision: the test file tagged in order, shuffled, and one sentence at a time."""
+    import random
+
+    report = {"batch_size": args.batch_size, "sets": {}}
+    for item in args.composition_models.split(","):
+        dataset, model = item.split("=", 1)
+        sentences, texts, starts = test_texts(args, dataset)
+        order = list(range(len(texts)))
+        random.Random(args.seed).shuffle(order)
+        per_set = report["sets"][dataset] = {"model": model, "sentences": len(texts), "precisions": {}}
+        for precision in args.composition_precisions.split(","):
+            tagger = NerTagger(model, batch_size=args.batch_size, precision=precision)
+            alone = NerTagger(model, batch_size=1, precision=precision)
+            in_order = tagger(texts)
+            shuffled_out = tagger([texts[i] for i in order])
+            shuffled = [None] * len(texts)
+            for position, index in enumerate(order):
+                shuffled[index] = shuffled_out[position]
+            one_by_one = [alone(text) for text in texts]
+            entry = {"resolved": tagger.precision, "paths": {}}
+            for name, path in (("in_order", in_order), ("shuffled", shuffled), ("one_at_a_time", one_by_one)):
+                scores = span_scores(sentences, [to_token_spans(e, o) for e, o in zip(path, starts)])
+                entry["paths"][name] = {**scores, **({} if name == "in_order" else differences(path, in_order))}
+            per_set["precisions"][precision] = entry
+            print(dataset, precision, tagger.precision,
+                  {name: (round(100 * p["f1"], 2), p.get("sentences_with_different_entities"))
+                   for name, p in entry["paths"].items()}, flush=True)
+    return report
+
+
+def ncbi_agreement(args) -> dict:
+    sentences, texts, starts = test_texts(args, "NCBI-disease")
     paths, report = {}, {"sentences": len(sentences), "model": args.ncbi_model, "paths": {}}
     for precision in ["float32"] + args.compare_precisions.split(","):
         tagger = NerTagger(args.ncbi_model, batch_size=args.batch_size, precision=precision)
@@ -121,17 +194,9 @@ def ncbi_agreement(args) -> dict:
         scores = span_scores(sentences, predicted)
         entry = {"seconds": seconds, "loadavg_1min": load, **scores}
         if precision != "float32":
-            reference = paths["float32"]
-            key = lambda e: (e["type"], e["start"], e["end"])  # noqa: E731
-            entry["sentences_with_different_entities"] = sum(
-                {key(e) for e in a} != {key(e) for e in b} for a, b in zip(paths[precision], reference))
-            entry["entities_only_here"] = sum(len({key(e) for e in a} - {key(e) for e in b})
-                                              for a, b in zip(paths[precision], reference))
-            entry["entities_only_in_float32"] = sum(len({key(e) for e in b} - {key(e) for e in a})
-                                                    for a, b in zip(paths[precision], reference))
-            entry["max_score_difference_on_shared_entities"] = max(
-                [abs(x["score"] - y["score"]) for a, b in zip(paths[precision], reference)
-                 for x in a for y in b if key(x) == key(y)] or [0.0])
+            found = differences(paths[precision], paths["float32"])
+            found["entities_only_in_float32"] = found.pop("entities_only_in_reference")
+            entry.update(found)
         report["paths"][precision] = entry
         print(precision, {k: v for k, v in entry.items()}, flush=True)
     return report
@@ -149,6 +214,10 @@ def main() -> None:
     parser.add_argument("--compare_precisions", default="bf16,bf16-autocast")
     parser.add_argument("--max_test_sentences", type=int, default=0, help="0: the whole NCBI-disease test set")
     parser.add_argument("--data_root", default=os.path.join(ROOT, "..", "shared", "data", "ner"))
+    parser.add_argument("--composition_models", default=None,
+                        help="SET=MODEL,...: BLURB sets (folder name without -IOB) and models fine-tuned on them")
+    parser.add_argument("--composition_precisions", default="float32,auto")
+    parser.add_argument("--seed", type=int, default=0, help="the shuffled file's order")
     parser.add_argument("--skip_throughput", action="store_true")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "ner_tagging.json"))
     args = parser.parse_args()
@@ -158,7 +227,7 @@ def main() -> None:
         "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner_tagging.py " + " ".join(sys.argv[1:]),
         "setting": vars(args),
         "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "cpu_bf16_native": device_has_fast_bf16("cpu"), "torch": torch.__version__,
+                    "cpu_model": cpu_model_name(), "cpu_bf16_native": device_has_fast_bf16("cpu"), "torch": torch.__version__,
                     "loadavg_at_start": os.getloadavg(),
                     "note": "2 CPU cores shared with other jobs; loadavg recorded per arm; timings are indicative"},
     }
@@ -166,6 +235,8 @@ def main() -> None:
         report["throughput"] = throughput(args, last_lines(args.corpus, args.abstracts))
     if args.ncbi_model:
         report["ncbi_float32_vs_bf16"] = ncbi_agreement(args)
+    if args.composition_models:
+        report["batch_composition"] = batch_composition(args)
     report["machine"]["loadavg_at_end"] = os.getloadavg()
     write_json_atomic(args.output, report, indent=2)
     print(json.dumps({k: v for k, v in report.get("throughput", {}).items() if k != "runs"}, indent=1))

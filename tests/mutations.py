@@ -1,0 +1,60 @@
+"""Apply one source mutation at a time to a copy of the repository and run the tests that must catch it
+(tests/README.md, "Loosened tests keep their power"). Not collected by pytest; run by hand:
+
+    .venv/bin/python tests/mutations.py
+
+Each line says a mutation, the pass (pinned float32, or the `precision` tests with bf16 forced) and
+pytest's summary: every line must show failures (rc=1)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[1])
+MUTATIONS = [
+    ("drop one sub-token from the average", "bioptimus_hf/vocabulary/embedding_init.py",
+     "vector = states[i, [p + offset for p in positions]].mean(dim=0)",
+     "vector = states[i, [p + offset for p in (positions[:-1] or positions)]].mean(dim=0)",
+     ["tests/test_embedding_init.py::test_contextualized_rows_match_hand_computation",
+      "tests/test_embedding_init.py::test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens"]),
+    ("crop starting at the span instead of centred on it", "bioptimus_hf/vocabulary/embedding_init.py",
+     "first = min(max(positions[0] - (window - span) // 2, 0), n - window)",
+     "first = min(max(positions[0] - 4, 0), n - window)",
+     ["tests/test_embedding_init.py::test_long_sentence_cropped_to_model_length"]),
+    ("swap two outputs in the stream", "bioptimus_hf/ner/tagger.py",
+     "                yield from self._tag_chunk(chunk)",
+     "                tagged = self._tag_chunk(chunk)\n                tagged[:2] = tagged[:2][::-1]\n                yield from tagged",
+     ["tests/test_ner_speed.py::test_streaming_matches_the_whole_list_reads_lazily_and_keeps_order"]),
+    ("a window's labels written to its neighbour's row", "bioptimus_hf/ner/tagger.py",
+     "labels[row], probabilities[row] = label[i], best[i]",
+     "labels[rows[(i + 1) % len(rows)]], probabilities[rows[(i + 1) % len(rows)]] = label[i], best[i]",
+     ["tests/test_ner_speed.py::test_sorted_batches_across_texts_equal_one_text_at_a_time_in_float32",
+      "tests/test_bf16_paths.py::test_ner_training_and_prediction_in_bf16_learn_the_synthetic_entities"]),
+]
+
+
+def main() -> int:
+    escaped = 0
+    for name, path, old, new, tests in MUTATIONS:
+        copy = Path(tempfile.mkdtemp(prefix="mutation_")) / "repo"
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
+            ".venv", ".git", "target", ".carry", ".whl", "outputs", "__pycache__", ".cargo-debian"))
+        source = (copy / path).read_text()
+        assert source.count(old) == 1, f"{name}: the code to mutate is no longer in {path}"
+        (copy / path).write_text(source.replace(old, new))
+        for label, extra in (("pinned float32", []), ("bf16 forced", ["-m", "precision"])):
+            env = dict(os.environ, HF_HUB_OFFLINE="1", **({"BIOPTIMUS_FORCE_BF16": "1"} if extra else {}))
+            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, *tests],
+                                 cwd=copy, capture_output=True, text=True, env=env)
+            lines = run.stdout.strip().splitlines()
+            print(f"{name} [{label}]: rc={run.returncode}: {lines[-1] if lines else run.stderr[-300:]}", flush=True)
+            escaped += run.returncode == 0
+        shutil.rmtree(copy.parent)
+    return 1 if escaped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
