@@ -225,7 +225,8 @@ def device_peak_precisions(device_type: str) -> dict[str, str | None]:
         return {"bf16": None, "tf32": None, "float32": None}
     from bioptimus_hf.utils.hardware import cpu_has_fast_bf16
 
-    bf16 = None if cpu_has_fast_bf16() else "the CPU has no native bf16 (no amx_bf16/avx512_bf16): emulated, not a peak"
+    bf16 = None if cpu_has_fast_bf16() else (
+        "no native bf16 on this CPU (no amx_bf16/avx512_bf16, or BIOPTIMUS_DISABLE_BF16 set): emulated, not a peak")
     return {"bf16": bf16, "tf32": "tf32 is a CUDA mode", "float32": None}
 
 
