@@ -2,7 +2,7 @@
 
 An *arm* is a recipe with options, written ``recipe[+option...]``:
 
-* recipes: ``plain`` -- ``BertForMaskedLM`` + ``DataCollatorForLanguageModeling`` + ``Trainer``, data
+* recipes: ``plain`` -- the model's own ``*ForMaskedLM`` + ``DataCollatorForLanguageModeling`` + ``Trainer``, data
   prepared as ``run_mlm.py`` does without ``--line_by_line`` (tokenize, ``group_texts``); ``ours`` --
   ``bioptimus_hf`` packing (word ids kept) + ``CurriculumDataCollator`` (one token phase) +
   ``enable_masked_only_prediction``; ``same_batches_standard`` / ``same_batches_masked_only`` --
@@ -16,10 +16,16 @@ visible, else on CPU. tokens/s counts every input token of the timed steps (bloc
 over wall-clock time between the end of the untimed warm-up steps and the end of the last step (data
 loading, collation, forward, backward, optimizer, logging).
 
-Model FLOPs (for model-FLOPs utilisation, MFU): ``6 * N`` per token for the matmuls with all ``N``
-parameters (the tied word-embedding matrix counted once, as the MLM decoder's matmul) plus
-``12 * layers * seq_len * hidden`` per token for attention scores and values (forward + backward); the
-same nominal FLOPs for every recipe, so a recipe that skips work (masked-only head) shows a higher MFU.
+The model is MiniLM (``--model_dir``, pretrained) or, with ``--architecture``, a random ``*ForMaskedLM`` of
+that architecture built from config at ``--model_size`` with ``--model_dir``'s tokenizer (see
+:data:`ARCHITECTURES`, :data:`MODEL_SIZES`).
+
+FLOPs and MFU (``benchmarks/_mfu.py`` owns the formulas): every run reports *useful* TFLOP/s (encoder and
+attention on every token, the MLM head on the labelled positions of the timed batches only, counted from their
+labels) and *nominal* model TFLOP/s (the head on every position, the same for every recipe), and their share of
+the device's peak in the arm's precision, measured once per benchmark run by :func:`run_arms` (or
+``--peak_tflops``). Every result records the machine (``benchmarks/_machine.py``); :func:`save_section` refuses to
+mix machines in one section.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -44,14 +49,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # after PYTHONPATH, so an installed/other checkout can be benchmarked
 
+import _machine  # noqa: E402  (siblings in benchmarks/, on the path of every script here)
+import _mfu  # noqa: E402
+
 RECIPES = ("plain", "ours", "same_batches_standard", "same_batches_masked_only")
 ARM_OPTIONS = ("bf16", "tf32", "compile")
-# Dense peak TFLOP/s by GPU name fragment and precision (vendor data sheets, SXM parts); the CPU has none
-# here: pass --peak_tflops to get an MFU on it.
-GPU_PEAK_TFLOPS = {
-    "H100": {"bf16": 989.0, "tf32": 494.0, "float32": 67.0},
-    "H200": {"bf16": 989.0, "tf32": 494.0, "float32": 67.0},
-    "A100": {"bf16": 312.0, "tf32": 156.0, "float32": 19.5},
+# --architecture: the masked LMs of transformers the benchmark builds from config (random weights).
+ARCHITECTURES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2", "modernbert")
+# --model_size: hidden size, layers, attention heads, feed-forward size (ModernBERT's GLU input projection is
+# twice the feed-forward size wide, as in its own configs).
+MODEL_SIZES = {
+    "tiny": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512},
+    "minilm": {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536},
+    "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
 }
 
 
@@ -67,10 +77,16 @@ def _default_model_dir() -> str:
 class BenchmarkArguments:
     model_dir: str = field(
         default_factory=_default_model_dir,
-        metadata={"help": "BERT directory (default: MiniLM demo model); its tokenizer is used with --bert_base_from_config too"},
+        metadata={"help": "model directory (default: MiniLM demo model); its tokenizer is used with --architecture too"},
     )
+    architecture: str = field(
+        default="",
+        metadata={"help": f"train a random *ForMaskedLM of this architecture built from config ({', '.join(ARCHITECTURES)}) "
+                          "at --model_size, with --model_dir's tokenizer; empty: --model_dir's pretrained model"},
+    )
+    model_size: str = field(default="base", metadata={"help": f"size of --architecture: {', '.join(MODEL_SIZES)}"})
     bert_base_from_config: bool = field(
-        default=False, metadata={"help": "train a BERT-base built from BertConfig() (default sizes, random weights)"}
+        default=False, metadata={"help": "same as --architecture bert --model_size base (BERT-base, random weights)"}
     )
     corpus: str = field(default=str(ROOT.parent / "shared" / "data" / "corpus" / "pubmed_sentences.txt"))
     max_lines: int = field(default=12000, metadata={"help": "corpus lines read (enough for the longest run)"})
@@ -92,9 +108,23 @@ class BenchmarkArguments:
     tf32: bool = field(default=False, metadata={"help": "add +tf32 to every arm (CUDA only)"})
     peak_tflops: float | None = field(
         default=None,
-        metadata={"help": "peak TFLOP/s for the MFU (default: the GPU's data-sheet dense peak; none on CPU)"},
+        metadata={"help": "peak TFLOP/s for every arm's MFU instead of the peak measured in the arm's precision"},
     )
+    peak_matmul_size: int = field(
+        default=0, metadata={"help": "n of the n x n matmul that measures the peak (0: 2048 on a CPU, 8192 on a GPU)"}
+    )
+    peak_repeats: int = field(default=_mfu.DEFAULT_PEAK_REPEATS, metadata={"help": "timed peak matmuls (median taken)"})
     output_json: str = str(ROOT / "benchmarks" / "results" / "pretraining_throughput.json")
+
+    def __post_init__(self):
+        if self.bert_base_from_config:
+            if self.architecture not in ("", "bert") or self.model_size != "base":
+                raise ValueError("--bert_base_from_config means --architecture bert --model_size base")
+            self.architecture = "bert"
+        if self.architecture and self.architecture not in ARCHITECTURES:
+            raise ValueError(f"--architecture {self.architecture!r}: expected one of {ARCHITECTURES}")
+        if self.model_size not in MODEL_SIZES:
+            raise ValueError(f"--model_size {self.model_size!r}: expected one of {tuple(MODEL_SIZES)}")
 
 
 def parse_arm(arm: str) -> tuple[str, set[str]]:
@@ -112,23 +142,6 @@ def with_global_options(arms: list[str], args: BenchmarkArguments) -> list[str]:
         options |= {name for name in ("bf16", "tf32") if getattr(args, name)}
         out.append("+".join([recipe, *sorted(options)]))
     return out
-
-
-def model_flops_per_token(config, seq_len: int, parameters: int) -> float:
-    return 6.0 * parameters + 12.0 * config.num_hidden_layers * seq_len * config.hidden_size
-
-
-def peak_tflops_for(options: set[str], args: BenchmarkArguments) -> float | None:
-    if args.peak_tflops is not None:
-        return args.peak_tflops
-    if not torch.cuda.is_available():
-        return None
-    name = torch.cuda.get_device_name(0)
-    precision = "bf16" if "bf16" in options else "tf32" if "tf32" in options else "float32"
-    for fragment, peaks in GPU_PEAK_TFLOPS.items():
-        if fragment in name:
-            return peaks[precision]
-    return None
 
 
 # ----------------------------------------------------------------------------------------------- data
@@ -205,6 +218,7 @@ class StepClock:
                     torch.cuda.synchronize()
                 clock.step_ends.append(time.perf_counter())
                 clock.cpu_ends.append(time.process_time())
+                clock.close_step_batches()
                 clock.mark("step_end")
                 clock.finish_step()
                 if clock.profiler is not None and state.global_step == warmup_steps + profile_steps:
@@ -215,6 +229,8 @@ class StepClock:
                     clock.losses.append((state.global_step, float(logs["loss"])))
 
         self.callback = _Callback()
+        self.batches: list[list[tuple]] = []  # per optimizer step: (sequences, seq_len, labelled) of each batch
+        self._pending_batches: list[tuple] = []
         self.step_ends: list[float] = []
         self.cpu_ends: list[float] = []  # process CPU seconds (all threads): robust to other load
         self.marks: dict[str, float] = {}
@@ -228,9 +244,32 @@ class StepClock:
     def mark(self, name):
         self.marks[name] = time.perf_counter()
 
+    def count_batch(self, inputs):
+        """Record a training batch's shape and labelled positions (``labels != -100``).
+
+        The count stays a tensor on the batch's device until :meth:`timed_batches` (no host sync per step).
+        """
+        labels = inputs["labels"]
+        self._pending_batches.append((labels.shape[0], labels.shape[1], labels.ne(-100).sum()))
+
+    def close_step_batches(self):
+        """The batches counted since the last step end belong to the step that just ended."""
+        self.batches.append(self._pending_batches)
+        self._pending_batches = []
+
+    def timed_batches(self, first_step_index: int) -> list:
+        """The batches of the steps after step ``first_step_index`` (whose end starts the clock)."""
+        return [
+            _mfu.BatchCount(sequences, seq_len, int(labelled))
+            for step in self.batches[first_step_index + 1 :] for sequences, seq_len, labelled in step
+        ]
+
     def attach(self, model):
-        """Forward hooks timing the whole model, the encoder (model.bert) and the MLM head (model.cls)."""
-        for key, module in (("model", model), ("encoder", model.bert), ("head", model.cls)):
+        """Forward hooks timing the whole model, the encoder (``model.base_model``) and the MLM head (the modules
+        beside it, :func:`_mfu.mlm_head_modules`; their times add up)."""
+        parts = [("model", model), ("encoder", _mfu.base_model_of(model))]
+        parts += [("head", module) for module in _mfu.mlm_head_modules(model).values()]
+        for key, module in parts:
             starts = []
             module.register_forward_pre_hook(lambda *_, starts=starts: starts.append(time.perf_counter()))
             module.register_forward_hook(
@@ -304,15 +343,60 @@ def _code_fingerprint() -> dict:
     return {"package_dir": str(package), "md5": hashes}
 
 
-def build_model(args: BenchmarkArguments):
-    from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
+def masked_lm_config(architecture: str, size: str, tokenizer):
+    """Config of a random ``architecture`` masked LM at ``size`` for ``tokenizer`` (vocabulary, special ids).
 
-    if args.bert_base_from_config:
-        return BertForMaskedLM(BertConfig())  # bert-base sizes and vocabulary size, random weights
+    Each family's own defaults otherwise, except: ELECTRA's embeddings as wide as its hidden states (no
+    projection), and DeBERTa-v2 configured as DeBERTa-v3 is (relative attention with 256 position buckets,
+    content-to-position and position-to-content, shared keys, no absolute positions).
+    """
+    from transformers import AutoConfig
+
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture {architecture!r}: expected one of {ARCHITECTURES}")
+    shape = dict(MODEL_SIZES[size])
+    special = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
+    if architecture == "distilbert":
+        return AutoConfig.for_model(
+            architecture, dim=shape["hidden_size"], n_layers=shape["num_hidden_layers"],
+            n_heads=shape["num_attention_heads"], hidden_dim=shape["intermediate_size"], **special,
+        )
+    extra = {}
+    if architecture in ("roberta", "xlm-roberta", "modernbert"):
+        extra = {"bos_token_id": tokenizer.cls_token_id, "eos_token_id": tokenizer.sep_token_id}
+    if architecture == "modernbert":
+        extra.update(cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
+    if architecture == "electra":
+        extra = {"embedding_size": shape["hidden_size"]}
+    if architecture == "deberta-v2":
+        extra = {"relative_attention": True, "position_buckets": 256, "pos_att_type": ["p2c", "c2p"],
+                 "norm_rel_ebd": "layer_norm", "share_att_key": True, "position_biased_input": False,
+                 "max_relative_positions": -1, "type_vocab_size": 0}
+    return AutoConfig.for_model(architecture, **shape, **special, **extra)
+
+
+def build_model(args: BenchmarkArguments, tokenizer=None):
+    """MiniLM from --model_dir, or a random --architecture model at --model_size (same seed: same weights)."""
+    from transformers import AutoModelForMaskedLM
+
+    if args.architecture:
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
+        return AutoModelForMaskedLM.from_config(masked_lm_config(args.architecture, args.model_size, tokenizer))
     return AutoModelForMaskedLM.from_pretrained(args.model_dir)
 
 
-def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, profile_steps: int = 0) -> dict:
+def model_label(args: BenchmarkArguments) -> str:
+    if args.architecture:
+        return f"{args.architecture} {args.model_size} from config (random weights)"
+    return args.model_dir
+
+
+def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, profile_steps: int = 0,
+               peak: dict | None = None) -> dict:
+    """One run of ``arm``; ``peak`` is the peak its MFU is computed against (:func:`_mfu.peak_for_arm`)."""
     from transformers import (
         AutoTokenizer,
         DataCollatorForLanguageModeling,
@@ -331,8 +415,7 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         raise ValueError(f"arm {arm!r}: tf32 needs a CUDA GPU (none visible)")
     if not on_gpu:
         # the cores this process may run on (taskset/cgroups), not the machine's: no oversubscription when pinned
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        torch.set_num_threads(max(1, cores or 1))
+        torch.set_num_threads(_machine.run_torch_threads())
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     lines = read_lines(args.corpus, args.max_lines)
     use_curriculum = recipe == "ours"
@@ -365,8 +448,9 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
             return {k: torch.stack([f[k] for f in features]) for k in features[0]}
 
     set_seed(args.seed)  # same random MLM-head initialisation in every arm
-    model = build_model(args)
+    model = build_model(args, tokenizer)
     parameters = sum(p.numel() for p in model.parameters())  # tied weights counted once
+    flops = _mfu.MaskedLMFlops.of(model)  # before any patching: the model's own modules
     attn_implementation = model.config._attn_implementation
     if recipe in ("ours", "same_batches_masked_only"):
         enable_masked_only_prediction(model)
@@ -396,7 +480,15 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     )
     clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps)
     clock.attach(model)
-    trainer = Trainer(
+
+    class CountingTrainer(Trainer):
+        """Counts each training batch's labelled positions (outside the model, so compiled graphs are untouched)."""
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            clock.count_batch(inputs)
+            return super().training_step(model, inputs, num_items_in_batch)
+
+    trainer = CountingTrainer(
         model=model, args=training_args, train_dataset=dataset, data_collator=collator, callbacks=[clock.callback]
     )
     rss_before_kib = _rss_now_kib()
@@ -409,17 +501,22 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     timed_steps = len(timed) - 1
     seconds = timed[-1] - timed[0]
     cpu_seconds = clock.cpu_ends[-1] - clock.cpu_ends[first]
-    tokens = timed_steps * args.batch_size * args.block_size
+    timed_flops = _mfu.step_flops(flops, clock.timed_batches(first))
+    tokens = timed_flops["tokens"]
+    if tokens != timed_steps * args.batch_size * args.block_size:  # blocks are full: every batch is batch x block
+        raise RuntimeError(f"{tokens} tokens in the timed batches, expected {timed_steps} x {args.batch_size} x {args.block_size}")
     tokens_per_second = tokens / seconds if seconds > 0 else None
-    flops_per_token = model_flops_per_token(model.config, args.block_size, parameters)
-    achieved_tflops = tokens_per_second * flops_per_token / 1e12 if tokens_per_second else None
-    peak = peak_tflops_for(options, args)
+    precision = _mfu.arm_precision(options)
+    peak = peak or _mfu.peak_for_arm(precision, None, args.peak_tflops)
     result = {
         "arm": arm,
         "recipe": recipe,
         "options": sorted(options),
         "device": torch.cuda.get_device_name(0) if on_gpu else "cpu",
-        "model": "BertConfig() random" if args.bert_base_from_config else args.model_dir,
+        "machine_fingerprint": _machine.describe_machine(torch_threads=torch.get_num_threads())["fingerprint"],
+        "model": model_label(args),
+        "model_class": type(model).__name__,
+        "model_type": model.config.model_type,
         "parameters": parameters,
         "curriculum_collator": use_curriculum,
         "attn_implementation": attn_implementation,
@@ -434,10 +531,11 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         "seconds_per_step": seconds / timed_steps if timed_steps else None,
         "tokens_per_cpu_second": tokens / cpu_seconds if cpu_seconds > 0 else None,
         "cpu_seconds_per_step": cpu_seconds / timed_steps if timed_steps else None,
-        "model_flops_per_token": flops_per_token,
-        "achieved_model_tflops": achieved_tflops,
-        "peak_tflops": peak,
-        "mfu": achieved_tflops / peak if achieved_tflops and peak else None,
+        "flop_model": flops.describe(),
+        "timed_flops": timed_flops,
+        "precision": precision,
+        "peak": peak,
+        **_mfu.utilisation(timed_flops, seconds, peak),
         "load_average_1m_at_end": os.getloadavg()[0],
         "batch_size": args.batch_size,
         "peak_rss_mib": peak_kib / 1024,
@@ -470,15 +568,19 @@ def run_arms(args: BenchmarkArguments, jobs: list[tuple], parallel: bool = False
 
     Sequential by default (timed comparisons); ``parallel`` runs them side by side (loss curves only,
     whose timings are not compared). Per-run files live in a temporary directory outside the repository.
+    The device's matmul peaks are measured first, once (:func:`measure_peaks`), unless ``--peak_tflops`` is given.
     """
     check_model_dir(args)
+    for arm, *_ in jobs:
+        parse_arm(arm)  # fail before any run starts
+    measured = measure_peaks(args)
     workdir = Path(tempfile.mkdtemp(prefix="pretraining_bench_"))
     started = time.time()
     pending, results = [], []
     for arm, steps, tag, *rest in jobs:
-        parse_arm(arm)  # fail before any run starts
+        peak = _mfu.peak_for_arm(_mfu.arm_precision(parse_arm(arm)[1]), measured, args.peak_tflops)
         job = {"args": asdict(args), "arm": arm, "steps": steps, "profile_steps": rest[0] if rest else 0,
-               "output_dir": str(workdir / f"{tag}.trainer"), "result": str(workdir / f"{tag}.json")}
+               "peak": peak, "output_dir": str(workdir / f"{tag}.trainer"), "result": str(workdir / f"{tag}.json")}
         job_file = workdir / f"{tag}.job.json"
         job_file.write_text(json.dumps(job))
         pythonpath = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(ROOT)]
@@ -500,43 +602,49 @@ def _collect(process, output, tag, arm, log, started) -> dict:
         tail = Path(log.name).read_text()[-4000:]
         raise RuntimeError(f"worker {tag} ({arm}) failed (exit {code}); log {log.name}:\n{tail}")
     result = json.loads(output.read_text())
-    tflops = result["achieved_model_tflops"]
+    peak = result["peak"]
+    mfu = (f" = {result['useful_mfu']:.1%} of the {peak['precision']} peak {peak['tflops']:.3f} ({peak['source']})"
+           if result["useful_mfu"] else f" (no {result['precision']} peak: no MFU)")
     print(
         f"[{tag}] {arm}: {result['tokens_per_second']:.0f} tokens/s wall, {result['tokens_per_cpu_second']:.0f} tokens/CPU-s, "
-        f"{result['seconds_per_step']:.2f} s/step, {tflops:.3f} model TFLOP/s"
-        + (f" (MFU {result['mfu']:.1%})" if result["mfu"] else "")
-        + f", peak RSS {result['peak_rss_mib']:.0f} MiB, load {result['load_average_1m_at_end']:.1f} ({time.time() - started:.0f}s)",
+        f"{result['seconds_per_step']:.2f} s/step, useful {result['useful_tflops']:.3f} TFLOP/s{mfu}, "
+        f"nominal {result['nominal_model_tflops']:.3f}, peak RSS {result['peak_rss_mib']:.0f} MiB, "
+        f"load {result['load_average_1m_at_end']:.1f} ({time.time() - started:.0f}s)",
         flush=True,
     )
     return result
 
 
-def machine_report() -> dict:
-    from bioptimus_hf.utils.hardware import describe_hardware
-
-    return {
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "torch": torch.__version__,
-        "transformers": __import__("transformers").__version__,
-        "gpu": torch.cuda.is_available(),
-        "hardware": describe_hardware(),
-        "load_average": os.getloadavg(),
-    }
+def measure_peaks(args: BenchmarkArguments) -> dict[str, dict] | None:
+    """The device's matmul peak per precision (:func:`_mfu.measure_device_peaks`), with the runs' torch threads;
+    None when ``--peak_tflops`` replaces them."""
+    if args.peak_tflops is not None:
+        return None
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    peaks = _mfu.measure_device_peaks(device, size=args.peak_matmul_size or None, repeats=args.peak_repeats,
+                                      threads=_machine.run_torch_threads())
+    print("measured matmul peaks (TFLOP/s): " + ", ".join(
+        f"{name} {record['tflops']:.3f}" if record["tflops"] else f"{name} -" for name, record in peaks.items()
+    ), flush=True)
+    return peaks
 
 
 def save_section(args: BenchmarkArguments, section: str, value: dict) -> None:
-    """Merge one result section into --output_json (read-modify-write: scripts share one file)."""
+    """Merge one result section into --output_json (read-modify-write: scripts share one file).
+
+    The section records the machine it ran on; a section of another machine is never overwritten or mixed
+    with this one (:func:`_machine.file_section` raises).
+    """
     from bioptimus_hf.utils.files import write_json_atomic
 
     output = Path(args.output_json)
     current = json.loads(output.read_text()) if output.is_file() else {}
-    current[section] = value
-    current["machine"] = machine_report()
+    machine = _machine.describe_machine()
+    current = _machine.file_section(current, section, value, machine)
     current.setdefault("settings_by_stage", {})[section] = asdict(args)
     output.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(output, current, indent=2)
-    print(f"wrote {section} to {output}")
+    print(f"wrote {section} to {output} (machine {machine['fingerprint']}: {machine['label']})")
 
 
 # ----------------------------------------------------------------------------------------------- summaries
@@ -573,7 +681,10 @@ def compare_curves(a: dict, b: dict) -> dict:
 
 
 def summarize_arms(runs: list[dict]) -> dict:
-    """Per-arm medians of runs given in alternating order (arm a, arm b, ..., a, b, ...)."""
+    """Per-arm medians of runs given in alternating order (arm a, arm b, ..., a, b, ...), all of one machine."""
+    machines = {run.get("machine_fingerprint") for run in runs}
+    if len(machines) > 1:
+        raise _machine.MachineMismatchError(f"runs of machines {sorted(map(str, machines))}: never summarised together")
     by_arm: dict[str, list[dict]] = {}
     for run in runs:
         by_arm.setdefault(run["arm"], []).append(run)
@@ -586,8 +697,14 @@ def summarize_arms(runs: list[dict]) -> dict:
             "median_tokens_per_second": statistics.median(values),
             "tokens_per_cpu_second": cpu_values,
             "median_tokens_per_cpu_second": statistics.median(cpu_values),
-            "median_achieved_model_tflops": statistics.median(r["achieved_model_tflops"] for r in arm_runs),
-            "mfu": [r["mfu"] for r in arm_runs],
+            "median_useful_tflops": statistics.median(r["useful_tflops"] for r in arm_runs),
+            "median_nominal_model_tflops": statistics.median(r["nominal_model_tflops"] for r in arm_runs),
+            "useful_mfu": [r["useful_mfu"] for r in arm_runs],
+            "median_useful_mfu": statistics.median(r["useful_mfu"] for r in arm_runs)
+            if all(r["useful_mfu"] for r in arm_runs) else None,
+            "nominal_mfu": [r["nominal_mfu"] for r in arm_runs],
+            "peak": arm_runs[0]["peak"],
+            "labelled_fraction": [r["timed_flops"]["labelled_fraction"] for r in arm_runs],
             "load_average_1m": [r["load_average_1m_at_end"] for r in arm_runs],
             "peak_rss_mib": [r["peak_rss_mib"] for r in arm_runs],
             "train_peak_increment_mib": [r["train_peak_increment_mib"] for r in arm_runs],
@@ -669,7 +786,8 @@ def padding_report(args: BenchmarkArguments) -> dict:
 def worker_main(job_file: str) -> None:
     """One run in this process (started by :func:`run_arms`)."""
     job = json.loads(Path(job_file).read_text())
-    result = run_worker(BenchmarkArguments(**job["args"]), job["arm"], job["steps"], job["output_dir"], job["profile_steps"])
+    result = run_worker(BenchmarkArguments(**job["args"]), job["arm"], job["steps"], job["output_dir"], job["profile_steps"],
+                        job.get("peak"))
     Path(job["result"]).write_text(json.dumps(result))
 
 

@@ -2,12 +2,15 @@
 """Pre-training tokens/s of several arms, run alternately (a, b, ..., a, b, ...) in fresh processes.
 
 Arms are ``recipe[+bf16][+tf32][+compile]`` (see ``benchmarks/_pretraining_bench.py``); load from other
-processes hits every arm alike. Each run reports tokens/s, model TFLOP/s and, on a GPU with a known peak
-(or with --peak_tflops), the model-FLOPs utilisation. Runs on CUDA when a GPU is visible.
+processes hits every arm alike. Each run reports tokens/s, useful and nominal model TFLOP/s and the useful MFU
+against the device's matmul peak in the arm's precision, measured at the start (``benchmarks/_mfu.py``; or
+--peak_tflops), with the machine it ran on. Runs on CUDA when a GPU is visible.
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/pretraining_throughput.py                    # plain vs ours
     HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/pretraining_throughput.py \\
         --arms plain,plain+bf16,ours,ours+bf16 --section precision_throughput
+    HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/pretraining_throughput.py \\
+        --architecture roberta --model_size minilm --section roberta_minilm     # a random RoBERTa, MiniLM's shape
 """
 
 from __future__ import annotations

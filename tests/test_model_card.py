@@ -1,14 +1,18 @@
 """Model cards rendered from release directories (bioptimus_hf.releases.card)."""
 
+import dataclasses
 import json
 import re
 
 import pytest
+import torch
 from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
+from transformers import DistilBertConfig, DistilBertForMaskedLM, RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
 
 from bioptimus_hf.ner.results import load_ner_results
 from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
+from bioptimus_hf.releases.record import PHASE_FILE, DistillationFacts, ReleaseInfo
 from bioptimus_hf.testing.tiny_releases import make_release, tiny_run_args
 
 BC5CDR = {"dataset_name": "BC5CDR-chem", "dataset_id": "acme/blurb-bc5cdr-chem-parquet", "dataset_config": "bc5chem",
@@ -180,3 +184,80 @@ def test_dataset_ids_that_datasets_4_cannot_load_are_refused(release_v03, tmp_pa
     expected_metric = dict(reference["model-index"][0]["results"][0]["metrics"][0])
     assert expected_metric.pop("verified") is False  # the Hub's default: left out of our cards
     assert ours["metrics"][0] == expected_metric
+
+
+# ----------------------------------------------------------------------------------------------- the model as it is
+ROBERTA_VOCAB = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"] + ["Ġ" + word for word in "the protein gene cell binds".split()]
+CURRICULUM_TAGS = ["fill-mask", "bioptimus", "curriculum-learning", "pubmed"]
+
+
+def replace_checkpoint(release, model, tokenizer=None):
+    """Keep the release's record, replace its model (and tokenizer) files."""
+    for path in release.iterdir():
+        if path.name != PHASE_FILE and (tokenizer is not None or not path.name.startswith(("tokenizer", "special", "vocab"))):
+            path.unlink()
+    model.save_pretrained(release)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(release)
+    return release
+
+
+def make_roberta_release(release_dir, phase_index):
+    """A tiny RobertaForMaskedLM release with a byte-level BPE tokenizer (mask ``<mask>``), make_release's record."""
+    torch.manual_seed(0)
+    config = RobertaConfig(vocab_size=len(ROBERTA_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=32, max_position_embeddings=40, pad_token_id=1, bos_token_id=0,
+                           eos_token_id=2)
+    tokenizer = RobertaTokenizer(vocab={token: i for i, token in enumerate(ROBERTA_VOCAB)}, merges=[])
+    return replace_checkpoint(make_release(release_dir, phase_index), RobertaForMaskedLM(config), tokenizer)
+
+
+def test_roberta_release_is_carded_as_roberta_with_its_mask_token(tmp_path):
+    release = make_roberta_release(tmp_path / "v0.4", 3)  # the last phase: no corruption, every pick masked
+    text = render_release_card(release, repo_id="acme/bioptimus-roberta")
+    validate_card(text)
+    metadata = metadata_load(_write(tmp_path, text))
+    assert metadata["tags"] == ["biomedical", "roberta", *CURRICULUM_TAGS]
+    assert "A biomedical RoBERTa masked language model" in text and "BERT masked" not in text
+    assert "100 % <mask>" in text and "[MASK]" not in text
+    assert "Architecture: RobertaForMaskedLM, 1 layers, hidden size 16, 2 attention heads" in text
+
+
+def test_bert_release_card_names_bert_as_before(tmp_path, release_v03):
+    text = render_release_card(make_release(tmp_path / "v0.4", 3), repo_id="acme/bioptimus")
+    assert metadata_load(_write(tmp_path, text))["tags"] == ["biomedical", "bert", *CURRICULUM_TAGS]
+    assert "A biomedical BERT masked language model" in text and "100 % [MASK]" in text
+    assert "Architecture: BertForMaskedLM, 1 layers, hidden size 16" in text
+    assert "80/10/10 (mask/random/keep)" in render_release_card(release_v03)
+
+
+def test_distilbert_sizes_come_through_its_own_config_names(tmp_path):
+    config = DistilBertConfig(vocab_size=15, dim=16, n_layers=1, n_heads=2, hidden_dim=32, max_position_embeddings=32)
+    release = replace_checkpoint(make_release(tmp_path / "v0.1", 0), DistilBertForMaskedLM(config))
+    text = render_release_card(release)
+    assert "A biomedical DistilBERT masked language model" in text
+    assert "Architecture: DistilBertForMaskedLM, 1 layers, hidden size 16, 2 attention heads" in text
+    assert ModelCard(text).data.tags[:2] == ["biomedical", "distilbert"]
+
+
+def test_no_family_is_claimed_without_a_config(tmp_path):
+    release = make_release(tmp_path / "v0.4", 3)
+    (release / "config.json").unlink()
+    text = render_release_card(release)
+    assert "A biomedical masked language model" in text and "BERT" not in text.split("## Citation")[0]
+    assert ModelCard(text).data.tags == ["biomedical", *CURRICULUM_TAGS]
+    assert "100 % [MASK]" in text  # the tokenizer still says what its mask is
+
+
+def test_student_card_of_a_roberta_names_roberta(tmp_path):
+    release = make_roberta_release(tmp_path / "student", 3)
+    facts = DistillationFacts(recipe="tinybiobert", student_init="random", student_layers=[0], layer_map=[1],
+                              loss_weights={"mlm": 1.0}, student_num_layers=1, student_hidden_size=16,
+                              teacher_num_layers=2, teacher_hidden_size=32)
+    dataclasses.replace(ReleaseInfo.load(release), distillation=facts).save(release)  # a student's record
+    text = render_release_card(release)
+    validate_card(text)
+    assert "A compact biomedical RoBERTa masked language model **distilled**" in text
+    assert "It is a plain `RobertaForMaskedLM`" in text
+    assert ModelCard(text).data.tags == ["biomedical", "roberta", "fill-mask", "bioptimus", "knowledge-distillation",
+                                         "pubmed"]

@@ -12,6 +12,7 @@ from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.releases.card import render_release_card
 from bioptimus_hf.releases.record import (
     FORMAT_VERSION,
+    CheckpointFacts,
     ReleaseInfo,
     RunFacts,
     base_model_hub_id,
@@ -141,3 +142,22 @@ def test_find_releases_ignores_work_in_progress(tmp_path):
     with pytest.raises(FileNotFoundError, match="unfinished release"):
         find_releases(partial)
     assert Path(partial).is_dir()
+
+
+def test_checkpoint_facts_come_from_the_release_files(tmp_path):
+    from bioptimus_hf.testing.tiny_releases import make_release
+
+    facts = CheckpointFacts.read(make_release(tmp_path / "v0.1", 0))
+    assert (facts.model_type, facts.architectures, facts.mask_token) == ("bert", ("BertForMaskedLM",), "[MASK]")
+    assert (facts.family_name, facts.hidden_size, facts.num_hidden_layers, facts.vocab_size) == ("BERT", 16, 1, 15)
+
+
+def test_checkpoint_facts_of_unknown_types_and_older_tokenizer_files(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model_type": "acmebert", "architectures": ["AcmeBertForMaskedLM"], "hidden_size": 8}))
+    # An AddedToken as older save_pretrained wrote it, in special_tokens_map.json only.
+    (tmp_path / "special_tokens_map.json").write_text(json.dumps({"mask_token": {"content": "<mask>", "lstrip": True}}))
+    facts = CheckpointFacts.read(tmp_path)
+    assert (facts.model_type, facts.family_name, facts.hidden_size, facts.mask_token) == ("acmebert", "AcmeBert", 8, "<mask>")
+    empty = CheckpointFacts.read(tmp_path / "absent")
+    assert (empty.model_type, empty.family_name, empty.mask_token, empty.architectures) == (None, None, None, ())

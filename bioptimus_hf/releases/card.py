@@ -1,15 +1,18 @@
 """Model cards (README.md) for BIOptimus curriculum releases.
 
 A card is rendered from a release directory: its :class:`~bioptimus_hf.releases.record.ReleaseInfo`
-(the phase, the whole curriculum and the run's facts), ``config.json`` and the weights' safetensors header
-(architecture and parameter count), plus optional NER results (anything
+(the phase, the whole curriculum and the run's facts), its checkpoint's own files
+(:class:`~bioptimus_hf.releases.record.CheckpointFacts`: model type, architecture and sizes from ``config.json``,
+the tokenizer's mask token) and the weights' safetensors header (parameter count), plus optional NER results
+(anything
 :func:`bioptimus_hf.ner.results.load_ner_results` accepts). Rendering goes through
 ``huggingface_hub.ModelCard.from_template`` with the Jinja template ``templates/model_card.md``; the YAML
 metadata is a ``huggingface_hub.ModelCardData``, so the ``model-index`` is written by ``huggingface_hub``
 itself, and only when real results were supplied.
 
 Nothing is invented: a missing number is shown as "n/a" and absent results give an explicit "not
-evaluated" section and no ``model-index``. Nothing private is shown: the base model and tokenizer appear
+evaluated" section and no ``model-index``. The model is named as it is: a RoBERTa release is carded as a
+RoBERTa, tagged ``roberta``, with its ``<mask>`` token; no family is claimed without a ``config.json``. Nothing private is shown: the base model and tokenizer appear
 as Hub ids or folder names, never as local paths (see ``record.public_name``).
 """
 
@@ -29,7 +32,7 @@ from ..ner.results import eval_results, load_ner_results
 from ..utils.dataset_ids import check_dataset_id
 from ..pretraining.loss_plot import LOSS_PLOT_NAME
 from ..vocabulary.init_config import INIT_STRATEGIES
-from .record import ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
+from .record import CheckpointFacts, ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card.md"
 STUDENT_TEMPLATE_PATH = Path(__file__).parent / "templates" / "student_card.md"
@@ -64,8 +67,9 @@ DISTILLATION_BIBTEX = """@article{rohanian2023effectiveness,
     year = {2023},
 }"""
 
-DEFAULT_TAGS = ("biomedical", "bert", "fill-mask", "bioptimus", "curriculum-learning", "pubmed")
-STUDENT_TAGS = ("biomedical", "bert", "fill-mask", "bioptimus", "knowledge-distillation", "pubmed")
+# Tags of every card; the checkpoint's model type (e.g. "bert", "roberta") is added after "biomedical".
+DEFAULT_TAGS = ("biomedical", "fill-mask", "bioptimus", "curriculum-learning", "pubmed")
+STUDENT_TAGS = ("biomedical", "fill-mask", "bioptimus", "knowledge-distillation", "pubmed")
 # A run's extra facts may carry arbitrary arguments: never print anything that looks like a credential.
 _SECRET_KEY_PATTERN = re.compile(r"(^|_)(token|password|secret|api_key|credential)s?($|_)", re.IGNORECASE)
 
@@ -84,10 +88,18 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.2f}"
 
 
-def _corruption(corruption: Any) -> str:
+def _corruption(corruption: Any, mask_token: str | None) -> str:
     if corruption is None:
         return "n/a"
-    return "80/10/10 (mask/random/keep)" if corruption else "100 % [MASK]"
+    return "80/10/10 (mask/random/keep)" if corruption else f"100 % {mask_token or 'mask token'}"
+
+
+def card_tags(base_tags: Iterable[str], checkpoint: CheckpointFacts) -> list[str]:
+    """``base_tags`` with the checkpoint's model type after the first (``biomedical``), once."""
+    tags = list(base_tags)
+    if checkpoint.model_type and checkpoint.model_type not in tags:
+        tags.insert(min(1, len(tags)), checkpoint.model_type)
+    return tags
 
 
 def _masking_unit(unit: Any) -> str:
@@ -109,22 +121,21 @@ def _parameter_count(release_dir: Path) -> int | None:
     return total
 
 
-def _architecture(release_dir: Path) -> dict[str, Any]:
-    config_path = release_dir / "config.json"
-    if not config_path.is_file():
+def _architecture(checkpoint: CheckpointFacts) -> dict[str, Any]:
+    """What the templates show of the checkpoint (empty without a config.json)."""
+    if checkpoint.model_type is None:
         return {}
-    config = json.loads(config_path.read_text(encoding="utf-8"))
     return {
-        "model_type": config.get("model_type"),
-        "architectures": ", ".join(config.get("architectures") or []) or None,
-        "hidden_size": config.get("hidden_size"),
-        "num_hidden_layers": config.get("num_hidden_layers"),
-        "num_attention_heads": config.get("num_attention_heads"),
-        "vocab_size": config.get("vocab_size"),
+        "model_type": checkpoint.model_type,
+        "architectures": ", ".join(checkpoint.architectures) or None,
+        "hidden_size": checkpoint.hidden_size,
+        "num_hidden_layers": checkpoint.num_hidden_layers,
+        "num_attention_heads": checkpoint.num_attention_heads,
+        "vocab_size": checkpoint.vocab_size,
     }
 
 
-def _curriculum_rows(info: ReleaseInfo) -> list[dict[str, Any]]:
+def _curriculum_rows(info: ReleaseInfo, mask_token: str | None) -> list[dict[str, Any]]:
     curriculum = info.curriculum or [
         {"version": info.version, "masking_unit": info.masking_unit, "masking_rate": info.masking_rate,
          "corruption": info.corruption, "steps": info.steps}
@@ -138,7 +149,7 @@ def _curriculum_rows(info: ReleaseInfo) -> list[dict[str, Any]]:
                 "version": str(phase.get("version")),
                 "masking_unit": _masking_unit(phase.get("masking_unit")),
                 "masking_rate": _fmt(phase.get("masking_rate")),
-                "corruption": _corruption(phase.get("corruption")),
+                "corruption": _corruption(phase.get("corruption"), mask_token),
                 "steps": _fmt(steps),
                 "cumulative": _fmt(end),
                 "current": str(phase.get("version")) == info.version,
@@ -220,13 +231,14 @@ def build_card(
     """Render the card of one release as a `huggingface_hub.ModelCard` (see `render_release_card`)."""
     release = Path(release_dir)
     info = ReleaseInfo.load(release)
+    checkpoint = CheckpointFacts.read(release)
     if tags is None:
-        tags = STUDENT_TAGS if info.is_student else DEFAULT_TAGS
+        tags = card_tags(STUDENT_TAGS if info.is_student else DEFAULT_TAGS, checkpoint)
     run = info.run
     results = load_ner_results(ner_results)
-    rows = _curriculum_rows(info)
+    rows = _curriculum_rows(info, checkpoint.mask_token)
     versions = [row["version"] for row in rows]
-    architecture = _architecture(release)
+    architecture = _architecture(checkpoint)
 
     hub_base_model = run.base_model_hub_id if run.init_strategy != "scratch" else None
     dataset_ids = [check_dataset_id(d, f"datasets of the card of {release}")
@@ -258,9 +270,10 @@ def build_card(
         phase=info,
         phase_number=next((i + 1 for i, row in enumerate(rows) if row["current"]), "n/a"),
         phase_unit=_masking_unit(info.masking_unit),
-        phase_corruption=_corruption(info.corruption),
+        phase_corruption=_corruption(info.corruption, checkpoint.mask_token),
         curriculum=rows,
         architecture=architecture,
+        model_family=checkpoint.family_name,
         parameters=f"{parameters:,}" if parameters is not None else None,
         base_model_text=run.base_model_hub_id or public_name(run.base_model),
         init_strategy=run.init_strategy,
