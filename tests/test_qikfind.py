@@ -292,19 +292,32 @@ def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_na
 
 
 @needs_rust
-def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_dir, tmp_path):
+def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_dir, tmp_path, caplog):
     import json
 
     config = json.loads((minilm_dir / "tokenizer.json").read_text(encoding="utf-8"))
     for token in config["added_tokens"]:
         if token["content"] == "[MASK]":
-            token["lstrip"] = True  # RoBERTa-style mask: the Rust side does not implement it
+            token["lstrip"] = True  # RoBERTa-style mask: the Rust side does not implement it for WordPiece
     (tmp_path / "tokenizer.json").write_text(json.dumps(config), encoding="utf-8")
     target = config["model"]["vocab"]["cells"]
-    contexts, stats = find_contexts(corpus, tmp_path, [target], backend="auto", progress=False, return_stats=True)
+    with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
+        contexts, stats = find_contexts(corpus, tmp_path, [target], backend="auto", progress=False, return_stats=True)
     assert stats.backend == "python" and len(contexts[target]) > 0
-    with pytest.raises(UnsupportedTokenizerError, match="unsupported tokenizer: added token .*lstrip"):
+    # One line, at start, saying which family and why the Python backend is used (no stack trace).
+    notices = [r for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"]
+    assert [(r.levelname, r.getMessage()) for r in notices] == [(
+        "WARNING", 'qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family '
+        'WordPiece): added token "[MASK]" has lstrip=true')]
+    assert notices[0].exc_info is None
+    with pytest.raises(UnsupportedTokenizerError, match=r"unsupported tokenizer \(WordPiece\): added token .*lstrip") as caught:
         find_contexts(corpus, tmp_path, [target], backend="rust", progress=False)
+    assert caught.value.family == "WordPiece" and caught.value.reason == 'added token "[MASK]" has lstrip=true'
+    caplog.clear()
+    with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
+        find_contexts(corpus, minilm_dir, [target], backend="auto", progress=False)
+    assert [r.getMessage() for r in caplog.records] == [
+        "qik-find: Rust backend, tokenizer family WordPiece (BertNormalizer + BertPreTokenizer + WordPiece)"]
 
 
 @needs_rust
