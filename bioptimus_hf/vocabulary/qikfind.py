@@ -248,11 +248,12 @@ PYTHON_BACKEND_NOTICE = (
 
 
 def rust_available() -> bool:
+    """Whether the extension imports and is this version's (a stale build without ``Tokenizer`` counts as absent)."""
     try:
-        from bioptimus_hf import _qikfind  # noqa: F401
+        from bioptimus_hf import _qikfind
     except ImportError:
         return False
-    return True
+    return hasattr(_qikfind, "Tokenizer")
 
 
 def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress, stats):

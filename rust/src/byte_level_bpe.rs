@@ -110,6 +110,22 @@ impl ByteLevelBpe {
         });
     }
 
+    /// The pre-tokens of `text` (one segment: no added-token splitting) as byte ranges, as the
+    /// reference's `pre_tokenizer.pre_tokenize_str` reports them (the prepended space alone spans the
+    /// first character).
+    pub fn pre_tokenize(&self, text: &str) -> Vec<(usize, usize)> {
+        let (mut units, mut words) = (Vec::new(), Vec::new());
+        self.pre_tokenizer.split(text, &mut units, &mut words);
+        let first_char_end = text.chars().next().map_or(0, char::len_utf8);
+        words
+            .iter()
+            .map(|w| {
+                let end = if w.prefixed && w.start == w.end { first_char_end } else { w.end as usize };
+                (w.start as usize, end)
+            })
+            .collect()
+    }
+
     /// Offsets of an added token found at `start..end` (spaces it strips included), trimmed.
     #[inline]
     fn added_span(&self, text: &str, index: usize, mut start: usize, mut end: usize) -> (usize, usize) {

@@ -274,6 +274,19 @@ impl Tokenizer {
         }))
     }
 
+    /// Byte-level BPE: the pre-tokens of `text` (no added-token splitting) as (start, end) code point
+    /// offsets, as `pre_tokenizer.pre_tokenize_str` gives them. ValueError for WordPiece.
+    fn pre_tokenize(&self, text: &str) -> PyResult<Vec<(usize, usize)>> {
+        match &self.inner {
+            RustTokenizer::ByteLevelBpe(t) => {
+                let spans: Vec<Token> =
+                    t.pre_tokenize(text).into_iter().map(|(start, end)| Token { id: 0, start, end }).collect();
+                Ok(char_offsets(text, &spans).into_iter().map(|(_, a, b)| (a, b)).collect())
+            }
+            RustTokenizer::WordPiece(_) => Err(PyValueError::new_err("pre_tokenize: byte-level BPE only")),
+        }
+    }
+
     /// The normaliser's output for `text` (no added-token splitting), as `normalizer.normalize_str`
     /// (the text itself for byte-level BPE, which has none).
     fn normalize(&self, text: &str) -> String {
