@@ -149,37 +149,111 @@ impl ByteLevel {
 
     /// Cut `segment` into pre-tokens (`words`), in order. `units` is a reusable buffer.
     pub fn split(&self, segment: &str, units: &mut Vec<Unit>, words: &mut Vec<Word>) {
-        units.clear();
         words.clear();
+        self.for_each_word(segment, units, |word| words.push(word));
+    }
+
+    /// The pre-tokens of `segment`, in order. `units` is a reusable buffer (plain ASCII does without).
+    #[inline]
+    pub fn for_each_word<F: FnMut(Word)>(&self, segment: &str, units: &mut Vec<Unit>, mut word: F) {
         if segment.is_empty() {
             return;
         }
         let prefixed = self.add_prefix_space && !segment.starts_with(' ');
+        let shift = prefixed as usize;
+        if segment.is_ascii() {
+            // One unit per byte: no character table needed.
+            let text = Ascii { bytes: segment.as_bytes(), prefixed };
+            let n = text.len();
+            let mut i = 0;
+            while i < n {
+                let j = match_end(&text, i);
+                let start = if prefixed && i == 0 { 0 } else { i - shift };
+                word(Word { prefixed: prefixed && i == 0, start: start as u32, end: (j - shift) as u32 });
+                i = j;
+            }
+            return;
+        }
+        units.clear();
         if prefixed {
             units.push(Unit { start: 0, c: ' ', class: Class::Whitespace });
         }
         units.extend(segment.char_indices().map(|(i, c)| Unit { start: i as u32, c, class: class(c) }));
+        let text = Units(units);
         let n = units.len();
         let mut i = 0;
         while i < n {
-            let j = match_end(units, i);
+            let j = match_end(&text, i);
             let start = if prefixed && i == 0 { 0 } else { units[i].start };
             let end = if j == n { segment.len() as u32 } else { units[j].start };
-            words.push(Word { prefixed: prefixed && i == 0, start, end });
+            word(Word { prefixed: prefixed && i == 0, start, end });
             i = j;
         }
     }
 }
 
+/// A segment as the pattern reads it: characters and their classes, the prepended space first if any.
+trait Text {
+    fn len(&self) -> usize;
+    fn c(&self, i: usize) -> char;
+    fn class(&self, i: usize) -> Class;
+}
+
+struct Units<'a>(&'a [Unit]);
+
+impl Text for Units<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline]
+    fn c(&self, i: usize) -> char {
+        self.0[i].c
+    }
+    #[inline]
+    fn class(&self, i: usize) -> Class {
+        self.0[i].class
+    }
+}
+
+/// Plain ASCII: one unit per byte, after the prepended space if `prefixed`.
+struct Ascii<'a> {
+    bytes: &'a [u8],
+    prefixed: bool,
+}
+
+impl Text for Ascii<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.bytes.len() + self.prefixed as usize
+    }
+    #[inline]
+    fn c(&self, i: usize) -> char {
+        if self.prefixed {
+            if i == 0 {
+                ' '
+            } else {
+                self.bytes[i - 1] as char
+            }
+        } else {
+            self.bytes[i] as char
+        }
+    }
+    #[inline]
+    fn class(&self, i: usize) -> Class {
+        ASCII_CLASSES[self.c(i) as usize]
+    }
+}
+
 /// End (exclusive) of the pattern's match at unit `i`: the first alternative that matches there.
 #[inline]
-fn match_end(u: &[Unit], i: usize) -> usize {
+fn match_end<T: Text>(u: &T, i: usize) -> usize {
     let n = u.len();
-    let c = u[i].c;
+    let c = u.c(i);
     // 's|'t|'re|'ve|'m|'ll|'d
     if c == '\'' && i + 1 < n {
-        let third = |x: char| i + 2 < n && u[i + 2].c == x;
-        match u[i + 1].c {
+        let third = |x: char| i + 2 < n && u.c(i + 2) == x;
+        match u.c(i + 1) {
             's' | 't' | 'm' | 'd' => return i + 2,
             'r' | 'v' if third('e') => return i + 3,
             'l' if third('l') => return i + 3,
@@ -188,8 +262,8 @@ fn match_end(u: &[Unit], i: usize) -> usize {
     }
     // ` ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+`: one class's run, after an optional U+0020. The three
     // classes exclude each other, so the alternatives' order does not matter here.
-    let first = if c == ' ' && i + 1 < n && u[i + 1].class != Class::Whitespace { i + 1 } else { i };
-    let class = u[first].class;
+    let first = if c == ' ' && i + 1 < n && u.class(i + 1) != Class::Whitespace { i + 1 } else { i };
+    let class = u.class(first);
     if class != Class::Whitespace {
         return run_end(u, first, class);
     }
@@ -204,9 +278,9 @@ fn match_end(u: &[Unit], i: usize) -> usize {
 }
 
 #[inline]
-fn run_end(u: &[Unit], from: usize, class: Class) -> usize {
+fn run_end<T: Text>(u: &T, from: usize, class: Class) -> usize {
     let mut j = from + 1;
-    while j < u.len() && u[j].class == class {
+    while j < u.len() && u.class(j) == class {
         j += 1;
     }
     j

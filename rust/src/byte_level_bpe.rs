@@ -196,12 +196,8 @@ fn char_end(text: &str, i: usize) -> usize {
 
 // ------------------------------------------------------------------------------------------------ search
 
-/// Target tokens of one pre-token: how many tokens it has, and (slot, first unit, end unit, token index
-/// within the pre-token) for the targets among them.
-struct WordTargets {
-    tokens: u32,
-    targets: Box<[(u32, u32, u32, u32)]>,
-}
+/// Target tokens of one pre-token: (slot, first unit, end unit, token index within the pre-token).
+type WordTargets = Box<[(u32, u32, u32, u32)]>;
 
 /// Per-thread buffers of `BpeSearch::search`.
 #[derive(Default)]
@@ -271,46 +267,57 @@ impl<'a> BpeSearch<'a> {
         }
         let tokenizer = self.tokenizer;
         let BpeSearchBuffers { cache, scratch } = buffers;
-        let BpeScratch { units, words, bytes, buffers, pieces } = scratch;
-        let mut index = 0usize;
+        let BpeScratch { units, bytes, buffers, pieces, .. } = scratch;
+        // Only whether a token is the encoding's first matters (offset trimming), and every pre-token and
+        // added token has at least one token (all bytes are in the vocabulary).
+        let mut first_piece = true;
         tokenizer.added.split(sentence, |piece| match piece {
             Piece::Added(id, start, end) => {
                 let slot = self.slot(id);
                 if slot != u32::MAX {
-                    let (start, end) = tokenizer.added_span(sentence, index, start, end);
+                    let (start, end) = tokenizer.added_span(sentence, !first_piece as usize, start, end);
                     hits.push((slot, start, end));
                 }
-                index += 1;
+                first_piece = false;
             }
             Piece::Segment(segment, base) => {
-                tokenizer.pre_tokenizer.split(segment, units, words);
-                for word in words.iter() {
-                    word_bytes(segment, word, bytes);
-                    if !cache.contains_key(bytes.as_slice()) {
-                        pieces.clear();
-                        tokenizer.model.tokenize(bytes, buffers, pieces);
-                        let targets = pieces
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(k, &(id, a, b))| {
-                                let slot = self.slot(id);
-                                (slot != u32::MAX).then_some((slot, a, b, k as u32))
-                            })
-                            .collect();
-                        if cache.len() >= MAX_WORDS {
-                            cache.clear();
+                tokenizer.pre_tokenizer.for_each_word(segment, units, |word| {
+                    let key: &[u8] = if word.prefixed {
+                        word_bytes(segment, &word, bytes);
+                        bytes.as_slice()
+                    } else {
+                        &segment.as_bytes()[word.start as usize..word.end as usize]
+                    };
+                    let mut emit = |targets: &[(u32, u32, u32, u32)]| {
+                        for &(slot, a, b, k) in targets {
+                            let index = if first_piece { k as usize } else { 1 };
+                            let id = self.ids[slot as usize];
+                            let (start, end) = tokenizer.model_span(sentence, base, segment, &word, a, b, id, index);
+                            hits.push((slot, start, end));
                         }
-                        cache.insert(bytes.as_slice().into(), WordTargets { tokens: pieces.len() as u32, targets });
+                    };
+                    match cache.get(key) {
+                        Some(targets) => emit(targets),
+                        None => {
+                            pieces.clear();
+                            tokenizer.model.tokenize(key, buffers, pieces);
+                            let targets: WordTargets = pieces
+                                .iter()
+                                .enumerate()
+                                .filter_map(|(k, &(id, a, b))| {
+                                    let slot = self.slot(id);
+                                    (slot != u32::MAX).then_some((slot, a, b, k as u32))
+                                })
+                                .collect();
+                            emit(&targets);
+                            if cache.len() >= MAX_WORDS {
+                                cache.clear();
+                            }
+                            cache.insert(key.into(), targets);
+                        }
                     }
-                    let found = &cache[bytes.as_slice()];
-                    for &(slot, a, b, k) in found.targets.iter() {
-                        let id = self.ids[slot as usize];
-                        let (start, end) =
-                            tokenizer.model_span(sentence, base, segment, word, a, b, id, index + k as usize);
-                        hits.push((slot, start, end));
-                    }
-                    index += found.tokens as usize;
-                }
+                    first_piece = false;
+                });
             }
         });
         true
