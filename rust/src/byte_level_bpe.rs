@@ -202,12 +202,15 @@ type WordTargets = Box<[(u32, u32, u32, u32)]>;
 /// Per-thread buffers of `BpeSearch::search`.
 #[derive(Default)]
 pub struct BpeSearchBuffers {
-    /// Target tokens of already-seen pre-tokens, by their bytes (cleared at `MAX_WORDS`).
+    /// Target tokens of already-seen pre-tokens of up to `MAX_CACHED_BYTES`, by their bytes (cleared at
+    /// `MAX_WORDS`).
     cache: FxHashMap<Box<[u8]>, WordTargets>,
     scratch: BpeScratch,
 }
 
 const MAX_WORDS: usize = 1 << 20;
+/// Longer pre-tokens are not cached (as the reference's own cache): memory stays within a few hundred MB.
+const MAX_CACHED_BYTES: usize = 256;
 
 pub struct BpeSearch<'a> {
     pub tokenizer: &'a ByteLevelBpe,
@@ -310,10 +313,12 @@ impl<'a> BpeSearch<'a> {
                                 })
                                 .collect();
                             emit(&targets);
-                            if cache.len() >= MAX_WORDS {
-                                cache.clear();
+                            if key.len() <= MAX_CACHED_BYTES {
+                                if cache.len() >= MAX_WORDS {
+                                    cache.clear();
+                                }
+                                cache.insert(key.into(), targets);
                             }
-                            cache.insert(key.into(), targets);
                         }
                     }
                     first_piece = false;
@@ -406,7 +411,8 @@ pub(crate) mod tests {
             let ids: Vec<u32> = ["Ġcaf", "Ã©", "<mask>", "Ġ", "es"].iter().map(|s| t.token_to_id(s).unwrap()).collect();
             let search = BpeSearch::new(&t, &ids);
             let mut buffers = BpeSearchBuffers::default();
-            for text in ["caf cafés <mask> es", "cafés", "  <mask>1", "nothing", "</s>es caf"] {
+            let long = format!("x{} es", "caf".repeat(200)); // a pre-token too long to cache
+            for text in ["caf cafés <mask> es", "cafés", "  <mask>1", "nothing", "</s>es caf", long.as_str()] {
                 let mut tokens = Vec::new();
                 t.tokenize(text, &mut BpeScratch::default(), &mut tokens);
                 let expected: Vec<(u32, usize, usize)> = tokens
