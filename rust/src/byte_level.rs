@@ -61,24 +61,32 @@ pub fn class(c: char) -> Class {
     }
 }
 
-/// GPT-2's byte-to-character map: printable Latin-1 bytes stand for themselves, the others (controls,
-/// space, U+00A0, U+00AD) for U+0100 upwards in byte order (so the space is 'Ġ', U+0120).
-static BYTE_CHARS: [char; 256] = {
-    let mut table = ['\0'; 256];
+/// GPT-2's byte-to-character map, as code points: printable Latin-1 bytes stand for themselves, the
+/// others (controls, space, U+00A0, U+00AD) for U+0100 upwards in byte order (so the space is 'Ġ', U+0120).
+/// (Code points, not chars: `char::from_u32` is not const in the Rust 1.63 the crate supports.)
+const BYTE_CODES: [u32; 256] = {
+    let mut table = [0u32; 256];
     let mut next = 256u32;
     let mut b = 0usize;
     while b < 256 {
         let printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        let code = if printable {
+        table[b] = if printable {
             b as u32
         } else {
             next += 1;
             next - 1
         };
-        table[b] = match char::from_u32(code) {
-            Some(c) => c,
-            None => '\0',
-        };
+        b += 1;
+    }
+    table
+};
+
+/// The inverse: code point -> byte (-1: not a byte-level character).
+static CODE_BYTES: [i16; 0x144] = {
+    let mut table = [-1i16; 0x144];
+    let mut b = 0usize;
+    while b < 256 {
+        table[BYTE_CODES[b] as usize] = b as i16;
         b += 1;
     }
     table
@@ -87,16 +95,15 @@ static BYTE_CHARS: [char; 256] = {
 /// The byte-level character that stands for byte `b`.
 #[inline]
 pub fn byte_char(b: u8) -> char {
-    BYTE_CHARS[b as usize]
+    char::from_u32(BYTE_CODES[b as usize]).expect("U+0021..U+0143")
 }
 
 /// The byte that byte-level character `c` stands for, if it is one.
 pub fn char_byte(c: char) -> Option<u8> {
-    let code = c as u32;
-    if code < 256 && BYTE_CHARS[code as usize] == c {
-        return Some(code as u8);
+    match CODE_BYTES.get(c as usize) {
+        Some(&b) if b >= 0 => Some(b as u8),
+        _ => None,
     }
-    (256..512).contains(&code).then(|| BYTE_CHARS.iter().position(|&x| x == c).map(|b| b as u8)).flatten()
 }
 
 /// The bytes a string of byte-level characters stands for; None if one of its characters is not one.
