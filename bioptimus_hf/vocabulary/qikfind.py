@@ -241,8 +241,8 @@ def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str]
 PYTHON_BACKEND_NOTICE_BYTES = 4_000_000
 PYTHON_BACKEND_NOTICE = (
     "qik-find: searching %.1f MB with the pure-Python backend because the Rust extension bioptimus_hf._qikfind "
-    "is not built (pip installs without it when no Rust toolchain is found); the extension is about 14x faster "
-    "on 1 thread and 21x on 2 (docs/qikfind.md). To build it: install Rust (https://rustup.rs), then "
+    "is not built, or is an older build (pip installs without it when no Rust toolchain is found); the "
+    "extension is about 14x faster on 1 thread and 21x on 2 (docs/qikfind.md). To build it: install Rust (https://rustup.rs), then "
     "`pip install --force-reinstall --no-deps .` in the bioptimus-hf checkout."
 )
 
@@ -388,8 +388,8 @@ def find_contexts(
             logger.warning(PYTHON_BACKEND_NOTICE, corpus_bytes / 1e6)
     elif backend == "rust" and not rust_available():
         raise ImportError(
-            "backend='rust' but the bioptimus_hf._qikfind extension is not built: install cargo and run "
-            "`pip install -e .` (see docs/qikfind.md), or use backend='python'"
+            "backend='rust' but the bioptimus_hf._qikfind extension is not built (or is an older build): install "
+            "cargo and run `pip install -e .` (see docs/qikfind.md), or use backend='python'"
         )
 
     rust_tokenizer = None
