@@ -328,7 +328,7 @@ def test_rust_matches_python_byte_level_bpe(corpus, bpe_dirs, config, caplog):
     python, python_stats = find_contexts(corpus, tokenizer_dir, targets, backend="python", **kwargs)
     with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
         rust, rust_stats = find_contexts(corpus, tokenizer_dir, targets, backend="auto", num_threads=2, **kwargs)
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"] == [
         "qik-find: Rust backend, tokenizer family byte-level BPE "
         "(no normalizer + ByteLevel pre-tokenizer (GPT-2 pattern) + BPE)"]
     assert rust_stats.backend == "rust"
@@ -382,7 +382,7 @@ def test_other_families_are_refused_at_start_naming_family_and_reason(corpus, tm
             contexts, stats = find_contexts(corpus, directory, targets, max_per_token=2, backend="auto",
                                             progress=False, return_stats=True)
         assert stats.backend == "python"
-        (record,) = caplog.records
+        (record,) = [r for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"]
         assert record.levelname == "WARNING" and record.exc_info is None
         assert record.getMessage().startswith(
             f"qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family {family}): ")
@@ -442,7 +442,7 @@ def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_
     caplog.clear()
     with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
         find_contexts(corpus, minilm_dir, [target], backend="auto", progress=False)
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"] == [
         "qik-find: Rust backend, tokenizer family WordPiece (BertNormalizer + BertPreTokenizer + WordPiece)"]
 
 
