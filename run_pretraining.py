@@ -23,7 +23,7 @@ from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
-from bioptimus_hf.pretraining.masked_lm import use_masked_only_prediction
+from bioptimus_hf.pretraining.masked_lm import masked_only_status, use_masked_only_prediction
 from bioptimus_hf.pretraining.run_lifecycle import (
     checkpoint_step,
     finish_run,
@@ -58,8 +58,9 @@ class ModelArguments:
     )
     masked_only_prediction: bool = field(
         default=True,
-        metadata={"help": "Run the MLM head only at masked positions (exact loss and gradients; BertForMaskedLM only, "
-                          "other models keep the standard head with a warning). See docs/speed.md."},
+        metadata={"help": "Run the MLM head only at masked positions (exact loss and gradients; BERT, RoBERTa, "
+                          "XLM-RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2, ModernBERT and any masked LM whose head "
+                          "passes the same checks; others keep the standard head with a warning). See docs/speed.md."},
     )
 
 
@@ -105,6 +106,7 @@ def main(argv=None):
         raise SystemExit(f"error: {error}") from None
     masked_only = use_masked_only_prediction(model, model_args.masked_only_prediction,
                                              training_args.gradient_accumulation_steps)
+    logger.info("masked-only prediction: %s", masked_only_status(model))
 
     # 4. The masking collator of the curriculum (it refuses a tokenizer without a mask token).
     try:
