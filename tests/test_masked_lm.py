@@ -591,3 +591,64 @@ def test_run_pretraining_serves_a_roberta_and_records_it(monkeypatch, tmp_path, 
         assert info["run"]["masked_only_prediction"] is True
         release = AutoModelForMaskedLM.from_pretrained(out / "releases" / version)
         assert type(release) is RobertaForMaskedLM and release.config.architectures == ["RobertaForMaskedLM"]
+
+
+# ------------------------------------------------------------------------------------------ static shapes
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_static_masked_positions_give_the_unpadded_loss_and_gradients(name):
+    """Gathering at `masked_positions` padded with -1 (the collator's static shape) gives the loss and gradients
+    of the boolean gather: padding rows add nothing; logits have one row per entry, real rows first."""
+    from bioptimus_hf.pretraining.static_shapes import masked_positions
+
+    model = enable_masked_only_prediction(tiny_model(name))
+    inputs = architecture_batch(model)
+    # Padding entries gather row 0: label it, so a padding row that kept its target would count it again.
+    inputs["labels"][0, 0] = 9
+    labelled = inputs["labels"] != -100
+    count = int(labelled.sum())
+    positions = masked_positions(inputs["labels"], bucket=count + 21)  # over a third of the rows are padding
+    assert positions.shape == (count + 21,) and (positions[count:] == -1).all()
+    loss_tolerance, gradient_tolerance = _tolerances(model)
+    for num_items_in_batch in (None, labelled.sum() * 2):
+        extra = {} if num_items_in_batch is None else {"num_items_in_batch": num_items_in_batch}
+        dynamic, dynamic_grads = loss_and_grads(model, inputs, **extra)
+        static, static_grads = loss_and_grads(model, {**inputs, "masked_positions": positions}, **extra)
+        from bioptimus_hf.testing.numerics import assert_close_normwise
+
+        assert_close_normwise(static.loss, dynamic.loss, loss_tolerance, f"{name}: loss")
+        assert static_grads.keys() == dynamic_grads.keys()
+        for key in static_grads:
+            assert_close_normwise(static_grads[key], dynamic_grads[key], gradient_tolerance,
+                                  f"{name}: gradient of {key}")
+        assert static.logits.shape == (count + 21, VOCAB)
+        assert_close_normwise(static.logits[:count], dynamic.logits, loss_tolerance, f"{name}: logits")
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_static_masked_positions_compile_one_graph_per_bucket(name):
+    """Under torch.compile the whole masked-only forward is one graph for every architecture (no graph break),
+    and with static marks each bucket compiles once: going back to an earlier bucket recompiles nothing. The
+    `eager` backend: what dynamo captures does not depend on the backend, and it costs no code generation."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from bioptimus_hf.pretraining.static_shapes import mark_static, masked_positions
+
+    model = enable_masked_only_prediction(tiny_model(name))
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(model, backend="eager")
+    graphs = []
+    for bucket, seed in [(40, 1), (40, 2), (56, 3), (56, 4), (40, 5)]:
+        inputs = architecture_batch(model, seed=seed)
+        inputs["masked_positions"] = masked_positions(inputs["labels"], bucket)
+        mark_static(inputs)
+        with torch.no_grad():
+            eager = model(**inputs).loss
+            out = compiled(**inputs)
+        torch.testing.assert_close(out.loss, eager, atol=0, rtol=0)  # the eager backend runs the same kernels
+        graphs.append(counters["stats"]["unique_graphs"])
+    assert graphs == [1, 1, 2, 2, 2]
+    assert not counters["graph_break"]
+    torch._dynamo.reset()

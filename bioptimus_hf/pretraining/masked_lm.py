@@ -217,7 +217,8 @@ def _reference_to(value, model: nn.Module, names: dict[int, tuple[str, str]]) ->
     if isinstance(value, (nn.Module, nn.Parameter)):
         found = names.get(id(value))
         if found is None:
-            raise MaskedOnlyUnsupported(f"a head module received a {type(value).__name__} that is not part of the model")
+            raise MaskedOnlyUnsupported(
+                f"a head module received a {type(value).__name__} that is not part of the model")
         return Reference(*found)
     if torch.is_tensor(value):
         raise MaskedOnlyUnsupported("a head module received a tensor besides the hidden states (data-dependent input)")
@@ -313,7 +314,8 @@ def _trace(model: nn.Module) -> MaskedLMHeadPlan:
         ))
         previous = output
     if not steps or previous is not logits:
-        raise MaskedOnlyUnsupported("its logits are not the output of a chain of its modules applied to the encoder output")
+        raise MaskedOnlyUnsupported(
+            "its logits are not the output of a chain of its modules applied to the encoder output")
     plan = MaskedLMHeadPlan(encoder=encoder_name, head=tuple(steps), forward_parameters=parameters)
 
     # The premise, checked: the head is position-wise, and the class's loss is ForMaskedLMLoss on those rows.
