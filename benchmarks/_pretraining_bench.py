@@ -9,7 +9,10 @@ An *arm* is a recipe with options, written ``recipe[+option...]``:
   identical pre-masked batches (masked once by transformers' collator from a fixed seed), only the head
   differs.
 * options: ``bf16`` (``TrainingArguments(bf16=True)``: autocast, on CPU too), ``tf32`` (CUDA only),
-  ``compile`` (``TrainingArguments(torch_compile=True)``).
+  ``compile`` (``TrainingArguments(torch_compile=True)``; ``ours+compile`` also gathers the labelled positions
+  padded to the phase's static bucket, as ``run_pretraining.py --torch_compile true`` does by default, and
+  compiled arms time the step as a whole: the forward-part hooks, which would run inside the compiled graph,
+  are not attached).
 
 Every run is a fresh subprocess (clean peak memory) started by :func:`run_arms`, on CUDA when a GPU is
 visible, else on CPU. tokens/s counts every input token of the timed steps (blocks are full: no padding)
@@ -426,7 +429,13 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
 
         dataset = our_blocks(tokenizer, lines, args.block_size)
         phase = CurriculumPhase("0.1", masking_unit="token", masking_rate=args.masking_rate, corruption=True)
-        collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=args.seed)
+        # static shapes under compile: one graph for the bucket (bioptimus_hf/pretraining/static_shapes.py)
+        collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=args.seed,
+                                          static_masked_positions="compile" in options)
+        if "compile" in options:
+            from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
+
+            allow_compiled_shapes(num_phases=1)
     else:
         dataset = run_mlm_blocks(tokenizer, lines, args.block_size)
         collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.masking_rate, seed=args.seed)
@@ -479,7 +488,8 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         remove_unused_columns=not use_curriculum and not recipe.startswith("same_batches"),
     )
     clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps)
-    clock.attach(model)
+    if "compile" not in options:
+        clock.attach(model)
 
     class CountingTrainer(Trainer):
         """Counts each training batch's labelled positions (outside the model, so compiled graphs are untouched)."""

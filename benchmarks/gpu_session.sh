@@ -109,6 +109,21 @@ stage_throughput() {
     --logging_steps 45 --logging_nan_inf_filter false --warmup_steps 10
 }
 
+stage_static_shapes() {
+  # Issue 31: BERT-base in bf16 at batch 256 x 128, the baseline and both recipes compiled (ours+compile gathers
+  # the labelled positions padded to the phase's static bucket), alternating, no per-step host syncs.
+  throughput static_shapes_bf16 --arms plain+bf16,plain+bf16+compile,ours+bf16+compile --rounds 2 \
+    --batch_size 256 --max_lines 75000 --warmup_steps 10 --timed_steps 40 --dataloader_num_workers 4 \
+    --logging_steps 1000 --logging_nan_inf_filter false
+}
+
+stage_static_shapes_512() {
+  # The same at batch 512 x 128 (one round): does a larger step raise the MFU?
+  throughput static_shapes_bf16_batch512 --arms plain+bf16,ours+bf16+compile --rounds 1 \
+    --batch_size 512 --max_lines 75732 --warmup_steps 8 --timed_steps 20 --dataloader_num_workers 4 \
+    --logging_steps 1000 --logging_nan_inf_filter false
+}
+
 stage_study() {
   # STUDY_ARGS adds flags to every run_study.py call and STUDY_ARMS names the arm lanes, e.g. a larger budget
   # for two arms, into its own results (the 20M study's lanes took 108 s + 94 s of training + ~6 x 50 s of NER):
