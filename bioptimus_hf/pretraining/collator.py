@@ -35,6 +35,7 @@ import torch
 from transformers import BatchEncoding
 
 from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
+from .tokenization import check_word_boundaries
 
 _LIVE_COLLATORS: "weakref.WeakValueDictionary[str, CurriculumDataCollator]" = weakref.WeakValueDictionary()
 
@@ -193,6 +194,9 @@ class CurriculumDataCollator:
             )
         if tokenizer.pad_token_id is None:
             raise ValueError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')} has no pad token, needed to pad batches")
+        word_phases = [p.version for p in phases if p.masking_unit == "word"]
+        if word_phases and getattr(tokenizer, "is_fast", False):
+            check_word_boundaries(tokenizer, f"phases {', '.join('v' + v for v in word_phases)} mask whole words")
         self.tokenizer = tokenizer
         self.phases = phases
         self.seed = int(seed)
