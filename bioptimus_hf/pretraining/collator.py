@@ -196,7 +196,9 @@ class CurriculumDataCollator:
             raise ValueError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')} has no pad token, needed to pad batches")
         word_phases = [p.version for p in phases if p.masking_unit == "word"]
         if word_phases and getattr(tokenizer, "is_fast", False):
-            check_word_boundaries(tokenizer, f"phases {', '.join('v' + v for v in word_phases)} mask whole words")
+            names = ", ".join("v" + v for v in word_phases)
+            check_word_boundaries(tokenizer, f"phase {names} masks whole words" if len(word_phases) == 1 else
+                                  f"phases {names} mask whole words")
         self.tokenizer = tokenizer
         self.phases = phases
         self.seed = int(seed)
