@@ -287,12 +287,31 @@ def test_a_new_tokenizer_of_another_family_or_pad_id_is_refused_at_start(tmp_pat
 
 
 def test_config_special_ids_follow_the_new_vocabulary(bases):
-    """ModernBERT's config names its [CLS]/[SEP] ids; they move with the vocabulary."""
-    base_dir, new_dir, _ = bases["modernbert"]
-    model, tokenizer, _ = build_initialized_model(str(base_dir), str(new_dir), EmbeddingInitArguments(
+    """ModernBERT's config names its [CLS]/[SEP] ids (and bos/eos = [CLS]/[SEP], as released); they move with the
+    tokens, which sit elsewhere in the new vocabulary."""
+    base_dir, _, corpus = bases["modernbert"]
+    base_tok = AutoTokenizer.from_pretrained(base_dir)
+    # Specials last, as in ModernBERT's own vocabulary: every special id differs from the base's.
+    moved = train_tokenizer([str(corpus)], base_tok, vocab_size=NEW_VOCAB_SIZE, show_progress=False)
+    backend = json.loads(moved.backend_tokenizer.to_str())
+    vocab = backend["model"]["vocab"]
+    specials = [a["content"] for a in backend["added_tokens"]]
+    order = [t for t in sorted(vocab, key=vocab.get) if t not in specials] + specials
+    backend["model"]["vocab"] = {t: i for i, t in enumerate(order)}
+    for added in backend["added_tokens"]:
+        added["id"] = backend["model"]["vocab"][added["content"]]
+    for entry in backend["post_processor"]["special_tokens"].values():
+        entry["ids"] = [backend["model"]["vocab"][t] for t in entry["tokens"]]
+    moved = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(backend)), **{
+        role: getattr(base_tok, role) for role in ("cls_token", "sep_token", "unk_token", "pad_token", "mask_token")})
+    assert moved.cls_token_id != base_tok.cls_token_id
+    base_model = AutoModelForMaskedLM.from_pretrained(base_dir)
+    initializer = ContextualizedEmbeddingInitializer(base_model, base_tok, moved, EmbeddingInitArguments(
         init_strategy="random"), progress=False)
-    assert (model.config.cls_token_id, model.config.sep_token_id, model.config.pad_token_id) == (
-        tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
+    config = initializer.initialize()[0].config
+    assert (config.cls_token_id, config.sep_token_id, config.pad_token_id) == (
+        moved.cls_token_id, moved.sep_token_id, moved.pad_token_id)
+    assert (config.bos_token_id, config.eos_token_id) == (moved.cls_token_id, moved.sep_token_id)
 
 
 # ----------------------------------------------------------------- words: masking and NER

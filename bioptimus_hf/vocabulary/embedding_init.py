@@ -82,14 +82,19 @@ def max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase)
     return min(limits) if limits else 512
 
 
-def set_special_token_ids(config, tokenizer: PreTrainedTokenizerBase) -> None:
-    """The config's special-token ids follow the new vocabulary: ``pad_token_id`` always, and the ``bos``, ``eos``,
-    ``cls`` and ``sep`` ids a base config names (RoBERTa's, ModernBERT's) where the tokenizer has that role."""
+def set_special_token_ids(config, tokenizer: PreTrainedTokenizerBase, base_to_new: Mapping[int, int] | None = None) -> None:
+    """The config's special-token ids follow the new vocabulary: ``pad_token_id`` is the tokenizer's, and the
+    ``bos``, ``eos``, ``cls`` and ``sep`` ids a base config names (RoBERTa's, ModernBERT's) move with their token
+    (``base_to_new``: base id -> new id of the copied rows), else take the tokenizer's id for that role, else
+    None: an id of the base vocabulary would name another token, or none, in the new one."""
     config.pad_token_id = tokenizer.pad_token_id
     for role in ("bos", "eos", "cls", "sep"):
         attribute = f"{role}_token_id"
-        if isinstance(getattr(config, attribute, None), int) and getattr(tokenizer, attribute, None) is not None:
-            setattr(config, attribute, getattr(tokenizer, attribute))
+        value = getattr(config, attribute, None)
+        if not isinstance(value, int):
+            continue
+        moved = base_to_new.get(value) if base_to_new is not None else None
+        setattr(config, attribute, moved if moved is not None else getattr(tokenizer, attribute, None))
 
 
 def load_base_model(name_or_path: str, args: EmbeddingInitArguments) -> PreTrainedModel:
@@ -499,7 +504,7 @@ class ContextualizedEmbeddingInitializer:
             if new_bias is not None:
                 output_layer.bias.copy_(new_bias.to(output_layer.bias.dtype))
         model.config.vocab_size = new_size
-        set_special_token_ids(model.config, self.new_tokenizer)
+        set_special_token_ids(model.config, self.new_tokenizer, {base: new for new, base in self.copied.items()})
         if tied:
             model.tie_weights()
 
