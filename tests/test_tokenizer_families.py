@@ -369,3 +369,48 @@ def test_ner_words_are_tokenized_as_in_running_text(bases, base):
     raw = "The kinase  binds IL-2 ."
     for word, (start, end) in split_words(tokenizer, raw):
         assert word == raw[start:end] and word.strip() == word and word
+
+
+def test_the_roberta_modernbert_config_example_names_only_real_flags():
+    """configs/roberta_modernbert_base.yaml: every key is a flag of run_pretraining.py, and the recipe's own
+    settings parse (TrainingArguments' are only checked by name: its nccl backend needs GPUs)."""
+    import dataclasses
+    from pathlib import Path
+
+    import yaml
+    from transformers import HfArgumentParser, TrainingArguments
+
+    import run_pretraining
+    from bioptimus_hf.commands.config_parser import mapping_to_argv
+    from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
+    from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
+    from bioptimus_hf.releases.release_config import ReleaseArguments
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "roberta_modernbert_base.yaml").read_text())
+    ours = (run_pretraining.ModelArguments, EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments,
+            ReleaseArguments)
+    names = {f.name for cls in ours for f in dataclasses.fields(cls)}
+    training = {f.name for f in dataclasses.fields(TrainingArguments)}
+    assert set(config) <= names | training, set(config) - names - training
+    parsed = HfArgumentParser(ours).parse_args_into_dataclasses(
+        args=mapping_to_argv({k: v for k, v in config.items() if k in names}))
+    assert parsed[1].init_strategy == "contextualized" and parsed[3].build().phases
+
+
+def test_what_a_new_vocabulary_does_not_inherit_is_said_before_training(tmp_path, bases, caplog):
+    """ModernBERT-style non-special added tokens and SentencePiece byte fallback are not relearnt: a warning at
+    start says so (training still runs)."""
+    base_tok = AutoTokenizer.from_pretrained(bases["sentencepiece_bpe"][0])
+    pipeline = json.loads(base_tok.backend_tokenizer.to_str())
+    pipeline["model"]["byte_fallback"] = True
+    for byte in range(256):
+        pipeline["model"]["vocab"][f"<0x{byte:02X}>"] = len(pipeline["model"]["vocab"])
+    base_tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(pipeline)), **{
+        role: getattr(base_tok, role) for role in ("cls_token", "sep_token", "unk_token", "pad_token", "mask_token")})
+    base_tok.add_tokens(["|||EMAIL_ADDRESS|||"])
+    with caplog.at_level("WARNING"):
+        with pytest.raises(FileNotFoundError):
+            train_tokenizer([str(tmp_path / "absent.txt")], base_tok, vocab_size=400)
+    said = caplog.text
+    assert "not carried over: 1 non-special added tokens of the base ('|||EMAIL_ADDRESS|||')" in said
+    assert "not carried over: byte fallback" in said

@@ -16,6 +16,8 @@ CLI: `bioptimus-train-tokenizer --train_files a.txt b.txt --base_tokenizer DIR -
 from __future__ import annotations
 
 import bisect
+import json
+import logging
 import os
 import random
 import re
@@ -26,6 +28,8 @@ from transformers import PreTrainedTokenizerBase
 from ..utils.corpus_reader import CorpusReadStats, check_corpus_files, iter_text_lines
 from ..utils.tokenizer_families import TokenizerFamily, check_trainer_options, tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer
+
+logger = logging.getLogger(__name__)
 
 COVERAGE_REPORT_NAME = "coverage_report.json"
 # What a "word" of the coverage report is, the same for every family (written into the report).
@@ -61,6 +65,26 @@ def _check_vocab_size(vocab_size: int, base: PreTrainedTokenizerBase, family: To
     )
 
 
+def not_carried_over(base: PreTrainedTokenizerBase, family: TokenizerFamily) -> list[str]:
+    """What of the base tokenizer a new vocabulary of its family does not get (said before training starts)."""
+    pipeline = json.loads(base.backend_tokenizer.to_str())
+    lost = []
+    plain_added = [t["content"] for t in pipeline.get("added_tokens", []) if not t.get("special")]
+    if plain_added and family.model_type != "Unigram":
+        lost.append(
+            f"{len(plain_added)} non-special added tokens of the base ({', '.join(map(repr, plain_added[:5]))}"
+            f"{', ...' if len(plain_added) > 5 else ''}): transformers' train_new_from_iterator keeps only special "
+            "added tokens for WordPiece and BPE bases; the new vocabulary learns such strings or not from the corpus"
+        )
+    if pipeline["model"].get("byte_fallback"):
+        lost.append(
+            "byte fallback: the base spells unknown characters with <0x..> byte pieces, which the trainer does not "
+            "learn, so characters outside the new vocabulary's alphabet become the unknown token; bring a vocabulary "
+            "with byte pieces made elsewhere (--tokenizer_name of run_pretraining.py) if that matters"
+        )
+    return lost
+
+
 def train_tokenizer(
     files: Iterable[str] | str,
     base_tokenizer: str | PreTrainedTokenizerBase,
@@ -84,6 +108,8 @@ def train_tokenizer(
     family = tokenizer_family(base)
     trainer_options = check_trainer_options(family, {"min_frequency": min_frequency, "limit_alphabet": limit_alphabet})
     _check_vocab_size(vocab_size, base, family)
+    for what in not_carried_over(base, family):
+        logger.warning("vocabulary training from %s: not carried over: %s", base.name_or_path, what)
     files = check_corpus_files(files, what="tokenizer training corpus").files
     stats = stats if stats is not None else CorpusReadStats()
     try:
