@@ -81,3 +81,17 @@ def test_vocabulary_init_curriculum_release_and_ner(tmp_path, ner_data, base):
     on_disk = json.loads((tmp_path / "ner" / "all_results.json").read_text())
     assert on_disk == json.loads(json.dumps(results))
     assert [run["seed"] for run in on_disk["per_seed"]] == [1] and 0.0 <= on_disk["test_f1"] <= 1.0
+
+
+def test_a_vocabulary_of_another_family_stops_the_run_at_start_with_the_flag(tmp_path):
+    """A WordPiece vocabulary under a RoBERTa base: one `error:` line naming what to change, before training."""
+    base_dir = build_base("roberta", tmp_path / "roberta")
+    other_dir = build_base("bert", tmp_path / "bert")
+    corpus = write_corpus(tmp_path / "corpus.txt", lines=40)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit, match=r"^error: The new tokenizer .* is wordpiece .* but the base tokenizer .* is "
+                                         r"byte_level_bpe .*--init_strategy scratch"):
+        run_pretraining.main(["--model_name_or_path", str(base_dir), "--tokenizer_name", str(other_dir),
+                              "--init_strategy", "averaged", "--train_file", str(corpus), "--output_dir", str(out),
+                              "--do_train", "--max_steps", "10", "--report_to", "none"])
+    assert not list(out.glob("checkpoint-*")) and not (out / "releases").exists()
