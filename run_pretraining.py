@@ -23,7 +23,8 @@ from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
-from bioptimus_hf.pretraining.masked_lm import use_masked_only_prediction
+from bioptimus_hf.pretraining.masked_lm import masked_only_status, use_masked_only_prediction
+from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
 from bioptimus_hf.pretraining.run_lifecycle import (
     checkpoint_step,
     finish_run,
@@ -58,8 +59,15 @@ class ModelArguments:
     )
     masked_only_prediction: bool = field(
         default=True,
-        metadata={"help": "Run the MLM head only at masked positions (exact loss and gradients; BertForMaskedLM only, "
-                          "other models keep the standard head with a warning). See docs/speed.md."},
+        metadata={"help": "Run the MLM head only at masked positions (exact loss and gradients; BERT, RoBERTa, "
+                          "XLM-RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2, ModernBERT and any masked LM whose head "
+                          "passes the same checks; others keep the standard head with a warning). See docs/speed.md."},
+    )
+    static_masked_positions: Optional[bool] = field(
+        default=None,
+        metadata={"help": "Gather the masked positions padded to a fixed size per phase (static shapes: "
+                          "--torch_compile compiles once per phase, no host sync on a GPU; nothing is dropped). "
+                          "Default: on with --torch_compile. Needs masked-only prediction. See docs/speed.md."},
     )
 
 
@@ -105,12 +113,23 @@ def main(argv=None):
         raise SystemExit(f"error: {error}") from None
     masked_only = use_masked_only_prediction(model, model_args.masked_only_prediction,
                                              training_args.gradient_accumulation_steps)
+    logger.info("masked-only prediction: %s", masked_only_status(model))
 
     # 4. The masking collator of the curriculum (it refuses a tokenizer without a mask token).
     try:
         collator = curriculum_args.build_collator(tokenizer, curriculum, training_args.seed, data_args.line_by_line)
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
+    static_shapes = model_args.static_masked_positions
+    if static_shapes is None:
+        static_shapes = bool(training_args.torch_compile) and masked_only
+    elif static_shapes and not masked_only:
+        logger.warning("--static_masked_positions needs masked-only prediction, which is off: not used")
+        static_shapes = False
+    collator.static_masked_positions = static_shapes
+    if static_shapes and training_args.torch_compile:
+        allow_compiled_shapes(len(curriculum.phases))
+    logger.info("static masked positions (one compiled shape per phase): %s", "on" if static_shapes else "off")
 
     # 5. The corpus as packed blocks with word ids.
     data = load_pretraining_datasets(data_args, tokenizer, training_args, cache_dir=init_args.cache_dir)

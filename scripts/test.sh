@@ -20,7 +20,9 @@ fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 # Both branches of `auto` precision on every machine (tests/README.md): the tests marked `precision` ran
-# above as this machine resolves `auto`; again now with its bf16 branch forced (emulated where not native).
+# above as this machine resolves `auto`; again now with its bf16 branch forced (emulated where not native),
+# also where the caller set BIOPTIMUS_DISABLE_BF16 (the two switches together are refused).
 status=0
-BIOPTIMUS_FORCE_BF16=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m precision "$@" || status=$?
+env -u BIOPTIMUS_DISABLE_BF16 BIOPTIMUS_FORCE_BF16=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m precision "$@" \
+  || status=$?
 [ "$status" = 0 ] || [ "$status" = 5 ] || exit "$status"  # 5: the arguments selected no precision test

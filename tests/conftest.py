@@ -29,6 +29,9 @@ def pytest_configure(config):
         "markers", "precision: takes the path `auto` precision takes on this machine (else float32 is pinned); "
         "scripts/test.sh runs these a second time with BIOPTIMUS_FORCE_BF16=1")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one)")
+    config.addinivalue_line(
+        "markers", "compile: runs torch.compile (inductor on CPU: tens of seconds per graph); part of the suite, "
+        "deselect with -m 'not compile' for a quick loop")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,7 +1,7 @@
 """Apply one source mutation at a time to a copy of the repository and run the tests that must catch it
 (tests/README.md, "Loosened tests keep their power"). Not collected by pytest; run by hand:
 
-    .venv/bin/python tests/mutations.py
+    .venv/bin/python tests/mutations.py [WORD]     # WORD: only the mutations whose name contains it
 
 Each line says a mutation, the pass (pinned float32, or the `precision` tests with bf16 forced) and
 pytest's summary: every line must show failures (rc=1)."""
@@ -32,16 +32,34 @@ MUTATIONS = [
      "labels[row], probabilities[row] = label[i], best[i]",
      "labels[rows[(i + 1) % len(rows)]], probabilities[rows[(i + 1) % len(rows)]] = label[i], best[i]",
      ["tests/test_ner_speed.py::test_sorted_batches_across_texts_equal_one_text_at_a_time_in_float32",
-      "tests/test_bf16_paths.py::test_ner_training_and_prediction_in_bf16_learn_the_synthetic_entities"]),
+      "tests/test_bf16_paths.py::test_tagger_logits_within_the_bound_and_decisions_with_margin_equal_float64"]),
+    ("static gather: padding rows keep a real target", "bioptimus_hf/pretraining/masked_lm.py",
+     "targets = flat_labels.index_select(0, index).masked_fill(positions < 0, IGNORE_INDEX)",
+     "targets = flat_labels.index_select(0, index)",
+     ["tests/test_masked_lm.py::test_static_masked_positions_give_the_unpadded_loss_and_gradients"]),
+    ("static positions truncated to the bucket", "bioptimus_hf/pretraining/static_shapes.py",
+     "size = overflow_size(bucket, flat.numel(), labels.numel())",
+     "flat, size = flat[:bucket], bucket",
+     ["tests/test_static_shapes.py::test_positions_are_the_labelled_ones_in_order_padded_and_never_truncated",
+      "tests/test_static_shapes.py::test_overflow_is_counted_logged_and_drops_nothing"]),
+    ("batches not marked static (slow: compiles)", "bioptimus_hf/pretraining/collator.py",
+     "            static_shapes.mark_static(moved)", "            pass",
+     ["tests/test_static_shapes.py::test_run_pretraining_compiles_once_per_phase_with_the_eager_losses"]),
 ]
 
 
 def main() -> int:
     escaped = 0
+    wanted = sys.argv[1] if len(sys.argv) > 1 else ""
     for name, path, old, new, tests in MUTATIONS:
+        if wanted not in name:
+            continue
         copy = Path(tempfile.mkdtemp(prefix="mutation_")) / "repo"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
             ".venv", ".git", "target", ".carry", ".whl", "outputs", "__pycache__", ".cargo-debian"))
+        shared = Path(ROOT).parent / "shared"
+        if shared.is_dir():  # the corpus the fixtures read sits beside the checkout (tests/conftest.py)
+            (copy.parent / "shared").symlink_to(shared)
         source = (copy / path).read_text()
         assert source.count(old) == 1, f"{name}: the code to mutate is no longer in {path}"
         (copy / path).write_text(source.replace(old, new))

@@ -1,23 +1,20 @@
-"""Masked-only prediction: exact loss/gradients vs the standard BertForMaskedLM head, standard checkpoints."""
+"""Masked-only prediction: exact loss/gradients vs the standard head (BERT in depth, then every architecture we
+serve), standard checkpoints, the Trainer and run_pretraining.py."""
 
 import copy
 import logging
 
 import pytest
 import torch
-from transformers import (
-    AutoModelForMaskedLM,
-    BertConfig,
-    BertForMaskedLM,
-    RobertaConfig,
-    RobertaForMaskedLM,
-)
+from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 from transformers.loss.loss_utils import ForMaskedLMLoss
+from transformers.modeling_outputs import MaskedLMOutput
 
 from bioptimus_hf.pretraining.masked_lm import (
     disable_masked_only_prediction,
     enable_masked_only_prediction,
     is_masked_only_prediction_enabled,
+    masked_lm_plan,
     supports_masked_only_prediction,
 )
 
@@ -73,27 +70,16 @@ def assert_grads_close(grads_a, grads_b):
         torch.testing.assert_close(grads_a[name], grads_b[name], atol=1e-5, rtol=1e-4, msg=name)
 
 
-def test_supports_bert_and_rejects_other_heads(caplog):
+def test_supports_bert_and_a_subclass_that_keeps_its_forward():
     assert supports_masked_only_prediction(tiny_bert())
-    roberta = RobertaForMaskedLM(
-        RobertaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
-    )
-    assert not supports_masked_only_prediction(roberta)
+    assert masked_lm_plan(tiny_bert()).describe() == "encoder `bert`, head cls"
 
     class CustomForward(BertForMaskedLM):
-        def forward(self, *args, **kwargs):
-            return super().forward(*args, **kwargs)
+        def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
+            return super().forward(input_ids, attention_mask, labels=labels, **kwargs)
 
-    assert not supports_masked_only_prediction(CustomForward(tiny_bert().config))
-
-    # Fallback: same object, standard path, a warning naming the class.
-    with caplog.at_level(logging.WARNING):
-        assert enable_masked_only_prediction(roberta) is roberta
-    assert "RobertaForMaskedLM" in caplog.text
-    assert not is_masked_only_prediction_enabled(roberta)
-    inputs = batch()
-    out = roberta(**inputs)
-    assert out.logits.shape == (BATCH, SEQ, VOCAB)
+    # What the forward does is observed, not assumed from the class: a pass-through override is served.
+    assert supports_masked_only_prediction(CustomForward(tiny_bert().config))
 
 
 @pytest.mark.parametrize("padded", [True, False])
@@ -298,3 +284,371 @@ def _two_phase_curriculum(tmp_path):
         ' {"version": "0.2", "masking_unit": "word", "masking_rate": 0.2, "corruption": true}]'
     )
     return path
+
+
+# ------------------------------------------------------------------------------------------ every architecture
+# Tiny random models of every masked LM we serve, built in code (no download): 2 layers, hidden 32, FFN 64,
+# vocabulary 97, no dropout (both paths must see the same encoder output; train mode is kept for gradients).
+_SHARED = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+               max_position_embeddings=64)
+_NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+# Special-token ids inside the tiny vocabulary (the configs' defaults point into the real 30k-50k vocabularies).
+_SPECIAL_IDS = dict(pad_token_id=1, bos_token_id=0, eos_token_id=2)
+
+
+def _architectures():
+    from transformers import (
+        DebertaV2Config,
+        DebertaV2ForMaskedLM,
+        DistilBertConfig,
+        DistilBertForMaskedLM,
+        ElectraConfig,
+        ElectraForMaskedLM,
+        ModernBertConfig,
+        ModernBertForMaskedLM,
+        RobertaConfig,
+        RobertaForMaskedLM,
+        XLMRobertaConfig,
+        XLMRobertaForMaskedLM,
+    )
+
+    return {
+        # name: (model factory, the head the trace must find)
+        "bert": (lambda: BertForMaskedLM(BertConfig(**_SHARED, **_NO_DROPOUT)), "encoder `bert`, head cls"),
+        "roberta": (lambda: RobertaForMaskedLM(RobertaConfig(**_SHARED, **_NO_DROPOUT, **_SPECIAL_IDS)),
+                    "encoder `roberta`, head lm_head"),
+        "xlm-roberta": (lambda: XLMRobertaForMaskedLM(XLMRobertaConfig(**_SHARED, **_NO_DROPOUT, **_SPECIAL_IDS)),
+                        "encoder `roberta`, head lm_head"),
+        "distilbert": (lambda: DistilBertForMaskedLM(DistilBertConfig(
+            vocab_size=VOCAB, dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=64, dropout=0.0,
+            attention_dropout=0.0, pad_token_id=0)),
+            "encoder `distilbert`, head vocab_transform -> activation -> vocab_layer_norm -> vocab_projector"),
+        "electra": (lambda: ElectraForMaskedLM(ElectraConfig(**_SHARED, **_NO_DROPOUT, embedding_size=16)),
+                    "encoder `electra`, head generator_predictions -> generator_lm_head"),
+        "deberta-v2": (lambda: DebertaV2ForMaskedLM(DebertaV2Config(**_SHARED, **_NO_DROPOUT)),
+                       "encoder `deberta`, head cls"),
+        "deberta-v2-new-head": (
+            lambda: DebertaV2ForMaskedLM(DebertaV2Config(**_SHARED, **_NO_DROPOUT, legacy=False)),
+            "encoder `deberta`, head lm_predictions(..., <deberta.embeddings.word_embeddings>)"),
+        "modernbert": (lambda: ModernBertForMaskedLM(ModernBertConfig(
+            **_SHARED, **_SPECIAL_IDS, cls_token_id=3, sep_token_id=2)), "encoder `model`, head head -> decoder"),
+    }
+
+
+ARCHITECTURES = tuple(_architectures())
+
+
+def tiny_model(name, seed=0):
+    torch.manual_seed(seed)
+    model = _architectures()[name][0]().float().train()
+    # Biases (output bias included) start at zero; random values make a dropped or untied one show in the loss.
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if not parameter.any():
+                parameter.normal_(0, 0.3)
+    return model
+
+
+def architecture_batch(model, seed=1, padded=True, rate=0.2):
+    inputs = batch(seed=seed, rate=rate, padded=padded)
+    pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
+    inputs["input_ids"][inputs["attention_mask"] == 0] = pad_id
+    return inputs
+
+
+# Tolerances (bioptimus_hf.testing.numerics): the reference runs in float64, the compared paths in float32. The
+# longest reduction is the vocabulary's (log-softmax and the decoder's backward: 97 terms) or the batch's rows
+# (weight gradients: 96); a loss chains the encoder's products and the head's two; a gradient goes up that chain
+# and back down, twice as deep.
+def _tolerances(model):
+    from bioptimus_hf.testing.numerics import relative_tolerance, transformer_depth
+
+    reduction = max(VOCAB, BATCH * SEQ, 64)
+    depth = transformer_depth(model.config.num_hidden_layers) + 2
+    return relative_tolerance(torch.float32, reduction, depth), relative_tolerance(torch.float32, reduction, 2 * depth)
+
+
+def _standard_and_reference(model, inputs, num_items_in_batch=None):
+    """(output, gradients) of the standard head in float32 and in float64, with the model's own loss, or
+    transformers' ForMaskedLMLoss on its full logits when ``num_items_in_batch`` is given."""
+    results = []
+    for dtype in (torch.float32, torch.float64):
+        copy_ = copy.deepcopy(model).to(dtype)
+        if num_items_in_batch is None:
+            results.append(loss_and_grads(copy_, inputs))
+            continue
+        out = copy_(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+        out.loss = ForMaskedLMLoss(out.logits, inputs["labels"], VOCAB, num_items_in_batch=num_items_in_batch)
+        out.loss.backward()
+        results.append((out, {n: p.grad.clone() for n, p in copy_.named_parameters() if p.grad is not None}))
+    return results
+
+
+def _assert_as_exact_as_the_standard_head(out, grads, standard, reference, model, what):
+    """Masked-only (float32) against the float64 reference: the loss and the whole gradient within the float32
+    bound (which the standard float32 head meets too); each parameter's gradient no further from the reference
+    than the standard float32 head's plus the bound. Per parameter the standard head itself can miss the bound:
+    query/key gradients at initialisation are sums that nearly cancel (attention is almost uniform), so float32
+    loses relative accuracy there whichever head runs (ELECTRA's first query: 3e-4)."""
+    from bioptimus_hf.testing.numerics import assert_close_normwise, normwise_relative_error
+
+    (plain, plain_grads), (exact, exact_grads) = standard, reference
+    loss_tolerance, gradient_tolerance = _tolerances(model)
+    for name, (o, g) in {"masked-only": (out, grads), "standard": (plain, plain_grads)}.items():
+        assert_close_normwise(o.loss, exact.loss, loss_tolerance, f"{what} {name}: loss")
+        assert g.keys() == exact_grads.keys()
+        assert_close_normwise(torch.cat([g[n].double().flatten() for n in exact_grads]),
+                              torch.cat([v.double().flatten() for v in exact_grads.values()]),
+                              gradient_tolerance, f"{what} {name}: all gradients")
+    for name, expected in exact_grads.items():
+        expected = expected.double()
+        own = (grads[name].double() - expected).norm()
+        theirs = (plain_grads[name].double() - expected).norm()
+        assert own <= theirs + gradient_tolerance * expected.norm(), (
+            f"{what}: gradient of {name}: error {own:.3e} vs the standard head's {theirs:.3e} "
+            f"(relative {normwise_relative_error(grads[name], expected):.3e})")
+
+
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_head_is_found_on_the_models_own_forward(name):
+    model = tiny_model(name)
+    assert masked_lm_plan(model).describe() == _architectures()[name][1]
+    assert "forward" not in vars(model)  # finding the head changes nothing
+    fast = enable_masked_only_prediction(model)
+    assert fast is model and is_masked_only_prediction_enabled(model)
+
+
+@pytest.mark.parametrize("padded", [True, False], ids=["padded", "unpadded"])
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_architecture_loss_and_gradients_equal_standard_head(name, padded):
+    from bioptimus_hf.testing.numerics import assert_close_normwise
+
+    standard = tiny_model(name)
+    fast = enable_masked_only_prediction(copy.deepcopy(standard))
+    assert type(fast) is type(standard) and is_masked_only_prediction_enabled(fast)
+    inputs = architecture_batch(standard, padded=padded)
+    labelled = inputs["labels"] != -100
+
+    plain, reference = _standard_and_reference(standard, inputs)
+    out, grads = loss_and_grads(fast, inputs)
+    assert out.loss.dtype == torch.float32 and out.logits.dtype == torch.float32
+    _assert_as_exact_as_the_standard_head(out, grads, plain, reference, standard, name)
+    # Logits: labelled positions only, in the order of labels[labels != -100].
+    assert out.logits.shape == (int(labelled.sum()), VOCAB)
+    assert_close_normwise(out.logits, reference[0].logits[labelled], _tolerances(standard)[0], f"{name}: logits")
+
+
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_architecture_num_items_in_batch_follows_masked_lm_loss(name):
+    standard = tiny_model(name)
+    fast = enable_masked_only_prediction(copy.deepcopy(standard))
+    inputs = architecture_batch(standard)
+    total = (inputs["labels"] != -100).sum() * 3  # the count of three accumulated micro-batches
+    # Reference: transformers' ForMaskedLMLoss (sum / num_items_in_batch) on the standard head's full logits.
+    plain, reference = _standard_and_reference(standard, inputs, num_items_in_batch=total)
+    out, grads = loss_and_grads(fast, inputs, num_items_in_batch=total)
+    _assert_as_exact_as_the_standard_head(out, grads, plain, reference, standard, name)
+
+
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_architecture_checkpoint_reloads_as_its_own_class(name, tmp_path):
+    fast = enable_masked_only_prediction(tiny_model(name))
+    initial = copy.deepcopy(fast.state_dict())
+    optimizer = torch.optim.SGD(fast.parameters(), lr=0.5)
+    fast(**architecture_batch(fast)).loss.backward()
+    optimizer.step()
+
+    fast.save_pretrained(tmp_path)
+    reloaded = AutoModelForMaskedLM.from_pretrained(tmp_path)
+    assert type(reloaded) is type(fast)
+    assert reloaded.config.architectures == [type(fast).__name__]
+    assert not is_masked_only_prediction_enabled(reloaded) and "forward" not in vars(reloaded)
+    saved, loaded = fast.state_dict(), reloaded.state_dict()
+    assert saved.keys() == loaded.keys() == initial.keys()
+    for key in saved:
+        torch.testing.assert_close(loaded[key], saved[key], atol=0, rtol=0, msg=key)
+    assert any(not torch.equal(saved[key], initial[key]) for key in saved)  # the step trained the model
+
+    inputs = architecture_batch(fast, seed=7)
+    fast.eval()
+    reloaded.eval()
+    with torch.no_grad():
+        masked_only = fast(**inputs)
+        disable_masked_only_prediction(fast)
+        expected = fast(**inputs)
+        got = reloaded(**inputs)
+    torch.testing.assert_close(got.logits, expected.logits, atol=0, rtol=0)
+    torch.testing.assert_close(got.loss, expected.loss, atol=0, rtol=0)
+    # The reloaded model serves masked-only prediction like the one that was saved.
+    enable_masked_only_prediction(reloaded)
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(**inputs).loss, masked_only.loss, atol=0, rtol=0)
+
+
+def test_modernbert_equals_its_own_sparse_prediction():
+    """ModernBERT's published masked-only path (config.sparse_prediction) computes what ours does."""
+    standard = tiny_model("modernbert")
+    sparse = copy.deepcopy(standard)
+    sparse.sparse_prediction = True  # the attribute its forward reads (set from the config at construction)
+    fast = enable_masked_only_prediction(copy.deepcopy(standard))
+    inputs = architecture_batch(standard)
+    total = (inputs["labels"] != -100).sum() * 2
+    published, published_grads = loss_and_grads(sparse, inputs, num_items_in_batch=total)
+    out, grads = loss_and_grads(fast, inputs, num_items_in_batch=total)
+    torch.testing.assert_close(out.logits, published.logits, atol=0, rtol=0)
+    torch.testing.assert_close(out.loss, published.loss, atol=0, rtol=0)
+    assert grads.keys() == published_grads.keys()
+    for key in grads:
+        torch.testing.assert_close(grads[key], published_grads[key], atol=0, rtol=0, msg=key)
+    # Ours leaves the config alone: a saved checkpoint gives full logits to its users.
+    assert fast.config.sparse_prediction is False
+
+
+class _SmoothedLossBert(BertForMaskedLM):
+    """Overrides forward with another loss: the trace's loss check refuses it."""
+
+    def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
+        out = super().forward(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        if labels is not None:
+            out.loss = torch.nn.functional.cross_entropy(out.logits.view(-1, VOCAB), labels.view(-1),
+                                                         label_smoothing=0.1)
+        return out
+
+
+class _ScaledHiddenBert(BertForMaskedLM):
+    """Computes something between the encoder and the head: the trace's chain check refuses it."""
+
+    def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
+        hidden = self.bert(input_ids, attention_mask=attention_mask, **kwargs)[0]
+        logits = self.cls(hidden * 0.5)
+        loss = None if labels is None else torch.nn.functional.cross_entropy(logits.view(-1, VOCAB), labels.view(-1))
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+def _gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, bos_token_id=0,
+                                      eos_token_id=0))
+
+
+@pytest.mark.parametrize("make, reason", [
+    (_gpt2, "not a masked LM"),
+    (lambda: _SmoothedLossBert(tiny_bert().config), "its loss is not the cross-entropy"),
+    (lambda: _ScaledHiddenBert(tiny_bert().config), "computes something between them"),
+], ids=["causal-lm", "custom-loss", "op-between-encoder-and-head"])
+def test_unsupported_model_warns_and_keeps_the_standard_head(make, reason, caplog):
+    from bioptimus_hf.pretraining.masked_lm import unsupported_reason
+
+    torch.manual_seed(0)
+    model = make()
+    assert reason in unsupported_reason(model)
+    before = copy.deepcopy(model.state_dict())
+    with caplog.at_level(logging.WARNING):
+        assert enable_masked_only_prediction(model) is model
+    assert type(model).__name__ in caplog.text and reason in caplog.text
+    assert not is_masked_only_prediction_enabled(model) and "forward" not in vars(model)
+    assert all(torch.equal(before[key], value) for key, value in model.state_dict().items())
+    inputs = batch()
+    with torch.no_grad():
+        out = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+    assert out.logits.shape == (BATCH, SEQ, VOCAB)
+
+
+def test_run_pretraining_serves_a_roberta_and_records_it(monkeypatch, tmp_path, tiny_tokenizer, caplog):
+    """A non-BERT masked LM through run_pretraining.py: masked-only prediction active (logged and recorded), and
+    the releases are checkpoints of its own class."""
+    import json
+    import sys
+
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    import run_pretraining
+    from conftest import corpus_lines
+
+    torch.manual_seed(0)
+    model_dir = tmp_path / "tiny_roberta"
+    RobertaForMaskedLM(RobertaConfig(
+        vocab_size=len(tiny_tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64, pad_token_id=tiny_tokenizer.pad_token_id,
+    )).save_pretrained(model_dir)
+    tiny_tokenizer.save_pretrained(model_dir)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(corpus_lines(200)) + "\n")
+    out = tmp_path / "out"
+    argv = ["run_pretraining.py", "--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out,
+            "--do_train", "--max_steps", 2, "--phase_steps", 1, 1, "--per_device_train_batch_size", 4,
+            "--max_seq_length", 32, "--report_to", "none", "--validation_split_percentage", 0, "--disable_tqdm",
+            "true", "--save_strategy", "no", "--use_cpu", "true", "--bf16", "false",
+            "--curriculum", _two_phase_curriculum(tmp_path)]
+    monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
+    with caplog.at_level(logging.INFO):
+        run_pretraining.main()
+    assert "masked-only prediction: on for RobertaForMaskedLM: encoder `roberta`, head lm_head" in caplog.text
+    assert "cannot serve" not in caplog.text
+    for version in ("v0.1", "v0.2"):
+        info = json.loads((out / "releases" / version / "bioptimus_phase.json").read_text())
+        assert info["run"]["masked_only_prediction"] is True
+        release = AutoModelForMaskedLM.from_pretrained(out / "releases" / version)
+        assert type(release) is RobertaForMaskedLM and release.config.architectures == ["RobertaForMaskedLM"]
+
+
+# ------------------------------------------------------------------------------------------ static shapes
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_static_masked_positions_give_the_unpadded_loss_and_gradients(name):
+    """Gathering at `masked_positions` padded with -1 (the collator's static shape) gives the loss and gradients
+    of the boolean gather: padding rows add nothing; logits have one row per entry, real rows first."""
+    from bioptimus_hf.pretraining.static_shapes import masked_positions
+
+    model = enable_masked_only_prediction(tiny_model(name))
+    inputs = architecture_batch(model)
+    # Padding entries gather row 0: label it, so a padding row that kept its target would count it again.
+    inputs["labels"][0, 0] = 9
+    labelled = inputs["labels"] != -100
+    count = int(labelled.sum())
+    positions = masked_positions(inputs["labels"], bucket=count + 21)  # over a third of the rows are padding
+    assert positions.shape == (count + 21,) and (positions[count:] == -1).all()
+    loss_tolerance, gradient_tolerance = _tolerances(model)
+    for num_items_in_batch in (None, labelled.sum() * 2):
+        extra = {} if num_items_in_batch is None else {"num_items_in_batch": num_items_in_batch}
+        dynamic, dynamic_grads = loss_and_grads(model, inputs, **extra)
+        static, static_grads = loss_and_grads(model, {**inputs, "masked_positions": positions}, **extra)
+        from bioptimus_hf.testing.numerics import assert_close_normwise
+
+        assert_close_normwise(static.loss, dynamic.loss, loss_tolerance, f"{name}: loss")
+        assert static_grads.keys() == dynamic_grads.keys()
+        for key in static_grads:
+            assert_close_normwise(static_grads[key], dynamic_grads[key], gradient_tolerance,
+                                  f"{name}: gradient of {key}")
+        assert static.logits.shape == (count + 21, VOCAB)
+        assert_close_normwise(static.logits[:count], dynamic.logits, loss_tolerance, f"{name}: logits")
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_static_masked_positions_compile_one_graph_per_bucket(name):
+    """Under torch.compile the whole masked-only forward is one graph for every architecture (no graph break),
+    and with static marks each bucket compiles once: going back to an earlier bucket recompiles nothing. The
+    `eager` backend: what dynamo captures does not depend on the backend, and it costs no code generation."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from bioptimus_hf.pretraining.static_shapes import mark_static, masked_positions
+
+    model = enable_masked_only_prediction(tiny_model(name))
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(model, backend="eager")
+    graphs = []
+    for bucket, seed in [(40, 1), (40, 2), (56, 3), (56, 4), (40, 5)]:
+        inputs = architecture_batch(model, seed=seed)
+        inputs["masked_positions"] = masked_positions(inputs["labels"], bucket)
+        mark_static(inputs)
+        with torch.no_grad():
+            eager = model(**inputs).loss
+            out = compiled(**inputs)
+        torch.testing.assert_close(out.loss, eager, atol=0, rtol=0)  # the eager backend runs the same kernels
+        graphs.append(counters["stats"]["unique_graphs"])
+    assert graphs == [1, 1, 2, 2, 2]
+    assert not counters["graph_break"]
+    torch._dynamo.reset()

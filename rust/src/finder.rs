@@ -17,7 +17,7 @@ use crate::reader::{check_file, read_file, Batch};
 use crate::sampling::{priority, BottomK};
 use crate::search::{unique_targets, SearchBuffers, TargetSearch};
 use crate::text::{decode_lossy, split_sentences};
-use crate::tokenizer::BertWordPiece;
+use crate::tokenizer::Tokenizer;
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -230,7 +230,8 @@ impl Scan<'_> {
                 }
                 let start_char = sentence[..start].chars().count();
                 let end_char = sentence[..end].chars().count();
-                let found = Found { sentence: sentence.to_string(), start: start_char, end: end_char, sentence_index: index };
+                let found =
+                    Found { sentence: sentence.to_string(), start: start_char, end: end_char, sentence_index: index };
                 self.samples.offer(slot, p, found);
             }
         }
@@ -241,7 +242,7 @@ impl Scan<'_> {
 /// batch with the on-disk bytes read so far; an `Err` from it aborts the scan.
 pub fn find_contexts(
     paths: &[PathBuf],
-    tokenizer: &BertWordPiece,
+    tokenizer: &Tokenizer,
     targets: &[u32],
     options: &Options,
     progress: &mut dyn FnMut(u64) -> std::result::Result<(), String>,
@@ -365,7 +366,7 @@ mod tests {
     use std::fs::File;
     use std::io::Write;
 
-    fn fixture(name: &str) -> (PathBuf, Vec<PathBuf>, BertWordPiece) {
+    fn fixture(name: &str) -> (PathBuf, Vec<PathBuf>, Tokenizer) {
         let dir = std::env::temp_dir().join(format!("qikfind-test-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nalpha\nbeta\ngamma\n##s\n.\n!\n1\n")
@@ -376,13 +377,13 @@ mod tests {
         let mut encoder = flate2::write::GzEncoder::new(File::create(&gz).unwrap(), flate2::Compression::default());
         encoder.write_all("ÁLPHA. 1 beta\n".as_bytes()).unwrap();
         encoder.finish().unwrap();
-        let tokenizer = BertWordPiece::from_dir(&dir).unwrap();
+        let tokenizer = Tokenizer::from_dir(&dir).unwrap();
         (dir, vec![plain, gz], tokenizer)
     }
 
     fn scan(
         paths: &[PathBuf],
-        tokenizer: &BertWordPiece,
+        tokenizer: &Tokenizer,
         targets: &[u32],
         options: &Options,
     ) -> (HashMap<u32, Vec<Found>>, Stats) {
@@ -471,8 +472,7 @@ mod tests {
         for (threads, batch_bytes, max_context_chars) in
             [(1, 1 << 20, 50), (2, 1 << 20, 50), (3, 3 * CHUNK_BYTES / 2, 50), (2, 999, 50), (1, 1, 50)]
         {
-            let options =
-                Options { max_per_token: 3, seed: 9, num_threads: threads, batch_bytes, max_context_chars };
+            let options = Options { max_per_token: 3, seed: 9, num_threads: threads, batch_bytes, max_context_chars };
             let result = scan(&paths, &tokenizer, &[5, 6, 7, 8, 10, 11], &options);
             match &reference {
                 None => {
@@ -514,12 +514,76 @@ mod tests {
     }
 
     #[test]
+    fn byte_level_bpe_scan_finds_every_occurrence_the_tokenizer_yields() {
+        use crate::tokenizer::{Scratch, Token};
+        let (dir, paths, _) = fixture("bpe");
+        let merges = [("Ġ", "b"), ("Ġb", "e"), ("Ġbe", "t"), ("Ġbet", "a"), ("a", "l"), ("al", "p"), ("Ã", "ģ")];
+        for prefix in [false, true] {
+            let roberta =
+                serde_json::json!({"type": "RobertaProcessing", "trim_offsets": true, "add_prefix_space": prefix});
+            let json = crate::byte_level_bpe::tests::tokenizer_json(&merges, prefix, roberta);
+            let tokenizer = Tokenizer::from_tokenizer_json(&json.to_string()).unwrap();
+            let targets: Vec<u32> =
+                ["Ġbeta", "alp", "Ãģ", "Ġ", "!"].iter().map(|t| tokenizer.token_to_id(t).unwrap()).collect();
+            // Brute force: every sentence tokenized, first occurrence of each target.
+            let mut expected: HashMap<u32, Vec<(u64, String)>> = targets.iter().map(|&t| (t, Vec::new())).collect();
+            let mut index = 0;
+            for path in &paths {
+                let mut bytes = Vec::new();
+                if path.extension().map_or(false, |e| e == "gz") {
+                    use std::io::Read;
+                    flate2::read::MultiGzDecoder::new(File::open(path).unwrap()).read_to_end(&mut bytes).unwrap();
+                } else {
+                    bytes = std::fs::read(path).unwrap();
+                }
+                let (text, _) = decode_lossy(&bytes);
+                for line in text.split('\n') {
+                    let mut ranges = Vec::new();
+                    split_sentences(line, 1000, &mut ranges);
+                    for (a, b) in ranges {
+                        let sentence = &line[a..b];
+                        let mut tokens: Vec<Token> = Vec::new();
+                        tokenizer.tokenize(sentence, &mut Scratch::default(), &mut tokens);
+                        let mut seen = Vec::new();
+                        for token in tokens {
+                            if targets.contains(&token.id) && !seen.contains(&token.id) {
+                                seen.push(token.id);
+                                let span = sentence[token.start..token.end].to_string();
+                                expected.get_mut(&token.id).unwrap().push((index, span));
+                            }
+                        }
+                        index += 1;
+                    }
+                }
+            }
+            assert!(expected.values().filter(|v| !v.is_empty()).count() >= 4, "{expected:?}");
+            for threads in [1, 2] {
+                let options =
+                    Options { max_per_token: 100, num_threads: threads, batch_bytes: 7, ..Options::default() };
+                let (found, stats) = scan(&paths, &tokenizer, &targets, &options);
+                assert_eq!(stats.sentences, index);
+                for t in &targets {
+                    let got: Vec<(u64, String)> = found[t]
+                        .iter()
+                        .map(|f| (f.sentence_index, f.sentence.chars().skip(f.start).take(f.end - f.start).collect()))
+                        .collect();
+                    assert_eq!(got, expected[t], "{}", tokenizer.id_to_token(*t).unwrap());
+                }
+            }
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn reports_bad_inputs() {
         let (dir, paths, tokenizer) = fixture("errors");
         let missing = vec![dir.join("missing.txt")];
         let error = find_contexts(&missing, &tokenizer, &[5], &Options::default(), &mut |_| Ok(())).unwrap_err();
-        assert!(matches!(&error, Error::Io { path, source } if path == &missing[0]
-            && source.kind() == std::io::ErrorKind::NotFound), "{error}");
+        assert!(
+            matches!(&error, Error::Io { path, source } if path == &missing[0]
+            && source.kind() == std::io::ErrorKind::NotFound),
+            "{error}"
+        );
         assert!(error.to_string().contains("missing.txt"), "{error}");
         let error = find_contexts(&paths, &tokenizer, &[999], &Options::default(), &mut |_| Ok(())).unwrap_err();
         assert!(matches!(&error, Error::InvalidArgument(m) if m.contains("999")), "{error}");
@@ -533,8 +597,8 @@ mod tests {
         let bytes = std::fs::read(&paths[1]).unwrap();
         let truncated = dir.join("truncated.txt.gz");
         std::fs::write(&truncated, &bytes[..bytes.len() - 12]).unwrap();
-        let error = find_contexts(&[truncated.clone()], &tokenizer, &[5], &Options::default(), &mut |_| Ok(()))
-            .unwrap_err();
+        let error =
+            find_contexts(&[truncated.clone()], &tokenizer, &[5], &Options::default(), &mut |_| Ok(())).unwrap_err();
         assert!(matches!(&error, Error::Gzip { path, .. } if path == &truncated), "{error}");
         assert!(error.to_string().contains("truncated.txt.gz"), "{error}");
         std::fs::remove_dir_all(dir).unwrap();

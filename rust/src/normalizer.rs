@@ -117,7 +117,7 @@ impl BertNormalizer {
     /// From the `normalizer` object of a tokenizer.json.
     pub fn from_json(normalizer: &Value) -> Result<Self> {
         if normalizer.get("type").and_then(Value::as_str) != Some("BertNormalizer") {
-            return Err(Error::UnsupportedTokenizer(format!("normalizer must be BertNormalizer, got {normalizer}")));
+            return Err(Error::unsupported(format!("normalizer must be BertNormalizer, got {normalizer}")));
         }
         let lowercase = flag(normalizer, "lowercase", true)?;
         Ok(BertNormalizer {

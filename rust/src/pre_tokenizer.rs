@@ -14,9 +14,7 @@ impl BertPreTokenizer {
     /// From the `pre_tokenizer` object of a tokenizer.json.
     pub fn from_json(pre_tokenizer: &Value) -> Result<Self> {
         if pre_tokenizer.get("type").and_then(Value::as_str) != Some("BertPreTokenizer") {
-            return Err(Error::UnsupportedTokenizer(format!(
-                "pre_tokenizer must be BertPreTokenizer, got {pre_tokenizer}"
-            )));
+            return Err(Error::unsupported(format!("pre_tokenizer must be BertPreTokenizer, got {pre_tokenizer}")));
         }
         Ok(BertPreTokenizer)
     }

@@ -6,7 +6,7 @@
 //!
 //! | variant | Python exception |
 //! |---|---|
-//! | `UnsupportedTokenizer` | `bioptimus_hf.vocabulary.qikfind.UnsupportedTokenizerError` (a `ValueError`) |
+//! | `UnsupportedTokenizer` | `bioptimus_hf.vocabulary.qikfind.UnsupportedTokenizerError` (a `ValueError`; `.family`, `.reason`) |
 //! | `InvalidTokenizer`, `InvalidArgument` | `ValueError` |
 //! | `Io` | `FileNotFoundError` or another `OSError`, with `filename` set |
 //! | `Gzip` | `bioptimus_hf.utils.corpus_reader.CorpusFileError` (a `ValueError`; the message names the file) |
@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::finder::{self, Options};
 use crate::search::{unique_targets, SearchBuffers, TargetSearch};
 use crate::text;
-use crate::tokenizer::{BertWordPiece, Scratch, Token};
+use crate::tokenizer::{Scratch, Token, Tokenizer as RustTokenizer};
 
 type RawContext = (String, usize, usize, u64);
 type ScanResult = (HashMap<u32, Vec<RawContext>>, HashMap<&'static str, u64>);
@@ -44,8 +44,11 @@ fn python_error(py: Python<'_>, module: &str, name: &str, message: String) -> Py
 fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
     let message = error.to_string();
     match error {
-        Error::UnsupportedTokenizer(_) => {
-            python_error(py, "bioptimus_hf.vocabulary.qikfind", "UnsupportedTokenizerError", message)
+        Error::UnsupportedTokenizer { family, reason } => {
+            match python_class(py, "bioptimus_hf.vocabulary.qikfind", "UnsupportedTokenizerError") {
+                Ok(class) => PyErr::from_type(class, (message, family, reason)),
+                Err(error) => error,
+            }
         }
         Error::Gzip { .. } => python_error(py, "bioptimus_hf.utils.corpus_reader", "CorpusFileError", message),
         Error::Io { path, source } => {
@@ -63,8 +66,8 @@ fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
     }
 }
 
-fn load(py: Python<'_>, tokenizer_json: &str) -> PyResult<BertWordPiece> {
-    BertWordPiece::from_tokenizer_json(tokenizer_json).map_err(|e| to_py_err(py, e))
+fn load(py: Python<'_>, tokenizer_json: &str) -> PyResult<RustTokenizer> {
+    RustTokenizer::from_tokenizer_json(tokenizer_json).map_err(|e| to_py_err(py, e))
 }
 
 /// FindOptions(*, max_per_token=20, seed=0, max_context_chars=1000, num_threads=0, batch_bytes=4 MiB):
@@ -99,7 +102,14 @@ impl From<&FindOptions> for Options {
 #[pymethods]
 impl FindOptions {
     #[new]
-    #[args("*", max_per_token = "None", seed = "None", max_context_chars = "None", num_threads = "None", batch_bytes = "None")]
+    #[args(
+        "*",
+        max_per_token = "None",
+        seed = "None",
+        max_context_chars = "None",
+        num_threads = "None",
+        batch_bytes = "None"
+    )]
     fn new(
         py: Python<'_>,
         max_per_token: Option<usize>,
@@ -128,21 +138,30 @@ impl FindOptions {
     }
 }
 
-/// find_contexts(paths, tokenizer_json, targets, options=None, *, progress=None)
+/// find_contexts(paths, tokenizer, targets, options=None, *, progress=None)
 ///     -> ({token_id: [(sentence, start, end, sentence_index)]}, stats dict)
 ///
-/// `options`: a FindOptions (defaults when None); `progress(bytes_read)` is called after each batch.
+/// `tokenizer`: a `Tokenizer` or the text of a tokenizer.json. `options`: a FindOptions (defaults when
+/// None); `progress(bytes_read)` is called after each batch.
 #[pyfunction(options = "None", "*", progress = "None")]
 fn find_contexts(
     py: Python<'_>,
     paths: Vec<PathBuf>,
-    tokenizer_json: &str,
+    tokenizer: &PyAny,
     targets: Vec<u32>,
     options: Option<FindOptions>,
     progress: Option<PyObject>,
 ) -> PyResult<ScanResult> {
     let options = options.as_ref().map_or_else(Options::default, Options::from);
-    let tokenizer = load(py, tokenizer_json)?;
+    let loaded;
+    let held: PyRef<Tokenizer>;
+    let tokenizer: &RustTokenizer = if let Ok(json) = tokenizer.extract::<&str>() {
+        loaded = load(py, json)?;
+        &loaded
+    } else {
+        held = tokenizer.extract()?;
+        &held.inner
+    };
     // What stopped the scan from the callback: the exception it raised, or Ctrl-C.
     let mut stopped: Option<PyErr> = None;
     let result = py.allow_threads(|| {
@@ -175,10 +194,13 @@ fn find_contexts(
     Ok((contexts, stats.as_pairs().into_iter().collect()))
 }
 
-/// The Rust BERT WordPiece tokenizer, exposed for differential tests against Hugging Face tokenizers.
+/// Tokenizer(tokenizer_json): the Rust tokenizer of the family the tokenizer.json belongs to (WordPiece
+/// or byte-level BPE), or UnsupportedTokenizerError (with `.family` and `.reason`). `find_contexts`
+/// takes it in place of the JSON; `tokenize` and `find_targets` are there for differential tests
+/// against Hugging Face tokenizers. `WordPieceTokenizer` is the same class (its former name).
 #[pyclass(module = "bioptimus_hf._qikfind")]
-struct WordPieceTokenizer {
-    inner: BertWordPiece,
+struct Tokenizer {
+    inner: RustTokenizer,
 }
 
 /// Code point offsets of byte offsets that are character boundaries of `text` (any order).
@@ -198,10 +220,22 @@ fn char_offsets(text: &str, tokens: &[Token]) -> Vec<(u32, usize, usize)> {
 }
 
 #[pymethods]
-impl WordPieceTokenizer {
+impl Tokenizer {
     #[new]
     fn new(py: Python<'_>, tokenizer_json: &str) -> PyResult<Self> {
-        Ok(WordPieceTokenizer { inner: load(py, tokenizer_json)? })
+        Ok(Tokenizer { inner: load(py, tokenizer_json)? })
+    }
+
+    /// The family served: "WordPiece" or "byte-level BPE".
+    #[getter]
+    fn family(&self) -> &'static str {
+        self.inner.family().name()
+    }
+
+    /// What the family is made of ("BertNormalizer + BertPreTokenizer + WordPiece", ...).
+    #[getter]
+    fn family_description(&self) -> &'static str {
+        self.inner.family().description()
     }
 
     /// [(id, start, end)] with code point offsets, no special tokens added.
@@ -215,7 +249,12 @@ impl WordPieceTokenizer {
 
     /// The target tokens of each text as the corpus scan finds them (prefilter, then target search):
     /// [[(id, start, end)]] with code point offsets, in order; [] where the prefilter rules a text out.
-    fn find_targets(&self, py: Python<'_>, texts: Vec<String>, targets: Vec<u32>) -> PyResult<Vec<Vec<(u32, usize, usize)>>> {
+    fn find_targets(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        targets: Vec<u32>,
+    ) -> PyResult<Vec<Vec<(u32, usize, usize)>>> {
         let targets = unique_targets(&self.inner, &targets).map_err(|e| to_py_err(py, e))?;
         Ok(py.allow_threads(|| {
             let search = TargetSearch::new(&self.inner, &targets);
@@ -225,15 +264,31 @@ impl WordPieceTokenizer {
                 .iter()
                 .map(|text| {
                     search.search(text, &mut buffers, &mut hits);
-                    let tokens: Vec<Token> =
-                        hits.iter().map(|&(slot, start, end)| Token { id: targets[slot as usize], start, end }).collect();
+                    let tokens: Vec<Token> = hits
+                        .iter()
+                        .map(|&(slot, start, end)| Token { id: targets[slot as usize], start, end })
+                        .collect();
                     char_offsets(text, &tokens)
                 })
                 .collect()
         }))
     }
 
-    /// The normaliser's output for `text` (no added-token splitting), as `normalizer.normalize_str`.
+    /// Byte-level BPE: the pre-tokens of `text` (no added-token splitting) as (start, end) code point
+    /// offsets, as `pre_tokenizer.pre_tokenize_str` gives them. ValueError for WordPiece.
+    fn pre_tokenize(&self, text: &str) -> PyResult<Vec<(usize, usize)>> {
+        match &self.inner {
+            RustTokenizer::ByteLevelBpe(t) => {
+                let spans: Vec<Token> =
+                    t.pre_tokenize(text).into_iter().map(|(start, end)| Token { id: 0, start, end }).collect();
+                Ok(char_offsets(text, &spans).into_iter().map(|(_, a, b)| (a, b)).collect())
+            }
+            RustTokenizer::WordPiece(_) => Err(PyValueError::new_err("pre_tokenize: byte-level BPE only")),
+        }
+    }
+
+    /// The normaliser's output for `text` (no added-token splitting), as `normalizer.normalize_str`
+    /// (the text itself for byte-level BPE, which has none).
     fn normalize(&self, text: &str) -> String {
         self.inner.normalize_str(text)
     }
@@ -255,7 +310,8 @@ fn _qikfind(_py: Python<'_>, module: &PyModule) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(find_contexts, module)?)?;
     module.add_function(wrap_pyfunction!(split_sentences, module)?)?;
     module.add_class::<FindOptions>()?;
-    module.add_class::<WordPieceTokenizer>()?;
+    module.add_class::<Tokenizer>()?;
+    module.add("WordPieceTokenizer", module.getattr("Tokenizer")?)?;
     module.add("TOKENIZERS_REFERENCE", crate::generated::bert_unicode::REFERENCE)?;
     Ok(())
 }

@@ -1,18 +1,21 @@
 //! Target search: which target tokens a sentence yields, and where, as fast as the corpus scan needs.
+//! `TargetSearch` is one family's search: `WordPieceSearch` here, `byte_level_bpe::BpeSearch` for
+//! byte-level BPE. The WordPiece search:
 //!
 //! * `Prefilter`: an Aho–Corasick automaton over the targets' surface strings (without `##`) skips
 //!   sentences that cannot produce any target: searched on the raw sentence when it is plain ASCII, on
 //!   its normalised text otherwise. Exact: it only ever says "no" when tokenizing would.
-//! * `TargetSearch::find`: the same tokens as `BertWordPiece::tokenize`, keeping only targets; each
+//! * `WordPieceSearch::find`: the same tokens as `BertWordPiece::tokenize`, keeping only targets; each
 //!   distinct word is cut into pieces once per `WordCache`, and plain ASCII sentences skip the
 //!   alignment bookkeeping (byte offsets are character offsets there).
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
 use crate::added_vocabulary::Piece;
+use crate::byte_level_bpe::{BpeSearch, BpeSearchBuffers};
 use crate::error::{Error, Result};
 use crate::hash::FxHashMap;
-use crate::tokenizer::{BertWordPiece, Scratch};
+use crate::tokenizer::{BertWordPiece, Scratch, Tokenizer};
 use crate::wordpiece::PieceBuffers;
 
 pub use crate::pre_tokenizer::is_plain_ascii;
@@ -91,7 +94,7 @@ impl WordCache {
 }
 
 /// The distinct target ids of `targets`, in first-seen order; an error for an id outside the vocabulary.
-pub fn unique_targets(tokenizer: &BertWordPiece, targets: &[u32]) -> Result<Vec<u32>> {
+pub fn unique_targets(tokenizer: &Tokenizer, targets: &[u32]) -> Result<Vec<u32>> {
     let mut unique: Vec<u32> = Vec::with_capacity(targets.len());
     for &t in targets {
         if tokenizer.id_to_token(t).is_none() {
@@ -110,24 +113,51 @@ pub struct SearchBuffers {
     pub cache: WordCache,
     pub scratch: Scratch,
     pub normalized: String,
+    pub bpe: BpeSearchBuffers,
 }
 
-/// The targets of a scan: `slot_of[id]` is the target's slot (position in the scan's target list),
-/// `u32::MAX` for other ids.
-pub struct TargetSearch<'a> {
+/// The search of the tokenizer's family.
+pub enum TargetSearch<'a> {
+    WordPiece(WordPieceSearch<'a>),
+    ByteLevelBpe(BpeSearch<'a>),
+}
+
+impl<'a> TargetSearch<'a> {
+    /// `targets` must be distinct ids of the vocabulary (`unique_targets`); target i gets slot i.
+    pub fn new(tokenizer: &'a Tokenizer, targets: &[u32]) -> Self {
+        match tokenizer {
+            Tokenizer::WordPiece(t) => TargetSearch::WordPiece(WordPieceSearch::new(t, targets)),
+            Tokenizer::ByteLevelBpe(t) => TargetSearch::ByteLevelBpe(BpeSearch::new(t, targets)),
+        }
+    }
+
+    /// The target tokens of `sentence` as the corpus scan sees them, in order: (slot, start byte, end
+    /// byte); false (and no hits) when the prefilter rules the sentence out.
+    #[inline]
+    pub fn search(&self, sentence: &str, buffers: &mut SearchBuffers, hits: &mut Vec<(u32, usize, usize)>) -> bool {
+        match self {
+            TargetSearch::WordPiece(search) => search.search(sentence, buffers, hits),
+            TargetSearch::ByteLevelBpe(search) => search.search(sentence, &mut buffers.bpe, hits),
+        }
+    }
+}
+
+/// The targets of a WordPiece scan: `slot_of[id]` is the target's slot (position in the scan's target
+/// list), `u32::MAX` for other ids.
+pub struct WordPieceSearch<'a> {
     pub tokenizer: &'a BertWordPiece,
     pub prefilter: Prefilter,
     slot_of: Vec<u32>,
 }
 
-impl<'a> TargetSearch<'a> {
+impl<'a> WordPieceSearch<'a> {
     /// `targets` must be distinct ids of the vocabulary; target i gets slot i.
     pub fn new(tokenizer: &'a BertWordPiece, targets: &[u32]) -> Self {
         let mut slot_of = vec![u32::MAX; tokenizer.vocab_size()];
         for (slot, &t) in targets.iter().enumerate() {
             slot_of[t as usize] = slot as u32;
         }
-        TargetSearch { tokenizer, prefilter: Prefilter::new(tokenizer, targets), slot_of }
+        WordPieceSearch { tokenizer, prefilter: Prefilter::new(tokenizer, targets), slot_of }
     }
 
     #[inline]
@@ -263,7 +293,7 @@ mod tests {
     fn finds_the_targets_that_tokenize_yields() {
         let t = tokenizer();
         let targets = [2, 3, 4, 7, 8, 11];
-        let search = TargetSearch::new(&t, &targets);
+        let search = WordPieceSearch::new(&t, &targets);
         let mut cache = WordCache::default();
         let mut scratch = Scratch::default();
         for text in ["Cafes x[MASK]ab.", "Cafés x中 ab İstanbul", "CAFE\u{301}S ab[MASK]", "nothing here"] {
@@ -279,7 +309,10 @@ mod tests {
                 assert_eq!(hits, expected, "{text}");
             }
             let mut normalized = String::new();
-            assert_eq!(search.prefilter.is_candidate(&t, text, is_plain_ascii(text), &mut normalized), !expected.is_empty());
+            assert_eq!(
+                search.prefilter.is_candidate(&t, text, is_plain_ascii(text), &mut normalized),
+                !expected.is_empty()
+            );
         }
     }
 }

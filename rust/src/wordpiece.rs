@@ -28,7 +28,7 @@ impl WordPiece {
     /// From the `model` object of a tokenizer.json.
     pub fn from_json(model: &Value) -> Result<Self> {
         if model.get("type").and_then(Value::as_str) != Some("WordPiece") {
-            return Err(Error::UnsupportedTokenizer("model must be WordPiece".to_string()));
+            return Err(Error::unsupported("model must be WordPiece"));
         }
         let vocab_json = model
             .get("vocab")

@@ -1,4 +1,6 @@
 //! qik-find CLI: sample contexts for target tokens and write them as JSON lines on stdout.
+//! The tokenizer (DIR/tokenizer.json, or a BERT vocab.txt) must be of a family qik-find reproduces
+//! (WordPiece, byte-level BPE): the CLI says which at start, or exits with the reason it cannot.
 //!
 //!   qik-find --tokenizer DIR --targets FILE [--max-per-token 20] [--seed 0] [--threads 0]
 //!            [--max-context-chars 1000] CORPUS...
@@ -13,7 +15,7 @@ use std::path::PathBuf;
 use std::process::exit;
 use std::time::Instant;
 
-use qikfind::{find_contexts, BertWordPiece, Options};
+use qikfind::{find_contexts, Options, Tokenizer};
 use serde_json::json;
 
 fn usage(message: &str) -> ! {
@@ -54,10 +56,12 @@ fn main() {
     if corpus.is_empty() {
         usage("no corpus files given");
     }
-    let tokenizer = BertWordPiece::from_dir(&tokenizer_dir).unwrap_or_else(|e| {
+    let tokenizer = Tokenizer::from_dir(&tokenizer_dir).unwrap_or_else(|e| {
         eprintln!("qik-find: {e}");
         exit(1)
     });
+    let family = tokenizer.family();
+    eprintln!("qik-find: tokenizer family {} ({})", family.name(), family.description());
     let text = std::fs::read_to_string(&targets_file).unwrap_or_else(|e| {
         eprintln!("qik-find: {}: {e}", targets_file.display());
         exit(1)
