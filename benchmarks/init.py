@@ -22,7 +22,7 @@ from transformers import AutoTokenizer
 from bioptimus_hf.vocabulary.embedding_init import build_initialized_model
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import find_contexts
-from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_wordpiece_tokenizer
+from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_tokenizer
 
 
 def minilm_dir() -> str:
@@ -68,7 +68,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tok_dir = os.path.join(args.save_dir or tmp, "tokenizer")
         t0 = time.perf_counter()
-        new_tok = train_wordpiece_tokenizer(files, base, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
+        new_tok = train_tokenizer(files, base, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
         result["tokenizer_training_s"] = time.perf_counter() - t0
         coverage = coverage_report(new_tok, base, files)
         result["coverage"] = coverage

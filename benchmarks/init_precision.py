@@ -43,7 +43,7 @@ from bioptimus_hf.utils.hardware import describe_hardware
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import find_contexts
-from bioptimus_hf.vocabulary.tokenizer_training import train_wordpiece_tokenizer
+from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 
 
 @torch.inference_mode()
@@ -85,7 +85,7 @@ def main():
     base_dir = minilm_dir()
     base_tok = AutoTokenizer.from_pretrained(base_dir)
     tok_dir = os.path.join(tempfile.mkdtemp(prefix="init_precision_"), "tokenizer")
-    train_wordpiece_tokenizer(files, base_tok, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
+    train_tokenizer(files, base_tok, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
     new_tok = AutoTokenizer.from_pretrained(tok_dir)
     heldout = ner_sentences(args.data_dir, args.heldout_per_set)
 

@@ -33,7 +33,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLan
 
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
-from bioptimus_hf.vocabulary.tokenizer_training import train_wordpiece_tokenizer
+from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 
 NER_SETS = ("BC5CDR-chem-IOB", "NCBI-disease-IOB", "BC2GM-IOB")
 
@@ -244,7 +244,7 @@ def main():
         tok_dir = args.tokenizer_dir or os.path.join(args.vectors_dir, "tokenizer")
     else:
         tok_dir = os.path.join(tmp, "tokenizer")
-        train_wordpiece_tokenizer(files, base_tok, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
+        train_tokenizer(files, base_tok, vocab_size=args.vocab_size, output_dir=tok_dir, show_progress=False)
     new_tok = AutoTokenizer.from_pretrained(tok_dir)
 
     result = {

@@ -435,12 +435,12 @@ def test_run_pretraining_contextualized_contract(monkeypatch, tmp_path, tiny_mod
     import run_pretraining
     from conftest import corpus_lines
 
-    from bioptimus_hf.vocabulary.tokenizer_training import train_wordpiece_tokenizer
+    from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(150, start=5000)) + "\n", encoding="utf-8")
     new_dir = tmp_path / "new_tok"
-    new_tok = train_wordpiece_tokenizer([str(corpus)], str(tiny_model_dir), vocab_size=650, output_dir=str(new_dir),
+    new_tok = train_tokenizer([str(corpus)], str(tiny_model_dir), vocab_size=650, output_dir=str(new_dir),
                                         show_progress=False)
     out = tmp_path / "out"
     argv = ["run_pretraining.py", "--model_name_or_path", tiny_model_dir, "--tokenizer_name", new_dir,

@@ -5,7 +5,7 @@ import pytest
 from transformers import AutoTokenizer, BertTokenizer
 
 from bioptimus_hf.commands.train_tokenizer import run as run_cli
-from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_wordpiece_tokenizer
+from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_tokenizer
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -38,7 +38,7 @@ def corpus_file(tmp_path):
 def test_trained_tokenizer_round_trip_keeps_base_pipeline(tmp_path, corpus_file):
     base_path = tiny_base_tokenizer(tmp_path)
     out = str(tmp_path / "new_tok")
-    new = train_wordpiece_tokenizer([corpus_file], base_path, vocab_size=150, output_dir=out, show_progress=False)
+    new = train_tokenizer([corpus_file], base_path, vocab_size=150, output_dir=out, show_progress=False)
     loaded = AutoTokenizer.from_pretrained(out)
     assert loaded.is_fast
     assert set(os.listdir(out)) >= {"tokenizer.json", "tokenizer_config.json", "vocab.txt"}
@@ -58,7 +58,7 @@ def test_trained_tokenizer_round_trip_keeps_base_pipeline(tmp_path, corpus_file)
 
 def test_coverage_report_counts(tmp_path, corpus_file):
     base_path = tiny_base_tokenizer(tmp_path)
-    new = train_wordpiece_tokenizer([corpus_file], base_path, vocab_size=150, show_progress=False)
+    new = train_tokenizer([corpus_file], base_path, vocab_size=150, show_progress=False)
     report = coverage_report(new, base_path, [corpus_file], sample_lines=4, seed=0)
     base_vocab = set(AutoTokenizer.from_pretrained(base_path).get_vocab())
     new_vocab = set(new.get_vocab())
@@ -80,18 +80,18 @@ def test_empty_and_missing_corpus_errors(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n\n", encoding="utf-8")
     with pytest.raises(ValueError, match="empty.txt is empty"):
-        train_wordpiece_tokenizer([str(empty)], base_path, vocab_size=100, show_progress=False)
+        train_tokenizer([str(empty)], base_path, vocab_size=100, show_progress=False)
     with pytest.raises(FileNotFoundError, match="nope.txt"):
-        train_wordpiece_tokenizer([str(tmp_path / "nope.txt")], base_path, vocab_size=100, show_progress=False)
+        train_tokenizer([str(tmp_path / "nope.txt")], base_path, vocab_size=100, show_progress=False)
 
 
 def test_vocabulary_sizes_that_cannot_be_honoured_are_refused(tmp_path, corpus_file):
     base_path = tiny_base_tokenizer(tmp_path)
     with pytest.raises(ValueError, match=r"--vocab_size 3 leaves no room .* 5 special tokens"):
-        train_wordpiece_tokenizer([corpus_file], base_path, vocab_size=3, show_progress=False)
+        train_tokenizer([corpus_file], base_path, vocab_size=3, show_progress=False)
     out = tmp_path / "too_small"
     with pytest.raises(ValueError, match=r"--vocab_size 20 is smaller than the corpus alphabet .* returned \d+ entries"):
-        train_wordpiece_tokenizer([corpus_file], base_path, vocab_size=20, output_dir=str(out), show_progress=False)
+        train_tokenizer([corpus_file], base_path, vocab_size=20, output_dir=str(out), show_progress=False)
     assert not out.exists()  # nothing mislabelled was saved
 
 

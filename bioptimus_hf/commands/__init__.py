@@ -2,7 +2,7 @@
 
 | console script | module | does |
 |---|---|---|
-| ``bioptimus-train-tokenizer`` | ``train_tokenizer`` | WordPiece vocabulary + coverage report |
+| ``bioptimus-train-tokenizer`` | ``train_tokenizer`` | vocabulary of the base's family + coverage report |
 | ``bioptimus-init-embeddings`` | ``init_embeddings`` | an initialised checkpoint for a new vocabulary |
 | ``bioptimus-publish`` | ``publish`` | releases to the Hub |
 | ``bioptimus-ner-tag`` | ``tag_entities`` | entities in raw text with a fine-tuned model |

@@ -1,4 +1,5 @@
-"""``bioptimus-train-tokenizer``: train a WordPiece vocabulary on a corpus with a base tokenizer's pipeline.
+"""``bioptimus-train-tokenizer``: train a vocabulary on a corpus with a base tokenizer's pipeline and trainer
+(WordPiece, byte-level BPE or SentencePiece Unigram/BPE, as the base is; see docs/vocabulary_and_init.md).
 
     bioptimus-train-tokenizer --train_files corpus.txt --base_tokenizer bert-base-uncased \
         --vocab_size 30522 --output_dir out/biomed_tok      # writes the tokenizer and coverage_report.json
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..utils.corpus_reader import CorpusReadStats
 from ..utils.files import write_json_atomic, writing_directory
-from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME, coverage_report, train_wordpiece_tokenizer
+from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME, coverage_report, train_tokenizer
 from .config_parser import parse_args
 
 
@@ -21,8 +22,15 @@ class TokenizerTrainingArguments:
     base_tokenizer: str = field(metadata={"help": "Base tokenizer (path or Hub id) whose pipeline is kept."})
     output_dir: str = field(metadata={"help": "Where the tokenizer and coverage_report.json are written."})
     vocab_size: int = field(default=30522, metadata={"help": "Vocabulary size, special tokens included."})
-    min_frequency: int = field(default=2, metadata={"help": "Minimum pair frequency for a WordPiece merge."})
-    limit_alphabet: int = field(default=1000, metadata={"help": "Maximum number of initial characters kept."})
+    min_frequency: int | None = field(
+        default=None,
+        metadata={"help": "Minimum pair frequency for a merge (WordPiece and BPE; default 2). Not for Unigram bases."},
+    )
+    limit_alphabet: int | None = field(
+        default=None,
+        metadata={"help": "Maximum number of initial characters kept (WordPiece and SentencePiece BPE; default 1000). "
+                          "Not for byte-level BPE (256 bytes, all kept) or Unigram (every character kept)."},
+    )
     coverage_sample_lines: int = field(default=2000, metadata={"help": "Corpus lines sampled for the report."})
     seed: int = field(default=0, metadata={"help": "Seed of the coverage sample."})
 
@@ -32,20 +40,24 @@ def run(argv: list[str] | None = None) -> dict:
     (args,) = parse_args((TokenizerTrainingArguments,), argv, description=__doc__)
     stats = CorpusReadStats()
     # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
-    with writing_directory(args.output_dir) as output_dir:
-        tokenizer = train_wordpiece_tokenizer(
-            args.train_files,
-            args.base_tokenizer,
-            vocab_size=args.vocab_size,
-            min_frequency=args.min_frequency,
-            limit_alphabet=args.limit_alphabet,
-            output_dir=str(output_dir),
-            stats=stats,
-        )
-        report = coverage_report(tokenizer, args.base_tokenizer, args.train_files, args.coverage_sample_lines, args.seed)
-        report["corpus"] = stats.to_dict()
-        report["requested_vocab_size"] = args.vocab_size
-        write_json_atomic(output_dir / COVERAGE_REPORT_NAME, report)
+    try:
+        with writing_directory(args.output_dir) as output_dir:
+            tokenizer = train_tokenizer(
+                args.train_files,
+                args.base_tokenizer,
+                vocab_size=args.vocab_size,
+                min_frequency=args.min_frequency,
+                limit_alphabet=args.limit_alphabet,
+                output_dir=str(output_dir),
+                stats=stats,
+            )
+            report = coverage_report(tokenizer, args.base_tokenizer, args.train_files, args.coverage_sample_lines,
+                                     args.seed)
+            report["corpus"] = stats.to_dict()
+            report["requested_vocab_size"] = args.vocab_size
+            write_json_atomic(output_dir / COVERAGE_REPORT_NAME, report)
+    except (ValueError, FileNotFoundError) as error:  # bad input, said plainly (the message names the flag)
+        raise SystemExit(f"error: {error}") from None
     print(json.dumps(report, indent=2))
     return report
 

@@ -20,15 +20,18 @@ from torch import nn
 
 
 def _encoder_parts(model: nn.Module):
-    """(embeddings, list of layers, pooler or None) of a BERT-like model, or a clear error."""
+    """(embeddings, list of layers, pooler or None) of a BERT-like model, or a clear error.
+
+    Layers are ``base_model.encoder.layer`` (BERT, RoBERTa, DeBERTa) or ``base_model.layers`` (ModernBERT, whose
+    final LayerNorm then counts with the head)."""
     base = getattr(model, "base_model", model)
     embeddings = getattr(base, "embeddings", None)
     encoder = getattr(base, "encoder", None)
-    layers = getattr(encoder, "layer", None) if encoder is not None else None
+    layers = getattr(encoder, "layer", None) if encoder is not None else getattr(base, "layers", None)
     if embeddings is None or layers is None:
         raise ValueError(
             f"{type(model).__name__}: stabilisation flags need a BERT-like model with base_model.embeddings "
-            "and base_model.encoder.layer"
+            "and base_model.encoder.layer (or base_model.layers)"
         )
     return embeddings, list(layers), getattr(base, "pooler", None)
 
@@ -110,11 +113,11 @@ def reinitialize_top_layers(model: nn.Module, k: int) -> List[str]:
     the init functions skip them; the flag is cleared first so the re-draw really happens.
     Returns the names of the re-initialised parameters.
     """
+    if k == 0:  # the default: nothing to ask of the model's layout
+        return []
     _, layers, pooler = _encoder_parts(model)
     if not 0 <= k <= len(layers):
         raise ValueError(f"reinit_layers={k}, but the model has {len(layers)} layers")
-    if k == 0:
-        return []
     modules = layers[len(layers) - k :] + ([pooler] if pooler is not None else [])
     targets = {id(p) for module in modules for p in module.parameters()}
     for module in modules:

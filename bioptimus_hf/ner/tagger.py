@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 from ..utils.hardware import device_has_fast_bf16
+from ..utils.tokenizer_families import tokenizer_for_words
 from .encoding import WindowEncoding, length_order, tokenize_windows
 from .schemes import tags_to_spans
 from .windows import best_token_positions
@@ -42,12 +43,23 @@ AUTO_BF16 = "bf16"  # what "auto" picks on bf16 hardware (measured: docs/ner.md,
 
 
 def split_words(tokenizer, text: str) -> List[Tuple[str, Tuple[int, int]]]:
-    """Words of ``text`` with character offsets, by the tokenizer's pre-tokenizer (else whitespace)."""
+    """Words of ``text`` with character offsets, by the tokenizer's pre-tokenizer (else whitespace).
+
+    A word is the text under the pre-token's offsets, without surrounding whitespace: byte-level BPE and
+    SentencePiece pre-tokens carry their word-start marker ("Ġ", "▁") in place of the space, and fed back as
+    pre-split words they would be tokenized as different characters; the surface word is what NER training saw."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     pre_tokenizer = getattr(backend, "pre_tokenizer", None) if backend is not None else None
-    if pre_tokenizer is not None:
-        return [(word, offsets) for word, offsets in pre_tokenizer.pre_tokenize_str(text) if word.strip()]
-    return [(m.group(), m.span()) for m in re.finditer(r"\S+", text)]
+    if pre_tokenizer is None:
+        return [(m.group(), m.span()) for m in re.finditer(r"\S+", text)]
+    words = []
+    for _, (start, end) in pre_tokenizer.pre_tokenize_str(text):
+        surface = text[start:end]
+        if surface.strip():
+            start += len(surface) - len(surface.lstrip())
+            end -= len(surface) - len(surface.rstrip())
+            words.append((text[start:end], (start, end)))
+    return words
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -76,7 +88,7 @@ class NerTagger:
     ):
         if batch_size < 1 or chunk_size < 1:
             raise ValueError(f"batch_size and chunk_size must be at least 1, got {batch_size} and {chunk_size}")
-        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        self.tokenizer = tokenizer_for_words(AutoTokenizer.from_pretrained(model_dir))  # texts are split into words
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.precision = resolve_precision(precision, self.device)
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32

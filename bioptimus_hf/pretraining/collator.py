@@ -47,6 +47,7 @@ from transformers import BatchEncoding
 
 from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
 from . import static_shapes
+from .tokenization import check_word_boundaries
 
 logger = logging.getLogger(__name__)
 
@@ -222,6 +223,11 @@ class CurriculumDataCollator:
             )
         if tokenizer.pad_token_id is None:
             raise ValueError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')} has no pad token, needed to pad batches")
+        word_phases = [p.version for p in phases if p.masking_unit == "word"]
+        if word_phases and getattr(tokenizer, "is_fast", False):
+            names = ", ".join("v" + v for v in word_phases)
+            check_word_boundaries(tokenizer, f"phase {names} masks whole words" if len(word_phases) == 1 else
+                                  f"phases {names} mask whole words")
         self.tokenizer = tokenizer
         self.phases = phases
         self.seed = int(seed)

@@ -8,6 +8,30 @@ collator; no "##" string tests, so WordPiece, BPE and SentencePiece tokenizers a
 from __future__ import annotations
 
 
+# Two words: a tokenizer that splits words at spaces gives them two word ids.
+WORD_BOUNDARY_PROBE = "alpha beta"
+
+
+def check_word_boundaries(tokenizer, why: str = "whole-word masking") -> None:
+    """Refuse a tokenizer whose word ids do not separate words at spaces.
+
+    Word ids are the pre-tokeniser's words. Every family's usual pre-tokeniser splits at spaces (BERT's, byte-level
+    BPE's regex, SentencePiece's Metaspace with ``split=True`` or after ``WhitespaceSplit``); a Metaspace with
+    ``split=False`` makes a whole text one word, and whole-word masking would then mask whole texts.
+    """
+    encoded = tokenizer(WORD_BOUNDARY_PROBE, add_special_tokens=False)
+    if len({w for w in encoded.word_ids() if w is not None}) >= 2:
+        return
+    pre_tokenizer = tokenizer.backend_tokenizer.pre_tokenizer
+    raise ValueError(
+        f"{why}, but tokenizer {getattr(tokenizer, 'name_or_path', '')!r} gives the whole text "
+        f"{WORD_BOUNDARY_PROBE!r} one word id: its pre-tokeniser ({pre_tokenizer.__getstate__().decode() if pre_tokenizer else None}) "
+        "does not split words at spaces. Use a curriculum whose phases mask tokens (--curriculum FILE with "
+        "masking_unit: token), or a tokenizer whose pre-tokeniser splits at spaces (for SentencePiece: Metaspace "
+        "with split=True)"
+    )
+
+
 def tokenize_with_word_ids(
     examples: dict,
     tokenizer,

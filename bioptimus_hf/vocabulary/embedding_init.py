@@ -42,6 +42,7 @@ from ..utils.corpus_reader import check_corpus_files
 from ..utils.files import read_json
 from ..utils.distributed import rank_and_world, shard, sum_across_ranks, share_from_main
 from ..utils.hardware import resolve_precision
+from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
 from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
 from .new_rows import ROW_INITIALIZERS, new_token_rows
@@ -65,10 +66,35 @@ def _distribution(values: Sequence[int]) -> dict:
     }
 
 
-def _max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
-    limits = [getattr(model.config, "max_position_embeddings", None), tokenizer.model_max_length]
+def position_offset(model: PreTrainedModel) -> int:
+    """The first position id a model uses: RoBERTa-family models (RoBERTa, XLM-R, BioMed-RoBERTa) number positions
+    from ``pad_token_id + 1`` (their position embeddings have a ``padding_idx``), other models from 0."""
+    positions = getattr(getattr(model.base_model, "embeddings", None), "position_embeddings", None)
+    padding_idx = getattr(positions, "padding_idx", None)
+    return 0 if padding_idx is None else padding_idx + 1
+
+
+def max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
+    """The longest sequence (special tokens included) the model's positions and the tokenizer allow."""
+    positions = getattr(model.config, "max_position_embeddings", None)
+    limits = [positions - position_offset(model) if isinstance(positions, int) else None, tokenizer.model_max_length]
     limits = [x for x in limits if isinstance(x, int) and 0 < x < 1_000_000]
     return min(limits) if limits else 512
+
+
+def set_special_token_ids(config, tokenizer: PreTrainedTokenizerBase, base_to_new: Mapping[int, int] | None = None) -> None:
+    """The config's special-token ids follow the new vocabulary: ``pad_token_id`` is the tokenizer's, and the
+    ``bos``, ``eos``, ``cls`` and ``sep`` ids a base config names (RoBERTa's, ModernBERT's) move with their token
+    (``base_to_new``: base id -> new id of the copied rows), else take the tokenizer's id for that role, else
+    None: an id of the base vocabulary would name another token, or none, in the new one."""
+    config.pad_token_id = tokenizer.pad_token_id
+    for role in ("bos", "eos", "cls", "sep"):
+        attribute = f"{role}_token_id"
+        value = getattr(config, attribute, None)
+        if not isinstance(value, int):
+            continue
+        moved = base_to_new.get(value) if base_to_new is not None else None
+        setattr(config, attribute, moved if moved is not None else getattr(tokenizer, attribute, None))
 
 
 def load_base_model(name_or_path: str, args: EmbeddingInitArguments) -> PreTrainedModel:
@@ -114,6 +140,25 @@ class ContextualizedEmbeddingInitializer:
 
     # ----------------------------------------------------------------- vocabulary mapping
     def _check_compatible(self) -> None:
+        base_family, new_family = tokenizer_family(self.base_tokenizer), tokenizer_family(self.new_tokenizer)
+        if base_family != new_family:
+            raise ValueError(
+                f"The new tokenizer {self.new_tokenizer.name_or_path!r} is {new_family.name} ({new_family.word_start}) "
+                f"but the base tokenizer {self.base_tokenizer.name_or_path!r} is {base_family.name} "
+                f"({base_family.word_start}): shared rows and sub-token decompositions need one family. Train the "
+                "vocabulary from the base tokenizer (bioptimus-train-tokenizer --base_tokenizer <base>), or start "
+                "from random weights with --init_strategy scratch."
+            )
+        self.family = base_family
+        offset = position_offset(self.model)
+        if offset and self.new_tokenizer.pad_token_id != self.base_tokenizer.pad_token_id:
+            raise ValueError(
+                f"The base model {type(self.model).__name__} numbers positions from its pad token id + 1 "
+                f"({self.base_tokenizer.pad_token!r} = {self.base_tokenizer.pad_token_id}), but the new tokenizer "
+                f"{self.new_tokenizer.name_or_path!r} has pad id {self.new_tokenizer.pad_token_id}: every position "
+                "embedding would shift. Train the vocabulary from the base tokenizer (bioptimus-train-tokenizer keeps "
+                "the special tokens' ids), or start from random weights with --init_strategy scratch."
+            )
         base_norm = normalize_text(self.base_tokenizer, _NORMALISATION_PROBE)
         new_norm = normalize_text(self.new_tokenizer, _NORMALISATION_PROBE)
         if base_norm != new_norm:
@@ -157,12 +202,20 @@ class ContextualizedEmbeddingInitializer:
         return copied, mapped_by_role, extra_special, targets
 
     def base_piece_ids(self, token: str) -> list[int]:
-        """Base sub-tokens a new token's text splits into (the `averaged` decomposition).
+        """Base sub-tokens a new token's text splits into (the `averaged` decomposition), in the same position in
+        a word as the token, by the base tokenizer of the same family (bioptimus_hf.utils.tokenizer_families).
 
-        A continuation piece "##xyz" is split the way the base WordPiece would split the end of a word:
-        greedy longest-match over the base "##" pieces of "xyz"; when the base vocabulary cannot cover "xyz"
-        that way, "xyz" is tokenized as a word of its own. Other tokens are tokenized as words.
+        WordPiece: a continuation piece "##xyz" is split the way the base WordPiece splits the end of a word:
+        greedy longest-match over the base "##" pieces of "xyz"; when the base vocabulary cannot cover "xyz" that
+        way, "xyz" is tokenized as a word of its own. Other tokens are tokenized as words.
+        Byte-level BPE and SentencePiece: the entry is a piece of one pre-tokenised word, its word-start marker
+        ("Ġ", "▁") included when it has one, so the base model (BPE merges, Unigram segmentation) splits the
+        entry's string as it stands: "Ġkinase" as the word " kinase" after a space, "ase" as a piece without a
+        word start. Byte-level entries that hold part of a multi-byte character are split the same way.
         """
+        if not self.family.marks_continuations:
+            ids = [piece.id for piece in self.base_tokenizer.backend_tokenizer.model.tokenize(token)]
+            return ids or [self.base_tokenizer.unk_token_id]
         prefix = getattr(self.base_tokenizer.backend_tokenizer.model, "continuing_subword_prefix", "##") or "##"
         if token.startswith(prefix) and len(token) > len(prefix):
             text, pieces, start = token[len(prefix):], [], 0
@@ -233,7 +286,7 @@ class ContextualizedEmbeddingInitializer:
         window per distinct window start); windows are deduplicated too.
         """
         tokenizer, model = self.base_tokenizer, self.model
-        max_tokens = self.config.max_context_tokens or _max_model_tokens(model, tokenizer)
+        max_tokens = self.config.max_context_tokens or max_model_tokens(model, tokenizer)
         specials = [x for x in (tokenizer.cls_token_id, tokenizer.sep_token_id) if x is not None]
         window = max_tokens - len(specials)
         if window < 1:
@@ -451,7 +504,7 @@ class ContextualizedEmbeddingInitializer:
             if new_bias is not None:
                 output_layer.bias.copy_(new_bias.to(output_layer.bias.dtype))
         model.config.vocab_size = new_size
-        model.config.pad_token_id = self.new_tokenizer.pad_token_id
+        set_special_token_ids(model.config, self.new_tokenizer, {base: new for new, base in self.copied.items()})
         if tied:
             model.tie_weights()
 
@@ -509,7 +562,7 @@ def build_initialized_model(
         tokenizer = load_fast_tokenizer(tokenizer_name_or_path, **load)
         config = AutoConfig.from_pretrained(config_name or base, **load)
         config.vocab_size = len(tokenizer)
-        config.pad_token_id = tokenizer.pad_token_id
+        set_special_token_ids(config, tokenizer)
         torch.manual_seed(seed)
         model = AutoModelForMaskedLM.from_config(config)
         report = {"strategy": "scratch", "counts": {"new_vocab_size": len(tokenizer), "random": len(tokenizer)}}

@@ -24,6 +24,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..utils.hardware import resolve_precision
+from .embedding_init import max_model_tokens
 from .new_rows import NewRows
 
 
@@ -139,9 +140,7 @@ def token_distillation_rows(initializer, input_weight, corpus_files=None, contex
         t: input_weight[initializer.base_piece_ids(initializer.new_tokenizer.convert_ids_to_tokens(t))].mean(dim=0)
         for t in initializer.targets
     }
-    max_tokens = cfg.max_context_tokens or min(
-        x for x in (getattr(model.config, "max_position_embeddings", 512), tokenizer.model_max_length, 512) if x
-    )
+    max_tokens = cfg.max_context_tokens or min(max_model_tokens(model, tokenizer), 512)
     window = max_tokens - sum(x is not None for x in (tokenizer.cls_token_id, tokenizer.sep_token_id))
     if window < 1:
         raise ValueError(f"max_context_tokens={max_tokens} leaves no room for text after the special tokens.")

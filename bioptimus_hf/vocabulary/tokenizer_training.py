@@ -1,29 +1,41 @@
-"""WordPiece vocabulary training on a biomedical corpus, with a coverage report against the base vocabulary.
+"""Vocabulary training on a biomedical corpus for any supported tokenizer family, with a coverage report.
 
 The new tokenizer keeps everything of the base tokenizer except its vocabulary: normaliser (casing, accent
 handling), pre-tokeniser, special tokens and post-processor are inherited through
-`PreTrainedTokenizerFast.train_new_from_iterator`, so the vocabulary can be swapped under a base model whose
-embeddings are then re-initialised by `bioptimus_hf.embedding_init`.
+`PreTrainedTokenizerFast.train_new_from_iterator`, which also picks the trainer of the base's model (WordPiece,
+BPE, Unigram) and, for byte-level BPE, the 256-byte initial alphabet. So the vocabulary can be swapped under a
+base model whose embeddings are then re-initialised by `bioptimus_hf.vocabulary.embedding_init`. The families
+(WordPiece, byte-level BPE, SentencePiece Unigram/BPE) and their trainer options:
+`bioptimus_hf.utils.tokenizer_families`.
 
-Function: `train_wordpiece_tokenizer(files, base_tokenizer, vocab_size=30522, ...)`.
+Function: `train_tokenizer(files, base_tokenizer, vocab_size=30522, ...)`.
 CLI: `bioptimus-train-tokenizer --train_files a.txt b.txt --base_tokenizer DIR --output_dir OUT`
 (`bioptimus_hf.commands.train_tokenizer`).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+import logging
 import os
 import random
-from collections import Counter
+import re
 from typing import Iterable, Iterator
 
 from transformers import PreTrainedTokenizerBase
 
 from ..utils.corpus_reader import CorpusReadStats, check_corpus_files, iter_text_lines
+from ..utils.tokenizer_families import TokenizerFamily, check_trainer_options, tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer
 
+logger = logging.getLogger(__name__)
+
 COVERAGE_REPORT_NAME = "coverage_report.json"
+# What a "word" of the coverage report is, the same for every family (written into the report).
+COVERAGE_WORDS = ("whitespace-separated words of the sampled lines; a token counts for the word its character span "
+                  "starts in (a leading space or \u2581 counts for the word it marks)")
+_WORD = re.compile(r"\S+")
 
 
 def _batched(lines: Iterator[str], batch_size: int = 1000) -> Iterator[list[str]]:
@@ -41,53 +53,93 @@ def _load_base_tokenizer(tokenizer: str | PreTrainedTokenizerBase) -> PreTrained
     return load_fast_tokenizer(tokenizer, purpose="vocabulary training (the tokenizer.json pipeline)")
 
 
-def train_wordpiece_tokenizer(
+def _check_vocab_size(vocab_size: int, base: PreTrainedTokenizerBase, family: TokenizerFamily) -> None:
+    specials = len(base.all_special_tokens)
+    always_kept = specials + family.fixed_alphabet_size
+    if vocab_size > always_kept:
+        return
+    alphabet = f"the {family.fixed_alphabet_size} byte symbols of {family.name} and " if family.fixed_alphabet_size else ""
+    raise ValueError(
+        f"--vocab_size {vocab_size} leaves no room for a vocabulary: {alphabet}the base tokenizer's {specials} special "
+        f"tokens ({', '.join(base.all_special_tokens)}) are always kept. Use --vocab_size {always_kept + 1} or more"
+    )
+
+
+def not_carried_over(base: PreTrainedTokenizerBase, family: TokenizerFamily) -> list[str]:
+    """What of the base tokenizer a new vocabulary of its family does not get (said before training starts)."""
+    pipeline = json.loads(base.backend_tokenizer.to_str())
+    lost = []
+    plain_added = [t["content"] for t in pipeline.get("added_tokens", []) if not t.get("special")]
+    if plain_added and family.model_type != "Unigram":
+        lost.append(
+            f"{len(plain_added)} non-special added tokens of the base ({', '.join(map(repr, plain_added[:5]))}"
+            f"{', ...' if len(plain_added) > 5 else ''}): transformers' train_new_from_iterator keeps only special "
+            "added tokens for WordPiece and BPE bases; the new vocabulary learns such strings or not from the corpus"
+        )
+    if pipeline["model"].get("byte_fallback"):
+        lost.append(
+            "byte fallback: the base spells unknown characters with <0x..> byte pieces, which the trainer does not "
+            "learn, so characters outside the new vocabulary's alphabet become the unknown token; bring a vocabulary "
+            "with byte pieces made elsewhere (--tokenizer_name of run_pretraining.py) if that matters"
+        )
+    return lost
+
+
+def train_tokenizer(
     files: Iterable[str] | str,
     base_tokenizer: str | PreTrainedTokenizerBase,
     vocab_size: int = 30522,
-    min_frequency: int = 2,
-    limit_alphabet: int = 1000,
+    min_frequency: int | None = None,
+    limit_alphabet: int | None = None,
     output_dir: str | None = None,
     show_progress: bool = True,
     stats: CorpusReadStats | None = None,
 ) -> PreTrainedTokenizerBase:
-    """Train a WordPiece vocabulary of `vocab_size` entries on `files` with the base tokenizer's pipeline.
+    """Train a vocabulary of `vocab_size` entries on `files` with the base tokenizer's pipeline and trainer.
 
-    `min_frequency` and `limit_alphabet` are the `tokenizers` WordPieceTrainer options (the values above
-    are those of `tokenizers.BertWordPieceTokenizer`). With `output_dir`, the tokenizer is saved there
-    (tokenizer.json, tokenizer_config.json and a vocab.txt in id order) and loads with
-    `AutoTokenizer.from_pretrained(output_dir)` as a fast tokenizer.
+    `min_frequency` and `limit_alphabet` are `tokenizers` trainer options; `None` takes the family's default
+    (WordPiece: 2 and 1000, as `tokenizers.BertWordPieceTokenizer`; byte-level BPE: 2). An option the family's
+    trainer lacks (`min_frequency` for Unigram, `limit_alphabet` for byte-level BPE) is refused with the reason,
+    before the corpus is read. With `output_dir`, the tokenizer is saved there (tokenizer.json,
+    tokenizer_config.json and a vocab.txt in id order) and loads with `AutoTokenizer.from_pretrained(output_dir)`
+    as a fast tokenizer.
     """
     base = _load_base_tokenizer(base_tokenizer)
-    model_type = json.loads(base.backend_tokenizer.to_str())["model"]["type"]
-    if model_type != "WordPiece":
-        raise ValueError(f"The base tokenizer {base.name_or_path!r} is a {model_type} tokenizer, not WordPiece.")
-    specials = len(base.all_special_tokens)
-    if vocab_size <= specials:
-        raise ValueError(
-            f"--vocab_size {vocab_size} leaves no room for a vocabulary: the base tokenizer alone has {specials} "
-            f"special tokens ({', '.join(base.all_special_tokens)})"
-        )
+    family = tokenizer_family(base)
+    trainer_options = check_trainer_options(family, {"min_frequency": min_frequency, "limit_alphabet": limit_alphabet})
+    _check_vocab_size(vocab_size, base, family)
+    for what in not_carried_over(base, family):
+        logger.warning("vocabulary training from %s: not carried over: %s", base.name_or_path, what)
     files = check_corpus_files(files, what="tokenizer training corpus").files
     stats = stats if stats is not None else CorpusReadStats()
-    new = base.train_new_from_iterator(
-        _batched(iter_text_lines(files, stats)),
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        limit_alphabet=limit_alphabet,
-        show_progress=show_progress,
-    )
-    if len(new) > vocab_size:
-        # The WordPiece trainer keeps every initial character (up to limit_alphabet) and the special tokens,
-        # whatever the requested size: a vocabulary larger than asked for would be mislabelled.
+    try:
+        new = base.train_new_from_iterator(
+            _batched(iter_text_lines(files, stats)), vocab_size=vocab_size, show_progress=show_progress,
+            **trainer_options,
+        )
+    except Exception as error:  # the Unigram trainer raises a bare Exception for this one
+        if "not large enough to contain all chars" not in str(error):
+            raise
         raise ValueError(
-            f"--vocab_size {vocab_size} is smaller than the corpus alphabet plus the {specials} special tokens: the "
-            f"trainer returned {len(new)} entries (initial characters are always kept, at most --limit_alphabet "
-            f"{limit_alphabet}). Use --vocab_size {len(new)} or more, or a smaller --limit_alphabet"
+            f"--vocab_size {vocab_size} is smaller than the corpus alphabet plus the special tokens: the Unigram "
+            "trainer keeps every character it sees. Use a larger --vocab_size"
+        ) from None
+    if len(new) > vocab_size:
+        # The WordPiece and BPE trainers keep every initial character (up to limit_alphabet) and the special
+        # tokens, whatever the requested size: a vocabulary larger than asked for would be mislabelled.
+        limit = f", at most --limit_alphabet {trainer_options['limit_alphabet']}" if "limit_alphabet" in trainer_options else ""
+        raise ValueError(
+            f"--vocab_size {vocab_size} is smaller than the corpus alphabet plus the special tokens: the trainer "
+            f"returned {len(new)} entries (initial characters are always kept{limit}). Use --vocab_size {len(new)} or "
+            "more" + (", or a smaller --limit_alphabet" if limit else "")
         )
     if output_dir is not None:
         save_tokenizer(new, output_dir)
     return new
+
+
+# The name of bioptimus-hf 0.1, when WordPiece was the only family.
+train_wordpiece_tokenizer = train_tokenizer
 
 
 def save_tokenizer(tokenizer: PreTrainedTokenizerBase, output_dir: str) -> None:
@@ -115,11 +167,18 @@ def _sample_lines(files: list[str], num_lines: int, seed: int) -> list[str]:
 
 
 def _pieces_per_word(tokenizer: PreTrainedTokenizerBase, lines: list[str]) -> list[int]:
+    """Pieces of every whitespace-separated word of ``lines`` (see COVERAGE_WORDS), from character offsets, so
+    that a word means the same for every family whatever its pre-tokeniser splits (punctuation, digits)."""
     counts: list[int] = []
-    encoded = tokenizer(lines, add_special_tokens=False, verbose=False)
-    for i in range(len(lines)):
-        per_word = Counter(w for w in encoded.word_ids(i) if w is not None)
-        counts.extend(per_word[w] for w in sorted(per_word))
+    encoded = tokenizer(lines, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    for line, offsets in zip(lines, encoded["offset_mapping"]):
+        word_ends = [match.end() for match in _WORD.finditer(line)]
+        if not word_ends:
+            continue
+        per_word = [0] * len(word_ends)
+        for start, _ in offsets:
+            per_word[min(bisect.bisect_right(word_ends, start), len(word_ends) - 1)] += 1
+        counts.extend(per_word)
     return counts
 
 
@@ -130,29 +189,33 @@ def coverage_report(
     sample_lines: int = 2000,
     seed: int = 0,
 ) -> dict:
-    """Compare the new vocabulary with the base one: shared and new entries, and on a sample of corpus
-    lines how many words (pre-tokenised words, occurrences) the new tokenizer splits into fewer / as
-    many / more pieces than the base tokenizer."""
+    """Compare the new vocabulary with the base one: shared and new entries, and on a sample of corpus lines how
+    many words (whitespace-separated word occurrences, whatever the family: ``COVERAGE_WORDS``) the new tokenizer
+    splits into fewer / as many / more pieces than the base tokenizer, and the pieces per word of each."""
     base = _load_base_tokenizer(base_tokenizer)
+    family, new_family = tokenizer_family(base), tokenizer_family(new_tokenizer)
+    if family != new_family:
+        raise ValueError(
+            f"the new tokenizer is {new_family.name} but the base is {family.name}: shared and new entries compare "
+            "vocabularies of one family (train the vocabulary with the base tokenizer's pipeline)"
+        )
     base_vocab, new_vocab = set(base.get_vocab()), set(new_tokenizer.get_vocab())
     files = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     lines = _sample_lines(files, sample_lines, seed)
     base_pieces = _pieces_per_word(base, lines)
     new_pieces = _pieces_per_word(new_tokenizer, lines)
-    if len(base_pieces) != len(new_pieces):
-        raise ValueError(
-            "The two tokenizers pre-tokenise the sample into different words "
-            f"({len(base_pieces)} vs {len(new_pieces)}); they must share normalisation and pre-tokenisation."
-        )
     fewer = sum(n < b for b, n in zip(base_pieces, new_pieces))
     more = sum(n > b for b, n in zip(base_pieces, new_pieces))
     words = len(base_pieces)
     return {
+        "family": family.name,
+        "word_start": family.word_start,
         "base_vocab_size": len(base_vocab),
         "new_vocab_size": len(new_vocab),
         "shared_tokens": len(base_vocab & new_vocab),
         "new_tokens": len(new_vocab - base_vocab),
         "sample": {
+            "words_are": COVERAGE_WORDS,
             "lines": len(lines),
             "words": words,
             "new_splits_fewer": fewer,
