@@ -176,7 +176,9 @@ def test_measured_peak_is_positive_and_records_how(precision, dtype):
     peak = _mfu.measure_matmul_peak(precision, "cpu", size=64, repeats=3, warmup=1, threads=1)
     assert peak["tflops"] > 0 and peak["precision"] == precision and peak["dtype"] == dtype
     assert len(peak["seconds"]) == 3 and peak["median_seconds"] == sorted(peak["seconds"])[1]
-    assert peak["size"] == 64 and peak["torch_threads"] == 1 and "median of 3" in peak["method"]
+    assert peak["tflops"] == pytest.approx(2 * 64**3 / min(peak["seconds"]) / 1e12)  # the fastest run: a peak
+    assert peak["tflops"] >= peak["median_tflops"]
+    assert peak["size"] == 64 and peak["torch_threads"] == 1 and "fastest of 3" in peak["method"]
 
 
 def test_peak_rejects_tf32_on_cpu_and_unknown_precision():
