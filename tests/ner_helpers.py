@@ -42,6 +42,25 @@ def build_tiny_bert(directory: str, num_layers: int = 2, max_len: int = 64) -> s
     return directory
 
 
+TAGGER_LABELS = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
+
+
+def build_tiny_tagger(directory: str) -> str:
+    """A tiny random token classifier saved to ``directory``: random weights tag plenty of entities, which is
+    what the tagging tests compare; the classifier is scaled up for confident, varied labels."""
+    from transformers import AutoModelForTokenClassification
+
+    build_tiny_bert(directory)
+    torch.manual_seed(1)
+    model = AutoModelForTokenClassification.from_pretrained(
+        directory, num_labels=len(TAGGER_LABELS), id2label=dict(enumerate(TAGGER_LABELS)),
+        label2id={label: i for i, label in enumerate(TAGGER_LABELS)})
+    with torch.no_grad():
+        model.classifier.weight.mul_(20)
+    model.save_pretrained(directory)
+    return directory
+
+
 def synthetic_sentences(count: int, seed: int, types=("Disease", "Chemical")):
     """Sentences of filler words with inserted entities, as (tokens, IOB2 tags)."""
     rng = random.Random(seed)

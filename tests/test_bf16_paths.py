@@ -27,22 +27,11 @@ from bioptimus_hf.testing.numerics import (
 )
 from bioptimus_hf.utils.hardware import resolve_precision
 
-from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir  # noqa: F401
-
-LABELS = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
-
+from ner_helpers import build_tiny_bert, build_tiny_tagger, one_thread, synthetic_sentences, write_dataset_dir  # noqa: F401
 
 @pytest.fixture(scope="module")
 def tagging_model(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp("bf16") / "model")
-    build_tiny_bert(directory)
-    torch.manual_seed(1)
-    model = AutoModelForTokenClassification.from_pretrained(
-        directory, num_labels=len(LABELS), id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)})
-    with torch.no_grad():
-        model.classifier.weight.mul_(20)  # confident, varied labels
-    model.save_pretrained(directory)
-    return directory
+    return build_tiny_tagger(str(tmp_path_factory.mktemp("bf16") / "model"))
 
 
 def corpus():

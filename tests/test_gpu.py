@@ -20,7 +20,7 @@ from bioptimus_hf.testing.numerics import (
 from bioptimus_hf.utils.hardware import resolve_precision
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 
-from test_bf16_paths import LABELS
+from ner_helpers import build_tiny_tagger
 from test_bf16_paths import corpus as tagging_texts
 from test_run_pretraining import base_args, corpus, run  # noqa: F401 (corpus: the fixture)
 from test_embedding_init import NEW_VOCAB, ctx, float64_copy, hand_contextualized, init_args, make_base, make_tokenizer
@@ -65,15 +65,7 @@ def test_masked_only_head_on_the_gpu_in_bf16():
 
 
 def test_tagger_on_the_gpu_with_auto_precision(tmp_path):
-    from ner_helpers import build_tiny_bert
-
-    directory = build_tiny_bert(str(tmp_path / "model"))
-    torch.manual_seed(1)
-    model = AutoModelForTokenClassification.from_pretrained(
-        directory, num_labels=len(LABELS), id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)})
-    with torch.no_grad():
-        model.classifier.weight.mul_(20)
-    model.save_pretrained(directory)
+    directory = build_tiny_tagger(str(tmp_path / "model"))
     tagger = NerTagger(directory, max_seq_length=16, stride=4, batch_size=8)
     assert tagger.device.type == "cuda"
     dtype = torch.bfloat16 if tagger.precision.startswith("bf16") else torch.float32

@@ -19,23 +19,14 @@ from bioptimus_hf.ner.trainer import NerTrainer
 from bioptimus_hf.testing.numerics import encoder_tolerance
 from bioptimus_hf.utils import hardware
 
-from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences  # noqa: F401
+from ner_helpers import TAGGER_LABELS, build_tiny_bert, build_tiny_tagger, one_thread, synthetic_sentences  # noqa: F401
 
-LABELS = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
+LABELS = TAGGER_LABELS
 
 
 @pytest.fixture(scope="module")
 def tagging_model(tmp_path_factory):
-    """A tiny random token classifier (random weights tag plenty of entities, which is what we compare)."""
-    directory = str(tmp_path_factory.mktemp("speed") / "model")
-    build_tiny_bert(directory)
-    torch.manual_seed(1)
-    model = AutoModelForTokenClassification.from_pretrained(
-        directory, num_labels=len(LABELS), id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)})
-    with torch.no_grad():
-        model.classifier.weight.mul_(20)  # confident, varied labels
-    model.save_pretrained(directory)
-    return directory
+    return build_tiny_tagger(str(tmp_path_factory.mktemp("speed") / "model"))
 
 
 def texts():
