@@ -187,13 +187,21 @@ def test_warmup_freezes_the_body_bit_for_bit_then_the_curriculum_trains_everythi
     assert [e["lexical_warmup"] for e in logged] == [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
 
 
+@pytest.fixture(scope="module")
+def unbroken_run(tiny_tokenizer, probe_data, tmp_path_factory):
+    """10 steps (4 of warm-up, phases of 3 and 3) with a checkpoint every 2 steps."""
+    out = tmp_path_factory.mktemp("unbroken")
+    recorder, _, trainer = run_warmup_probe(tiny_bert(tiny_tokenizer), tiny_tokenizer, probe_data, out, warmup_steps=4,
+                                            phase_steps=[3, 3], max_steps=10, save_steps=2)
+    return out, recorder, {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+
+
 @pytest.mark.parametrize("resume_at", [2, 4, 6], ids=["inside-the-warmup", "at-its-end", "after-it"])
-def test_resume_inside_or_across_the_warmup_equals_the_unbroken_run(tiny_tokenizer, probe_data, tmp_path, resume_at):
-    unbroken, _, trainer = run_warmup_probe(tiny_bert(tiny_tokenizer), tiny_tokenizer, probe_data, tmp_path / "full",
-                                            warmup_steps=4, phase_steps=[3, 3], max_steps=10, save_steps=2)
-    expected = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+def test_resume_inside_or_across_the_warmup_equals_the_unbroken_run(tiny_tokenizer, probe_data, tmp_path, resume_at,
+                                                                    unbroken_run):
+    full_dir, unbroken, expected = unbroken_run
     resumed_dir = tmp_path / "resumed"
-    shutil.copytree(tmp_path / "full" / f"checkpoint-{resume_at}", resumed_dir / f"checkpoint-{resume_at}")
+    shutil.copytree(full_dir / f"checkpoint-{resume_at}", resumed_dir / f"checkpoint-{resume_at}")
     resumed, schedule, trainer = run_warmup_probe(
         tiny_bert(tiny_tokenizer, seed=1), tiny_tokenizer, probe_data, resumed_dir, warmup_steps=4,
         phase_steps=[3, 3], max_steps=10, resume=str(resumed_dir / f"checkpoint-{resume_at}"))

@@ -350,7 +350,8 @@ class LexicalWarmupTrainer(Trainer):
                                            "which parameters train when they wrap the model")
         self.lexical_warmup = lexical_warmup
         self.lexical_warmup_callback = LexicalWarmupCallback(lexical_warmup)
-        self.add_callback(self.lexical_warmup_callback)
+        # First in line, so that reporters (TensorBoard...) see the `lexical_warmup` key it adds to logs.
+        self.callback_handler.callbacks.insert(0, self.lexical_warmup_callback)
 
     def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None):
         if self.lr_scheduler is None:
