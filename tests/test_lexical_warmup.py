@@ -308,7 +308,8 @@ def test_run_pretraining_warms_up_releases_the_curriculum_and_says_so(monkeypatc
     assert "**Lexical warm-up.** Before phase 1, the run's first 4 steps trained only the lexical parameters" in card
     assert "`bert.embeddings.word_embeddings.weight = cls.predictions.decoder.weight`" in card
     assert "| Lexical warm-up peak learning rate | 0.002 |" in card and "| Total curriculum steps | 12 |" in card
-    assert "25% of the curriculum's steps (3 steps)" in card
+    assert "| Learning-rate warm-up | 25% of the curriculum's steps (3 steps) |" in card
+    assert "(linear over its 4 steps, a linear ramp over its first step)" in card
 
 
 def test_run_pretraining_refuses_a_warmup_longer_than_the_run_before_loading_anything(monkeypatch, tmp_path,

@@ -189,10 +189,10 @@ def _lexical_warmup(info: ReleaseInfo, mask_token: str | None) -> dict[str, Any]
     if facts is None:
         return None
     first = info.curriculum[0] if info.curriculum else {}
+    ramp = ""
     if facts.lr_warmup_steps:
-        ramp = f", a linear ramp over its first {facts.lr_warmup_steps} step{'s' if facts.lr_warmup_steps > 1 else ''}"
-    else:
-        ramp = ""
+        ramp = (", a linear ramp over its first step" if facts.lr_warmup_steps == 1 else
+                f", a linear ramp over its first {facts.lr_warmup_steps} steps")
     return {
         "steps": facts.steps,
         "learning_rate": _fmt(facts.learning_rate),
@@ -211,7 +211,8 @@ def _hyperparameters(run: RunFacts) -> list[tuple[str, str]]:
     rows = [
         ("Peak learning rate", run.learning_rate),
         ("LR schedule", run.lr_scheduler_type),
-        ("Warm-up", _warmup(run)),
+        # Beside a lexical warm-up, say which warm-up this is.
+        ("Learning-rate warm-up" if run.lexical_warmup is not None else "Warm-up", _warmup(run)),
         ("Weight decay", run.weight_decay),
         ("Optimizer", run.optim),
         ("Batch size per device", run.per_device_train_batch_size),
