@@ -20,9 +20,16 @@ from transformers import Trainer, TrainingArguments, set_seed
 
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
-from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
+from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments, LexicalWarmupArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
+from bioptimus_hf.pretraining.lexical_warmup import (
+    LexicalWarmup,
+    LexicalWarmupTrainer,
+    LexicalWarmupUnsupported,
+    check_training_arguments,
+    lexical_parameters,
+)
 from bioptimus_hf.pretraining.masked_lm import masked_only_status, use_masked_only_prediction
 from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
 from bioptimus_hf.pretraining.run_lifecycle import (
@@ -72,16 +79,23 @@ class ModelArguments:
 
 
 def main(argv=None):
-    model_args, init_args, data_args, curriculum_args, release_args, training_args = parse_args(
-        (ModelArguments, EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments, ReleaseArguments,
-         TrainingArguments),
+    model_args, init_args, data_args, curriculum_args, warmup_args, release_args, training_args = parse_args(
+        (ModelArguments, EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments, LexicalWarmupArguments,
+         ReleaseArguments, TrainingArguments),
         argv,
     )
     setup_logging(training_args)
 
-    # 1. Everything that can be checked without a model is checked first: bad input fails in seconds.
+    # 1. Everything that can be checked without a model is checked first: bad input fails in seconds (a lexical
+    #    warm-up longer than the run, or one these training arguments cannot run, included).
     try:
-        curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args)
+        curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args,
+                                                                   warmup_args.lexical_warmup_steps)
+        warmup = None
+        if schedule.lexical_warmup_steps:  # its steps as resolved here, for the Trainer and the phases alike
+            warmup = LexicalWarmup(schedule.lexical_warmup_steps, warmup_args.lexical_warmup_learning_rate)
+            for note in check_training_arguments(training_args):
+                logger.info("lexical warm-up: %s", note)
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None
     logger.info("curriculum: %s", schedule.describe())
@@ -114,6 +128,16 @@ def main(argv=None):
     masked_only = use_masked_only_prediction(model, model_args.masked_only_prediction,
                                              training_args.gradient_accumulation_steps)
     logger.info("masked-only prediction: %s", masked_only_status(model))
+    lexical_warmup_facts = None
+    if warmup is not None:
+        try:
+            lexical = lexical_parameters(model)
+        except LexicalWarmupUnsupported as error:
+            raise SystemExit(f"error: {error}") from None
+        lexical_warmup_facts = warmup.facts(training_args, lexical, schedule.versions[0])
+        logger.info("lexical warm-up: %d steps at peak learning rate %g on v%s's masking, training %s",
+                    schedule.lexical_warmup_steps, lexical_warmup_facts.learning_rate, schedule.versions[0],
+                    lexical.describe())
 
     # 4. The masking collator of the curriculum (it refuses a tokenizer without a mask token).
     try:
@@ -128,7 +152,8 @@ def main(argv=None):
         static_shapes = False
     collator.static_masked_positions = static_shapes
     if static_shapes and training_args.torch_compile:
-        allow_compiled_shapes(len(curriculum.phases))
+        # The warm-up's end recompiles the first phase's graph once (requires_grad is part of its guards).
+        allow_compiled_shapes(len(curriculum.phases) + (1 if warmup is not None else 0))
     logger.info("static masked positions (one compiled shape per phase): %s", "on" if static_shapes else "off")
 
     # 5. The corpus as packed blocks with word ids.
@@ -164,24 +189,29 @@ def main(argv=None):
             "masked_only_prediction": masked_only,
             "train_files": [os.path.basename(f) for f in data_args.train_file or []],
             "dataset_name": data_args.dataset_name,
+            **({"lexical_warmup": lexical_warmup_facts} if lexical_warmup_facts is not None else {}),
         },
         on_release=[publisher] if publisher is not None else [],
         allow_schedule_change=curriculum_args.allow_schedule_change,
+        lexical_warmup_steps=schedule.lexical_warmup_steps,
     )
-    trainer = Trainer(
+    # With a lexical warm-up, the Trainer freezes the body for it and runs its learning-rate schedule.
+    trainer_class, warmup_kwargs = (LexicalWarmupTrainer, {"lexical_warmup": warmup}) if warmup else (Trainer, {})
+    trainer = trainer_class(
         model=model,
         args=training_args,
         train_dataset=data.train,
         eval_dataset=data.eval,
         processing_class=tokenizer,
         data_collator=collator,
+        **warmup_kwargs,
     )
     # First in line, so that reporters (TensorBoard...) see the curriculum metrics it adds to logs.
     trainer.callback_handler.callbacks.insert(0, callback)
     if init_report is not None and trainer.is_world_process_zero():
         write_json_atomic(f"{training_args.output_dir}/{INIT_REPORT_NAME}", init_report)
 
-    # 7. Train: one run, one learning-rate schedule, a release at each phase end.
+    # 7. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.
     train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     # 8. Final model, metrics and the list of releases.

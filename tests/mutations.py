@@ -45,6 +45,23 @@ MUTATIONS = [
     ("batches not marked static (slow: compiles)", "bioptimus_hf/pretraining/collator.py",
      "            static_shapes.mark_static(moved)", "            pass",
      ["tests/test_static_shapes.py::test_run_pretraining_compiles_once_per_phase_with_the_eager_losses"]),
+    ("lexical warm-up: nothing frozen", "bioptimus_hf/pretraining/lexical_warmup.py",
+     "            parameter.requires_grad_(False)", "            pass",
+     ["tests/test_lexical_warmup.py::test_only_the_lexical_parameters_train_in_the_warmup_on_every_architecture",
+      "tests/test_lexical_warmup.py::test_warmup_freezes_the_body_bit_for_bit_then_the_curriculum_trains_everything"]),
+    ("lexical warm-up: not frozen again on resume", "bioptimus_hf/pretraining/lexical_warmup.py",
+     "        if state.global_step < self.steps:\n            self._freeze",
+     "        if state.global_step == 0:\n            self._freeze",
+     ["tests/test_lexical_warmup.py::test_resume_inside_or_across_the_warmup_equals_the_unbroken_run"]),
+    ("lexical warm-up: the curriculum's schedule not shifted past it", "bioptimus_hf/pretraining/lexical_warmup.py",
+     "            return in_curriculum(step - warmup_steps)", "            return in_curriculum(step)",
+     ["tests/test_lexical_warmup.py::test_one_schedule_with_the_warmups_peak_then_the_curriculums",
+      "tests/test_lexical_warmup.py::test_warmup_freezes_the_body_bit_for_bit_then_the_curriculum_trains_everything"]),
+    ("lexical warm-up: the phases start at step 0", "bioptimus_hf/pretraining/phases.py",
+     "        return phase_boundaries(self.step_counts, start=self.lexical_warmup_steps)",
+     "        return phase_boundaries(self.step_counts)",
+     ["tests/test_lexical_warmup.py::test_the_warmup_comes_out_of_the_budget_and_the_phases_share_the_rest",
+      "tests/test_lexical_warmup.py::test_warmup_freezes_the_body_bit_for_bit_then_the_curriculum_trains_everything"]),
 ]
 
 

@@ -301,3 +301,63 @@ def test_task_difficulty_masks_the_same_blocks_per_phase(tmp_path, tiny_model_di
 
 def result_vocab(model_dir) -> int:
     return json.loads(open(os.path.join(model_dir, "config.json")).read())["vocab_size"]
+
+
+# ------------------------------------------------------------------------------------------ lexical warm-up arms
+@pytest.mark.parametrize("config", ["study_cpu.yaml", "study_gpu.yaml"])
+def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
+    """`contextualized+warmup` and `continued+warmup`: the token budget of every other arm, 10% of its steps in the
+    lexical warm-up, the start model of the arm without it, and arguments run_pretraining.py takes."""
+    from pathlib import Path
+
+    from bioptimus_hf.commands.config_parser import mapping_to_argv
+
+    root = Path(run_study.__file__).parent
+    (args,) = parse_args((StudyArguments,), [str(root / "configs" / config), "--model_name_or_path", "base"])
+    arms = {arm.name: arm for arm in args.arm_configs}
+    steps = {arm.max_steps(args.token_budget) for arm in arms.values()}
+    assert len(steps) == 1  # one token budget, one number of steps
+    (max_steps,) = steps
+    for name in ("contextualized+warmup", "continued+warmup"):
+        arm = arms[name]
+        assert arm.init_key == arms[name.split("+")[0]].init_key  # the same start model as the arm without it
+        assert arm.curriculum_text == "lexical warm-up (10%), then bioptimus"
+        argv = mapping_to_argv({**arm.args, "output_dir": "unused", "max_steps": max_steps,
+                                "model_name_or_path": "base", "use_cpu": True, "bf16": False})
+        (*_, curriculum_args, warmup_args, _, _) = parse_args(
+            (run_pretraining.ModelArguments, *_pretraining_argument_types()), argv)
+        schedule = curriculum_args.build(warmup_args.lexical_warmup_steps).resolve(max_steps)
+        assert schedule.lexical_warmup_steps == round(0.1 * max_steps) and schedule.ends[-1] == max_steps
+        assert warmup_args.lexical_warmup_learning_rate == 5e-4
+
+
+def _pretraining_argument_types():
+    from transformers import TrainingArguments
+
+    from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments, LexicalWarmupArguments
+    from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
+    from bioptimus_hf.releases.release_config import ReleaseArguments
+    from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
+
+    return (EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments, LexicalWarmupArguments,
+            ReleaseArguments, TrainingArguments)
+
+
+def test_a_warmup_arm_trains_in_the_study_and_its_releases_say_so(tmp_path, tiny_model_dir):
+    from bioptimus_hf.releases.record import ReleaseInfo
+
+    arm = {"name": "continued+warmup", "init_strategy": "continued", "lexical_warmup_steps": 0.25,
+           "lexical_warmup_learning_rate": 2.0e-3}
+    config = study_config(tmp_path, tiny_model_dir, arms=[{"name": "continued", "init_strategy": "continued"}, arm],
+                          include_base=False, ner_data_dirs=None, skip_analysis=True)
+    results = run_study.main([config, "--only_arms", "continued+warmup"])
+    row = results["rows"]["continued+warmup"]
+    assert row["max_steps"] == results["rows"]["continued"]["max_steps"] == 8  # the same budget
+    assert row["curriculum"] == "lexical warm-up (25%), then bioptimus"
+    releases = row["pretraining"]["releases"]
+    assert [r["version"] for r in releases] == ["0.1", "0.2", "0.3", "0.4"] and releases[-1]["global_step"] == 8
+    run_dir = tmp_path / "study" / "arms" / "continued+warmup" / "pretraining"
+    info = ReleaseInfo.load(run_dir / "releases" / "v0.1")
+    assert info.run.lexical_warmup.steps == 2 and info.start_step == 2
+    assert "| continued+warmup | continued | lexical warm-up (25%), then bioptimus | 8 |" in \
+        (tmp_path / "study" / "study" / "results.md").read_text()

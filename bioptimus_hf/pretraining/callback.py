@@ -45,6 +45,9 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         allow_schedule_change: accept resuming from a checkpoint trained under another schedule; the
             change is recorded in later releases. Otherwise such a resume raises
             :class:`ScheduleMismatchError` before any step.
+        lexical_warmup_steps: steps (or a fraction of ``max_steps``) of a lexical warm-up before the first phase
+            (:mod:`~bioptimus_hf.pretraining.lexical_warmup`; its Trainer freezes and unfreezes the model): they
+            mask as the first phase, write no release, and the phases share the steps after them.
 
     The callback must run before the reporting callbacks to put its metrics in their logs: add it
     with ``trainer.callback_handler.callbacks.insert(0, callback)`` (``run_pretraining.py`` does).
@@ -64,9 +67,11 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         run_info: Mapping[str, Any] | None = None,
         on_release: Sequence[Callable[[Path], None]] = (),
         allow_schedule_change: bool = False,
+        lexical_warmup_steps: float | int = 0,
     ):
         self.collator = collator
-        self.curriculum = Curriculum(collator.phases, tuple(phase_steps), source="phase_steps")
+        self.curriculum = Curriculum(collator.phases, tuple(phase_steps), source="phase_steps",
+                                     lexical_warmup_steps=lexical_warmup_steps)
         self.releases_dir = releases_dir
         self.write_releases = write_releases
         self.evaluate_at_phase_end = evaluate_at_phase_end
@@ -262,8 +267,8 @@ def schedule_mismatch(where: str, change: str) -> ScheduleMismatchError:
     return ScheduleMismatchError(
         f"{where} was trained under another curriculum schedule ({change}); resuming would re-enter or skip phases "
         "and write releases describing masking that never ran. Resume with the original "
-        "--max_steps/--curriculum/--phase_steps, or pass --allow_schedule_change to continue under the new schedule "
-        "from this step (the releases record the change)."
+        "--max_steps/--curriculum/--phase_steps/--lexical_warmup_steps, or pass --allow_schedule_change to continue "
+        "under the new schedule from this step (the releases record the change)."
     )
 
 
@@ -275,6 +280,8 @@ def describe_schedule_change(previous: PhaseSchedule, current: PhaseSchedule) ->
     elif previous.phases != current.phases:
         changed = [p.version for p, q in zip(previous.phases, current.phases) if p != q]
         differences.append(f"masking of phase(s) {changed} changed")
+    if previous.lexical_warmup_steps != current.lexical_warmup_steps:
+        differences.append(f"lexical warm-up steps {previous.lexical_warmup_steps} -> {current.lexical_warmup_steps}")
     if previous.step_counts != current.step_counts:
         differences.append(f"steps per phase {list(previous.step_counts)} -> {list(current.step_counts)}")
     if previous.max_steps != current.max_steps:

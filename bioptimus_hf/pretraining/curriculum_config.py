@@ -1,4 +1,5 @@
-"""Arguments of the curriculum (``run_pretraining.py``, and any script that trains through phases)."""
+"""Arguments of the curriculum (``run_pretraining.py``, and any script that trains through phases), and of the
+lexical warm-up before it (``run_pretraining.py``; :mod:`.lexical_warmup`)."""
 
 from __future__ import annotations
 
@@ -33,11 +34,13 @@ class CurriculumArguments:
                           "steps): continue under the new one from the checkpoint's step; releases record the change."},
     )
 
-    def build(self) -> Curriculum:
-        """The :class:`Curriculum` these arguments describe (raises ValueError naming the flag or file)."""
+    def build(self, lexical_warmup_steps: float | int | None = None) -> Curriculum:
+        """The :class:`Curriculum` these arguments describe, after ``lexical_warmup_steps`` of lexical warm-up
+        (:class:`LexicalWarmupArguments`; None: none). Raises ValueError naming the flag or file."""
         if self.single_phase not in (None, ALL_PHASES):
-            return Curriculum.from_spec(self.curriculum).only(self.single_phase)
-        return Curriculum.from_spec(self.curriculum, self.phase_steps)
+            return Curriculum.from_spec(self.curriculum, lexical_warmup_steps=lexical_warmup_steps).only(
+                self.single_phase)
+        return Curriculum.from_spec(self.curriculum, self.phase_steps, lexical_warmup_steps=lexical_warmup_steps)
 
     def build_collator(self, tokenizer, curriculum: Curriculum, seed: int, line_by_line: bool = False):
         """The masking collator of ``curriculum`` (``--mask_seed``, else the run's ``seed``); padded lines are
@@ -50,3 +53,25 @@ class CurriculumArguments:
             seed=seed if self.mask_seed is None else self.mask_seed,
             pad_to_multiple_of=8 if line_by_line else None,
         )
+
+
+@dataclass
+class LexicalWarmupArguments:
+    lexical_warmup_steps: float | None = field(
+        default=None,
+        metadata={"help": "A lexical warm-up before the curriculum, as a number of steps (500) or a fraction of "
+                          "--max_steps (0.1): only the lexical parameters train (input embeddings, the MLM head, the "
+                          "embedding LayerNorm), the rest of the model frozen, on the first phase's masking; the "
+                          "curriculum then runs in the remaining steps (--phase_steps fractions are fractions of "
+                          "those). Default: none. See docs/curriculum.md."},
+    )
+    lexical_warmup_learning_rate: float | None = field(
+        default=None,
+        metadata={"help": "Peak learning rate of the lexical warm-up (default: --learning_rate), under the run's "
+                          "--lr_scheduler_type and --warmup_steps ratio over the warm-up's own steps; the curriculum "
+                          "after it has the same schedule over its steps, at --learning_rate."},
+    )
+
+    def __post_init__(self):
+        if self.lexical_warmup_learning_rate is not None and not self.lexical_warmup_learning_rate > 0:
+            raise ValueError(f"--lexical_warmup_learning_rate {self.lexical_warmup_learning_rate}: must be > 0")

@@ -4,6 +4,11 @@
 allocation (``phase_steps``), read from ``"bioptimus"`` (the paper's Table 4) or a json/yaml file, and
 resolved against a run's ``max_steps`` into a :class:`PhaseSchedule` (steps per phase and where each
 ends). The schedule is what a checkpoint stores, so that a resume with other settings is noticed.
+
+A run may start with a *lexical warm-up* (``lexical_warmup_steps``, :mod:`.lexical_warmup`): that many
+steps come first, on the first phase's masking, and the phases share the remaining ``max_steps - warm-up``
+steps (fractions of ``phase_steps`` are fractions of those). The warm-up is not a phase: it writes no
+release, and the first phase starts where it ends.
 """
 
 from __future__ import annotations
@@ -120,9 +125,30 @@ def resolve_phase_steps(phase_steps: Sequence[float | int], max_steps: int) -> l
     return counts
 
 
-def phase_boundaries(counts: Sequence[int]) -> list[int]:
-    """Global step at which each phase ends (cumulative sums of ``counts``)."""
-    ends, total = [], 0
+def resolve_lexical_warmup_steps(warmup_steps: float | int | None, max_steps: int) -> int:
+    """The lexical warm-up's steps for a run of ``max_steps``: a count (``int``, or a whole float >= 1) or a
+    fraction of the run (a float in (0, 1), rounded to the nearest step); 0 or None: no warm-up. Raises
+    ValueError naming ``--lexical_warmup_steps``."""
+    if warmup_steps is None or warmup_steps == 0:
+        return 0
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, float)) or not warmup_steps > 0:
+        raise ValueError(f"--lexical_warmup_steps {warmup_steps!r}: expected a number of steps or a fraction of "
+                         "--max_steps in (0, 1)")
+    if isinstance(warmup_steps, float) and warmup_steps < 1.0:
+        steps = math.floor(warmup_steps * max_steps + 0.5)
+        if steps < 1:
+            raise ValueError(f"--lexical_warmup_steps {warmup_steps:g} of --max_steps {max_steps} is no step at all; "
+                             "give a larger fraction or a number of steps")
+        return steps
+    if not float(warmup_steps).is_integer():
+        raise ValueError(f"--lexical_warmup_steps {warmup_steps!r}: a number of steps must be whole (or give a "
+                         "fraction of --max_steps in (0, 1))")
+    return int(warmup_steps)
+
+
+def phase_boundaries(counts: Sequence[int], start: int = 0) -> list[int]:
+    """Global step at which each phase ends (cumulative sums of ``counts``, from ``start``: the warm-up's end)."""
+    ends, total = [], start
     for c in counts:
         total += c
         ends.append(total)
@@ -139,11 +165,13 @@ def phase_index_at(global_step: int, ends: Sequence[int]) -> int:
 
 @dataclass(frozen=True)
 class PhaseSchedule:
-    """A curriculum resolved for one run: the phases, steps per phase and the run's ``max_steps``."""
+    """A curriculum resolved for one run: the phases, steps per phase and the run's ``max_steps``; the phases
+    start after ``lexical_warmup_steps`` steps of lexical warm-up (0: none), which mask as the first phase."""
 
     phases: tuple[CurriculumPhase, ...]
     step_counts: tuple[int, ...]
     max_steps: int
+    lexical_warmup_steps: int = 0
 
     @property
     def versions(self) -> tuple[str, ...]:
@@ -151,7 +179,11 @@ class PhaseSchedule:
 
     @property
     def ends(self) -> list[int]:
-        return phase_boundaries(self.step_counts)
+        return phase_boundaries(self.step_counts, start=self.lexical_warmup_steps)
+
+    def in_lexical_warmup(self, global_step: int) -> bool:
+        """Whether the optimizer step following ``global_step`` completed steps is a lexical warm-up step."""
+        return global_step < self.lexical_warmup_steps
 
     def phase_at(self, global_step: int) -> int:
         return phase_index_at(global_step, self.ends)
@@ -164,24 +196,32 @@ class PhaseSchedule:
             "phases": [p.to_dict() for p in self.phases],
             "step_counts": list(self.step_counts),
             "max_steps": self.max_steps,
+            "lexical_warmup_steps": self.lexical_warmup_steps,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PhaseSchedule":
         phases = tuple(CurriculumPhase.from_dict(p) for p in data["phases"])
-        return cls(phases, tuple(int(n) for n in data["step_counts"]), int(data["max_steps"]))
+        # Checkpoints written before the lexical warm-up existed have no such key: they had none.
+        return cls(phases, tuple(int(n) for n in data["step_counts"]), int(data["max_steps"]),
+                   int(data.get("lexical_warmup_steps") or 0))
 
     def describe(self) -> str:
-        return ", ".join(f"v{v}={n} steps" for v, n in zip(self.versions, self.step_counts)) + f" (max_steps={self.max_steps})"
+        warmup = (f"lexical warm-up={self.lexical_warmup_steps} steps (v{self.versions[0]} masking), "
+                  if self.lexical_warmup_steps else "")
+        return warmup + ", ".join(f"v{v}={n} steps" for v, n in zip(self.versions, self.step_counts)) + \
+            f" (max_steps={self.max_steps})"
 
 
 @dataclass
 class Curriculum:
-    """The phases of a run and their step allocation (counts, or fractions of ``max_steps``)."""
+    """The phases of a run and their step allocation (counts, or fractions of the steps after the lexical
+    warm-up), and the warm-up's steps (a count or a fraction of ``max_steps``; 0: none)."""
 
     phases: tuple[CurriculumPhase, ...] = BIOPTIMUS_CURRICULUM
     phase_steps: tuple[float | int, ...] = BIOPTIMUS_PHASE_FRACTIONS
     source: str = field(default="bioptimus", compare=False)
+    lexical_warmup_steps: float | int = 0
 
     def __post_init__(self):
         self.phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in self.phases)
@@ -191,6 +231,7 @@ class Curriculum:
         if len(set(versions)) != len(versions):
             raise ValueError(f"{self.source}: phase versions must be unique, got {versions}")
         self.phase_steps = tuple(_as_step_value(s) for s in self.phase_steps)
+        self.lexical_warmup_steps = self.lexical_warmup_steps or 0
         if len(self.phase_steps) != len(self.phases):
             raise ValueError(
                 f"{self.source}: phase_steps has {len(self.phase_steps)} values for {len(self.phases)} curriculum phases "
@@ -202,10 +243,12 @@ class Curriculum:
         return tuple(p.version for p in self.phases)
 
     @classmethod
-    def from_spec(cls, spec: str = "bioptimus", phase_steps: Sequence[float | int] | None = None) -> "Curriculum":
+    def from_spec(cls, spec: str = "bioptimus", phase_steps: Sequence[float | int] | None = None,
+                  lexical_warmup_steps: float | int | None = None) -> "Curriculum":
         """``"bioptimus"`` (the paper's Table 4) or a json/yaml file: a list of phases, or a mapping with
         ``phases`` (each ``{version, masking_unit, masking_rate, corruption[, steps]}``). ``phase_steps``
-        overrides the steps of the file (which otherwise default to 10/20/30/40% of the run)."""
+        overrides the steps of the file (which otherwise default to 10/20/30/40% of the run);
+        ``lexical_warmup_steps`` puts a lexical warm-up before the phases."""
         if spec == "bioptimus":
             phases, file_steps = BIOPTIMUS_CURRICULUM, None
         else:
@@ -216,33 +259,46 @@ class Curriculum:
                 steps = [1.0 / len(phases)] * len(phases) if len(phases) > 1 else [1.0]
             else:
                 steps = BIOPTIMUS_PHASE_FRACTIONS
-        return cls(tuple(phases), tuple(steps), source=spec)
+        return cls(tuple(phases), tuple(steps), source=spec, lexical_warmup_steps=lexical_warmup_steps or 0)
 
     def only(self, version: str) -> "Curriculum":
         """This curriculum reduced to its phase ``version`` (``"0.1"`` or ``"v0.1"``), trained for the whole run."""
         key = str(version)[1:] if str(version)[:1] in ("v", "V") else str(version)
         for phase in self.phases:
             if phase.version == key:
-                return Curriculum((phase,), (1,), source=f"{self.source} (phase v{key} only)")
+                return Curriculum((phase,), (1,), source=f"{self.source} (phase v{key} only)",
+                                  lexical_warmup_steps=self.lexical_warmup_steps)
         raise ValueError(f"--single_phase {version}: no such phase in {self.source} (phases: {list(self.versions)})")
 
     def resolve(self, max_steps: int) -> PhaseSchedule:
-        """Step counts for a run of ``max_steps``; every phase must get steps and all must end by ``max_steps``."""
-        counts = resolve_phase_steps(list(self.phase_steps), max_steps)
-        total = sum(counts)
-        if total > max_steps:
+        """Step counts for a run of ``max_steps``: the lexical warm-up's, then every phase's; every phase must get
+        steps and all must end by ``max_steps``."""
+        warmup = resolve_lexical_warmup_steps(self.lexical_warmup_steps, max_steps)
+        curriculum_steps = max_steps - warmup
+        if warmup and curriculum_steps < len(self.phases):
             raise ValueError(
-                f"phase_steps {list(self.phase_steps)} add up to {total} steps but the run has max_steps={max_steps}: "
-                f"phases past step {max_steps} would never run and their releases would be missing; raise "
-                "--max_steps or lower --phase_steps"
+                f"--lexical_warmup_steps {self.lexical_warmup_steps:g} is {warmup} steps of a run of --max_steps "
+                f"{max_steps}: that leaves {max(curriculum_steps, 0)} steps for the {len(self.phases)} curriculum "
+                "phase(s) after it, which need at least one step each; lower --lexical_warmup_steps (e.g. a fraction "
+                "of the run such as 0.1) or raise --max_steps"
             )
-        if total < max_steps:
+        counts = resolve_phase_steps(list(self.phase_steps), curriculum_steps)
+        total = sum(counts)
+        if total > curriculum_steps:
+            after_warmup = f" minus the {warmup} steps of --lexical_warmup_steps" if warmup else ""
+            raise ValueError(
+                f"phase_steps {list(self.phase_steps)} add up to {total} steps but the run has max_steps={max_steps}"
+                f"{after_warmup}: phases past step {max_steps} would never run and their releases would be missing; "
+                "raise --max_steps or lower --phase_steps"
+            )
+        if total < curriculum_steps:
             # The last phase trains on to the end of the run (its release is written at max_steps).
-            counts[-1] += max_steps - total
-        return PhaseSchedule(self.phases, tuple(counts), max_steps)
+            counts[-1] += curriculum_steps - total
+        return PhaseSchedule(self.phases, tuple(counts), max_steps, warmup)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"phases": [p.to_dict() for p in self.phases], "phase_steps": list(self.phase_steps)}
+        return {"phases": [p.to_dict() for p in self.phases], "phase_steps": list(self.phase_steps),
+                "lexical_warmup_steps": self.lexical_warmup_steps}
 
 
 def _as_step_value(value: Any) -> float | int:

@@ -190,15 +190,16 @@ def check_resume_schedule(checkpoint: str | os.PathLike | None, schedule: PhaseS
     return change
 
 
-def resolve_run_schedule(training_args: Any, curriculum_args: Any, data_args: Any) -> tuple[Any, PhaseSchedule, Any]:
+def resolve_run_schedule(training_args: Any, curriculum_args: Any, data_args: Any,
+                         lexical_warmup_steps: float | int | None = None) -> tuple[Any, PhaseSchedule, Any]:
     """Step 1 of a training script: ``(curriculum, schedule, corpus report)``, everything that can be checked
-    without a model, so that bad input fails in seconds. Raises ValueError/FileNotFoundError naming the flag
-    or file."""
+    without a model, so that bad input fails in seconds (a lexical warm-up longer than the run included).
+    Raises ValueError/FileNotFoundError naming the flag or file."""
     from .data import check_pretraining_data
 
     if training_args.max_steps is None or training_args.max_steps <= 0:
         raise ValueError("--max_steps must be > 0: curriculum phases are scheduled in optimizer steps")
-    curriculum = curriculum_args.build()
+    curriculum = curriculum_args.build(lexical_warmup_steps)
     schedule = curriculum.resolve(training_args.max_steps)
     return curriculum, schedule, check_pretraining_data(data_args)
 

@@ -140,7 +140,8 @@ def _curriculum_rows(info: ReleaseInfo, mask_token: str | None) -> list[dict[str
         {"version": info.version, "masking_unit": info.masking_unit, "masking_rate": info.masking_rate,
          "corruption": info.corruption, "steps": info.steps}
     ]
-    rows, start = [], 0
+    # The phases start where the lexical warm-up ends.
+    rows, start = [], info.run.lexical_warmup.steps if info.run.lexical_warmup is not None else 0
     for phase in curriculum:
         steps = phase.get("steps")
         end = start + steps if isinstance(steps, int) else None
@@ -172,19 +173,46 @@ def _load_targets(versions: Sequence[str], repo_id: str | None, per_version_repo
 
 
 def _warmup(run: RunFacts) -> str | None:
+    # After a lexical warm-up, the learning-rate warm-up is the curriculum's own ramp, from its first step.
+    of = "the curriculum's steps" if run.lexical_warmup is not None else "the steps"
     if run.warmup_ratio is not None:
         steps = f" ({run.warmup_steps} steps)" if run.warmup_steps is not None else ""
-        return f"{100 * run.warmup_ratio:g}% of the steps{steps}"
+        return f"{100 * run.warmup_ratio:g}% of {of}{steps}"
     if run.warmup_steps is not None:
-        return f"{run.warmup_steps} steps"
+        return f"{run.warmup_steps} steps" + (" from the curriculum's first step" if run.lexical_warmup else "")
     return None
+
+
+def _lexical_warmup(info: ReleaseInfo, mask_token: str | None) -> dict[str, Any] | None:
+    """What the card says of a lexical warm-up before the curriculum (None: the run had none)."""
+    facts = info.run.lexical_warmup
+    if facts is None:
+        return None
+    first = info.curriculum[0] if info.curriculum else {}
+    ramp = ""
+    if facts.lr_warmup_steps:
+        ramp = (", a linear ramp over its first step" if facts.lr_warmup_steps == 1 else
+                f", a linear ramp over its first {facts.lr_warmup_steps} steps")
+    return {
+        "steps": facts.steps,
+        "learning_rate": _fmt(facts.learning_rate),
+        "schedule": f"{_fmt(facts.lr_scheduler_type)} over its {facts.steps} steps{ramp}",
+        "masking_version": facts.masking_version or first.get("version"),
+        "masking_unit": _masking_unit(first.get("masking_unit")),
+        "masking_rate": _fmt(first.get("masking_rate")),
+        "corruption": _corruption(first.get("corruption"), mask_token),
+        "parameters": facts.parameters,
+        "trained": f"{facts.trained_parameter_count:,}" if facts.trained_parameter_count is not None else "n/a",
+        "frozen": f"{facts.frozen_parameter_count:,}" if facts.frozen_parameter_count is not None else "n/a",
+    }
 
 
 def _hyperparameters(run: RunFacts) -> list[tuple[str, str]]:
     rows = [
         ("Peak learning rate", run.learning_rate),
         ("LR schedule", run.lr_scheduler_type),
-        ("Warm-up", _warmup(run)),
+        # Beside a lexical warm-up, say which warm-up this is.
+        ("Learning-rate warm-up" if run.lexical_warmup is not None else "Warm-up", _warmup(run)),
         ("Weight decay", run.weight_decay),
         ("Optimizer", run.optim),
         ("Batch size per device", run.per_device_train_batch_size),
@@ -192,7 +220,10 @@ def _hyperparameters(run: RunFacts) -> list[tuple[str, str]]:
         ("Devices (processes)", run.world_size),
         ("Effective batch size", run.effective_train_batch_size),
         ("Maximum sequence length", run.max_seq_length),
-        ("Total curriculum steps", run.max_steps),
+        ("Lexical warm-up steps", run.lexical_warmup.steps if run.lexical_warmup is not None else None),
+        ("Lexical warm-up peak learning rate", run.lexical_warmup.learning_rate if run.lexical_warmup else None),
+        ("Total curriculum steps", run.curriculum_steps),
+        ("Total steps (lexical warm-up and curriculum)", run.max_steps if run.lexical_warmup is not None else None),
         ("bf16 mixed precision", run.bf16),
         ("Seed", run.seed),
     ]
@@ -272,6 +303,7 @@ def build_card(
         phase_unit=_masking_unit(info.masking_unit),
         phase_corruption=_corruption(info.corruption, checkpoint.mask_token),
         curriculum=rows,
+        lexical_warmup=_lexical_warmup(info, checkpoint.mask_token),
         architecture=architecture,
         model_family=checkpoint.family_name,
         parameters=f"{parameters:,}" if parameters is not None else None,

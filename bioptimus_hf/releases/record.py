@@ -17,6 +17,10 @@ Format versions of ``bioptimus_phase.json``:
 * 3: format 2 plus a ``distillation`` object (:class:`DistillationFacts`): the release is a student distilled
   from a teacher (``run_distillation.py``). Only such releases are written as format 3; curriculum releases
   stay format 2, so older readers keep reading them and refuse students (whose card they cannot render).
+
+A run with a lexical warm-up before its curriculum (:mod:`bioptimus_hf.pretraining.lexical_warmup`) records it
+as ``run.lexical_warmup`` (:class:`LexicalWarmupFacts`), still format 2: the key is written only by such runs,
+and a reader that does not know it keeps it in ``run.extra``. The warm-up's end is not a release.
 """
 
 from __future__ import annotations
@@ -208,6 +212,36 @@ def _read_mask_token(release: Path) -> str | None:
 
 # ------------------------------------------------------------------------------------------ records
 @dataclass
+class LexicalWarmupFacts:
+    """The lexical warm-up a run began with: its steps (global steps ``0 .. steps``, before the first phase), the
+    first phase's masking it trained on, its learning-rate schedule, and which parameters it trained (every other
+    parameter was frozen)."""
+
+    steps: int
+    learning_rate: float | None = None  # peak, under lr_scheduler_type over the warm-up's steps
+    lr_scheduler_type: str | None = None
+    lr_warmup_steps: int | None = None  # the schedule's own linear ramp inside the warm-up
+    masking_version: str | None = None  # the phase whose masking the warm-up used (the first)
+    parameters: list[str] = field(default_factory=list)  # qualified names (tied aliases after " = ")
+    trained_parameter_count: int | None = None
+    frozen_parameter_count: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LexicalWarmupFacts":
+        data = dict(data or {})
+        known = {f.name for f in fields(cls)}
+        extra = dict(data.pop("extra", {}) or {})
+        extra.update({k: v for k, v in data.items() if k not in known})
+        values = {k: v for k, v in data.items() if k in known}
+        values["parameters"] = list(values.get("parameters") or [])
+        return cls(**values, extra=extra)
+
+
+@dataclass
 class RunFacts:
     """Facts of the run that produced a release: model, data and optimisation (never credentials)."""
 
@@ -234,7 +268,19 @@ class RunFacts:
     max_steps: int | None = None
     seed: int | None = None
     bf16: bool | None = None
+    lexical_warmup: LexicalWarmupFacts | None = None  # None: the curriculum started at step 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if isinstance(self.lexical_warmup, Mapping):
+            self.lexical_warmup = LexicalWarmupFacts.from_dict(self.lexical_warmup)
+
+    @property
+    def curriculum_steps(self) -> int | None:
+        """The steps of the curriculum itself: ``max_steps`` minus the lexical warm-up's."""
+        if self.max_steps is None:
+            return None
+        return self.max_steps - (self.lexical_warmup.steps if self.lexical_warmup is not None else 0)
 
     @property
     def effective_train_batch_size(self) -> int | None:
@@ -245,15 +291,21 @@ class RunFacts:
     @classmethod
     def from_training_arguments(cls, args: Any, **facts: Any) -> "RunFacts":
         """Optimisation facts from a ``TrainingArguments`` (``world_size`` is the number of processes),
-        plus model and data ``facts`` (keyword arguments named like the fields; unknown ones go to ``extra``)."""
+        plus model and data ``facts`` (keyword arguments named like the fields; unknown ones go to ``extra``).
+        With a ``lexical_warmup``, the learning-rate warm-up is the curriculum's: its ramp over the steps after the
+        lexical warm-up (the schedule of :mod:`bioptimus_hf.pretraining.lexical_warmup`)."""
         warmup = args.warmup_steps
         known = {f.name for f in fields(cls)}
         extra = {k: v for k, v in facts.items() if k not in known}
+        lexical = facts.get("lexical_warmup")
+        lexical_steps = (lexical.steps if isinstance(lexical, LexicalWarmupFacts) else
+                         int((lexical or {}).get("steps") or 0))
+        curriculum_steps = args.max_steps - lexical_steps if args.max_steps and args.max_steps > 0 else None
         return cls(
             learning_rate=args.learning_rate,
             lr_scheduler_type=str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)),
             warmup_ratio=float(warmup) if isinstance(warmup, float) and 0 < warmup < 1 else None,
-            warmup_steps=args.get_warmup_steps(args.max_steps) if args.max_steps and args.max_steps > 0 else None,
+            warmup_steps=args.get_warmup_steps(curriculum_steps) if curriculum_steps else None,
             weight_decay=args.weight_decay,
             optim=str(getattr(args.optim, "value", args.optim)),
             per_device_train_batch_size=args.per_device_train_batch_size,
@@ -268,6 +320,8 @@ class RunFacts:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        if self.lexical_warmup is None:
+            del data["lexical_warmup"]  # a run without the warm-up writes the same record as before it existed
         data["effective_train_batch_size"] = self.effective_train_batch_size
         return data
 

@@ -56,8 +56,7 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
                                arms[name].init_strategy}
         if name in arms:
             arm = arms[name]
-            row["curriculum"] = (f"single phase v{arm.args['single_phase']}" if arm.args.get("single_phase") not in
-                                 (None, "all") else str(arm.args.get("curriculum", "bioptimus")))
+            row["curriculum"] = arm.curriculum_text
             row["max_steps"] = arm.max_steps(args.token_budget)
             row["tokens"] = row["max_steps"] * arm.tokens_per_step()
             run_dir = layout.pretraining(name)

@@ -10,6 +10,11 @@ token budget divided by the tokens of one optimizer step, so that every arm sees
       - {name: continued, init_strategy: continued}
       - {name: contextualized, init_strategy: contextualized, init_norm_match: true}
       - {name: contextualized_one_phase, init_strategy: contextualized, single_phase: "0.4"}
+      - {name: contextualized+warmup, init_strategy: contextualized, init_norm_match: true, lexical_warmup_steps: 0.1}
+
+An arm with ``lexical_warmup_steps`` spends that part of the same token budget on the lexical warm-up
+(:mod:`bioptimus_hf.pretraining.lexical_warmup`); it shares its start model with the arm of the same
+initialisation.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ STUDY_OWNED_ARGS = ("output_dir", "max_steps", "model_name_or_path", "tokenizer_
 INIT_KEYS = ("init_strategy", "init_norm_match", "max_contexts_per_token", "max_context_chars")
 BASE_ROW = "base"  # the base model with no further pre-training, a row of every table
 CHECKPOINT_KINDS = ("final", "releases", "steps")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# Arm names name directories and flags' values: letters, digits and `_ . - +` (`contextualized+warmup`).
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
 def _mapping(value: Any, flag: str) -> dict[str, Any]:
@@ -56,7 +62,8 @@ class ArmConfig:
         data = dict(data)
         name = str(data.pop("name", "") or "")
         if not _NAME.match(name):
-            raise ValueError(f"--arms: every arm needs a 'name' made of letters, digits, '_', '-', '.'; got {name!r}")
+            raise ValueError(f"--arms: every arm needs a 'name' made of letters, digits, '_', '-', '.', '+'; got "
+                             f"{name!r}")
         if name == BASE_ROW:
             raise ValueError(f"--arms: {BASE_ROW!r} is the base model's row (--include_base), not an arm name")
         owned = sorted(set(data) & set(STUDY_OWNED_ARGS))
@@ -80,6 +87,17 @@ class ArmConfig:
     @property
     def init_strategy(self) -> str:
         return self.args.get("init_strategy", "continued")
+
+    @property
+    def curriculum_text(self) -> str:
+        """The arm's curriculum for tables: the curriculum or its single phase, after the lexical warm-up if any."""
+        single = self.args.get("single_phase")
+        text = f"single phase v{single}" if single not in (None, "all") else str(self.args.get("curriculum", "bioptimus"))
+        warmup = self.args.get("lexical_warmup_steps")
+        if warmup:
+            amount = f"{100 * float(warmup):g}%" if float(warmup) < 1 else f"{int(float(warmup))} steps"
+            text = f"lexical warm-up ({amount}), then {text}"
+        return text
 
     def tokens_per_step(self) -> int:
         """Tokens of one optimizer step (packed blocks: batch × accumulation × sequence length)."""
