@@ -226,6 +226,7 @@ def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initiali
     assert phase["run"]["tokenizer"] == tiny_model_dir.name  # the vocabulary the start checkpoint was given
 
 
+@pytest.mark.compile
 def test_torch_compile_releases_plain_models_equal_to_the_final_weights(monkeypatch, tmp_path, tiny_model_dir,
                                                                           corpus):
     """--torch_compile true (the GPU configs set it): the masked-only head and the curriculum compile, and every

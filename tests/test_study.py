@@ -89,6 +89,14 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     on_disk = json.loads((results_dir / "results.json").read_text())
     assert set(on_disk["analysis"]) == {"base", "continued", "averaged_one_phase"}
     assert set(on_disk["analysis"]["continued"]) == {"v0.1", "v0.2", "v0.3", "v0.4"}
+    # Held-out loss on new and old tokens: the continued arm keeps the base vocabulary (nothing new), the
+    # averaged arm's new vocabulary has new-token targets; the base row has no pre-training split.
+    kinds = {row: {t: m.get("heldout_by_token_kind") for t, m in targets.items()} for row, targets in on_disk["analysis"].items()}
+    assert kinds["base"]["base"] is None
+    assert all(k["new"]["positions"] == 0 and k["old"]["positions"] > 0 for k in kinds["continued"].values())
+    new_positions = kinds["averaged_one_phase"]["v0.4"]["new"]["positions"]
+    assert new_positions > 0 and kinds["averaged_one_phase"]["v0.4"]["all"]["positions"] > new_positions
+    assert "## Held-out MLM loss on new and old tokens" in table and "| averaged_one_phase | v0.4 |" in table
     for name in ("loss_continued.png", "loss_averaged_one_phase.png", "heldout_loss.png", "masked_fraction.png",
                  "ner_f1.png", "representations_continued.png", "representations_averaged_one_phase.png"):
         assert (results_dir / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name

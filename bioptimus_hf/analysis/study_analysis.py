@@ -1,6 +1,7 @@
 """Representation analysis of a study: for the base model and every release of every arm, the isotropy of
 input embeddings and of contextual token representations, and how far rare tokens sit from frequent ones
-(paper Figure 5), plus one projection figure per arm with a panel per phase.
+(paper Figure 5), plus one projection figure per arm with a panel per phase; and for every release, its
+held-out masked-LM loss on new and old tokens apart (:mod:`.token_kind_loss`, issue 32).
 
 Each model's measures are cached in ``<output_dir>/analysis/<row>/<target>.json`` (written atomically), so
 a resumed study analyses only new releases.
@@ -26,7 +27,7 @@ from .isotropy import centroid_separation, mean_pairwise_cosine, partition_ratio
 from .projection import plot_projection_panels, project_2d
 from .representations import contextual_token_vectors, input_embeddings
 
-MEASURES_VERSION = 1
+MEASURES_VERSION = 2  # 2: + heldout_by_token_kind
 PROJECTED_TOKENS = 600  # per panel: rare, middle and frequent tokens, evenly
 
 
@@ -84,6 +85,20 @@ def analyse_model(model_dir: str | Path, corpus_files: Sequence[str], sentences:
     return result
 
 
+def arm_data_arguments(args: StudyArguments, row: str):
+    """The data arguments an arm was pre-trained with (its ``pretraining_args.json``), or None."""
+    import dataclasses
+
+    from ..pretraining.data_config import PretrainingDataArguments
+
+    recorded = StudyLayout(args.output_dir).arm(row) / "pretraining_args.json"
+    if not recorded.is_file():
+        return None
+    arm_args = read_json(recorded)["args"]
+    names = {f.name for f in dataclasses.fields(PretrainingDataArguments)}
+    return PretrainingDataArguments(**{k: v for k, v in arm_args.items() if k in names})
+
+
 def analysis_targets(args: StudyArguments) -> dict[str, dict[str, Path]]:
     """Row -> {target name -> model dir}: the base model and every release of every arm trained so far."""
     layout = StudyLayout(args.output_dir)
@@ -111,6 +126,12 @@ def analyse_study(args: StudyArguments, figures_dir: str | Path) -> dict[str, An
             if measures is None or tuple(measures.get("cache_key") or ()) != wanted:
                 measures = analyse_model(model_dir, corpus, sentences, counts_cache, seed=args.seed,
                                          projection=args.analysis_projection)
+                data_args = arm_data_arguments(args, row) if row != BASE_ROW else None
+                if data_args is not None:  # the base model has no pre-training split (and MiniLM no MLM head)
+                    from .token_kind_loss import heldout_loss_by_token_kind
+
+                    measures["heldout_by_token_kind"] = heldout_loss_by_token_kind(
+                        model_dir, args.model_name_or_path, data_args, seed=args.seed)
                 measures["cache_key"] = list(wanted)
                 write_json_atomic(cache, measures)
             everything.setdefault(row, {})[target] = measures

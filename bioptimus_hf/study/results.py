@@ -182,6 +182,16 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
         from ..analysis.report import analysis_table
 
         lines += ["", "## Representations of rare and frequent tokens (paper Figure 5)", "", analysis_table(analysis)]
+        kinds = [(row, target, m["heldout_by_token_kind"]) for row, targets in analysis.items()
+                 for target, m in targets.items() if m.get("heldout_by_token_kind")]
+        if kinds:
+            lines += ["", "## Held-out MLM loss on new and old tokens (one masking for all: tokens 15 %, 80/10/10, "
+                      "seeded; bioptimus_hf/analysis/token_kind_loss.py)", "",
+                      "| arm | release | loss on new-token targets (positions) | loss on old-token targets (positions) "
+                      "| all |", "|---|---|---|---|---|"]
+            for row, target, split in kinds:
+                lines.append(f"| {row} | {target} | {_num(split['new']['loss'])} ({split['new']['positions']}) | "
+                             f"{_num(split['old']['loss'])} ({split['old']['positions']}) | {_num(split['all']['loss'])} |")
     lines += ["", f"NER: {', '.join(datasets) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
               f"{study['ner_args']}. '{NOT_RUN}': not run (yet).",
               "Held-out MLM loss: per masked token of the row's own tokenization (its last release), so rows with "
