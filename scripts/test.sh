@@ -22,7 +22,12 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_
 # Both branches of `auto` precision on every machine (tests/README.md): the tests marked `precision` ran
 # above as this machine resolves `auto`; again now with its bf16 branch forced (emulated where not native),
 # also where the caller set BIOPTIMUS_DISABLE_BF16 (the two switches together are refused).
+# A marker expression among the extra arguments (-m EXPR) narrows this pass too: "precision and (EXPR)".
+marker=precision; rest=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-m" ] && [ $# -gt 1 ]; then marker="precision and ($2)"; shift 2; else rest+=("$1"); shift; fi
+done
 status=0
-env -u BIOPTIMUS_DISABLE_BF16 BIOPTIMUS_FORCE_BF16=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m precision "$@" \
-  || status=$?
+env -u BIOPTIMUS_DISABLE_BF16 BIOPTIMUS_FORCE_BF16=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m "$marker" \
+  ${rest[@]+"${rest[@]}"} || status=$?
 [ "$status" = 0 ] || [ "$status" = 5 ] || exit "$status"  # 5: the arguments selected no precision test
