@@ -43,6 +43,9 @@ def main(argv=None):
         draw_figures(results, args.output_dir, results_dir / "figures")
         return results
 
+    if args.reference_results:  # an unusable reference study fails now, not after hours of training
+        report()
+
     # 2. Tokenizer, start models, then the base row and every arm: pre-training, NER (skipping what is done).
     runner = StudyRunner(args, run_pretraining.main, run_ner.main, on_progress=report)
     if args.prepare_only:  # shared inputs only; the arms then run as separate jobs (docs/study.md)

@@ -106,6 +106,28 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     assert (release / "training_loss.png").read_bytes()[:4] == b"\x89PNG"
     assert "[training_loss.png](training_loss.png)" in (release / "README.md").read_text()
 
+    # An earlier study's rows as references (--reference_results): named after its folder, shown in the tables and
+    # the held-out loss figure, and this study's rows paired with them seed by seed; the reference's own pairs are
+    # not repeated.
+    reference = tmp_path / "earlier" / "results.json"
+    reference.parent.mkdir()
+    reference.write_text((results_dir / "results.json").read_text())
+    joined_dir = tmp_path / "joined"
+    joined_flags = ["--results_dir", str(joined_dir), "--reference_results", str(reference),
+                    "--reference_rows", "base", "continued", "--skip_analysis", "true"]
+    joined = run_study.main([config, "--report_only", "true", *joined_flags])
+    assert list(joined["rows"]) == ["base [earlier]", "continued [earlier]", "base", "continued", "averaged_one_phase"]
+    pairs = {(p["row"], p["reference"]): p for p in joined["paired"]}
+    assert ("continued [earlier]", "base [earlier]") not in pairs
+    assert pairs[("averaged_one_phase", "continued [earlier]")]["mean"] == \
+        pytest.approx(f1["averaged_one_phase"] - f1["continued"])
+    assert pairs[("continued", "continued [earlier]")]["differences"] == [0.0]
+    joined_table = (joined_dir / "results.md").read_text()
+    assert "| continued [earlier] | continued | bioptimus | 8 |" in joined_table
+    assert "| continued [earlier] | v0.4 | word 0.20, all [MASK] | 8 |" in joined_table
+    assert "come from an earlier study" in joined_table
+    assert (joined_dir / "figures" / "heldout_loss.png").read_bytes()[:4] == b"\x89PNG"
+
     # Resume: nothing is recomputed (the entry points would fail if called), marks are untouched.
     marks = sorted(study.rglob(DONE_FILE))
     assert len(marks) == 2 + 3  # two arms, three NER runs
@@ -140,6 +162,19 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     assert list(lane["rows"]) == ["base", "continued", "averaged_one_phase"]
     assert lane["rows"]["base"]["ner"] == rows["base"]["ner"]
     assert "| base |" in (results_dir / "results.md").read_text()
+
+    # A reference study that differs in what pairing needs is refused, naming the file and the setting, before
+    # anything trains (the entry points above still fail if called).
+    (study / "arms" / "continued" / DONE_FILE).unlink()
+    changed = json.loads(reference.read_text())
+    changed["study"]["token_budget"] = 2000
+    reference.write_text(json.dumps(changed))
+    with pytest.raises(ValueError, match=r"--reference_results .*results.json: its token_budget 2000 differs from "
+                                         r"this study's 1000"):
+        run_study.main([config, *joined_flags])
+    reference.write_text(json.dumps({**changed, "study": {**changed["study"], "token_budget": 1000}}))
+    with pytest.raises(ValueError, match=r"--reference_rows \['nosuch'\]: not rows of"):
+        run_study.main([config, *joined_flags, "--reference_rows", "nosuch"])
 
 
 def test_prepare_only_builds_the_shared_inputs_once_and_trains_nothing(tmp_path, tiny_model_dir, monkeypatch):
@@ -227,6 +262,7 @@ def test_bad_study_configs_are_refused_with_the_flag(tmp_path, arms, message):
 @pytest.mark.parametrize("flags, message", [
     (["--only_arms", "nosuch"], r"--only_arms \['nosuch'\]: no such arm \(arms: \['a'\], or 'base'\)"),
     (["--prepare_only", "true", "--report_only", "true"], "exclude each other"),
+    (["--reference_rows", "base"], "--reference_rows needs --reference_results"),
 ])
 def test_bad_study_flags_are_refused(tmp_path, flags, message):
     path = tmp_path / "study.yaml"

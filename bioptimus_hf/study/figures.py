@@ -43,7 +43,7 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
     rows = results["rows"]
     histories = {}
     for name, row in rows.items():
-        if row.get("pretraining") is None:
+        if row.get("pretraining") is None or row.get("reference"):
             continue
         state = _trainer_state(layout.pretraining(name))
         if state is None:
@@ -55,12 +55,19 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
         if path:
             written.append(path)
 
-    if histories:
+    # A reference study's rows (--reference_results) keep no log history here: their releases' held-out loss
+    # (the same phase's own masking) is drawn at each phase's end instead.
+    released = {name: [(r["global_step"], r["heldout_mlm_loss"]) for r in row["pretraining"]["releases"]
+                       if r.get("heldout_mlm_loss") is not None]
+                for name, row in rows.items() if row.get("reference") and (row.get("pretraining") or {}).get("releases")}
+    if histories or released:
         figure, ax = plt.subplots(figsize=(7, 4))
         for name, history in histories.items():
             points = loss_series(history)["eval_loss"]
             if points:
                 ax.plot(*zip(*points), "o-", markersize=3, label=name)
+        for name, points in released.items():
+            ax.plot(*zip(*points), "s--", markersize=6, fillstyle="none", label=f"{name} (releases)")
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("held-out masked-LM loss (phase's own masking)")
         ax.legend(fontsize=8)

@@ -10,6 +10,7 @@ A row or a cell that has not run yet says so; the files are rewritten after ever
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ from .study_config import BASE_ROW, StudyArguments
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 NOT_RUN = "–"
+# What two studies must share for a difference between their rows, paired by fine-tuning seed, to compare like
+# with like (--reference_results). The machine is not among them: float32 runs on two CPUs differ by rounding.
+REFERENCE_KEYS = ("model_name_or_path", "token_budget", "ner_args")
 
 
 def _pretraining_summary(run_dir: Path, finished: bool) -> dict[str, Any]:
@@ -40,6 +44,44 @@ def _pretraining_summary(run_dir: Path, finished: bool) -> dict[str, Any]:
     if (run_dir / "train_results.json").is_file():
         summary["train_metrics"] = read_json(run_dir / "train_results.json")
     return summary
+
+
+def reference_rows(path: str | Path, wanted: list[str] | None, study: dict[str, Any]) -> dict[str, Any]:
+    """The rows of an earlier study's ``results.json``, named ``row [its folder]`` and marked as references.
+
+    Refused (naming the file and the setting) unless the earlier study shares :data:`REFERENCE_KEYS` with
+    ``study``: a paired difference between rows fine-tuned with other NER arguments or trained on another
+    budget would not measure the arms.
+    """
+    path = Path(path)
+    try:
+        reference = read_json(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"--reference_results {path}: no such file") from None
+    except ValueError as error:
+        raise ValueError(f"--reference_results {path}: not JSON ({error})") from None
+    if not isinstance(reference, dict) or not isinstance(reference.get("study"), dict) \
+            or not isinstance(reference.get("rows"), dict):
+        raise ValueError(f"--reference_results {path}: not a study's results.json (needs 'study' and 'rows')")
+    theirs, rows = reference["study"], reference["rows"]
+    for key in REFERENCE_KEYS:
+        ours = json.loads(json.dumps(study[key]))  # as it would read back from a results.json
+        if theirs.get(key) != ours:
+            raise ValueError(f"--reference_results {path}: its {key} {theirs.get(key)!r} differs from this study's "
+                             f"{ours!r}; paired differences would compare unlike runs")
+    unknown = sorted(set(wanted or []) - set(rows))
+    if unknown:
+        raise ValueError(f"--reference_rows {unknown}: not rows of {path} (rows: {list(rows)})")
+    label = path.parent.name or str(path)
+    return {f"{name} [{label}]": {**row, "reference": {"results": str(path), "row": name}}
+            for name, row in rows.items() if not wanted or name in wanted}
+
+
+def _base_row(rows: dict[str, Any]) -> str | None:
+    """This study's base row, else a reference study's: the row the 'Δ vs base' column pairs with."""
+    if BASE_ROW in rows:
+        return BASE_ROW
+    return next((name for name, row in rows.items() if (row.get("reference") or {}).get("row") == BASE_ROW), None)
 
 
 def collect_results(args: StudyArguments) -> dict[str, Any]:
@@ -72,24 +114,29 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
             ner.setdefault(target, {})[dataset] = aggregated
         row["ner"] = ner
         rows[name] = row
-    return {
-        "study": {"model_name_or_path": args.base_model_hub_id or Path(args.model_name_or_path).name,
-                  "token_budget": args.token_budget, "seed": args.seed,
-                  "ner_datasets": [Path(d).name for d in args.ner_data_dirs], "ner_seeds": list(args.ner_seeds),
-                  "ner_args": args.ner_run_args, "evaluate_checkpoints": list(args.evaluate_checkpoints),
-                  "evaluate_every_steps": args.evaluate_every_steps,
-                  "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs}},
-        "rows": rows,
-        "paired": paired_differences(rows, [Path(d).name for d in args.ner_data_dirs]),
-    }
+    study = {"model_name_or_path": args.base_model_hub_id or Path(args.model_name_or_path).name,
+             "token_budget": args.token_budget, "seed": args.seed,
+             "ner_datasets": [Path(d).name for d in args.ner_data_dirs], "ner_seeds": list(args.ner_seeds),
+             "ner_args": args.ner_run_args, "evaluate_checkpoints": list(args.evaluate_checkpoints),
+             "evaluate_every_steps": args.evaluate_every_steps,
+             "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs}}
+    if args.reference_results:  # first, so that every pair reads "this study's row − the earlier one"
+        study["reference_results"] = str(args.reference_results)
+        rows = {**reference_rows(args.reference_results, args.reference_rows, study), **rows}
+    return {"study": study, "rows": rows,
+            "paired": paired_differences(rows, [Path(d).name for d in args.ner_data_dirs])}
 
 
 def paired_differences(rows: dict[str, Any], datasets: list[str], target: str = "final") -> list[dict[str, Any]]:
-    """Test F1 of every row minus every earlier row (the base first), seed by seed, per dataset (in order)."""
+    """Test F1 of every row minus every earlier row (the base first), seed by seed, per dataset (in order).
+
+    Two rows of a reference study are not paired again: their difference is in that study's own report."""
     names = list(rows)
     pairs = []
     for i, earlier in enumerate(names):
         for later in names[i + 1:]:
+            if rows[earlier].get("reference") and rows[later].get("reference"):
+                continue
             for dataset in datasets:
                 cell = rows[later]["ner"].get(target, {}).get(dataset)
                 reference = rows[earlier]["ner"].get(target, {}).get(dataset)
@@ -139,17 +186,19 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
     for dataset in datasets:
         header += [f"{dataset} test F1", f"{dataset} devel F1", "Δ test F1 vs base (paired)"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    base = _base_row(rows)
     for name, row in rows.items():
         pre = row.get("pretraining")
-        status = "" if name == BASE_ROW or (pre and pre["finished"]) else (" (training)" if pre else " (not run)")
+        status = "" if name == base or row.get("reference") or (pre and pre["finished"]) else \
+            (" (training)" if pre else " (not run)")
         cells = [f"{name}{status}", row["init_strategy"], row.get("curriculum", NOT_RUN),
                  str(row.get("max_steps", 0)), _num(_final_loss(row))]
         for dataset in datasets:
             cell = row["ner"].get("final", {}).get(dataset)
             cells += [_pm(cell, "test_f1"), _pm(cell, "eval_f1")]
-            cells.append(_paired_cell(results, name, BASE_ROW, dataset))
+            cells.append(_paired_cell(results, name, base, dataset) if base else NOT_RUN)
         lines.append("| " + " | ".join(cells) + " |")
-    arm_pairs = [p for p in results.get("paired", []) if BASE_ROW not in (p["row"], p["reference"])]
+    arm_pairs = [p for p in results.get("paired", []) if base not in (p["row"], p["reference"])]
     if arm_pairs:
         lines += ["", "## Arms against each other (test F1 %, paired by fine-tuning seed: mean ± std of the "
                   "differences)", "", "| difference | dataset | mean ± std | per seed |", "|---|---|---|---|"]
@@ -192,6 +241,9 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
             for row, target, split in kinds:
                 lines.append(f"| {row} | {target} | {_num(split['new']['loss'])} ({split['new']['positions']}) | "
                              f"{_num(split['old']['loss'])} ({split['old']['positions']}) | {_num(split['all']['loss'])} |")
+    if study.get("reference_results"):
+        lines += ["", f"Rows named 'row [folder]' come from an earlier study, {study['reference_results']} (same base "
+                  "model, token budget and NER arguments; possibly another machine): they were not run again here."]
     lines += ["", f"NER: {', '.join(datasets) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
               f"{study['ner_args']}. '{NOT_RUN}': not run (yet).",
               "Held-out MLM loss: per masked token of the row's own tokenization (its last release), so rows with "

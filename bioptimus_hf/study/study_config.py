@@ -180,6 +180,16 @@ class StudyArguments:
     results_dir: str | None = field(
         default=None, metadata={"help": "Where results.json, results.md and figures go (default: <output_dir>/study)."}
     )
+    reference_results: str | None = field(
+        default=None,
+        metadata={"help": "results.json of an earlier study: its rows join the tables (named 'row [its folder]') and "
+                          "this study's rows are paired with them by fine-tuning seed, instead of training them again. "
+                          "It must share the base model, token budget and NER arguments (checked); its machine may "
+                          "differ (docs/study.md)."},
+    )
+    reference_rows: list[str] | None = field(
+        default=None, metadata={"help": "Rows of --reference_results to show and pair with (default: all of them)."}
+    )
 
     def __post_init__(self):
         if self.token_budget <= 0:
@@ -212,6 +222,8 @@ class StudyArguments:
                 raise ValueError(f"--ner_args sets {key!r}, which the study sets itself")
         if self.analysis_projection not in ("auto", "tsne", "pca"):
             raise ValueError(f"--analysis_projection {self.analysis_projection!r}: expected auto, tsne or pca")
+        if self.reference_rows and not self.reference_results:
+            raise ValueError("--reference_rows needs --reference_results (the earlier study's results.json)")
         self.results_dir = self.results_dir or f"{self.output_dir.rstrip('/')}/study"
 
     @property
