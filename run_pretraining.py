@@ -94,6 +94,10 @@ def main(argv=None):
         warmup = None
         if schedule.lexical_warmup_steps:  # its steps as resolved here, for the Trainer and the phases alike
             warmup = LexicalWarmup(schedule.lexical_warmup_steps, warmup_args.lexical_warmup_learning_rate)
+            if warmup_args.lexical_warmup_release in schedule.versions:
+                raise ValueError(f"--lexical_warmup_release {warmup_args.lexical_warmup_release} is a version of the "
+                                 f"curriculum ({', '.join(schedule.versions)}): give the warm-up's release its own "
+                                 "(e.g. 0.0)")
             for note in check_training_arguments(training_args):
                 logger.info("lexical warm-up: %s", note)
     except (ValueError, FileNotFoundError) as error:
@@ -134,7 +138,8 @@ def main(argv=None):
             lexical = lexical_parameters(model)
         except LexicalWarmupUnsupported as error:
             raise SystemExit(f"error: {error}") from None
-        lexical_warmup_facts = warmup.facts(training_args, lexical, schedule.versions[0])
+        lexical_warmup_facts = warmup.facts(training_args, lexical, schedule.versions[0],
+                                            warmup_args.lexical_warmup_release)
         logger.info("lexical warm-up: %d steps at peak learning rate %g on v%s's masking, training %s",
                     schedule.lexical_warmup_steps, lexical_warmup_facts.learning_rate, schedule.versions[0],
                     lexical.describe())
@@ -194,6 +199,7 @@ def main(argv=None):
         on_release=[publisher] if publisher is not None else [],
         allow_schedule_change=curriculum_args.allow_schedule_change,
         lexical_warmup_steps=schedule.lexical_warmup_steps,
+        lexical_warmup_release=warmup_args.lexical_warmup_release,
     )
     # With a lexical warm-up, the Trainer freezes the body for it and runs its learning-rate schedule.
     trainer_class, warmup_kwargs = (LexicalWarmupTrainer, {"lexical_warmup": warmup}) if warmup else (Trainer, {})

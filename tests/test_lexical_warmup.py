@@ -238,6 +238,7 @@ def _args(model_dir, corpus, out, *extra):
     "float32",
     "bf16",
     pytest.param("compile", marks=pytest.mark.compile),
+    "released",
 ])
 def test_run_pretraining_warms_up_releases_the_curriculum_and_says_so(monkeypatch, tmp_path, tiny_model_dir, corpus,
                                                                        mode):
@@ -247,7 +248,8 @@ def test_run_pretraining_warms_up_releases_the_curriculum_and_says_so(monkeypatc
              # aot_eager: AOTAutograd sees which parameters need a gradient; one phase, no evaluation: few graphs.
              "compile": ["--torch_compile", "true", "--torch_compile_backend", "aot_eager", "--use_cpu", "true",
                          "--single_phase", "0.1", "--validation_split_percentage", 0, "--max_steps", 8,
-                         "--lexical_warmup_steps", 4]}[mode]
+                         "--lexical_warmup_steps", 4],
+             "released": ["--lexical_warmup_release", "v0.0"]}[mode]
     if mode == "bf16":
         from transformers.utils import is_torch_bf16_available_on_device
 
@@ -286,8 +288,10 @@ def test_run_pretraining_warms_up_releases_the_curriculum_and_says_so(monkeypatc
     if mode == "compile":
         assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.1"]
         return
-    # Releases: v0.1..v0.4 and nothing for the warm-up; v0.1 is the end of phase 1, which starts at the warm-up's end.
-    assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    # Releases: v0.1..v0.4 and nothing for the warm-up unless asked; v0.1 is the end of phase 1, which starts at the
+    # warm-up's end.
+    released = mode == "released"
+    assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.0"] * released + ["v0.1", "v0.2", "v0.3", "v0.4"]
     first = ReleaseInfo.load(out / "releases" / "v0.1")
     assert (first.start_step, first.end_step, first.steps) == (4, 5, 1)  # 12 curriculum steps: 1/2/4/5
     assert ReleaseInfo.load(out / "releases" / "v0.4").end_step == 16
@@ -303,13 +307,37 @@ def test_run_pretraining_warms_up_releases_the_curriculum_and_says_so(monkeypatc
     assert facts.trained_parameter_count + facts.frozen_parameter_count == sum(p.numel() for p in base.parameters())
     assert first.run.warmup_steps == 3 and first.run.curriculum_steps == 12  # ceil(0.25 * 12): the curriculum's ramp
     card = (out / "releases" / "v0.1" / "README.md").read_text()
-    assert "| | lexical warm-up (no release) | sub-word token | 0.15 |" in card
+    assert f"| | {'v0.0 (lexical warm-up)' if released else 'lexical warm-up (no release)'} | sub-word token | 0.15 |" \
+        in card
     assert "| **▶** | **v0.1** | sub-word token | 0.15 | 80/10/10 (mask/random/keep) | 1 | 5 |" in card
     assert "**Lexical warm-up.** Before phase 1, the run's first 4 steps trained only the lexical parameters" in card
     assert "`bert.embeddings.word_embeddings.weight = cls.predictions.decoder.weight`" in card
     assert "| Lexical warm-up peak learning rate | 0.002 |" in card and "| Total curriculum steps | 12 |" in card
     assert "| Learning-rate warm-up | 25% of the curriculum's steps (3 steps) |" in card
     assert "(linear over its 4 steps, a linear ramp over its first step)" in card
+    if not released:
+        assert "The end of the warm-up is not a release; its batches count in this phase's" in card
+        assert not first.is_lexical_warmup and facts.release_version is None
+        return
+    # Asked for (--lexical_warmup_release v0.0): the warm-up's end is release v0.0, the checkpoint of step 4 itself
+    # (the body still the start model's), evaluated on the first phase's masking, and every card says so.
+    assert "The end of the warm-up is release v0.0; its batches count" in card
+    warmup = ReleaseInfo.load(out / "releases" / "v0.0")
+    assert warmup.is_lexical_warmup and not first.is_lexical_warmup and facts.release_version == "0.0"
+    assert (warmup.phase_index, warmup.start_step, warmup.end_step, warmup.global_step, warmup.steps) == \
+        (None, 0, 4, 4, 4)
+    assert (warmup.masking_unit, warmup.masking_rate, warmup.corruption) == ("token", 0.15, True)
+    assert warmup.heldout_mlm_loss is not None and 0.1 < warmup.realised_masked_fraction < 0.2
+    weights = load_file(out / "releases" / "v0.0" / "model.safetensors")
+    assert set(weights) <= set(at_warmup_end)
+    for name, tensor in weights.items():
+        assert torch.equal(tensor, at_warmup_end[name]), name
+    warmup_card = (out / "releases" / "v0.0" / "README.md").read_text()
+    assert "checkpoint written at the end of the lexical warm-up, before curriculum phase 1 of 4 (global step 4). " \
+           "Only its lexical parameters have trained" in warmup_card
+    assert "| **▶** | **v0.0** (lexical warm-up) | sub-word token | 0.15 |" in warmup_card
+    assert "The warm-up: sub-word token masking at rate 0.15" in warmup_card and "\nsteps 0–4;" in warmup_card
+    assert "\nsteps 4–5;" in card  # (a phase starting at step 0 once read "n/a")
 
 
 def test_run_pretraining_refuses_a_warmup_longer_than_the_run_before_loading_anything(monkeypatch, tmp_path,
@@ -326,6 +354,14 @@ def test_run_pretraining_refuses_a_warmup_longer_than_the_run_before_loading_any
         _run(monkeypatch, _args(tiny_model_dir, corpus, out, "--lexical_warmup_steps", 16))
     with pytest.raises(SystemExit, match="--ddp_find_unused_parameters true"):
         _run(monkeypatch, _args(tiny_model_dir, corpus, out, "--ddp_find_unused_parameters", "false"))
+    with pytest.raises(SystemExit, match=r"--lexical_warmup_release 0.2 is a version of the curriculum "
+                                         r"\(0.1, 0.2, 0.3, 0.4\): give the warm-up's release its own"):
+        _run(monkeypatch, _args(tiny_model_dir, corpus, out, "--lexical_warmup_release", "0.2"))
+    without_warmup = _args(tiny_model_dir, corpus, out, "--lexical_warmup_release", "0.0")
+    at = without_warmup.index("--lexical_warmup_steps")
+    del without_warmup[at:at + 2]
+    with pytest.raises((SystemExit, ValueError), match="--lexical_warmup_release 0.0: there is no warm-up to release"):
+        _run(monkeypatch, without_warmup)
     assert not out.exists()
 
 

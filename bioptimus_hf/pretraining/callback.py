@@ -19,6 +19,10 @@ from .phases import BIOPTIMUS_PHASE_FRACTIONS, Curriculum, PhaseSchedule
 logger = logging.getLogger(__name__)
 
 
+# The pending release's "phase index" when it is the end of the lexical warm-up (--lexical_warmup_release).
+WARMUP_RELEASE = -1
+
+
 class ScheduleMismatchError(RuntimeError):
     """A run resumed with a curriculum schedule other than the one its checkpoint was trained under."""
 
@@ -48,6 +52,8 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         lexical_warmup_steps: steps (or a fraction of ``max_steps``) of a lexical warm-up before the first phase
             (:mod:`~bioptimus_hf.pretraining.lexical_warmup`; its Trainer freezes and unfreezes the model): they
             mask as the first phase, write no release, and the phases share the steps after them.
+        lexical_warmup_release: a version (not one of the curriculum's) under which the model at the end of the
+            lexical warm-up is also released, evaluated like a phase's end; None (default): no such release.
 
     The callback must run before the reporting callbacks to put its metrics in their logs: add it
     with ``trainer.callback_handler.callbacks.insert(0, callback)`` (``run_pretraining.py`` does).
@@ -68,6 +74,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         on_release: Sequence[Callable[[Path], None]] = (),
         allow_schedule_change: bool = False,
         lexical_warmup_steps: float | int = 0,
+        lexical_warmup_release: str | None = None,
     ):
         self.collator = collator
         self.curriculum = Curriculum(collator.phases, tuple(phase_steps), source="phase_steps",
@@ -78,6 +85,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         self.run_info = dict(run_info or {})
         self.on_release = list(on_release)
         self.allow_schedule_change = allow_schedule_change
+        self.lexical_warmup_release = lexical_warmup_release
         self.schedule: PhaseSchedule | None = None
         self.schedule_changes: list[dict[str, Any]] = []
         self.phase_history: list[tuple[int, str]] = []
@@ -101,9 +109,12 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         self.run_facts = RunFacts.from_training_arguments(args, **self.run_info)
 
     def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step not in self.schedule.ends:
+        if self.lexical_warmup_release and state.global_step == self.schedule.lexical_warmup_steps > 0:
+            self._pending_release = WARMUP_RELEASE
+        elif state.global_step in self.schedule.ends:
+            self._pending_release = self.schedule.ends.index(state.global_step)
+        else:
             return
-        self._pending_release = self.schedule.ends.index(state.global_step)
         control.should_save = True
         if self.evaluate_at_phase_end:
             control.should_evaluate = True
@@ -207,27 +218,29 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             if state.is_world_process_zero:
                 self._write_release(args, state, kwargs, finished, metrics, totals)
             self._wait_for_release(args, finished)
-        if finished + 1 < len(self.collator.phases):
-            self._activate(finished + 1, state.global_step)
+        if finished != WARMUP_RELEASE and finished + 1 < len(self.collator.phases):
+            self._activate(finished + 1, state.global_step)  # (the warm-up already masks as the first phase)
 
     def release_info(self, index: int, global_step: int, metrics: Mapping[str, Any] | None,
                      totals: MaskingStatistics | None = None) -> ReleaseInfo:
         """The record of the release of phase ``index`` at ``global_step``; its realised masked fraction from
         ``totals`` (the statistics summed over ranks, :meth:`MaskingStatistics.summed_over_ranks`), else from this
-        process's own counts."""
-        phase = self.collator.phases[index]
+        process's own counts. ``index`` :data:`WARMUP_RELEASE`: the release of the lexical warm-up's end (no phase;
+        the first phase's masking, whose statistics hold only the warm-up's batches by then)."""
+        warmup = index == WARMUP_RELEASE
+        phase = self.collator.phases[0 if warmup else index]
         stats = totals if totals is not None else self.collator.stats
         return ReleaseInfo(
-            version=phase.version,
-            phase_index=index,
+            version=self.lexical_warmup_release if warmup else phase.version,
+            phase_index=None if warmup else index,
             masking_unit=phase.masking_unit,
             masking_rate=phase.masking_rate,
             corruption=phase.corruption,
-            steps=self.schedule.step_counts[index],
-            start_step=self.schedule.start_of(index),
-            end_step=self.schedule.ends[index],
+            steps=self.schedule.lexical_warmup_steps if warmup else self.schedule.step_counts[index],
+            start_step=0 if warmup else self.schedule.start_of(index),
+            end_step=self.schedule.lexical_warmup_steps if warmup else self.schedule.ends[index],
             global_step=global_step,
-            realised_masked_fraction=stats.fraction(index),
+            realised_masked_fraction=stats.fraction(0 if warmup else index),
             heldout_mlm_loss=(metrics or {}).get("eval_loss"),
             curriculum=[dict(p.to_dict(), steps=n) for p, n in zip(self.collator.phases, self.schedule.step_counts)],
             run=self.run_facts,
@@ -236,7 +249,8 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
 
     def _release_dir(self, args, index: int) -> Path:
         releases_dir = Path(self.releases_dir or Path(args.output_dir) / "releases")
-        return releases_dir / release_dir_name(self.collator.phases[index].version)
+        version = self.lexical_warmup_release if index == WARMUP_RELEASE else self.collator.phases[index].version
+        return releases_dir / release_dir_name(version)
 
     def _wait_for_release(self, args, index: int) -> None:
         """Every rank waits until the main process has written the release, then checks it can see it."""

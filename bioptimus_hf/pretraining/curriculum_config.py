@@ -72,6 +72,23 @@ class LexicalWarmupArguments:
                           "after it has the same schedule over its steps, at --learning_rate."},
     )
 
+    lexical_warmup_release: str | None = field(
+        default=None,
+        metadata={"help": "Also release the model at the end of the lexical warm-up, as this version (e.g. 0.0; not "
+                          "one of the curriculum's): the start model with only its lexical parameters trained. "
+                          "Default: none (the warm-up's end is not a release)."},
+    )
+
     def __post_init__(self):
         if self.lexical_warmup_learning_rate is not None and not self.lexical_warmup_learning_rate > 0:
             raise ValueError(f"--lexical_warmup_learning_rate {self.lexical_warmup_learning_rate}: must be > 0")
+        if self.lexical_warmup_release is not None:
+            from ..releases.record import normalise_version
+
+            if not self.lexical_warmup_steps:
+                raise ValueError(f"--lexical_warmup_release {self.lexical_warmup_release}: there is no warm-up to "
+                                 "release (give --lexical_warmup_steps)")
+            try:
+                self.lexical_warmup_release = normalise_version(self.lexical_warmup_release)
+            except ValueError as error:
+                raise ValueError(f"--lexical_warmup_release: {error}") from None

@@ -237,8 +237,10 @@ class LexicalWarmup:
 
         return lr_lambda
 
-    def facts(self, args: Any, lexical: LexicalParameters, masking_version: str) -> LexicalWarmupFacts:
-        """The release record's account of this warm-up in a run of ``args.max_steps`` on ``lexical``."""
+    def facts(self, args: Any, lexical: LexicalParameters, masking_version: str,
+              release_version: str | None = None) -> LexicalWarmupFacts:
+        """The release record's account of this warm-up in a run of ``args.max_steps`` on ``lexical`` (released as
+        ``release_version`` when the run asked for it)."""
         steps = self.resolve_steps(args.max_steps)
         return LexicalWarmupFacts(
             steps=steps,
@@ -249,6 +251,7 @@ class LexicalWarmup:
             parameters=list(lexical.names),
             trained_parameter_count=lexical.trained_count,
             frozen_parameter_count=lexical.frozen_count,
+            release_version=release_version,
         )
 
 

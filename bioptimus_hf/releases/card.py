@@ -204,6 +204,7 @@ def _lexical_warmup(info: ReleaseInfo, mask_token: str | None) -> dict[str, Any]
         "parameters": facts.parameters,
         "trained": f"{facts.trained_parameter_count:,}" if facts.trained_parameter_count is not None else "n/a",
         "frozen": f"{facts.frozen_parameter_count:,}" if facts.frozen_parameter_count is not None else "n/a",
+        "release": facts.release_version,
     }
 
 
@@ -269,6 +270,7 @@ def build_card(
     results = load_ner_results(ner_results)
     rows = _curriculum_rows(info, checkpoint.mask_token)
     versions = [row["version"] for row in rows]
+    warmup = info.run.lexical_warmup
     architecture = _architecture(checkpoint)
 
     hub_base_model = run.base_model_hub_id if run.init_strategy != "scratch" else None
@@ -304,6 +306,7 @@ def build_card(
         phase_corruption=_corruption(info.corruption, checkpoint.mask_token),
         curriculum=rows,
         lexical_warmup=_lexical_warmup(info, checkpoint.mask_token),
+        is_lexical_warmup=info.is_lexical_warmup,
         architecture=architecture,
         model_family=checkpoint.family_name,
         parameters=f"{parameters:,}" if parameters is not None else None,
@@ -335,7 +338,9 @@ def build_card(
             }
             for r in results
         ],
-        load_targets=_load_targets(versions, repo_id, per_version_repos),
+        # A released warm-up (--lexical_warmup_release) is loadable too, before the phases.
+        load_targets=_load_targets(([warmup.release_version] if warmup and warmup.release_version else []) + versions,
+                                   repo_id, per_version_repos),
         repo_known=repo_id is not None,
         repo_placeholder=REPO_PLACEHOLDER,
         paper_title=PAPER_TITLE,

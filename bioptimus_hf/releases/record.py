@@ -20,7 +20,10 @@ Format versions of ``bioptimus_phase.json``:
 
 A run with a lexical warm-up before its curriculum (:mod:`bioptimus_hf.pretraining.lexical_warmup`) records it
 as ``run.lexical_warmup`` (:class:`LexicalWarmupFacts`), still format 2: the key is written only by such runs,
-and a reader that does not know it keeps it in ``run.extra``. The warm-up's end is not a release.
+and a reader that does not know it keeps it in ``run.extra``. The warm-up's end is not a release unless the run
+asked for one (``--lexical_warmup_release V``): then it is release ``vV`` with ``phase_index`` null, the first
+phase's masking, steps ``0 .. warm-up steps``, and ``run.lexical_warmup.release_version`` equal to its own version
+(:attr:`ReleaseInfo.is_lexical_warmup`).
 """
 
 from __future__ import annotations
@@ -225,6 +228,7 @@ class LexicalWarmupFacts:
     parameters: list[str] = field(default_factory=list)  # qualified names (tied aliases after " = ")
     trained_parameter_count: int | None = None
     frozen_parameter_count: int | None = None
+    release_version: str | None = None  # the warm-up's end released as this version (--lexical_warmup_release)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -461,6 +465,12 @@ class ReleaseInfo:
     @property
     def is_student(self) -> bool:
         return self.distillation is not None
+
+    @property
+    def is_lexical_warmup(self) -> bool:
+        """The model at the end of the run's lexical warm-up (released when asked), not of a curriculum phase."""
+        warmup = self.run.lexical_warmup
+        return warmup is not None and warmup.release_version == self.version
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
