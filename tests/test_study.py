@@ -375,6 +375,30 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
         assert warmup_args.lexical_warmup_learning_rate == 5e-4
 
 
+def test_the_warmup_study_is_study_cpu_s_warmup_arms_paired_with_its_earlier_results():
+    """configs/study_cpu_warmup.yaml runs the warm-up arms of study_cpu.yaml alone: the same arms, budget, shared
+    pre-training arguments and NER recipe, and the earlier study's results.json passes the pairing check."""
+    from pathlib import Path
+
+    from bioptimus_hf.study.results import reference_rows
+
+    root = Path(run_study.__file__).parent
+    (full,) = parse_args((StudyArguments,), [str(root / "configs" / "study_cpu.yaml"), "--model_name_or_path", "b"])
+    (warm,) = parse_args((StudyArguments,), [str(root / "configs" / "study_cpu_warmup.yaml"), "--model_name_or_path", "b"])
+    assert [a.name for a in warm.arm_configs] == ["contextualized+warmup", "continued+warmup"]
+    arms = {a.name: a for a in full.arm_configs}
+    for arm in warm.arm_configs:
+        assert (arm.args, arm.init_key) == (arms[arm.name].args, arms[arm.name].init_key)
+    for key in ("token_budget", "seed", "tokenizer_vocab_size", "shared_pretraining_args", "ner_run_args", "ner_seeds",
+                "ner_data_dirs", "evaluate_checkpoints", "analysis_max_sentences", "base_model_hub_id"):
+        assert getattr(warm, key) == getattr(full, key), key
+    study = {"model_name_or_path": warm.base_model_hub_id, "token_budget": warm.token_budget,
+             "ner_args": warm.ner_run_args}
+    rows = reference_rows(root / warm.reference_results, warm.reference_rows, study)
+    assert list(rows) == ["base [study_cpu]", "continued [study_cpu]", "contextualized [study_cpu]"]
+    assert all(set(row["ner"]["final"]) == {"NCBI-disease-IOB", "BC5CDR-chem-IOB"} for row in rows.values())
+
+
 def _pretraining_argument_types():
     from transformers import TrainingArguments
 
