@@ -114,16 +114,24 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     reference.write_text((results_dir / "results.json").read_text())
     joined_dir = tmp_path / "joined"
     joined_flags = ["--results_dir", str(joined_dir), "--reference_results", str(reference),
-                    "--reference_rows", "base", "continued", "--skip_analysis", "true"]
+                    "--reference_rows", "base", "continued", "averaged_one_phase", "--skip_analysis", "true"]
     joined = run_study.main([config, "--report_only", "true", *joined_flags])
-    assert list(joined["rows"]) == ["base [earlier]", "continued [earlier]", "base", "continued", "averaged_one_phase"]
+    earlier = ["base [earlier]", "continued [earlier]", "averaged_one_phase [earlier]"]
+    assert list(joined["rows"]) == earlier + ["base", "continued", "averaged_one_phase"]
     pairs = {(p["row"], p["reference"]): p for p in joined["paired"]}
-    assert ("continued [earlier]", "base [earlier]") not in pairs
+    assert ("averaged_one_phase [earlier]", "continued [earlier]") not in pairs  # in the earlier report
+    assert pairs[("continued [earlier]", "base [earlier]")]["mean"] == pytest.approx(f1["continued"] - f1["base"])
     assert pairs[("averaged_one_phase", "continued [earlier]")]["mean"] == \
         pytest.approx(f1["averaged_one_phase"] - f1["continued"])
     assert pairs[("continued", "continued [earlier]")]["differences"] == [0.0]
     joined_table = (joined_dir / "results.md").read_text()
+    # Its rows' 'Δ vs base' is against its own base, this study's against this study's; the earlier study's
+    # pairs are not repeated among the arms' differences.
+    delta = f"{100 * (f1['continued'] - f1['base']):+.2f} (n=1)"
     assert "| continued [earlier] | continued | bioptimus | 8 |" in joined_table
+    assert joined_table.count(f"| {delta} |") == 2
+    assert "| continued [earlier] − base [earlier] |" not in joined_table
+    assert "| averaged_one_phase − continued [earlier] | tiny-ner |" in joined_table
     assert "| continued [earlier] | v0.4 | word 0.20, all [MASK] | 8 |" in joined_table
     assert "come from an earlier study" in joined_table
     assert (joined_dir / "figures" / "heldout_loss.png").read_bytes()[:4] == b"\x89PNG"

@@ -77,11 +77,13 @@ def reference_rows(path: str | Path, wanted: list[str] | None, study: dict[str, 
             for name, row in rows.items() if not wanted or name in wanted}
 
 
-def _base_row(rows: dict[str, Any]) -> str | None:
-    """This study's base row, else a reference study's: the row the 'Δ vs base' column pairs with."""
-    if BASE_ROW in rows:
+def _base_row(rows: dict[str, Any], reference: dict[str, Any] | None = None) -> str | None:
+    """The row the 'Δ vs base' column pairs with: for a reference study's row (``reference``, its marker) that
+    study's base; otherwise this study's base row, else a reference study's."""
+    if reference is None and BASE_ROW in rows:
         return BASE_ROW
-    return next((name for name, row in rows.items() if (row.get("reference") or {}).get("row") == BASE_ROW), None)
+    return next((name for name, row in rows.items() if (row.get("reference") or {}).get("row") == BASE_ROW
+                 and (reference is None or row["reference"]["results"] == reference["results"])), None)
 
 
 def collect_results(args: StudyArguments) -> dict[str, Any]:
@@ -130,12 +132,13 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
 def paired_differences(rows: dict[str, Any], datasets: list[str], target: str = "final") -> list[dict[str, Any]]:
     """Test F1 of every row minus every earlier row (the base first), seed by seed, per dataset (in order).
 
-    Two rows of a reference study are not paired again: their difference is in that study's own report."""
+    Two rows of a reference study are paired again only with its base row (the report's "Δ vs base" column):
+    their other differences are in that study's own report."""
     names = list(rows)
     pairs = []
     for i, earlier in enumerate(names):
         for later in names[i + 1:]:
-            if rows[earlier].get("reference") and rows[later].get("reference"):
+            if rows[later].get("reference") and (rows[earlier].get("reference") or {}).get("row") not in (None, BASE_ROW):
                 continue
             for dataset in datasets:
                 cell = rows[later]["ner"].get(target, {}).get(dataset)
@@ -191,14 +194,17 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
         pre = row.get("pretraining")
         status = "" if name == base or row.get("reference") or (pre and pre["finished"]) else \
             (" (training)" if pre else " (not run)")
+        row_base = _base_row(rows, row.get("reference"))
         cells = [f"{name}{status}", row["init_strategy"], row.get("curriculum", NOT_RUN),
                  str(row.get("max_steps", 0)), _num(_final_loss(row))]
         for dataset in datasets:
             cell = row["ner"].get("final", {}).get(dataset)
             cells += [_pm(cell, "test_f1"), _pm(cell, "eval_f1")]
-            cells.append(_paired_cell(results, name, base, dataset) if base else NOT_RUN)
+            cells.append(_paired_cell(results, name, row_base, dataset) if row_base else NOT_RUN)
         lines.append("| " + " | ".join(cells) + " |")
-    arm_pairs = [p for p in results.get("paired", []) if base not in (p["row"], p["reference"])]
+    # (a reference study's rows against its own base are the column above)
+    arm_pairs = [p for p in results.get("paired", []) if base not in (p["row"], p["reference"])
+                 and not (rows[p["row"]].get("reference") and rows[p["reference"]].get("reference"))]
     if arm_pairs:
         lines += ["", "## Arms against each other (test F1 %, paired by fine-tuning seed: mean ± std of the "
                   "differences)", "", "| difference | dataset | mean ± std | per seed |", "|---|---|---|---|"]
