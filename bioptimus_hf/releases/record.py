@@ -214,6 +214,16 @@ def _read_mask_token(release: Path) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------ records
+def _known_fields_and_extra(cls: type, data: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A record's keys split into ``cls``'s fields and the rest, kept in ``extra`` (with a stored ``extra``): a key
+    written by a newer version survives a round trip through an older reader."""
+    data = dict(data or {})
+    known = {f.name for f in fields(cls)} - {"extra"}
+    extra = dict(data.pop("extra", {}) or {})
+    extra.update({k: v for k, v in data.items() if k not in known})
+    return {k: v for k, v in data.items() if k in known}, extra
+
+
 @dataclass
 class LexicalWarmupFacts:
     """The lexical warm-up a run began with: its steps (global steps ``0 .. steps``, before the first phase), the
@@ -236,11 +246,7 @@ class LexicalWarmupFacts:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "LexicalWarmupFacts":
-        data = dict(data or {})
-        known = {f.name for f in fields(cls)}
-        extra = dict(data.pop("extra", {}) or {})
-        extra.update({k: v for k, v in data.items() if k not in known})
-        values = {k: v for k, v in data.items() if k in known}
+        values, extra = _known_fields_and_extra(cls, data)
         values["parameters"] = list(values.get("parameters") or [])
         return cls(**values, extra=extra)
 
@@ -335,10 +341,7 @@ class RunFacts:
         data.pop("effective_train_batch_size", None)
         if format_version < 2:
             data = _migrate_run_v1(data)
-        known = {f.name for f in fields(cls)}
-        extra = dict(data.pop("extra", {}) or {})
-        extra.update({k: v for k, v in data.items() if k not in known})
-        values = {k: v for k, v in data.items() if k in known}
+        values, extra = _known_fields_and_extra(cls, data)
         values["train_files"] = list(values.get("train_files") or [])
         values["datasets"] = list(values.get("datasets") or [])
         return cls(**values, extra=extra)
@@ -405,11 +408,8 @@ class DistillationFacts:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "DistillationFacts":
-        data = dict(data or {})
-        known = {f.name for f in fields(cls)}
-        extra = dict(data.pop("extra", {}) or {})
-        extra.update({k: v for k, v in data.items() if k not in known})
-        return cls(**{k: v for k, v in data.items() if k in known}, extra=extra)
+        values, extra = _known_fields_and_extra(cls, data)
+        return cls(**values, extra=extra)
 
 
 @dataclass
