@@ -18,7 +18,10 @@ fi
 .venv/bin/python -m pip install -q -e ".[focus]" >/dev/null 2>&1 \
   || echo "test.sh: the [focus] extra (deepfocus) did not install; its test will be skipped" >&2
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# Pass 1 in parallel (pytest-xdist): most of the suite waits on subprocess start-up (torchrun, the run_*.py
+# scripts), so two workers halve its time even on two cores; conftest.py gives each worker its share of
+# the cores. BIOPTIMUS_TEST_WORKERS=0 runs it in one process.
+.venv/bin/python -m pytest -q -p no:cacheprovider -n "${BIOPTIMUS_TEST_WORKERS:-2}" "$@"
 # Both branches of `auto` precision on every machine (tests/README.md): the tests marked `precision` ran
 # above as this machine resolves `auto`; again now with its bf16 branch forced (emulated where not native),
 # also where the caller set BIOPTIMUS_DISABLE_BF16 (the two switches together are refused).

@@ -25,6 +25,7 @@ CORPUS = DATA_DIR / "corpus" / "pubmed_sentences.txt"
 
 
 def pytest_configure(config):
+    _share_cores_among_workers()
     config.addinivalue_line(
         "markers", "precision: takes the path `auto` precision takes on this machine (else float32 is pinned); "
         "scripts/test.sh runs these a second time with BIOPTIMUS_FORCE_BF16=1")
@@ -32,6 +33,24 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "compile: runs torch.compile (inductor on CPU: tens of seconds per graph); part of the suite, "
         "deselect with -m 'not compile' for a quick loop")
+
+
+def _share_cores_among_workers():
+    """Under pytest-xdist (``scripts/test.sh`` runs pass 1 with ``-n``), give each worker its share of the cores.
+
+    Every worker's torch would otherwise start one thread per core: two workers on two cores would run four
+    busy threads, and OpenMP's spinning threads slow each other down. The share goes to ``OMP_NUM_THREADS``
+    too, so the scripts a test starts as subprocesses inherit it. Tests never depend on the thread count.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers < 2:
+        return
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cores // workers)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
 
 
 def pytest_collection_modifyitems(config, items):
