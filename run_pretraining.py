@@ -19,6 +19,7 @@ from typing import Optional
 from transformers import Trainer, TrainingArguments, set_seed
 
 from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.pretraining.bulk_dropout import enable_bulk_dropout
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments, LexicalWarmupArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files
@@ -41,6 +42,7 @@ from bioptimus_hf.pretraining.run_lifecycle import (
 )
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments
+from bioptimus_hf.utils.allocator import retain_freed_memory
 from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.files import write_json_atomic
 from bioptimus_hf.vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model, start_model_provenance
@@ -75,6 +77,18 @@ class ModelArguments:
         metadata={"help": "Gather the masked positions padded to a fixed size per phase (static shapes: "
                           "--torch_compile compiles once per phase, no host sync on a GPU; nothing is dropped). "
                           "Default: on with --torch_compile. Needs masked-only prediction. See docs/speed.md."},
+    )
+    bulk_dropout: bool = field(
+        default=True,
+        metadata={"help": "On a CPU, draw dropout masks in bulk (numpy's PCG64, seeded from torch's generator) "
+                          "instead of torch's per-element draws, for every nn.Dropout and the attention "
+                          "probabilities; the same dropout, another random stream. Not with --torch_compile. "
+                          "See docs/speed.md."},
+    )
+    retain_freed_memory: bool = field(
+        default=True,
+        metadata={"help": "On a CPU with glibc, keep freed memory in the process between steps (mallopt) instead "
+                          "of mapping and page-faulting it again every step. See docs/speed.md."},
     )
 
 
@@ -132,6 +146,11 @@ def main(argv=None):
     masked_only = use_masked_only_prediction(model, model_args.masked_only_prediction,
                                              training_args.gradient_accumulation_steps)
     logger.info("masked-only prediction: %s", masked_only_status(model))
+    on_cpu = training_args.device.type == "cpu"
+    if model_args.bulk_dropout and on_cpu and not training_args.torch_compile:
+        logger.info("bulk dropout: %s", enable_bulk_dropout(model))
+    if model_args.retain_freed_memory and on_cpu:
+        logger.info("allocator: %s", retain_freed_memory())
     lexical_warmup_facts = None
     if warmup is not None:
         try:

@@ -12,7 +12,10 @@ An *arm* is a recipe with options, written ``recipe[+option...]``:
   ``compile`` (``TrainingArguments(torch_compile=True)``; ``ours+compile`` also gathers the labelled positions
   padded to the phase's static bucket, as ``run_pretraining.py --torch_compile true`` does by default, and
   compiled arms time the step as a whole: the forward-part hooks, which would run inside the compiled graph,
-  are not attached).
+  are not attached). On a CPU ``ours`` also takes ``run_pretraining.py``'s CPU defaults: bulk dropout
+  (``bioptimus_hf/pretraining/bulk_dropout.py``; not with ``compile``) and glibc keeping freed memory
+  (``bioptimus_hf/utils/allocator.py``); ``torch_dropout`` / ``default_malloc`` leave either out, and
+  ``retained_memory`` gives the allocator setting to any recipe (``plain+retained_memory``).
 
 Every run is a fresh subprocess (clean peak memory) started by :func:`run_arms`, on CUDA when a GPU is
 visible, else on CPU. tokens/s counts every input token of the timed steps (blocks are full: no padding)
@@ -56,7 +59,7 @@ import _machine  # noqa: E402  (siblings in benchmarks/, on the path of every sc
 import _mfu  # noqa: E402
 
 RECIPES = ("plain", "ours", "same_batches_standard", "same_batches_masked_only")
-ARM_OPTIONS = ("bf16", "tf32", "compile")
+ARM_OPTIONS = ("bf16", "tf32", "compile", "torch_dropout", "default_malloc", "retained_memory")
 # --architecture: the masked LMs of transformers the benchmark builds from config (random weights).
 ARCHITECTURES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2", "modernbert")
 # --model_size: hidden size, layers, attention heads, feed-forward size (ModernBERT's GLU input projection is
@@ -340,7 +343,8 @@ def _code_fingerprint() -> dict:
 
     package = Path(bioptimus_hf.__file__).parent
     hashes = {}
-    for name in ("pretraining/masked_lm.py", "pretraining/collator.py", "pretraining/tokenization.py", "pretraining/phases.py"):
+    for name in ("pretraining/masked_lm.py", "pretraining/collator.py", "pretraining/tokenization.py", "pretraining/phases.py",
+                 "pretraining/bulk_dropout.py", "utils/allocator.py"):
         if (package / name).is_file():
             hashes[name] = hashlib.md5((package / name).read_bytes()).hexdigest()
     return {"package_dir": str(package), "md5": hashes}
@@ -463,6 +467,16 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     attn_implementation = model.config._attn_implementation
     if recipe in ("ours", "same_batches_masked_only"):
         enable_masked_only_prediction(model)
+    # run_pretraining.py's CPU defaults (its --bulk_dropout and --retain_freed_memory), for ``ours``
+    bulk_dropout_report = allocator_report = None
+    if recipe == "ours" and not on_gpu and not options & {"compile", "torch_dropout"}:
+        from bioptimus_hf.pretraining.bulk_dropout import enable_bulk_dropout
+
+        bulk_dropout_report = enable_bulk_dropout(model)
+    if not on_gpu and ((recipe == "ours" and "default_malloc" not in options) or "retained_memory" in options):
+        from bioptimus_hf.utils.allocator import retain_freed_memory
+
+        allocator_report = retain_freed_memory()
 
     training_args = TrainingArguments(
         output_dir=output_dir,
@@ -530,6 +544,8 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         "parameters": parameters,
         "curriculum_collator": use_curriculum,
         "attn_implementation": attn_implementation,
+        "bulk_dropout": bulk_dropout_report,
+        "allocator": allocator_report,
         "optim": str(training_args.optim),
         "dataloader_num_workers": args.dataloader_num_workers,
         "logging_steps": args.logging_steps,

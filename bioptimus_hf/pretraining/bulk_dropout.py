@@ -1,0 +1,159 @@
+"""Dropout masks drawn in bulk on CPUs, where torch's own draws are the slowest step of masked-LM training.
+
+Why: on a CPU, ``torch.nn.functional.dropout`` draws each element's Bernoulli variable one at a time from the
+Mersenne Twister of torch's default generator (torch takes a vectorised MKL path on Intel CPUs only). With
+masked-only prediction the MLM head is cheap, and dropout becomes the largest non-GEMM cost of a BERT step:
+MiniLM at batch 16 x 128 draws ~29 M variables a step (attention probabilities 12 x 128 x 128 per sequence and
+layer, hidden states three times per layer), and on the developers' AMD EPYC ``bernoulli_`` took 22 % of the
+step at 6-9 ns a variable (docs/speed.md, section 9).
+
+What: the same dropout, with its mask drawn in bulk. For a keep probability ``q`` each element takes 32 random
+bits from numpy's PCG64 (``BitGenerator.random_raw``, 64 bits a call) and is kept when those bits, read as a
+signed integer, fall below ``round(q * 2**32) - 2**31``: a Bernoulli variable with probability ``q`` to within
+2**-33, at ~1.4 ns an element here. Kept elements are scaled by ``1 / q`` and the mask is saved for the
+backward, exactly as ``torch.nn.functional.dropout`` does (``aten::native_dropout_backward`` does both
+multiplications). Each mask's PCG64 stream is seeded by one draw from torch's default CPU generator, so
+``set_seed`` fixes every mask and a resumed run's restored RNG state continues the same sequence of masks; the
+masks themselves differ from torch's (another generator), as they would between torch versions.
+
+Where: every ``nn.Dropout`` module of the model (its class is swapped for :class:`BulkDropout`, a subclass; a
+module on another device falls back to torch's dropout), and the dropout on attention probabilities, which
+models with transformers' attention interface (BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, ModernBERT)
+apply inside ``scaled_dot_product_attention``: they get :data:`ATTENTION_IMPLEMENTATION`, registered with
+transformers, which computes scores, softmax, bulk dropout and values in plain ops (as SDPA's own math kernel
+does when dropout is on: its fused CPU kernel has no dropout) and hands every other case -- evaluation,
+dropout 0, a GPU, causal or biased attention -- to transformers' SDPA. Nothing is saved with the model:
+transformers never writes the attention implementation to ``config.json``, and dropout modules have no state.
+Not under ``torch.compile``: compiled graphs draw their masks with inductor's own generator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+ATTENTION_IMPLEMENTATION = "bioptimus_bulk_dropout_sdpa"
+
+
+class _ApplyKeepMask(torch.autograd.Function):
+    """``x * mask * scale`` with the mask saved for the backward (dropout's own formula both ways)."""
+
+    @staticmethod
+    def forward(ctx, x, mask, scale):
+        ctx.save_for_backward(mask)
+        ctx.scale = scale
+        return torch.ops.aten.native_dropout_backward(x, mask, scale)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (mask,) = ctx.saved_tensors
+        return torch.ops.aten.native_dropout_backward(grad_output, mask, ctx.scale), None, None
+
+
+def bernoulli_keep_mask(shape, keep_probability: float) -> torch.Tensor:
+    """A boolean CPU tensor of ``shape``, each element True with ``keep_probability`` (to within 2**-33).
+
+    The stream is seeded by one draw from torch's default CPU generator (see the module docstring).
+    """
+    if not 0.0 < keep_probability <= 1.0:
+        raise ValueError(f"keep probability must be in (0, 1], got {keep_probability}")
+    count = math.prod(shape)
+    seed = int(torch.randint(0, 2**62, (1,), dtype=torch.int64))
+    words = np.random.PCG64(seed).random_raw((count + 1) // 2)
+    bits = torch.from_numpy(words.view(np.int32)[:count]).view(shape)
+    threshold = round(keep_probability * 2**32) - 2**31
+    if threshold > 2**31 - 1:  # q within 2**-33 of 1: every element kept
+        return torch.ones(shape, dtype=torch.bool)
+    return bits < threshold
+
+
+def bulk_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
+    """``torch.nn.functional.dropout(x, p, training)`` with the mask drawn by :func:`bernoulli_keep_mask` on a CPU."""
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu" or p >= 1.0:
+        return nn.functional.dropout(x, p, training)
+    keep = 1.0 - p
+    return _ApplyKeepMask.apply(x, bernoulli_keep_mask(x.shape, keep), 1.0 / keep)
+
+
+class BulkDropout(nn.Dropout):
+    """``nn.Dropout`` whose training mask is drawn in bulk on a CPU (same ``p``, same state: none)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return bulk_dropout(input, self.p, self.training)
+
+
+def sdpa_with_bulk_dropout(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
+                           is_causal=None, **kwargs):
+    """transformers' attention-interface signature: bulk dropout on the probabilities, else its SDPA."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    plain_case = (
+        dropout == 0.0 or query.device.type != "cpu" or bool(is_causal)
+        or getattr(module, "num_key_value_groups", 1) > 1
+        or any(kwargs.get(name) is not None for name in ("position_bias", "softcap", "s_aux", "sinks"))
+        or kwargs.get("output_attentions", False)
+    )
+    if plain_case:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    # In the inputs' dtype (bf16 under autocast, whose float32 softmax would double the traffic of the largest
+    # tensors here): the products accumulate in float32 and so does softmax's CPU kernel, as in SDPA's fused one.
+    with torch.autocast(query.device.type, enabled=False):
+        scores = torch.matmul(query * scale, key.transpose(-1, -2))  # the scale on the smaller operand
+        if attention_mask is not None:
+            if attention_mask.dtype == torch.bool:
+                scores = scores.masked_fill(~attention_mask, float("-inf"))
+            else:
+                scores = scores + attention_mask.to(scores.dtype)
+        probabilities = bulk_dropout(torch.softmax(scores, dim=-1), dropout, True)
+        output = torch.matmul(probabilities.to(value.dtype), value)
+    return output.transpose(1, 2).contiguous(), None
+
+
+def _register_attention() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask
+
+    if ATTENTION_IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
+        AttentionInterface.register(ATTENTION_IMPLEMENTATION, sdpa_with_bulk_dropout)
+        AttentionMaskInterface.register(ATTENTION_IMPLEMENTATION, sdpa_mask)  # the same masks as SDPA
+
+
+def enable_bulk_dropout(model: nn.Module) -> str:
+    """Swap ``model``'s dropout for bulk dropout (module docstring); returns what was changed, for the log.
+
+    Idempotent; :func:`disable_bulk_dropout` restores the model as it was.
+    """
+    swapped = 0
+    for module in model.modules():
+        if type(module) is nn.Dropout:
+            module.__class__ = BulkDropout
+            swapped += 1
+    attention = "attention probabilities: unchanged"
+    current = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    if current == ATTENTION_IMPLEMENTATION:
+        attention = "attention probabilities: bulk"
+    elif getattr(model, "_supports_attention_backend", False) and current in ("sdpa", "eager"):
+        _register_attention()
+        model._bioptimus_attention_before_bulk_dropout = current
+        model.set_attn_implementation(ATTENTION_IMPLEMENTATION)
+        attention = f"attention probabilities: bulk (was {current})"
+    total = sum(isinstance(m, BulkDropout) for m in model.modules())
+    return f"{total} dropout modules bulk ({swapped} swapped now); {attention}"
+
+
+def disable_bulk_dropout(model: nn.Module) -> nn.Module:
+    for module in model.modules():
+        if type(module) is BulkDropout:
+            module.__class__ = nn.Dropout
+    before = getattr(model, "_bioptimus_attention_before_bulk_dropout", None)
+    if before is not None:
+        model.set_attn_implementation(before)
+        del model._bioptimus_attention_before_bulk_dropout
+    return model

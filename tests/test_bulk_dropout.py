@@ -1,0 +1,197 @@
+"""Bulk dropout (bioptimus_hf/pretraining/bulk_dropout.py): the masks are Bernoulli(keep) draws fixed by torch's
+seed; applied, they give exactly dropout's formula both ways; in a model, every dropout of every architecture we
+serve is the one transformers would apply with those masks; nothing of it is saved with the model."""
+
+import copy
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from bioptimus_hf.pretraining import bulk_dropout as bulk
+from bioptimus_hf.pretraining.bulk_dropout import (
+    ATTENTION_IMPLEMENTATION,
+    BulkDropout,
+    bernoulli_keep_mask,
+    bulk_dropout,
+    disable_bulk_dropout,
+    enable_bulk_dropout,
+)
+from bioptimus_hf.utils import allocator
+from test_masked_lm import ARCHITECTURES, _tolerances, architecture_batch, tiny_model
+
+
+@pytest.mark.parametrize("keep", [0.9, 0.8, 0.5])
+def test_masks_are_bernoulli_with_the_keep_probability(keep):
+    torch.manual_seed(0)
+    count = 1_000_003  # odd: the last 64-bit word is used in half
+    mask = bernoulli_keep_mask((count,), keep)
+    assert mask.dtype == torch.bool and mask.shape == (count,)
+    std = math.sqrt(keep * (1 - keep) / count)
+    assert abs(mask.float().mean().item() - keep) < 5 * std
+    # Neighbours are independent (the two halves of one 64-bit word included): P(both kept) = keep^2.
+    both = (mask[:-1] & mask[1:]).float().mean().item()
+    assert abs(both - keep**2) < 5 * math.sqrt(keep**2 * (1 - keep**2) / count)
+    # Blocks of 16 kept counts follow Binomial(16, keep): a mean and variance check on 62,500 blocks.
+    blocks = mask[: count - count % 16].view(-1, 16).sum(dim=1).double()
+    assert abs(blocks.mean().item() - 16 * keep) < 5 * math.sqrt(16 * keep * (1 - keep) / blocks.numel())
+    assert blocks.var().item() == pytest.approx(16 * keep * (1 - keep), rel=0.05)
+
+
+def test_masks_follow_torchs_seed_and_differ_between_calls():
+    torch.manual_seed(7)
+    first, second = bernoulli_keep_mask((4, 1000), 0.9), bernoulli_keep_mask((4, 1000), 0.9)
+    torch.manual_seed(7)
+    assert torch.equal(bernoulli_keep_mask((4, 1000), 0.9), first)
+    assert torch.equal(bernoulli_keep_mask((4, 1000), 0.9), second)
+    assert not torch.equal(first, second)
+    torch.manual_seed(8)
+    assert not torch.equal(bernoulli_keep_mask((4, 1000), 0.9), first)
+
+
+def test_keep_probability_bounds():
+    assert bernoulli_keep_mask((3, 5), 1.0).all()
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="keep probability"):
+            bernoulli_keep_mask((2,), bad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_applied_mask_is_dropouts_formula_forward_and_backward(dtype):
+    torch.manual_seed(1)
+    x = torch.randn(6, 50, dtype=dtype, requires_grad=True)
+    torch.manual_seed(3)
+    y = bulk_dropout(x, 0.25, training=True)
+    torch.manual_seed(3)
+    mask = bernoulli_keep_mask(x.shape, 0.75)
+    scale = 1 / 0.75
+    # aten's own dropout arithmetic (x * mask * scale in x's dtype), bit for bit
+    assert torch.equal(y, torch.ops.aten.native_dropout_backward(x.detach(), mask, scale))
+    assert torch.equal(y == 0, ~mask | (x == 0))
+    grad = torch.randn(6, 50, dtype=dtype)
+    y.backward(grad)
+    assert torch.equal(x.grad, torch.ops.aten.native_dropout_backward(grad, mask, scale))
+    # evaluation and p = 0 return the input itself; p = 1 drops everything, as torch does
+    assert bulk_dropout(x, 0.25, training=False) is x and bulk_dropout(x, 0.0) is x
+    assert not bulk_dropout(x, 1.0).any()
+
+
+def test_bulk_dropout_module_keeps_its_settings_and_follows_train_and_eval():
+    module = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.3))
+    enable_bulk_dropout(module)
+    dropout = module[1]
+    assert type(dropout) is BulkDropout and isinstance(dropout, nn.Dropout) and dropout.p == 0.3
+    x = torch.ones(2000, 4)
+    torch.manual_seed(0)
+    kept = (dropout(x) != 0).float().mean().item()
+    assert abs(kept - 0.7) < 5 * math.sqrt(0.21 / 8000)
+    module.eval()
+    assert torch.equal(dropout(x), x)
+    disable_bulk_dropout(module)
+    assert type(module[1]) is nn.Dropout
+
+
+def _with_dropout(model, p=0.2):
+    """Every dropout of the tiny model at ``p`` (they are built without), read by transformers at call time."""
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = p
+        if isinstance(getattr(module, "attention_dropout", None), float):  # ModernBERT keeps a float
+            module.attention_dropout = p
+    return model
+
+
+@pytest.mark.parametrize("padded", [True, False], ids=["padded", "unpadded"])
+@pytest.mark.parametrize("name", ARCHITECTURES)
+def test_every_dropout_of_the_model_is_transformers_own_with_the_bulk_masks(name, padded, monkeypatch):
+    """Run A: bulk dropout; its masks are recorded in call order. Run B: the model as transformers ships it (eager
+    attention, torch's dropout), every dropout call replaying A's next mask. Same loss and gradients."""
+    model = _with_dropout(tiny_model(name))
+    reference = copy.deepcopy(model)
+    inputs = architecture_batch(model, padded=padded)
+    report = enable_bulk_dropout(model)
+    interface = name not in ("deberta-v2", "deberta-v2-new-head")
+    assert ("attention probabilities: bulk" in report) == interface
+
+    masks = []
+    draw = bulk.bernoulli_keep_mask
+
+    def recording(shape, keep):
+        masks.append((draw(shape, keep), keep))
+        return masks[-1][0]
+
+    monkeypatch.setattr(bulk, "bernoulli_keep_mask", recording)
+    torch.manual_seed(5)
+    out = model(**inputs)
+    out.loss.backward()
+    monkeypatch.undo()
+    # the attention probabilities' dropout (batch x heads x queries x keys) is among them, in every layer
+    assert sum(mask.dim() == 4 for mask, _ in masks) == model.config.num_hidden_layers
+    assert all(keep == pytest.approx(0.8) for _, keep in masks)
+
+    reference.set_attn_implementation("eager")
+    replay = iter(masks)
+    original = nn.functional.dropout
+
+    def replaying(x, p=0.5, training=True, inplace=False):
+        if not training or p == 0.0:
+            return original(x, p, training, inplace)
+        mask, keep = next(replay)
+        assert p == pytest.approx(1 - keep) and mask.shape == x.shape
+        return x * mask / keep
+
+    monkeypatch.setattr(nn.functional, "dropout", replaying)
+    expected = reference(**inputs)
+    expected.loss.backward()
+    assert next(replay, None) is None, "run B made fewer dropout calls than run A"
+
+    loss_tolerance, grad_tolerance = _tolerances(model)
+    assert out.loss.item() == pytest.approx(expected.loss.item(), rel=loss_tolerance)
+    grads = {key: p.grad for key, p in model.named_parameters() if p.grad is not None}
+    expected_grads = {key: p.grad for key, p in reference.named_parameters() if p.grad is not None}
+    assert grads.keys() == expected_grads.keys()
+    # Normwise over all gradients; per parameter against a floor of 1e-3 of that norm (a key bias's gradient is
+    # zero in exact arithmetic: its rounding residue has no relative error to speak of).
+    total = torch.cat([g.flatten() for g in expected_grads.values()]).norm()
+    flat_error = torch.cat([(grads[k] - g).flatten() for k, g in expected_grads.items()]).norm() / total
+    assert flat_error.item() <= grad_tolerance
+    for key, expected_grad in expected_grads.items():
+        error = (grads[key] - expected_grad).norm() / torch.maximum(expected_grad.norm(), 1e-3 * total)
+        assert error.item() <= grad_tolerance, f"{name} {key}: {error.item():.2e} > {grad_tolerance:.2e}"
+
+
+@pytest.mark.parametrize("name", ["bert", "modernbert"])
+def test_evaluation_is_sdpa_and_nothing_is_saved_with_the_model(name, tmp_path):
+    model = _with_dropout(tiny_model(name))
+    plain = copy.deepcopy(model).eval()
+    enable_bulk_dropout(model)
+    assert model.config._attn_implementation == ATTENTION_IMPLEMENTATION
+    assert enable_bulk_dropout(model).startswith(f"{sum(isinstance(m, nn.Dropout) for m in model.modules())} dropout")
+    model.eval()
+    inputs = architecture_batch(model)
+    inputs.pop("labels")
+    with torch.no_grad():
+        assert torch.equal(model(**inputs).logits, plain(**inputs).logits)  # evaluation hands over to SDPA itself
+
+    model.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert ATTENTION_IMPLEMENTATION not in json.dumps(config)
+    reloaded = type(model).from_pretrained(tmp_path)
+    assert reloaded.config._attn_implementation == "sdpa"
+    assert not any(isinstance(m, BulkDropout) for m in reloaded.modules())
+    assert reloaded.state_dict().keys() == model.state_dict().keys()
+
+    disable_bulk_dropout(model)
+    assert model.config._attn_implementation == plain.config._attn_implementation
+    assert not any(isinstance(m, BulkDropout) for m in model.modules())
+
+
+def test_allocator_settings_apply_on_glibc_and_say_so_elsewhere(monkeypatch):
+    import platform
+
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert allocator.retain_freed_memory().startswith("glibc keeps freed memory (mmap threshold 32 MiB")
+    monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
+    assert allocator.retain_freed_memory().startswith("unchanged (")
