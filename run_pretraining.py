@@ -147,8 +147,10 @@ def main(argv=None):
                                              training_args.gradient_accumulation_steps)
     logger.info("masked-only prediction: %s", masked_only_status(model))
     on_cpu = training_args.device.type == "cpu"
+    dropout_masks = "torch"
     if model_args.bulk_dropout and on_cpu and not training_args.torch_compile:
         logger.info("bulk dropout: %s", enable_bulk_dropout(model))
+        dropout_masks = "bulk"
     if model_args.retain_freed_memory and on_cpu:
         logger.info("allocator: %s", retain_freed_memory())
     lexical_warmup_facts = None
@@ -211,6 +213,7 @@ def main(argv=None):
             "max_seq_length": data.max_seq_length,
             "packing": not data_args.line_by_line,
             "masked_only_prediction": masked_only,
+            "dropout_masks": dropout_masks,
             "train_files": [os.path.basename(f) for f in data_args.train_file or []],
             "dataset_name": data_args.dataset_name,
             **({"lexical_warmup": lexical_warmup_facts} if lexical_warmup_facts is not None else {}),

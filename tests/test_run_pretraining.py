@@ -45,6 +45,7 @@ def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir
         assert (info["masking_unit"], info["masking_rate"], info["corruption"]) == (unit, rate, corruption)
         assert abs(info["realised_masked_fraction"] - rate) < 0.03
         assert info["heldout_mlm_loss"] > 0 and info["run"]["learning_rate"] == 5e-4
+        assert info["run"]["dropout_masks"] == ("torch" if torch.cuda.is_available() else "bulk")  # a CPU default
         ends.append(info["end_step"])
         model = AutoModelForMaskedLM.from_pretrained(release)
         assert type(model).__name__ == "BertForMaskedLM"
@@ -63,9 +64,11 @@ def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir
 
 def test_streaming_corpus(monkeypatch, tmp_path, tiny_model_dir, corpus):
     out = tmp_path / "out"
-    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--streaming", "true", "--max_steps", 8])
+    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--streaming", "true", "--max_steps", 8,
+                                                                "--bulk_dropout", "false"])
     info = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
     assert info["end_step"] == 8 and info["heldout_mlm_loss"] > 0
+    assert info["run"]["dropout_masks"] == "torch"
 
 
 def test_line_by_line_chunks_long_lines(monkeypatch, tmp_path, tiny_model_dir, corpus, caplog):

@@ -263,6 +263,9 @@ class RunFacts:
     max_seq_length: int | None = None
     packing: bool | None = None
     masked_only_prediction: bool | None = None
+    # who drew the dropout masks: "bulk" (pretraining/bulk_dropout.py, a CPU default) or "torch"; None: a record
+    # written before the choice existed (torch's). Same dropout either way, another random stream.
+    dropout_masks: str | None = None
     train_files: list[str] = field(default_factory=list)  # file names only
     dataset_name: str | None = None
     datasets: list[str] = field(default_factory=list)  # Hub dataset ids of the training data, if any
