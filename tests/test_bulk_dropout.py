@@ -195,3 +195,23 @@ def test_allocator_settings_apply_on_glibc_and_say_so_elsewhere(monkeypatch):
         assert allocator.retain_freed_memory().startswith("glibc keeps freed memory (mmap threshold 32 MiB")
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
     assert allocator.retain_freed_memory().startswith("unchanged (")
+
+
+@pytest.mark.parametrize("name", ["bert", "deberta-v2"])
+def test_gradient_checkpointing_recomputes_the_same_masks(name):
+    """Checkpointing replays the forward in the backward; torch restores its RNG state for it, and the bulk masks'
+    seeds come from that state, so the recomputed masks are the first ones: the same loss and gradients."""
+    model = _with_dropout(tiny_model(name))
+    enable_bulk_dropout(model)
+    checkpointed = copy.deepcopy(model)
+    checkpointed.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    inputs = architecture_batch(model)
+    results = []
+    for each in (model, checkpointed):
+        torch.manual_seed(3)
+        out = each(**inputs)
+        out.loss.backward()
+        results.append((out.loss, [p.grad for p in each.parameters() if p.grad is not None]))
+    assert torch.equal(results[0][0], results[1][0])
+    assert len(results[0][1]) == len(results[1][1])
+    assert all(torch.equal(a, b) for a, b in zip(results[0][1], results[1][1]))
