@@ -32,6 +32,11 @@ ROOT = Path(__file__).resolve().parents[1]
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx512_vnni")
 # The fields of describe_machine() that identify the hardware (the fingerprint's input).
 HARDWARE_FIELDS = ("cpu_model", "cpu_isa_flags", "cpus_available", "gpus")
+# Environment variables that change which kernels run (an AVX2 stand-in on an AVX-512 CPU, bf16 switched off, the
+# thread count): recorded with every result, the ones set, since they change the numbers on the same hardware.
+KERNEL_ENVIRONMENT = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
+                      "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BIOPTIMUS_DISABLE_BF16", "BIOPTIMUS_FORCE_BF16",
+                      "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "LD_PRELOAD")
 
 
 class MachineMismatchError(ValueError):
@@ -105,6 +110,7 @@ def describe_machine(cpuinfo_path: str = "/proc/cpuinfo", torch_threads: int | N
         "cpu_isa_flags": {flag: flag in flags for flag in ISA_FLAGS},
         "cpu_native_bf16": any(flag in flags for flag in FAST_BF16_CPU_FLAGS) and not bf16_disabled_by_environment(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "kernel_environment": {name: os.environ[name] for name in KERNEL_ENVIRONMENT if name in os.environ},
         "logical_cpus": os.cpu_count(),
         "cpus_available": cpus_available(),
         # what a run uses: the worker sets run_torch_threads() on a CPU; on a GPU it keeps torch's default

@@ -222,9 +222,13 @@ def test_peak_override_replaces_the_measurement():
 
 
 # ----------------------------------------------------------------------------------------------- machine
-def test_machine_description_has_the_keys(fake_cpuinfo):
+def test_machine_description_has_the_keys(fake_cpuinfo, monkeypatch):
     path = fake_cpuinfo(["fpu", "avx2", "avx512f", "amx_tile", "amx_bf16"])
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
     machine = _machine.describe_machine(cpuinfo_path=path, torch_threads=3)
+    assert machine["kernel_environment"]["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+    assert "ATEN_CPU_CAPABILITY" not in machine["kernel_environment"]
     for key in ("cpu_model", "cpu_isa_flags", "cpu_native_bf16", "logical_cpus", "cpus_available", "torch_threads",
                 "gpus", "torch", "transformers", "git", "fingerprint", "label"):
         assert key in machine, key
