@@ -13,7 +13,7 @@ An *arm* is a recipe with options, written ``recipe[+option...]``:
   padded to the phase's static bucket, as ``run_pretraining.py --torch_compile true`` does by default, and
   compiled arms time the step as a whole: the forward-part hooks, which would run inside the compiled graph,
   are not attached). On a CPU ``ours`` also takes ``run_pretraining.py``'s CPU defaults: bulk dropout
-  (``bioptimus_hf/pretraining/bulk_dropout.py``; not with ``compile``) and glibc keeping freed memory
+  (``bioptimus_hf/pretraining/bulk_dropout.py``; not with ``compile``, not on Intel CPUs) and glibc keeping freed memory
   (``bioptimus_hf/utils/allocator.py``); ``torch_dropout`` / ``default_malloc`` leave either out, and
   ``retained_memory`` gives the allocator setting to any recipe (``plain+retained_memory``).
 
@@ -470,9 +470,10 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     # run_pretraining.py's CPU defaults (its --bulk_dropout and --retain_freed_memory), for ``ours``
     bulk_dropout_report = allocator_report = None
     if recipe == "ours" and not on_gpu and not options & {"compile", "torch_dropout"}:
-        from bioptimus_hf.pretraining.bulk_dropout import enable_bulk_dropout
+        from bioptimus_hf.pretraining.bulk_dropout import bulk_dropout_pays_off, enable_bulk_dropout
 
-        bulk_dropout_report = enable_bulk_dropout(model)
+        if bulk_dropout_pays_off():
+            bulk_dropout_report = enable_bulk_dropout(model)
     if not on_gpu and ((recipe == "ours" and "default_malloc" not in options) or "retained_memory" in options):
         from bioptimus_hf.utils.allocator import retain_freed_memory
 

@@ -215,3 +215,19 @@ def test_gradient_checkpointing_recomputes_the_same_masks(name):
     assert torch.equal(results[0][0], results[1][0])
     assert len(results[0][1]) == len(results[1][1])
     assert all(torch.equal(a, b) for a, b in zip(results[0][1], results[1][1]))
+
+
+@pytest.mark.parametrize("vendor", ["GenuineIntel", "AuthenticAMD", None])
+def test_on_by_default_except_where_torch_draws_masks_with_mkl(vendor, tmp_path):
+    """torch draws dropout masks with MKL's vectorised generator on Intel CPUs only (in MKL builds): there the
+    default keeps torch's; on AMD, ARM or an unknown CPU bulk dropout is on."""
+    from bioptimus_hf.pretraining.bulk_dropout import bulk_dropout_pays_off
+    from bioptimus_hf.utils import hardware
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\n" + (f"vendor_id\t: {vendor}\n" if vendor else "") + "flags\t\t: fpu avx2\n")
+    assert hardware.cpu_vendor(str(cpuinfo)) == vendor
+    mkl = torch.backends.mkl.is_available()
+    assert hardware.torch_draws_dropout_masks_in_bulk(str(cpuinfo)) == (vendor == "GenuineIntel" and mkl)
+    assert bulk_dropout_pays_off(str(cpuinfo)) == (not (vendor == "GenuineIntel" and mkl))
+    assert hardware.cpu_vendor(str(tmp_path / "absent")) is None

@@ -24,7 +24,8 @@ transformers, which computes scores, softmax, bulk dropout and values in plain o
 does when dropout is on: its fused CPU kernel has no dropout) and hands every other case -- evaluation,
 dropout 0, a GPU, causal or biased attention -- to transformers' SDPA. Nothing is saved with the model:
 transformers never writes the attention implementation to ``config.json``, and dropout modules have no state.
-Not under ``torch.compile``: compiled graphs draw their masks with inductor's own generator.
+Not under ``torch.compile``: compiled graphs draw their masks with inductor's own generator. Not by default on
+Intel CPUs, where torch draws its masks with MKL's vectorised generator (:func:`bulk_dropout_pays_off`).
 """
 
 from __future__ import annotations
@@ -114,6 +115,15 @@ def sdpa_with_bulk_dropout(module, query, key, value, attention_mask, dropout: f
         probabilities = bulk_dropout(torch.softmax(scores, dim=-1), dropout, True)
         output = torch.matmul(probabilities.to(value.dtype), value)
     return output.transpose(1, 2).contiguous(), None
+
+
+def bulk_dropout_pays_off(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
+    """``--bulk_dropout``'s default on a CPU: on, except where torch already draws its masks in bulk (Intel CPUs,
+    through MKL: :func:`bioptimus_hf.utils.hardware.torch_draws_dropout_masks_in_bulk`), where the gain was not
+    measured and torch's own stream is kept."""
+    from ..utils.hardware import torch_draws_dropout_masks_in_bulk
+
+    return not torch_draws_dropout_masks_in_bulk(cpuinfo_path)
 
 
 def _register_attention() -> None:

@@ -51,6 +51,29 @@ def cpu_flags(cpuinfo_path: str = "/proc/cpuinfo") -> frozenset[str]:
     return frozenset()
 
 
+def cpu_vendor(cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
+    """The CPU's ``vendor_id`` (``GenuineIntel``, ``AuthenticAMD``, ...); None where the kernel reports none."""
+    try:
+        with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return None
+
+
+def torch_draws_dropout_masks_in_bulk(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
+    """Whether torch's CPU dropout draws its masks with MKL's vectorised Bernoulli generator.
+
+    torch takes that path only on Intel CPUs, in builds with MKL; elsewhere it draws element by element
+    (docs/speed.md, section 9), and ``bioptimus_hf.pretraining.bulk_dropout`` is worth its other random stream.
+    """
+    import torch
+
+    return torch.backends.mkl.is_available() and cpu_vendor(cpuinfo_path) == "GenuineIntel"
+
+
 def cpu_has_fast_bf16() -> bool:
     """True when the CPU multiplies bf16 natively (AMX or AVX-512 BF16), or when forced by the environment."""
     if bf16_forced_by_environment():
