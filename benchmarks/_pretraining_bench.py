@@ -13,9 +13,9 @@ An *arm* is a recipe with options, written ``recipe[+option...]``:
   padded to the phase's static bucket, as ``run_pretraining.py --torch_compile true`` does by default, and
   compiled arms time the step as a whole: the forward-part hooks, which would run inside the compiled graph,
   are not attached). On a CPU ``ours`` also takes ``run_pretraining.py``'s CPU defaults: bulk dropout
-  (``bioptimus_hf/pretraining/bulk_dropout.py``; not with ``compile``, not on Intel CPUs) and glibc keeping freed memory
-  (``bioptimus_hf/utils/allocator.py``); ``torch_dropout`` / ``default_malloc`` leave either out, and
-  ``retained_memory`` gives the allocator setting to any recipe (``plain+retained_memory``).
+  (``bioptimus_hf/pretraining/bulk_dropout.py``; not with ``compile``, not on Intel CPUs unless ``bulk_dropout``) and
+  glibc keeping freed memory (``bioptimus_hf/utils/allocator.py``); ``torch_dropout`` / ``default_malloc`` leave
+  either out, and ``retained_memory`` gives the allocator setting to any recipe (``plain+retained_memory``).
 
 Every run is a fresh subprocess (clean peak memory) started by :func:`run_arms`, on CUDA when a GPU is
 visible, else on CPU. tokens/s counts every input token of the timed steps (blocks are full: no padding)
@@ -59,7 +59,7 @@ import _machine  # noqa: E402  (siblings in benchmarks/, on the path of every sc
 import _mfu  # noqa: E402
 
 RECIPES = ("plain", "ours", "same_batches_standard", "same_batches_masked_only")
-ARM_OPTIONS = ("bf16", "tf32", "compile", "torch_dropout", "default_malloc", "retained_memory")
+ARM_OPTIONS = ("bf16", "tf32", "compile", "torch_dropout", "bulk_dropout", "default_malloc", "retained_memory")
 # --architecture: the masked LMs of transformers the benchmark builds from config (random weights).
 ARCHITECTURES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2", "modernbert")
 # --model_size: hidden size, layers, attention heads, feed-forward size (ModernBERT's GLU input projection is
@@ -472,7 +472,7 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     if recipe == "ours" and not on_gpu and not options & {"compile", "torch_dropout"}:
         from bioptimus_hf.pretraining.bulk_dropout import bulk_dropout_pays_off, enable_bulk_dropout
 
-        if bulk_dropout_pays_off():
+        if bulk_dropout_pays_off() or "bulk_dropout" in options:  # the option: on where the default is off (Intel)
             bulk_dropout_report = enable_bulk_dropout(model)
     if not on_gpu and ((recipe == "ours" and "default_malloc" not in options) or "retained_memory" in options):
         from bioptimus_hf.utils.allocator import retain_freed_memory
