@@ -219,6 +219,8 @@ def main() -> None:
     parser.add_argument("--composition_precisions", default="float32,auto")
     parser.add_argument("--seed", type=int, default=0, help="the shuffled file's order")
     parser.add_argument("--skip_throughput", action="store_true")
+    parser.add_argument("--retain_freed_memory", action="store_true",
+                        help="glibc keeps freed memory in the process (bioptimus_hf/utils/allocator.py), for every arm")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "ner_tagging.json"))
     args = parser.parse_args()
 
@@ -231,6 +233,10 @@ def main() -> None:
                     "loadavg_at_start": os.getloadavg(),
                     "note": "2 CPU cores shared with other jobs; loadavg recorded per arm; timings are indicative"},
     }
+    if args.retain_freed_memory:
+        from bioptimus_hf.utils.allocator import retain_freed_memory
+
+        report["machine"]["allocator"] = retain_freed_memory()
     if not args.skip_throughput:
         report["throughput"] = throughput(args, last_lines(args.corpus, args.abstracts))
     if args.ncbi_model:
