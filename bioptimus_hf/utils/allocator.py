@@ -3,7 +3,8 @@
 Why: torch's CPU allocator has no cache; every activation of a training step is a fresh ``malloc``. glibc
 serves blocks above its mmap threshold with ``mmap`` and returns them with ``munmap``, and trims the heap's top
 back to the OS above its trim threshold, so each step maps, page-faults and zeroes the same megabytes again.
-On the developers' 2-core AMD EPYC that cost 10-20 % of a MiniLM step (docs/speed.md, section 9).
+On the developers' 2-core AMD EPYC the setting below saved 7 % of the plain recipe's MiniLM step in the benchmark
+and 9-20 % of a masked-only bf16 step in a profiling loop (docs/speed.md, section 9).
 
 What: ``mallopt(M_MMAP_THRESHOLD, 32 MiB)`` (glibc's largest: blocks up to 32 MiB come from the heap and are
 reused) and ``mallopt(M_TRIM_THRESHOLD, 1 GiB)`` (freed memory stays for the next step), the settings the
