@@ -45,14 +45,9 @@ class MachineMismatchError(ValueError):
 
 def cpu_model_name(cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
     """The first ``model name`` in /proc/cpuinfo (None where there is none, e.g. not Linux)."""
-    try:
-        with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
+    from bioptimus_hf.utils.hardware import cpuinfo_field
+
+    return cpuinfo_field("model name", cpuinfo_path) or None
 
 
 def cpus_available() -> int:

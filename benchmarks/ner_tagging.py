@@ -46,15 +46,7 @@ from bioptimus_hf.ner.conll import read_conll  # noqa: E402
 from bioptimus_hf.ner.evaluation import span_scores  # noqa: E402
 from bioptimus_hf.ner.tagger import NerTagger  # noqa: E402
 from bioptimus_hf.utils.files import write_json_atomic  # noqa: E402
-from bioptimus_hf.utils.hardware import device_has_fast_bf16  # noqa: E402
-
-
-def cpu_model_name() -> str | None:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            return next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), None)
-    except OSError:
-        return None
+from bioptimus_hf.utils.hardware import cpuinfo_field, device_has_fast_bf16  # noqa: E402
 
 
 def last_lines(path: str, count: int) -> list[str]:
@@ -229,7 +221,7 @@ def main() -> None:
         "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner_tagging.py " + " ".join(sys.argv[1:]),
         "setting": vars(args),
         "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "cpu_model": cpu_model_name(), "cpu_bf16_native": device_has_fast_bf16("cpu"), "torch": torch.__version__,
+                    "cpu_model": cpuinfo_field("model name"), "cpu_bf16_native": device_has_fast_bf16("cpu"), "torch": torch.__version__,
                     "loadavg_at_start": os.getloadavg(),
                     "note": "2 CPU cores shared with other jobs; loadavg recorded per arm; timings are indicative"},
     }

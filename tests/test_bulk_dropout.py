@@ -231,3 +231,22 @@ def test_on_by_default_except_where_torch_draws_masks_with_mkl(vendor, tmp_path)
     assert hardware.torch_draws_dropout_masks_in_bulk(str(cpuinfo)) == (vendor == "GenuineIntel" and mkl)
     assert bulk_dropout_pays_off(str(cpuinfo)) == (not (vendor == "GenuineIntel" and mkl))
     assert hardware.cpu_vendor(str(tmp_path / "absent")) is None
+
+
+def test_causal_attention_is_left_to_sdpa(monkeypatch):
+    """Causality that no mask carries (a decoder's flag) is SDPA's to apply: the bulk path must not run there."""
+    from bioptimus_hf.pretraining.bulk_dropout import sdpa_with_bulk_dropout
+
+    drawn = []
+    draw = bulk.bernoulli_keep_mask
+    monkeypatch.setattr(bulk, "bernoulli_keep_mask", lambda shape, keep: drawn.append(shape) or draw(shape, keep))
+    query, key, value = (torch.randn(2, 2, 5, 4) for _ in range(3))
+    for module_causal, flag, mask, bulk_expected in [(False, None, None, True), (True, None, None, False),
+                                                     (False, True, None, False),
+                                                     (True, None, torch.ones(2, 1, 5, 5, dtype=torch.bool), True)]:
+        module = nn.Module()
+        module.is_causal = module_causal
+        drawn.clear()
+        out, _ = sdpa_with_bulk_dropout(module, query, key, value, mask, dropout=0.5, is_causal=flag)
+        assert out.shape == (2, 5, 2, 4)
+        assert bool(drawn) == bulk_expected, (module_causal, flag, mask is not None)

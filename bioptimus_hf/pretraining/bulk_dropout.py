@@ -93,8 +93,10 @@ def sdpa_with_bulk_dropout(module, query, key, value, attention_mask, dropout: f
     """transformers' attention-interface signature: bulk dropout on the probabilities, else its SDPA."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    # Causal as SDPA reads it (the flag, else the module's, where no mask carries it): left to SDPA
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     plain_case = (
-        dropout == 0.0 or query.device.type != "cpu" or bool(is_causal)
+        dropout == 0.0 or query.device.type != "cpu" or (causal and attention_mask is None and query.shape[2] > 1)
         or getattr(module, "num_key_value_groups", 1) > 1
         or any(kwargs.get(name) is not None for name in ("position_bias", "softcap", "s_aux", "sinks"))
         or kwargs.get("output_attentions", False)
@@ -128,11 +130,10 @@ def bulk_dropout_pays_off(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
 
 def _register_attention() -> None:
     from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface, sdpa_mask
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-    if ATTENTION_IMPLEMENTATION not in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping:
-        AttentionInterface.register(ATTENTION_IMPLEMENTATION, sdpa_with_bulk_dropout)
-        AttentionMaskInterface.register(ATTENTION_IMPLEMENTATION, sdpa_mask)  # the same masks as SDPA
+    AttentionInterface.register(ATTENTION_IMPLEMENTATION, sdpa_with_bulk_dropout)  # idempotent
+    AttentionMaskInterface.register(ATTENTION_IMPLEMENTATION, sdpa_mask)  # the same masks as SDPA
 
 
 def enable_bulk_dropout(model: nn.Module) -> str:

@@ -38,29 +38,29 @@ def bf16_forced_by_environment() -> bool:
     return forced
 
 
-@functools.lru_cache(maxsize=None)
-def cpu_flags(cpuinfo_path: str = "/proc/cpuinfo") -> frozenset[str]:
-    """The CPU feature flags the kernel reports (empty where /proc/cpuinfo does not exist)."""
+def cpuinfo_field(name: str, cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
+    """The first value of ``name`` (``flags``, ``vendor_id``, ``model name``) in /proc/cpuinfo; None where the
+    kernel reports none (no such file: not Linux; no such line: e.g. ``vendor_id`` on ARM)."""
     try:
         with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
             for line in handle:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
+                key, _, value = line.partition(":")
+                if key.strip() == name:
+                    return value.strip()
     except OSError:
         pass
-    return frozenset()
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_flags(cpuinfo_path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU feature flags the kernel reports (empty where /proc/cpuinfo does not exist)."""
+    return frozenset((cpuinfo_field("flags", cpuinfo_path) or "").split())
 
 
 def cpu_vendor(cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
     """The CPU's ``vendor_id`` (``GenuineIntel``, ``AuthenticAMD``, ...); None where the kernel reports none."""
-    try:
-        with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip() or None
-    except OSError:
-        pass
-    return None
+    return cpuinfo_field("vendor_id", cpuinfo_path) or None
 
 
 def torch_draws_dropout_masks_in_bulk(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
