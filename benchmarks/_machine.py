@@ -4,9 +4,13 @@
 the cores the run may use and the torch threads it uses), the GPU (name, compute capability, memory), the torch and
 transformers versions, and the git commit of the checkout (with whether tracked files differ from it).
 
-Its ``fingerprint`` is a short hash of the *hardware* fields only (CPU model, those ISA flags, cores available, GPU
-names and capabilities): two runs with the same fingerprint ran on the same kind of machine with the same cores;
-versions and commit are recorded but do not change it (a torch upgrade on one machine is still that machine).
+Its ``fingerprint`` is a short hash of the *hardware* fields only (CPU model, the CPU's family/model/stepping, those
+ISA flags, cores available, GPU names and capabilities): two runs with the same fingerprint ran on the same kind of
+machine with the same cores; versions and commit are recorded but do not change it (a torch upgrade on one machine
+is still that machine). The family/model/stepping is there because a VM's model name and flags do not tell CPU
+generations apart: two 2-core "AMD EPYC" VMs with the same flags measured bf16 matmul peaks of ~410 and ~915
+GFLOP/s (docs/speed.md, section 8); the second reports family 26 (Zen 5). Descriptions recorded before it have no
+such field and keep their fingerprint.
 
 Keeping results apart (:func:`file_section`): a results JSON holds named sections, each written whole by one
 benchmark run. Each section records the ``machine`` it ran on and its ``machine_fingerprint``; the file's
@@ -31,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The ISA flags that decide a CPU's matmul speed per precision (AVX2 / AVX-512 float32, native bf16, int8).
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx512_vnni")
 # The fields of describe_machine() that identify the hardware (the fingerprint's input).
-HARDWARE_FIELDS = ("cpu_model", "cpu_isa_flags", "cpus_available", "gpus")
+HARDWARE_FIELDS = ("cpu_model", "cpu_signature", "cpu_isa_flags", "cpus_available", "gpus")
 # Environment variables that change which kernels run (an AVX2 stand-in on an AVX-512 CPU, bf16 switched off, the
 # thread count): recorded with every result, the ones set, since they change the numbers on the same hardware.
 KERNEL_ENVIRONMENT = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
@@ -48,6 +52,17 @@ def cpu_model_name(cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
     from bioptimus_hf.utils.hardware import cpuinfo_field
 
     return cpuinfo_field("model name", cpuinfo_path) or None
+
+
+def cpu_signature(cpuinfo_path: str = "/proc/cpuinfo") -> dict | None:
+    """The CPU's vendor, family, model and stepping from /proc/cpuinfo (x86); None where it has none of them."""
+    from bioptimus_hf.utils.hardware import cpuinfo_field
+
+    fields = {"vendor": "vendor_id", "family": "cpu family", "model": "model", "stepping": "stepping"}
+    signature = {key: cpuinfo_field(name, cpuinfo_path) for key, name in fields.items()}
+    if not any(value for key, value in signature.items() if key != "vendor"):
+        return None
+    return {key: int(value) if value and value.isdigit() else value for key, value in signature.items()}
 
 
 def cpus_available() -> int:
@@ -88,6 +103,8 @@ def _gpus() -> list[dict]:
 def fingerprint_of(machine: dict) -> str:
     """Short hash of the hardware fields of a :func:`describe_machine` result."""
     hardware = {key: machine.get(key) for key in HARDWARE_FIELDS}
+    if hardware["cpu_signature"] is None:  # recorded before the field existed, or not x86: the fingerprint it had
+        del hardware["cpu_signature"]
     hardware["gpus"] = [{k: gpu[k] for k in ("name", "capability")} for gpu in hardware["gpus"] or []]
     return hashlib.sha256(json.dumps(hardware, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -102,6 +119,7 @@ def describe_machine(cpuinfo_path: str = "/proc/cpuinfo", torch_threads: int | N
     gpus = _gpus()
     machine = {
         "cpu_model": cpu_model_name(cpuinfo_path) or platform.processor() or None,
+        "cpu_signature": cpu_signature(cpuinfo_path),
         "cpu_isa_flags": {flag: flag in flags for flag in ISA_FLAGS},
         "cpu_native_bf16": any(flag in flags for flag in FAST_BF16_CPU_FLAGS) and not bf16_disabled_by_environment(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
@@ -122,7 +140,9 @@ def describe_machine(cpuinfo_path: str = "/proc/cpuinfo", torch_threads: int | N
     }
     machine["fingerprint"] = fingerprint_of(machine)
     cores = f"{machine['cpus_available']} of {machine['logical_cpus']} CPUs"
-    machine["label"] = f"{machine['cpu_model']} ({cores})" + "".join(f" + {gpu['name']}" for gpu in gpus)
+    signature = machine["cpu_signature"]
+    generation = f", family {signature['family']} model {signature['model']}" if signature else ""
+    machine["label"] = f"{machine['cpu_model']} ({cores}{generation})" + "".join(f" + {gpu['name']}" for gpu in gpus)
     return machine
 
 

@@ -4,7 +4,9 @@ The FLOP formulas are checked against torch's own count (``FlopCounterMode`` ove
 random models, eager attention so that attention is counted as matmuls), independently of the formulas' code.
 """
 
+import hashlib
 import importlib
+import json
 import os
 import sys
 from types import SimpleNamespace
@@ -193,9 +195,10 @@ def fake_cpuinfo(tmp_path, monkeypatch):
     """/proc/cpuinfo written with the given model name and flags, read by hardware and _machine alike."""
     parse = hardware.cpu_flags.__wrapped__  # the uncached reader
 
-    def write(flags, model="Test CPU 9000"):
+    def write(flags, model="Test CPU 9000", family=None):
         path = tmp_path / "cpuinfo"
-        path.write_text(f"processor\t: 0\nmodel name\t: {model}\nflags\t\t: {' '.join(flags)}\n\n")
+        signature = f"vendor_id\t: AuthenticAMD\ncpu family\t: {family}\nmodel\t\t: 2\nstepping\t: 1\n" if family else ""
+        path.write_text(f"processor\t: 0\n{signature}model name\t: {model}\nflags\t\t: {' '.join(flags)}\n\n")
         monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo_path=str(path): parse(str(path)))
         return str(path)
 
@@ -248,6 +251,23 @@ def test_fingerprint_follows_hardware_not_versions(fake_cpuinfo):
     other_model = _machine.describe_machine(cpuinfo_path=fake_cpuinfo(["avx2"], model="Other CPU"))
     assert len({machine["fingerprint"], other_flags["fingerprint"], other_model["fingerprint"]}) == 3
     assert _machine.fingerprint_of(dict(machine, cpus_available=machine["cpus_available"] + 1)) != machine["fingerprint"]
+
+
+def test_cpu_generation_tells_apart_machines_with_the_same_name_and_flags(fake_cpuinfo):
+    # Two "AMD EPYC" VMs with identical flags, bf16 peaks 2.2x apart: only the family tells them apart.
+    flags = ["avx2", "avx512f", "avx512_bf16"]
+    zen4 = _machine.describe_machine(cpuinfo_path=fake_cpuinfo(flags, model="AMD EPYC", family=25))
+    zen5 = _machine.describe_machine(cpuinfo_path=fake_cpuinfo(flags, model="AMD EPYC", family=26))
+    assert zen5["cpu_signature"] == {"vendor": "AuthenticAMD", "family": 26, "model": 2, "stepping": 1}
+    assert zen4["fingerprint"] != zen5["fingerprint"]
+    assert "family 26 model 2" in zen5["label"]
+    # A description recorded before the field existed keeps the fingerprint it was filed under.
+    unknown = _machine.describe_machine(cpuinfo_path=fake_cpuinfo(flags, model="AMD EPYC"))
+    assert unknown["cpu_signature"] is None and "family" not in unknown["label"]
+    old_fields = {key: unknown[key] for key in ("cpu_model", "cpu_isa_flags", "cpus_available", "gpus")}
+    old = hashlib.sha256(json.dumps(old_fields, sort_keys=True).encode()).hexdigest()[:12]
+    assert unknown["fingerprint"] == old
+    assert _machine.fingerprint_of({k: v for k, v in unknown.items() if k != "cpu_signature"}) == old
 
 
 def test_missing_cpuinfo_gives_no_model_name(tmp_path):

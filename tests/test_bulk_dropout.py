@@ -6,6 +6,8 @@ import copy
 import json
 import math
 
+import platform
+
 import pytest
 import torch
 from torch import nn
@@ -188,11 +190,46 @@ def test_evaluation_is_sdpa_and_nothing_is_saved_with_the_model(name, tmp_path):
     assert not any(isinstance(m, BulkDropout) for m in model.modules())
 
 
-def test_allocator_settings_apply_on_glibc_and_say_so_elsewhere(monkeypatch):
-    import platform
+GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+_HEAP_PROBE = """
+import ctypes, sys, torch
+from bioptimus_hf.utils import allocator
+class Info(ctypes.Structure):  # glibc's struct mallinfo2: ten size_t fields
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+if sys.argv[1] == "retain":
+    print(allocator.retain_freed_memory(), file=sys.stderr)
+gradient = torch.zeros(30522, 384)  # 45 MiB: above the largest mmap threshold glibc accepts
+mapped_while_alive = libc.mallinfo2().hblkhd
+del gradient
+free_in_heap_after = libc.mallinfo2().fordblks
+print(mapped_while_alive, free_in_heap_after)
+"""
 
-    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
-        assert allocator.retain_freed_memory().startswith("glibc keeps freed memory (mmap threshold 32 MiB")
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's mallopt/mallinfo2")
+@pytest.mark.parametrize("setting", ["retain", "default"])
+def test_large_tensors_come_from_the_heap_and_stay_after_free(setting):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _HEAP_PROBE, setting], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    mapped, free_after = map(int, done.stdout.split())
+    size = 30522 * 384 * 4
+    if setting == "retain":  # served by the heap, and kept there for the next step's tensor of that size
+        assert done.stderr.strip().splitlines()[-1] == (
+            "glibc keeps freed memory (mmap threshold 32 MiB, trim threshold 1024 MiB, larger blocks from the heap too)")
+        assert mapped < size and free_after >= size, (mapped, free_after)
+    else:  # glibc's default: mapped on allocation, unmapped on free (page faults again next step)
+        assert mapped >= size and free_after < size, (mapped, free_after)
+
+
+def test_allocator_says_so_where_the_c_library_is_not_glibc(monkeypatch):
+    # (on glibc, test_large_tensors_come_from_the_heap_and_stay_after_free applies it in a subprocess: not in the
+    # test process, whose memory would then never go back to the OS)
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
     assert allocator.retain_freed_memory().startswith("unchanged (")
 
