@@ -7,7 +7,10 @@ abstracts of ../shared/data/corpus/pubmed_abstracts.txt, three arms measured alt
 
 - ``tagger``: ``NerTagger(model)(abstracts)`` end to end (split, window, tokenize, forward, merge, decode);
 - ``pipeline``: ``pipeline("token-classification", aggregation_strategy="first", stride=32)`` on the
-  same abstracts, same model, its default batching;
+  same abstracts, handed the tagger's own model (so in the tagger's precision), its default batching;
+- ``pipeline_default``: the same pipeline as a user calls it, ``pipeline(..., model=<directory>)``: it loads
+  the model itself, in the dtype the checkpoint was saved in (float32 for run_ner.py's models), whatever
+  the hardware offers. The tagger's entities are compared with both pipelines', abstract by abstract;
 - ``forward``: only ``model(**batch)`` over the tagger's own windows and batches (built untimed): the
   ceiling the tagger's overhead is measured against.
 
@@ -71,6 +74,8 @@ def throughput(args, abstracts: list[str]) -> dict:
     padded = sum(b["input_ids"].numel() for b in batches)
     token_classifier = pipeline("token-classification", model=tagger.model, tokenizer=tagger.tokenizer,
                                 aggregation_strategy="first", stride=32, device=tagger.device)
+    default_classifier = pipeline("token-classification", model=args.model, aggregation_strategy="first", stride=32,
+                                  device=tagger.device)
 
     def forward():
         with torch.inference_mode(), tagger.autocast():
@@ -78,7 +83,7 @@ def throughput(args, abstracts: list[str]) -> dict:
                 tagger.model(**batch)
 
     arms = {"tagger": lambda: tagger(abstracts), "pipeline": lambda: token_classifier(abstracts),
-            "forward": forward}
+            "pipeline_default": lambda: default_classifier(abstracts), "forward": forward}
     runs = {name: [] for name in arms}
     outputs = {}
     for round_index in range(args.rounds):
@@ -89,16 +94,27 @@ def throughput(args, abstracts: list[str]) -> dict:
             print(f"round {round_index} {name}: {seconds:.1f} s, {word_count / seconds:.0f} words/s (load {load:.1f})",
                   flush=True)
     best = {name: max(r["words_per_s"] for r in rs) for name, rs in runs.items()}
-    pipeline_entities = sum(len(e) for e in outputs["pipeline"])
+    entities = {name: outputs[name] if name == "tagger" else [[pipeline_entity(e) for e in found] for found in outputs[name]]
+                for name in ("tagger", "pipeline", "pipeline_default")}
     return {
         "abstracts": len(abstracts), "words": word_count, "window_tokens": token_count,
         "windows": len(encoding.windows), "padded_tokens_in_batches": padded,
         "precision": tagger.precision, "batch_size": args.batch_size,
+        "pipeline_default_dtype": str(default_classifier.model.dtype),
         "runs": runs, "best_words_per_s": best,
         "tagger_over_pipeline": best["tagger"] / best["pipeline"],
+        "tagger_over_pipeline_default": best["tagger"] / best["pipeline_default"],
         "forward_over_tagger": best["forward"] / best["tagger"],
-        "entities": {"tagger": sum(len(e) for e in outputs["tagger"]), "pipeline": pipeline_entities},
+        "entities": {name: sum(len(e) for e in found) for name, found in entities.items()},
+        # abstract by abstract: the tagger's entities against each pipeline's ("reference")
+        "tagger_vs_pipeline": differences(entities["tagger"], entities["pipeline"]),
+        "tagger_vs_pipeline_default": differences(entities["tagger"], entities["pipeline_default"]),
     }
+
+
+def pipeline_entity(entity: dict) -> dict:
+    """A pipeline's aggregated entity in the tagger's keys."""
+    return {"type": entity["entity_group"], "start": entity["start"], "end": entity["end"], "score": float(entity["score"])}
 
 
 def test_texts(args, dataset: str):
