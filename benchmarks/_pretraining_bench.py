@@ -120,6 +120,9 @@ class BenchmarkArguments:
         default=0, metadata={"help": "n of the n x n matmul that measures the peak (0: 2048 on a CPU, 8192 on a GPU)"}
     )
     peak_repeats: int = field(default=_mfu.DEFAULT_PEAK_REPEATS, metadata={"help": "timed peak matmuls (median taken)"})
+    profile_shapes: bool = field(
+        default=False, metadata={"help": "profiles (pretraining_profile.py): one row per operator and input shapes"}
+    )
     output_json: str = str(ROOT / "benchmarks" / "results" / "pretraining_throughput.json")
 
     def __post_init__(self):
@@ -199,10 +202,11 @@ def our_blocks(tokenizer, lines, block_size):
 class StepClock:
     """TrainerCallback recording wall-clock time at each step end and each logged loss."""
 
-    def __init__(self, warmup_steps, profile_steps=0, cuda=False, max_steps=None):
+    def __init__(self, warmup_steps, profile_steps=0, cuda=False, max_steps=None, profile_shapes=False):
         from transformers import TrainerCallback
 
         clock = self
+        self.profile_shapes = profile_shapes
 
         class _Callback(TrainerCallback):
             def on_step_begin(self, args, state, control, **kwargs):
@@ -307,13 +311,14 @@ class StepClock:
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-        self.profiler = profile(activities=activities)
+        self.profiler = profile(activities=activities, record_shapes=self.profile_shapes)
         self.profiler.__enter__()
 
     def stop_profiler(self):
         self.profiler.__exit__(None, None, None)
-        events = self.profiler.key_averages()
-        self.profile_table = events.table(sort_by="self_cpu_time_total", row_limit=18, max_name_column_width=48)
+        events = self.profiler.key_averages(group_by_input_shape=self.profile_shapes)
+        self.profile_table = events.table(sort_by="self_cpu_time_total", row_limit=30 if self.profile_shapes else 18,
+                                          max_name_column_width=48, max_shapes_column_width=60)
         total = sum(e.self_cpu_time_total for e in events)
         self.profile_totals = {
             "self_cpu_total_ms": total / 1e3,
@@ -502,7 +507,7 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         # Our collator needs word_ids / special_tokens_mask, which are not model inputs.
         remove_unused_columns=not use_curriculum and not recipe.startswith("same_batches"),
     )
-    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps)
+    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps, profile_shapes=args.profile_shapes)
     if "compile" not in options:
         clock.attach(model)
 
