@@ -40,7 +40,7 @@ HARDWARE_FIELDS = ("cpu_model", "cpu_signature", "cpu_isa_flags", "cpus_availabl
 # thread count): recorded with every result, the ones set, since they change the numbers on the same hardware.
 KERNEL_ENVIRONMENT = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
                       "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BIOPTIMUS_DISABLE_BF16", "BIOPTIMUS_FORCE_BF16",
-                      "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "LD_PRELOAD")
+                      "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_", "LD_PRELOAD")
 
 
 class MachineMismatchError(ValueError):
