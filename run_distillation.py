@@ -40,6 +40,7 @@ from bioptimus_hf.pretraining.run_lifecycle import finish_run, open_output_dir, 
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments
 from bioptimus_hf.utils.distributed import close_process_group
+from bioptimus_hf.utils.sequence_length import max_model_tokens
 from bioptimus_hf.utils.tokenizer_loader import load_fast_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -119,7 +120,8 @@ def main(argv=None):
 
     # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
     collator = curriculum_args.build_collator(tokenizer, curriculum, training_args.seed, data_args.line_by_line)
-    data = load_pretraining_datasets(data_args, tokenizer, training_args)
+    data = load_pretraining_datasets(data_args, tokenizer, training_args,
+                                     model_max_tokens=min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer)))
     training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
     if data_args.streaming:
         training_args.accelerator_config.dispatch_batches = False

@@ -43,6 +43,7 @@ from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers,
 from bioptimus_hf.ner.trainer import NerTrainer
 from bioptimus_hf.utils.distributed import close_process_group, share_from_main, sum_numbers_across_ranks
 from bioptimus_hf.utils.hardware import device_has_fast_bf16
+from bioptimus_hf.utils.sequence_length import max_config_tokens
 from bioptimus_hf.utils.tokenizer_families import tokenizer_for_words
 
 logger = logging.getLogger(__name__)
@@ -199,8 +200,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     # words come pre-split: byte-level BPE must see each as a word after a space, as in running text
     tokenizer = tokenizer_for_words(AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path))
-    positions = getattr(AutoConfig.from_pretrained(model_args.model_name_or_path), "max_position_embeddings", None)
-    max_len = min(data_args.max_seq_length, tokenizer.model_max_length, positions or data_args.max_seq_length)
+    max_len = min(data_args.max_seq_length, max_config_tokens(AutoConfig.from_pretrained(model_args.model_name_or_path),
+                                                              tokenizer))
     window = max_len - tokenizer.num_special_tokens_to_add(pair=False)
     if not 0 <= data_args.window_stride < window:
         raise ValueError(

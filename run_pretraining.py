@@ -45,6 +45,7 @@ from bioptimus_hf.releases.release_config import ReleaseArguments
 from bioptimus_hf.utils.allocator import retain_freed_memory
 from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.files import write_json_atomic
+from bioptimus_hf.utils.sequence_length import max_model_tokens
 from bioptimus_hf.vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model, start_model_provenance
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 
@@ -184,7 +185,8 @@ def main(argv=None):
     logger.info("static masked positions (one compiled shape per phase): %s", "on" if static_shapes else "off")
 
     # 5. The corpus as packed blocks with word ids.
-    data = load_pretraining_datasets(data_args, tokenizer, training_args, cache_dir=init_args.cache_dir)
+    data = load_pretraining_datasets(data_args, tokenizer, training_args, cache_dir=init_args.cache_dir,
+                                     model_max_tokens=max_model_tokens(model, tokenizer))
     training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
     if data_args.streaming:
         # Each rank reads its own shard; rank 0 must not collate and broadcast for everybody.

@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 from ..utils.hardware import device_has_fast_bf16
+from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_families import tokenizer_for_words
 from .encoding import WindowEncoding, length_order, tokenize_windows
 from .schemes import tags_to_spans
@@ -96,7 +97,7 @@ class NerTagger:
         self.id2label: Dict[int, str] = {int(k): v for k, v in self.model.config.id2label.items()}
         self.outside = next(i for i, label in self.id2label.items() if label == "O")
         self.scheme = getattr(self.model.config, "ner_tagging_scheme", "BIO")
-        limit = min(max_seq_length, self.tokenizer.model_max_length, getattr(self.model.config, "max_position_embeddings", max_seq_length))
+        limit = min(max_seq_length, max_model_tokens(self.model, self.tokenizer))
         self.max_seq_length = limit
         self.stride = min(stride, limit // 4)
         self.batch_size = batch_size

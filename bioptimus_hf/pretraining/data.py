@@ -140,9 +140,13 @@ def load_raw_corpus(data_args: PretrainingDataArguments, cache_dir: str | None, 
 
 
 def load_pretraining_datasets(data_args: PretrainingDataArguments, tokenizer, training_args,
-                              cache_dir: str | None = None) -> PretrainingDatasets:
-    """Tokenized, packed (or line-by-line) train and held-out datasets; see the module docstring."""
-    max_seq_length = min(data_args.max_seq_length or tokenizer.model_max_length, tokenizer.model_max_length)
+                              cache_dir: str | None = None, model_max_tokens: int | None = None) -> PretrainingDatasets:
+    """Tokenized, packed (or line-by-line) train and held-out datasets; see the module docstring.
+
+    ``model_max_tokens``: the longest sequence the model takes (:func:`bioptimus_hf.utils.sequence_length.max_model_tokens`);
+    without it, the tokenizer's ``model_max_length`` alone caps ``--max_seq_length``."""
+    limits = [x for x in (tokenizer.model_max_length, model_max_tokens) if x]
+    max_seq_length = min([data_args.max_seq_length or min(limits), *limits])
     raw = load_raw_corpus(data_args, cache_dir, training_args.seed)
     streaming = data_args.streaming
 

@@ -42,6 +42,7 @@ from ..utils.corpus_reader import check_corpus_files
 from ..utils.files import read_json
 from ..utils.distributed import rank_and_world, shard, sum_across_ranks, share_from_main
 from ..utils.hardware import resolve_precision
+from ..utils.sequence_length import max_model_tokens, position_offset
 from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
 from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
@@ -64,22 +65,6 @@ def _distribution(values: Sequence[int]) -> dict:
         "mean": sum(values) / len(values),
         "max": max(values),
     }
-
-
-def position_offset(model: PreTrainedModel) -> int:
-    """The first position id a model uses: RoBERTa-family models (RoBERTa, XLM-R, BioMed-RoBERTa) number positions
-    from ``pad_token_id + 1`` (their position embeddings have a ``padding_idx``), other models from 0."""
-    positions = getattr(getattr(model.base_model, "embeddings", None), "position_embeddings", None)
-    padding_idx = getattr(positions, "padding_idx", None)
-    return 0 if padding_idx is None else padding_idx + 1
-
-
-def max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
-    """The longest sequence (special tokens included) the model's positions and the tokenizer allow."""
-    positions = getattr(model.config, "max_position_embeddings", None)
-    limits = [positions - position_offset(model) if isinstance(positions, int) else None, tokenizer.model_max_length]
-    limits = [x for x in limits if isinstance(x, int) and 0 < x < 1_000_000]
-    return min(limits) if limits else 512
 
 
 def set_special_token_ids(config, tokenizer: PreTrainedTokenizerBase, base_to_new: Mapping[int, int] | None = None) -> None:

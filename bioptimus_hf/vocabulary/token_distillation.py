@@ -24,7 +24,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..utils.hardware import resolve_precision
-from .embedding_init import max_model_tokens
+from ..utils.sequence_length import max_model_tokens
 from .new_rows import NewRows
 
 

@@ -1,0 +1,42 @@
+"""How long a sequence a model can take: its learnt positions, offset where the family numbers them past padding,
+and its tokenizer's ``model_max_length`` -- the one place every stage (contextualised initialisation, pre-training
+blocks, NER windows, the tagger) reads it from.
+
+Why the offset: RoBERTa-family models (RoBERTa, XLM-R, CamemBERT, BioMed-RoBERTa) number positions from
+``pad_token_id + 1``, so a checkpoint with ``max_position_embeddings`` 514 and pad id 1 takes 512 tokens, not 514.
+Released tokenizers say so in ``model_max_length``; a tokenizer built by hand often does not (transformers then
+reports a huge sentinel), and a window sized from ``max_position_embeddings`` alone fails deep in the embeddings
+with "index 514 is out of bounds". The family is recognised by what it does -- its position embedding has a
+``padding_idx`` -- not by a list of model types.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import AutoModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+
+FALLBACK_MAX_TOKENS = 512  # neither the model nor the tokenizer names a limit
+_NO_LIMIT = 1_000_000  # transformers' "no limit" sentinel for model_max_length is far above this
+
+
+def position_offset(model: PreTrainedModel) -> int:
+    """The first position id a model uses: ``padding_idx + 1`` where its position embeddings have a ``padding_idx``
+    (the RoBERTa family), else 0."""
+    positions = getattr(getattr(model.base_model, "embeddings", None), "position_embeddings", None)
+    padding_idx = getattr(positions, "padding_idx", None)
+    return 0 if padding_idx is None else padding_idx + 1
+
+
+def max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
+    """The longest sequence (special tokens included) the model's positions and the tokenizer allow."""
+    positions = getattr(model.config, "max_position_embeddings", None)
+    limits = [positions - position_offset(model) if isinstance(positions, int) else None, tokenizer.model_max_length]
+    limits = [x for x in limits if isinstance(x, int) and 0 < x < _NO_LIMIT]
+    return min(limits) if limits else FALLBACK_MAX_TOKENS
+
+
+def max_config_tokens(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase) -> int:
+    """:func:`max_model_tokens` before any weights are loaded: the model is built on the meta device (no memory)."""
+    with torch.device("meta"):
+        model = AutoModel.from_config(config)
+    return max_model_tokens(model, tokenizer)
