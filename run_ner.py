@@ -41,6 +41,7 @@ from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, writ
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
 from bioptimus_hf.ner.trainer import NerTrainer
+from bioptimus_hf.pretraining.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
 from bioptimus_hf.utils.distributed import close_process_group, share_from_main, sum_numbers_across_ranks
 from bioptimus_hf.utils.hardware import device_has_fast_bf16
 from bioptimus_hf.utils.sequence_length import max_config_tokens
@@ -65,6 +66,7 @@ class ModelArguments:
         metadata={"help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
                   "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine (the configs set it)."},
     )
+    bulk_dropout: bool | None = field(default=None, metadata={"help": BULK_DROPOUT_HELP})
     allow_emulated_bf16: bool = field(
         default=False,
         metadata={"help": "Use bf16 even where the device only emulates it (same numerics, slower): to check results. "
@@ -228,6 +230,8 @@ def main(argv: list[str] | None = None) -> dict:
     os.makedirs(base_output_dir, exist_ok=True)
     collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
     per_seed = []
+    bulk_dropout = use_bulk_dropout(model_args.bulk_dropout, training_args)
+    logger.info("dropout masks: %s", "drawn in bulk (docs/speed.md, section 9)" if bulk_dropout else "torch's")
     for seed in seeds:
         seed_dir = os.path.join(base_output_dir, f"seed_{seed}")
         training_args.seed = seed
@@ -241,6 +245,8 @@ def main(argv: list[str] | None = None) -> dict:
             model_args.model_name_or_path, config=config, ignore_mismatched_sizes=model_args.ignore_mismatched_sizes
         )
         reinitialize_top_layers(model, stab_args.reinit_layers)
+        if bulk_dropout:
+            enable_bulk_dropout(model)
         if stab_args.freeze_layers or stab_args.freeze_embeddings:
             freeze_lower_layers(model, stab_args.freeze_layers, freeze_embeddings=True)
         optimizers = (None, None)
@@ -316,6 +322,7 @@ def main(argv: list[str] | None = None) -> dict:
         "train_batch_size": training_args.per_device_train_batch_size,
         "world_size": training_args.world_size,  # processes; the batch is train_batch_size × world_size × accumulation
         "bf16": training_args.bf16,  # after resolve_bf16: what actually ran
+        "dropout_masks": "bulk" if bulk_dropout else "torch",
         "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),
     }

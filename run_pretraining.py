@@ -19,7 +19,7 @@ from typing import Optional
 from transformers import Trainer, TrainingArguments, set_seed
 
 from bioptimus_hf.commands.config_parser import parse_args
-from bioptimus_hf.pretraining.bulk_dropout import bulk_dropout_pays_off, enable_bulk_dropout
+from bioptimus_hf.pretraining.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments, LexicalWarmupArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files
@@ -79,13 +79,7 @@ class ModelArguments:
                           "--torch_compile compiles once per phase, no host sync on a GPU; nothing is dropped). "
                           "Default: on with --torch_compile. Needs masked-only prediction. See docs/speed.md."},
     )
-    bulk_dropout: Optional[bool] = field(
-        default=None,
-        metadata={"help": "On a CPU, draw dropout masks in bulk (numpy's PCG64, seeded from torch's generator) "
-                          "instead of torch's per-element draws, for every nn.Dropout and the attention "
-                          "probabilities; the same dropout, another random stream. Default: on, except on Intel "
-                          "CPUs, where torch draws them with MKL. Not with --torch_compile. See docs/speed.md."},
-    )
+    bulk_dropout: Optional[bool] = field(default=None, metadata={"help": BULK_DROPOUT_HELP})
     retain_freed_memory: bool = field(
         default=True,
         metadata={"help": "On a CPU with glibc, keep freed memory in the process between steps (mallopt) instead "
@@ -149,8 +143,7 @@ def main(argv=None):
     logger.info("masked-only prediction: %s", masked_only_status(model))
     on_cpu = training_args.device.type == "cpu"
     dropout_masks = "torch"
-    bulk = model_args.bulk_dropout if model_args.bulk_dropout is not None else bulk_dropout_pays_off()
-    if bulk and on_cpu and not training_args.torch_compile:
+    if use_bulk_dropout(model_args.bulk_dropout, training_args):
         logger.info("bulk dropout: %s", enable_bulk_dropout(model))
         dropout_masks = "bulk"
     if model_args.retain_freed_memory and on_cpu:

@@ -270,6 +270,19 @@ def test_on_by_default_except_where_torch_draws_masks_with_mkl(vendor, tmp_path)
     assert hardware.cpu_vendor(str(tmp_path / "absent")) is None
 
 
+@pytest.mark.parametrize("requested, pays_off, device, compiled, expected", [
+    (None, True, "cpu", False, True), (None, False, "cpu", False, False),  # the default follows the CPU
+    (True, False, "cpu", False, True), (False, True, "cpu", False, False),  # the flag wins on a CPU
+    (True, True, "cuda", False, False), (True, True, "cpu", True, False),  # never on a GPU or under compile
+])
+def test_which_runs_use_bulk_dropout(monkeypatch, requested, pays_off, device, compiled, expected):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(bulk, "bulk_dropout_pays_off", lambda: pays_off)
+    training_args = SimpleNamespace(device=torch.device(device), torch_compile=compiled)
+    assert bulk.use_bulk_dropout(requested, training_args) is expected
+
+
 def test_causal_attention_is_left_to_sdpa(monkeypatch):
     """Causality that no mask carries (a decoder's flag) is SDPA's to apply: the bulk path must not run there."""
     from bioptimus_hf.pretraining.bulk_dropout import sdpa_with_bulk_dropout

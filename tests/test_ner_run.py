@@ -119,6 +119,32 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path):
     assert rows[1]["entities"] == []
 
 
+def test_bulk_dropout_trains_reproducibly_is_recorded_and_saves_a_standard_model(tiny, tmp_path):
+    """--bulk_dropout: the same seed gives the same model; the masks are another stream than torch's (so the
+    weights differ); seed_results and all_results say which drew them; the saved model is its own class with
+    transformers' attention, nothing of ours."""
+    import torch
+    from transformers import AutoModelForTokenClassification
+
+    _, model, data = tiny
+    quick = ["--model_name_or_path", model, "--data_dir", data, "--seeds", "1", "--max_steps", "3",
+             "--learning_rate", "5e-3", "--report_to", "none", "--save_strategy", "no", "--max_seq_length", "16",
+             "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
+    weights, recorded = {}, {}
+    for name, flag in (("bulk", "true"), ("bulk_again", "true"), ("torch", "false")):
+        output = tmp_path / name
+        results = run_ner.main(quick + ["--output_dir", str(output), "--bulk_dropout", flag])
+        recorded[name] = (results["dropout_masks"],
+                          json.load(open(output / "seed_1" / "seed_results.json"))["run_info"]["dropout_masks"])
+        saved = AutoModelForTokenClassification.from_pretrained(output / "seed_1")
+        assert saved.config._attn_implementation in ("sdpa", "eager")
+        assert all(type(m) is torch.nn.Dropout for m in saved.modules() if isinstance(m, torch.nn.Dropout))
+        weights[name] = saved.state_dict()
+    assert recorded == {"bulk": ("bulk", "bulk"), "bulk_again": ("bulk", "bulk"), "torch": ("torch", "torch")}
+    assert all(torch.equal(weights["bulk"][k], weights["bulk_again"][k]) for k in weights["bulk"])
+    assert any(not torch.equal(weights["bulk"][k], weights["torch"][k]) for k in weights["bulk"])
+
+
 def test_bioul_training_from_a_datasets_dir_and_yaml_config(tiny, tmp_path):
     root, model, _ = tiny
     names = ["O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]

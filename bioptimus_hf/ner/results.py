@@ -100,6 +100,8 @@ def merge_seed_results(output_dir: str) -> Dict[str, Any]:
     for _, record in records:
         # seeds written before run_info recorded the process count are taken as one process, the usual case
         record["run_info"].setdefault("world_size", 1)
+        # and seeds written before run_info recorded who drew the dropout masks used torch's
+        record["run_info"].setdefault("dropout_masks", "torch")
     records.sort(key=lambda item: item[1]["run"]["seed"])
     first_file, first = records[0]
     for file, record in records[1:]:

@@ -128,6 +128,22 @@ def bulk_dropout_pays_off(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
     return not torch_draws_dropout_masks_in_bulk(cpuinfo_path)
 
 
+# The --bulk_dropout flag's help, one text for every script that has the flag (run_pretraining.py, run_ner.py).
+BULK_DROPOUT_HELP = (
+    "On a CPU, draw dropout masks in bulk (numpy's PCG64, seeded from torch's generator) instead of torch's "
+    "per-element draws, for every nn.Dropout and the attention probabilities; the same dropout, another random "
+    "stream. Default: on, except on Intel CPUs, where torch draws them with MKL. Not with --torch_compile. "
+    "See docs/speed.md, section 9."
+)
+
+
+def use_bulk_dropout(requested: bool | None, training_args) -> bool:
+    """Whether a run applies bulk dropout: ``--bulk_dropout`` (None: :func:`bulk_dropout_pays_off`), and only on a
+    CPU without ``--torch_compile`` (CUDA draws its masks in the kernel; compiled graphs fuse torch's dropout)."""
+    wanted = requested if requested is not None else bulk_dropout_pays_off()
+    return bool(wanted) and training_args.device.type == "cpu" and not training_args.torch_compile
+
+
 def _register_attention() -> None:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
