@@ -128,12 +128,12 @@ def bulk_dropout_pays_off(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
     return not torch_draws_dropout_masks_in_bulk(cpuinfo_path)
 
 
-# The --bulk_dropout flag's help, one text for every script that has the flag (run_pretraining.py, run_ner.py).
+# The --bulk_dropout flag's help, one text for every script that has the flag (run_pretraining.py, run_ner.py);
+# each script adds its own default.
 BULK_DROPOUT_HELP = (
     "On a CPU, draw dropout masks in bulk (numpy's PCG64, seeded from torch's generator) instead of torch's "
     "per-element draws, for every nn.Dropout and the attention probabilities; the same dropout, another random "
-    "stream. Default: on, except on Intel CPUs, where torch draws them with MKL. Not with --torch_compile. "
-    "See docs/speed.md, section 9."
+    "stream. Not with --torch_compile. See docs/speed.md, section 9."
 )
 
 
