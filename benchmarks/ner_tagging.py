@@ -44,6 +44,9 @@ from transformers import pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import _machine  # noqa: E402  (the machine record every benchmark keeps: CPU family, ISA flags, versions, commit)
 
 from bioptimus_hf.ner.conll import read_conll  # noqa: E402
 from bioptimus_hf.ner.evaluation import span_scores  # noqa: E402
@@ -241,6 +244,7 @@ def main() -> None:
                     "loadavg_at_start": os.getloadavg(),
                     "note": "2 CPU cores shared with other jobs; loadavg recorded per arm; timings are indicative"},
     }
+    report["machine"]["description"] = _machine.describe_machine()
     if args.retain_freed_memory:
         from bioptimus_hf.utils.allocator import retain_freed_memory
 
