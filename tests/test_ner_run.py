@@ -102,9 +102,13 @@ def test_tagger_returns_character_offsets(two_seed_run):
     assert tagger(["", "  "]) == [[], []] and tagger([]) == []
 
 
-def test_tagger_cli_on_a_file(two_seed_run, tmp_path):
+def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
     output, _ = two_seed_run
     from bioptimus_hf.commands import tag_entities
+
+    # The CLI keeps freed memory in its process on a CPU (by default); recorded here, not applied to pytest's process.
+    applied = []
+    monkeypatch.setattr(tag_entities, "retain_freed_memory", lambda: applied.append(True))
 
     source = tmp_path / "abstracts.txt"
     first = "the patients with breast cancer were treated with cisplatin ."
@@ -117,6 +121,9 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path):
     assert [(e["type"], e["start"], e["end"]) for e in rows[0]["entities"]] == [("Disease", 18, 31), ("Chemical", 50, 59)]
     assert first[18:31] == "breast cancer" and first[50:59] == "cisplatin"
     assert rows[1]["entities"] == []
+    assert applied == [True]
+    tag_entities.main(["--model", os.path.join(output, "seed_2"), "--text", "the study", "--retain_freed_memory", "false"])
+    assert applied == [True]
 
 
 def test_bulk_dropout_trains_reproducibly_is_recorded_and_saves_a_standard_model(tiny, tmp_path):

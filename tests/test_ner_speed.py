@@ -175,7 +175,8 @@ def test_bf16_detection_and_run_ner_fallback(monkeypatch, tmp_path, caplog):
     assert run_ner.resolve_bf16(plain, if_supported=False, allow_emulated=False) is plain
 
 
-def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_path):
+def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_path, monkeypatch):
+    monkeypatch.setattr(tag_entities, "retain_freed_memory", lambda: None)  # not in pytest's own process
     source = tmp_path / "abstracts.txt"
     source.write_bytes(b"the patients with breast cancer .\nthe study of aspirin\n\xff\xfe broken\nlast line\n")
     target = tmp_path / "entities.jsonl"

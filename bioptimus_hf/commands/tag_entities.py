@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..ner.tagger import PRECISIONS, NerTagger
+from ..utils.allocator import retain_freed_memory
 from .config_parser import parse_args
 
 
@@ -34,6 +35,12 @@ class TagArguments:
         default="auto",
         metadata={"help": "auto (bf16 where the device has it natively, else float32), float32, bf16, bf16-autocast.",
                   "choices": list(PRECISIONS)},
+    )
+    retain_freed_memory: bool = field(
+        default=True,
+        metadata={"help": "On a CPU with glibc, keep freed memory in the process and serve large activations from "
+                          "the heap instead of mapping and page-faulting them every batch (7-9 %% faster tagging "
+                          "measured; docs/ner.md). The CLI's process only: NerTagger itself leaves malloc alone."},
     )
 
     def __post_init__(self):
@@ -63,6 +70,8 @@ def main(argv: list[str] | None = None) -> None:
     lines = _Lines(args.input_file) if args.input_file else None
     tagger = NerTagger(args.model, args.max_seq_length, args.stride, args.batch_size, precision=args.precision,
                        chunk_size=args.chunk_size)
+    if args.retain_freed_memory and tagger.device.type == "cpu":
+        retain_freed_memory()  # a no-op, saying so, where the C library is not glibc
     partial = f"{args.output_file}.partial" if args.output_file else None
     out = open(partial, "w", encoding="utf-8") if partial else sys.stdout
     try:
