@@ -81,3 +81,18 @@ def test_pretraining_blocks_fit_the_model_when_the_tokenizer_names_no_limit(tmp_
     assert data.max_seq_length == 32
     lengths = {len(row["input_ids"]) for row in data.train}
     assert max(lengths) == 32
+
+
+def test_a_config_transformers_cannot_build_falls_back_to_its_positions(monkeypatch, caplog):
+    import bioptimus_hf.utils.sequence_length as sequence_length
+
+    def unbuildable(config):
+        raise ValueError("Unrecognized configuration class")
+
+    tokenizer = _bert_tokenizer(LINES)
+    tokenizer.model_max_length = NO_LIMIT
+    monkeypatch.setattr(sequence_length.AutoModel, "from_config", unbuildable)
+    config = BertConfig(max_position_embeddings=40, **_tiny())
+    with caplog.at_level("WARNING"):
+        assert max_config_tokens(config, tokenizer) == 40
+    assert "could not build BertConfig on the meta device" in caplog.text

@@ -12,8 +12,12 @@ with "index 514 is out of bounds". The family is recognised by what it does -- i
 
 from __future__ import annotations
 
+import logging
+
 import torch
 from transformers import AutoModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
 
 FALLBACK_MAX_TOKENS = 512  # neither the model nor the tokenizer names a limit
 _NO_LIMIT = 1_000_000  # transformers' "no limit" sentinel for model_max_length is far above this
@@ -36,7 +40,17 @@ def max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase)
 
 
 def max_config_tokens(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase) -> int:
-    """:func:`max_model_tokens` before any weights are loaded: the model is built on the meta device (no memory)."""
-    with torch.device("meta"):
-        model = AutoModel.from_config(config)
+    """:func:`max_model_tokens` before any weights are loaded: the model is built on the meta device (no memory).
+
+    A configuration transformers cannot build that way (a class it does not know) falls back to its
+    ``max_position_embeddings`` without an offset, with a warning: the run then fails where it used to, if at all."""
+    try:
+        with torch.device("meta"):
+            model = AutoModel.from_config(config)
+    except (ValueError, KeyError, TypeError, NotImplementedError) as error:
+        logger.warning("could not build %s on the meta device to read its position offset (%s); assuming none",
+                       type(config).__name__, error)
+        positions = getattr(config, "max_position_embeddings", None)
+        limits = [x for x in (positions, tokenizer.model_max_length) if isinstance(x, int) and 0 < x < _NO_LIMIT]
+        return min(limits) if limits else FALLBACK_MAX_TOKENS
     return max_model_tokens(model, tokenizer)
