@@ -60,19 +60,42 @@ def test_keep_probability_bounds():
             bernoulli_keep_mask((2,), bad)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_numeric_masks_keep_the_same_elements_as_boolean_ones(dtype):
+    torch.manual_seed(4)
+    boolean = bernoulli_keep_mask((7, 300), 0.8)
+    torch.manual_seed(4)
+    numeric = bernoulli_keep_mask((7, 300), 0.8, dtype=dtype)
+    assert numeric.dtype == dtype and torch.equal(numeric, boolean.to(dtype))
+    assert torch.equal(bernoulli_keep_mask((2, 3), 1.0, dtype=dtype), torch.ones(2, 3, dtype=dtype))
+
+
+def _values_across_the_range(dtype, count=3000):
+    """Normal values at several scales, the dtype's extremes (a kept one overflows to inf), signed zeros."""
+    torch.manual_seed(1)
+    info = torch.finfo(dtype)
+    scales = torch.tensor([1e-3, 1.0, 1e3], dtype=torch.float32).repeat_interleave(count // 3)
+    x = (torch.randn(count) * scales).to(dtype)
+    x[:8] = torch.tensor([info.max, -info.max, info.tiny, -info.tiny, info.smallest_normal / 4, 0.0, -0.0, info.eps],
+                         dtype=dtype)
+    return x.view(6, count // 6)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_applied_mask_is_dropouts_formula_forward_and_backward(dtype):
-    torch.manual_seed(1)
-    x = torch.randn(6, 50, dtype=dtype, requires_grad=True)
+    x = _values_across_the_range(dtype).requires_grad_(True)
     torch.manual_seed(3)
     y = bulk_dropout(x, 0.25, training=True)
     torch.manual_seed(3)
     mask = bernoulli_keep_mask(x.shape, 0.75)
     scale = 1 / 0.75
-    # aten's own dropout arithmetic (x * mask * scale in x's dtype), bit for bit
+    # aten's own dropout arithmetic (x * mask * scale in x's dtype): the same values, overflow included; only a
+    # dropped negative element is +0 here where aten gives -0 (torch.equal counts them equal)
     assert torch.equal(y, torch.ops.aten.native_dropout_backward(x.detach(), mask, scale))
+    assert mask.view(-1)[:2].any(), "the overflow case is not exercised at this seed"
+    assert torch.equal(torch.isinf(y), mask & (x.detach().abs() == torch.finfo(dtype).max))
     assert torch.equal(y == 0, ~mask | (x == 0))
-    grad = torch.randn(6, 50, dtype=dtype)
+    grad = _values_across_the_range(dtype).flip(-1)
     y.backward(grad)
     assert torch.equal(x.grad, torch.ops.aten.native_dropout_backward(grad, mask, scale))
     # evaluation and p = 0 return the input itself; p = 1 drops everything, as torch does
@@ -120,8 +143,8 @@ def test_every_dropout_of_the_model_is_transformers_own_with_the_bulk_masks(name
     masks = []
     draw = bulk.bernoulli_keep_mask
 
-    def recording(shape, keep):
-        masks.append((draw(shape, keep), keep))
+    def recording(shape, keep, dtype=torch.bool):
+        masks.append((draw(shape, keep, dtype), keep))
         return masks[-1][0]
 
     monkeypatch.setattr(bulk, "bernoulli_keep_mask", recording)
@@ -289,7 +312,7 @@ def test_causal_attention_is_left_to_sdpa(monkeypatch):
 
     drawn = []
     draw = bulk.bernoulli_keep_mask
-    monkeypatch.setattr(bulk, "bernoulli_keep_mask", lambda shape, keep: drawn.append(shape) or draw(shape, keep))
+    monkeypatch.setattr(bulk, "bernoulli_keep_mask", lambda shape, keep, dtype=torch.bool: drawn.append(shape) or draw(shape, keep, dtype))
     query, key, value = (torch.randn(2, 2, 5, 4) for _ in range(3))
     for module_causal, flag, mask, bulk_expected in [(False, None, None, True), (True, None, None, False),
                                                      (False, True, None, False),
