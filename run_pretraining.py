@@ -213,6 +213,7 @@ def main(argv=None):
             "packing": not data_args.line_by_line,
             "masked_only_prediction": masked_only,
             "dropout_masks": dropout_masks,
+            "masking_stream": collator.masking_stream,
             "train_files": [os.path.basename(f) for f in data_args.train_file or []],
             "dataset_name": data_args.dataset_name,
             **({"lexical_warmup": lexical_warmup_facts} if lexical_warmup_facts is not None else {}),

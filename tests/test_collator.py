@@ -43,6 +43,8 @@ def _words(word_ids_row, maskable_row):
 def test_masking_statistics_per_phase(tiny_tokenizer, packed_features, phase):
     collator = CurriculumDataCollator(tiny_tokenizer, phases=[phase], seed=3)
     batch = collator(packed_features[:256])
+    assert collator.realised_fraction(0) is None  # counted when consumed, not when collated (possibly ahead)
+    batch = batch.to("cpu")
     state = batch.curriculum_state
     labels, inputs, source = batch["labels"], batch["input_ids"], state["input_ids"]
     maskable = state["maskable"]
@@ -129,8 +131,8 @@ def test_seeded_runs_reproduce_and_seeds_differ(tiny_tokenizer, packed_features)
 
 
 def test_dataloader_workers_draw_different_streams(tiny_tokenizer, packed_features):
-    # The same sample in every batch: identical masks would betray a shared stream.
-    collator = CurriculumDataCollator(tiny_tokenizer, seed=7)
+    # The sequential stream. The same sample in every batch: identical masks would betray a shared stream.
+    collator = CurriculumDataCollator(tiny_tokenizer, seed=7, masking_stream="sequential")
     dataset = [packed_features[0]] * 8
     loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collator)
     labels = [batch["labels"][0] for batch in loader]
@@ -212,11 +214,79 @@ def test_tokenizer_without_mask_token_is_refused(tiny_tokenizer_dir):
 
 
 def test_distributed_ranks_draw_different_streams(tiny_tokenizer, packed_features, monkeypatch):
-    # Same seed, same batch: rank 0 and rank 1 must not mask identically; each rank reproduces itself.
+    # The sequential stream. Same seed, same batch: rank 0 and rank 1 must not mask identically; each rank
+    # reproduces itself.
     masks = {}
     for rank in ("0", "1", "0"):
         monkeypatch.setenv("RANK", rank)
-        batch = CurriculumDataCollator(tiny_tokenizer, seed=5)(packed_features[:8])
+        batch = CurriculumDataCollator(tiny_tokenizer, seed=5, masking_stream="sequential")(packed_features[:8])
         masks.setdefault(rank, []).append(batch["labels"])
     assert not torch.equal(masks["0"][0], masks["1"][0])
     assert torch.equal(masks["0"][0], masks["0"][1])
+
+
+# ------------------------------------------------------------------ the keyed masking stream (the default)
+def _masked(batches):
+    return [(batch["input_ids"].clone(), batch["labels"].clone()) for batch in batches]
+
+
+def _consumed(loader):
+    """Batches as the Trainer consumes them: moved to the device (which finalizes them) in the main process."""
+    return [batch.to("cpu") for batch in loader]
+
+
+def test_keyed_masks_do_not_depend_on_the_workers_or_the_order(tiny_tokenizer, packed_features):
+    collator = CurriculumDataCollator(tiny_tokenizer, seed=7)
+    assert collator.masking_stream == "keyed"
+    collator.set_phase("v0.2")  # whole words: the generator drives the word order and the corruption
+    dataset = list(packed_features[:24])
+    inline = _masked(_consumed(torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collator)))
+    workers = _masked(_consumed(torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2,
+                                                            collate_fn=collator)))
+    backwards = _masked(reversed([collator(dataset[i:i + 4]) for i in range(0, 24, 4)]))[::-1]
+    for (ids, labels), (ids_w, labels_w), (ids_b, labels_b) in zip(inline, workers, backwards):
+        assert torch.equal(ids, ids_w) and torch.equal(labels, labels_w)
+        assert torch.equal(ids, ids_b) and torch.equal(labels, labels_b)
+    # distinct batches are masked independently: not one mask repeated
+    assert len({tuple((labels != -100).flatten().tolist()) for _, labels in inline}) == len(inline)
+
+
+def test_keyed_masks_change_with_the_seed_the_phase_and_the_epoch(tiny_tokenizer, packed_features):
+    rows = packed_features[:8]
+
+    def labels(seed=3, phase="v0.1", epoch=0):
+        collator = CurriculumDataCollator(tiny_tokenizer, seed=seed)
+        collator.set_phase(phase)
+        collator.set_epoch(epoch)
+        return collator(rows)["labels"]
+
+    reference = labels()
+    assert torch.equal(reference, labels())  # the same key, the same masks
+    for other in (labels(seed=4), labels(epoch=1), labels(phase="v0.3")):
+        assert not torch.equal(reference != -100, other != -100)
+    with pytest.raises(ValueError, match="epoch must be >= 0"):
+        CurriculumDataCollator(tiny_tokenizer).set_epoch(-1)
+    with pytest.raises(ValueError, match="masking_stream must be one of keyed, sequential; got 'random'"):
+        CurriculumDataCollator(tiny_tokenizer, masking_stream="random")
+
+
+def test_a_batch_collated_before_an_epoch_boundary_is_remasked_for_the_new_epoch(tiny_tokenizer, packed_features):
+    """A worker may collate the next epoch's first batches before the main process has set the epoch: consumed,
+    they must carry the masks of the epoch they are trained in, as if collated then."""
+    collator = CurriculumDataCollator(tiny_tokenizer, seed=9)
+    early = collator(packed_features[:8])  # collated during epoch 0
+    collator.set_epoch(1)
+    expected = CurriculumDataCollator(tiny_tokenizer, seed=9)
+    expected.set_epoch(1)
+    fresh = expected(packed_features[:8])
+    consumed = early.to("cpu")
+    assert torch.equal(consumed["labels"], fresh["labels"]) and torch.equal(consumed["input_ids"], fresh["input_ids"])
+    assert collator.remasked_batches == 1
+    # counted once, for what was trained on
+    assert collator.stats.masked[0] == int((fresh["labels"] != -100).sum())
+    # the sequential stream ignores epochs, as before the keyed one existed
+    sequential = CurriculumDataCollator(tiny_tokenizer, seed=9, masking_stream="sequential")
+    early = sequential(packed_features[:8])
+    drawn = early["labels"].clone()
+    sequential.set_epoch(1)
+    assert torch.equal(early.to("cpu")["labels"], drawn) and sequential.remasked_batches == 0

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 import run_pretraining
 from bioptimus_hf.pretraining.run_lifecycle import OutputDirLock, last_complete_checkpoint
@@ -117,6 +118,58 @@ def test_a_half_written_checkpoint_is_skipped_on_resume(monkeypatch, tmp_path, t
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 12
     assert [p.name for p in sorted((out / "releases").iterdir())] == ["v0.1", "v0.2", "v0.3", "v0.4"]
     assert last_complete_checkpoint(out).name == "checkpoint-12"
+
+
+# Runs run_pretraining in a child that kills itself (SIGKILL) right after checkpoint-4 is complete, mid-phase.
+KILL_AFTER_CHECKPOINT_4 = textwrap.dedent('''
+    import os, signal, sys
+    from transformers import Trainer
+    real = Trainer._save_checkpoint
+    def _save_checkpoint(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        if self.state.global_step == 4:
+            os.kill(os.getpid(), signal.SIGKILL)
+    Trainer._save_checkpoint = _save_checkpoint
+    sys.argv = ["run_pretraining.py"] + sys.argv[1:]
+    import run_pretraining
+    run_pretraining.main()
+''')
+
+
+def _release_weights_and_masking(out: Path) -> dict:
+    from safetensors.torch import load_file
+
+    releases = {}
+    for release in sorted((out / "releases").iterdir()):
+        record = json.loads((release / "bioptimus_phase.json").read_text())
+        releases[release.name] = (load_file(release / "model.safetensors"), record["realised_masked_fraction"], record["run"])
+    return releases
+
+
+def test_a_killed_run_resumed_from_its_checkpoint_releases_what_the_unbroken_run_releases(
+        monkeypatch, tmp_path, tiny_model_dir, corpus):
+    """Killed mid-phase and resumed, a run must release the unbroken run's models bit for bit: the masks (keyed by
+    batch, collator module docstring), dropout, data order and optimizer all come back with the checkpoint."""
+    extra = ["--max_steps", 12, "--phase_steps", 3, 3, 3, 3, "--max_eval_samples", 0]
+    run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "unbroken", *extra))
+    out = tmp_path / "killed"
+    argv = [str(a) for a in args(tiny_model_dir, corpus, out, *extra)]
+    env = dict(os.environ, PYTHONPATH=python_path(REPO_ROOT, REPO_ROOT / "tests"))
+    killed = subprocess.run([sys.executable, "-c", KILL_AFTER_CHECKPOINT_4, *argv], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert last_complete_checkpoint(out).name == "checkpoint-4"
+    assert [p.name for p in (out / "releases").iterdir()] == ["v0.1"]  # phase 0.2 was under way
+    run(monkeypatch, argv)
+    expected, resumed = _release_weights_and_masking(tmp_path / "unbroken"), _release_weights_and_masking(out)
+    assert sorted(resumed) == sorted(expected) == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    for version, (weights, masking, facts) in expected.items():
+        resumed_weights, resumed_masking, _ = resumed[version]
+        assert weights.keys() == resumed_weights.keys()
+        for name, tensor in weights.items():
+            assert torch.equal(resumed_weights[name], tensor), (version, name)
+        assert resumed_masking == masking, version  # the statistics of the batches trained on, none twice
+    assert {facts["masking_stream"] for release in (expected, resumed) for *_, facts in release.values()} == {"keyed"}
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "csv"])

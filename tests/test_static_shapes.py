@@ -63,13 +63,13 @@ def test_collator_emits_one_length_per_phase_covering_every_label(tiny_tokenizer
         collator.set_phase(index)
         bucket = masked_positions_bucket(phase.masking_rate, phase.whole_word, 8, 64)
         for start in range(0, 8 * 40, 8):
-            batch = collator(blocks[start:start + 8])
+            batch = collator(blocks[start:start + 8]).to("cpu")  # consumed: counted
             positions, labels = batch["masked_positions"], batch["labels"]
             assert positions.shape == (bucket,)
             count = int((labels != -100).sum())
             assert positions[:count].tolist() == (labels.reshape(-1) != -100).nonzero().flatten().tolist()
             assert (positions[count:] == -1).all()
-    assert collator.stats.overflows == [0, 0, 0]
+    assert collator.stats.overflows == [0, 0, 0] and all(collator.stats.maskable)
     # Without the option, batches are as before.
     plain = CurriculumDataCollator(tiny_tokenizer, PHASES, seed=3)
     assert "masked_positions" not in plain(blocks[:8])
@@ -92,7 +92,7 @@ def test_overflow_is_counted_logged_and_drops_nothing(tiny_tokenizer, blocks, mo
     collator = CurriculumDataCollator(tiny_tokenizer, PHASES, seed=3, static_masked_positions=True)
     collator.set_phase(1)
     with caplog.at_level(logging.WARNING):
-        batches = [collator(blocks[i:i + 4]) for i in range(0, 12, 4)]
+        batches = [collator(blocks[i:i + 4]).to("cpu") for i in range(0, 12, 4)]  # consumed: counted
     for batch in batches:
         count = int((batch["labels"] != -100).sum())
         assert count > 8 and len(batch["masked_positions"]) >= count

@@ -18,19 +18,6 @@ from bioptimus_hf.utils.distributed import close_process_group
 from phase_probe import PROBE_PHASES, probe_dataset
 
 
-class ContentSeededCollator(CurriculumDataCollator):
-    """The curriculum's collator, drawing each batch's masking from a stream seeded by the batch's own token ids.
-
-    The collator's masking stream is not part of a checkpoint (it restarts from its seed when a run resumes), so a
-    resumed run masks its batches differently from the unbroken run. Seeded by content, the same batch is masked
-    the same way in both, and a resumed run must then reproduce the unbroken run's weights exactly."""
-
-    def mask_tokens(self, input_ids, word_ids, maskable, phase, generator):
-        weights = torch.arange(1, input_ids.numel() + 1, dtype=torch.long).view_as(input_ids)
-        seed = int((input_ids * weights).sum()) % (2 ** 31)
-        return super().mask_tokens(input_ids, word_ids, maskable, phase, torch.Generator().manual_seed(seed))
-
-
 def tiny_bert(tokenizer, seed=0):
     """A tiny BERT without dropout (dropout draws from the global stream: the runs compared must not differ by it)."""
     torch.manual_seed(seed)
@@ -69,7 +56,7 @@ class WarmupRecorder(TrainerCallback):
 
 
 def run_warmup_probe(model, tokenizer, data, output_dir, warmup_steps, phase_steps, max_steps, lexical_lr=5e-3,
-                     resume=None, collator_class=ContentSeededCollator, **training_kwargs):
+                     resume=None, collator_class=CurriculumDataCollator, **training_kwargs):
     enable_masked_only_prediction(model)
     collator = collator_class(tokenizer, phases=PROBE_PHASES, seed=0)
     schedule = PhaseScheduleCallback(collator, phase_steps=phase_steps, evaluate_at_phase_end=False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -107,6 +108,11 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         self._restore(state)
         self._activate(self.schedule.phase_at(state.global_step), state.global_step)
         self.run_facts = RunFacts.from_training_arguments(args, **self.run_info)
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        # The keyed masking stream's epoch (collator module docstring). A resumed run restores state.epoch
+        # (e.g. 2.35) before this call: its integer part is the epoch being resumed.
+        self.collator.set_epoch(math.floor(state.epoch + 1e-9) if state.epoch else 0)
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.lexical_warmup_release and state.global_step == self.schedule.lexical_warmup_steps > 0:

@@ -19,8 +19,24 @@ model after a switch. Batches returned by this collator remember the phase they 
 when accelerate moves a batch to the device (``BatchEncoding.to``, in the main process, at the moment
 the batch is consumed) a batch whose phase is no longer the active one is re-masked for the active
 phase. Workers read the active phase from shared memory, so only the few batches prefetched across a
-switch are re-masked. Realised masking statistics are counted in the main process, in a
-:class:`MaskingStatistics` that the schedule callback snapshots, restores and checkpoints.
+switch are re-masked. Realised masking statistics are counted in the main process when a batch is consumed
+(moved to the device; a caller without accelerate calls ``batch.to(device)`` or :meth:`finalize` itself), in a
+:class:`MaskingStatistics` that the schedule callback snapshots, restores and checkpoints; batches collated ahead
+are not counted yet, so a checkpoint's statistics are those of the batches trained on.
+
+Masking randomness: a stream keyed by the batch
+-----------------------------------------------
+By default (``masking_stream="keyed"``) each batch's masks are drawn from a generator seeded by the batch
+itself: the base seed, the phase, the epoch and a digest of its unmasked token ids. Which process masks a batch,
+and when, then no longer matters: the masks do not depend on the number of DataLoader workers or on how far they
+prefetched, a batch re-masked after a phase switch gets what a worker would have drawn for the new phase, and a run
+resumed from a checkpoint masks every remaining batch as the unbroken run did (the data order comes back with the
+checkpoint, so the same batches come back). The epoch is in the key so that a batch repeated by an unshuffled
+sampler is masked anew each epoch; the Trainer's epoch reaches the collator through :meth:`set_epoch` (the phase
+callback calls it), in shared memory as the phase is, and a batch collated ahead across an epoch boundary is
+re-masked when it is consumed, as across a phase switch. Identical batches in one epoch and phase get identical
+masks. ``masking_stream="sequential"`` keeps the stream of releases made before (one generator per distributed
+rank and DataLoader worker, drawn in collation order, restarting from its seed when a run resumes).
 
 Static shapes for compiled training
 -----------------------------------
@@ -35,6 +51,7 @@ counted in ``MaskingStatistics.overflows``.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import uuid
@@ -53,6 +70,10 @@ logger = logging.getLogger(__name__)
 
 _LIVE_COLLATORS: "weakref.WeakValueDictionary[str, CurriculumDataCollator]" = weakref.WeakValueDictionary()
 
+# Where each batch's masking randomness comes from (module docstring); the first is the default.
+MASKING_STREAMS = ("keyed", "sequential")
+DEFAULT_MASKING_STREAM = MASKING_STREAMS[0]
+
 # BERT's corruption rule for the selected tokens: 80% [MASK], 10% random token, 10% kept.
 MASK_FRACTION = 0.8
 RANDOM_FRACTION = 0.1
@@ -61,6 +82,18 @@ RANDOM_FRACTION = 0.1
 def _stream_seed(seed: int, rank: int, worker: int) -> int:
     """Independent, reproducible stream per (seed, distributed rank, DataLoader worker)."""
     return int(np.random.SeedSequence([seed, rank, worker]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def batch_key_seed(seed: int, phase_index: int, epoch: int, input_ids: torch.Tensor) -> int:
+    """The seed of one batch's masking generator under the keyed stream: (seed, phase, epoch, token ids).
+
+    The token ids enter through a 128-bit BLAKE2b digest of their int64 bytes and the batch's shape, so a batch
+    keeps its key whatever process collates it."""
+    ids = np.ascontiguousarray(input_ids.numpy(), dtype=np.int64)
+    digest = hashlib.blake2b(ids.tobytes(), digest_size=16, person=b"bioptimus-mask").digest()
+    words = np.frombuffer(digest, dtype=np.uint32).tolist()
+    entropy = [int(seed), int(phase_index), int(epoch), *ids.shape, *words]
+    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
 def _distributed_rank() -> int:
@@ -189,10 +222,13 @@ class CurriculumDataCollator:
     Args:
         tokenizer: the model's tokenizer; must define a mask token and a pad token.
         phases: the curriculum (default: the paper's four phases, :data:`BIOPTIMUS_CURRICULUM`).
-        seed: base seed; every (distributed rank, DataLoader worker) pair draws its own stream.
+        seed: base seed of the masking randomness.
         pad_to_multiple_of: pad batch length up to a multiple of this value.
         static_masked_positions: also emit ``masked_positions`` (labelled positions padded to the phase's
             fixed bucket) for a masked-only model under ``torch.compile`` (see the module docstring).
+        masking_stream: ``"keyed"`` (default): each batch's masks are seeded by (seed, phase, epoch, its token
+            ids), the same whichever process masks it and after a resume; ``"sequential"``: one stream per
+            (distributed rank, DataLoader worker), as releases made before had (module docstring).
 
     The masking rate is a token budget as in BERT: each sequence gets ``round(rate * n)`` masked
     tokens (at least one), ``n`` being its maskable tokens (neither special nor padding). Token
@@ -208,7 +244,10 @@ class CurriculumDataCollator:
         seed: int = 42,
         pad_to_multiple_of: int | None = None,
         static_masked_positions: bool = False,
+        masking_stream: str = DEFAULT_MASKING_STREAM,
     ):
+        if masking_stream not in MASKING_STREAMS:
+            raise ValueError(f"masking_stream must be one of {', '.join(MASKING_STREAMS)}; got {masking_stream!r}")
         phases = getattr(phases, "phases", phases)  # a Curriculum, or its phases
         phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in phases)
         if not phases:
@@ -245,6 +284,8 @@ class CurriculumDataCollator:
         # Active phase lives in shared memory so DataLoader workers (forked or spawned, persistent
         # or not) see switches made by the main process.
         self._active = torch.zeros(1, dtype=torch.long).share_memory_()
+        self._epoch = torch.zeros(1, dtype=torch.long).share_memory_()  # the Trainer's epoch, likewise
+        self.masking_stream = masking_stream
         self._key = uuid.uuid4().hex
         _LIVE_COLLATORS[self._key] = self
         self._generator: torch.Generator | None = None
@@ -278,7 +319,23 @@ class CurriculumDataCollator:
                 raise ValueError(f"phase index {index} out of range for {len(self.phases)} phases")
         self._active[0] = index
 
+    @property
+    def epoch(self) -> int:
+        return int(self._epoch[0])
+
+    def set_epoch(self, epoch: int) -> None:
+        """The training epoch (0-based), part of each batch's key under the keyed stream (module docstring)."""
+        if int(epoch) < 0:
+            raise ValueError(f"epoch must be >= 0, got {epoch}")
+        self._epoch[0] = int(epoch)
+
     # ------------------------------------------------------------------ randomness
+    def _generator_for(self, input_ids: torch.Tensor, phase_index: int, epoch: int) -> torch.Generator:
+        """The generator that masks a batch: its own (keyed) or the process's stream (sequential)."""
+        if self.masking_stream == "keyed":
+            return torch.Generator().manual_seed(batch_key_seed(self.seed, phase_index, epoch, input_ids))
+        return self._rng()
+
     def _rng(self) -> torch.Generator:
         info = torch.utils.data.get_worker_info()
         owner = (os.getpid(), _distributed_rank(), 0 if info is None else info.id + 1)
@@ -300,8 +357,9 @@ class CurriculumDataCollator:
     # ------------------------------------------------------------------ collation
     def __call__(self, features: list[dict[str, Any]]) -> CurriculumBatch:
         input_ids, attention_mask, word_ids, maskable = self._pad(features)
-        index = self.phase_index
-        masked_inputs, labels = self.mask_tokens(input_ids, word_ids, maskable, self.phases[index], self._rng())
+        index, epoch = self.phase_index, self.epoch
+        masked_inputs, labels = self.mask_tokens(input_ids, word_ids, maskable, self.phases[index],
+                                                 self._generator_for(input_ids, index, epoch))
         data = {"input_ids": masked_inputs, "attention_mask": attention_mask, "labels": labels}
         if self.static_masked_positions:
             data["masked_positions"] = self.masked_positions(labels, self.phases[index])
@@ -310,30 +368,34 @@ class CurriculumDataCollator:
             curriculum_state={
                 "collator_key": self._key,
                 "phase_index": index,
+                "epoch": epoch,
                 "input_ids": input_ids,
                 "word_ids": word_ids,
                 "maskable": maskable,
                 "counted": False,
             },
         )
-        if torch.utils.data.get_worker_info() is None:
-            self._count(batch)
+        # Counted when consumed (finalize), not here: a batch collated ahead of a checkpoint is trained on after
+        # it, and counting it now would count it twice in a run resumed from that checkpoint.
         return batch
 
     def finalize(self, batch: CurriculumBatch) -> None:
-        """Re-mask ``batch`` if it was masked for another phase than the active one; count it."""
+        """Re-mask ``batch`` if it was masked for another phase than the active one (or, under the keyed stream,
+        another epoch than the current one); count it."""
         state = batch.curriculum_state
-        index = self.phase_index
-        if state["phase_index"] != index:
+        index, epoch = self.phase_index, self.epoch
+        stale_epoch = self.masking_stream == "keyed" and state.get("epoch", epoch) != epoch
+        if state["phase_index"] != index or stale_epoch:
             if state["counted"]:
                 self._uncount(batch)
             masked_inputs, labels = self.mask_tokens(
-                state["input_ids"], state["word_ids"], state["maskable"], self.phases[index], self._rng()
+                state["input_ids"], state["word_ids"], state["maskable"], self.phases[index],
+                self._generator_for(state["input_ids"], index, epoch),
             )
             batch["input_ids"], batch["labels"] = masked_inputs, labels
             if "masked_positions" in batch:
                 batch["masked_positions"] = self.masked_positions(labels, self.phases[index])
-            state["phase_index"] = index
+            state["phase_index"], state["epoch"] = index, epoch
             self.remasked_batches += 1
         if not state["counted"]:
             self._count(batch)

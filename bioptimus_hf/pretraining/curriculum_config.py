@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .collator import DEFAULT_MASKING_STREAM, MASKING_STREAMS
 from .phases import Curriculum
 
 ALL_PHASES = "all"  # --single_phase all: every phase of the curriculum
@@ -28,6 +29,14 @@ class CurriculumArguments:
                           "ignored."},
     )
     mask_seed: int | None = field(default=None, metadata={"help": "Masking seed (default: --seed)."})
+    masking_stream: str = field(
+        default=DEFAULT_MASKING_STREAM,
+        metadata={"help": "Where each batch's masks come from: 'keyed' (default), a generator seeded by the masking "
+                          "seed, the phase, the epoch and the batch's token ids, so the masks do not depend on the "
+                          "DataLoader workers and a resumed run masks as the unbroken run did; 'sequential', one "
+                          "stream per rank and worker, as runs before this option had (to reproduce one).",
+                  "choices": list(MASKING_STREAMS)},
+    )
     allow_schedule_change: bool = field(
         default=False,
         metadata={"help": "Resume from a checkpoint trained under another schedule (max_steps, curriculum or phase "
@@ -52,6 +61,7 @@ class CurriculumArguments:
             phases=curriculum.phases,
             seed=seed if self.mask_seed is None else self.mask_seed,
             pad_to_multiple_of=8 if line_by_line else None,
+            masking_stream=self.masking_stream,
         )
 
 

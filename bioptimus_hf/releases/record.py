@@ -266,6 +266,9 @@ class RunFacts:
     # who drew the dropout masks: "bulk" (pretraining/bulk_dropout.py, a CPU default) or "torch"; None: a record
     # written before the choice existed (torch's). Same dropout either way, another random stream.
     dropout_masks: str | None = None
+    # where the curriculum's masks came from: "keyed" (seeded per batch; pretraining/collator.py) or "sequential";
+    # None: a record written before the choice existed (sequential).
+    masking_stream: str | None = None
     train_files: list[str] = field(default_factory=list)  # file names only
     dataset_name: str | None = None
     datasets: list[str] = field(default_factory=list)  # Hub dataset ids of the training data, if any
