@@ -172,6 +172,26 @@ def test_a_killed_run_resumed_from_its_checkpoint_releases_what_the_unbroken_run
     assert {facts["masking_stream"] for release in (expected, resumed) for *_, facts in release.values()} == {"keyed"}
 
 
+def test_a_checkpoint_resumed_under_another_masking_stream_says_so(monkeypatch, tmp_path, tiny_model_dir, corpus,
+                                                                  caplog):
+    import shutil
+
+    first = tmp_path / "sequential"
+    run(monkeypatch, args(tiny_model_dir, corpus, first, "--masking_stream", "sequential"))
+    out = tmp_path / "resumed"
+    shutil.copytree(first / "checkpoint-4", out / "checkpoint-4")
+    with caplog.at_level("WARNING"):
+        run(monkeypatch, args(tiny_model_dir, corpus, out))  # the default: keyed
+    assert "at step 4: masking stream sequential -> keyed (--masking_stream sequential keeps" in caplog.text
+    for version in ("v0.3", "v0.4"):
+        record = json.loads((out / "releases" / version / "bioptimus_phase.json").read_text())
+        assert record["run"]["masking_stream"] == "keyed"
+        assert [c["step"] for c in record["schedule_changes"]] == [4], record["schedule_changes"]
+        assert "masking stream sequential -> keyed" in record["schedule_changes"][0]["description"]
+    first_record = json.loads((first / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
+    assert first_record["run"]["masking_stream"] == "sequential" and first_record["schedule_changes"] == []
+
+
 @pytest.mark.parametrize("kind", ["jsonl", "csv"])
 def test_json_lines_and_csv_corpora_train(monkeypatch, tmp_path, tiny_model_dir, kind):
     lines = corpus_lines(300)

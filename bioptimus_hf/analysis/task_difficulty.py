@@ -56,8 +56,10 @@ def phase_losses(model, tokenizer, blocks: Sequence[dict[str, Any]], phases: Seq
         starts = range(0, len(blocks), batch_size)
         for number, start in enumerate(tqdm(starts, desc=f"phase v{phase.version}", disable=not progress)):
             # A fresh stream per batch, the same for every phase: phases with the same unit and rate select
-            # the same tokens, whatever random draws the previous batches' corruption consumed.
-            collator = CurriculumDataCollator(tokenizer, phases=phases, seed=seed + number)
+            # the same tokens, whatever random draws the previous batches' corruption consumed. (The keyed
+            # stream of training puts the phase in each batch's key, which would make them differ.)
+            collator = CurriculumDataCollator(tokenizer, phases=phases, seed=seed + number,
+                                              masking_stream="sequential")
             collator.set_phase(index)
             batch = collator(list(blocks[start:start + batch_size]))
             labels = batch["labels"]

@@ -172,6 +172,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
                 "phase_history": [list(x) for x in self.phase_history],
                 "schedule": self.schedule.to_dict() if self.schedule is not None else None,
                 "schedule_changes": list(self.schedule_changes),
+                "masking_stream": self.collator.masking_stream,
             },
         }
 
@@ -197,6 +198,13 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
                     raise schedule_mismatch(f"the checkpoint at step {state.global_step}", change)
                 self.schedule_changes.append({"step": state.global_step, "description": change})
                 logger.warning("curriculum: schedule changed at step %d: %s", state.global_step, change)
+        # A checkpoint without the entry was written before the keyed stream existed: sequential.
+        previous_stream = attributes.get("masking_stream", "sequential")
+        if previous_stream != self.collator.masking_stream:
+            change = (f"masking stream {previous_stream} -> {self.collator.masking_stream} "
+                      f"(--masking_stream {previous_stream} keeps the checkpoint's)")
+            self.schedule_changes.append({"step": state.global_step, "description": change})
+            logger.warning("curriculum: at step %d: %s", state.global_step, change)
         self.collator.stats.load_state_dict(attributes)
         self.phase_history = [tuple(x) for x in attributes.get("phase_history", [])]
 
