@@ -5,8 +5,8 @@
 
 Real text (../shared/data/corpus/pubmed_abstracts.txt, natural spacing) tokenized with the
 bert-base-uncased vocabulary of the MiniLM demo model and packed into 512-token blocks. Reports,
-per 64x512 batch: median collation time of ours (token / whole-word phases) and of transformers'
-collator (token / whole_word_mask=True), the realised masked fraction of each against the requested
+per 64x512 batch: median collation time of ours (token / whole-word phases; keyed and sequential masking
+streams) and of transformers' collator (token / whole_word_mask=True), the realised masked fraction of each against the requested
 0.15, and the collator's share of one training step of the demo model at the demo batch shape.
 """
 
@@ -107,9 +107,13 @@ def main():
     hf_token_features = [[{k: f[k] for k in ("input_ids", "special_tokens_mask")} for f in b] for b in batches]
 
     results = {}
-    for name, unit in (("ours_token", "token"), ("ours_whole_word", "word")):
+    # ours with the default keyed stream (a generator per batch) and with the sequential one (one per process)
+    for name, unit, stream in (("ours_token", "token", "keyed"), ("ours_whole_word", "word", "keyed"),
+                               ("ours_token_sequential", "token", "sequential"),
+                               ("ours_whole_word_sequential", "word", "sequential")):
         collator = CurriculumDataCollator(
-            tokenizer, phases=[CurriculumPhase("b", masking_unit=unit, masking_rate=args.rate, corruption=True)], seed=0
+            tokenizer, phases=[CurriculumPhase("b", masking_unit=unit, masking_rate=args.rate, corruption=True)], seed=0,
+            masking_stream=stream,
         )
         # Include the main-process finalisation a Trainer performs when the batch is consumed.
         results[name] = time_collator(collator, ours_features, finalize=lambda b: b.to("cpu"))
