@@ -172,6 +172,19 @@ def test_a_killed_run_resumed_from_its_checkpoint_releases_what_the_unbroken_run
     assert {facts["masking_stream"] for release in (expected, resumed) for *_, facts in release.values()} == {"keyed"}
 
 
+def test_the_releases_do_not_depend_on_the_dataloader_workers(monkeypatch, tmp_path, tiny_model_dir, corpus):
+    """Keyed masks are drawn wherever a batch is collated; dropout and data order come from the main process."""
+    extra = ["--max_steps", 6, "--phase_steps", 2, 2, 1, 1, "--max_eval_samples", 0]
+    run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "inline", *extra, "--dataloader_num_workers", 0))
+    run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "workers", *extra, "--dataloader_num_workers", 2))
+    inline, workers = _release_weights_and_masking(tmp_path / "inline"), _release_weights_and_masking(tmp_path / "workers")
+    assert sorted(inline) == sorted(workers) == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    for version, (weights, masking, _) in inline.items():
+        assert workers[version][1] == masking, version
+        for name, tensor in weights.items():
+            assert torch.equal(workers[version][0][name], tensor), (version, name)
+
+
 def test_a_checkpoint_resumed_under_another_masking_stream_says_so(monkeypatch, tmp_path, tiny_model_dir, corpus,
                                                                   caplog):
     import shutil
