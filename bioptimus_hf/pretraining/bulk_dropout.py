@@ -47,8 +47,9 @@ class _ApplyKeepMask(torch.autograd.Function):
     The mask holds 0 and 1 in ``x``'s dtype, and the product is one ``addcmul`` onto a zero scalar: aten's
     ``native_dropout_backward`` takes a boolean mask, which its CPU kernels first copy into ``x``'s dtype and then
     multiply in two more passes, forward and backward -- 1.8 ms for one layer's attention probabilities of MiniLM
-    at batch 16 x 128 in bf16, against 0.25 ms here (the 2-core Zen 5 VM of docs/speed.md, section 9). The values are the same (both round ``x * scale`` once in
-    float32, then to ``x``'s dtype); a dropped element is +0 here where aten gives -0 for a negative ``x``.
+    at batch 16 x 128 in bf16, against 0.25 ms here (the 2-core Zen 5 VM of docs/speed.md, section 9). The
+    values are the same (both round ``x * scale`` once in float32, then to ``x``'s dtype); a dropped element is +0
+    here where aten gives -0 for a negative ``x``.
     """
 
     @staticmethod
