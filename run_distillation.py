@@ -120,8 +120,8 @@ def main(argv=None):
 
     # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
     collator = curriculum_args.build_collator(tokenizer, curriculum, training_args.seed, data_args.line_by_line)
-    data = load_pretraining_datasets(data_args, tokenizer, training_args,
-                                     model_max_tokens=min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer)))
+    longest = min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer))  # both must take it
+    data = load_pretraining_datasets(data_args, tokenizer, training_args, model_max_tokens=longest)
     training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
     if data_args.streaming:
         training_args.accelerator_config.dispatch_batches = False
