@@ -1,0 +1,179 @@
+"""The Trainer's standard Hub flags (--push_to_hub, --hub_model_id, --hub_private_repo, --hub_token, --hub_strategy,
+--hub_revision) on run_pretraining.py, run_distillation.py, run_ner.py and bioptimus-publish, against the loopback
+fake Hub (bioptimus_hf.testing.fake_hub); no network."""
+
+import json
+import logging
+import sys
+
+import huggingface_hub.constants as hf_constants
+import pytest
+import torch
+from huggingface_hub import ModelCard, snapshot_download
+from safetensors.torch import load_file
+from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, TrainingArguments
+
+import run_distillation
+import run_ner
+import run_pretraining
+from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands.publish import main as publish_main, publish_from_cli
+from bioptimus_hf.ner.hub_push import best_seed
+from bioptimus_hf.releases.publisher import make_release_publisher
+from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
+from bioptimus_hf.testing.fake_hub import FakeHub
+from bioptimus_hf.testing.tiny_releases import make_run
+from conftest import corpus_lines
+from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401
+
+# huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.
+pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning")
+
+TOKEN = "hf_FAKEtoken_flags_do_not_leak_5521"
+VERSIONS = ("v0.1", "v0.2", "v0.3", "v0.4")
+
+
+@pytest.fixture(autouse=True)
+def local_hub_mode(monkeypatch, tmp_path):
+    # The suite runs with HF_HUB_OFFLINE=1, which huggingface_hub applies to local endpoints too; Xet cannot be
+    # faked, so the LFS protocol is used. No token is found unless a test gives one.
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    with FakeHub(token=TOKEN, lifetime_s=300) as fake:
+        monkeypatch.setattr(hf_constants, "ENDPOINT", fake.url)  # what HfApi() and the scripts use by default
+        yield fake
+
+
+def _args(*argv):
+    return parse_args((ReleaseArguments, TrainingArguments), [str(a) for a in argv])
+
+
+def _tree_holds(root, needle: bytes) -> list:
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+# ------------------------------------------------------------------------------- resolving the flags
+def test_standard_flags_become_release_publishing_and_the_trainer_push_is_turned_off(tmp_path):
+    release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_to_hub", "--hub_model_id",
+                                        "acme/x", "--hub_private_repo", "true", "--hub_token", TOKEN,
+                                        "--hub_strategy", "end", "--releases_hub_mode", "repos")
+    hub = resolve_release_hub(release_args, training_args)
+    assert (hub.settings.repo_id, hub.settings.private, hub.settings.token, hub.settings.strategy, hub.mode) == \
+        ("acme/x", True, TOKEN, "end", "repos")
+    assert TOKEN not in repr(hub)
+    assert training_args.push_to_hub is False and training_args.hub_token is None  # the Trainer never pushes
+    # Without --hub_model_id the repository is named after output_dir, as the Trainer names it.
+    release_args, training_args = _args("--output_dir", tmp_path / "my-run", "--push_to_hub", "--hub_token", TOKEN)
+    assert resolve_release_hub(release_args, training_args).settings.repo_id == "my-run"
+    release_args, training_args = _args("--output_dir", tmp_path / "run")
+    assert resolve_release_hub(release_args, training_args) is None
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--hub_model_id", "acme/x", "--releases_repo_id", "acme/y"],
+     "--hub_model_id acme/x and --releases_repo_id acme/y contradict each other: give --hub_model_id only"),
+    (["--hub_private_repo", "false", "--releases_private"],
+     "--hub_private_repo False and --releases_private True contradict each other"),
+    (["--hub_strategy", "checkpoint"], "--hub_strategy checkpoint: this script publishes the curriculum releases, "
+                                       "never checkpoints; use every_save"),
+    (["--hub_revision", "dev"], "--hub_revision dev: this script publishes the curriculum releases on their own "
+                                "branches and tags v0.k"),
+    (["--output_dir", "runs/bad name!"], r"--push_to_hub: the name of --output_dir \('bad name!'\), which the "
+                                         "repository is named after, is not a valid Hub repository id; give "
+                                         "--hub_model_id ORG/NAME"),
+    (["--no_token"], "--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN"),
+], ids=["two-repos", "two-visibilities", "checkpoints", "revision", "underivable-name", "no-token"])
+def test_contradictions_and_impossible_requests_are_refused_naming_the_flags(tmp_path, argv, message):
+    token = [] if argv == ["--no_token"] else ["--hub_token", TOKEN]
+    argv = [] if argv == ["--no_token"] else argv
+    output_dir = [] if "--output_dir" in argv else ["--output_dir", tmp_path / "run"]
+    release_args, training_args = _args(*output_dir, "--push_to_hub", *token, *argv)
+    with pytest.raises(ValueError, match=message):
+        resolve_release_hub(release_args, training_args)
+    assert training_args.push_to_hub is True  # nothing was changed before the refusal
+
+
+def test_deprecated_release_flags_map_onto_the_standard_ones_with_one_warning(tmp_path, caplog):
+    release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_releases_to_hub",
+                                        "--releases_repo_id", "acme/old", "--releases_private", "--hub_token", TOKEN)
+    with caplog.at_level(logging.WARNING, logger="bioptimus_hf"):
+        hub = resolve_release_hub(release_args, training_args)
+    assert (hub.settings.repo_id, hub.settings.private) == ("acme/old", True)
+    warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert warnings == ["--push_releases_to_hub, --releases_repo_id, --releases_private are deprecated: use "
+                        "--push_to_hub --hub_model_id --hub_private_repo (TrainingArguments' own Hub flags)"]
+    # The same repository under both names is no contradiction.
+    release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_to_hub", "--hub_model_id",
+                                        "acme/x", "--releases_repo_id", "acme/x", "--hub_token", TOKEN)
+    assert resolve_release_hub(release_args, training_args).settings.repo_id == "acme/x"
+
+
+def test_hub_strategy_end_keeps_the_releases_for_the_end_of_training(hub, tmp_path):
+    run = make_run(tmp_path / "run", n_versions=2)
+    publisher = make_release_publisher("acme/x", token=TOKEN, at_end=True)
+    for version in ("v0.1", "v0.2"):
+        publisher(run / "releases" / version)
+    assert publisher._queue.unfinished_tasks == 0 and hub.requests == []  # nothing queued, nothing sent
+    assert publisher.wait(timeout=60)  # what finish_run calls when training ends
+    assert [r.version for r in publisher.published] == ["0.1", "0.2"] and set(hub.repos["acme/x"].tags) == \
+        {"v0.1", "v0.2"}
+
+
+# ------------------------------------------------------------------------------- run_pretraining.py
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(corpus_lines(400)) + "\n")
+    return path
+
+
+def _pretrain(monkeypatch, argv):
+    monkeypatch.setattr(sys, "argv", ["run_pretraining.py", *map(str, argv)])
+    run_pretraining.main()
+
+
+def _pretraining_args(model_dir, corpus, out):
+    # save_steps 4: the Trainer saves two checkpoints, which it would push to main if its push were on
+    return ["--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out, "--max_steps", 8,
+            "--per_device_train_batch_size", 4, "--max_seq_length", 32, "--report_to", "none", "--max_eval_samples", 8,
+            "--disable_tqdm", "true", "--save_steps", 4, "--bulk_dropout", "false"]
+
+
+def test_run_pretraining_push_to_hub_publishes_releases_on_branches_and_tags_and_nothing_of_the_trainer(
+        monkeypatch, tmp_path, tiny_model_dir, corpus, hub):
+    out = tmp_path / "out"
+    _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out)
+              + ["--push_to_hub", "--hub_model_id", "acme/x", "--hub_token", TOKEN])
+    repo = hub.repos["acme/x"]
+    assert set(repo.tags) == set(VERSIONS) and set(repo.branches) == {"main", *VERSIONS}
+    for version in VERSIONS:
+        assert repo.branches[version] == repo.tags[version]
+        files = hub.files("acme/x", version)
+        assert files["model.safetensors"] == (out / "releases" / version / "model.safetensors").read_bytes()
+        assert json.loads(files["bioptimus_phase.json"])["version"] == version[1:]
+    # main holds the latest release and nothing of the Trainer's (no training_args.bin, no checkpoint).
+    assert hub.files("acme/x", "main") == hub.files("acme/x", "v0.4")
+    assert not any("training_args.bin" in path or path.startswith("checkpoint-")
+                   for revision in ("main", *VERSIONS) for path in hub.files("acme/x", revision))
+    assert all(message.startswith(("Release BIOptimus v", "Point main at BIOptimus v"))
+               for _, _, message in hub.commit_messages)
+    assert (out / "checkpoint-8" / "training_args.bin").is_file()  # the Trainer did save, it did not push
+    assert _tree_holds(out, TOKEN.encode()) == []  # nor was the token pickled into its training_args.bin
+
+
+def test_run_pretraining_refuses_contradictory_flags_before_training(monkeypatch, tmp_path, tiny_model_dir, corpus,
+                                                                     hub):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match="^error: --hub_model_id acme/x and --releases_repo_id acme/y contradict"):
+        _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out)
+                  + ["--push_to_hub", "--hub_model_id", "acme/x", "--releases_repo_id", "acme/y", "--hub_token", TOKEN])
+    with pytest.raises(SystemExit, match="^error: --push_to_hub: no Hugging Face token found"):
+        _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out) + ["--push_to_hub"])
+    assert not out.exists() and hub.requests == []  # nothing trained, nothing asked of the Hub
