@@ -5,11 +5,12 @@ fake Hub (bioptimus_hf.testing.fake_hub); no network."""
 import json
 import logging
 import sys
+from pathlib import Path
 
 import huggingface_hub.constants as hf_constants
 import pytest
 import torch
-from huggingface_hub import ModelCard, snapshot_download
+from huggingface_hub import ModelCard
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, TrainingArguments
 
@@ -53,6 +54,15 @@ def hub(monkeypatch):
 
 def _args(*argv):
     return parse_args((ReleaseArguments, TrainingArguments), [str(a) for a in argv])
+
+
+def _checkout(hub, repo_id: str, revision: str, target: Path) -> Path:
+    """The files of ``repo_id@revision`` on the fake Hub, written to ``target`` (downloading by revision through
+    transformers is tests/test_hub.py's)."""
+    for path, content in hub.files(repo_id, revision).items():
+        (target / path).parent.mkdir(parents=True, exist_ok=True)
+        (target / path).write_bytes(content)
+    return target
 
 
 def _tree_holds(root, needle: bytes) -> list:
@@ -177,3 +187,76 @@ def test_run_pretraining_refuses_contradictory_flags_before_training(monkeypatch
     with pytest.raises(SystemExit, match="^error: --push_to_hub: no Hugging Face token found"):
         _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out) + ["--push_to_hub"])
     assert not out.exists() and hub.requests == []  # nothing trained, nothing asked of the Hub
+
+
+# ------------------------------------------------------------------------------- run_distillation.py
+def test_run_distillation_push_to_hub_publishes_a_loadable_student(monkeypatch, tmp_path, tiny_model_dir, corpus,
+                                                                     hub):
+    out = tmp_path / "distil"
+    monkeypatch.setattr(sys, "argv", ["run_distillation.py", *map(str, [
+        "--teacher_model_name_or_path", tiny_model_dir, "--student_layers", 0, "--train_file", corpus,
+        "--output_dir", out, "--max_steps", 2, "--per_device_train_batch_size", 4, "--max_seq_length", 32,
+        "--report_to", "none", "--disable_tqdm", "true", "--speed_batches", 0, "--save_steps", 1,
+        "--push_to_hub", "--hub_model_id", "acme/tiny-student", "--hub_token", TOKEN])])
+    run_distillation.main()
+    repo = hub.repos["acme/tiny-student"]
+    assert set(repo.tags) == {"v0.1"} and set(repo.branches) == {"main", "v0.1"}
+    assert hub.files("acme/tiny-student", "main") == hub.files("acme/tiny-student", "v0.1")
+    assert not any("training_args.bin" in path or "checkpoint-" in path for path in hub.files("acme/tiny-student",
+                                                                                               "main"))
+    local = _checkout(hub, "acme/tiny-student", "main", tmp_path / "download")
+    student = AutoModelForMaskedLM.from_pretrained(local)
+    assert type(student).__name__ == "BertForMaskedLM" and student.config.num_hidden_layers == 1
+    saved = load_file(out / "student" / "model.safetensors")
+    state = student.state_dict()
+    assert all(torch.equal(state[key], saved[key]) for key in saved)
+    assert 'from_pretrained("acme/tiny-student"' in (local / "README.md").read_text()  # the card names the repo
+    assert _tree_holds(out, TOKEN.encode()) == []
+
+
+# ------------------------------------------------------------------------------- run_ner.py
+NER_QUICK = ["--seeds", "1,2", "--max_steps", "4", "--learning_rate", "5e-3", "--report_to", "none",
+             "--save_strategy", "no", "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true",
+             "--disable_tqdm", "true", "--model_name", "tiny-bert"]
+
+
+def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_its_card(tmp_path, hub):
+    model = build_tiny_bert(str(tmp_path / "model"))
+    data = write_dataset_dir(str(tmp_path / "data"))
+    out = tmp_path / "ner"
+    results = run_ner.main(["--model_name_or_path", model, "--data_dir", data, "--output_dir", str(out), *NER_QUICK,
+                            "--push_to_hub", "--hub_model_id", "acme/tiny-ner", "--hub_token", TOKEN])
+    seed = best_seed(results)
+    f1 = {run["seed"]: run["eval_f1"] for run in results["per_seed"]}
+    assert f1[seed] == max(f1.values()) and (f1[1] == f1[2]) <= (seed == 1)  # ties go to the lowest seed
+    other = 3 - seed
+    local = _checkout(hub, "acme/tiny-ner", "main", tmp_path / "download")
+    pushed = AutoModelForTokenClassification.from_pretrained(local)
+    assert set(pushed.config.id2label.values()) == {"O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"}
+    state = pushed.state_dict()
+    ours, theirs = load_file(out / f"seed_{seed}" / "model.safetensors"), load_file(out / f"seed_{other}" /
+                                                                                     "model.safetensors")
+    assert all(torch.equal(state[key], ours[key]) for key in ours)
+    assert any(not torch.equal(state[key], theirs[key]) for key in theirs)
+    # The card: every seed's row, the mean, and the model-index of the mean test scores.
+    card = ModelCard.load(local / "README.md")
+    for run in results["per_seed"]:
+        assert f"| {run['seed']} | {100 * run['eval_f1']:.2f} |" in card.text
+    assert "| mean ± std |" in card.text and f"the model of seed {seed}, the best devel F1" in card.text
+    scores = {r.metric_type: r.metric_value for r in card.data.eval_results}
+    assert scores["f1"] == round(results["test_f1"], 4) and card.data.eval_results[0].dataset_name == "data"
+    assert card.data.pipeline_tag == "token-classification"
+    files = hub.files("acme/tiny-ner", "main")
+    assert not any(path.endswith(".conll") for path in files)  # the test sentences are not published
+    assert all(TOKEN.encode() not in content for content in files.values())
+    assert _tree_holds(out, TOKEN.encode()) == []
+
+
+def test_run_ner_refuses_push_to_hub_without_saved_models_before_training(tmp_path, hub):
+    model = build_tiny_bert(str(tmp_path / "model"))
+    data = write_dataset_dir(str(tmp_path / "data"))
+    with pytest.raises(SystemExit, match="^error: --push_to_hub needs the fine-tuned models on disk: drop "
+                                         "--save_model false$"):
+        run_ner.main(["--model_name_or_path", model, "--data_dir", data, "--output_dir", str(tmp_path / "ner"),
+                      *NER_QUICK, "--push_to_hub", "--hub_token", TOKEN, "--save_model", "false"])
+    assert not (tmp_path / "ner").exists() and hub.requests == []
