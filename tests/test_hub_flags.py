@@ -260,3 +260,22 @@ def test_run_ner_refuses_push_to_hub_without_saved_models_before_training(tmp_pa
         run_ner.main(["--model_name_or_path", model, "--data_dir", data, "--output_dir", str(tmp_path / "ner"),
                       *NER_QUICK, "--push_to_hub", "--hub_token", TOKEN, "--save_model", "false"])
     assert not (tmp_path / "ner").exists() and hub.requests == []
+
+
+# ------------------------------------------------------------------------------- bioptimus-publish
+def test_bioptimus_publish_takes_the_trainer_flags_and_keeps_repo_id_as_an_alias(hub, tmp_path):
+    run = make_run(tmp_path / "run", n_versions=2)
+    publish_from_cli(["--run_dir", str(run), "--hub_model_id", "acme/new", "--hub_private_repo", "--hub_token", TOKEN,
+                      "--endpoint", hub.url])
+    assert hub.repos["acme/new"].private and set(hub.repos["acme/new"].tags) == {"v0.1", "v0.2"}
+    again = publish_from_cli(["--run_dir", str(run), "--repo_id", "acme/new", "--hub_token", TOKEN,
+                              "--endpoint", hub.url])
+    assert [r.status for r in again] == ["unchanged", "unchanged"]  # the alias names the same repository
+    # A failure's resume command repeats the flags, never the token.
+    hub.fail("POST", r"/api/models/acme/other/commit/v0\.1$", status=500)
+    with pytest.raises(SystemExit) as exit_info:
+        publish_main(["--run_dir", str(run), "--hub_model_id", "acme/other", "--hub_token", TOKEN, "--endpoint",
+                      hub.url])
+    message = str(exit_info.value)
+    assert f"bioptimus-publish --run_dir {run} --hub_model_id acme/other --endpoint {hub.url}" in message
+    assert TOKEN not in message
