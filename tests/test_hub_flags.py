@@ -183,7 +183,8 @@ def test_run_pretraining_refuses_contradictory_flags_before_training(monkeypatch
     out = tmp_path / "out"
     with pytest.raises(SystemExit, match="^error: --hub_model_id acme/x and --releases_repo_id acme/y contradict"):
         _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out)
-                  + ["--push_to_hub", "--hub_model_id", "acme/x", "--releases_repo_id", "acme/y", "--hub_token", TOKEN])
+                  + ["--push_to_hub", "--hub_model_id", "acme/x", "--releases_repo_id", "acme/y",
+                     "--hub_token", TOKEN])
     with pytest.raises(SystemExit, match="^error: --push_to_hub: no Hugging Face token found"):
         _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out) + ["--push_to_hub"])
     assert not out.exists() and hub.requests == []  # nothing trained, nothing asked of the Hub
@@ -279,3 +280,20 @@ def test_bioptimus_publish_takes_the_trainer_flags_and_keeps_repo_id_as_an_alias
     message = str(exit_info.value)
     assert f"bioptimus-publish --run_dir {run} --hub_model_id acme/other --endpoint {hub.url}" in message
     assert TOKEN not in message
+
+
+def test_ner_push_goes_to_hub_revision_and_creates_the_repository_private(hub, tmp_path):
+    from bioptimus_hf.ner.hub_push import push_best_seed
+    from bioptimus_hf.utils.hub_settings import HubSettings
+
+    build_tiny_bert(str(tmp_path / "ner" / "seed_3"))
+    results = {"model_name": "tiny-bert", "dataset": "data", "entity_types": ["Disease"], "tagging_scheme": "BIO",
+               "per_seed": [{"seed": 3, "eval_f1": 0.5}], "eval_f1": 0.5}
+    pushed = push_best_seed(HubSettings("acme/rev", private=True, token=TOKEN, revision="dev"), tmp_path / "ner",
+                            results)
+    assert (pushed.repo_id, pushed.seed) == ("acme/rev", 3) and hub.repos["acme/rev"].private
+    assert "model.safetensors" in hub.files("acme/rev", "dev") and "model.safetensors" not in hub.files("acme/rev",
+                                                                                                         "main")
+    card = ModelCard(hub.files("acme/rev", "dev")["README.md"].decode())
+    assert card.data.eval_results is None  # no test set: no model-index, nothing invented
+    assert "| 3 | 50.00 | – | – | – |" in card.text
