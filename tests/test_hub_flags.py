@@ -18,7 +18,8 @@ import run_distillation
 import run_ner
 import run_pretraining
 from bioptimus_hf.commands.config_parser import parse_args
-from bioptimus_hf.commands.publish import main as publish_main, publish_from_cli
+from bioptimus_hf.commands.publish import main as publish_main
+from bioptimus_hf.commands.publish import publish_from_cli
 from bioptimus_hf.ner.hub_push import best_seed
 from bioptimus_hf.releases.publisher import make_release_publisher
 from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
@@ -91,13 +92,13 @@ def test_standard_flags_become_release_publishing_and_the_trainer_push_is_turned
      "--hub_model_id acme/x and --releases_repo_id acme/y contradict each other: give --hub_model_id only"),
     (["--hub_private_repo", "false", "--releases_private"],
      "--hub_private_repo False and --releases_private True contradict each other"),
-    (["--hub_strategy", "checkpoint"], "--hub_strategy checkpoint: this script publishes the curriculum releases, "
-                                       "never checkpoints; use every_save"),
-    (["--hub_revision", "dev"], "--hub_revision dev: this script publishes the curriculum releases on their own "
-                                "branches and tags v0.k"),
-    (["--output_dir", "runs/bad name!"], r"--push_to_hub: the name of --output_dir \('bad name!'\), which the "
-                                         "repository is named after, is not a valid Hub repository id; give "
-                                         "--hub_model_id ORG/NAME"),
+    (["--hub_strategy", "checkpoint"], ("--hub_strategy checkpoint: this script publishes the curriculum releases, "
+                                        "never checkpoints; use every_save")),
+    (["--hub_revision", "dev"], ("--hub_revision dev: this script publishes the curriculum releases on their own "
+                                 "branches and tags v0.k")),
+    (["--output_dir", "runs/bad name!"], (r"--push_to_hub: the name of --output_dir \('bad name!'\), which the "
+                                          "repository is named after, is not a valid Hub repository id; give "
+                                          "--hub_model_id ORG/NAME")),
     (["--no_token"], "--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN"),
 ], ids=["two-repos", "two-visibilities", "checkpoints", "revision", "underivable-name", "no-token"])
 def test_contradictions_and_impossible_requests_are_refused_naming_the_flags(tmp_path, argv, message):
@@ -117,8 +118,8 @@ def test_deprecated_release_flags_map_onto_the_standard_ones_with_one_warning(tm
         hub = resolve_release_hub(release_args, training_args)
     assert (hub.settings.repo_id, hub.settings.private) == ("acme/old", True)
     warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
-    assert warnings == ["--push_releases_to_hub, --releases_repo_id, --releases_private are deprecated: use "
-                        "--push_to_hub --hub_model_id --hub_private_repo (TrainingArguments' own Hub flags)"]
+    assert warnings == [("--push_releases_to_hub, --releases_repo_id, --releases_private are deprecated: use "
+                        "--push_to_hub --hub_model_id --hub_private_repo (TrainingArguments' own Hub flags)")]
     # The same repository under both names is no contradiction.
     release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_to_hub", "--hub_model_id",
                                         "acme/x", "--releases_repo_id", "acme/x", "--hub_token", TOKEN)

@@ -14,8 +14,9 @@ test set's text).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
@@ -81,13 +82,13 @@ def ner_model_card(results: Mapping[str, Any], repo_id: str, seed: int, base_mod
     body = "\n".join([
         f"# {name}",
         "",
-        f"`{results['model_name']}` fine-tuned for named-entity recognition on {results['dataset']} (entity types: "
-        f"{', '.join(results.get('entity_types') or [])}) with `run_ner.py` of bioptimus-hf, scored at the entity "
-        "level.",
+        (f"`{results['model_name']}` fine-tuned for named-entity recognition on {results['dataset']} (entity "
+         f"types: {', '.join(results.get('entity_types') or [])}) with `run_ner.py` of bioptimus-hf, scored at the "
+         "entity level."),
         "",
-        f"This repository holds the model of seed {seed}, the best devel F1 ({100 * chosen['eval_f1']:.2f}) of the "
-        f"{len(results['per_seed'])} seed(s) fine-tuned. The table reports every seed; the metadata reports their "
-        "mean.",
+        (f"This repository holds the model of seed {seed}, the best devel F1 ({100 * chosen['eval_f1']:.2f}) of "
+         f"the {len(results['per_seed'])} seed(s) fine-tuned. The table reports every seed; the metadata reports "
+         "their mean."),
         "",
         "## Results (entity-level, %)",
         "",
@@ -101,8 +102,8 @@ def ner_model_card(results: Mapping[str, Any], repo_id: str, seed: int, base_mod
         f'tokenizer = AutoTokenizer.from_pretrained("{repo_id}")',
         "```",
         "",
-        f"Entities in raw text, decoded with the training scheme (`config.ner_tagging_scheme`): "
-        f"`bioptimus-ner-tag --model {repo_id} --text \"...\"`.",
+        (f"Entities in raw text, decoded with the training scheme (`config.ner_tagging_scheme`): "
+         f"`bioptimus-ner-tag --model {repo_id} --text \"...\"`."),
         "",
         "## Fine-tuning",
         "",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, fields
-from typing import Any, Optional
+from typing import Any
 
 from ..utils.hub_settings import HubSettings, take_hub_settings
 from .hub import MODES
@@ -40,7 +40,7 @@ class ReleaseArguments:
                   "choices": list(MODES)},
     )
     push_releases_to_hub: bool = field(default=False, metadata={"help": "Deprecated: use --push_to_hub."})
-    releases_repo_id: Optional[str] = field(default=None, metadata={"help": "Deprecated: use --hub_model_id."})
+    releases_repo_id: str | None = field(default=None, metadata={"help": "Deprecated: use --hub_model_id."})
     releases_private: bool = field(default=False, metadata={"help": "Deprecated: use --hub_private_repo true."})
 
 
