@@ -126,6 +126,20 @@ def test_deprecated_release_flags_map_onto_the_standard_ones_with_one_warning(tm
     assert resolve_release_hub(release_args, training_args).settings.repo_id == "acme/x"
 
 
+def test_the_release_publisher_runs_on_the_main_process_only_and_honours_hub_strategy_end(tmp_path):
+    from types import SimpleNamespace
+
+    from bioptimus_hf.releases.publisher import start_release_publisher
+
+    release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_to_hub", "--hub_model_id",
+                                        "acme/x", "--hub_token", TOKEN, "--hub_strategy", "end")
+    hub = resolve_release_hub(release_args, training_args)
+    publisher = start_release_publisher(hub, SimpleNamespace(process_index=0))
+    assert (publisher.repo_id, publisher.mode, publisher.at_end) == ("acme/x", "branches", True)
+    assert start_release_publisher(hub, SimpleNamespace(process_index=1)) is None
+    assert start_release_publisher(None, SimpleNamespace(process_index=0)) is None
+
+
 def test_hub_strategy_end_keeps_the_releases_for_the_end_of_training(hub, tmp_path):
     run = make_run(tmp_path / "run", n_versions=2)
     publisher = make_release_publisher("acme/x", token=TOKEN, at_end=True)
@@ -252,6 +266,13 @@ def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_it
     assert not any(path.endswith(".conll") for path in files)  # the test sentences are not published
     assert all(TOKEN.encode() not in content for content in files.values())
     assert _tree_holds(out, TOKEN.encode()) == []
+
+
+def test_the_pushed_seed_is_the_best_devel_f1_ties_going_to_the_lowest_seed():
+    runs = [{"seed": 5, "eval_f1": 0.7, "test_f1": 0.9}, {"seed": 2, "eval_f1": 0.7, "test_f1": 0.1},
+            {"seed": 1, "eval_f1": 0.6, "test_f1": 0.99}]
+    assert best_seed({"per_seed": runs}) == 2  # the test F1 plays no part
+    assert best_seed({"per_seed": runs[2:] + [{"seed": 9, "eval_f1": 0.65}]}) == 9
 
 
 def test_run_ner_refuses_push_to_hub_without_saved_models_before_training(tmp_path, hub):
