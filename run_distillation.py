@@ -38,7 +38,8 @@ from bioptimus_hf.pretraining.data import load_pretraining_datasets
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
-from bioptimus_hf.releases.release_config import ReleaseArguments
+from bioptimus_hf.releases.publisher import start_release_publisher
+from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
 from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.sequence_length import max_model_tokens
 from bioptimus_hf.utils.tokenizer_loader import load_fast_tokenizer
@@ -96,6 +97,7 @@ def main(argv=None):
         teacher_tokenizer = load_fast_tokenizer(teacher_path, purpose="word ids") if teacher_args.tokenizer_name \
             else None
         check_shared_vocabulary(tokenizer, teacher_config, teacher_tokenizer, teacher_args.tokenizer_name)
+        hub = resolve_release_hub(release_args, training_args, "the student release")  # --push_to_hub publishes it
     except (ValueError, OSError) as error:
         raise SystemExit(f"error: {error}") from None
     logger.info("curriculum: %s", schedule.describe())
@@ -152,6 +154,7 @@ def main(argv=None):
     train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
+    publisher = start_release_publisher(hub, training_args)
     measured = trainer.measure_student_and_teacher(speed_batches=teacher_args.speed_batches)
     totals = collator.stats.summed_over_ranks()  # every rank: the masking the student saw, over all ranks
     if trainer.is_world_process_zero():
@@ -161,9 +164,11 @@ def main(argv=None):
                                     teacher_args.student_version, totals)
         target = write_student_release(training_args.output_dir, trainer.model, tokenizer, info)
         logger.info("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
+        if publisher is not None:
+            publisher(target)
 
-    # 9. Final model, metrics and state of the run.
-    finish_run(trainer, collator, train_result)
+    # 9. Final model, metrics and state of the run (and the student on the Hub, with --push_to_hub).
+    finish_run(trainer, collator, train_result, publisher)
 
     # 10. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
     close_process_group()

@@ -35,6 +35,7 @@ from transformers import (
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
 from bioptimus_hf.ner.conll import ConllFormatError, check_entity_types, read_conll, sentences_from_tags, write_conll
 from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
+from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores
 from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
@@ -189,6 +190,10 @@ def resolve_bf16(training_args: TrainingArguments, if_supported: bool, allow_emu
 
 def main(argv: list[str] | None = None) -> dict:
     model_args, data_args, stab_args, training_args = parse_args(argv)
+    try:  # --push_to_hub pushes the best seed's model at the end; the Trainer itself never pushes
+        hub = take_ner_hub_settings(training_args, model_args.save_model)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
     # under torchrun only the main process logs at INFO (transformers' --log_level / --log_level_replica)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
                         level=training_args.get_process_log_level())
@@ -343,6 +348,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     results = share_from_main(write_and_merge)
     close_process_group()
+    if hub is not None and training_args.process_index == 0:
+        push_best_seed(hub, base_output_dir, results, model_args.model_name_or_path, data_args.dataset_name)
     return results
 
 

@@ -41,7 +41,8 @@ from bioptimus_hf.pretraining.run_lifecycle import (
     setup_logging,
 )
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
-from bioptimus_hf.releases.release_config import ReleaseArguments
+from bioptimus_hf.releases.publisher import start_release_publisher
+from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
 from bioptimus_hf.utils.allocator import retain_freed_memory
 from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.files import write_json_atomic
@@ -103,6 +104,7 @@ def main(argv=None):
     try:
         curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args,
                                                                    warmup_args.lexical_warmup_steps)
+        hub = resolve_release_hub(release_args, training_args)  # --push_to_hub publishes releases, not the Trainer
         warmup = None
         if schedule.lexical_warmup_steps:  # its steps as resolved here, for the Trainer and the phases alike
             warmup = LexicalWarmup(schedule.lexical_warmup_steps, warmup_args.lexical_warmup_learning_rate)
@@ -189,12 +191,7 @@ def main(argv=None):
         training_args.accelerator_config.dispatch_batches = False
 
     # 6. The callback that switches phases and writes a release at each phase end, and the Trainer.
-    publisher = None
-    if release_args.push_releases_to_hub and training_args.process_index == 0:
-        from bioptimus_hf.releases.publisher import make_release_publisher
-
-        publisher = make_release_publisher(release_args.releases_repo_id, private=release_args.releases_private,
-                                           mode=release_args.releases_hub_mode)
+    publisher = start_release_publisher(hub, training_args)
     # A checkpoint of bioptimus-init-embeddings continued here is described by its own initialisation and base.
     init_strategy, base_model, tokenizer_name = start_model_provenance(
         model_args.model_name_or_path, model_args.tokenizer_name, init_args.init_strategy)

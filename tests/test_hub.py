@@ -196,9 +196,10 @@ def test_dry_run_stages_and_prints_without_network(run_dir, tmp_path, monkeypatc
     monkeypatch.delenv("HF_TOKEN", raising=False)
     ner = tmp_path / "ner.json"
     ner.write_text(json.dumps({"dataset": "BC5CDR-chem", "test_f1": 0.93, "per_seed": [1, 2]}))
-    reports = publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "bioptimus", "--organization", "acme", "--dry_run",
-                    "--versions", "0.3", "--staging_dir", str(tmp_path / "staged"),
-                    "--ner_results", f"0.3={ner}", "--endpoint", "http://127.0.0.1:9", "--datasets", "acme/pubmed-2023"])
+    reports = publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "bioptimus", "--organization", "acme",
+                                "--dry_run", "--versions", "0.3", "--staging_dir", str(tmp_path / "staged"),
+                                "--ner_results", f"0.3={ner}", "--endpoint", "http://127.0.0.1:9",
+                                "--datasets", "acme/pubmed-2023"])
     out = capsys.readouterr().out
     assert [r.status for r in reports] == ["planned"]
     assert "DRY RUN (no network)" in out and "create_tag v0.3 at acme/bioptimus@v0.3" in out
@@ -212,13 +213,14 @@ def test_dry_run_stages_and_prints_without_network(run_dir, tmp_path, monkeypatc
 
 def test_cli_errors_name_the_flag(run_dir):
     with pytest.raises(ValueError, match="--ner_results '0.3'"):
-        publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--ner_results", "0.3"])
+        publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--ner_results", "0.3"])
     with pytest.raises(ValueError, match="--versions \\['0.9'\\]"):
-        publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--versions", "0.9"])
+        publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--versions", "0.9"])
     with pytest.raises(ValueError, match="no namespace"):
-        publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "x", "--dry_run"])
+        publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "x", "--dry_run"])
     with pytest.raises(ValueError, match="contradicts --organization"):
-        publish_from_cli(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--organization", "other", "--dry_run"])
+        publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--organization", "other",
+                          "--dry_run"])
 
 
 def test_missing_token_is_a_clear_error(run_dir, monkeypatch, tmp_path):
@@ -254,7 +256,7 @@ def test_background_publisher_publishes_in_order_and_never_raises(run_dir, hub, 
     unreachable(run_dir / "releases" / "v0.3")
     rejected(run_dir / "releases" / "v0.3")
     assert unreachable.wait(timeout=60) and rejected.wait(timeout=60)
-    expected = f"bioptimus-publish --run_dir {run_dir / 'releases' / 'v0.3'} --repo_id {REPO} --mode branches"
+    expected = f"bioptimus-publish --run_dir {run_dir / 'releases' / 'v0.3'} --hub_model_id {REPO} --mode branches"
     assert [cmd for _, cmd in unreachable.failed] == [expected] and [cmd for _, cmd in rejected.failed] == [expected]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "bioptimus_hf" in r.name]
     assert len([w for w in warnings if expected in w and "kept on disk" in w]) == 2
@@ -339,8 +341,8 @@ def test_cli_reads_a_yaml_config_and_exits_cleanly_on_errors(run_dir, tmp_path, 
     assert (report.repo_id, report.branch, report.status) == ("acme/bioptimus-v0.4", "main", "planned")
     with pytest.raises(SystemExit, match="error: --versions \\['0.7'\\] not found"):
         main(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--versions", "0.7"])
-    with pytest.raises(SystemExit, match=r"error: --repo_id 'acme/bad name!!' is not a valid Hub repository id"):
-        main(["--run_dir", str(run_dir), "--repo_id", "acme/bad name!!", "--dry_run"])  # a dry run checks it too
+    with pytest.raises(SystemExit, match=r"error: --hub_model_id 'acme/bad name!!' is not a valid Hub repository id"):
+        main(["--run_dir", str(run_dir), "--hub_model_id", "acme/bad name!!", "--dry_run"])  # a dry run checks it too
 
 
 def test_cli_turns_a_hub_failure_into_a_message_with_the_resume_command(run_dir, hub, monkeypatch):

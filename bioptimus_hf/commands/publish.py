@@ -1,7 +1,7 @@
 """``bioptimus-publish``: publish a run's curriculum releases to the Hugging Face Hub.
 
-    bioptimus-publish --run_dir outputs/demo_minilm --repo_id acme/bioptimus --dry_run   # plan, no network
-    bioptimus-publish --run_dir outputs/demo_minilm --repo_id acme/bioptimus             # token: HF_TOKEN
+    bioptimus-publish --run_dir outputs/demo_minilm --hub_model_id acme/bioptimus --dry_run   # plan, no network
+    bioptimus-publish --run_dir outputs/demo_minilm --hub_model_id acme/bioptimus             # token: HF_TOKEN
 
 See :mod:`bioptimus_hf.releases.hub` for what publishing does.
 """
@@ -27,15 +27,21 @@ class PublishArguments:
 
     run_dir: str = field(metadata={"help": "A training output_dir (holding releases/v0.k/), its releases/ folder, "
                                            "or a single release directory."})
-    repo_id: str = field(metadata={"help": "Hub repository: 'name' (with --organization or your user) or 'org/name'. "
-                                           "With --mode repos, version 0.k goes to '<repo_id>-v0.k'."})
-    organization: str | None = field(default=None, metadata={"help": "Namespace when --repo_id has none."})
+    hub_model_id: str = field(metadata={"aliases": ["--repo_id"],
+                                        "help": "Hub repository, as the Trainer's --hub_model_id: 'org/name', or "
+                                                "'name' (with --organization, else your user's). With --mode repos, "
+                                                "version 0.k goes to '<hub_model_id>-v0.k'. --repo_id: an alias."})
+    organization: str | None = field(default=None, metadata={"help": "Namespace when --hub_model_id has none."})
     versions: list[str] | None = field(default=None, metadata={"help": "Versions to publish (e.g. 0.3 or v0.3); "
                                                                         "default: all releases found."})
     mode: str = field(default="branches", metadata={"help": "'branches': one repository, a branch and tag per "
                                                             "version, main = latest; 'repos': one repository per "
                                                             "version.", "choices": list(MODES)})
-    private: bool = field(default=False, metadata={"help": "Create new repositories as private."})
+    hub_private_repo: bool = field(default=False, metadata={"aliases": ["--private"],
+                                                            "help": "Create new repositories as private (an existing "
+                                                                    "one keeps its visibility). --private: an alias."})
+    hub_token: str | None = field(default=None, metadata={"help": "Hub token (default: HF_TOKEN, or the one saved "
+                                                                  "by `hf auth login`)."})
     commit_message: str = field(default=DEFAULT_COMMIT_MESSAGE,
                                 metadata={"help": "Commit message; '{version}' is replaced by the version."})
     force: bool = field(default=False, metadata={"help": "Replace versions already published with different "
@@ -73,11 +79,11 @@ def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
     (args,) = parse_args((PublishArguments,), None if argv is None else list(argv))
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     reports = publish_releases(
-        args.run_dir, args.repo_id, versions=args.versions, mode=args.mode, private=args.private,
+        args.run_dir, args.hub_model_id, versions=args.versions, mode=args.mode, private=args.hub_private_repo,
         organization=args.organization, commit_message=args.commit_message, force=args.force,
         dry_run=args.dry_run, staging_dir=args.staging_dir, ner_results=_parse_ner_results(args.ner_results),
         license=args.license, datasets=args.datasets, rerender_card=not args.keep_release_readme,
-        endpoint=args.endpoint,
+        token=args.hub_token, endpoint=args.endpoint,
         print_fn=print if args.dry_run else None,
     )
     for report in reports:
@@ -95,9 +101,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (HfHubHTTPError, OSError) as error:  # the Hub answered 5xx, or the network failed mid-way
         sys.exit(
             f"error: the Hub request failed: {_first_line(error)}\n"
-            "Nothing published is lost and publishing is idempotent: re-run the same command to upload only what is "
-            f"missing:\n  bioptimus-publish {shlex.join(argv)}"
+            "Nothing published is lost and publishing is idempotent: re-run the same command (token: --hub_token or "
+            "HF_TOKEN) to upload only what is "
+            f"missing:\n  bioptimus-publish {shlex.join(_without_token(argv))}"
         )
+
+
+def _without_token(argv: Sequence[str]) -> list[str]:
+    """``argv`` without ``--hub_token`` and its value: the resume command is printed, the token never is."""
+    shown, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--hub_token":
+            skip = True
+        elif not arg.startswith("--hub_token="):
+            shown.append(arg)
+    return shown
 
 
 def _first_line(error: BaseException) -> str:

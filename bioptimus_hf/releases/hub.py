@@ -20,7 +20,7 @@ All Hub access goes through ``huggingface_hub.HfApi``. The token comes from ``hu
 places (``token=`` argument, ``HF_TOKEN``, the token file written by ``hf auth login``; see
 ``huggingface_hub.get_token``); it is only handed to ``HfApi`` and never logged, rendered or written.
 
-CLI: ``bioptimus-publish --run_dir runs/bioptimus --repo_id acme/bioptimus [--dry_run]``
+CLI: ``bioptimus-publish --run_dir runs/bioptimus --hub_model_id acme/bioptimus [--dry_run]``
 (:mod:`bioptimus_hf.commands.publish`); publishing in the background while training:
 :mod:`bioptimus_hf.releases.publisher`.
 """
@@ -213,13 +213,13 @@ def _resolve_repo_id(repo_id: str, organization: str | None, api: Any | None) ->
     if "/" in repo_id:
         namespace = repo_id.split("/", 1)[0]
         if organization and organization != namespace:
-            raise ValueError(f"--repo_id {repo_id!r} already names namespace {namespace!r}, "
+            raise ValueError(f"--hub_model_id {repo_id!r} already names namespace {namespace!r}, "
                              f"which contradicts --organization {organization!r}")
         return repo_id
     if organization:
         return f"{organization}/{repo_id}"
     if api is None:
-        raise ValueError(f"--repo_id {repo_id!r} has no namespace: give 'org/{repo_id}' or --organization "
+        raise ValueError(f"--hub_model_id {repo_id!r} has no namespace: give 'org/{repo_id}' or --organization "
                          "(a dry run cannot ask the Hub for your user name)")
     return f"{api.whoami()['name']}/{repo_id}"
 
@@ -233,7 +233,7 @@ def _validate_repo_ids(repo_id: str, versions: Sequence[str], per_version_repos:
         try:
             validate_repo_id(candidate)
         except HFValidationError as error:
-            raise ValueError(f"--repo_id {candidate!r} is not a valid Hub repository id: {error}") from None
+            raise ValueError(f"--hub_model_id {candidate!r} is not a valid Hub repository id: {error}") from None
 
 
 # --------------------------------------------------------------------------------------------- publishing
@@ -243,7 +243,7 @@ def publish_releases(
     *,
     versions: Sequence[str] | None = None,
     mode: str = "branches",
-    private: bool = False,
+    private: bool | None = False,
     organization: str | None = None,
     commit_message: str = DEFAULT_COMMIT_MESSAGE,
     force: bool = False,

@@ -15,16 +15,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from .hub import DEFAULT_COMMIT_MESSAGE, MODES, VersionReport, publish_releases
+from .release_config import ReleaseHub
 
 logger = logging.getLogger(__name__)
 
 
-def publish_command(release_dir: str | os.PathLike, repo_id: str, mode: str = "branches", private: bool = False,
-                    extra: Mapping[str, Any] | None = None) -> str:
+def publish_command(release_dir: str | os.PathLike, repo_id: str, mode: str = "branches",
+                    private: bool | None = None, extra: Mapping[str, Any] | None = None) -> str:
     """The CLI command that publishes ``release_dir`` later (shown when publishing from training failed)."""
-    parts = ["bioptimus-publish", "--run_dir", str(release_dir), "--repo_id", repo_id, "--mode", mode]
+    parts = ["bioptimus-publish", "--run_dir", str(release_dir), "--hub_model_id", repo_id, "--mode", mode]
     if private:
-        parts.append("--private")
+        parts.append("--hub_private_repo")
     for key, value in (extra or {}).items():
         if value is None or value is False:
             continue
@@ -45,11 +46,14 @@ class ReleasePublisher:
     later. ``wait(timeout)`` lets the caller give pending uploads a bounded time at the end of training.
     """
 
-    def __init__(self, repo_id: str, private: bool = False, mode: str = "branches", token: str | None = None,
-                 **publish_kwargs: Any):
+    def __init__(self, repo_id: str, private: bool | None = None, mode: str = "branches", token: str | None = None,
+                 at_end: bool = False, **publish_kwargs: Any):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.repo_id, self.private, self.mode = repo_id, private, mode
+        # --hub_strategy end: releases are collected and published when `wait` is called, at the end of training
+        self.at_end = at_end
+        self._deferred: list[str] = []
         self._token = token  # kept private: never part of repr, logs or commands
         self._publish_kwargs = publish_kwargs
         self._queue: queue.Queue = queue.Queue()
@@ -67,6 +71,9 @@ class ReleasePublisher:
         return publish_command(release_dir, self.repo_id, self.mode, self.private, extra)
 
     def __call__(self, release_dir: str | os.PathLike) -> None:
+        if self.at_end:
+            self._deferred.append(str(release_dir))
+            return
         try:
             self._queue.put(str(release_dir))
         except Exception:  # pragma: no cover - a Queue.put without a bound cannot fail, but never raise here
@@ -88,7 +95,11 @@ class ReleasePublisher:
                 self._queue.task_done()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds for queued publications; True when none is left."""
+        """Wait up to ``timeout`` seconds for queued publications (first queueing those kept for the end); True
+        when none is left."""
+        for release_dir in self._deferred:
+            self._queue.put(release_dir)
+        self._deferred.clear()
         done = threading.Event()
 
         def join() -> None:
@@ -99,13 +110,13 @@ class ReleasePublisher:
         finished = done.wait(timeout)
         if not finished:
             logger.warning("Hub publication still running after %ss; unfinished releases can be published "
-                           "later with `bioptimus-publish --run_dir <release_dir> --repo_id %s`",
+                           "later with `bioptimus-publish --run_dir <release_dir> --hub_model_id %s`",
                            timeout, self.repo_id)
         return finished
 
 
-def make_release_publisher(repo_id: str, private: bool = False, mode: str = "branches", token: str | None = None,
-                           **publish_kwargs: Any) -> ReleasePublisher:
+def make_release_publisher(repo_id: str, private: bool | None = None, mode: str = "branches",
+                           token: str | None = None, **publish_kwargs: Any) -> ReleasePublisher:
     """A ``Callable[[str | Path], None]`` that publishes each release in the background (see `ReleasePublisher`).
 
     ``publish_kwargs`` go to `publish_releases` (``organization``, ``commit_message``, ``license``,
@@ -114,3 +125,11 @@ def make_release_publisher(repo_id: str, private: bool = False, mode: str = "bra
     return ReleasePublisher(repo_id, private=private, mode=mode, token=token, **publish_kwargs)
 
 
+def start_release_publisher(hub: ReleaseHub | None, training_args: Any) -> ReleasePublisher | None:
+    """The publisher of a training run's releases on its main process (None elsewhere, or without
+    ``--push_to_hub``): each release as its phase ends, or all of them at the end with ``--hub_strategy end``."""
+    if hub is None or training_args.process_index != 0:
+        return None
+    settings = hub.settings
+    return make_release_publisher(settings.repo_id, private=settings.private, mode=hub.mode, token=settings.token,
+                                  at_end=settings.strategy == "end")

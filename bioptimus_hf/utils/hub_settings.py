@@ -1,0 +1,72 @@
+"""TrainingArguments' Hub flags, taken from the Trainer: ``--push_to_hub``, ``--hub_model_id``,
+``--hub_private_repo``, ``--hub_token``, ``--hub_strategy``, ``--hub_revision``.
+
+The Trainer's own push uploads ``output_dir`` (checkpoints, ``training_args.bin``) to ``main`` at every save.
+This package's scripts publish what they produce instead: the curriculum releases, the distilled student, the
+best NER seed. :func:`take_hub_settings` is the one place that reads those flags, refuses what a script cannot
+honour (before anything is trained), and turns the Trainer's push off, so no script pushes twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Every script publishes what it produced; none uploads checkpoints.
+PUBLISHING_STRATEGIES = ("every_save", "end")
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """Where and how a script publishes, as the user asked the Trainer to push."""
+
+    repo_id: str  # 'org/name', or 'name' in the token's user namespace (as the Trainer does)
+    private: bool | None = None  # None: the Hub's default for the namespace; an existing repository keeps its own
+    token: str | None = field(default=None, repr=False)  # None: huggingface_hub's (HF_TOKEN, `hf auth login`)
+    strategy: str = "every_save"
+    revision: str | None = None
+
+
+def trainer_repo_name(training_args: Any) -> str:
+    """The repository the Trainer would push to: ``--hub_model_id``, else the name of ``--output_dir``."""
+    return training_args.hub_model_id or Path(training_args.output_dir).absolute().name
+
+
+def take_hub_settings(training_args: Any, *, what: str, allow_revision: bool = True) -> HubSettings | None:
+    """The Hub settings of ``training_args`` (None without ``--push_to_hub``), with the Trainer's push turned off.
+
+    ``what`` names what the script publishes, for the refusals. Raises ValueError naming the flag when the
+    repository cannot be named the way the Trainer names it, the strategy asks for checkpoints, a revision is
+    given where the script's layout has none (``allow_revision=False``) or no token can be found. After the
+    call, ``training_args.push_to_hub`` is False and ``hub_token`` None: the Trainer never creates nor pushes
+    to a repository, and the token is not pickled into checkpoints' ``training_args.bin``.
+    """
+    from huggingface_hub import get_token
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if not training_args.push_to_hub:
+        return None
+    repo_id = trainer_repo_name(training_args)
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError:
+        source = (f"--hub_model_id {repo_id!r}" if training_args.hub_model_id
+                  else f"the name of --output_dir ({repo_id!r}), which the repository is named after,")
+        raise ValueError(f"--push_to_hub: {source} is not a valid Hub repository id; give --hub_model_id ORG/NAME")
+    strategy = str(getattr(training_args.hub_strategy, "value", training_args.hub_strategy))
+    if strategy not in PUBLISHING_STRATEGIES:
+        raise ValueError(f"--hub_strategy {strategy}: this script publishes {what}, never checkpoints; use "
+                         "every_save (the default) or end")
+    if training_args.hub_revision and not allow_revision:
+        raise ValueError(f"--hub_revision {training_args.hub_revision}: this script publishes {what} on their "
+                         "own branches and tags v0.k (main holds the latest); drop --hub_revision")
+    if not (training_args.hub_token or get_token()):
+        raise ValueError("--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN or run "
+                         "`hf auth login`")
+    settings = HubSettings(repo_id=repo_id, private=training_args.hub_private_repo, token=training_args.hub_token,
+                           strategy=strategy, revision=training_args.hub_revision)
+    training_args.push_to_hub = False
+    training_args.hub_token = None
+    return settings
