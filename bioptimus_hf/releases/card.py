@@ -30,7 +30,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from ..ner.results import eval_results, load_ner_results
 from ..utils.dataset_ids import check_dataset_id
-from ..pretraining.loss_plot import LOSS_PLOT_NAME
+from ..utils.plots import LOSS_PLOT_NAME
 from ..vocabulary.init_config import INIT_STRATEGIES
 from .record import CheckpointFacts, ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 

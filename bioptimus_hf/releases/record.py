@@ -263,7 +263,7 @@ class RunFacts:
     max_seq_length: int | None = None
     packing: bool | None = None
     masked_only_prediction: bool | None = None
-    # who drew the dropout masks: "bulk" (pretraining/bulk_dropout.py, a CPU default) or "torch"; None: a record
+    # who drew the dropout masks: "bulk" (utils/bulk_dropout.py, a CPU default) or "torch"; None: a record
     # written before the choice existed (torch's). Same dropout either way, another random stream.
     dropout_masks: str | None = None
     # where the curriculum's masks came from: "keyed" (seeded per batch; pretraining/collator.py) or "sequential";
