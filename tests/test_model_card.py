@@ -10,8 +10,8 @@ from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from transformers import DistilBertConfig, DistilBertForMaskedLM, RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
 
-from bioptimus_hf.ner.results import load_ner_results
 from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
+from bioptimus_hf.releases.ner_results import load_ner_results
 from bioptimus_hf.releases.record import PHASE_FILE, DistillationFacts, ReleaseInfo
 from bioptimus_hf.testing.tiny_releases import make_release, tiny_run_args
 

@@ -5,7 +5,7 @@ A card is rendered from a release directory: its :class:`~bioptimus_hf.releases.
 (:class:`~bioptimus_hf.releases.record.CheckpointFacts`: model type, architecture and sizes from ``config.json``,
 the tokenizer's mask token) and the weights' safetensors header (parameter count), plus optional NER results
 (anything
-:func:`bioptimus_hf.ner.results.load_ner_results` accepts). Rendering goes through
+:func:`bioptimus_hf.releases.ner_results.load_ner_results` accepts). Rendering goes through
 ``huggingface_hub.ModelCard.from_template`` with the Jinja template ``templates/model_card.md``; the YAML
 metadata is a ``huggingface_hub.ModelCardData``, so the ``model-index`` is written by ``huggingface_hub``
 itself, and only when real results were supplied.
@@ -28,10 +28,10 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from ..ner.results import eval_results, load_ner_results
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.plots import LOSS_PLOT_NAME
 from ..vocabulary.init_config import INIT_STRATEGIES
+from .ner_results import eval_results, load_ner_results
 from .record import CheckpointFacts, ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card.md"
