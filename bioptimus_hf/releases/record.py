@@ -385,6 +385,11 @@ class DistillationFacts:
     teacher: str | None = None  # public name: the Hub id when known, else the folder name
     teacher_hub_id: str | None = None
     recipe: str | None = None
+    # What the card says of the recipe and of each loss, written by the distillation wing (the recipes' owner)
+    # so that a card is rendered from the release alone; records without them show the recipe's key.
+    recipe_name: str | None = None  # the paper's name, e.g. "DistilBioBERT"
+    recipe_description: str | None = None
+    loss_descriptions: dict[str, str] = field(default_factory=dict)  # one line per loss in loss_weights
     student_init: str | None = None  # "teacher_layers" or "random"
     student_layers: list[int] = field(default_factory=list)  # teacher layers kept (or aligned to), 0-based
     layer_map: list[int] = field(default_factory=list)  # teacher layer g(l) of each student layer l
