@@ -185,7 +185,7 @@ def run_mlm_blocks(tokenizer, lines, block_size):
 
 
 def our_blocks(tokenizer, lines, block_size):
-    """bioptimus_hf.corpus: tokenize with word ids, pack with word ids renumbered across texts."""
+    """bioptimus_hf.pretraining.tokenization: tokenize with word ids, pack with word ids renumbered across texts."""
     from datasets import Dataset
 
     from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids

@@ -33,7 +33,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from ..utils.files import read_json, write_json_atomic
 
@@ -408,12 +408,6 @@ class DistillationFacts:
     speed: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def parameter_ratio(self) -> float | None:
-        if self.teacher_parameters and self.student_parameters:
-            return self.student_parameters / self.teacher_parameters
-        return None
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -551,7 +545,3 @@ def find_releases(path: str | os.PathLike) -> list[Path]:
     if not found:
         raise FileNotFoundError(f"{releases_dir}: no release directories (v0.k/ with {PHASE_FILE}) found")
     return sorted(found, key=lambda d: version_sort_key(ReleaseInfo.load(d).version))
-
-
-def release_names(paths: Iterable[Path]) -> list[str]:
-    return [p.name for p in paths]
