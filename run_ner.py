@@ -42,7 +42,7 @@ from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, writ
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
 from bioptimus_hf.ner.trainer import NerTrainer
-from bioptimus_hf.pretraining.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
+from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
 from bioptimus_hf.utils.distributed import close_process_group, share_from_main, sum_numbers_across_ranks
 from bioptimus_hf.utils.hardware import device_has_fast_bf16
 from bioptimus_hf.utils.sequence_length import max_config_tokens

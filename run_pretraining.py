@@ -19,7 +19,7 @@ from typing import Optional
 from transformers import Trainer, TrainingArguments, set_seed
 
 from bioptimus_hf.commands.config_parser import parse_args
-from bioptimus_hf.pretraining.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
+from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments, LexicalWarmupArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import run_ner
 import run_pretraining
+from bioptimus_hf.commands import init_embeddings, train_tokenizer
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.study.figures import draw_figures
 from bioptimus_hf.study.results import write_results
@@ -47,7 +48,8 @@ def main(argv=None):
         report()
 
     # 2. Tokenizer, start models, then the base row and every arm: pre-training, NER (skipping what is done).
-    runner = StudyRunner(args, run_pretraining.main, run_ner.main, on_progress=report)
+    runner = StudyRunner(args, run_pretraining.main, run_ner.main, on_progress=report,
+                         tokenizer_main=train_tokenizer.run, init_main=init_embeddings.run)
     if args.prepare_only:  # shared inputs only; the arms then run as separate jobs (docs/study.md)
         runner.prepare()
         logger.info("study: prepared %s; run the arms now", dict(runner.computed) or "nothing new")
@@ -58,7 +60,7 @@ def main(argv=None):
     # 3. Representation analysis of every release (rare vs frequent tokens), then the final report.
     analysis = None
     if not args.skip_analysis:
-        from bioptimus_hf.analysis.study_analysis import analyse_study
+        from bioptimus_hf.study.analysis import analyse_study
 
         analysis = analyse_study(args, results_dir / "figures")
     results = report(analysis)

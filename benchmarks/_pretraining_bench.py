@@ -13,7 +13,7 @@ An *arm* is a recipe with options, written ``recipe[+option...]``:
   padded to the phase's static bucket, as ``run_pretraining.py --torch_compile true`` does by default, and
   compiled arms time the step as a whole: the forward-part hooks, which would run inside the compiled graph,
   are not attached). On a CPU ``ours`` also takes ``run_pretraining.py``'s CPU defaults: bulk dropout
-  (``bioptimus_hf/pretraining/bulk_dropout.py``; not with ``compile``, not on Intel CPUs unless ``bulk_dropout``) and
+  (``bioptimus_hf/utils/bulk_dropout.py``; not with ``compile``, not on Intel CPUs unless ``bulk_dropout``) and
   glibc keeping freed memory (``bioptimus_hf/utils/allocator.py``); ``torch_dropout`` / ``default_malloc`` leave
   either out, and ``retained_memory`` gives the allocator setting to any recipe (``plain+retained_memory``).
 
@@ -185,7 +185,7 @@ def run_mlm_blocks(tokenizer, lines, block_size):
 
 
 def our_blocks(tokenizer, lines, block_size):
-    """bioptimus_hf.corpus: tokenize with word ids, pack with word ids renumbered across texts."""
+    """bioptimus_hf.pretraining.tokenization: tokenize with word ids, pack with word ids renumbered across texts."""
     from datasets import Dataset
 
     from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
@@ -349,7 +349,7 @@ def _code_fingerprint() -> dict:
     package = Path(bioptimus_hf.__file__).parent
     hashes = {}
     for name in ("pretraining/masked_lm.py", "pretraining/collator.py", "pretraining/tokenization.py", "pretraining/phases.py",
-                 "pretraining/bulk_dropout.py", "utils/allocator.py"):
+                 "utils/bulk_dropout.py", "utils/allocator.py"):
         if (package / name).is_file():
             hashes[name] = hashlib.md5((package / name).read_bytes()).hexdigest()
     return {"package_dir": str(package), "md5": hashes}
@@ -475,7 +475,7 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     # run_pretraining.py's CPU defaults (its --bulk_dropout and --retain_freed_memory), for ``ours``
     bulk_dropout_report = allocator_report = None
     if recipe == "ours" and not on_gpu and not options & {"compile", "torch_dropout"}:
-        from bioptimus_hf.pretraining.bulk_dropout import bulk_dropout_pays_off, enable_bulk_dropout
+        from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off, enable_bulk_dropout
 
         if bulk_dropout_pays_off() or "bulk_dropout" in options:  # the option: on where the default is off (Intel)
             bulk_dropout_report = enable_bulk_dropout(model)

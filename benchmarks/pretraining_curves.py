@@ -22,7 +22,7 @@ from pathlib import Path
 from _pretraining_bench import BenchmarkArguments, compare_curves, run_arms, save_section, speedup, with_global_options
 
 from bioptimus_hf.commands.config_parser import parse_args
-from bioptimus_hf.pretraining.loss_plot import have_matplotlib, pyplot
+from bioptimus_hf.utils.plots import have_matplotlib, pyplot
 
 
 @dataclass

@@ -8,8 +8,12 @@ The package is organised by pipeline stage, one sub-package (wing) each:
 * :mod:`bioptimus_hf.releases` — the release record, writer, model card and Hub publishing;
 * :mod:`bioptimus_hf.ner` — BLURB NER fine-tuning, evaluation and tagging;
 * :mod:`bioptimus_hf.distillation` — compact students distilled from a release, top-layer removal;
-* :mod:`bioptimus_hf.commands` — the console scripts; :mod:`bioptimus_hf.utils` — the shared corpus reader
-  and tokenizer loader.
+* :mod:`bioptimus_hf.analysis` — measures of models and corpora; :mod:`bioptimus_hf.study` — the paper's study;
+* :mod:`bioptimus_hf.commands` — the console scripts; :mod:`bioptimus_hf.testing` — fakes for the tests;
+  :mod:`bioptimus_hf.utils` — what several wings share (corpus reader, tokenizer loader, files, plots, ...).
+
+Each wing imports only from the layers below it (docs/ARCHITECTURE.md draws them; tests/test_architecture.py
+holds the code to it).
 
 The names below are importable from the top level; they load on first use, so importing a light module
 (``bioptimus_hf.vocabulary.qikfind``) never pulls in torch.

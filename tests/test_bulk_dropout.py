@@ -1,4 +1,4 @@
-"""Bulk dropout (bioptimus_hf/pretraining/bulk_dropout.py): the masks are Bernoulli(keep) draws fixed by torch's
+"""Bulk dropout (bioptimus_hf/utils/bulk_dropout.py): the masks are Bernoulli(keep) draws fixed by torch's
 seed; applied, they give exactly dropout's formula both ways; in a model, every dropout of every architecture we
 serve is the one transformers would apply with those masks; nothing of it is saved with the model."""
 
@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from bioptimus_hf.pretraining import bulk_dropout as bulk
-from bioptimus_hf.pretraining.bulk_dropout import (
+from bioptimus_hf.utils import bulk_dropout as bulk
+from bioptimus_hf.utils.bulk_dropout import (
     ATTENTION_IMPLEMENTATION,
     BulkDropout,
     bernoulli_keep_mask,
@@ -281,7 +281,7 @@ def test_gradient_checkpointing_recomputes_the_same_masks(name):
 def test_on_by_default_except_where_torch_draws_masks_with_mkl(vendor, tmp_path):
     """torch draws dropout masks with MKL's vectorised generator on Intel CPUs only (in MKL builds): there the
     default keeps torch's; on AMD, ARM or an unknown CPU bulk dropout is on."""
-    from bioptimus_hf.pretraining.bulk_dropout import bulk_dropout_pays_off
+    from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off
     from bioptimus_hf.utils import hardware
 
     cpuinfo = tmp_path / "cpuinfo"
@@ -308,7 +308,7 @@ def test_which_runs_use_bulk_dropout(monkeypatch, requested, pays_off, device, c
 
 def test_causal_attention_is_left_to_sdpa(monkeypatch):
     """Causality that no mask carries (a decoder's flag) is SDPA's to apply: the bulk path must not run there."""
-    from bioptimus_hf.pretraining.bulk_dropout import sdpa_with_bulk_dropout
+    from bioptimus_hf.utils.bulk_dropout import sdpa_with_bulk_dropout
 
     drawn = []
     draw = bulk.bernoulli_keep_mask

@@ -10,8 +10,8 @@ from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from transformers import DistilBertConfig, DistilBertForMaskedLM, RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
 
-from bioptimus_hf.ner.results import load_ner_results
 from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
+from bioptimus_hf.releases.ner_results import load_ner_results
 from bioptimus_hf.releases.record import PHASE_FILE, DistillationFacts, ReleaseInfo
 from bioptimus_hf.testing.tiny_releases import make_release, tiny_run_args
 
@@ -261,3 +261,21 @@ def test_student_card_of_a_roberta_names_roberta(tmp_path):
     assert "It is a plain `RobertaForMaskedLM`" in text
     assert ModelCard(text).data.tags == ["biomedical", "roberta", "fill-mask", "bioptimus", "knowledge-distillation",
                                          "pubmed"]
+
+
+def test_student_card_shows_the_recipe_and_loss_descriptions_its_record_carries(tmp_path):
+    release = make_roberta_release(tmp_path / "student", 3)
+    facts = DistillationFacts(recipe="distilbiobert", recipe_name="DistilBioBERT", recipe_description="half depth, KL",
+                              loss_descriptions={"kl": "KL at the masked positions"}, student_init="teacher_layers",
+                              student_layers=[0], layer_map=[0], loss_weights={"mlm": 2.0, "kl": 5.0})
+    dataclasses.replace(ReleaseInfo.load(release), distillation=facts).save(release)
+    text = render_release_card(release)
+    assert "with the **DistilBioBERT** recipe of Rohanian et al." in text and "\nhalf depth, KL.\n" in text
+    assert "| `kl` | 5.0 | KL at the masked positions |" in text
+    assert "| `mlm` | 2.0 |  |" in text  # a loss the record does not describe is shown without a description
+
+    # a record without the descriptions names the recipe by its key: the card never guesses
+    bare = dataclasses.replace(facts, recipe_name=None, recipe_description=None, loss_descriptions={})
+    dataclasses.replace(ReleaseInfo.load(release), distillation=bare).save(release)
+    text = render_release_card(release)
+    assert "with the **distilbiobert** recipe" in text and "\nrecipe not recorded.\n" in text

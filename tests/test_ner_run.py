@@ -15,9 +15,9 @@ import run_ner
 from bioptimus_hf.commands import compare_ner
 from bioptimus_hf.ner import compare
 from bioptimus_hf.ner.conll import ConllFormatError, read_conll
-from bioptimus_hf.ner.results import (aggregate_seed_results, markdown_table, model_index, paired_seed_difference,
-                                      write_results)
+from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, paired_seed_difference, write_results
 from bioptimus_hf.ner.tagger import NerTagger
+from bioptimus_hf.releases.ner_results import model_index
 
 from conftest import run_launcher, python_path
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401

@@ -8,7 +8,7 @@ import torch
 from transformers import AutoModelForMaskedLM
 
 import run_pretraining
-from bioptimus_hf.pretraining.bulk_dropout import bulk_dropout_pays_off
+from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off
 from conftest import corpus_lines, run_launcher, python_path
 
 

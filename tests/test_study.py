@@ -362,7 +362,7 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
     lexical warm-up, the start model of the arm without it, and arguments run_pretraining.py takes."""
     from pathlib import Path
 
-    from bioptimus_hf.commands.config_parser import mapping_to_argv
+    from bioptimus_hf.utils.flags import mapping_to_argv
 
     root = Path(run_study.__file__).parent
     (args,) = parse_args((StudyArguments,), [str(root / "configs" / config), "--model_name_or_path", "base"])

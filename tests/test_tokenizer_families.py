@@ -381,7 +381,7 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
     from transformers import HfArgumentParser, TrainingArguments
 
     import run_pretraining
-    from bioptimus_hf.commands.config_parser import mapping_to_argv
+    from bioptimus_hf.utils.flags import mapping_to_argv
     from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
     from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
     from bioptimus_hf.releases.release_config import ReleaseArguments

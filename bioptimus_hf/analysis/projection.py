@@ -29,7 +29,7 @@ def project_2d(vectors, method: str = "auto", seed: int = 0) -> tuple[np.ndarray
 def plot_projection_panels(panels: Sequence[dict], path: str | Path, title: str, rows: Sequence[str] = ("input",)) -> Path:
     """``panels``: dicts with ``title`` and, for each entry of ``rows``, ``<row>_points`` (n, 2) and
     ``<row>_log_counts`` (n,). One column per panel, one row per representation kind."""
-    from ..pretraining.loss_plot import pyplot
+    from ..utils.plots import pyplot
 
     plt = pyplot()
     figure, axes = plt.subplots(len(rows), len(panels), figsize=(3.2 * len(panels), 3.0 * len(rows)), squeeze=False)

@@ -96,7 +96,7 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
     ``results`` are per-model dicts with ``label`` and ``phases`` (``phase_losses`` rows). Nothing is
     drawn (``None``) without matplotlib.
     """
-    from ..pretraining.loss_plot import have_matplotlib, pyplot
+    from ..utils.plots import have_matplotlib, pyplot
 
     if not have_matplotlib():
         return None

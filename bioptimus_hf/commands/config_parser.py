@@ -18,6 +18,8 @@ from pathlib import Path
 import yaml
 from transformers import HfArgumentParser
 
+from ..utils.flags import mapping_to_argv
+
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
 
@@ -32,24 +34,6 @@ def _config_to_argv(path: Path) -> list[str]:
     if not isinstance(data, dict):
         raise SystemExit(f"config file {path} must hold a mapping of argument names to values")
     return mapping_to_argv(data)
-
-
-def mapping_to_argv(data: dict) -> list[str]:
-    """Flags for a mapping of argument names to values (how a config file becomes a command line)."""
-    argv: list[str] = []
-    for key, value in data.items():
-        if value is None:
-            continue
-        flag = f"--{key}"
-        if isinstance(value, bool):
-            argv += [flag, str(value).lower()]
-        elif isinstance(value, (list, tuple)):
-            argv += [flag, *[json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value]]
-        elif isinstance(value, dict):
-            argv += [flag, json.dumps(value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
 
 
 def parse_args(dataclass_types, argv: list[str] | None = None, description: str | None = None):

@@ -1,7 +1,8 @@
 """The distillation recipes of Rohanian et al. (2023): how a student starts and which losses train it.
 
 This module owns the list of recipes, their default loss weights and temperature, and the one-line
-descriptions that model cards print. It imports nothing heavy (no torch), so the card can read it.
+descriptions that model cards print (the student's record carries them to its card:
+:func:`~bioptimus_hf.distillation.student_release.distillation_facts`). It imports nothing heavy (no torch).
 
 Loss names (the keys of :attr:`DistillationRecipe.weights`, the ``--alpha_<name>`` flags):
 

@@ -20,7 +20,6 @@ import re
 import types
 from typing import Sequence
 
-import torch
 from torch import nn
 from transformers import BertForMaskedLM
 

@@ -14,6 +14,7 @@ from torch import nn
 from ..releases.record import DistillationFacts, ReleaseInfo, base_model_hub_id, public_name
 from ..releases.writer import write_release
 from .distillation_config import DistillationPlan
+from .recipes import DISTILLATION_RECIPES, LOSS_DESCRIPTIONS
 from .student import parameter_count, strip_distillation
 
 STUDENT_DIR = "student"
@@ -24,14 +25,19 @@ def distillation_facts(plan: DistillationPlan, teacher_name_or_path: str, teache
                        speed: Mapping[str, Any] | None = None) -> DistillationFacts:
     """What the student's record and card say about its distillation."""
     hub_id = base_model_hub_id(teacher_name_or_path, teacher_hub_id)
+    recipe = DISTILLATION_RECIPES.get(plan.recipe or "")
+    loss_weights = {name: weight for name, weight in plan.weights.items() if weight > 0}
     return DistillationFacts(
         teacher=hub_id or public_name(teacher_name_or_path),
         teacher_hub_id=hub_id,
         recipe=plan.recipe,
+        recipe_name=recipe.paper_name if recipe else None,
+        recipe_description=recipe.description if recipe else None,
+        loss_descriptions={name: LOSS_DESCRIPTIONS[name] for name in loss_weights},
         student_init=plan.student_init,
         student_layers=list(plan.student_layers),
         layer_map=list(plan.layer_map),
-        loss_weights={name: weight for name, weight in plan.weights.items() if weight > 0},
+        loss_weights=loss_weights,
         temperature=plan.temperature,
         projection=plan.use_projection,
         teacher_num_layers=teacher.config.num_hidden_layers,

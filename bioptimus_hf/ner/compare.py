@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
-from .results import RESULTS_FILE, SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir, write_run_outputs
+from .results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir, write_run_outputs
 
 DEFAULT_RUN_NER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "run_ner.py")
 

@@ -8,8 +8,8 @@ tokenizer at tokenization time (``BatchEncoding.word_ids()`` of a fast tokenizer
 "##" string tests, so WordPiece, BPE and SentencePiece tokenizers all work; consecutive tokens with
 the same word id form one word. Optional keys: ``attention_mask``, ``special_tokens_mask`` (computed
 from the tokenizer's special ids when absent). :func:`bioptimus_hf.pretraining.tokenization.tokenize_with_word_ids`
-builds such features and :func:`bioptimus_hf.corpus.group_texts` packs them into fixed-length blocks,
-renumbering word ids so that words stay distinct across packed texts.
+builds such features and :func:`~bioptimus_hf.pretraining.tokenization.group_texts` packs them into fixed-length
+blocks, renumbering word ids so that words stay distinct across packed texts.
 
 Phase switches and DataLoader prefetching
 -----------------------------------------
@@ -510,8 +510,8 @@ class CurriculumDataCollator:
             if word_ids is None:
                 raise ValueError(
                     f"phase v{phase.version} masks whole words but the features have no 'word_ids'; tokenize with "
-                    "bioptimus_hf.corpus.tokenize_with_word_ids (or keep BatchEncoding.word_ids()) so word "
-                    "boundaries come from the tokenizer"
+                    "bioptimus_hf.pretraining.tokenization.tokenize_with_word_ids (or keep BatchEncoding.word_ids()) "
+                    "so word boundaries come from the tokenizer"
                 )
             selected = self._select_words(word_ids, maskable, budget, generator)
         else:

@@ -96,11 +96,6 @@ def masked_positions(labels: torch.Tensor, bucket: int) -> torch.Tensor:
     return padded
 
 
-def count_from_positions(positions: torch.Tensor) -> int:
-    """The number of real (non-padding) entries of a ``masked_positions`` tensor."""
-    return int((positions >= 0).sum())
-
-
 def mark_static(batch) -> None:
     """Tell ``torch.compile`` that every tensor of ``batch`` has static sizes (``torch._dynamo.mark_static``).
 

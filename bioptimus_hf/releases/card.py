@@ -5,7 +5,7 @@ A card is rendered from a release directory: its :class:`~bioptimus_hf.releases.
 (:class:`~bioptimus_hf.releases.record.CheckpointFacts`: model type, architecture and sizes from ``config.json``,
 the tokenizer's mask token) and the weights' safetensors header (parameter count), plus optional NER results
 (anything
-:func:`bioptimus_hf.ner.results.load_ner_results` accepts). Rendering goes through
+:func:`bioptimus_hf.releases.ner_results.load_ner_results` accepts). Rendering goes through
 ``huggingface_hub.ModelCard.from_template`` with the Jinja template ``templates/model_card.md``; the YAML
 metadata is a ``huggingface_hub.ModelCardData``, so the ``model-index`` is written by ``huggingface_hub``
 itself, and only when real results were supplied.
@@ -28,10 +28,10 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from ..ner.results import eval_results, load_ner_results
 from ..utils.dataset_ids import check_dataset_id
-from ..pretraining.loss_plot import LOSS_PLOT_NAME
+from ..utils.plots import LOSS_PLOT_NAME
 from ..vocabulary.init_config import INIT_STRATEGIES
+from .ner_results import eval_results, load_ner_results
 from .record import CheckpointFacts, ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card.md"
@@ -355,10 +355,7 @@ def build_card(
 
 def _student_context(info: ReleaseInfo, parameters: int | None, load_target: dict[str, str]) -> dict[str, Any]:
     """What the student card shows beyond a release's common facts (teacher, recipe, layers, losses, sizes, speed)."""
-    from ..distillation.recipes import DISTILLATION_RECIPES, LOSS_DESCRIPTIONS
-
     facts = info.distillation
-    recipe = DISTILLATION_RECIPES.get(facts.recipe or "")
     copied = facts.student_init == "teacher_layers"
     teacher_text = facts.teacher_hub_id or public_name(facts.teacher) or "the teacher"
     student_parameters = facts.student_parameters or parameters
@@ -368,8 +365,8 @@ def _student_context(info: ReleaseInfo, parameters: int | None, load_target: dic
         "student": facts,
         "teacher_text": teacher_text,
         "teacher_link": f"https://huggingface.co/{facts.teacher_hub_id}" if facts.teacher_hub_id else None,
-        "recipe_name": recipe.paper_name if recipe else (facts.recipe or "custom"),
-        "recipe_description": recipe.description if recipe else "recipe not recorded",
+        "recipe_name": facts.recipe_name or facts.recipe or "custom",
+        "recipe_description": facts.recipe_description or "recipe not recorded",
         "init_text": ("the teacher's embeddings, MLM head and the teacher layers listed below, copied" if copied
                       else "random (a smaller configuration), trained from scratch against the teacher"),
         "layer_rows": [
@@ -378,7 +375,7 @@ def _student_context(info: ReleaseInfo, parameters: int | None, load_target: dic
             for index, layer in enumerate(facts.student_layers)
         ],
         "loss_rows": [
-            {"name": name, "weight": _fmt(weight), "description": LOSS_DESCRIPTIONS.get(name, "")}
+            {"name": name, "weight": _fmt(weight), "description": facts.loss_descriptions.get(name, "")}
             for name, weight in facts.loss_weights.items()
         ],
         "teacher_parameters": f"{facts.teacher_parameters:,}" if facts.teacher_parameters else "n/a",

@@ -33,7 +33,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from ..utils.files import read_json, write_json_atomic
 
@@ -263,7 +263,7 @@ class RunFacts:
     max_seq_length: int | None = None
     packing: bool | None = None
     masked_only_prediction: bool | None = None
-    # who drew the dropout masks: "bulk" (pretraining/bulk_dropout.py, a CPU default) or "torch"; None: a record
+    # who drew the dropout masks: "bulk" (utils/bulk_dropout.py, a CPU default) or "torch"; None: a record
     # written before the choice existed (torch's). Same dropout either way, another random stream.
     dropout_masks: str | None = None
     # where the curriculum's masks came from: "keyed" (seeded per batch; pretraining/collator.py) or "sequential";
@@ -385,6 +385,11 @@ class DistillationFacts:
     teacher: str | None = None  # public name: the Hub id when known, else the folder name
     teacher_hub_id: str | None = None
     recipe: str | None = None
+    # What the card says of the recipe and of each loss, written by the distillation wing (the recipes' owner)
+    # so that a card is rendered from the release alone; records without them show the recipe's key.
+    recipe_name: str | None = None  # the paper's name, e.g. "DistilBioBERT"
+    recipe_description: str | None = None
+    loss_descriptions: dict[str, str] = field(default_factory=dict)  # one line per loss in loss_weights
     student_init: str | None = None  # "teacher_layers" or "random"
     student_layers: list[int] = field(default_factory=list)  # teacher layers kept (or aligned to), 0-based
     layer_map: list[int] = field(default_factory=list)  # teacher layer g(l) of each student layer l
@@ -402,12 +407,6 @@ class DistillationFacts:
     # device, batch_size, seq_length, teacher_sequences_per_s, student_sequences_per_s, speedup.
     speed: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def parameter_ratio(self) -> float | None:
-        if self.teacher_parameters and self.student_parameters:
-            return self.student_parameters / self.teacher_parameters
-        return None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -546,7 +545,3 @@ def find_releases(path: str | os.PathLike) -> list[Path]:
     if not found:
         raise FileNotFoundError(f"{releases_dir}: no release directories (v0.k/ with {PHASE_FILE}) found")
     return sorted(found, key=lambda d: version_sort_key(ReleaseInfo.load(d).version))
-
-
-def release_names(paths: Iterable[Path]) -> list[str]:
-    return [p.name for p in paths]

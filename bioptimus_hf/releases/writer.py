@@ -80,7 +80,7 @@ def write_release(release_dir: str | os.PathLike, model: Any, tokenizer: Any, in
         tokenizer.save_pretrained(staging)
     info.save(staging)
     if log_history:
-        from ..pretraining.loss_plot import LOSS_PLOT_NAME, plot_training_curves
+        from ..utils.plots import LOSS_PLOT_NAME, plot_training_curves
 
         ends = [int(p["steps"]) for p in info.curriculum]
         ends = [sum(ends[: i + 1]) for i in range(len(ends))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..pretraining.loss_plot import have_matplotlib, loss_series, plot_training_curves, pyplot
+from ..utils.plots import have_matplotlib, loss_series, plot_training_curves, pyplot
 from ..utils.files import read_json
 from .runner import StudyLayout
 

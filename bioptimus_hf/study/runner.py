@@ -11,9 +11,9 @@ Layout of ``output_dir``::
     arms/base/ner/final/...             the base model, no further pre-training
 
 Each unit is marked done (:mod:`.done_marks`) after its results are written; a marked unit is skipped, an
-unmarked pre-training run is started again and resumes from its own last checkpoint. Pre-training and
-NER are the library's own entry points (``run_pretraining.main``, ``run_ner.main``), passed in by the
-caller, called in-process with argument lists.
+unmarked pre-training run is started again and resumes from its own last checkpoint. Every unit runs one of
+the library's own entry points (tokenizer training, initialisation, pre-training, NER), passed in by the
+caller (the commands sit above the study) and called in-process with argument lists.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..commands.config_parser import mapping_to_argv
 from ..releases.record import find_releases
 from ..utils.files import write_json_atomic
+from ..utils.flags import mapping_to_argv
 from .done_marks import is_done, mark_done, read_done
 from .study_config import BASE_ROW, INIT_KEYS, ArmConfig, StudyArguments
 
@@ -80,9 +80,12 @@ class StudyRunner:
     """Runs the units of a study in order, skipping finished ones; ``computed`` counts the units it ran."""
 
     def __init__(self, args: StudyArguments, pretrain_main: EntryPoint, ner_main: EntryPoint,
-                 on_progress: Callable[[], None] | None = None):
+                 on_progress: Callable[[], None] | None = None, *, tokenizer_main: EntryPoint,
+                 init_main: EntryPoint):
         self.args = args
         self.layout = StudyLayout(args.output_dir)
+        self.tokenizer_main = tokenizer_main  # bioptimus-train-tokenizer's
+        self.init_main = init_main  # bioptimus-init-embeddings'
         self.pretrain_main = pretrain_main
         self.ner_main = ner_main
         self.on_progress = on_progress  # called after every finished unit (e.g. to rewrite the report)
@@ -93,7 +96,6 @@ class StudyRunner:
         """The new vocabulary of every new-vocabulary arm: given, or trained once."""
         if self.args.tokenizer_name:
             return self.args.tokenizer_name
-        from ..commands.train_tokenizer import run as train_tokenizer
         from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME
 
         path = self.layout.tokenizer
@@ -101,8 +103,10 @@ class StudyRunner:
             files = self.args.tokenizer_train_files or self.args.corpus_files()
             if not files:
                 raise ValueError("--tokenizer_train_files (or a shared train_file) is needed to train the tokenizer")
-            train_tokenizer(mapping_to_argv({"train_files": files, "base_tokenizer": self.args.model_name_or_path,
-                                             "vocab_size": self.args.tokenizer_vocab_size, "output_dir": str(path)}))
+            self.tokenizer_main(mapping_to_argv({
+                "train_files": files, "base_tokenizer": self.args.model_name_or_path,
+                "vocab_size": self.args.tokenizer_vocab_size, "output_dir": str(path),
+            }))
             self.computed["tokenizer"] += 1
         return str(path)
 
@@ -110,14 +114,13 @@ class StudyRunner:
         """The initialised start model shared by every arm with the same initialisation (None: the base itself)."""
         if arm.init_strategy == "continued":
             return None
-        from ..commands.init_embeddings import run as init_embeddings
         from ..vocabulary.embedding_init import INIT_REPORT_NAME
 
         path = self.layout.init(arm.init_key)
         if not (path / INIT_REPORT_NAME).is_file():  # bioptimus-init-embeddings writes the directory all at once
             init_args = {k: v for k, v in arm.args.items() if k in INIT_KEYS or k.startswith("init_")}
             init_args.setdefault("init_corpus_files", arm.args.get("train_file"))
-            init_embeddings(mapping_to_argv({
+            self.init_main(mapping_to_argv({
                 **init_args, "model_name_or_path": self.args.model_name_or_path, "tokenizer_name": tokenizer,
                 "output_dir": str(path), "seed": self.args.seed,
             }))

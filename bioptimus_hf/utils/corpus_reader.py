@@ -22,7 +22,7 @@ import os
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 # Share of undecodable lines above which a corpus is refused (a binary file, a wrong encoding).
 DEFAULT_MAX_UNDECODABLE_FRACTION = 0.05
@@ -87,11 +87,6 @@ def decode_lossy(raw: bytes) -> tuple[str, int, int | None]:
 
 def is_gzip(path: str | os.PathLike) -> bool:
     return str(path).endswith(".gz")
-
-
-def open_binary(path: str | os.PathLike) -> IO[bytes]:
-    """The file's decompressed bytes (gzip by the ``.gz`` suffix)."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
 def _require_file(path: Path) -> None:

@@ -67,7 +67,7 @@ def torch_draws_dropout_masks_in_bulk(cpuinfo_path: str = "/proc/cpuinfo") -> bo
     """Whether torch's CPU dropout draws its masks with MKL's vectorised Bernoulli generator.
 
     torch takes that path only on Intel CPUs, in builds with MKL; elsewhere it draws element by element
-    (docs/speed.md, section 9), and ``bioptimus_hf.pretraining.bulk_dropout`` is worth its other random stream.
+    (docs/speed.md, section 9), and ``bioptimus_hf.utils.bulk_dropout`` is worth its other random stream.
     """
     import torch
 

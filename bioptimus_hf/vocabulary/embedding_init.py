@@ -151,7 +151,7 @@ class ContextualizedEmbeddingInitializer:
                 f"The new tokenizer {self.new_tokenizer.name_or_path!r} normalises text differently from the base "
                 f"tokenizer {self.base_tokenizer.name_or_path!r} (casing/accents): {_NORMALISATION_PROBE!r} becomes "
                 f"{new_norm!r} instead of {base_norm!r}. Train the vocabulary with the base tokenizer's pipeline "
-                "(bioptimus_hf.tokenizer_training)."
+                "(bioptimus-train-tokenizer: bioptimus_hf.vocabulary.tokenizer_training)."
             )
         for role in SPECIAL_ROLES:
             base_token, new_token = getattr(self.base_tokenizer, role), getattr(self.new_tokenizer, role)

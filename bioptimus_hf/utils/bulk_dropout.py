@@ -141,7 +141,7 @@ def bulk_dropout_pays_off(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
     """``--bulk_dropout``'s default on a CPU: on, except where torch already draws its masks in bulk (Intel CPUs,
     through MKL: :func:`bioptimus_hf.utils.hardware.torch_draws_dropout_masks_in_bulk`), where the gain was not
     measured and torch's own stream is kept."""
-    from ..utils.hardware import torch_draws_dropout_masks_in_bulk
+    from .hardware import torch_draws_dropout_masks_in_bulk
 
     return not torch_draws_dropout_masks_in_bulk(cpuinfo_path)
 

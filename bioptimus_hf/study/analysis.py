@@ -1,7 +1,7 @@
 """Representation analysis of a study: for the base model and every release of every arm, the isotropy of
 input embeddings and of contextual token representations, and how far rare tokens sit from frequent ones
 (paper Figure 5), plus one projection figure per arm with a panel per phase; and for every release, its
-held-out masked-LM loss on new and old tokens apart (:mod:`.token_kind_loss`, issue 32).
+held-out masked-LM loss on new and old tokens apart (:mod:`bioptimus_hf.analysis.token_kind_loss`).
 
 Each model's measures are cached in ``<output_dir>/analysis/<row>/<target>.json`` (written atomically), so
 a resumed study analyses only new releases.
@@ -16,16 +16,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..analysis.frequency import frequency_buckets, rare_and_frequent, token_frequencies
+from ..analysis.isotropy import centroid_separation, mean_pairwise_cosine, partition_ratio
+from ..analysis.projection import plot_projection_panels, project_2d
+from ..analysis.representations import contextual_token_vectors, input_embeddings
 from ..releases.record import find_releases
-from ..study.runner import StudyLayout
-from ..study.study_config import BASE_ROW, StudyArguments
 from ..utils.corpus_reader import iter_text_lines
 from ..utils.files import read_json, write_json_atomic
 from ..utils.tokenizer_loader import load_fast_tokenizer
-from .frequency import frequency_buckets, rare_and_frequent, token_frequencies
-from .isotropy import centroid_separation, mean_pairwise_cosine, partition_ratio
-from .projection import plot_projection_panels, project_2d
-from .representations import contextual_token_vectors, input_embeddings
+from .runner import StudyLayout
+from .study_config import BASE_ROW, StudyArguments
 
 MEASURES_VERSION = 2  # 2: + heldout_by_token_kind
 PROJECTED_TOKENS = 600  # per panel: rare, middle and frequent tokens, evenly
@@ -128,7 +128,7 @@ def analyse_study(args: StudyArguments, figures_dir: str | Path) -> dict[str, An
                                          projection=args.analysis_projection)
                 data_args = arm_data_arguments(args, row) if row != BASE_ROW else None
                 if data_args is not None:  # the base model has no pre-training split (and MiniLM no MLM head)
-                    from .token_kind_loss import heldout_loss_by_token_kind
+                    from ..analysis.token_kind_loss import heldout_loss_by_token_kind
 
                     measures["heldout_by_token_kind"] = heldout_loss_by_token_kind(
                         model_dir, args.model_name_or_path, data_args, seed=args.seed)

@@ -1,0 +1,194 @@
+"""The wings import as docs/ARCHITECTURE.md draws them.
+
+The layer table is read from the document itself (its first code block, one layer per line, top first), so
+the picture and the rule are one thing. Every import in ``bioptimus_hf/`` counts: module level, inside
+functions (lazy), relative or absolute, and dotted-path strings handed to ``importlib`` (``"pkg.mod"`` or
+``"pkg.mod:function"``). The package root (``bioptimus_hf/__init__.py``, lazy exports of every wing) is the
+facade above all layers; a wing importing from it would reach every wing, so that is refused too.
+
+Messages name modules too ("tokenize with bioptimus_hf.pretraining.tokenization.tokenize_with_word_ids"): every
+``bioptimus_hf.…`` name in a string literal of the package, docstrings aside, must name a module (and a
+top-level name in it) that exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "bioptimus_hf"
+ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
+# Modules at the package root that are not the facade: the compiled qik-find backend (imports nothing).
+ROOT_LEAVES = {"_qikfind"}
+_DOTTED_PATH = re.compile(r"bioptimus_hf(?:\.\w+)+(?::\w+)?")
+
+
+def read_layers(text: str) -> dict[str, int]:
+    """Wing -> layer number (0 at the bottom) from the document's layer table."""
+    block = text.split("```", 2)[1]
+    layers: dict[str, int] = {}
+    for line in block.splitlines():
+        fields = line.split()
+        if not fields or not fields[0].isdigit():
+            continue
+        for token in fields[1:]:
+            if not token.endswith("/"):
+                break
+            if token.rstrip("/") in layers:
+                raise ValueError(f"docs/ARCHITECTURE.md draws {token} in two layers")
+            layers[token.rstrip("/")] = int(fields[0])
+    return layers
+
+
+def imported_modules(path: Path, package: Path = PACKAGE) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import of the package in one source file, lazy ones and importlib
+    strings included."""
+    containing = list(path.relative_to(package.parent).parts[:-1])  # the package a relative import starts in
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(containing[: len(containing) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module
+            # ``from bioptimus_hf import x`` (``from .. import x`` in a wing) names a wing or a root export
+            found += [(node.lineno, f"{target}.{alias.name}" if target == "bioptimus_hf" else target)
+                      for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED_PATH.fullmatch(node.value):
+            found.append((node.lineno, node.value.split(":")[0]))
+    return [(line, name) for line, name in found if name.startswith("bioptimus_hf.")]
+
+
+def violations(layers: dict[str, int], package: Path = PACKAGE) -> list[str]:
+    """One line per import against ``layers`` (file:line, the module, the two layers)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).parts
+        shown = path.relative_to(package.parent).as_posix()
+        if len(parts) == 1:  # the package root: the facade above every layer
+            continue
+        wing = parts[0]
+        if wing not in layers:
+            found.append(f"{shown}: wing {wing}/ is not drawn in docs/ARCHITECTURE.md")
+            continue
+        for line, name in imported_modules(path, package):
+            target = name.split(".")[1]
+            where = f"{shown}:{line} imports {name}"
+            if target == wing or target in ROOT_LEAVES:
+                continue
+            if target not in layers:
+                found.append(f"{where}: the package root re-exports every wing; import from the owning module")
+            elif layers[target] >= layers[wing]:
+                found.append(f"{where}: {wing}/ (layer {layers[wing]}) may import only from layers below it, "
+                             f"not {target}/ (layer {layers[target]}); see docs/ARCHITECTURE.md")
+    return found
+
+
+LAYERS = read_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+def test_the_document_draws_every_wing_once_in_layers():
+    wings = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert sorted(LAYERS) == wings
+    assert LAYERS["utils"] == 0 and LAYERS["commands"] == max(LAYERS.values())
+    assert LAYERS["vocabulary"] < LAYERS["releases"] < LAYERS["pretraining"] < LAYERS["study"]
+
+
+def test_every_import_in_the_package_goes_down_the_layers():
+    found = violations(LAYERS)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("from ..pretraining.collator import X\n", "bioptimus_hf/releases/card.py:1 imports "
+     "bioptimus_hf.pretraining.collator: releases/ (layer 2) may import only from layers below it, not pretraining/ "
+     "(layer 3); see docs/ARCHITECTURE.md"),
+    ("def f():\n    from ..ner import results\n",
+     "bioptimus_hf/releases/card.py:2 imports bioptimus_hf.ner: releases/"),
+    ("import bioptimus_hf.distillation.recipes as r\n", "imports bioptimus_hf.distillation.recipes: releases/"),
+    ("ROWS = {'x': 'bioptimus_hf.study.runner:StudyRunner'}\n", "imports bioptimus_hf.study.runner: releases/"),
+    ("from .. import ReleaseInfo\n", "imports bioptimus_hf.ReleaseInfo: the package root re-exports every wing"),
+    ("from bioptimus_hf import _qikfind\nfrom .record import X\nfrom ..utils import files\n", None),
+])
+def test_an_import_against_the_layers_is_named(tmp_path, source, expected):
+    """A copy of two wings with one import added: the check names the file, line, module and the layers."""
+    package = tmp_path / "bioptimus_hf"
+    for wing in ("releases", "utils"):
+        (package / wing).mkdir(parents=True)
+        (package / wing / "__init__.py").write_text("")
+    (package / "releases" / "card.py").write_text(source)
+    found = violations(LAYERS, package)
+    if expected is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and expected in found[0], found
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    if path.name == "__init__.py" and path.parent == PACKAGE:  # the facade's lazy exports
+        names |= set(__import__("bioptimus_hf")._EXPORTS)
+    return names
+
+
+def dotted_name_exists(name: str, root: Path = ROOT) -> bool:
+    """Whether ``bioptimus_hf.a.b[.attribute]`` names a module of the package (and a top-level name in it)."""
+    parts = name.split(".")
+    if len(parts) == 2 and parts[1] in ROOT_LEAVES:
+        return True
+    for k in range(len(parts), 0, -1):
+        base = root.joinpath(*parts[:k])
+        module = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if module.is_file():
+            return k == len(parts) or parts[k] in _top_level_names(module) or (base / f"{parts[k]}.py").is_file()
+    return False
+
+
+def stale_names_in_messages(package: Path = PACKAGE) -> list[str]:
+    """``bioptimus_hf.…`` names in the package's string literals (error messages, help texts; docstrings aside)
+    that name no module or function of the package."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                for match in re.finditer(r"bioptimus_hf(?:\.[A-Za-z_]\w*)+", node.value):
+                    if not dotted_name_exists(match.group(0)):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno} names {match.group(0)}")
+    return found
+
+
+def test_module_names_in_messages_exist():
+    found = stale_names_in_messages()
+    assert not found, "\n".join(found)
+    assert dotted_name_exists("bioptimus_hf.pretraining.tokenization.tokenize_with_word_ids")
+    assert dotted_name_exists("bioptimus_hf.ReleaseInfo") and dotted_name_exists("bioptimus_hf.utils.plots")
+    assert not dotted_name_exists("bioptimus_hf.corpus.tokenize_with_word_ids")
+    assert not dotted_name_exists("bioptimus_hf.tokenizer_training")
+    assert not dotted_name_exists("bioptimus_hf.pretraining.tokenization.no_such_function")
+
+
+def test_the_layer_table_is_read_as_drawn():
+    text = "prose\n```\nlayer  wings  what\n  2    a/  b/   held: c/d\n  0    e/\n   ▲ note\n```\n"
+    assert read_layers(text) == {"a": 2, "b": 2, "e": 0}
+    with pytest.raises(ValueError, match="draws a/ in two layers"):
+        read_layers(text.replace("e/", "a/"))
