@@ -14,7 +14,7 @@ from transformers import AutoTokenizer
 
 from bioptimus_hf.ner.conll import Sentence
 from bioptimus_hf.ner.encoding import encode_split
-from bioptimus_hf.ner.evaluation import (SPAN_F1, build_compute_metrics, load_span_f1, predicted_spans, span_scores)
+from bioptimus_hf.ner.evaluation import SPAN_F1, load_span_f1, predicted_spans, span_scores
 from bioptimus_hf.ner.schemes import label_list, spans_to_tags, tags_to_spans
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences  # noqa: F401
 
@@ -47,7 +47,8 @@ def test_evaluate_load_offline_gives_the_hand_computed_scores(span_f1):
     assert scores == pytest.approx({"precision": 2 / 4, "recall": 2 / 3, "f1": 4 / 7, "gold_entities": 3,
                                     "predicted_entities": 4}, abs=1e-12)
     # the predictions' scheme decides the spans: in IO, B-C B-C is one entity; in BIO, two
-    io = span_f1.compute(predictions=[["B-C", "B-C"]], references=[["B-C", "B-C"]], scheme="IO", reference_scheme="BIO")
+    io = span_f1.compute(predictions=[["B-C", "B-C"]], references=[["B-C", "B-C"]], scheme="IO",
+                         reference_scheme="BIO")
     assert (io["f1"], io["predicted_entities"], io["gold_entities"]) == (0.0, 1, 2)
     bio = span_f1.compute(predictions=[["B-C", "B-C"]], references=[["B-C", "B-C"]], scheme="BIO")
     assert (bio["f1"], bio["predicted_entities"]) == (1.0, 2)
@@ -67,7 +68,8 @@ def random_sentences(rng, count=60):
     sentences = []
     for index in range(count):
         length = int(rng.integers(1, 12))
-        tags = [str(rng.choice(["O", "O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"])) for _ in range(length)]
+        choices = ["O", "O", "B-Disease", "I-Disease", "B-Chemical", "I-Chemical"]
+        tags = [str(rng.choice(choices)) for _ in range(length)]
         words = [f"w{index}_{i}" for i in range(length)]
         sentences.append(Sentence(words, tags, tags_to_spans(tags, "BIO"), 1))
     return sentences, types

@@ -35,7 +35,9 @@ def predicted_spans(
     return [tags_to_spans(tags, scheme) for tags in predicted_tags(encoded, token_predictions, id2label)]
 
 
-def score_spans(gold: Sequence[List[Span]], predicted: Sequence[List[Span]], lengths: Sequence[int]) -> Dict[str, float]:
+def score_spans(
+    gold: Sequence[List[Span]], predicted: Sequence[List[Span]], lengths: Sequence[int]
+) -> Dict[str, float]:
     """seqeval entity-level micro precision/recall/F1 (strict IOB2 from spans on both sides), sentence by
     sentence over ``lengths`` words."""
     gold_bio = [spans_to_tags(spans, length, "BIO") for spans, length in zip(gold, lengths)]

@@ -69,8 +69,9 @@ def model_card(base_model: str, dataset: str, scheme: str, labels: Iterable[str]
         "bioptimus-ner-tag --model_name_or_path MODEL --text \"Mutations in BRCA1 cause breast cancer.\"",
         "```",
         "",
-        "(`MODEL`: this directory, or its Hub id with `--revision`), or `NerTagger(MODEL)(texts)` (`bioptimus_hf.ner.tagger`): entities as the pipeline writes them "
-        "(`entity_group`, `score`, `word`, `start`, `end`), decoded in the model's own scheme.",
+        "(`MODEL`: this directory, or its Hub id with `--revision`), or `NerTagger(MODEL)(texts)` "
+        "(`bioptimus_hf.ner.tagger`): entities as the pipeline writes them (`entity_group`, `score`, `word`, `start`, "
+        "`end`), decoded in the model's own scheme.",
         "",
         pipeline_note,
         "",
