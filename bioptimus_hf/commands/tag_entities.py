@@ -36,7 +36,9 @@ class TagArguments:
     )
     model: str | None = field(default=None, metadata={"help": "Deprecated spelling of --model_name_or_path."})
     text: str | None = field(default=None, metadata={"help": "One text to tag."})
-    input_file: str | None = field(default=None, metadata={"help": "A file of texts, one per line (blank lines kept)."})
+    input_file: str | None = field(
+        default=None, metadata={"help": "A file of texts, one per line (blank lines kept)."}
+    )
     output_file: str | None = field(default=None, metadata={"help": "Write JSON lines here (default: stdout)."})
     max_seq_length: int = field(default=512)
     stride: int = field(default=32)
@@ -86,8 +88,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.input_file and not os.path.isfile(args.input_file):
         raise SystemExit(f"error: --input_file {args.input_file}: no such file")
     lines = _Lines(args.input_file) if args.input_file else None
-    tagger = NerTagger(args.model_name_or_path, args.max_seq_length, args.stride, args.batch_size,
-                       precision=args.precision, chunk_size=args.chunk_size, revision=args.revision)
+    try:
+        tagger = NerTagger(args.model_name_or_path, args.max_seq_length, args.stride, args.batch_size,
+                           precision=args.precision, chunk_size=args.chunk_size, revision=args.revision)
+    except OSError as error:  # transformers' "not a folder, not on the Hub (at that revision)", with advice lines
+        model = args.model_name_or_path + (f" --revision {args.revision}" if args.revision else "")
+        raise SystemExit(f"error: --model_name_or_path {model}: {str(error).splitlines()[0]}") from None
     if args.retain_freed_memory and tagger.device.type == "cpu":
         retain_freed_memory()  # a no-op, saying so, where the C library is not glibc
     partial = f"{args.output_file}.partial" if args.output_file else None

@@ -159,7 +159,8 @@ class NerTagger:
         words, encoding = self.encode(texts)
         ids, probabilities = self.predict_windows(encoding.columns["input_ids"])
         results = []
-        for text, sentence, chosen in zip(texts, words, best_token_positions(encoding.windows, encoding.sentence_lengths)):
+        positions = best_token_positions(encoding.windows, encoding.sentence_lengths)
+        for text, sentence, chosen in zip(texts, words, positions):
             labels = [self.id2label[self.outside if c is None else ids[c[0]][c[1]]] for c in chosen]
             scores = [1.0 if c is None else probabilities[c[0]][c[1]] for c in chosen]
             entities = []
