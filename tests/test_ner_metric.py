@@ -95,8 +95,10 @@ def test_the_module_equals_the_projects_span_scores_on_random_tags(span_f1, sche
 def test_run_ners_compute_metrics_goes_through_the_module_with_identical_numbers(tmp_path, scheme, monkeypatch):
     import bioptimus_hf.ner.evaluation as evaluation
 
-    loaded = []
-    monkeypatch.setattr(evaluation, "load_span_f1", lambda: loaded.append(1) or load_span_f1())
+    metric, computed = load_span_f1(), []
+    compute_with_the_module = metric.compute
+    metric.compute = lambda **inputs: computed.append(inputs["scheme"]) or compute_with_the_module(**inputs)
+    monkeypatch.setattr(evaluation, "load_span_f1", lambda: metric)
     tokenizer = AutoTokenizer.from_pretrained(build_tiny_bert(str(tmp_path / "model")))
     sentences = [Sentence(tokens, tags, tags_to_spans(tags, "BIO"), 1)
                  for tokens, tags in synthetic_sentences(40, 3)]
@@ -109,11 +111,11 @@ def test_run_ners_compute_metrics_goes_through_the_module_with_identical_numbers
     width = max(len(ids) for ids in encoded.dataset["input_ids"])
     logits = rng.normal(size=(len(encoded.windows), width, len(labels)))
     compute = evaluation.build_compute_metrics(encoded, sentences, id2label, scheme)
-    assert loaded == [1]
     expected = span_scores(sentences, predicted_spans(encoded, logits.argmax(-1), id2label, scheme))
     assert expected["predicted_entities"] > 20
     assert compute(SimpleNamespace(predictions=logits)) == expected
     assert compute(SimpleNamespace(predictions=logits.argmax(-1))) == expected
+    assert computed == [scheme, scheme]  # both numbers came out of the evaluate module
 
 
 def test_the_module_is_package_data():
