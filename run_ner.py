@@ -36,6 +36,7 @@ from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_f
 from bioptimus_hf.ner.conll import ConllFormatError, check_entity_types, read_conll, sentences_from_tags, write_conll
 from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
 from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
+from bioptimus_hf.ner.model_card import write_model_card
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores
 from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
@@ -236,6 +237,7 @@ def main(argv: list[str] | None = None) -> dict:
                     split, stats["sentences"], stats["windows"], stats["sentences_split"], stats["words_cut"])
 
     seeds = [int(s) for s in stab_args.seeds.split(",")] if stab_args.seeds else [training_args.seed]
+    model_name = model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path))
     base_output_dir = training_args.output_dir
     os.makedirs(base_output_dir, exist_ok=True)
     collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
@@ -286,6 +288,8 @@ def main(argv: list[str] | None = None) -> dict:
         run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / training_args.world_size
         if model_args.save_model:
             trainer.save_model(seed_dir)
+            if trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the standard pipeline gets wrong
+                write_model_card(seed_dir, model_name, dataset_name, scheme, labels)
 
         eval_metrics = trainer.evaluate(metric_key_prefix="eval")
         for metric in ("f1", "precision", "recall"):
@@ -312,7 +316,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     run_info = {
         "model_name_or_path": model_args.model_name_or_path,
-        "model_name": model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path)),
+        "model_name": model_name,
         "dataset": dataset_name,
         "entity_types": train.entity_types,
         "tagging_scheme": scheme,

@@ -125,8 +125,8 @@ def per_round(faster: list[dict], baseline: list[dict]) -> dict:
 
 
 def pipeline_entity(entity: dict) -> dict:
-    """A pipeline's aggregated entity in the tagger's keys."""
-    return {"type": entity["entity_group"], "start": entity["start"], "end": entity["end"], "score": float(entity["score"])}
+    """A pipeline's aggregated entity (the tagger's keys) with a Python float score, as JSON takes it."""
+    return {**entity, "score": float(entity["score"])}
 
 
 def test_texts(args, dataset: str):
@@ -150,12 +150,12 @@ def to_token_spans(entities, offsets):
     for e in entities:
         first = max(i for i, o in enumerate(offsets) if o <= e["start"])
         last = max(i for i, o in enumerate(offsets) if o < e["end"])
-        spans.append((e["type"], first, last + 1))
+        spans.append((e["entity_group"], first, last + 1))
     return spans
 
 
 def entity_key(entity):
-    return entity["type"], entity["start"], entity["end"]
+    return entity["entity_group"], entity["start"], entity["end"]
 
 
 def differences(path, reference) -> dict:

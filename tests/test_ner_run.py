@@ -15,6 +15,7 @@ import run_ner
 from bioptimus_hf.commands import compare_ner
 from bioptimus_hf.ner import compare
 from bioptimus_hf.ner.conll import ConllFormatError, read_conll
+from bioptimus_hf.ner.model_card import pipeline_caveat
 from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, paired_seed_difference, write_results
 from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.releases.ner_results import model_index
@@ -90,15 +91,18 @@ def test_test_predictions_are_conll_with_gold_spans(two_seed_run, tiny):
 
 def test_tagger_returns_character_offsets(two_seed_run):
     output, _ = two_seed_run
+    card = open(os.path.join(output, "seed_1", "README.md"), encoding="utf-8").read()
+    assert "# tiny-bert fine-tuned for NER on data" in card and "into the same entities" in card
     tagger = NerTagger(os.path.join(output, "seed_1"), max_seq_length=16, stride=4)
     text = "The patients with  breast cancer were treated with aspirin."
     entities = tagger(text)
-    assert [(e["type"], e["text"]) for e in entities] == [("Disease", "breast cancer"), ("Chemical", "aspirin")]
-    for entity in entities:
-        assert text[entity["start"] : entity["end"]] == entity["text"] and 0 < entity["score"] <= 1
+    assert [(e["entity_group"], e["word"]) for e in entities] == [("Disease", "breast cancer"), ("Chemical", "aspirin")]
+    for entity in entities:  # the keys and order of pipeline("token-classification", aggregation_strategy=...)
+        assert list(entity) == ["entity_group", "score", "word", "start", "end"]
+        assert text[entity["start"] : entity["end"]] == entity["word"] and 0 < entity["score"] <= 1
     # a long text is windowed (max_seq_length 16), an empty line gives no entities
     batch = tagger(["", " ".join(["the patients were treated with aspirin ,"] * 6)])
-    assert batch[0] == [] and [e["text"] for e in batch[1]] == ["aspirin"] * 6
+    assert batch[0] == [] and [e["word"] for e in batch[1]] == ["aspirin"] * 6
     assert tagger(["", "  "]) == [[], []] and tagger([]) == []
 
 
@@ -114,15 +118,17 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
     first = "the patients with breast cancer were treated with cisplatin ."
     source.write_text(first + "\nthe study\n")
     target = tmp_path / "entities.jsonl"
-    tag_entities.main(["--model", os.path.join(output, "seed_2"), "--input_file", str(source), "--output_file", str(target),
-                  "--max_seq_length", "16"])
+    tag_entities.main(["--model_name_or_path", os.path.join(output, "seed_2"), "--input_file", str(source),
+                       "--output_file", str(target), "--max_seq_length", "16"])
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     assert [row["line"] for row in rows] == [1, 2]
-    assert [(e["type"], e["start"], e["end"]) for e in rows[0]["entities"]] == [("Disease", 18, 31), ("Chemical", 50, 59)]
+    assert [(e["entity_group"], e["start"], e["end"]) for e in rows[0]["entities"]] == [("Disease", 18, 31),
+                                                                                        ("Chemical", 50, 59)]
     assert first[18:31] == "breast cancer" and first[50:59] == "cisplatin"
     assert rows[1]["entities"] == []
     assert applied == [True]
-    tag_entities.main(["--model", os.path.join(output, "seed_2"), "--text", "the study", "--retain_freed_memory", "false"])
+    tag_entities.main(["--model_name_or_path", os.path.join(output, "seed_2"), "--text", "the study",
+                       "--retain_freed_memory", "false"])
     assert applied == [True]
 
 
@@ -176,6 +182,9 @@ def test_bioul_training_from_a_datasets_dir_and_yaml_config(tiny, tmp_path):
     assert results["test_f1"] > 0.7  # evaluation decodes BIOUL predictions to spans
     labels = json.load(open(tmp_path / "out" / "seed_3" / "config.json"))["id2label"].values()
     assert "U-Chemical" in labels and "L-Disease" in labels
+    # the saved model's card says what transformers' pipeline gets wrong for BIOUL, and how to tag instead
+    card = (tmp_path / "out" / "seed_3" / "README.md").read_text()
+    assert pipeline_caveat("BIOUL") in card and "`U-Chemical`" in card
 
 
 def test_bad_input_fails_before_training(tiny, tmp_path):

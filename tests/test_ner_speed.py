@@ -36,7 +36,7 @@ def texts():
 
 
 def keys(entities):
-    return [[(e["type"], e["start"], e["end"], e["text"]) for e in found] for found in entities]
+    return [[(e["entity_group"], e["start"], e["end"], e["word"]) for e in found] for found in entities]
 
 
 def float64_logits(model_dir, windows):
@@ -180,7 +180,7 @@ def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_pa
     source = tmp_path / "abstracts.txt"
     source.write_bytes(b"the patients with breast cancer .\nthe study of aspirin\n\xff\xfe broken\nlast line\n")
     target = tmp_path / "entities.jsonl"
-    argv = ["--model", tagging_model, "--input_file", str(source), "--output_file", str(target),
+    argv = ["--model_name_or_path", tagging_model, "--input_file", str(source), "--output_file", str(target),
             "--max_seq_length", "16", "--chunk_size", "1"]
     with pytest.raises(SystemExit, match=r"abstracts.txt, line 3: .*utf-8"):
         tag_entities.main(argv)

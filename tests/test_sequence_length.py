@@ -67,7 +67,7 @@ def test_tagger_windows_fit_a_roberta_whose_tokenizer_names_no_limit(tmp_path, u
     words, encoding = tagger.encode([text])
     assert len(encoding.windows) > 1 and max(len(ids) for ids in encoding.columns["input_ids"]) == 32
     entities = tagger(text)
-    assert all(text[e["start"]:e["end"]] == e["text"] for e in entities)
+    assert all(text[e["start"]:e["end"]] == e["word"] for e in entities)
 
 
 def test_pretraining_blocks_fit_the_model_when_the_tokenizer_names_no_limit(tmp_path, unlimited_roberta_tokenizer):

@@ -1,7 +1,11 @@
 """``bioptimus-ner-tag``: tag entities in raw text with a model fine-tuned by run_ner.py (JSON lines out).
 
-    bioptimus-ner-tag --model out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
-    bioptimus-ner-tag --model out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
+    bioptimus-ner-tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
+    bioptimus-ner-tag --model_name_or_path acme/ner-model --revision v1 --input_file abstracts.txt \
+        --output_file entities.jsonl
+
+One line per input line: ``{"line": n, "entities": [...]}``, each entity in the shape of transformers'
+token-classification pipeline (``entity_group``, ``score``, ``word``, ``start``, ``end``; ner/tagger.py).
 
 The input file is read lazily and results are written as they are done, in input order, so memory
 stays bounded whatever the file size. The output goes to ``<output_file>.partial`` and is renamed to
@@ -13,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -23,9 +28,17 @@ from .config_parser import parse_args
 
 @dataclass
 class TagArguments:
-    model: str = field(metadata={"help": "Directory of a fine-tuned model (e.g. <output_dir>/seed_1)."})
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "A fine-tuned model: a directory (e.g. <output_dir>/seed_1) or a Hub id."}
+    )
+    revision: str | None = field(
+        default=None, metadata={"help": "Branch, tag or commit of the model (Hub ids), for every from_pretrained."}
+    )
+    model: str | None = field(default=None, metadata={"help": "Deprecated spelling of --model_name_or_path."})
     text: str | None = field(default=None, metadata={"help": "One text to tag."})
-    input_file: str | None = field(default=None, metadata={"help": "A file of texts, one per line (blank lines kept)."})
+    input_file: str | None = field(
+        default=None, metadata={"help": "A file of texts, one per line (blank lines kept)."}
+    )
     output_file: str | None = field(default=None, metadata={"help": "Write JSON lines here (default: stdout)."})
     max_seq_length: int = field(default=512)
     stride: int = field(default=32)
@@ -44,6 +57,13 @@ class TagArguments:
     )
 
     def __post_init__(self):
+        if self.model is not None:
+            if self.model_name_or_path is not None:
+                raise ValueError("give --model_name_or_path only (--model is its deprecated spelling)")
+            warnings.warn("--model is deprecated: use --model_name_or_path", FutureWarning, stacklevel=2)
+            self.model_name_or_path, self.model = self.model, None
+        if self.model_name_or_path is None:
+            raise ValueError("give --model_name_or_path (a fine-tuned model directory or Hub id)")
         if (self.text is None) == (self.input_file is None):
             raise ValueError("give exactly one of --text and --input_file")
 
@@ -68,8 +88,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.input_file and not os.path.isfile(args.input_file):
         raise SystemExit(f"error: --input_file {args.input_file}: no such file")
     lines = _Lines(args.input_file) if args.input_file else None
-    tagger = NerTagger(args.model, args.max_seq_length, args.stride, args.batch_size, precision=args.precision,
-                       chunk_size=args.chunk_size)
+    try:
+        tagger = NerTagger(args.model_name_or_path, args.max_seq_length, args.stride, args.batch_size,
+                           precision=args.precision, chunk_size=args.chunk_size, revision=args.revision)
+    except OSError as error:  # transformers' "not a folder, not on the Hub (at that revision)", with advice lines
+        model = args.model_name_or_path + (f" --revision {args.revision}" if args.revision else "")
+        raise SystemExit(f"error: --model_name_or_path {model}: {str(error).splitlines()[0]}") from None
     if args.retain_freed_memory and tagger.device.type == "cpu":
         retain_freed_memory()  # a no-op, saying so, where the C library is not glibc
     partial = f"{args.output_file}.partial" if args.output_file else None

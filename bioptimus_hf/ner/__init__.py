@@ -2,7 +2,8 @@
 
 One concept per module: ``conll`` (reading/validating/writing CoNLL files), ``schemes`` (IO/BIO/BIOUL
 tags <-> spans), ``windows`` (splitting long sentences, merging predictions), ``encoding`` (word-aligned
-labels), ``evaluation`` (span-level seqeval scores), ``stabilisation`` (Tinn et al. flags), ``results``
-(multi-seed ``all_results.json``, markdown, Hub model-index), ``tagging`` (entities in raw text) and
-``compare`` (models x datasets comparison table).
+labels), ``evaluation`` (span-level seqeval scores; ``metrics/span_f1/`` is the same scoring as an ``evaluate``
+module), ``stabilisation`` (Tinn et al. flags), ``results`` (multi-seed ``all_results.json``, markdown, Hub
+model-index), ``model_card`` (the fine-tuned model's card; what the standard pipeline groups correctly),
+``tagger`` (entities in raw text) and ``compare`` (models x datasets comparison table).
 """

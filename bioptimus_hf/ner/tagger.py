@@ -4,12 +4,13 @@ The text is split into words by the tokenizer's own pre-tokenizer (for BERT: whi
 punctuation, which matches the pre-tokenised BLURB training files), then goes through exactly the
 path used in evaluation: whole-word windows, first-sub-token predictions, the most-central-window
 merge, and decoding in the scheme the model was trained with (``config.ner_tagging_scheme``, written
-by run_ner.py; BIO when absent). This is what ``pipeline("token-classification",
-aggregation_strategy="first")`` does for BIO models, but it also decodes IO/BIOUL models and never
-truncates long abstracts.
+by run_ner.py; BIO when absent). Entities come in the shape ``pipeline("token-classification",
+aggregation_strategy="first")`` gives them (``entity_group``, ``score``, ``word``, ``start``, ``end``), and for IO
+and BIO models the pipeline groups the same words; the tagger also decodes BIOUL models (a warning at load says
+what the pipeline gets wrong for them: ``ner/model_card.py``) and never truncates long abstracts.
 
-    bioptimus-ner-tag --model out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
-    bioptimus-ner-tag --model out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
+    bioptimus-ner-tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
+    bioptimus-ner-tag --model_name_or_path out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
 
 Speed (numbers in docs/ner.md): texts are taken in bounded chunks (``chunk_size``) from any iterable
 and results come out in input order as each chunk is done, so a PubMed-sized file never sits in
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import re
 from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 
@@ -33,8 +35,11 @@ from ..utils.hardware import device_has_fast_bf16
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_families import tokenizer_for_words
 from .encoding import WindowEncoding, length_order, tokenize_windows
+from .model_card import pipeline_caveat
 from .schemes import tags_to_spans
 from .windows import best_token_positions
+
+logger = logging.getLogger(__name__)
 
 # "auto": bf16 where the device has it natively, else float32. "bf16": weights cast to bfloat16.
 # "bf16-autocast": float32 weights, matrix products in bf16 (torch.autocast). Forcing a bf16 mode on
@@ -72,31 +77,39 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 
 
 class NerTagger:
-    """``NerTagger(model_dir)(texts)`` -> per text, a list of entity dicts
-    ``{"type", "start", "end", "text", "score"}`` (character offsets into the text, ``end`` exclusive;
-    ``score`` is the mean probability of the predicted labels of the entity's words).
-    ``tagger.tag_stream(lines)`` does the same lazily over any iterable, yielding in input order."""
+    """``NerTagger(model_name_or_path)(texts)`` -> per text, a list of entity dicts in the token-classification
+    pipeline's shape, ``{"entity_group", "score", "word", "start", "end"}``: the entity type, the mean
+    probability of the predicted labels of the entity's words (4 decimals), the text's own characters
+    ``text[start:end]`` (where the pipeline decodes tokens, e.g. lowercased by an uncased tokenizer), and
+    character offsets into the text (``end`` exclusive). ``tagger.tag_stream(lines)`` does the same lazily over
+    any iterable, yielding in input order. ``revision`` is passed to every ``from_pretrained``."""
 
     def __init__(
         self,
-        model_dir: str,
+        model_name_or_path: str,
         max_seq_length: int = 512,
         stride: int = 32,
         batch_size: int = 32,
         device: str | None = None,
         precision: str = "auto",
         chunk_size: int = 256,
+        revision: str | None = None,
     ):
         if batch_size < 1 or chunk_size < 1:
             raise ValueError(f"batch_size and chunk_size must be at least 1, got {batch_size} and {chunk_size}")
-        self.tokenizer = tokenizer_for_words(AutoTokenizer.from_pretrained(model_dir))  # texts are split into words
+        # texts are split into words
+        self.tokenizer = tokenizer_for_words(AutoTokenizer.from_pretrained(model_name_or_path, revision=revision))
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.precision = resolve_precision(precision, self.device)
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
-        self.model = AutoModelForTokenClassification.from_pretrained(model_dir, dtype=dtype).eval().to(self.device)
+        self.model = AutoModelForTokenClassification.from_pretrained(
+            model_name_or_path, revision=revision, dtype=dtype).eval().to(self.device)
         self.id2label: Dict[int, str] = {int(k): v for k, v in self.model.config.id2label.items()}
         self.outside = next(i for i, label in self.id2label.items() if label == "O")
         self.scheme = getattr(self.model.config, "ner_tagging_scheme", "BIO")
+        caveat = pipeline_caveat(self.scheme)
+        if caveat:
+            logger.warning("%s: %s", model_name_or_path, caveat)
         limit = min(max_seq_length, max_model_tokens(self.model, self.tokenizer))
         self.max_seq_length = limit
         self.stride = min(stride, limit // 4)
@@ -146,7 +159,8 @@ class NerTagger:
         words, encoding = self.encode(texts)
         ids, probabilities = self.predict_windows(encoding.columns["input_ids"])
         results = []
-        for text, sentence, chosen in zip(texts, words, best_token_positions(encoding.windows, encoding.sentence_lengths)):
+        positions = best_token_positions(encoding.windows, encoding.sentence_lengths)
+        for text, sentence, chosen in zip(texts, words, positions):
             labels = [self.id2label[self.outside if c is None else ids[c[0]][c[1]]] for c in chosen]
             scores = [1.0 if c is None else probabilities[c[0]][c[1]] for c in chosen]
             entities = []
@@ -154,11 +168,11 @@ class NerTagger:
                 char_start, char_end = sentence[start][1][0], sentence[end - 1][1][1]
                 entities.append(
                     {
-                        "type": entity_type,
+                        "entity_group": entity_type,
+                        "score": round(sum(scores[start:end]) / (end - start), 4),
+                        "word": text[char_start:char_end],
                         "start": char_start,
                         "end": char_end,
-                        "text": text[char_start:char_end],
-                        "score": round(sum(scores[start:end]) / (end - start), 4),
                     }
                 )
             results.append(entities)
