@@ -234,8 +234,7 @@ def main(argv=None):
         data_collator=collator,
         **warmup_kwargs,
     )
-    # First in line, so that reporters (TensorBoard...) see the curriculum metrics it adds to logs.
-    trainer.callback_handler.callbacks.insert(0, callback)
+    trainer.add_callback(callback)
     if init_report is not None and trainer.is_world_process_zero():
         write_json_atomic(f"{training_args.output_dir}/{INIT_REPORT_NAME}", init_report)
 
