@@ -137,7 +137,7 @@ def main(argv=None):
     try:
         model, tokenizer, init_report = build_initialized_model(
             model_args.model_name_or_path, model_args.tokenizer_name, init_args,
-            seed=training_args.seed, config_name=model_args.config_name,
+            seed=training_args.seed, config_name=model_args.config_name, progress=not training_args.disable_tqdm,
         )
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None
