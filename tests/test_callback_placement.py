@@ -28,7 +28,8 @@ class RecordingReporter(TrainerCallback):
 @pytest.fixture
 def reporter_in_report_to(monkeypatch):
     """The Trainer's report_to resolves to the recording reporter, placed where report_to's reporters go."""
-    monkeypatch.setattr(transformers.trainer, "get_reporting_integration_callbacks", lambda report_to: [RecordingReporter])
+    monkeypatch.setattr(transformers.trainer, "get_reporting_integration_callbacks",
+                        lambda report_to: [RecordingReporter])
 
 
 @pytest.fixture(scope="module")

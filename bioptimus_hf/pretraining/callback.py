@@ -62,7 +62,8 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
 
     Put it anywhere: ``Trainer(callbacks=[callback])``, ``trainer.add_callback(callback)`` or first in the
     Trainer's callback list. It takes the first place in that list itself (:meth:`_move_first`), so the metrics
-    it adds to every log reach ``log_history`` and every reporter of ``report_to`` (TensorBoard...). The phase is derived from ``state.global_step`` when training starts, so a run resumed with
+    it adds to every log reach ``log_history`` and every reporter of ``report_to`` (TensorBoard...).
+    The phase is derived from ``state.global_step`` when training starts, so a run resumed with
     ``resume_from_checkpoint`` continues in the right phase; the LR follows from the restored
     scheduler. Every rank of a distributed run switches at the same global step; only the main
     process writes releases.
