@@ -139,7 +139,7 @@ def main(argv=None):
     try:
         model, tokenizer, init_report = build_initialized_model(
             model_args.model_name_or_path, model_args.tokenizer_name, init_args,
-            seed=training_args.seed, config_name=model_args.config_name,
+            seed=training_args.seed, config_name=model_args.config_name, progress=not training_args.disable_tqdm,
         )
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from None
@@ -231,8 +231,7 @@ def main(argv=None):
         data_collator=collator,
         **warmup_kwargs,
     )
-    # First in line, so that reporters (TensorBoard...) see the curriculum metrics it adds to logs.
-    trainer.callback_handler.callbacks.insert(0, callback)
+    trainer.add_callback(callback)
     if init_report is not None and trainer.is_world_process_zero():
         write_json_atomic(f"{training_args.output_dir}/{INIT_REPORT_NAME}", init_report)
 

@@ -428,8 +428,9 @@ def test_precomputed_vectors_reproduce_a_run(tmp_path):
     assert not torch.allclose(out_plain.get_input_embeddings().weight, out_norm.get_input_embeddings().weight)
 
 
-def test_run_pretraining_contextualized_contract(monkeypatch, tmp_path, tiny_model_dir):
-    """run_pretraining.py --init_strategy contextualized goes through build_initialized_model."""
+def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, tiny_model_dir):
+    """run_pretraining.py --init_strategy contextualized goes through build_initialized_model, and its
+    --disable_tqdm silences the initialisation's progress bars too."""
     import sys
 
     import run_pretraining
@@ -449,7 +450,10 @@ def test_run_pretraining_contextualized_contract(monkeypatch, tmp_path, tiny_mod
             "--max_seq_length", 32, "--report_to", "none", "--max_eval_samples", 8, "--disable_tqdm", "true",
             "--save_steps", 100]
     monkeypatch.setattr(sys, "argv", list(map(str, argv)))
+    capfd.readouterr()
     run_pretraining.main()
+    err = capfd.readouterr().err
+    assert "qik-find (" not in err and "Encoding contexts" not in err
     release = sorted((out / "releases").iterdir())[-1]
     model = AutoModelForMaskedLM.from_pretrained(release)
     assert model.config.vocab_size == len(new_tok)

@@ -31,13 +31,18 @@ class InitCommandArguments:
     )
     config_name: str | None = field(default=None, metadata={"help": "Architecture for 'scratch' (default: the base's)."})
     seed: int = field(default=0, metadata={"help": "Seed of the context sample and of random rows."})
+    disable_tqdm: bool = field(
+        default=False,
+        metadata={"help": "No progress bars (as the Trainer's flag); they are drawn on the main process only."},
+    )
 
 
 def run(argv: list[str] | None = None) -> dict:
     """Parse the command line, build and save the model, return the report."""
     args, init_args = parse_args((InitCommandArguments, EmbeddingInitArguments), argv, description=__doc__)
     model, tokenizer, report = build_initialized_model(
-        args.model_name_or_path, args.tokenizer_name, init_args, seed=args.seed, config_name=args.config_name
+        args.model_name_or_path, args.tokenizer_name, init_args, seed=args.seed, config_name=args.config_name,
+        progress=not args.disable_tqdm,
     )
     with writing_directory(args.output_dir) as output_dir:  # all or nothing, whenever the process dies
         model.save_pretrained(output_dir)

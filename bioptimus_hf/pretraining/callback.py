@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from transformers import TrainerCallback
-from transformers.trainer_callback import ExportableState
+from transformers.trainer_callback import CallbackHandler, ExportableState
 
 from ..releases.record import PHASE_FILE, ReleaseInfo, RunFacts, release_dir_name
 from ..releases.writer import write_release
@@ -22,6 +23,9 @@ logger = logging.getLogger(__name__)
 
 # The pending release's "phase index" when it is the end of the lexical warm-up (--lexical_warmup_release).
 WARMUP_RELEASE = -1
+# How many callers up the stack the handler dispatching an event may be (CallbackHandler.call_event is the
+# event method's direct caller; the margin admits a wrapper or two).
+_HANDLER_SEARCH_DEPTH = 8
 
 
 class ScheduleMismatchError(RuntimeError):
@@ -56,8 +60,9 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         lexical_warmup_release: a version (not one of the curriculum's) under which the model at the end of the
             lexical warm-up is also released, evaluated like a phase's end; None (default): no such release.
 
-    The callback must run before the reporting callbacks to put its metrics in their logs: add it
-    with ``trainer.callback_handler.callbacks.insert(0, callback)`` (``run_pretraining.py`` does).
+    Put it anywhere: ``Trainer(callbacks=[callback])``, ``trainer.add_callback(callback)`` or first in the
+    Trainer's callback list. It takes the first place in that list itself (:meth:`_move_first`), so the metrics
+    it adds to every log reach ``log_history`` and every reporter of ``report_to`` (TensorBoard...).
     The phase is derived from ``state.global_step`` when training starts, so a run resumed with
     ``resume_from_checkpoint`` continues in the right phase; the LR follows from the restored
     scheduler. Every rank of a distributed run switches at the same global step; only the main
@@ -103,7 +108,11 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         return list(self.curriculum.resolve(max_steps).step_counts)
 
     # ------------------------------------------------------------------ Trainer events
+    def on_init_end(self, args, state, control, **kwargs):
+        self._move_first()
+
     def on_train_begin(self, args, state, control, **kwargs):
+        self._move_first()  # again: added after the Trainer was built, or something was put before it since
         self.schedule = self.curriculum.resolve(state.max_steps)
         self._restore(state)
         self._activate(self.schedule.phase_at(state.global_step), state.global_step)
@@ -162,6 +171,33 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         # The Trainer stored a copy of `logs` in the history before calling callbacks.
         if state.log_history and state.log_history[-1].get("step") == state.global_step:
             state.log_history[-1].update(extra)
+
+    def _move_first(self) -> None:
+        """Take the first place in the list of the ``CallbackHandler`` dispatching the current event.
+
+        The curriculum's metrics must be in ``logs`` before a reporter's ``on_log`` reads them. transformers has no
+        event between ``Trainer.log`` building ``logs`` and ``on_log``, which the handler calls on its callbacks in
+        list order: ``DefaultFlowCallback``, then report_to's reporters, then ``Trainer(callbacks=...)``, then
+        whatever ``add_callback`` appended. So the callback moves itself to the front, wherever it was put. The
+        handler is found on the call stack, as the ``self`` of ``CallbackHandler.call_event`` (the one way events
+        reach callbacks; they get no reference to the handler). Moving during the handler's loop over that list
+        calls every other callback once: those before this one shift by one place, those after keep theirs.
+        """
+        frame = inspect.currentframe()
+        try:
+            for _ in range(_HANDLER_SEARCH_DEPTH):
+                frame = frame.f_back if frame is not None else None
+                if frame is None:
+                    break
+                owner = frame.f_locals.get("self")
+                if isinstance(owner, CallbackHandler) and any(c is self for c in owner.callbacks):
+                    if owner.callbacks[0] is not self:
+                        owner.callbacks.remove(self)
+                        owner.callbacks.insert(0, self)
+                    return
+        finally:
+            del frame  # a frame referenced from a local keeps the stack's objects alive
+        logger.debug("curriculum: event not dispatched by a CallbackHandler; the callback list is left as it is")
 
     # ------------------------------------------------------------------ state for checkpoints
     def state(self) -> dict:

@@ -4,6 +4,7 @@ Everything here is a no-op in a single process, and uses ``torch.distributed``'s
 is already initialised (the ``TrainingArguments`` / ``accelerate`` state creates it; this module never does):
 
 * :func:`rank_and_world` — this process's rank and the number of processes;
+* :func:`is_main_process` — whether this is rank 0, also before the launcher's process group exists;
 * :func:`shard` — this rank's share of a list (round robin, so length-sorted work stays balanced);
 * :func:`sum_across_ranks` — per-key vector sums and counts summed over ranks (one ``all_reduce`` each);
 * :func:`sum_numbers_across_ranks` — a short list of counts summed over ranks (one ``all_reduce``);
@@ -14,6 +15,7 @@ is already initialised (the ``TrainingArguments`` / ``accelerate`` state creates
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -31,6 +33,15 @@ def rank_and_world() -> tuple[int, int]:
     if _group_ready():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
     return 0, 1
+
+
+def is_main_process() -> bool:
+    """Whether this process is the main one (rank 0): by the process group when one is initialised, else by the
+    ``RANK`` (or ``LOCAL_RANK``) that torchrun and ``accelerate launch`` give each process before it exists;
+    True in a single process."""
+    if _group_ready():
+        return torch.distributed.get_rank() == 0
+    return int(os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or 0) == 0
 
 
 def _collective_device() -> torch.device:

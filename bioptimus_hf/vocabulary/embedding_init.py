@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import torch
-from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..utils.corpus_reader import check_corpus_files
 from ..utils.files import read_json
 from ..utils.distributed import rank_and_world, shard, sum_across_ranks, share_from_main
 from ..utils.hardware import resolve_precision
+from ..utils.progress import progress_bar
 from ..utils.sequence_length import max_model_tokens, position_offset
 from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
@@ -330,7 +330,7 @@ class ContextualizedEmbeddingInitializer:
                    for i in range(0, len(local_keys), self.config.init_batch_size)]
         encoded_tokens = 0
         with torch.inference_mode():
-            for batch_keys in tqdm(batches, desc="Encoding contexts", disable=not self.progress):
+            for batch_keys in progress_bar(batches, enabled=self.progress, desc="Encoding contexts"):
                 rows = []
                 for s, first in batch_keys:
                     ids = encoded_ids[s][first : first + window]
@@ -533,7 +533,9 @@ def build_initialized_model(
     ``tokenizer_name_or_path`` is the run's tokenizer: the new vocabulary for every strategy but
     ``continued`` (where it defaults to the base model's and must fit its embedding matrix).
     ``config_name`` gives the architecture for ``scratch`` (default: the base model's config). Every
-    strategy loads the base model with ``args.cache_dir`` and ``args.model_revision``.
+    strategy loads the base model with ``args.cache_dir`` and ``args.model_revision``. ``progress``: the
+    initialisation's progress bars (qik-find, encoding, distillation), drawn on the main process only
+    (:mod:`bioptimus_hf.utils.progress`); ``run_pretraining.py`` passes ``not --disable_tqdm``.
     """
     started = time.perf_counter()
     strategy = INIT_STRATEGIES[args.init_strategy]

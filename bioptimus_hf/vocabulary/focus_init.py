@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from ..utils.corpus_reader import check_corpus_files
+from ..utils.progress import progress_enabled
 from .new_rows import NewRows
 
 
@@ -59,7 +60,7 @@ def focus_rows(initializer, input_weight, corpus_files=None, contexts=None) -> N
         fasttext_model_min_count=cfg.focus_fasttext_min_count,
         processes=cfg.init_num_threads,
         seed=initializer.seed,
-        verbosity="silent" if not initializer.progress else "info",
+        verbosity="info" if progress_enabled(initializer.progress) else "silent",
     )
     timings["focus"] = time.perf_counter() - t0
     tokens = initializer.new_tokenizer.convert_ids_to_tokens(list(initializer.targets))

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
 from ..utils.corpus_reader import CorpusReadStats, iter_lines
+from ..utils.progress import progress_bar, progress_enabled
 from . import _sentence_classes
 from ..utils.tokenizer_loader import load_backend_tokenizer, resolve_backend_tokenizer
 
@@ -354,7 +355,8 @@ def find_contexts(
 
     Returns ``{token_id: [Context, ...]}`` with every target as a key and lists sorted by sentence index,
     or ``(contexts, QikFindStats)`` when ``return_stats``. The stats of the last call are also kept in
-    ``find_contexts.last_stats``.
+    ``find_contexts.last_stats``. ``progress``: a bar of the bytes read, drawn from Python for both backends, on the
+    main process only (:mod:`bioptimus_hf.utils.progress`).
     """
     import time
 
@@ -405,12 +407,10 @@ def find_contexts(
         else:
             logger.info(RUST_FAMILY_NOTICE, rust_tokenizer.family, rust_tokenizer.family_description)
 
-    progress_bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        total = sum(p.stat().st_size for p in paths)
-        progress_bar = tqdm(total=total, unit="B", unit_scale=True, desc=f"qik-find ({backend})")
+    bar = None  # None: the Rust backend is given no callback to report to
+    if progress_enabled(progress):
+        bar = progress_bar(total=sum(p.stat().st_size for p in paths), unit="B", unit_scale=True,
+                           desc=f"qik-find ({backend})")
 
     stats = QikFindStats(backend=backend)
     started = time.perf_counter()
@@ -418,15 +418,15 @@ def find_contexts(
         if backend == "rust":
             contexts = _rust_backend(
                 paths, rust_tokenizer, targets, max_per_token, seed, max_context_chars,
-                num_threads, progress_bar, stats,
+                num_threads, bar, stats,
             )
         else:
             contexts = _python_backend(
-                paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress_bar, stats
+                paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, bar, stats
             )
     finally:
-        if progress_bar is not None:
-            progress_bar.close()
+        if bar is not None:
+            bar.close()
     stats.seconds = time.perf_counter() - started
     find_contexts.last_stats = stats
     if return_stats:

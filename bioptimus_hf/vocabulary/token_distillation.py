@@ -21,9 +21,9 @@ import time
 from collections import defaultdict
 
 import torch
-from tqdm.auto import tqdm
 
 from ..utils.hardware import resolve_precision
+from ..utils.progress import progress_bar
 from ..utils.sequence_length import max_model_tokens
 from .new_rows import NewRows
 
@@ -157,7 +157,7 @@ def token_distillation_rows(initializer, input_weight, corpus_files=None, contex
     t0 = time.perf_counter()
     try:
         blocks = list(_blocks(pairs, cfg.init_batch_size))
-        for block in tqdm(blocks, desc="Token distillation", disable=not initializer.progress):
+        for block in progress_bar(blocks, enabled=initializer.progress, desc="Token distillation"):
             learnt, first, last, count = distill_block(
                 model, tokenizer, block, pairs, start_rows, steps=cfg.distill_steps, lr=cfg.distill_learning_rate,
                 layer=cfg.distill_layer, pad_id=pad_id, device=device, use_bf16=use_bf16,

@@ -1,0 +1,29 @@
+"""When the library draws a progress bar (qik-find's search, the initialisation's encoding and distillation).
+
+As the Trainer draws its own: on the main process only (:func:`~bioptimus_hf.utils.distributed.is_main_process`),
+and not at all when the run asks for none (``--disable_tqdm``, passed in as ``enabled``) or when Hugging Face's
+progress bars are switched off (``transformers.utils.logging.disable_progress_bar()``,
+``huggingface_hub.utils.disable_progress_bars()``, ``HF_HUB_DISABLE_PROGRESS_BARS=1``).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from huggingface_hub.utils import are_progress_bars_disabled
+from tqdm.auto import tqdm
+
+
+def progress_enabled(enabled: bool = True) -> bool:
+    """Whether a bar is drawn here: ``enabled``, Hugging Face's progress bars on, and the main process."""
+    if not enabled or are_progress_bars_disabled():
+        return False
+    # Imported here: qik-find's module loads without torch (bioptimus_hf/utils/__init__.py).
+    from .distributed import is_main_process
+
+    return is_main_process()
+
+
+def progress_bar(iterable: Iterable | None = None, *, enabled: bool = True, **kwargs) -> tqdm:
+    """A ``tqdm`` bar (``tqdm.auto``: a widget in notebooks) that draws nothing unless :func:`progress_enabled`."""
+    return tqdm(iterable, disable=not progress_enabled(enabled), **kwargs)
