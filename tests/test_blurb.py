@@ -255,3 +255,33 @@ def test_bad_input_fails_before_training_with_one_clear_line(tiny, tmp_path):
                                            "--output_dir", str(tmp_path)])
     assert not (tmp_path / "out").exists()
 
+
+# ---------------------------------------------------------------- the BLURB score
+
+
+def test_blurb_score_averages_within_then_over_the_types_present(tmp_path):
+    from bioptimus_hf.blurb.score import BLURB_DATASETS, DatasetScore, blurb_score, load_dataset_scores
+
+    assert set(BLURB_DATASETS) == {"ner", "pico", *TASK_TYPES}
+    (tmp_path / "ner").mkdir()
+    (tmp_path / "ner" / "all_results.json").write_text(json.dumps({"dataset": "NCBI-disease", "test_f1": 0.8}))
+    (tmp_path / "all_results.json").write_text(json.dumps({"dataset": "DDI", "task_type": "relation_extraction",
+                                                           "test_score": 0.7, "test_f1": 0.1}))
+    loaded = load_dataset_scores([tmp_path])
+    assert sorted(loaded, key=lambda s: s.dataset) == [DatasetScore("DDI", "relation_extraction", 0.7),
+                                                       DatasetScore("NCBI-disease", "ner", 0.8)]
+    scores = loaded + [DatasetScore("BC5-chem", "ner", 0.9), DatasetScore("GAD", "relation_extraction", 0.8),
+                       DatasetScore("BIOSSES", "sentence_similarity", 0.9),
+                       DatasetScore("HoC", "document_classification", 0.6),
+                       DatasetScore("PubMedQA", "question_answering", 0.5)]
+    result = blurb_score(scores)
+    # NER (80 + 90) / 2 = 85, RE (70 + 80) / 2 = 75, then (85 + 75 + 90 + 60 + 50) / 5 = 72; not 75 over datasets
+    assert result["score"] == pytest.approx(72.0, abs=1e-9)
+    assert {t: entry["score"] for t, entry in result["task_types"].items()} == pytest.approx(
+        {"ner": 85.0, "relation_extraction": 75.0, "sentence_similarity": 90.0, "document_classification": 60.0,
+         "question_answering": 50.0}, abs=1e-9)
+    assert result["absent_task_types"] == ["pico"]
+    with pytest.raises(ValueError, match="DDI: given twice"):
+        blurb_score(scores + [DatasetScore("DDI", "relation_extraction", 0.5)])
+    with pytest.raises(ValueError, match="X: task type 'summarisation' is not one of BLURB's"):
+        blurb_score([DatasetScore("X", "summarisation", 0.5)])
