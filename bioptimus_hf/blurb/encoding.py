@@ -20,7 +20,9 @@ def encode_rows(tokenizer, rows: Sequence[dict], task: TaskType, labels: Sequenc
     from datasets import Dataset
 
     texts = [[row[field] for row in rows] for field in task.text_fields]
-    encoded = dict(tokenizer(*texts, truncation=task.truncation, max_length=max_length))
+    # a pair loses tokens from its longer text first: a question's context (never the error of "only_second"
+    # when a question alone is too long)
+    encoded = dict(tokenizer(*texts, truncation="longest_first", max_length=max_length))
     gold = [row[task.label_field] for row in rows]
     if task.problem_type == "regression":
         targets = [float(value) for value in gold]

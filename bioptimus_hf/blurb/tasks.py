@@ -19,8 +19,6 @@ class TaskType:
     label_field: str
     problem_type: str  # transformers' PretrainedConfig.problem_type
     metric: str  # the key of BLURB's metric in the scores of metrics.py
-    # pairs: which text a too-long input loses tokens from (the question of a QA pair is kept whole)
-    truncation: str = "longest_first"
 
     @property
     def is_pair(self) -> bool:
@@ -32,7 +30,7 @@ SENTENCE_SIMILARITY = TaskType("sentence_similarity", ("sentence1", "sentence2")
 DOCUMENT_CLASSIFICATION = TaskType("document_classification", ("sentence",), "labels",
                                    "multi_label_classification", "f1")
 QUESTION_ANSWERING = TaskType("question_answering", ("question", "context"), "label", "single_label_classification",
-                              "accuracy", truncation="only_second")
+                              "accuracy")
 
 TASK_TYPES = {task.name: task for task in
               (RELATION_EXTRACTION, SENTENCE_SIMILARITY, DOCUMENT_CLASSIFICATION, QUESTION_ANSWERING)}
