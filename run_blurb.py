@@ -37,6 +37,7 @@ from bioptimus_hf.blurb.tasks import RELATION_EXTRACTION
 from bioptimus_hf.commands.config_parser import exit_on_bad_input
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
 from bioptimus_hf.ner.stabilisation import StabilisationArguments
+from bioptimus_hf.utils.distributed import close_process_group, share_from_main
 from bioptimus_hf.utils.hardware import resolve_bf16
 from bioptimus_hf.utils.sequence_length import max_config_tokens
 
@@ -108,9 +109,14 @@ def main(argv: list[str] | None = None) -> dict:
                     BlurbTask(data, encoded, negative), tokenizer, training_args, stab_args, run_info,
                     model_args.save_model, model_args.ignore_mismatched_sizes)
 
-    # 6. every seed of output_dir merged: all_results.json (mean ± std) and results.md
-    results = merge_blurb_results(training_args.output_dir)
-    print(write_blurb_outputs(training_args.output_dir, results))
+    # 6. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
+    def merge_and_write() -> dict:
+        results = merge_blurb_results(training_args.output_dir)
+        print(write_blurb_outputs(training_args.output_dir, results))
+        return results
+
+    results = share_from_main(merge_and_write)
+    close_process_group()
     return results
 
 

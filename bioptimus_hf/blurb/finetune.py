@@ -18,6 +18,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, DataCol
 from ..ner.results import seed_dir, write_seed_result
 from ..ner.stabilisation import StabilisationArguments, apply_stabilisation
 from ..ner.trainer import NerTrainer
+from ..utils.distributed import sum_numbers_across_ranks
 from .data import BlurbData
 from .encoding import decode_logits
 from .metrics import score
@@ -83,7 +84,8 @@ def fine_tune_seed(seed: int, model_name_or_path: str, task: BlurbTask, tokenize
     start = time.perf_counter()
     train_output = trainer.train()
     run["train_runtime_s"] = time.perf_counter() - start
-    run["train_loss"] = train_output.training_loss
+    # the Trainer's training_loss is this rank's own; the mean over ranks is the run's
+    run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / training_args.world_size
     output_dir = training_args.output_dir
     if save_model:
         trainer.save_model(output_dir)
