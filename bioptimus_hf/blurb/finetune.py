@@ -43,14 +43,14 @@ class BlurbTask:
         return {**scores, "score": scores[self.data.task.metric]}
 
 
-def load_classifier(model_name_or_path: str, task: BlurbData, ignore_mismatched_sizes: bool = False):
-    """The model with a fresh head for ``task``: one output per class (one for regression), classifying from the
+def load_classifier(model_name_or_path: str, data: BlurbData, ignore_mismatched_sizes: bool = False):
+    """The model with a fresh head for ``data``: one output per class (one for regression), classifying from the
     first token's encoding."""
-    labels = task.labels
-    mapping = {"num_labels": 1} if task.task.problem_type == "regression" else {
+    labels = data.labels
+    mapping = {"num_labels": 1} if data.task.problem_type == "regression" else {
         "num_labels": len(labels), "id2label": dict(enumerate(labels)),
         "label2id": {label: i for i, label in enumerate(labels)}}
-    config = AutoConfig.from_pretrained(model_name_or_path, problem_type=task.task.problem_type, **mapping)
+    config = AutoConfig.from_pretrained(model_name_or_path, problem_type=data.task.problem_type, **mapping)
     if hasattr(config, "classifier_pooling"):  # ModernBERT can mean-pool; the paper's models read [CLS]
         config.classifier_pooling = "cls"
     return AutoModelForSequenceClassification.from_pretrained(model_name_or_path, config=config,

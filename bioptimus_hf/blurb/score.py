@@ -15,17 +15,17 @@ from typing import Any
 
 from ..ner.results import RESULTS_FILE
 from ..utils.files import read_json
-from .tasks import TASK_TYPES
+from .tasks import DOCUMENT_CLASSIFICATION, QUESTION_ANSWERING, RELATION_EXTRACTION, SENTENCE_SIMILARITY
 
 NER, PICO = "ner", "pico"  # token-level types, fine-tuned by run_ner.py
 # BLURB's six task types and their thirteen datasets
 BLURB_DATASETS = {
     NER: ("BC5-chem", "BC5-disease", "NCBI-disease", "BC2GM", "JNLPBA"),
     PICO: ("EBM PICO",),
-    "relation_extraction": ("ChemProt", "DDI", "GAD"),
-    "sentence_similarity": ("BIOSSES",),
-    "document_classification": ("HoC",),
-    "question_answering": ("PubMedQA", "BioASQ"),
+    RELATION_EXTRACTION.name: ("ChemProt", "DDI", "GAD"),
+    SENTENCE_SIMILARITY.name: ("BIOSSES",),
+    DOCUMENT_CLASSIFICATION.name: ("HoC",),
+    QUESTION_ANSWERING.name: ("PubMedQA", "BioASQ"),
 }
 
 
@@ -37,8 +37,8 @@ class DatasetScore:
 
 
 def dataset_score_from_results(results: Mapping[str, Any], source: str = "results") -> DatasetScore:
-    """From a ``run_blurb.py`` ``all_results.json`` (``task_type``, ``test_score``) or a ``run_ner.py`` one (``test_f1``:
-    NER)."""
+    """From a ``run_blurb.py`` ``all_results.json`` (``task_type``, ``test_score``) or a ``run_ner.py`` one
+    (``test_f1``: NER)."""
     task_type = results.get("task_type", NER)
     key = "test_score" if "task_type" in results else "test_f1"
     if key not in results or "dataset" not in results:

@@ -20,10 +20,6 @@ class TaskType:
     problem_type: str  # transformers' PretrainedConfig.problem_type
     metric: str  # the key of BLURB's metric in the scores of metrics.py
 
-    @property
-    def is_pair(self) -> bool:
-        return len(self.text_fields) == 2
-
 
 RELATION_EXTRACTION = TaskType("relation_extraction", ("sentence",), "label", "single_label_classification", "f1")
 SENTENCE_SIMILARITY = TaskType("sentence_similarity", ("sentence1", "sentence2"), "score", "regression", "pearson")
