@@ -16,7 +16,6 @@ and the fine-tuned model (unless ``--save_model false``).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -41,11 +40,11 @@ from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores
 from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
-from bioptimus_hf.ner.stabilisation import build_optimizer, freeze_lower_layers, reinitialize_top_layers
+from bioptimus_hf.ner.stabilisation import StabilisationArguments, apply_stabilisation
 from bioptimus_hf.ner.trainer import NerTrainer
 from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
 from bioptimus_hf.utils.distributed import close_process_group, share_from_main, sum_numbers_across_ranks
-from bioptimus_hf.utils.hardware import device_has_fast_bf16
+from bioptimus_hf.utils.hardware import resolve_bf16
 from bioptimus_hf.utils.sequence_length import max_config_tokens
 from bioptimus_hf.utils.tokenizer_families import tokenizer_for_words
 
@@ -110,19 +109,6 @@ class DataTrainingArguments:
     max_test_samples: int | None = field(default=None, metadata={"help": "Use only the first N test sentences."})
 
 
-@dataclass
-class StabilisationArguments:
-    freeze_embeddings: bool = field(default=False, metadata={"help": "Freeze the embedding layer."})
-    freeze_layers: int = field(default=0, metadata={"help": "Freeze the lowest N transformer layers (and embeddings)."})
-    layerwise_lr_decay: float = field(
-        default=1.0, metadata={"help": "Layer-wise LR decay factor (1.0 = off): layer l learns at lr * decay^(L+1-l)."}
-    )
-    reinit_layers: int = field(default=0, metadata={"help": "Re-initialise the top K transformer layers (and pooler)."})
-    seeds: str | None = field(
-        default=None, metadata={"help": "Comma-separated seeds, e.g. 1,2,3: one full fine-tune per seed (default: --seed)."}
-    )
-
-
 def parse_args(argv: list[str] | None = None):
     """``[config.{yaml,json}] [--flag value ...]``; flags given after the config file override it."""
     return parse_config_and_flags(
@@ -176,19 +162,6 @@ def load_splits(data_args: DataTrainingArguments):
     return name, train, devel, test
 
 
-def resolve_bf16(training_args: TrainingArguments, if_supported: bool, allow_emulated: bool) -> TrainingArguments:
-    """bf16 (``--bf16`` or ``--bf16_if_supported``) where the device computes it natively; float32, with a
-    warning, where it would only be emulated (unless ``allow_emulated``). Results stay float32's there."""
-    wanted = training_args.bf16 or if_supported
-    use = wanted and (allow_emulated or device_has_fast_bf16(training_args.device))
-    if wanted and not use:
-        logger.warning("bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32 "
-                       "(--allow_emulated_bf16 true to use emulated bf16)", training_args.device)
-    if use == training_args.bf16 and (use or not training_args.bf16_full_eval):
-        return training_args
-    return dataclasses.replace(training_args, bf16=use, bf16_full_eval=training_args.bf16_full_eval and use)
-
-
 def main(argv: list[str] | None = None) -> dict:
     model_args, data_args, stab_args, training_args = parse_args(argv)
     try:  # --push_to_hub pushes the best seed's model at the end; the Trainer itself never pushes
@@ -236,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
         logger.info("%s: %d sentences -> %d windows; %d sentences split into windows, %d over-long words cut",
                     split, stats["sentences"], stats["windows"], stats["sentences_split"], stats["words_cut"])
 
-    seeds = [int(s) for s in stab_args.seeds.split(",")] if stab_args.seeds else [training_args.seed]
+    seeds = stab_args.seed_list(training_args.seed)
     model_name = model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path))
     base_output_dir = training_args.output_dir
     os.makedirs(base_output_dir, exist_ok=True)
@@ -256,18 +229,9 @@ def main(argv: list[str] | None = None) -> dict:
         model = AutoModelForTokenClassification.from_pretrained(
             model_args.model_name_or_path, config=config, ignore_mismatched_sizes=model_args.ignore_mismatched_sizes
         )
-        reinitialize_top_layers(model, stab_args.reinit_layers)
+        optimizers = apply_stabilisation(model, stab_args, training_args)
         if bulk_dropout:
             enable_bulk_dropout(model)
-        if stab_args.freeze_layers or stab_args.freeze_embeddings:
-            freeze_lower_layers(model, stab_args.freeze_layers, freeze_embeddings=True)
-        optimizers = (None, None)
-        if stab_args.layerwise_lr_decay != 1.0:
-            optimizer = build_optimizer(
-                model, training_args.learning_rate, stab_args.layerwise_lr_decay, training_args.weight_decay,
-                (training_args.adam_beta1, training_args.adam_beta2), training_args.adam_epsilon,
-            )
-            optimizers = (optimizer, None)  # the Trainer still creates its linear warm-up/decay scheduler
 
         trainer = NerTrainer(
             model=model,

@@ -28,15 +28,17 @@ def _std(values: Sequence[float]) -> float:
     return stdev(values) if len(values) > 1 else 0.0
 
 
-def aggregate_seed_results(per_seed: Sequence[Dict[str, Any]], run_info: Dict[str, Any] | None = None) -> Dict[str, Any]:
-    """Combine per-seed metric dicts (keys ``seed``, ``eval_f1``, ``test_f1``, ...) into all_results."""
+def aggregate_seed_results(per_seed: Sequence[Dict[str, Any]], run_info: Dict[str, Any] | None = None,
+                           metrics: Sequence[str] = METRICS) -> Dict[str, Any]:
+    """Combine per-seed metric dicts (keys ``seed``, ``eval_f1``, ``test_f1``, ...) into all_results: the mean and
+    ``_std`` of ``eval_<m>`` and ``test_<m>`` for each of ``metrics``."""
     if not per_seed:
         raise ValueError("no seed results to aggregate")
     results: Dict[str, Any] = dict(run_info or {})
     results["seeds"] = [run["seed"] for run in per_seed]
     results["num_seeds"] = len(per_seed)
     for split in ("eval", "test"):
-        for metric in METRICS:
+        for metric in metrics:
             key = f"{split}_{metric}"
             values = [run[key] for run in per_seed if run.get(key) is not None]
             if values:
@@ -86,7 +88,7 @@ def write_seed_result(output_dir: str, run: Dict[str, Any], run_info: Dict[str, 
     return str(write_json_atomic(path, {"run": run, "run_info": run_info}, default=None))
 
 
-def merge_seed_results(output_dir: str) -> Dict[str, Any]:
+def merge_seed_results(output_dir: str, metrics: Sequence[str] = METRICS) -> Dict[str, Any]:
     """Aggregate every ``seed_*/seed_results.json`` under ``output_dir`` (in seed order) into the results of
     :func:`aggregate_seed_results`. Seeds fine-tuned under other settings (another model, dataset or
     hyper-parameter) are refused, naming the files, so that a table never mixes two configurations."""
@@ -108,7 +110,7 @@ def merge_seed_results(output_dir: str) -> Dict[str, Any]:
             raise ValueError(f"{file} and {first_file} were fine-tuned under different settings ({', '.join(differing)}); "
                              f"remove the stale seed directory or use another output_dir")
     per_seed = [record["run"] for _, record in records]
-    results = aggregate_seed_results(per_seed, first["run_info"])
+    results = aggregate_seed_results(per_seed, first["run_info"], metrics)
     speeds = [run["test_sentences_per_s"] for run in per_seed if run.get("test_sentences_per_s") is not None]
     if speeds:
         results["test_sentences_per_s"] = mean(speeds)

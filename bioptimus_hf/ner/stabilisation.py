@@ -9,14 +9,34 @@ language models for biomedical natural language processing").
   builds its usual scheduler (linear warm-up then decay), which scales every group's rate alike.
 * ``reinitialize_top_layers`` -- re-draw the weights of the top ``k`` layers (and the pooler, if any)
   with the model's own ``_init_weights``.
+
+``StabilisationArguments`` are their flags (with ``--seeds``), shared by ``run_ner.py`` and ``run_blurb.py``;
+``apply_stabilisation`` applies them to a freshly loaded model.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Dict, List
 
 import torch
 from torch import nn
+
+
+@dataclass
+class StabilisationArguments:
+    freeze_embeddings: bool = field(default=False, metadata={"help": "Freeze the embedding layer."})
+    freeze_layers: int = field(default=0, metadata={"help": "Freeze the lowest N transformer layers (and embeddings)."})
+    layerwise_lr_decay: float = field(
+        default=1.0, metadata={"help": "Layer-wise LR decay factor (1.0 = off): layer l learns at lr * decay^(L+1-l)."}
+    )
+    reinit_layers: int = field(default=0, metadata={"help": "Re-initialise the top K transformer layers (and pooler)."})
+    seeds: str | None = field(
+        default=None, metadata={"help": "Comma-separated seeds, e.g. 1,2,3: one full fine-tune per seed (default: --seed)."}
+    )
+
+    def seed_list(self, default: int) -> list[int]:
+        return [int(s) for s in self.seeds.split(",")] if self.seeds else [default]
 
 
 def _encoder_parts(model: nn.Module):
@@ -128,3 +148,19 @@ def reinitialize_top_layers(model: nn.Module, k: int) -> List[str]:
                     tensor._is_hf_initialized = False
             model._init_weights(sub)
     return [name for name, p in model.named_parameters() if id(p) in targets]
+
+
+def apply_stabilisation(model: nn.Module, args: StabilisationArguments, training_args) -> tuple:
+    """Re-initialise, then freeze, as ``args`` asks; returns the Trainer's ``optimizers``: ``(AdamW with layer-wise
+    rates, None)`` under layer-wise decay (the Trainer still builds its scheduler, which scales every group's rate
+    alike), else ``(None, None)`` (the Trainer's own optimizer)."""
+    reinitialize_top_layers(model, args.reinit_layers)
+    if args.freeze_layers or args.freeze_embeddings:
+        freeze_lower_layers(model, args.freeze_layers, freeze_embeddings=True)
+    if args.layerwise_lr_decay == 1.0:
+        return None, None
+    optimizer = build_optimizer(
+        model, training_args.learning_rate, args.layerwise_lr_decay, training_args.weight_decay,
+        (training_args.adam_beta1, training_args.adam_beta2), training_args.adam_epsilon,
+    )
+    return optimizer, None

@@ -136,6 +136,23 @@ def describe_hardware() -> dict:
     }
 
 
+def resolve_bf16(training_args, if_supported: bool, allow_emulated: bool):
+    """``training_args`` with bf16 on (``--bf16`` or ``--bf16_if_supported``) where its device computes bf16
+    natively; float32, with a warning, where bf16 would only be emulated (unless ``allow_emulated``)."""
+    import dataclasses
+    import logging
+
+    wanted = training_args.bf16 or if_supported
+    use = wanted and (allow_emulated or device_has_fast_bf16(training_args.device))
+    if wanted and not use:
+        logging.getLogger(__name__).warning(
+            "bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32 "
+            "(--allow_emulated_bf16 true to use emulated bf16)", training_args.device)
+    if use == training_args.bf16 and (use or not training_args.bf16_full_eval):
+        return training_args
+    return dataclasses.replace(training_args, bf16=use, bf16_full_eval=training_args.bf16_full_eval and use)
+
+
 def trainer_precision_flags() -> list[str]:
     """``TrainingArguments`` flags for bf16 where it is native: ``--bf16 true`` (plus ``--use_cpu true`` on a
     CPU, which transformers requires with bf16 when no GPU is visible); none elsewhere."""

@@ -1,0 +1,124 @@
+"""Fine-tuning one model on one BLURB task, once per seed: ``AutoModelForSequenceClassification`` with the
+task's ``problem_type``, the shared stabilisation options, the ``Trainer``; dev and test predicted and scored
+with BLURB's metric. A seed whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun with the same
+``output_dir`` resumes after the last finished seed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from transformers import AutoConfig, AutoModelForSequenceClassification, DataCollatorWithPadding, set_seed
+
+from ..ner.results import seed_dir, write_seed_result
+from ..ner.stabilisation import StabilisationArguments, apply_stabilisation
+from ..ner.trainer import NerTrainer
+from ..utils.distributed import sum_numbers_across_ranks
+from .data import BlurbData
+from .encoding import decode_logits
+from .metrics import score
+from .results import seed_finished
+
+logger = logging.getLogger(__name__)
+PREDICTION_SPLITS = {"eval": "dev", "test": "test"}  # result-key prefix -> split
+
+
+@dataclass
+class BlurbTask:
+    """What every seed fine-tunes on: the data, its encoded splits (``datasets.Dataset`` by split name) and the
+    class the relation-extraction metric leaves out."""
+
+    data: BlurbData
+    encoded: dict
+    negative_label: str | None = None
+
+    def scores(self, split: str, predictions: Sequence) -> dict[str, float]:
+        rows = self.data.splits()[split].rows
+        scores = score(self.data.task, rows, predictions, self.data.labels, self.negative_label)
+        return {**scores, "score": scores[self.data.task.metric]}
+
+
+def load_classifier(model_name_or_path: str, data: BlurbData, ignore_mismatched_sizes: bool = False):
+    """The model with a fresh head for ``data``: one output per class (one for regression), classifying from the
+    first token's encoding."""
+    labels = data.labels
+    mapping = {"num_labels": 1} if data.task.problem_type == "regression" else {
+        "num_labels": len(labels), "id2label": dict(enumerate(labels)),
+        "label2id": {label: i for i, label in enumerate(labels)}}
+    config = AutoConfig.from_pretrained(model_name_or_path, problem_type=data.task.problem_type, **mapping)
+    if hasattr(config, "classifier_pooling"):  # ModernBERT can mean-pool; the paper's models read [CLS]
+        config.classifier_pooling = "cls"
+    return AutoModelForSequenceClassification.from_pretrained(model_name_or_path, config=config,
+                                                              ignore_mismatched_sizes=ignore_mismatched_sizes)
+
+
+def _write_predictions(path: str, rows: Sequence[dict], predictions: Sequence) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for row, prediction in zip(rows, predictions):
+            handle.write(json.dumps({"id": row.get("id"), "prediction": prediction}) + "\n")
+
+
+def fine_tune_seed(seed: int, model_name_or_path: str, task: BlurbTask, tokenizer, training_args,
+                   stabilisation: StabilisationArguments, save_model: bool = True,
+                   ignore_mismatched_sizes: bool = False) -> dict:
+    """Fine-tune with ``seed`` into ``training_args.output_dir``; returns the seed's results."""
+    set_seed(seed)
+    model = load_classifier(model_name_or_path, task.data, ignore_mismatched_sizes)
+    optimizers = apply_stabilisation(model, stabilisation, training_args)
+    data = task.data
+
+    def compute_metrics(prediction):  # dev scores at evaluation (--eval_strategy, --metric_for_best_model)
+        return task.scores("dev", decode_logits(data.task, prediction.predictions, data.labels))
+
+    trainer = NerTrainer(  # the Trainer, predicting in row order (HoC's documents are groups of rows)
+        model=model, args=training_args, train_dataset=task.encoded["train"], eval_dataset=task.encoded["dev"],
+        processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer), compute_metrics=compute_metrics,
+        optimizers=optimizers,
+    )
+    run: dict = {"seed": seed}
+    start = time.perf_counter()
+    train_output = trainer.train()
+    run["train_runtime_s"] = time.perf_counter() - start
+    # the Trainer's training_loss is this rank's own; the mean over ranks is the run's
+    run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / training_args.world_size
+    output_dir = training_args.output_dir
+    if save_model:
+        trainer.save_model(output_dir)
+    trainer.compute_metrics = None  # dev-bound; each split is scored against its own rows below
+    for prefix, split in PREDICTION_SPLITS.items():
+        if split not in task.encoded:
+            continue
+        logits = trainer.predict(task.encoded[split], metric_key_prefix=prefix).predictions
+        predictions = decode_logits(data.task, logits, data.labels)
+        run.update({f"{prefix}_{name}": value for name, value in task.scores(split, predictions).items()})
+        if trainer.is_world_process_zero():
+            os.makedirs(output_dir, exist_ok=True)
+            _write_predictions(os.path.join(output_dir, f"{split}_predictions.jsonl"),
+                               data.splits()[split].rows, predictions)
+    return run
+
+
+def fine_tune_seeds(seeds: Sequence[int], model_name_or_path: str, task: BlurbTask, tokenizer, training_args,
+                    stabilisation: StabilisationArguments, run_info: dict, save_model: bool = True,
+                    ignore_mismatched_sizes: bool = False) -> None:
+    """Each unfinished seed fine-tuned into ``<output_dir>/seed_<s>/``, its results written as soon as it ends."""
+    base_output_dir = training_args.output_dir
+    for seed in seeds:
+        if seed_finished(base_output_dir, seed):
+            logger.info("seed %d: results exist in %s, skipped", seed, seed_dir(base_output_dir, seed))
+            continue
+        training_args.seed = seed
+        training_args.output_dir = seed_dir(base_output_dir, seed)
+        try:
+            run = fine_tune_seed(seed, model_name_or_path, task, tokenizer, training_args, stabilisation, save_model,
+                                 ignore_mismatched_sizes)
+        finally:
+            training_args.output_dir = base_output_dir
+        logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
+        if training_args.process_index == 0:
+            write_seed_result(base_output_dir, run, run_info)
