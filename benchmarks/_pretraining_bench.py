@@ -57,6 +57,7 @@ if str(ROOT) not in sys.path:
 
 import _machine  # noqa: E402  (siblings in benchmarks/, on the path of every script here)
 import _mfu  # noqa: E402
+import _results  # noqa: E402
 
 RECIPES = ("plain", "ours", "same_batches_standard", "same_batches_masked_only")
 ARM_OPTIONS = ("bf16", "tf32", "compile", "torch_dropout", "bulk_dropout", "default_malloc", "retained_memory")
@@ -123,7 +124,10 @@ class BenchmarkArguments:
     profile_shapes: bool = field(
         default=False, metadata={"help": "profiles (pretraining_profile.py): one row per operator and input shapes"}
     )
-    output_json: str = str(ROOT / "benchmarks" / "results" / "pretraining_throughput.json")
+    output_json: str = field(
+        default="pretraining_throughput",
+        metadata={"help": "results name (benchmarks/results/<machine kind>/<name>.json) or a .json path"},
+    )
 
     def __post_init__(self):
         if self.bert_base_from_config:
@@ -605,6 +609,8 @@ def run_arms(args: BenchmarkArguments, jobs: list[tuple], parallel: bool = False
     check_model_dir(args)
     for arm, *_ in jobs:
         parse_arm(arm)  # fail before any run starts
+    machine = _machine.describe_machine()
+    _results.check_writable(output_file(args, machine), machine)  # another machine kind's file: refuse before the runs
     measured = measure_peaks(args)
     workdir = Path(tempfile.mkdtemp(prefix="pretraining_bench_"))
     started = time.time()
@@ -661,22 +667,42 @@ def measure_peaks(args: BenchmarkArguments) -> dict[str, dict] | None:
     return peaks
 
 
-def save_section(args: BenchmarkArguments, section: str, value: dict) -> None:
-    """Merge one result section into --output_json (read-modify-write: scripts share one file).
+def output_file(args: BenchmarkArguments, machine: dict | None = None) -> Path:
+    """The results file of --output_json (a name under ``benchmarks/results/<machine kind>/`` or a .json path)."""
+    return _results.output_path(args.output_json, machine or _machine.describe_machine())
 
-    The section records the machine it ran on; a section of another machine is never overwritten or mixed
-    with this one (:func:`_machine.file_section` raises).
-    """
-    from bioptimus_hf.utils.files import write_json_atomic
 
-    output = Path(args.output_json)
-    current = json.loads(output.read_text()) if output.is_file() else {}
+def section_figures(value: dict) -> dict:
+    """The headline figures of a section with per-arm summaries: each arm's median tokens/s, useful MFU in % of
+    the measured peak (absent where the peak was given by --peak_tflops or not measured), the peak in TFLOP/s and
+    the largest peak RSS in GiB; each speedup as the geometric mean of its round ratios with the rounds."""
+    figures = {}
+    for arm, summary in (value.get("summary") or {}).items():
+        arm_figures = {"tokens_per_s": round(summary["median_tokens_per_second"])}
+        peak = summary.get("peak") or {}
+        if summary.get("median_useful_mfu") is not None and peak.get("source") == "measured":
+            arm_figures["useful_mfu_pct"] = round(100 * summary["median_useful_mfu"], 1)
+            arm_figures["peak_tflops"] = round(peak["tflops"], 3)
+        if summary.get("peak_rss_mib"):
+            arm_figures["peak_rss_gib"] = round(max(summary["peak_rss_mib"]) / 1024, 1)
+        figures[arm] = arm_figures
+    for name, ratio in (value.get("speedups") or {}).items():
+        figures.setdefault("speedups", {})[name.replace(" / ", "_vs_")] = {
+            "ratio": round(ratio.get("geometric_mean_round_ratio") or ratio["ratio_of_medians"], 2),
+            "rounds": [round(r, 2) for r in ratio.get("round_ratios") or []],
+        }
+    return figures
+
+
+def save_section(args: BenchmarkArguments, section: str, value: dict, figures: dict | None = None) -> Path:
+    """Write one section of --output_json through the results writer (``benchmarks/_results.py``): this machine's
+    kind only, its runs' fingerprints checked; ``figures`` default to :func:`section_figures`."""
     machine = _machine.describe_machine()
-    current = _machine.file_section(current, section, value, machine)
-    current.setdefault("settings_by_stage", {})[section] = asdict(args)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(output, current, indent=2)
-    print(f"wrote {section} to {output} (machine {machine['fingerprint']}: {machine['label']})")
+    detail = dict(value, settings=asdict(args))
+    path = _results.write_result(output_file(args, machine), section_figures(value) if figures is None else figures,
+                                 detail=detail, machine=machine, section=section)
+    print(f"wrote {section} to {path} (machine {machine['fingerprint']}: {machine['label']})")
+    return path
 
 
 # ----------------------------------------------------------------------------------------------- summaries
@@ -716,7 +742,7 @@ def summarize_arms(runs: list[dict]) -> dict:
     """Per-arm medians of runs given in alternating order (arm a, arm b, ..., a, b, ...), all of one machine."""
     machines = {run.get("machine_fingerprint") for run in runs}
     if len(machines) > 1:
-        raise _machine.MachineMismatchError(f"runs of machines {sorted(map(str, machines))}: never summarised together")
+        raise ValueError(f"runs of machines {sorted(map(str, machines))}: never summarised together")
     by_arm: dict[str, list[dict]] = {}
     for run in runs:
         by_arm.setdefault(run["arm"], []).append(run)
