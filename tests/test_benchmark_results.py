@@ -133,3 +133,26 @@ def test_pretraining_sections_go_through_the_writer(tmp_path, monkeypatch):
     with pytest.raises(_results.ResultsConflictError):
         bench.save_section(args, "minilm", {"summary": {}, "runs": []})
     assert json.loads(output.read_text())["figures"]["minilm"]["ours"]["tokens_per_s"] == 2215
+
+
+def test_each_recipe_of_the_worker_trains_what_it_says(tmp_path):
+    """One tiny run per recipe (benchmarks/_pretraining_bench.py's run_worker, in this process)."""
+    from bioptimus_hf.pretraining.bulk_dropout import bulk_dropout_pays_off
+
+    args = bench.BenchmarkArguments(architecture="bert", model_size="tiny", max_lines=200, batch_size=4,
+                                    warmup_steps=1, peak_tflops=1.0)
+    runs = {arm: bench.run_worker(args, arm, 2, str(tmp_path / arm.replace("+", "_")))
+            for arm in ("plain+retained_memory", "ours", "same_batches_standard", "same_batches_masked_only")}
+    for arm, run in runs.items():
+        assert run["recipe"] == arm.split("+")[0] and run["timed_steps"] == 1 and len(run["losses"]) == 2
+        assert run["timed_flops"]["tokens"] == 4 * args.block_size  # packed: every batch is full
+    assert [arm for arm, run in runs.items() if run["curriculum_collator"]] == ["ours"]
+    assert (runs["ours"]["bulk_dropout"] is not None) == bulk_dropout_pays_off()
+    assert [arm for arm, run in runs.items() if run["allocator"] is not None] == ["plain+retained_memory", "ours"]
+    # Both same-batch arms train on the same premasked tensors: the same labelled positions, step for step.
+    assert runs["same_batches_standard"]["timed_flops"] == runs["same_batches_masked_only"]["timed_flops"]
+    with pytest.raises(ValueError, match="tf32 needs a CUDA GPU"):
+        bench.run_worker(args, "ours+tf32", 2, str(tmp_path / "tf32"))
+    with pytest.raises(ValueError, match="raise --max_lines"):
+        bench.run_worker(bench.BenchmarkArguments(architecture="bert", model_size="tiny", max_lines=10, batch_size=4),
+                         "same_batches_standard", 2, str(tmp_path / "few"))
