@@ -623,7 +623,8 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     bulk_dropout_report, allocator_report = cpu_defaults(recipe, options, model, on_gpu)
 
     training_args = training_arguments(args, recipe, options, steps, output_dir, on_gpu)
-    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps, profile_shapes=args.profile_shapes)
+    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps,
+                      profile_shapes=args.profile_shapes)
     if "compile" not in options:
         clock.attach(model)
     memory = train_timed(model, training_args, dataset, collator, clock)

@@ -80,7 +80,7 @@ def public_value(value):
 def reproduce_command(argv: list[str] | None = None) -> str:
     """The command line that ran this benchmark (``python benchmarks/<script>.py ...``), local paths made public."""
     argv = list(sys.argv if argv is None else argv)
-    script = public_path(argv[0]) if argv else "?"
+    script = public_path(str(Path(argv[0]).resolve())) if argv else "?"
     return public_value(shlex.join(["python", script, *argv[1:]]))
 
 
@@ -93,6 +93,11 @@ def output_path(name_or_path: str | Path, machine: dict) -> Path:
     """A ``.json`` path as given (a benchmark's ``--output``), else :func:`result_path` of the name."""
     text = str(name_or_path)
     return Path(text) if text.endswith(".json") else result_path(text, machine)
+
+
+def output_help(name: str) -> str:
+    """The ``--output`` help of a benchmark whose results are called ``name``."""
+    return f"results file (default benchmarks/results/<machine kind>/{name}.json)"
 
 
 def check_writable(path: str | Path, machine: dict) -> None:

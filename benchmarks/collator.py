@@ -22,7 +22,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLan
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import CurriculumPhase
 
-from _results import ResultTarget
+from _results import ResultTarget, output_help
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "pubmed_abstracts.txt"
@@ -96,7 +96,7 @@ def main():
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--seq_len", type=int, default=512)
     parser.add_argument("--rate", type=float, default=0.15)
-    parser.add_argument("--output", default="collator", help="results file (default benchmarks/results/<machine kind>/collator.json)")
+    parser.add_argument("--output", default="collator", help=output_help("collator"))
     args = parser.parse_args()
     target = ResultTarget(args.output)
     torch.manual_seed(0)

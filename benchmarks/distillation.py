@@ -46,7 +46,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer  # noqa: E402
 
 import run_distillation  # noqa: E402
 from bioptimus_hf.distillation.student import keep_layers, parameter_count  # noqa: E402
-from _results import ResultTarget  # noqa: E402
+from _results import ResultTarget, output_help  # noqa: E402
 
 ARMS = {
     "distilbiobert": ["--recipe", "distilbiobert", "--student_layers", "0", "2", "4"],
@@ -95,7 +95,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--arms", nargs="*", default=list(ARMS))
     parser.add_argument("--work_dir", default="/tmp/bioptimus_distillation_benchmark")
-    parser.add_argument("--output", default="distillation_mlm", help="results file (default benchmarks/results/<machine kind>/distillation_mlm.json)")
+    parser.add_argument("--output", default="distillation_mlm", help=output_help("distillation_mlm"))
     parser.add_argument("--teacher_model_dir", default=None,
                         help="an MLM teacher to use as it is (e.g. MiniLM continued with run_pretraining.py on "
                              "<work_dir>/train.txt) instead of MiniLM with a warmed-up head; it must share MiniLM's "

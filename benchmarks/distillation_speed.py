@@ -28,7 +28,7 @@ from bioptimus_hf.distillation.student import encoder_depth, parameter_count  # 
 from bioptimus_hf.ner.conll import read_conll  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import ResultTarget  # noqa: E402
+from _results import ResultTarget, output_help  # noqa: E402
 
 
 def main():
@@ -40,7 +40,7 @@ def main():
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--output", default="distillation_speed", help="results file (default benchmarks/results/<machine kind>/distillation_speed.json)")
+    parser.add_argument("--output", default="distillation_speed", help=output_help("distillation_speed"))
     args = parser.parse_args()
     target = ResultTarget(args.output)
     named = [entry.split("=", 1) for entry in args.model]
@@ -76,8 +76,9 @@ def main():
         "load_average_1_5_15_min": {"before": load_before, "after": load_after},
         "note": "models alternate round by round, median round",
     }
-    target.write({name: {"sentences_per_s": row["sentences_per_s"], "speedup_vs_" + reference: row["speedup_vs_" + reference]}
-                  for name, row in facts.items()}, detail=report)
+    speedup = "speedup_vs_" + reference
+    target.write({name: {"sentences_per_s": row["sentences_per_s"], speedup: row[speedup]} for name, row in facts.items()},
+                 detail=report)
     print(f"load average before {load_before}, after {load_after}")
     print(f"| model | layers | hidden | parameters | sentences/s | speed-up vs {reference} |")
     print("|---|---|---|---|---|---|")

@@ -24,7 +24,7 @@ from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_tokenizer
 
-from _results import ResultTarget
+from _results import ResultTarget, output_help
 
 
 def minilm_dir() -> str:
@@ -40,7 +40,7 @@ def main():
     parser.add_argument("--max_contexts_per_token", type=int, default=5)
     parser.add_argument("--project_contexts", type=int, nargs="*", default=[10, 20])
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--output", default="init_quickstart", help="results file (default benchmarks/results/<machine kind>/init_quickstart.json)")
+    parser.add_argument("--output", default="init_quickstart", help=output_help("init_quickstart"))
     parser.add_argument(
         "--save_dir",
         default=None,

@@ -43,7 +43,7 @@ from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 
-from _results import ResultTarget
+from _results import ResultTarget, output_help
 
 
 @torch.inference_mode()
@@ -76,7 +76,7 @@ def main():
     parser.add_argument("--head_warmup_steps", type=int, default=100)
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", default="init_precision", help="results file (default benchmarks/results/<machine kind>/init_precision.json)")
+    parser.add_argument("--output", default="init_precision", help=output_help("init_precision"))
     args = parser.parse_args()
     target = ResultTarget(args.output)
 

@@ -35,7 +35,7 @@ from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitia
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 
-from _results import ResultTarget, read_result
+from _results import ResultTarget, read_result, output_help
 
 NER_SETS = ("BC5CDR-chem-IOB", "NCBI-disease-IOB", "BC2GM-IOB")
 
@@ -123,7 +123,8 @@ def summary(result):
 
 def loss_figures(result):
     """The headline figures: each strategy's held-out MLM loss before and after training."""
-    return {name: {f"heldout_mlm_loss_{when}": round(entry[when]["loss"], 3) for when in ("before", "after") if when in entry}
+    return {name: {f"heldout_mlm_loss_{when}": round(entry[when]["loss"], 3)
+                   for when in ("before", "after") if when in entry}
             for name, entry in result.get("strategies", {}).items()}
 
 
@@ -231,7 +232,7 @@ def main():
     parser.add_argument("--save_models_dir", default=None,
                         help="Save each strategy's model and tokenizer after training to DIR/<strategy>/ (for NER).")
     parser.add_argument("--combine", nargs="*", default=None, help="Merge these result files into --output and stop.")
-    parser.add_argument("--output", default="init_quality", help="results file (default benchmarks/results/<machine kind>/init_quality.json)")
+    parser.add_argument("--output", default="init_quality", help=output_help("init_quality"))
     args = parser.parse_args()
     target = ResultTarget(args.output)
     if args.combine:

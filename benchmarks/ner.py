@@ -31,13 +31,13 @@ sys.path.insert(0, ROOT)
 import run_ner  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import ResultTarget  # noqa: E402
+from _results import ResultTarget, output_help  # noqa: E402
 
 
 def f1_figures(rows: list[dict]) -> dict:
     """The headline figures: test F1 mean and standard deviation over seeds, in %, per dataset."""
-    return {row["dataset"]: {"test_f1_pct": round(100 * row["test_f1"], 1), "test_f1_std_pct": round(100 * row["test_f1_std"], 1)}
-            for row in rows}
+    return {row["dataset"]: {"test_f1_pct": round(100 * row["test_f1"], 1),
+                             "test_f1_std_pct": round(100 * row["test_f1_std"], 1)} for row in rows}
 
 
 def minilm_dir() -> str:
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--max_eval_samples", type=int, default=200, help="devel subset (devel F1 only; 0 = all)")
     parser.add_argument("--max_test_samples", type=int, default=500, help="first N test sentences (0 = all)")
     parser.add_argument("--work_dir", default="/tmp/bioptimus_ner_benchmark")
-    parser.add_argument("--output", default="ner", help="results file (default benchmarks/results/<machine kind>/ner.json)")
+    parser.add_argument("--output", default="ner", help=output_help("ner"))
     parser.add_argument("--reuse", action="store_true",
                         help="load <work_dir>/<dataset>/all_results.json when it exists (same seeds) instead of re-running")
     args = parser.parse_args()

@@ -19,7 +19,7 @@ import statistics
 import sys
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # appended: its scripts never shadow packages
-from _results import ResultTarget, read_result  # noqa: E402
+from _results import ResultTarget, read_result, output_help  # noqa: E402
 
 
 def dataset_row(result: dict, dataset: str, path: str) -> dict:
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--reference", required=True, help="benchmarks/ner.py output of the reference model")
     parser.add_argument("--models", nargs="+", required=True, help="benchmarks/ner.py outputs to compare with it")
     parser.add_argument("--dataset", default="NCBI-disease-IOB")
-    parser.add_argument("--output", default="ner_compare", help="results file (default benchmarks/results/<machine kind>/ner_compare.json)")
+    parser.add_argument("--output", default="ner_compare", help=output_help("ner_compare"))
     args = parser.parse_args(argv)
     target = ResultTarget(args.output)
 

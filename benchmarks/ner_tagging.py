@@ -50,7 +50,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from bioptimus_hf.ner.conll import read_conll  # noqa: E402
 from bioptimus_hf.ner.evaluation import span_scores  # noqa: E402
 from bioptimus_hf.ner.tagger import NerTagger  # noqa: E402
-from _results import ResultTarget  # noqa: E402
+from _results import ResultTarget, output_help  # noqa: E402
 from bioptimus_hf.utils.hardware import device_has_fast_bf16  # noqa: E402
 
 
@@ -254,7 +254,7 @@ def main() -> None:
     parser.add_argument("--skip_throughput", action="store_true")
     parser.add_argument("--retain_freed_memory", action="store_true",
                         help="glibc keeps freed memory in the process (bioptimus_hf/utils/allocator.py), for every arm")
-    parser.add_argument("--output", default="ner_tagging", help="results file (default benchmarks/results/<machine kind>/ner_tagging.json)")
+    parser.add_argument("--output", default="ner_tagging", help=output_help("ner_tagging"))
     args = parser.parse_args()
     target = ResultTarget(args.output)
 

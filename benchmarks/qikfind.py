@@ -11,7 +11,7 @@ is configured: RobertaProcessing that trims offsets, ``<mask>`` with lstrip) tra
 base BPE vocabulary here to subtract, the targets are ``--targets`` learned tokens evenly spaced over the
 merge order (frequent and rare ones alike). Corpora: the shared corpus (both files) and the same
 concatenated ``--copies`` times into a temporary directory. Prints a table and writes
-benchmarks/results/qikfind.json (``qikfind_bpe.json`` for BPE). ``--quick`` skips grep, the CLI and the
+benchmarks/results/<machine kind>/qikfind.json (``qikfind_bpe.json`` for BPE). ``--quick`` skips grep, the CLI and the
 largest thread-scaling corpus. Timings on a shared machine are noisy: each Rust timing is the minimum of
 ``--repeats`` runs and the machine's load average is recorded with the results.
 """

@@ -2,14 +2,14 @@
 """The table of current figures per machine kind in benchmarks/README.md, and the check of figures quoted in docs.
 
     python benchmarks/render_table.py            # rewrite the table between the README's markers
-    python benchmarks/render_table.py --check    # exit 1, naming what differs, if the README or a quoted figure is stale
+    python benchmarks/render_table.py --check    # exit 1, naming what is stale: the table or a quoted figure
 
 The table is rendered from every record under ``benchmarks/results/<kind>/*.json`` (benchmarks/_results.py's schema):
 one row per result (per section where a benchmark files several), with its figures, date, commit and command.
 
 A doc quotes a figure with a marker right before it::
 
-    <!-- figure: gpu-h100/pretraining_throughput.json#figures.static_shapes_bf16.ours+bf16+compile.useful_mfu_pct -->38.1 %
+    <!-- figure: gpu-h100/pretraining_throughput.json#figures.static_shapes_bf16.plain+bf16.useful_mfu_pct -->21.4 %
 
 The path after ``#`` walks the record (dict keys, list indices); the number after the marker must equal the value
 rounded to the decimals it shows (a ``k`` after it: thousands). :func:`stale_figures` lists every marker that
@@ -76,14 +76,14 @@ def render_table(results_dir: Path = RESULTS_DIR) -> str:
     """The Markdown between the README's markers: per machine kind, its machine and one row per result."""
     lines = []
     for kind, files in records(results_dir).items():
-        labels = sorted({record["machine"].get("label") for record in files.values() if record["machine"].get("label")})
+        labels = sorted({label for record in files.values() if (label := record["machine"].get("label"))})
         lines += ["", f"### `{kind}`", ""]
         if labels:
             lines += ["Machines recorded: " + "; ".join(labels) + ".", ""]
         lanes = sorted(path.name for path in (results_dir / kind).iterdir() if path.is_dir())
         if lanes:
-            lines += ["Study results (`run_study.py`, docs/study.md): " + ", ".join(f"`{lane}/`" for lane in lanes) + ".",
-                      ""]
+            listed = ", ".join(f"`{lane}/`" for lane in lanes)
+            lines += [f"Study results (`run_study.py`, docs/study.md): {listed}.", ""]
         lines += ["| result | figures | date | commit | command |", "|---|---|---|---|---|"]
         for name, record in files.items():
             lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in _rows(name, record)]

@@ -109,6 +109,8 @@ def test_sections_merge_each_with_its_own_command(tmp_path):
 def test_reproduce_command_is_repository_relative():
     argv = [os.path.join(BENCHMARKS, "ner_tagging.py"), "--model", "/tmp/models/seed_1", "--rounds", "3"]
     assert _results.reproduce_command(argv) == "python benchmarks/ner_tagging.py --model seed_1 --rounds 3"
+    relative = [os.path.relpath(argv[0]), *argv[1:]]  # as typed from the current directory
+    assert _results.reproduce_command(relative) == "python benchmarks/ner_tagging.py --model seed_1 --rounds 3"
 
 
 def test_pretraining_sections_go_through_the_writer(tmp_path, monkeypatch):
@@ -118,7 +120,8 @@ def test_pretraining_sections_go_through_the_writer(tmp_path, monkeypatch):
     monkeypatch.setattr(bench._machine, "describe_machine", lambda **_: cpu(26))
     summary = {"ours": {"median_tokens_per_second": 2215.3, "median_useful_mfu": 0.7682, "peak_rss_mib": [1831, 1838],
                         "peak": {"tflops": 0.2231, "source": "measured"}},
-               "plain": {"median_tokens_per_second": 1046.9, "median_useful_mfu": 0.36, "peak": {"source": "--peak_tflops"}}}
+               "plain": {"median_tokens_per_second": 1046.9, "median_useful_mfu": 0.36,
+                         "peak": {"source": "--peak_tflops"}}}
     speedups = {"ours / plain": {"round_ratios": [2.112, 2.12], "ratio_of_medians": 2.116,
                                  "geometric_mean_round_ratio": 2.1161}}
     bench.save_section(args, "minilm", {"summary": summary, "speedups": speedups, "runs": []})
