@@ -1,4 +1,4 @@
-"""Which machine a benchmark ran on, and keeping results of different machines apart.
+"""Which machine a benchmark ran on, and what kind of machine that is.
 
 :func:`describe_machine` records the CPU (model name from ``/proc/cpuinfo``, the ISA flags that decide matmul speed,
 the cores the run may use and the torch threads it uses), the GPU (name, compute capability, memory), the torch and
@@ -8,16 +8,12 @@ Its ``fingerprint`` is a short hash of the *hardware* fields only (CPU model, th
 ISA flags, cores available, GPU names and capabilities): two runs with the same fingerprint ran on the same kind of
 machine with the same cores; versions and commit are recorded but do not change it (a torch upgrade on one machine
 is still that machine). The family/model/stepping is there because a VM's model name and flags do not tell CPU
-generations apart: two 2-core "AMD EPYC" VMs with the same flags measured bf16 matmul peaks of ~410 and ~915
-GFLOP/s (docs/speed.md, section 8); the second reports family 26 (Zen 5). Descriptions recorded before it have no
-such field and keep their fingerprint.
+generations apart: two 2-core "AMD EPYC" VMs with the same flags measured bf16 matmul peaks of ~0.41 and ~0.91
+TFLOP/s; the second reports family 26 (Zen 5). Descriptions without the field keep the fingerprint they had.
 
-Keeping results apart (:func:`file_section`): a results JSON holds named sections, each written whole by one
-benchmark run. Each section records the ``machine`` it ran on and its ``machine_fingerprint``; the file's
-``machines`` maps every fingerprint to its description. Overwriting a section that holds another machine's
-results, or a section whose runs carry different fingerprints, is refused: a section is one machine's, and
-summaries (medians, ratios) are only ever taken within a section. Sections written before issue 31 have no
-fingerprint (the file's old top-level ``machine`` described the last of them) and may be overwritten.
+:func:`machine_kind` names the kind of machine from the same hardware fields (``gpu-h100``,
+``cpu-zen5-avx512bf16``, ``cpu-avx2``): the folder of ``benchmarks/results/`` its results live in
+(``benchmarks/_results.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +22,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 
@@ -41,10 +38,6 @@ HARDWARE_FIELDS = ("cpu_model", "cpu_signature", "cpu_isa_flags", "cpus_availabl
 KERNEL_ENVIRONMENT = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
                       "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BIOPTIMUS_DISABLE_BF16", "BIOPTIMUS_FORCE_BF16",
                       "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_", "LD_PRELOAD")
-
-
-class MachineMismatchError(ValueError):
-    """Results of different machines would be mixed in one section."""
 
 
 def cpu_model_name(cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
@@ -110,7 +103,7 @@ def fingerprint_of(machine: dict) -> str:
 
 
 def describe_machine(cpuinfo_path: str = "/proc/cpuinfo", torch_threads: int | None = None) -> dict:
-    """The machine a run is on (see the module docstring), with its ``fingerprint`` and a readable ``label``."""
+    """The machine a run is on (see the module docstring), with its ``fingerprint``, ``kind`` and ``label``."""
     import transformers
 
     from bioptimus_hf.utils.hardware import FAST_BF16_CPU_FLAGS, bf16_disabled_by_environment, cpu_flags
@@ -143,38 +136,60 @@ def describe_machine(cpuinfo_path: str = "/proc/cpuinfo", torch_threads: int | N
     signature = machine["cpu_signature"]
     generation = f", family {signature['family']} model {signature['model']}" if signature else ""
     machine["label"] = f"{machine['cpu_model']} ({cores}{generation})" + "".join(f" + {gpu['name']}" for gpu in gpus)
+    machine["kind"] = machine_kind(machine)
     return machine
 
 
-def _run_fingerprints(value: dict) -> set[str]:
-    runs = value.get("runs") if isinstance(value, dict) else None
-    runs = runs.values() if isinstance(runs, dict) else runs or []
-    return {run["machine_fingerprint"] for run in runs if isinstance(run, dict) and run.get("machine_fingerprint")}
+# The CPU generations a results folder is named after, by (vendor, family) for AMD and (vendor, model) for Intel's
+# family 6; a CPU outside them is named by its numbers. Zen 3 and Zen 4 share family 25: AVX-512 tells them apart.
+AMD_GENERATIONS = {23: "zen2", 25: "zen3", 26: "zen5"}
+INTEL_GENERATIONS = {85: "skylake", 106: "icelake", 143: "sapphirerapids", 207: "emeraldrapids", 173: "graniterapids"}
 
 
-def file_section(document: dict, section: str, value: dict, machine: dict) -> dict:
-    """``document`` with ``section`` set to ``value`` stamped with ``machine``; refuses to mix machines.
+def _cpu_generation(signature: dict | None, flags: dict) -> str | None:
+    if not signature:
+        return None
+    vendor, family, model = signature.get("vendor"), signature.get("family"), signature.get("model")
+    if vendor == "AuthenticAMD":
+        if family == 25 and flags.get("avx512f"):
+            return "zen4"
+        return AMD_GENERATIONS.get(family, f"amd-family{family}")
+    if vendor == "GenuineIntel":
+        if family == 6:
+            return INTEL_GENERATIONS.get(model, f"intel-model{model}")
+        return f"intel-family{family}"
+    return None
 
-    Raises :class:`MachineMismatchError` when the section already holds another machine's results or when the
-    runs in ``value`` come from a machine other than ``machine``.
+
+def _cpu_isa(flags: dict) -> str:
+    for flag, name in (("amx_bf16", "amx"), ("avx512_bf16", "avx512bf16"), ("avx512f", "avx512"), ("avx2", "avx2")):
+        if flags.get(flag):
+            return name
+    return "x86-64"
+
+
+def _gpu_name(name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``h100``: the first word with a digit after the vendor."""
+    words = [word for word in re.split(r"[\s_-]+", name.lower()) if word not in ("nvidia", "amd", "tesla", "geforce")]
+    return next((word for word in words if re.search(r"\d", word)), "-".join(words) or "unknown")
+
+
+def machine_kind(machine: dict) -> str:
+    """The kind of machine a :func:`describe_machine` result is, from its hardware fields.
+
+    A GPU machine is named by its GPUs (``gpu-h100``, ``gpu-h100-x8``); a CPU by its generation where
+    ``cpu_signature`` tells it and by the fastest matmul ISA it has (``cpu-zen5-avx512bf16``, ``cpu-avx2``); a
+    description without ISA flags is ``cpu-unrecorded``. A ``kind`` already in the description (set for results
+    recorded before the hardware fields existed, with the reason in ``kind_note``) is taken as is.
     """
-    fingerprint = machine["fingerprint"]
-    others = _run_fingerprints(value) - {fingerprint}
-    if others:
-        raise MachineMismatchError(
-            f"section {section!r}: runs from machines {sorted(others)} given with results of {fingerprint} "
-            f"({machine['label']}); results of different machines are never combined"
-        )
-    existing = document.get(section)
-    previous = existing.get("machine_fingerprint") if isinstance(existing, dict) else None
-    if previous is not None and previous != fingerprint:
-        label = document.get("machines", {}).get(previous, {}).get("label", "another machine")
-        raise MachineMismatchError(
-            f"section {section!r} holds results of machine {previous} ({label}); this is {fingerprint} "
-            f"({machine['label']}): write another --section or --output_json"
-        )
-    document = dict(document)
-    document[section] = dict(value, machine_fingerprint=fingerprint, machine=machine)
-    hardware = {key: machine.get(key) for key in ("label", *HARDWARE_FIELDS, "logical_cpus")}
-    document["machines"] = dict(document.get("machines", {}), **{fingerprint: hardware})
-    return document
+    if machine.get("kind"):
+        return machine["kind"]
+    gpus = machine.get("gpus") or []
+    if gpus:
+        names = sorted({_gpu_name(gpu["name"]) for gpu in gpus})
+        return "gpu-" + "-".join(names) + (f"-x{len(gpus)}" if len(gpus) > 1 else "")
+    flags = machine.get("cpu_isa_flags") or {}
+    if not flags:
+        return "cpu-unrecorded"
+    generation = _cpu_generation(machine.get("cpu_signature"), flags)
+    return "-".join(part for part in ("cpu", generation, _cpu_isa(flags)) if part)

@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -57,8 +58,8 @@ if str(ROOT) not in sys.path:
 
 import _machine  # noqa: E402  (siblings in benchmarks/, on the path of every script here)
 import _mfu  # noqa: E402
+import _results  # noqa: E402
 
-RECIPES = ("plain", "ours", "same_batches_standard", "same_batches_masked_only")
 ARM_OPTIONS = ("bf16", "tf32", "compile", "torch_dropout", "bulk_dropout", "default_malloc", "retained_memory")
 # --architecture: the masked LMs of transformers the benchmark builds from config (random weights).
 ARCHITECTURES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2", "modernbert")
@@ -123,7 +124,10 @@ class BenchmarkArguments:
     profile_shapes: bool = field(
         default=False, metadata={"help": "profiles (pretraining_profile.py): one row per operator and input shapes"}
     )
-    output_json: str = str(ROOT / "benchmarks" / "results" / "pretraining_throughput.json")
+    output_json: str = field(
+        default="pretraining_throughput",
+        metadata={"help": "results name (benchmarks/results/<machine kind>/<name>.json) or a .json path"},
+    )
 
     def __post_init__(self):
         if self.bert_base_from_config:
@@ -406,85 +410,119 @@ def model_label(args: BenchmarkArguments) -> str:
     return args.model_dir
 
 
-def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, profile_steps: int = 0,
-               peak: dict | None = None) -> dict:
-    """One run of ``arm``; ``peak`` is the peak its MFU is computed against (:func:`_mfu.peak_for_arm`)."""
-    from transformers import (
-        AutoTokenizer,
-        DataCollatorForLanguageModeling,
-        Trainer,
-        TrainingArguments,
-        set_seed,
-    )
-    from transformers.utils import logging as hf_logging
+# Each recipe: how its batches are made and what is done to the model as transformers ships it.
+def plain_batches(args: BenchmarkArguments, tokenizer, lines: list[str], options: set[str]):
+    """run_mlm.py's packed blocks and transformers' collator."""
+    from transformers import DataCollatorForLanguageModeling
 
-    from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
+    dataset = run_mlm_blocks(tokenizer, lines, args.block_size)
+    return dataset, DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.masking_rate, seed=args.seed)
 
-    hf_logging.set_verbosity_error()
-    recipe, options = parse_arm(arm)
-    on_gpu = torch.cuda.is_available()
-    if "tf32" in options and not on_gpu:
-        raise ValueError(f"arm {arm!r}: tf32 needs a CUDA GPU (none visible)")
-    if not on_gpu:
-        # the cores this process may run on (taskset/cgroups), not the machine's: no oversubscription when pinned
-        torch.set_num_threads(_machine.run_torch_threads())
-    tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
-    lines = read_lines(args.corpus, args.max_lines)
-    use_curriculum = recipe == "ours"
 
-    if use_curriculum:
-        from bioptimus_hf.pretraining.collator import CurriculumDataCollator
-        from bioptimus_hf.pretraining.phases import CurriculumPhase
+def our_batches(args: BenchmarkArguments, tokenizer, lines: list[str], options: set[str]):
+    """Our packed blocks (word ids kept) and CurriculumDataCollator with one token phase; under compile, static
+    masked positions with one graph for the bucket (bioptimus_hf/pretraining/static_shapes.py)."""
+    from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+    from bioptimus_hf.pretraining.phases import CurriculumPhase
 
-        dataset = our_blocks(tokenizer, lines, args.block_size)
-        phase = CurriculumPhase("0.1", masking_unit="token", masking_rate=args.masking_rate, corruption=True)
-        # static shapes under compile: one graph for the bucket (bioptimus_hf/pretraining/static_shapes.py)
-        collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=args.seed,
-                                          static_masked_positions="compile" in options)
-        if "compile" in options:
-            from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
+    dataset = our_blocks(tokenizer, lines, args.block_size)
+    phase = CurriculumPhase("0.1", masking_unit="token", masking_rate=args.masking_rate, corruption=True)
+    collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=args.seed,
+                                      static_masked_positions="compile" in options)
+    if "compile" in options:
+        from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
 
-            allow_compiled_shapes(num_phases=1)
-    else:
-        dataset = run_mlm_blocks(tokenizer, lines, args.block_size)
-        collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.masking_rate, seed=args.seed)
-    needed = steps * args.batch_size
+        allow_compiled_shapes(num_phases=1)
+    return dataset, collator
+
+
+def premasked_batches(args: BenchmarkArguments, tokenizer, lines: list[str], options: set[str], needed: int):
+    """run_mlm.py's blocks masked once, in a fixed order, from a fixed seed: both same-batch arms train on these
+    exact tensors, stacked as they are."""
+    from transformers import DataCollatorForLanguageModeling
+
+    rows = run_mlm_blocks(tokenizer, lines, args.block_size)
+    check_enough_blocks(args, rows, needed)
+    rows = rows.select(range(needed)).remove_columns(["special_tokens_mask"])
+    masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.masking_rate, seed=1234)
+    premasked = []
+    for start in range(0, needed, args.batch_size):
+        batch = masker([rows[i] for i in range(start, start + args.batch_size)])
+        premasked.extend({k: v[i] for k, v in batch.items()} for i in range(args.batch_size))
+
+    def stack(features):
+        return {k: torch.stack([f[k] for f in features]) for k in features[0]}
+
+    return premasked, stack
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a recipe trains on and with: ``batches(args, tokenizer, lines, options[, needed]) -> (dataset,
+    collator)``; ``premasked``: the batches are masked once up front (given ``needed`` rows); ``masked_only``: the
+    head runs on labelled positions only; ``cpu_defaults``: run_pretraining.py's --bulk_dropout and
+    --retain_freed_memory on a CPU; ``curriculum_collator``: CurriculumDataCollator (its word ids are not model
+    inputs, so the Trainer must keep every column)."""
+
+    batches: Callable
+    premasked: bool = False
+    masked_only: bool = False
+    cpu_defaults: bool = False
+    curriculum_collator: bool = False
+
+
+RECIPE_SPECS = {
+    "plain": Recipe(plain_batches),
+    "ours": Recipe(our_batches, masked_only=True, cpu_defaults=True, curriculum_collator=True),
+    "same_batches_standard": Recipe(premasked_batches, premasked=True),
+    "same_batches_masked_only": Recipe(premasked_batches, premasked=True, masked_only=True),
+}
+RECIPES = tuple(RECIPE_SPECS)
+
+
+def check_enough_blocks(args: BenchmarkArguments, dataset, needed: int) -> None:
     if len(dataset) < needed:
         raise ValueError(f"{len(dataset)} blocks from {args.max_lines} lines < {needed} needed; raise --max_lines")
 
-    if recipe.startswith("same_batches"):
-        # Mask once, in a fixed order, from a fixed seed; both same-batch arms train on these exact tensors.
-        rows = dataset.select(range(needed)).remove_columns(["special_tokens_mask"])
-        masker = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.masking_rate, seed=1234)
-        premasked = []
-        for start in range(0, needed, args.batch_size):
-            batch = masker([rows[i] for i in range(start, start + args.batch_size)])
-            premasked.extend({k: v[i] for k, v in batch.items()} for i in range(args.batch_size))
-        dataset = premasked
 
-        def collator(features):
-            return {k: torch.stack([f[k] for f in features]) for k in features[0]}
+def recipe_batches(args: BenchmarkArguments, recipe: str, options: set[str], tokenizer, needed: int):
+    """The dataset and collator of ``recipe`` with at least ``needed`` rows."""
+    spec = RECIPE_SPECS[recipe]
+    lines = read_lines(args.corpus, args.max_lines)
+    if spec.premasked:
+        return spec.batches(args, tokenizer, lines, options, needed)
+    dataset, collator = spec.batches(args, tokenizer, lines, options)
+    check_enough_blocks(args, dataset, needed)
+    return dataset, collator
 
-    set_seed(args.seed)  # same random MLM-head initialisation in every arm
-    model = build_model(args, tokenizer)
-    parameters = sum(p.numel() for p in model.parameters())  # tied weights counted once
-    flops = _mfu.MaskedLMFlops.of(model)  # before any patching: the model's own modules
-    attn_implementation = model.config._attn_implementation
-    if recipe in ("ours", "same_batches_masked_only"):
-        enable_masked_only_prediction(model)
-    # run_pretraining.py's CPU defaults (its --bulk_dropout and --retain_freed_memory), for ``ours``
+
+def cpu_defaults(recipe: str, options: set[str], model, on_gpu: bool) -> tuple[dict | None, dict | None]:
+    """run_pretraining.py's CPU defaults for ``ours`` (``+torch_dropout``/``+default_malloc`` take them away,
+    ``+bulk_dropout`` adds bulk dropout where its default is off, ``+retained_memory`` the allocator to any
+    recipe); returns the bulk-dropout and allocator reports (None: not applied)."""
+    if on_gpu:
+        return None, None
+    spec = RECIPE_SPECS[recipe]
     bulk_dropout_report = allocator_report = None
-    if recipe == "ours" and not on_gpu and not options & {"compile", "torch_dropout"}:
+    if spec.cpu_defaults and not options & {"compile", "torch_dropout"}:
         from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off, enable_bulk_dropout
 
         if bulk_dropout_pays_off() or "bulk_dropout" in options:  # the option: on where the default is off (Intel)
             bulk_dropout_report = enable_bulk_dropout(model)
-    if not on_gpu and ((recipe == "ours" and "default_malloc" not in options) or "retained_memory" in options):
+    if (spec.cpu_defaults and "default_malloc" not in options) or "retained_memory" in options:
         from bioptimus_hf.utils.allocator import retain_freed_memory
 
         allocator_report = retain_freed_memory()
+    return bulk_dropout_report, allocator_report
 
-    training_args = TrainingArguments(
+
+def training_arguments(args: BenchmarkArguments, recipe: str, options: set[str], steps: int, output_dir: str,
+                       on_gpu: bool):
+    """The Trainer's arguments of one run: the arm's precision and compile options, the benchmark's settings."""
+    from transformers import TrainingArguments
+
+    spec = RECIPE_SPECS[recipe]
+    return TrainingArguments(
         output_dir=output_dir,
         per_device_train_batch_size=args.batch_size,
         max_steps=steps,
@@ -504,16 +542,17 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         disable_tqdm=True,
         dataloader_num_workers=args.dataloader_num_workers,
         dataloader_pin_memory=on_gpu,
-        # Our collator needs word_ids / special_tokens_mask, which are not model inputs.
-        remove_unused_columns=not use_curriculum and not recipe.startswith("same_batches"),
+        # Our collator needs word_ids / special_tokens_mask, which are not model inputs; premasked rows are stacked.
+        remove_unused_columns=not spec.curriculum_collator and not spec.premasked,
     )
-    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps, profile_shapes=args.profile_shapes)
-    if "compile" not in options:
-        clock.attach(model)
+
+
+def train_timed(model, training_args, dataset, collator, clock: StepClock) -> dict:
+    """Train with ``clock`` counting each batch's labelled positions (outside the model, so compiled graphs are
+    untouched); returns the process's memory before and after, in KiB."""
+    from transformers import Trainer
 
     class CountingTrainer(Trainer):
-        """Counts each training batch's labelled positions (outside the model, so compiled graphs are untouched)."""
-
         def training_step(self, model, inputs, num_items_in_batch=None):
             clock.count_batch(inputs)
             return super().training_step(model, inputs, num_items_in_batch)
@@ -521,11 +560,14 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     trainer = CountingTrainer(
         model=model, args=training_args, train_dataset=dataset, data_collator=collator, callbacks=[clock.callback]
     )
-    rss_before_kib = _rss_now_kib()
-    peak_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    memory = {"rss_before_kib": _rss_now_kib(), "peak_before_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
     trainer.train()
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    memory["peak_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return memory
 
+
+def timed_measurement(args: BenchmarkArguments, clock: StepClock, flops, options: set[str], peak: dict | None) -> dict:
+    """Speed and utilisation of the timed steps (after --warmup_steps): tokens/s, per CPU-second, FLOPs, MFU."""
     first = args.warmup_steps - 1 if args.warmup_steps > 0 else 0
     timed = clock.step_ends[first:]
     timed_steps = len(timed) - 1
@@ -535,9 +577,58 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     tokens = timed_flops["tokens"]
     if tokens != timed_steps * args.batch_size * args.block_size:  # blocks are full: every batch is batch x block
         raise RuntimeError(f"{tokens} tokens in the timed batches, expected {timed_steps} x {args.batch_size} x {args.block_size}")
-    tokens_per_second = tokens / seconds if seconds > 0 else None
     precision = _mfu.arm_precision(options)
     peak = peak or _mfu.peak_for_arm(precision, None, args.peak_tflops)
+    return {
+        "timed_steps": timed_steps,
+        "timed_seconds": seconds,
+        "tokens_per_second": tokens / seconds if seconds > 0 else None,
+        "seconds_per_step": seconds / timed_steps if timed_steps else None,
+        "tokens_per_cpu_second": tokens / cpu_seconds if cpu_seconds > 0 else None,
+        "cpu_seconds_per_step": cpu_seconds / timed_steps if timed_steps else None,
+        "flop_model": flops.describe(),
+        "timed_flops": timed_flops,
+        "precision": precision,
+        "peak": peak,
+        **_mfu.utilisation(timed_flops, seconds, peak),
+    }
+
+
+def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, profile_steps: int = 0,
+               peak: dict | None = None) -> dict:
+    """One run of ``arm``; ``peak`` is the peak its MFU is computed against (:func:`_mfu.peak_for_arm`)."""
+    from transformers import AutoTokenizer, set_seed
+    from transformers.utils import logging as hf_logging
+
+    from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
+
+    hf_logging.set_verbosity_error()
+    recipe, options = parse_arm(arm)
+    on_gpu = torch.cuda.is_available()
+    if "tf32" in options and not on_gpu:
+        raise ValueError(f"arm {arm!r}: tf32 needs a CUDA GPU (none visible)")
+    if not on_gpu:
+        # the cores this process may run on (taskset/cgroups), not the machine's: no oversubscription when pinned
+        torch.set_num_threads(_machine.run_torch_threads())
+    tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
+    dataset, collator = recipe_batches(args, recipe, options, tokenizer, needed=steps * args.batch_size)
+
+    set_seed(args.seed)  # same random MLM-head initialisation in every arm
+    model = build_model(args, tokenizer)
+    parameters = sum(p.numel() for p in model.parameters())  # tied weights counted once
+    flops = _mfu.MaskedLMFlops.of(model)  # before any patching: the model's own modules
+    attn_implementation = model.config._attn_implementation
+    if RECIPE_SPECS[recipe].masked_only:
+        enable_masked_only_prediction(model)
+    bulk_dropout_report, allocator_report = cpu_defaults(recipe, options, model, on_gpu)
+
+    training_args = training_arguments(args, recipe, options, steps, output_dir, on_gpu)
+    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps,
+                      profile_shapes=args.profile_shapes)
+    if "compile" not in options:
+        clock.attach(model)
+    memory = train_timed(model, training_args, dataset, collator, clock)
+
     result = {
         "arm": arm,
         "recipe": recipe,
@@ -548,7 +639,7 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         "model_class": type(model).__name__,
         "model_type": model.config.model_type,
         "parameters": parameters,
-        "curriculum_collator": use_curriculum,
+        "curriculum_collator": RECIPE_SPECS[recipe].curriculum_collator,
         "attn_implementation": attn_implementation,
         "bulk_dropout": bulk_dropout_report,
         "allocator": allocator_report,
@@ -557,23 +648,13 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         "logging_steps": args.logging_steps,
         "logging_nan_inf_filter": args.logging_nan_inf_filter,
         "steps": steps,
-        "timed_steps": timed_steps,
-        "timed_seconds": seconds,
-        "tokens_per_second": tokens_per_second,
-        "seconds_per_step": seconds / timed_steps if timed_steps else None,
-        "tokens_per_cpu_second": tokens / cpu_seconds if cpu_seconds > 0 else None,
-        "cpu_seconds_per_step": cpu_seconds / timed_steps if timed_steps else None,
-        "flop_model": flops.describe(),
-        "timed_flops": timed_flops,
-        "precision": precision,
-        "peak": peak,
-        **_mfu.utilisation(timed_flops, seconds, peak),
+        **timed_measurement(args, clock, flops, options, peak),
         "load_average_1m_at_end": os.getloadavg()[0],
         "batch_size": args.batch_size,
-        "peak_rss_mib": peak_kib / 1024,
-        "peak_rss_before_train_mib": peak_before_kib / 1024,
-        "rss_before_train_mib": rss_before_kib / 1024,
-        "train_peak_increment_mib": (peak_kib - rss_before_kib) / 1024,
+        "peak_rss_mib": memory["peak_kib"] / 1024,
+        "peak_rss_before_train_mib": memory["peak_before_kib"] / 1024,
+        "rss_before_train_mib": memory["rss_before_kib"] / 1024,
+        "train_peak_increment_mib": (memory["peak_kib"] - memory["rss_before_kib"]) / 1024,
         "cuda_max_memory_allocated_mib": torch.cuda.max_memory_allocated() / 2**20 if on_gpu else None,
         "losses": clock.losses,
         "mean_step_breakdown_seconds": {
@@ -605,6 +686,8 @@ def run_arms(args: BenchmarkArguments, jobs: list[tuple], parallel: bool = False
     check_model_dir(args)
     for arm, *_ in jobs:
         parse_arm(arm)  # fail before any run starts
+    machine = _machine.describe_machine()
+    _results.check_writable(output_file(args, machine), machine)  # another machine kind's file: refuse before the runs
     measured = measure_peaks(args)
     workdir = Path(tempfile.mkdtemp(prefix="pretraining_bench_"))
     started = time.time()
@@ -661,22 +744,42 @@ def measure_peaks(args: BenchmarkArguments) -> dict[str, dict] | None:
     return peaks
 
 
-def save_section(args: BenchmarkArguments, section: str, value: dict) -> None:
-    """Merge one result section into --output_json (read-modify-write: scripts share one file).
+def output_file(args: BenchmarkArguments, machine: dict | None = None) -> Path:
+    """The results file of --output_json (a name under ``benchmarks/results/<machine kind>/`` or a .json path)."""
+    return _results.output_path(args.output_json, machine or _machine.describe_machine())
 
-    The section records the machine it ran on; a section of another machine is never overwritten or mixed
-    with this one (:func:`_machine.file_section` raises).
-    """
-    from bioptimus_hf.utils.files import write_json_atomic
 
-    output = Path(args.output_json)
-    current = json.loads(output.read_text()) if output.is_file() else {}
+def section_figures(value: dict) -> dict:
+    """The headline figures of a section with per-arm summaries: each arm's median tokens/s, useful MFU in % of
+    the measured peak (absent where the peak was given by --peak_tflops or not measured), the peak in TFLOP/s and
+    the largest peak RSS in GiB; each speedup as the geometric mean of its round ratios with the rounds."""
+    figures = {}
+    for arm, summary in (value.get("summary") or {}).items():
+        arm_figures = {"tokens_per_s": round(summary["median_tokens_per_second"])}
+        peak = summary.get("peak") or {}
+        if summary.get("median_useful_mfu") is not None and peak.get("source") == "measured":
+            arm_figures["useful_mfu_pct"] = round(100 * summary["median_useful_mfu"], 1)
+            arm_figures["peak_tflops"] = round(peak["tflops"], 3)
+        if summary.get("peak_rss_mib"):
+            arm_figures["peak_rss_gib"] = round(max(summary["peak_rss_mib"]) / 1024, 1)
+        figures[arm] = arm_figures
+    for name, ratio in (value.get("speedups") or {}).items():
+        figures.setdefault("speedups", {})[name.replace(" / ", "_vs_")] = {
+            "ratio": round(ratio.get("geometric_mean_round_ratio") or ratio["ratio_of_medians"], 2),
+            "rounds": [round(r, 2) for r in ratio.get("round_ratios") or []],
+        }
+    return figures
+
+
+def save_section(args: BenchmarkArguments, section: str, value: dict, figures: dict | None = None) -> Path:
+    """Write one section of --output_json through the results writer (``benchmarks/_results.py``): this machine's
+    kind only, its runs' fingerprints checked; ``figures`` default to :func:`section_figures`."""
     machine = _machine.describe_machine()
-    current = _machine.file_section(current, section, value, machine)
-    current.setdefault("settings_by_stage", {})[section] = asdict(args)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(output, current, indent=2)
-    print(f"wrote {section} to {output} (machine {machine['fingerprint']}: {machine['label']})")
+    detail = dict(value, settings=asdict(args))
+    path = _results.write_result(output_file(args, machine), section_figures(value) if figures is None else figures,
+                                 detail=detail, machine=machine, section=section)
+    print(f"wrote {section} to {path} (machine {machine['fingerprint']}: {machine['label']})")
+    return path
 
 
 # ----------------------------------------------------------------------------------------------- summaries
@@ -716,7 +819,7 @@ def summarize_arms(runs: list[dict]) -> dict:
     """Per-arm medians of runs given in alternating order (arm a, arm b, ..., a, b, ...), all of one machine."""
     machines = {run.get("machine_fingerprint") for run in runs}
     if len(machines) > 1:
-        raise _machine.MachineMismatchError(f"runs of machines {sorted(map(str, machines))}: never summarised together")
+        raise ValueError(f"runs of machines {sorted(map(str, machines))}: never summarised together")
     by_arm: dict[str, list[dict]] = {}
     for run in runs:
         by_arm.setdefault(run["arm"], []).append(run)
@@ -767,7 +870,7 @@ def padding_report(args: BenchmarkArguments) -> dict:
     """
     import random
 
-    from transformers import AutoTokenizer, DataCollatorForLanguageModeling
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     lines = read_lines(args.corpus, args.max_lines)

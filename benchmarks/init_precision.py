@@ -27,7 +27,6 @@ import copy
 import json
 import math
 import os
-import platform
 import random
 import statistics
 import tempfile
@@ -38,12 +37,13 @@ import torch
 from init_quality import NER_SETS, masked_batches, minilm_dir, ner_sentences, warm_up_head
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from bioptimus_hf.utils.files import write_json_atomic
 from bioptimus_hf.utils.hardware import describe_hardware
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
+
+from _results import ResultTarget, output_help
 
 
 @torch.inference_mode()
@@ -76,8 +76,9 @@ def main():
     parser.add_argument("--head_warmup_steps", type=int, default=100)
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", default="benchmarks/results/init_precision.json")
+    parser.add_argument("--output", default="init_precision", help=output_help("init_precision"))
     args = parser.parse_args()
+    target = ResultTarget(args.output)
 
     started = time.perf_counter()
     corpus_dir = os.path.join(args.data_dir, "corpus")
@@ -148,15 +149,15 @@ def main():
         "contextualised_tokens": len(ids),
         "sampled_pairs": sum(len(found) for found in contexts.values()),
         "head_warmup": warmup,
-        "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-                    "torch_threads": torch.get_num_threads(), "hardware": describe_hardware(),
-                    "load_average_end": os.getloadavg()},
+        "hardware": describe_hardware(),
+        "load_average_end": os.getloadavg(),
         "summary": summary,
         "runs": runs,
         "cosines": cosines,
         "wall_s": time.perf_counter() - started,
     }
-    write_json_atomic(args.output, report, indent=2)
+    target.write({key: summary[key] for key in ("tokens_per_second_float32", "tokens_per_second_bf16", "bf16_speedup",
+                                                "cosine_median", "cosine_min")}, detail=report)
     print(json.dumps(summary, indent=2))
 
 

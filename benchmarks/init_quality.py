@@ -35,6 +35,8 @@ from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitia
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 
+from _results import ResultTarget, read_result, output_help
+
 NER_SETS = ("BC5CDR-chem-IOB", "NCBI-disease-IOB", "BC2GM-IOB")
 
 
@@ -119,9 +121,16 @@ def summary(result):
             for n, e in result["strategies"].items()}
 
 
-def combine(files, output):
+def loss_figures(result):
+    """The headline figures: each strategy's held-out MLM loss before and after training."""
+    return {name: {f"heldout_mlm_loss_{when}": round(entry[when]["loss"], 3)
+                   for when in ("before", "after") if when in entry}
+            for name, entry in result.get("strategies", {}).items()}
+
+
+def combine(files, target):
     """One result from several runs of this script (same settings, strategies split across processes)."""
-    results = [json.load(open(f, encoding="utf-8")) for f in files]
+    results = [read_result(f)["detail"] for f in files]
     combined = dict(results[0], strategies={}, parts=[])
     for f, part in zip(files, results):
         if part["base_warmed_head"]["loss"] != results[0]["base_warmed_head"]["loss"]:
@@ -131,8 +140,7 @@ def combine(files, output):
                                   "load_average_start": part.get("load_average_start"),
                                   "load_average_end": part.get("load_average_end")})
     combined["paired_differences"] = compare(combined)
-    with open(output, "w", encoding="utf-8") as handle:
-        json.dump(combined, handle, indent=2, default=str)
+    target.write(loss_figures(combined), detail=combined)
     print(json.dumps({"losses": summary(combined), "paired": combined["paired_differences"]}, indent=1))
 
 
@@ -224,10 +232,11 @@ def main():
     parser.add_argument("--save_models_dir", default=None,
                         help="Save each strategy's model and tokenizer after training to DIR/<strategy>/ (for NER).")
     parser.add_argument("--combine", nargs="*", default=None, help="Merge these result files into --output and stop.")
-    parser.add_argument("--output", default="benchmarks/results/init_quality.json")
+    parser.add_argument("--output", default="init_quality", help=output_help("init_quality"))
     args = parser.parse_args()
+    target = ResultTarget(args.output)
     if args.combine:
-        return combine(args.combine, args.output)
+        return combine(args.combine, target)
     started = time.perf_counter()
     torch.manual_seed(args.seed)
     corpus_dir = os.path.join(args.data_dir, "corpus")
@@ -318,8 +327,7 @@ def main():
         entry["before"] = heldout_loss(model, tokenizer, heldout, args.max_seq_length)
         print(name, "init_s", entry["init_s"], "before", summary({"strategies": {name: entry}}), flush=True)
         result.setdefault("strategies", {})[name] = entry
-        with open(args.output, "w", encoding="utf-8") as handle:  # step-0 numbers survive an interruption
-            json.dump(result, handle, indent=2, default=str)
+        target.write(loss_figures(result), detail=result)  # step-0 numbers survive an interruption
 
     trained = args.train_strategies if args.train_strategies is not None else args.strategies
     for name in trained:
@@ -337,14 +345,11 @@ def main():
             model.save_pretrained(entry["saved_to"])
             tokenizer.save_pretrained(entry["saved_to"])
         print(name, "after", summary({"strategies": {name: entry}}), entry["training"], flush=True)
-        with open(args.output, "w", encoding="utf-8") as handle:  # partial results survive an interruption
-            json.dump(result, handle, indent=2, default=str)
+        target.write(loss_figures(result), detail=result)  # partial results survive an interruption
     result["wall_s"] = time.perf_counter() - started
     result["load_average_end"] = os.getloadavg()
     result["paired_differences"] = compare(result)
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        json.dump(result, handle, indent=2, default=str)
+    target.write(loss_figures(result), detail=result)
     print(json.dumps({"losses": summary(result), "paired": result["paired_differences"]}, indent=1))
 
 

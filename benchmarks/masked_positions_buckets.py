@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,8 @@ from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import BIOPTIMUS_CURRICULUM
 from bioptimus_hf.pretraining.static_shapes import masked_positions_bucket
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
+
+from _results import ResultTarget, output_help
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "pubmed_sentences.txt"
 
@@ -35,8 +36,9 @@ def main(argv=None):
     parser.add_argument("--batch_sizes", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--passes", type=int, default=2, help="passes over the blocks (fresh masks each)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output_json", default=None)
+    parser.add_argument("--output", default="masked_positions_buckets", help=output_help("masked_positions_buckets"))
     args = parser.parse_args(argv)
+    target = ResultTarget(args.output)
 
     from transformers import AutoTokenizer
 
@@ -66,8 +68,9 @@ def main(argv=None):
         print(f"| v{row['phase']} ({row['masking_unit']} {row['rate']:.0%}) | {row['batch_size']} | {row['bucket']} | "
               f"{row['mean_count']:.1f} | {row['max_count']} | {row['padding']:.1%} | {row['overflows']} of "
               f"{row['batches']} |")
-    if args.output_json:
-        Path(args.output_json).write_text(json.dumps({"settings": vars(args), "rows": rows}, indent=1) + "\n")
+    figures = {f"v{row['phase']}_batch{row['batch_size']}": {key: row[key] for key in ("bucket", "padding", "overflows")}
+               for row in rows}
+    target.write(figures, detail={"settings": vars(args), "rows": rows})
 
 
 if __name__ == "__main__":

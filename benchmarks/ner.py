@@ -4,7 +4,7 @@ BLURB NCBI-disease and BC5CDR-chem (../shared/data/ner), over several seeds, on 
 
 Reports test entity-level F1 mean ± std over seeds, training time per seed and test prediction
 throughput (sentences/s, windows merged, batch size --eval_batch_size). Writes
-benchmarks/results/ner.json and prints a markdown table.
+benchmarks/results/<machine kind>/ner.json and prints a markdown table.
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner.py                     # the setting below
     HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner.py --max_train_samples 0 --epochs 3   # full train sets
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 
@@ -30,6 +29,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import run_ner  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import ResultTarget, output_help  # noqa: E402
+
+
+def f1_figures(rows: list[dict]) -> dict:
+    """The headline figures: test F1 mean and standard deviation over seeds, in %, per dataset."""
+    return {row["dataset"]: {"test_f1_pct": round(100 * row["test_f1"], 1),
+                             "test_f1_std_pct": round(100 * row["test_f1_std"], 1)} for row in rows}
 
 
 def minilm_dir() -> str:
@@ -55,10 +63,11 @@ def main() -> None:
     parser.add_argument("--max_eval_samples", type=int, default=200, help="devel subset (devel F1 only; 0 = all)")
     parser.add_argument("--max_test_samples", type=int, default=500, help="first N test sentences (0 = all)")
     parser.add_argument("--work_dir", default="/tmp/bioptimus_ner_benchmark")
-    parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "ner.json"))
+    parser.add_argument("--output", default="ner", help=output_help("ner"))
     parser.add_argument("--reuse", action="store_true",
                         help="load <work_dir>/<dataset>/all_results.json when it exists (same seeds) instead of re-running")
     args = parser.parse_args()
+    target = ResultTarget(args.output)
 
     model = args.model_name_or_path or minilm_dir()
     rows, reused = [], []
@@ -114,18 +123,14 @@ def main() -> None:
         "benchmark": f"{args.model_name} BLURB NER fine-tuning, CPU",
         "model_name_or_path": model,
         "load_average_1_5_15_min": os.getloadavg(),
-        "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner.py " + " ".join(sys.argv[1:]),
         "reduced_setting": bool(args.max_train_samples or args.max_test_samples),
         "setting": vars(args),
-        "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "torch": torch.__version__, "note": "2 CPU cores shared with other jobs; timings are indicative"},
+        "torch_threads": torch.get_num_threads(),
         "total_wall_s": time.time() - started,
         "reused_runs": reused,  # datasets whose finished run_ner output was loaded (--reuse), not re-run
         "results": rows,
     }
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=2)
+    target.write(f1_figures(rows), detail=report)
     print("| dataset | train sentences | test F1 (mean ± std, %d seeds) | P | R | train time / seed (s) | predict (sent/s) |"
           % len(args.seeds.split(",")))
     print("|---|---|---|---|---|---|---|")

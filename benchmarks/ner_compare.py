@@ -6,18 +6,20 @@ and seed s of another share their data order and head initialisation; the per-se
 fair comparison, and its mean ± standard error says whether a gap is larger than the seed noise.
 
     PYTHONPATH=. python benchmarks/ner_compare.py --reference averaged.json --models focus.json other.json \
-        --output benchmarks/results/ner_compare.json
+        --output benchmarks/results/<machine kind>/ner_compare.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
 
-from bioptimus_hf.utils.files import write_json_atomic
+import sys
+
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # appended: its scripts never shadow packages
+from _results import ResultTarget, read_result, output_help  # noqa: E402
 
 
 def dataset_row(result: dict, dataset: str, path: str) -> dict:
@@ -52,21 +54,24 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--reference", required=True, help="benchmarks/ner.py output of the reference model")
     parser.add_argument("--models", nargs="+", required=True, help="benchmarks/ner.py outputs to compare with it")
     parser.add_argument("--dataset", default="NCBI-disease-IOB")
-    parser.add_argument("--output", required=True)
+    parser.add_argument("--output", default="ner_compare", help=output_help("ner_compare"))
     args = parser.parse_args(argv)
+    target = ResultTarget(args.output)
 
-    loaded = {path: json.load(open(path, encoding="utf-8")) for path in [args.reference, *args.models]}
+    loaded = {path: read_result(path)["detail"] for path in [args.reference, *args.models]}
     reference = per_seed_f1(dataset_row(loaded[args.reference], args.dataset, args.reference))
     report = {"dataset": args.dataset, "reference": model_label(loaded[args.reference], args.reference), "models": {}}
     for path, result in loaded.items():
         row = dataset_row(result, args.dataset, path)
         scores = per_seed_f1(row)
-        entry = {"file": path, "command": result.get("command"), "load_average_1_5_15_min": result.get("load_average_1_5_15_min"),
+        entry = {"file": path, "load_average_1_5_15_min": result.get("load_average_1_5_15_min"),
                  "test_f1_mean": row["test_f1"], "test_f1_std": row["test_f1_std"], "per_seed": scores}
         if path != args.reference:
             entry["minus_reference"] = paired(scores, reference, path)
         report["models"][model_label(result, path)] = entry
-    write_json_atomic(args.output, report, indent=2)
+    target.write({name: {"test_f1_pct": round(100 * entry["test_f1_mean"], 1),
+                         "test_f1_std_pct": round(100 * entry["test_f1_std"], 1)}
+                  for name, entry in report["models"].items()}, detail=report)
     for name, entry in report["models"].items():
         line = f"{name}: {100 * entry['test_f1_mean']:.2f} ± {100 * entry['test_f1_std']:.2f}"
         if "minus_reference" in entry:

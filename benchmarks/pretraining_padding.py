@@ -20,7 +20,9 @@ def main():
     check_model_dir(args)
     result = padding_report(args)
     print(json.dumps(result, indent=1))
-    save_section(args, "padding", result)
+    keys = ("line_by_line_padding_fraction", "line_by_line_max_length_padding_fraction")
+    figures = {key: result[key] for key in keys if key in result}
+    save_section(args, "padding", result, figures=figures)
 
 
 if __name__ == "__main__":

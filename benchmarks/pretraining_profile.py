@@ -27,7 +27,10 @@ def main():
     runs = run_arms(args, [(arm, steps, f"profile_{arm}", script.profile_steps) for arm in arms])
     for arm, run in zip(arms, runs):
         print(f"--- profile {arm} ---\n{run.get('profile_table')}", flush=True)
-    save_section(args, script.section, {arm: {"profile": r.get("profile"), "table": r.get("profile_table")} for arm, r in zip(arms, runs)})
+    profiles = {arm: {"profile": run.get("profile"), "table": run.get("profile_table")}
+                for arm, run in zip(arms, runs)}
+    figures = {arm: {"profiled_steps": script.profile_steps} for arm in arms}
+    save_section(args, script.section, profiles, figures=figures)
 
 
 if __name__ == "__main__":

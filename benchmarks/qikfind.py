@@ -11,7 +11,7 @@ is configured: RobertaProcessing that trims offsets, ``<mask>`` with lstrip) tra
 base BPE vocabulary here to subtract, the targets are ``--targets`` learned tokens evenly spaced over the
 merge order (frequent and rare ones alike). Corpora: the shared corpus (both files) and the same
 concatenated ``--copies`` times into a temporary directory. Prints a table and writes
-benchmarks/results/qikfind.json (``qikfind_bpe.json`` for BPE). ``--quick`` skips grep, the CLI and the
+benchmarks/results/<machine kind>/qikfind.json (``qikfind_bpe.json`` for BPE). ``--quick`` skips grep, the CLI and the
 largest thread-scaling corpus. Timings on a shared machine are noisy: each Rust timing is the minimum of
 ``--repeats`` runs and the machine's load average is recorded with the results.
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -36,6 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from bioptimus_hf.vocabulary.qikfind import find_contexts, load_backend_tokenizer, rust_available  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _results import ResultTarget  # noqa: E402
+
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -48,7 +50,8 @@ def parse_args():
     parser.add_argument("--max-per-token", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", default=None,
-                        help="default benchmarks/results/qikfind.json (wordpiece), qikfind_bpe.json (bpe)")
+                        help="results file (default benchmarks/results/<machine kind>/qikfind.json for wordpiece, "
+                             "qikfind_bpe.json for bpe)")
     parser.add_argument("--work-dir", default=None, help="temporary files (default: a fresh /tmp directory)")
     return parser.parse_args()
 
@@ -104,21 +107,6 @@ def new_tokens(tokenizer_dir: Path, count: int, family: str = "wordpiece") -> li
     vocab = load_backend_tokenizer(tokenizer_dir).get_vocab()
     fresh = sorted((i, t) for t, i in vocab.items() if t not in base and not t.startswith("["))
     return [i for i, _ in fresh[:count]]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def git_commit() -> str | None:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return done.stdout.strip() or None
 
 
 def rust_cli() -> Path | None:
@@ -202,8 +190,7 @@ def main():
     large_mb = large.stat().st_size / 1e6
 
     family = args.family
-    output = Path(args.output or ROOT / "benchmarks" / "results" / ("qikfind.json" if family == "wordpiece" else
-                                                                    "qikfind_bpe.json"))
+    target = ResultTarget(args.output or ("qikfind" if family == "wordpiece" else "qikfind_bpe"))
     print(f"training a {args.vocab_size}-token {family} vocabulary on {size_mb:.1f} MB ...", flush=True)
     tokenizer_dir = work / f"tokenizer_{family}"
     if not (tokenizer_dir / "tokenizer.json").exists():  # reused from an earlier run with --work-dir
@@ -213,10 +200,7 @@ def main():
     targets_file.write_text("\n".join(f"#{t}" for t in targets) + "\n", encoding="utf-8")
     m = args.max_per_token
     results = {
-        "machine": {"cpus": os.cpu_count(), "cpu_model": cpu_model(), "load_average_at_start": os.getloadavg(),
-                    "platform": platform.platform()},
-        "command": "nice python " + " ".join(["benchmarks/qikfind.py"] + sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%d"), "commit": git_commit(),
+        "load_average": {"start": os.getloadavg()},
         "family": family, "corpus_mb": round(size_mb, 2), "large_corpus_mb": round(large_mb, 2),
         "targets": len(targets), "max_per_token": m, "vocab_size": args.vocab_size,
     }
@@ -296,9 +280,11 @@ def main():
         results["cli_thread_scaling_1_to_2_large_median"] = round(
             statistics.median(scans[1]) / statistics.median(scans[2]), 2)
 
-    results["machine"]["load_average_at_end"] = os.getloadavg()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    results["load_average"]["end"] = os.getloadavg()
+    figures = {key: results[key] for key in results if key.startswith(("speedup_", "cpu_time_ratio_"))}
+    figures.update({backend: {key: results[backend][key] for key in ("seconds", "mb_per_s") if key in results[backend]}
+                    for backend in results if backend == "python" or backend.startswith("rust_")})
+    target.write(figures, detail=results)
     print(json.dumps(results, indent=2))
     if args.work_dir is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -274,52 +274,10 @@ def test_missing_cpuinfo_gives_no_model_name(tmp_path):
     assert _machine.cpu_model_name(str(tmp_path / "absent")) is None
 
 
-def fake_machine(name):
-    return {"fingerprint": f"fp-{name}", "label": f"machine {name}", "cpu_model": name}
-
-
-def test_sections_of_different_machines_are_kept_apart():
-    a, b = fake_machine("a"), fake_machine("b")
-    document = _machine.file_section({}, "four_arms", {"runs": [{"machine_fingerprint": "fp-a"}]}, a)
-    assert document["four_arms"]["machine_fingerprint"] == "fp-a" and document["four_arms"]["machine"] == a
-    # The same machine may re-run its section; another machine may not overwrite it.
-    document = _machine.file_section(document, "four_arms", {"runs": []}, a)
-    with pytest.raises(_machine.MachineMismatchError, match="fp-a.*fp-b"):
-        _machine.file_section(document, "four_arms", {"runs": []}, b)
-    # Another section for the other machine is fine: both machines are listed.
-    document = _machine.file_section(document, "four_arms_b", {"runs": {"plain": {"machine_fingerprint": "fp-b"}}}, b)
-    assert set(document["machines"]) == {"fp-a", "fp-b"}
-    assert document["four_arms"]["machine_fingerprint"] == "fp-a"
-
-
-def test_runs_of_another_machine_are_refused_in_a_section():
-    runs = [{"machine_fingerprint": "fp-a"}, {"machine_fingerprint": "fp-b"}]
-    with pytest.raises(_machine.MachineMismatchError, match="fp-b"):
-        _machine.file_section({}, "mixed", {"runs": runs}, fake_machine("a"))
-    with pytest.raises(_machine.MachineMismatchError, match="never summarised together"):
-        bench.summarize_arms([dict(run, arm="plain") for run in runs])
-
-
-def test_sections_from_before_machine_records_may_be_overwritten():
-    legacy = {"four_arms": {"runs": []}, "machine": {"platform": "old"}}
-    document = _machine.file_section(legacy, "four_arms", {"runs": []}, fake_machine("a"))
-    assert document["four_arms"]["machine_fingerprint"] == "fp-a"
-    assert document["machine"] == {"platform": "old"}  # the legacy record is left as it was
-
-
-def test_save_section_writes_the_machine_and_refuses_another(tmp_path, monkeypatch):
-    output = tmp_path / "results.json"
-    args = SimpleNamespace(output_json=str(output))
-    monkeypatch.setattr(bench, "asdict", lambda _: {"settings": 1})
-    monkeypatch.setattr(bench._machine, "describe_machine", lambda **_: fake_machine("a"))
-    bench.save_section(args, "s", {"value": 1})
-    monkeypatch.setattr(bench._machine, "describe_machine", lambda **_: fake_machine("b"))
-    with pytest.raises(_machine.MachineMismatchError):
-        bench.save_section(args, "s", {"value": 2})
-    import json
-
-    saved = json.loads(output.read_text())
-    assert saved["s"]["value"] == 1 and saved["s"]["machine_fingerprint"] == "fp-a"
+def test_runs_of_another_machine_are_never_summarised_together():
+    runs = [{"machine_fingerprint": "fp-a", "arm": "plain"}, {"machine_fingerprint": "fp-b", "arm": "plain"}]
+    with pytest.raises(ValueError, match="never summarised together"):
+        bench.summarize_arms(runs)
 
 
 # ----------------------------------------------------------------------------------------------- arguments

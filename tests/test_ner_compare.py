@@ -19,7 +19,9 @@ def write_result(path, name, f1_by_seed):
     result = {"model_name_or_path": f"/models/{name}", "setting": {"model_name": name},
               "results": [{"dataset": "NCBI-disease-IOB", "test_f1": mean, "test_f1_std": std,
                            "per_seed": [{"seed": s, "test_f1": f} for s, f in f1_by_seed.items()]}]}
-    path.write_text(json.dumps(result))
+    record = {"machine": {"kind": "cpu-avx2"}, "commit": None, "date": "2026-01-01", "command": "c", "figures": {},
+              "detail": result}  # benchmarks/_results.py's record, as benchmarks/ner.py writes it
+    path.write_text(json.dumps(record))
     return str(path)
 
 
@@ -33,7 +35,11 @@ def test_paired_differences_per_seed(tmp_path):
     assert difference["standard_error"] == pytest.approx(0.01 / 3**0.5)  # stdev of (1, 2, 0)/100 is 0.01
     assert report["models"]["ref"]["test_f1_mean"] == pytest.approx(0.75)
     assert report["models"]["ref"]["test_f1_std"] == pytest.approx(0.05)
-    assert json.loads((tmp_path / "out.json").read_text()) == json.loads(json.dumps(report))
+    saved = json.loads((tmp_path / "out.json").read_text())
+    assert saved["figures"] == {"ref": {"test_f1_pct": 75.0, "test_f1_std_pct": 5.0},
+                                "other": {"test_f1_pct": 76.0, "test_f1_std_pct": 4.6}}
+    assert saved["detail"]["models"]["other"]["minus_reference"] == json.loads(json.dumps(difference))
+    assert saved["detail"]["models"]["other"]["file"] == "other.json"  # written without the local path
 
 
 def test_missing_dataset_names_the_file(tmp_path):
@@ -53,9 +59,9 @@ def test_different_seeds_are_refused_naming_the_file(tmp_path):
 def test_output_without_a_model_name_is_named_by_its_file(tmp_path):
     # benchmarks/ner.py outputs from before it recorded the model (ner_ncbi_full.json) have neither field.
     reference = write_result(tmp_path / "ner_ncbi_full.json", "ref", {1: 0.80, 2: 0.70})
-    result = json.loads((tmp_path / "ner_ncbi_full.json").read_text())
-    del result["model_name_or_path"], result["setting"]
-    (tmp_path / "ner_ncbi_full.json").write_text(json.dumps(result))
+    record = json.loads((tmp_path / "ner_ncbi_full.json").read_text())
+    del record["detail"]["model_name_or_path"], record["detail"]["setting"]
+    (tmp_path / "ner_ncbi_full.json").write_text(json.dumps(record))
     other = write_result(tmp_path / "other.json", "other", {1: 0.78, 2: 0.71})
     report = ner_compare.main(["--reference", reference, "--models", other, "--output", str(tmp_path / "out.json")])
     assert report["reference"] == "ner_ncbi_full"
