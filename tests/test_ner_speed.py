@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, TrainingArguments
 
-import run_ner
+from bioptimus_hf.commands import ner as ner_command
 from bioptimus_hf.commands import tag_entities
 from bioptimus_hf.ner import tagger as tagger_module
 from bioptimus_hf.ner.encoding import encode_split
@@ -161,18 +161,18 @@ def test_bf16_detection_and_run_ner_fallback(monkeypatch, tmp_path, caplog):
 
     args = TrainingArguments(output_dir=str(tmp_path), bf16=True, use_cpu=True, learning_rate=3e-5, report_to="none")
     plain = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
-    monkeypatch.setattr(run_ner, "device_has_fast_bf16", lambda device: False)
+    monkeypatch.setattr(ner_command, "device_has_fast_bf16", lambda device: False)
     with caplog.at_level(logging.WARNING):
-        fallback = run_ner.resolve_bf16(args, if_supported=False, allow_emulated=False)
+        fallback = ner_command.resolve_bf16(args, if_supported=False, allow_emulated=False)
     assert not fallback.bf16 and fallback.mixed_precision == "no" and fallback.learning_rate == 3e-5
     assert "no native bf16" in caplog.text
-    assert not run_ner.resolve_bf16(plain, if_supported=True, allow_emulated=False).bf16
-    assert run_ner.resolve_bf16(args, if_supported=False, allow_emulated=True).bf16
-    monkeypatch.setattr(run_ner, "device_has_fast_bf16", lambda device: True)
-    assert run_ner.resolve_bf16(args, if_supported=False, allow_emulated=False) is args
-    on = run_ner.resolve_bf16(plain, if_supported=True, allow_emulated=False)
+    assert not ner_command.resolve_bf16(plain, if_supported=True, allow_emulated=False).bf16
+    assert ner_command.resolve_bf16(args, if_supported=False, allow_emulated=True).bf16
+    monkeypatch.setattr(ner_command, "device_has_fast_bf16", lambda device: True)
+    assert ner_command.resolve_bf16(args, if_supported=False, allow_emulated=False) is args
+    on = ner_command.resolve_bf16(plain, if_supported=True, allow_emulated=False)
     assert on.bf16 and on.mixed_precision == "bf16"
-    assert run_ner.resolve_bf16(plain, if_supported=False, allow_emulated=False) is plain
+    assert ner_command.resolve_bf16(plain, if_supported=False, allow_emulated=False) is plain
 
 
 def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_path, monkeypatch):
