@@ -5,15 +5,19 @@ Layout of ``output_dir``::
 
     tokenizer/                          the study's trained vocabulary (unless --tokenizer_name is given)
     init/<init_key>/                    one initialised start model per distinct initialisation (shared by arms)
-    arms/<arm>/pretraining/             run_pretraining.py's output_dir (checkpoints, releases/, trainer_state.json)
-    arms/<arm>/pretraining_args.json    the exact run_pretraining.py arguments of the arm
-    arms/<arm>/ner/<target>/<dataset>/seed_<s>/   one run_ner.py fine-tune (all_results.json)
+    arms/<arm>/pretraining/             the arm's pre-training output_dir (checkpoints, releases/, trainer_state.json)
+    arms/<arm>/pretraining_args.json    the exact ``bioptimus pretrain`` arguments of the arm
+    arms/<arm>/ner/<target>/<dataset>/seed_<s>/   one ``bioptimus ner`` fine-tune (all_results.json)
     arms/base/ner/final/...             the base model, no further pre-training
 
 Each unit is marked done (:mod:`.done_marks`) after its results are written; a marked unit is skipped, an
-unmarked pre-training run is started again and resumes from its own last checkpoint. Pre-training and
-NER are the library's own entry points (``run_pretraining.main``, ``run_ner.main``), passed in by the
-caller, called in-process with argument lists.
+unmarked pre-training run is started again and resumes from its own last checkpoint. Each unit is the
+library function of its command, called in this process with that command's argument dataclasses, built from
+the study's mappings as a config file holding them would give them
+(:func:`~bioptimus_hf.commands.config_parser.parse_mapping`): tokenizer training
+(:func:`~bioptimus_hf.commands.train_tokenizer.train_and_report`), initialisation
+(:func:`~bioptimus_hf.commands.init_embeddings.write_initialized_model`), pre-training
+(:func:`~bioptimus_hf.commands.pretrain.pretrain`) and NER (:func:`~bioptimus_hf.commands.ner.fine_tune_ner`).
 """
 
 from __future__ import annotations
@@ -24,15 +28,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..commands.config_parser import mapping_to_argv
+from ..commands.config_parser import parse_mapping
 from ..releases.record import find_releases
 from ..utils.files import write_json_atomic
 from .done_marks import is_done, mark_done, read_done
 from .study_config import BASE_ROW, INIT_KEYS, ArmConfig, StudyArguments
 
 logger = logging.getLogger(__name__)
-
-EntryPoint = Callable[[Sequence[str]], Any]
 
 
 class StudyLayout:
@@ -79,12 +81,9 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
 class StudyRunner:
     """Runs the units of a study in order, skipping finished ones; ``computed`` counts the units it ran."""
 
-    def __init__(self, args: StudyArguments, pretrain_main: EntryPoint, ner_main: EntryPoint,
-                 on_progress: Callable[[], None] | None = None):
+    def __init__(self, args: StudyArguments, on_progress: Callable[[], None] | None = None):
         self.args = args
         self.layout = StudyLayout(args.output_dir)
-        self.pretrain_main = pretrain_main
-        self.ner_main = ner_main
         self.on_progress = on_progress  # called after every finished unit (e.g. to rewrite the report)
         self.computed: Counter[str] = Counter()
 
@@ -93,7 +92,7 @@ class StudyRunner:
         """The new vocabulary of every new-vocabulary arm: given, or trained once."""
         if self.args.tokenizer_name:
             return self.args.tokenizer_name
-        from ..commands.train_tokenizer import run as train_tokenizer
+        from ..commands.train_tokenizer import TokenizerTrainingArguments, train_and_report
         from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME
 
         path = self.layout.tokenizer
@@ -101,8 +100,9 @@ class StudyRunner:
             files = self.args.tokenizer_train_files or self.args.corpus_files()
             if not files:
                 raise ValueError("--tokenizer_train_files (or a shared train_file) is needed to train the tokenizer")
-            train_tokenizer(mapping_to_argv({"train_files": files, "base_tokenizer": self.args.model_name_or_path,
-                                             "vocab_size": self.args.tokenizer_vocab_size, "output_dir": str(path)}))
+            train_and_report(*parse_mapping((TokenizerTrainingArguments,), {
+                "train_files": files, "base_tokenizer": self.args.model_name_or_path,
+                "vocab_size": self.args.tokenizer_vocab_size, "output_dir": str(path)}))
             self.computed["tokenizer"] += 1
         return str(path)
 
@@ -110,14 +110,15 @@ class StudyRunner:
         """The initialised start model shared by every arm with the same initialisation (None: the base itself)."""
         if arm.init_strategy == "continued":
             return None
-        from ..commands.init_embeddings import run as init_embeddings
+        from ..commands.init_embeddings import InitCommandArguments, write_initialized_model
         from ..vocabulary.embedding_init import INIT_REPORT_NAME
+        from ..vocabulary.init_config import EmbeddingInitArguments
 
         path = self.layout.init(arm.init_key)
         if not (path / INIT_REPORT_NAME).is_file():  # bioptimus-init-embeddings writes the directory all at once
             init_args = {k: v for k, v in arm.args.items() if k in INIT_KEYS or k.startswith("init_")}
             init_args.setdefault("init_corpus_files", arm.args.get("train_file"))
-            init_embeddings(mapping_to_argv({
+            write_initialized_model(*parse_mapping((InitCommandArguments, EmbeddingInitArguments), {
                 **init_args, "model_name_or_path": self.args.model_name_or_path, "tokenizer_name": tokenizer,
                 "output_dir": str(path), "seed": self.args.seed,
             }))
@@ -126,7 +127,7 @@ class StudyRunner:
 
     # ------------------------------------------------------------------ one arm
     def pretraining_args(self, arm: ArmConfig, start_model: Path | None) -> dict[str, Any]:
-        """The arm's run_pretraining.py arguments, completed with what the study decides."""
+        """The arm's ``bioptimus pretrain`` arguments, completed with what the study decides."""
         args = dict(arm.args)
         if start_model is not None:
             # The start model is already initialised: train on from it with its own (new) vocabulary.
@@ -147,6 +148,8 @@ class StudyRunner:
 
     def pretrain(self, arm: ArmConfig, tokenizer: str) -> Path:
         """Train the arm (or resume it); returns its run directory."""
+        from ..commands import pretrain
+
         arm_dir = self.layout.arm(arm.name)
         run_dir = self.layout.pretraining(arm.name)
         if is_done(arm_dir):
@@ -159,7 +162,7 @@ class StudyRunner:
         started = time.perf_counter()
         # Resumes from the last complete checkpoint of run_dir; --overwrite_output_dir only matters when there is
         # none (an attempt killed before its first checkpoint).
-        self.pretrain_main(mapping_to_argv(args))
+        pretrain.pretrain(*parse_mapping(pretrain.ARGUMENT_TYPES, args))
         self.computed[f"pretrain:{arm.name}"] += 1
         mark_done(arm_dir, {"arm": arm.name, "max_steps": args["max_steps"],
                             "token_budget": self.args.token_budget, "seconds_this_attempt": time.perf_counter() - started})
@@ -169,6 +172,8 @@ class StudyRunner:
     # ------------------------------------------------------------------ NER
     def ner(self, row: str, targets: dict[str, Path]) -> None:
         """Every (target, dataset, seed) fine-tune of a row that is not done yet."""
+        from ..commands import ner
+
         for target, model_dir in targets.items():
             for data_dir in self.args.ner_data_dirs:
                 dataset = Path(data_dir).name
@@ -178,7 +183,7 @@ class StudyRunner:
                         continue
                     logger.info("study: NER %s/%s on %s, seed %d", row, target, dataset, seed)
                     started = time.perf_counter()
-                    self.ner_main(mapping_to_argv({
+                    ner.fine_tune_ner(*parse_mapping(ner.ARGUMENT_TYPES, {
                         "save_model": False, "report_to": "none", **self.args.ner_run_args,
                         "model_name_or_path": str(model_dir), "model_name": f"{row}/{target}",
                         "data_dir": data_dir, "output_dir": str(run_dir), "seeds": str(seed),
@@ -214,7 +219,7 @@ class StudyRunner:
 
 
 def finished_ner_runs(layout: StudyLayout, row: str) -> list[dict[str, Any]]:
-    """Every finished NER fine-tune of a row: its done mark plus the per-seed record run_ner wrote."""
+    """Every finished NER fine-tune of a row: its done mark plus the per-seed record ``bioptimus ner`` wrote."""
     from ..ner.results import load_results
 
     runs = []
