@@ -245,8 +245,14 @@ def test_paired_seed_difference_uses_only_shared_seeds():
     assert paired_seed_difference(ours, reference, key="eval_f1") is None
 
 
-def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path):
+def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path, monkeypatch):
     _, model, data = tiny
+    import subprocess
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError(f"the comparison started a process: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)  # every job is fine-tuned in this process
     output = tmp_path / "cmp"
     quick = ["--seeds", "1", "--max_steps", "2", "--report_to", "none", "--save_strategy", "no", "--save_model", "false",
              "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
