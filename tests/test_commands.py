@@ -55,6 +55,12 @@ def test_an_unknown_command_is_one_line():
                                           "(bioptimus --help)"]
 
 
+def test_a_commands_help_and_errors_name_it(tmp_path):
+    result = run_python("-m", "bioptimus_hf.commands", "ner", "--help", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("usage: bioptimus ner [-h] --model_name_or_path")
+    assert "--window_stride" in result.stdout and "--seeds" in result.stdout
+
+
 @pytest.mark.parametrize("name", STAGES)
 def test_each_command_runs_its_modules_main_with_the_rest_of_the_line(name, monkeypatch):
     module = importlib.import_module(f"bioptimus_hf.commands.{dispatch.COMMANDS[name].module}")

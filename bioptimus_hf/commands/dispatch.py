@@ -49,6 +49,7 @@ def usage() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Run ``bioptimus <command> ARGS`` (returns None so that the exit status is 0)."""
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         raise SystemExit(usage())
@@ -60,6 +61,8 @@ def main(argv: list[str] | None = None) -> None:
     if command is None:
         raise SystemExit(f"error: unknown command {name!r}; the commands are {', '.join(COMMANDS)} "
                          "(bioptimus --help)")
+    if from_command_line:  # argparse names the program after argv[0]: usage and errors say "bioptimus <command>"
+        sys.argv[0] = f"bioptimus {name}"
     importlib.import_module(f"{__package__}.{command.module}").main(args)
 
 
