@@ -1,72 +1,12 @@
 #!/usr/bin/env python
-"""The paper's study as one command: pre-training arms under one token budget, NER of each, tables and figures.
+"""The paper's study as one command: ``bioptimus study``, as a script.
 
-    python run_study.py configs/study_cpu.yaml                          # what runs on a 2-core CPU machine
-    python run_study.py configs/study_cpu.yaml --only_arms continued    # some arms this time
-    python run_study.py configs/study_paper.yaml --model_name_or_path bert-base-uncased   # the paper, on GPUs
-    python run_study.py configs/study_gpu.yaml --prepare_only true      # shared tokenizer + start models, then
-    python run_study.py configs/study_gpu.yaml --only_arms averaged --include_base false &   # arms side by side
+    python run_study.py configs/study_cpu.yaml --only_arms continued
 
-Run it again after an interruption: finished arms and NER runs are skipped, an interrupted arm resumes from
-its last checkpoint. ``<results_dir>`` (default ``<output_dir>/study``) gets ``results.json``,
-``results.md`` (the paper's tables, base model and arms side by side), ``figures/*.png`` and
-``command.txt``; they are rewritten after every finished unit. See docs/study.md.
+The study is :mod:`bioptimus_hf.commands.study` (docs/study.md).
 """
 
-import logging
-import shlex
-import sys
-from pathlib import Path
-
-import run_ner
-import run_pretraining
-from bioptimus_hf.commands import init_embeddings, train_tokenizer
-from bioptimus_hf.commands.config_parser import parse_args
-from bioptimus_hf.study.figures import draw_figures
-from bioptimus_hf.study.results import write_results
-from bioptimus_hf.study.runner import StudyRunner
-from bioptimus_hf.study.study_config import StudyArguments
-from bioptimus_hf.utils.files import write_text_atomic
-
-logger = logging.getLogger(__name__)
-
-
-def main(argv=None):
-    (args,) = parse_args((StudyArguments,), argv, description=__doc__)
-    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
-    results_dir = Path(args.results_dir)
-    command = " ".join(shlex.quote(a) for a in ["python", "run_study.py", *(sys.argv[1:] if argv is None else argv)])
-    write_text_atomic(results_dir / "command.txt", command + "\n")
-
-    # 1. The report, rewritten after each finished unit (a long study shows its progress as it goes).
-    def report(analysis=None):
-        results = write_results(args, analysis)
-        draw_figures(results, args.output_dir, results_dir / "figures")
-        return results
-
-    if args.reference_results:  # an unusable reference study fails now, not after hours of training
-        report()
-
-    # 2. Tokenizer, start models, then the base row and every arm: pre-training, NER (skipping what is done).
-    runner = StudyRunner(args, run_pretraining.main, run_ner.main, on_progress=report,
-                         tokenizer_main=train_tokenizer.run, init_main=init_embeddings.run)
-    if args.prepare_only:  # shared inputs only; the arms then run as separate jobs (docs/study.md)
-        runner.prepare()
-        logger.info("study: prepared %s; run the arms now", dict(runner.computed) or "nothing new")
-        return None
-    if not args.report_only:
-        runner.run()
-
-    # 3. Representation analysis of every release (rare vs frequent tokens), then the final report.
-    analysis = None
-    if not args.skip_analysis:
-        from bioptimus_hf.study.analysis import analyse_study
-
-        analysis = analyse_study(args, results_dir / "figures")
-    results = report(analysis)
-    logger.info("study: ran %s; results in %s", dict(runner.computed) or "nothing new", results_dir)
-    return results
-
+from bioptimus_hf.commands.study import main
 
 if __name__ == "__main__":
     main()

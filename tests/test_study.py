@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import yaml
 
-import run_ner
 import run_pretraining
 import run_study
+from bioptimus_hf.commands import ner as ner_command
+from bioptimus_hf.commands import pretrain as pretrain_command
 from bioptimus_hf.analysis.frequency import frequency_buckets, rare_and_frequent, token_frequencies
 from bioptimus_hf.analysis.isotropy import centroid_separation, mean_pairwise_cosine, partition_ratio
 from bioptimus_hf.commands.config_parser import parse_args
@@ -100,7 +101,7 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     for name in ("loss_continued.png", "loss_averaged_one_phase.png", "heldout_loss.png", "masked_fraction.png",
                  "ner_f1.png", "representations_continued.png", "representations_averaged_one_phase.png"):
         assert (results_dir / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
-    assert (results_dir / "command.txt").read_text().startswith("python run_study.py ")
+    assert (results_dir / "command.txt").read_text() == f"bioptimus study {config}\n"
     # Each release carries its run's loss plot, linked from its card.
     release = study / "arms" / "continued" / "pretraining" / "releases" / "v0.2"
     assert (release / "training_loss.png").read_bytes()[:4] == b"\x89PNG"
@@ -144,8 +145,8 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     def must_not_run(*_args, **_kwargs):
         raise AssertionError("finished work was recomputed")
 
-    monkeypatch.setattr(run_pretraining, "main", must_not_run)
-    monkeypatch.setattr(run_ner, "main", must_not_run)
+    monkeypatch.setattr(pretrain_command, "pretrain", must_not_run)
+    monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
     again = run_study.main([config])
     assert {m: m.stat().st_mtime_ns for m in marks} == before
     assert again["rows"]["continued"]["ner"] == rows["continued"]["ner"]
@@ -157,15 +158,16 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     state = study / "arms" / "continued" / "pretraining" / "checkpoint-8" / "trainer_state.json"
     state_mtime = state.stat().st_mtime_ns
     calls = []
-    monkeypatch.setattr(run_ner, "main", must_not_run)
-    monkeypatch.setattr(run_pretraining, "main", lambda argv, real=run_pretraining.main: calls.append(argv) or real(argv))
+    monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
+    monkeypatch.setattr(pretrain_command, "pretrain",
+                        lambda *args, real=pretrain_command.pretrain: calls.append(args) or real(*args))
     run_study.main([config, "--skip_analysis", "true"])
     assert len(calls) == 1 and (study / "arms" / "continued" / DONE_FILE).is_file()
     assert state.stat().st_mtime_ns == state_mtime  # resumed at its last checkpoint: no step trained again
 
     # A second process that leaves the base row to another (--include_base false) still reports the base row
     # the other finished, with its NER results.
-    monkeypatch.setattr(run_pretraining, "main", must_not_run)
+    monkeypatch.setattr(pretrain_command, "pretrain", must_not_run)
     lane = run_study.main([config, "--only_arms", "continued", "--include_base", "false", "--skip_analysis", "true"])
     assert list(lane["rows"]) == ["base", "continued", "averaged_one_phase"]
     assert lane["rows"]["base"]["ner"] == rows["base"]["ner"]
@@ -189,9 +191,9 @@ def test_prepare_only_builds_the_shared_inputs_once_and_trains_nothing(tmp_path,
     def must_not_run(*_args, **_kwargs):
         raise AssertionError("--prepare_only trained or fine-tuned")
 
-    real_ner = run_ner.main
-    monkeypatch.setattr(run_pretraining, "main", must_not_run)
-    monkeypatch.setattr(run_ner, "main", must_not_run)
+    real_ner = ner_command.fine_tune_ner
+    monkeypatch.setattr(pretrain_command, "pretrain", must_not_run)
+    monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
     config = study_config(tmp_path, tiny_model_dir)
     assert run_study.main([config, "--prepare_only", "true"]) is None
     study = tmp_path / "study"
@@ -205,12 +207,12 @@ def test_prepare_only_builds_the_shared_inputs_once_and_trains_nothing(tmp_path,
     assert init_report.stat().st_mtime_ns == mtime
 
     # The base row alone as a lane (--only_arms base): its NER runs, no arm trains.
-    monkeypatch.setattr(run_ner, "main", real_ner)
+    monkeypatch.setattr(ner_command, "fine_tune_ner", real_ner)
     lane = run_study.main([config, "--only_arms", "base", "--skip_analysis", "true"])
     assert lane["rows"]["base"]["ner"]["final"]["tiny-ner"]["num_seeds"] == 1
     assert not (study / "arms" / "continued").exists() and not (study / "arms" / "averaged_one_phase").exists()
     # --report_only rewrites the report from what is finished, running nothing.
-    monkeypatch.setattr(run_ner, "main", must_not_run)
+    monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
     (study / "study" / "results.md").unlink()
     report = run_study.main([config, "--report_only", "true", "--skip_analysis", "true"])
     assert report["rows"]["base"]["ner"] == lane["rows"]["base"]["ner"]

@@ -1,15 +1,23 @@
-"""Command-line entry points, each a thin ``main()`` over the library (console scripts in setup.cfg).
+"""The ``bioptimus`` command and its subcommands, each a module with a ``main(argv)`` over the library.
 
-| console script | module | does |
-|---|---|---|
-| ``bioptimus-train-tokenizer`` | ``train_tokenizer`` | vocabulary of the base's family + coverage report |
-| ``bioptimus-init-embeddings`` | ``init_embeddings`` | an initialised checkpoint for a new vocabulary |
-| ``bioptimus-publish`` | ``publish`` | releases to the Hub |
-| ``bioptimus-ner-tag`` | ``tag_entities`` | entities in raw text with a fine-tuned model |
-| ``bioptimus-ner-compare`` | ``compare_ner`` | models × NER datasets table through run_ner.py |
-| ``bioptimus-task-difficulty`` | ``task_difficulty`` | a model's MLM loss under each curriculum phase's masking |
+| ``bioptimus ...`` | module | also | does |
+|---|---|---|---|
+| ``train-tokenizer`` | ``train_tokenizer`` | ``bioptimus-train-tokenizer`` | a vocabulary + coverage report |
+| ``init-embeddings`` | ``init_embeddings`` | ``bioptimus-init-embeddings`` | a start model for a new vocabulary |
+| ``pretrain`` | ``pretrain`` | ``run_pretraining.py`` | the curriculum, a release per phase |
+| ``publish`` | ``publish`` | ``bioptimus-publish`` | releases to the Hub |
+| ``ner`` | ``ner`` | ``run_ner.py`` | NER fine-tuning and evaluation over seeds |
+| ``tag`` | ``tag_entities`` | ``bioptimus-ner-tag`` | entities in raw text with a fine-tuned model |
+| ``compare`` | ``compare_ner`` | ``bioptimus-ner-compare`` | models × NER datasets, one table |
+| ``distill`` | ``distill`` | ``run_distillation.py`` | a compact student from a release |
+| ``remove-layers`` | ``remove_layers`` | ``bioptimus-remove-layers`` | a model with its top layers removed |
+| ``task-difficulty`` | ``task_difficulty`` | ``bioptimus-task-difficulty`` | MLM loss under each phase's masking |
+| ``study`` | ``study`` | ``run_study.py`` | the paper's study: arms, NER, tables, figures |
 
-Every one parses with :func:`bioptimus_hf.commands.config_parser.parse_args` (HfArgumentParser, a
-json/yaml config file first, flags overriding it). The pipeline scripts ``run_pretraining.py`` and
-``run_ner.py`` (and ``run_study.py``, which drives both) live at the repository root, like transformers' examples.
+The list itself is :data:`bioptimus_hf.commands.dispatch.COMMANDS`. Every command parses with
+:func:`bioptimus_hf.commands.config_parser.parse_args` (HfArgumentParser, a json/yaml config file first, flags
+overriding it) and ends bad input with one line (:func:`bioptimus_hf.utils.cli.exit_on_bad_input`). The long
+runs also have a function taking the parsed dataclasses, which the study and the comparison call:
+:func:`~.pretrain.pretrain`, :func:`~.ner.fine_tune_ner`, :func:`~.train_tokenizer.train_and_report`,
+:func:`~.init_embeddings.write_initialized_model`.
 """

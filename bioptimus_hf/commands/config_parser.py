@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 from transformers import HfArgumentParser
 
+from ..utils.cli import exit_on_bad_input
 from ..utils.flags import mapping_to_argv
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
@@ -45,12 +46,18 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
         if not config.is_file():
             raise SystemExit(f"config file {config} does not exist")
         argv = _config_to_argv(config) + argv[1:]
-    try:
+    with exit_on_bad_input(ValueError):
         parsed = parser.parse_args_into_dataclasses(args=argv)
-    except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
     check_multi_process_launch(parsed)
     return parsed
+
+
+def parse_mapping(dataclass_types, mapping: dict):
+    """The dataclasses for a mapping of argument names to values, exactly as a config file holding it would
+    give them: the same conversion of each value to its field's type (a yaml ``0.4`` for a ``str`` field is
+    ``"0.4"``, ``"true"`` for a ``bool`` is ``True``), the same aliases, the same refusals (an unknown name
+    is an error naming it). How the study hands its arms' settings to the library."""
+    return parse_args(dataclass_types, mapping_to_argv(mapping))
 
 
 def check_multi_process_launch(parsed) -> None:
@@ -75,12 +82,3 @@ def check_multi_process_launch(parsed) -> None:
                 "the only way the Trainer runs distributed on CPUs; otherwise every process would train alone and "
                 "write into the same --output_dir"
             )
-
-
-def exit_on_bad_input(run, argv: list[str] | None = None) -> None:
-    """A console script's body: ``run(argv)``; bad input (ValueError, FileNotFoundError) ends the program with
-    its message instead of a traceback, and the exit status is 0 otherwise."""
-    try:
-        run(argv)
-    except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"error: {error}") from None

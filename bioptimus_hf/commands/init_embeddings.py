@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..utils.cli import exit_on_bad_input
 from ..utils.files import write_json_atomic, writing_directory
 from ..vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model
 from ..vocabulary.init_config import EmbeddingInitArguments
@@ -37,9 +38,18 @@ class InitCommandArguments:
     )
 
 
+ARGUMENT_TYPES = (InitCommandArguments, EmbeddingInitArguments)
+
+
 def run(argv: list[str] | None = None) -> dict:
     """Parse the command line, build and save the model, return the report."""
-    args, init_args = parse_args((InitCommandArguments, EmbeddingInitArguments), argv, description=__doc__)
+    args, init_args = parse_args(ARGUMENT_TYPES, argv, description=__doc__)
+    return write_initialized_model(args, init_args)
+
+
+def write_initialized_model(args: InitCommandArguments, init_args: EmbeddingInitArguments) -> dict:
+    """Build the initialised model, write it with its tokenizer and ``init_report.json`` to ``args.output_dir``
+    (all at once), print the counts and return the report."""
     model, tokenizer, report = build_initialized_model(
         args.model_name_or_path, args.tokenizer_name, init_args, seed=args.seed, config_name=args.config_name,
         progress=not args.disable_tqdm,
@@ -52,12 +62,10 @@ def run(argv: list[str] | None = None) -> dict:
     return report
 
 
+@exit_on_bad_input()
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (returns None so that the exit status is 0)."""
-    try:
-        run(argv)
-    except (ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"error: {error}") from None
+    run(argv)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from ..releases.hub import DEFAULT_COMMIT_MESSAGE, MODES, VersionReport, publish_releases
 from ..releases.record import normalise_version
+from ..utils.cli import exit_on_bad_input
 from .config_parser import parse_args
 
 
@@ -95,9 +96,8 @@ def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        publish_from_cli(argv)
-    except (ValueError, FileNotFoundError, RuntimeError) as error:  # VersionConflictError is a RuntimeError
-        sys.exit(f"error: {error}")
+        with exit_on_bad_input(ValueError, FileNotFoundError, RuntimeError):  # VersionConflictError: a RuntimeError
+            publish_from_cli(argv)
     except (HfHubHTTPError, OSError) as error:  # the Hub answered 5xx, or the network failed mid-way
         sys.exit(
             f"error: the Hub request failed: {_first_line(error)}\n"

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..utils.cli import exit_on_bad_input
 from ..utils.files import write_json_atomic, writing_directory
 from .config_parser import parse_args
 
@@ -99,12 +100,10 @@ def run(argv: list[str] | None = None) -> dict:
     return report
 
 
+@exit_on_bad_input(ValueError, OSError)  # FileNotFoundError, FileExistsError: OSErrors
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (returns None so that the exit status is 0)."""
-    try:
-        run(argv)
-    except (ValueError, FileNotFoundError, FileExistsError, OSError) as error:
-        raise SystemExit(f"error: {error}") from None
+    run(argv)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ from ..analysis.task_difficulty import corpus_blocks, difficulty_table, phase_lo
 from ..pretraining.curriculum_config import CurriculumArguments
 from ..utils.files import write_json_atomic
 from ..utils.tokenizer_loader import load_fast_tokenizer
-from .config_parser import exit_on_bad_input, parse_args
+from ..utils.cli import exit_on_bad_input
+from .config_parser import parse_args
 
 
 @dataclass
@@ -74,8 +75,10 @@ def _split_label(entry: str, entries: list[str]) -> tuple[str, str]:
     return entry, entry
 
 
+@exit_on_bad_input()
 def main(argv: list[str] | None = None) -> None:
-    exit_on_bad_input(run, argv)
+    """Console entry point (returns None so that the exit status is 0)."""
+    run(argv)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..utils.cli import exit_on_bad_input
 from ..utils.corpus_reader import CorpusReadStats
 from ..utils.files import write_json_atomic, writing_directory
 from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME, coverage_report, train_tokenizer
@@ -38,9 +39,15 @@ class TokenizerTrainingArguments:
 def run(argv: list[str] | None = None) -> dict:
     """Parse the command line, train, write and return the coverage report."""
     (args,) = parse_args((TokenizerTrainingArguments,), argv, description=__doc__)
+    return train_and_report(args)
+
+
+def train_and_report(args: TokenizerTrainingArguments) -> dict:
+    """Train the vocabulary into ``args.output_dir`` with ``coverage_report.json``; print and return the report.
+    Bad input (the message names the flag) ends with one line."""
     stats = CorpusReadStats()
     # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
-    try:
+    with exit_on_bad_input():  # bad input, said plainly (the message names the flag)
         with writing_directory(args.output_dir) as output_dir:
             tokenizer = train_tokenizer(
                 args.train_files,
@@ -56,8 +63,6 @@ def run(argv: list[str] | None = None) -> dict:
             report["corpus"] = stats.to_dict()
             report["requested_vocab_size"] = args.vocab_size
             write_json_atomic(output_dir / COVERAGE_REPORT_NAME, report)
-    except (ValueError, FileNotFoundError) as error:  # bad input, said plainly (the message names the flag)
-        raise SystemExit(f"error: {error}") from None
     print(json.dumps(report, indent=2))
     return report
 

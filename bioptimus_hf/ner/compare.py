@@ -1,18 +1,18 @@
 """Comparing several models on several NER datasets: one table in the layout of the BIOptimus paper's
 Table 5 (one row per model, one column per dataset, test F1 mean ± std over seeds, and the average).
 
-The command ``bioptimus-ner-compare`` (:mod:`bioptimus_hf.commands.compare_ner`) runs run_ner.py for
-each model × dataset pair (× seed: :func:`plan_jobs`, independent jobs that can run in parallel) and builds
-the table with the functions here.
+The command ``bioptimus compare`` (:mod:`bioptimus_hf.commands.compare_ner`) fine-tunes each model × dataset
+pair (× seed: :func:`plan_jobs`, independent jobs that can run in parallel) with
+:func:`bioptimus_hf.commands.ner.fine_tune_ner`, in this process, and builds the table with the functions here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
+import logging
 import os
-import shlex
-import subprocess
 import sys
 from dataclasses import dataclass
 from statistics import mean
@@ -22,7 +22,7 @@ from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
 from .results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir, write_run_outputs
 
-DEFAULT_RUN_NER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "run_ner.py")
+logger = logging.getLogger(__name__)
 
 
 def parse_models(text: str) -> List[Tuple[str, str]]:
@@ -76,14 +76,23 @@ class NerJob:
             return os.path.isfile(os.path.join(directory, RESULTS_FILE))
         return os.path.isfile(os.path.join(seed_dir(directory, self.seed), SEED_RESULTS_FILE))
 
-    def command(self, output_dir: str, config: str | None = None, run_ner: str = DEFAULT_RUN_NER,
-                run_ner_args: Sequence[str] = ()) -> List[str]:
-        command = [sys.executable, run_ner] + ([config] if config else [])
-        command += ["--model_name_or_path", self.model_path, "--model_name", self.model, "--data_dir", self.dataset,
-                    "--output_dir", self.directory(output_dir)] + list(run_ner_args)
+    def command(self, output_dir: str, config: str | None = None, ner_flags: Sequence[str] = ()) -> List[str]:
+        """The shell command that runs this job on its own (``bioptimus ner``, through this Python)."""
+        command = [sys.executable, "-m", "bioptimus_hf.commands", "ner"] + ([config] if config else [])
+        command += list(ner_flags) + ["--model_name_or_path", self.model_path, "--model_name", self.model,
+                                      "--data_dir", self.dataset, "--output_dir", self.directory(output_dir)]
         if self.seed is not None:
-            command += ["--seeds", str(self.seed)]  # last: overrides the config's and the pass-through seeds
+            command += ["--seeds", str(self.seed)]
         return command
+
+    def arguments(self, template: tuple, output_dir: str) -> tuple:
+        """The ``bioptimus ner`` arguments of this job: ``template`` (the comparison's config and flags, parsed)
+        with this job's model, dataset, output directory and seed; ``template`` itself is left as it is."""
+        model_args, data_args, stab_args, training_args = template
+        return (dataclasses.replace(model_args, model_name_or_path=self.model_path, model_name=self.model),
+                dataclasses.replace(data_args, data_dir=self.dataset),
+                stab_args if self.seed is None else dataclasses.replace(stab_args, seeds=str(self.seed)),
+                dataclasses.replace(training_args, output_dir=self.directory(output_dir)))
 
 
 def plan_jobs(models: Sequence[Tuple[str, str]], datasets: Sequence[str],
@@ -107,7 +116,7 @@ def merge_comparison(models: Sequence[Tuple[str, str]], datasets: Sequence[str],
                 results[(name, dataset_name)] = merged
                 written = os.path.join(directory, RESULTS_FILE)
                 if not os.path.isfile(written) or load_results(written) != json.loads(json.dumps(merged)):
-                    write_run_outputs(directory, merged)  # seeds finished since run_ner.py last merged
+                    write_run_outputs(directory, merged)  # seeds finished since `bioptimus ner` last merged
             elif os.path.isfile(os.path.join(directory, RESULTS_FILE)):
                 results[(name, dataset_name)] = load_results(directory)
     table = comparison_table(results, [name for name, _ in models], dataset_names)
@@ -126,9 +135,7 @@ def compare_models(
     models: Sequence[Tuple[str, str]],
     datasets: Sequence[str],
     output_dir: str,
-    config: str | None = None,
-    run_ner: str = DEFAULT_RUN_NER,
-    run_ner_args: Sequence[str] = (),
+    ner_arguments: tuple | None = None,
     rerun: bool = False,
     results_only: bool = False,
     seeds: Sequence[int] | None = None,
@@ -136,6 +143,10 @@ def compare_models(
 ) -> str | None:
     """Fine-tune and evaluate every model on every dataset (skipping finished jobs), write
     ``comparison.md`` and ``comparison.json`` in ``output_dir``, return the markdown table.
+
+    ``ner_arguments`` are the parsed ``bioptimus ner`` arguments every job shares
+    (:data:`bioptimus_hf.commands.ner.ARGUMENT_TYPES`); each job replaces its model, dataset, output directory
+    and seed (:meth:`NerJob.arguments`). Not needed with ``results_only``.
 
     With ``seeds`` every seed is a job of its own; ``job_index`` runs only that job of :func:`plan_jobs`
     (e.g. a SLURM array task or one GPU of several) and returns None: a later call with
@@ -147,11 +158,13 @@ def compare_models(
             raise ValueError(f"--job_index {job_index} is out of range: this comparison has {len(jobs)} jobs (0..{len(jobs) - 1})")
         jobs = [jobs[job_index]]
     if not results_only:
+        from ..commands.ner import fine_tune_ner
+
         for job in jobs:
             if rerun or not job.done(output_dir):
-                command = job.command(output_dir, config, run_ner, run_ner_args)
-                print("+", " ".join(shlex.quote(part) for part in command), flush=True)
-                subprocess.run(command, check=True)
+                logger.info("comparison: %s on %s%s", job.model, job.dataset,
+                            "" if job.seed is None else f", seed {job.seed}")
+                fine_tune_ner(*job.arguments(ner_arguments, output_dir))
     if job_index is not None:
         return None
     return merge_comparison(models, datasets, output_dir)

@@ -5,15 +5,16 @@ Layout of ``output_dir``::
 
     tokenizer/                          the study's trained vocabulary (unless --tokenizer_name is given)
     init/<init_key>/                    one initialised start model per distinct initialisation (shared by arms)
-    arms/<arm>/pretraining/             run_pretraining.py's output_dir (checkpoints, releases/, trainer_state.json)
-    arms/<arm>/pretraining_args.json    the exact run_pretraining.py arguments of the arm
-    arms/<arm>/ner/<target>/<dataset>/seed_<s>/   one run_ner.py fine-tune (all_results.json)
+    arms/<arm>/pretraining/             the arm's pre-training output_dir (checkpoints, releases/, trainer_state.json)
+    arms/<arm>/pretraining_args.json    the exact ``bioptimus pretrain`` arguments of the arm
+    arms/<arm>/ner/<target>/<dataset>/seed_<s>/   one ``bioptimus ner`` fine-tune (all_results.json)
     arms/base/ner/final/...             the base model, no further pre-training
 
 Each unit is marked done (:mod:`.done_marks`) after its results are written; a marked unit is skipped, an
-unmarked pre-training run is started again and resumes from its own last checkpoint. Every unit runs one of
-the library's own entry points (tokenizer training, initialisation, pre-training, NER), passed in by the
-caller (the commands sit above the study) and called in-process with argument lists.
+unmarked pre-training run is started again and resumes from its own last checkpoint. Each unit is a library
+function called in this process with a mapping of its arguments (:class:`StudyUnits`); the caller
+(``bioptimus study``, above this wing) supplies them, turning each mapping into that command's argument
+dataclasses as a config file holding it would.
 """
 
 from __future__ import annotations
@@ -22,17 +23,15 @@ import logging
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
 from ..releases.record import find_releases
 from ..utils.files import write_json_atomic
-from ..utils.flags import mapping_to_argv
 from .done_marks import is_done, mark_done, read_done
 from .study_config import BASE_ROW, INIT_KEYS, ArmConfig, StudyArguments
 
 logger = logging.getLogger(__name__)
-
-EntryPoint = Callable[[Sequence[str]], Any]
 
 
 class StudyLayout:
@@ -76,18 +75,26 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
     return targets
 
 
+Unit = Callable[[Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class StudyUnits:
+    """The four kinds of unit, each run from a mapping of its command's arguments (as a config file gives them)."""
+
+    train_tokenizer: Unit  # bioptimus train-tokenizer
+    initialize: Unit  # bioptimus init-embeddings
+    pretrain: Unit  # bioptimus pretrain
+    fine_tune_ner: Unit  # bioptimus ner
+
+
 class StudyRunner:
     """Runs the units of a study in order, skipping finished ones; ``computed`` counts the units it ran."""
 
-    def __init__(self, args: StudyArguments, pretrain_main: EntryPoint, ner_main: EntryPoint,
-                 on_progress: Callable[[], None] | None = None, *, tokenizer_main: EntryPoint,
-                 init_main: EntryPoint):
+    def __init__(self, args: StudyArguments, units: StudyUnits, on_progress: Callable[[], None] | None = None):
         self.args = args
+        self.units = units
         self.layout = StudyLayout(args.output_dir)
-        self.tokenizer_main = tokenizer_main  # bioptimus-train-tokenizer's
-        self.init_main = init_main  # bioptimus-init-embeddings'
-        self.pretrain_main = pretrain_main
-        self.ner_main = ner_main
         self.on_progress = on_progress  # called after every finished unit (e.g. to rewrite the report)
         self.computed: Counter[str] = Counter()
 
@@ -103,10 +110,9 @@ class StudyRunner:
             files = self.args.tokenizer_train_files or self.args.corpus_files()
             if not files:
                 raise ValueError("--tokenizer_train_files (or a shared train_file) is needed to train the tokenizer")
-            self.tokenizer_main(mapping_to_argv({
+            self.units.train_tokenizer({
                 "train_files": files, "base_tokenizer": self.args.model_name_or_path,
-                "vocab_size": self.args.tokenizer_vocab_size, "output_dir": str(path),
-            }))
+                "vocab_size": self.args.tokenizer_vocab_size, "output_dir": str(path)})
             self.computed["tokenizer"] += 1
         return str(path)
 
@@ -120,16 +126,16 @@ class StudyRunner:
         if not (path / INIT_REPORT_NAME).is_file():  # bioptimus-init-embeddings writes the directory all at once
             init_args = {k: v for k, v in arm.args.items() if k in INIT_KEYS or k.startswith("init_")}
             init_args.setdefault("init_corpus_files", arm.args.get("train_file"))
-            self.init_main(mapping_to_argv({
+            self.units.initialize({
                 **init_args, "model_name_or_path": self.args.model_name_or_path, "tokenizer_name": tokenizer,
                 "output_dir": str(path), "seed": self.args.seed,
-            }))
+            })
             self.computed[f"init:{arm.init_key}"] += 1
         return path
 
     # ------------------------------------------------------------------ one arm
     def pretraining_args(self, arm: ArmConfig, start_model: Path | None) -> dict[str, Any]:
-        """The arm's run_pretraining.py arguments, completed with what the study decides."""
+        """The arm's ``bioptimus pretrain`` arguments, completed with what the study decides."""
         args = dict(arm.args)
         if start_model is not None:
             # The start model is already initialised: train on from it with its own (new) vocabulary.
@@ -162,7 +168,7 @@ class StudyRunner:
         started = time.perf_counter()
         # Resumes from the last complete checkpoint of run_dir; --overwrite_output_dir only matters when there is
         # none (an attempt killed before its first checkpoint).
-        self.pretrain_main(mapping_to_argv(args))
+        self.units.pretrain(args)
         self.computed[f"pretrain:{arm.name}"] += 1
         mark_done(arm_dir, {"arm": arm.name, "max_steps": args["max_steps"],
                             "token_budget": self.args.token_budget, "seconds_this_attempt": time.perf_counter() - started})
@@ -181,11 +187,11 @@ class StudyRunner:
                         continue
                     logger.info("study: NER %s/%s on %s, seed %d", row, target, dataset, seed)
                     started = time.perf_counter()
-                    self.ner_main(mapping_to_argv({
+                    self.units.fine_tune_ner({
                         "save_model": False, "report_to": "none", **self.args.ner_run_args,
                         "model_name_or_path": str(model_dir), "model_name": f"{row}/{target}",
                         "data_dir": data_dir, "output_dir": str(run_dir), "seeds": str(seed),
-                    }))
+                    })
                     self.computed[f"ner:{row}/{target}/{dataset}/{seed}"] += 1
                     mark_done(run_dir, {"row": row, "target": target, "dataset": dataset, "seed": seed,
                                         "seconds": time.perf_counter() - started})
@@ -217,7 +223,7 @@ class StudyRunner:
 
 
 def finished_ner_runs(layout: StudyLayout, row: str) -> list[dict[str, Any]]:
-    """Every finished NER fine-tune of a row: its done mark plus the per-seed record run_ner wrote."""
+    """Every finished NER fine-tune of a row: its done mark plus the per-seed record ``bioptimus ner`` wrote."""
     from ..ner.results import load_results
 
     runs = []

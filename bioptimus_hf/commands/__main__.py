@@ -1,0 +1,5 @@
+"""``python -m bioptimus_hf.commands <command> ARGS``: ``bioptimus`` without installing the package."""
+
+from .dispatch import main
+
+main()

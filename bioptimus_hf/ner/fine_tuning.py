@@ -1,0 +1,136 @@
+"""One full fine-tune per seed (BLURB reports the mean and spread over seeds): each seed starts from the same
+pre-trained model, with its own classification head, stabilisation and Trainer, and writes into
+``<output_dir>/seed_<s>/``.
+
+:func:`fine_tune_seeds` is the loop of ``bioptimus ner``; it leaves the caller's ``TrainingArguments`` as they
+are (each seed trains under a copy with its own ``seed`` and ``output_dir``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from transformers import (
+    AutoConfig,
+    AutoModelForTokenClassification,
+    DataCollatorForTokenClassification,
+    PreTrainedTokenizerBase,
+    TrainingArguments,
+    set_seed,
+)
+
+from ..utils.bulk_dropout import enable_bulk_dropout
+from ..utils.distributed import sum_numbers_across_ranks
+from .conll import ConllSplit, write_conll
+from .encoding import EncodedSplit
+from .evaluation import (
+    argmax_logits,
+    build_compute_metrics,
+    predicted_spans,
+    span_report,
+    span_scores,
+)
+from .model_card import write_model_card
+from .results import seed_dir as seed_directory
+from .stabilisation import StabilisationArguments, apply_stabilisation
+from .trainer import NerTrainer
+
+logger = logging.getLogger(__name__)
+
+
+def fine_tune_seeds(
+    seeds: Sequence[int],
+    model_name_or_path: str,
+    training_args: TrainingArguments,
+    *,
+    labels: Sequence[str],
+    scheme: str,
+    tokenizer: PreTrainedTokenizerBase,
+    encoded: dict[str, EncodedSplit],
+    devel: ConllSplit,
+    test: ConllSplit | None,
+    stabilisation: StabilisationArguments,
+    save_model: bool = True,
+    model_name: str | None = None,
+    dataset_name: str | None = None,
+    ignore_mismatched_sizes: bool = False,
+    bulk_dropout: bool = False,
+) -> list[dict[str, Any]]:
+    """Fine-tune ``model_name_or_path`` once per seed; returns one record per seed, in order: ``seed``,
+    ``train_runtime_s``, ``train_loss`` (mean over ranks), ``eval_{f1,precision,recall}`` on devel and, with
+    a test split, ``test_{f1,precision,recall}``, ``test_predict_runtime_s`` and ``test_sentences_per_s``.
+
+    ``encoded`` holds the windows of ``"train"``, ``"devel"`` and (with ``test``) ``"test"``; ``stabilisation``
+    is Tinn et al.'s (:func:`~.stabilisation.apply_stabilisation`). Each seed's directory gets
+    ``test_predictions.conll`` and ``test_report.txt`` (main process) and, with ``save_model``, the fine-tuned
+    model, whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
+    ``dataset_name``: how to tag with it)."""
+    id2label = dict(enumerate(labels))
+    label2id = {label: i for i, label in id2label.items()}
+    collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
+    per_seed = []
+    for seed in seeds:
+        seed_dir = seed_directory(training_args.output_dir, seed)
+        args = dataclasses.replace(training_args, seed=seed, output_dir=seed_dir)
+        set_seed(seed)
+        config = AutoConfig.from_pretrained(
+            model_name_or_path, num_labels=len(labels), id2label=id2label, label2id=label2id
+        )
+        config.ner_tagging_scheme = scheme  # read back by the tagger to decode predictions
+        model = AutoModelForTokenClassification.from_pretrained(
+            model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
+        )
+        optimizers = apply_stabilisation(model, stabilisation, args)
+        if bulk_dropout:
+            enable_bulk_dropout(model)
+
+        trainer = NerTrainer(
+            model=model,
+            args=args,
+            train_dataset=encoded["train"].dataset,
+            eval_dataset=encoded["devel"].dataset,
+            processing_class=tokenizer,
+            data_collator=collator,
+            compute_metrics=build_compute_metrics(encoded["devel"], devel.sentences, id2label, scheme),
+            preprocess_logits_for_metrics=argmax_logits,
+            optimizers=optimizers,
+        )
+        run = {"seed": seed}
+        start = time.perf_counter()
+        train_output = trainer.train()
+        run["train_runtime_s"] = time.perf_counter() - start
+        # the Trainer's training_loss is this rank's own since its last log; the mean over ranks is the run's
+        run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / args.world_size
+        if save_model:
+            trainer.save_model(seed_dir)
+            if trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the standard pipeline gets wrong
+                write_model_card(seed_dir, model_name or model_name_or_path, dataset_name, scheme, labels)
+
+        eval_metrics = trainer.evaluate(metric_key_prefix="eval")
+        for metric in ("f1", "precision", "recall"):
+            run[f"eval_{metric}"] = eval_metrics[f"eval_{metric}"]
+
+        if test is not None:
+            trainer.compute_metrics = None  # the devel-bound metrics would not fit the test windows
+            start = time.perf_counter()
+            output = trainer.predict(encoded["test"].dataset)
+            seconds = time.perf_counter() - start
+            spans = predicted_spans(encoded["test"], output.predictions, id2label, scheme)
+            scores = span_scores(test.sentences, spans)
+            for metric in ("f1", "precision", "recall"):
+                run[f"test_{metric}"] = scores[metric]
+            run["test_predict_runtime_s"] = seconds
+            run["test_sentences_per_s"] = len(test.sentences) / seconds
+            if trainer.is_world_process_zero():  # every rank holds the gathered predictions; one writes them
+                os.makedirs(seed_dir, exist_ok=True)
+                write_conll(os.path.join(seed_dir, "test_predictions.conll"), test.sentences, spans)
+                with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
+                    handle.write(span_report(test.sentences, spans))
+        logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
+        per_seed.append(run)
+    return per_seed

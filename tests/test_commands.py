@@ -1,0 +1,174 @@
+"""The ``bioptimus`` command: a subcommand per stage reaching the same ``main()`` as its script and its hyphenated
+console script, one line for bad input in every script, and the NER seed loop leaving its caller's arguments as
+they were. Nothing is installed: the dispatcher runs in-process and as ``python -m bioptimus_hf.commands``."""
+
+import configparser
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import run_ner
+import run_pretraining
+from bioptimus_hf.commands import dispatch
+from bioptimus_hf.commands import ner as ner_command
+from bioptimus_hf.commands import pretrain as pretrain_command
+from bioptimus_hf.utils.cli import exit_on_bad_input
+from conftest import python_path
+from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401  (one_thread: autouse fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGES = ["train-tokenizer", "init-embeddings", "pretrain", "publish", "ner", "tag", "compare", "distill",
+          "remove-layers", "task-difficulty", "study"]
+
+
+def run_python(*args, cwd):
+    """``python ARGS`` in a fresh process that imports this checkout (nothing installed)."""
+    env = dict(os.environ, PYTHONPATH=python_path(ROOT))
+    return subprocess.run([sys.executable, *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+# ------------------------------------------------------------------------------------------ the dispatcher
+def test_help_lists_every_stage_with_one_line(capsys):
+    assert dispatch.main(["--help"]) is None
+    out = capsys.readouterr().out
+    listed = [line.split(maxsplit=1) for line in out.splitlines() if line.startswith("  ")]
+    assert [name for name, _ in listed] == STAGES
+    assert [summary for _, summary in listed] == [command.summary for command in dispatch.COMMANDS.values()]
+    with pytest.raises(SystemExit) as stopped:  # no command: the same list, and a failing status
+        dispatch.main([])
+    assert stopped.value.code == dispatch.usage()
+
+
+def test_an_unknown_command_is_one_line():
+    with pytest.raises(SystemExit) as stopped:
+        dispatch.main(["pretrian", "configs/demo_minilm.yaml"])
+    assert stopped.value.code == ("error: unknown command 'pretrian'; the commands are " + ", ".join(STAGES) +
+                                  " (bioptimus --help)")
+    result = run_python("-m", "bioptimus_hf.commands", "nosuch", cwd=ROOT)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [f"error: unknown command 'nosuch'; the commands are {', '.join(STAGES)} "
+                                          "(bioptimus --help)"]
+
+
+def test_a_commands_help_and_errors_name_it(tmp_path):
+    result = run_python("-m", "bioptimus_hf.commands", "ner", "--help", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("usage: bioptimus ner [-h] --model_name_or_path")
+    assert "--window_stride" in result.stdout and "--seeds" in result.stdout
+
+
+@pytest.mark.parametrize("name", STAGES)
+def test_each_command_runs_its_modules_main_with_the_rest_of_the_line(name, monkeypatch):
+    module = importlib.import_module(f"bioptimus_hf.commands.{dispatch.COMMANDS[name].module}")
+    calls = []
+    monkeypatch.setattr(module, "main", lambda argv=None: calls.append(argv) or "a value")
+    assert dispatch.main([name, "run.yaml", "--seed", "3"]) is None  # None: a console script's exit status 0
+    assert calls == [["run.yaml", "--seed", "3"]]
+
+
+def test_console_scripts_are_bioptimus_and_the_hyphenated_commands_on_the_same_mains():
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    scripts = dict(line.split(" = ") for line in config["options.entry_points"]["console_scripts"].split("\n") if line)
+    assert scripts["bioptimus"] == "bioptimus_hf.commands.dispatch:main"
+    by_module = {f"bioptimus_hf.commands.{c.module}:main": name for name, c in dispatch.COMMANDS.items()}
+    hyphenated = {script: target for script, target in scripts.items() if script != "bioptimus"}
+    assert {script: by_module[target] for script, target in hyphenated.items()} == {
+        "bioptimus-publish": "publish", "bioptimus-ner-tag": "tag", "bioptimus-ner-compare": "compare",
+        "bioptimus-train-tokenizer": "train-tokenizer", "bioptimus-init-embeddings": "init-embeddings",
+        "bioptimus-remove-layers": "remove-layers", "bioptimus-task-difficulty": "task-difficulty"}
+    for target in scripts.values():
+        module, function = target.split(":")
+        assert callable(getattr(importlib.import_module(module), function))
+
+
+# ------------------------------------------------------------------------------------------ same main, same run
+def test_bioptimus_pretrain_and_the_script_parse_the_same_run(tmp_path, monkeypatch, tiny_model_dir):
+    config = tmp_path / "run.yaml"
+    config.write_text(f"model_name_or_path: {tiny_model_dir}\ntrain_file: [{tmp_path / 'corpus.txt'}]\n"
+                      f"output_dir: {tmp_path / 'out'}\nmax_steps: 8\nlearning_rate: 5.0e-4\n")
+    runs = []
+    monkeypatch.setattr(pretrain_command, "pretrain", lambda *arguments: runs.append(arguments))
+    dispatch.main(["pretrain", str(config), "--seed", "7"])
+    run_pretraining.main([str(config), "--seed", "7"])
+    assert len(runs) == 2 and runs[0] == runs[1]
+    model_args, training_args = runs[0][0], runs[0][-1]
+    assert (model_args.model_name_or_path, training_args.seed, training_args.max_steps) == (str(tiny_model_dir), 7, 8)
+
+
+def test_bad_input_is_the_same_one_line_through_the_command_and_the_script(tmp_path, tiny_model_dir):
+    missing = tmp_path / "no_corpus.txt"
+    config = tmp_path / "run.yaml"
+    config.write_text(f"model_name_or_path: {tiny_model_dir}\ntrain_file: [{missing}]\n"
+                      f"output_dir: {tmp_path / 'out'}\nmax_steps: 8\nreport_to: none\n")
+    by_command = run_python("-m", "bioptimus_hf.commands", "pretrain", config, cwd=tmp_path)
+    by_script = run_python(ROOT / "run_pretraining.py", config, cwd=tmp_path)
+    for result in (by_command, by_script):
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert result.stderr.splitlines()[-1] == f"error: corpus file {missing} does not exist"
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------------------ NER bad input
+def test_run_ner_bad_input_ends_with_one_line_naming_the_file(tmp_path):
+    missing = tmp_path / "NCBI-disease-IOB"
+    result = run_python(ROOT / "run_ner.py", "--model_name_or_path", tmp_path / "no_model", "--data_dir", missing,
+                        "--output_dir", tmp_path / "out", "--use_cpu", "true", "--report_to", "none", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"error: {missing}: missing train.tsv (need train.tsv, devel.tsv, test.tsv)"]
+
+
+@pytest.mark.parametrize("train_tsv, message", [
+    ("aspirin\tB-Chemical\ncancer\n", "train.tsv:2: expected 2 tab-separated columns (token<TAB>label), found 1: "
+                                      "'cancer'"),
+    ("aspirin\tB-Chemical\ncancer\tX-Disease\n", "train.tsv:2: unknown tag prefix in 'X-Disease'; expected O or "
+                                                 "B-/I-/E-/S-/L-/U-"),
+])
+def test_a_malformed_conll_line_or_an_unknown_label_is_one_line(tmp_path, train_tsv, message):
+    data = Path(write_dataset_dir(str(tmp_path / "data"), sizes=(4, 2, 2)))
+    (data / "train.tsv").write_text(train_tsv)
+    with pytest.raises(SystemExit) as stopped:
+        run_ner.main(["--model_name_or_path", str(tmp_path / "no_model"), "--data_dir", str(data),
+                      "--output_dir", str(tmp_path / "out"), "--use_cpu", "true", "--report_to", "none"])
+    assert stopped.value.code == f"error: {data / message}"
+
+
+def test_exit_on_bad_input_says_the_message_and_leaves_other_errors_alone():
+    with pytest.raises(SystemExit) as stopped:
+        with exit_on_bad_input():
+            raise FileNotFoundError("--train_file corpus.txt: no such file")
+    assert stopped.value.code == "error: --train_file corpus.txt: no such file" and stopped.value.__cause__ is None
+
+    @exit_on_bad_input(KeyError)
+    def command(error):
+        raise error
+
+    for _ in range(2):  # a decorated command can run again
+        with pytest.raises(SystemExit, match=r"^error: 'flag'$"):
+            command(KeyError("flag"))
+    with pytest.raises(ValueError, match="a bug"):  # not the errors it was given: the traceback stays
+        command(ValueError("a bug"))
+
+
+# ------------------------------------------------------------------------------------------ the NER seed loop
+def test_fine_tune_ner_trains_each_seed_under_a_copy_of_the_callers_arguments(tmp_path):
+    model = build_tiny_bert(str(tmp_path / "model"))
+    data = write_dataset_dir(str(tmp_path / "data"), sizes=(16, 6, 6))
+    output = tmp_path / "out"
+    arguments = ner_command.parse_args([
+        "--model_name_or_path", model, "--data_dir", data, "--output_dir", str(output), "--seeds", "3,5",
+        "--seed", "42", "--max_steps", "2", "--save_model", "false", "--save_strategy", "no", "--report_to", "none",
+        "--use_cpu", "true", "--disable_tqdm", "true", "--max_seq_length", "16", "--window_stride", "4"])
+    training_args = arguments[-1]
+    results = ner_command.fine_tune_ner(*arguments)
+    assert (training_args.seed, training_args.output_dir) == (42, str(output))  # the caller's, untouched
+    assert results["seeds"] == [3, 5] and [run["seed"] for run in results["per_seed"]] == [3, 5]
+    for seed in (3, 5):
+        assert (output / f"seed_{seed}" / "seed_results.json").is_file()
+        assert (output / f"seed_{seed}" / "test_predictions.conll").is_file()
+    assert sorted(p.name for p in output.iterdir() if p.is_dir()) == ["seed_3", "seed_5"]
