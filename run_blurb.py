@@ -34,12 +34,12 @@ from bioptimus_hf.blurb.finetune import BlurbTask, fine_tune_seeds
 from bioptimus_hf.blurb.metrics import metric_description, negative_label_of
 from bioptimus_hf.blurb.results import merge_blurb_results, write_blurb_outputs
 from bioptimus_hf.blurb.tasks import RELATION_EXTRACTION
-from bioptimus_hf.commands.config_parser import exit_on_bad_input
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
 from bioptimus_hf.ner.stabilisation import StabilisationArguments
 from bioptimus_hf.utils.distributed import close_process_group, share_from_main
 from bioptimus_hf.utils.hardware import resolve_bf16
 from bioptimus_hf.utils.sequence_length import max_config_tokens
+from bioptimus_hf.utils.cli import exit_on_bad_input
 
 logger = logging.getLogger(__name__)
 ARGUMENTS = (BlurbModelArguments, BlurbDataArguments, StabilisationArguments)
@@ -121,4 +121,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    exit_on_bad_input(main)
+    with exit_on_bad_input():  # bad input: one line naming the flag or file
+        main()

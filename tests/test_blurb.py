@@ -19,7 +19,7 @@ from bioptimus_hf.blurb.metrics import (document_classification_scores, negative
                                         question_answering_scores, relation_extraction_scores, score,
                                         sentence_similarity_scores)
 from bioptimus_hf.blurb.tasks import TASK_TYPES
-from bioptimus_hf.commands.config_parser import exit_on_bad_input
+from bioptimus_hf.utils.cli import exit_on_bad_input
 
 from conftest import DATA_DIR
 from ner_helpers import build_tiny_bert, one_thread  # noqa: F401
@@ -248,12 +248,14 @@ def test_bad_input_fails_before_training_with_one_clear_line(tiny, tmp_path):
         run(model, str(no_negative), tmp_path / "out", "--negative_label", "none")
     # the command line: one line, no traceback
     with pytest.raises(SystemExit, match=r"^error: --task_type 'ner': expected one of relation_extraction, "):
-        exit_on_bad_input(run_blurb.main, ["--model_name_or_path", model, "--data_dir", str(no_negative),
-                                           "--output_dir", str(tmp_path), "--task_type", "ner"])
+        with exit_on_bad_input():
+            run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative),
+                            "--output_dir", str(tmp_path), "--task_type", "ner"])
     with pytest.raises(SystemExit, match=r"^error: .*test.jsonl: label\(s\) absent from the training file"):
         write_jsonl(no_negative / "test.jsonl", [{"id": "9", "sentence": "the gene", "label": "unsure"}])
-        exit_on_bad_input(run_blurb.main, ["--model_name_or_path", model, "--data_dir", str(no_negative),
-                                           "--output_dir", str(tmp_path)])
+        with exit_on_bad_input():
+            run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative),
+                            "--output_dir", str(tmp_path)])
     assert not (tmp_path / "out").exists()
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from ..ner.compare import compare_models, parse_models, plan_jobs
 from ..utils.cli import exit_on_bad_input
+from . import ner
 from .config_parser import parse_args
 
 
@@ -67,19 +68,21 @@ def run(argv: list[str] | None = None) -> str | None:
     except ValueError:
         raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
     if args.list_jobs:
-        commands = [shlex.join(job.command(args.output_dir, args.config, ner_flags))
-                    for job in plan_jobs(models, datasets, seeds)]
+        # Through the Python that listed them: the same installation runs every job.
+        command = [sys.executable, "-m", "bioptimus_hf.commands", "ner", *([args.config] if args.config else []),
+                   *ner_flags]
+        commands = [shlex.join(command + job.flags(args.output_dir)) for job in plan_jobs(models, datasets, seeds)]
         print("\n".join(commands))
         return "\n".join(commands)
     ner_arguments = None
     if not args.results_only:
-        from .ner import parse_args as parse_ner_args
 
         # The flags every job shares; each job then sets its model (this one stands in), dataset, output and seed.
-        ner_arguments = parse_ner_args([*([args.config] if args.config else []), *ner_flags,
+        ner_arguments = ner.parse_args([*([args.config] if args.config else []), *ner_flags,
                                         "--model_name_or_path", models[0][1] if models else ""])
-    table = compare_models(models, datasets, args.output_dir, ner_arguments=ner_arguments, rerun=args.rerun,
-                           results_only=args.results_only, seeds=seeds, job_index=args.job_index)
+    table = compare_models(models, datasets, args.output_dir, ner_arguments=ner_arguments,
+                           fine_tune=ner.fine_tune_ner, rerun=args.rerun, results_only=args.results_only,
+                           seeds=seeds, job_index=args.job_index)
     if table is not None:
         print(table)
     return table

@@ -2,8 +2,8 @@
 Table 5 (one row per model, one column per dataset, test F1 mean ± std over seeds, and the average).
 
 The command ``bioptimus compare`` (:mod:`bioptimus_hf.commands.compare_ner`) fine-tunes each model × dataset
-pair (× seed: :func:`plan_jobs`, independent jobs that can run in parallel) with
-:func:`bioptimus_hf.commands.ner.fine_tune_ner`, in this process, and builds the table with the functions here.
+pair (× seed: :func:`plan_jobs`, independent jobs that can run in parallel) with the fine-tuning function it
+hands in (``bioptimus ner``'s ``fine_tune_ner``), in this process, and builds the table with the functions here.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import glob
 import json
 import logging
 import os
-import sys
 from dataclasses import dataclass
 from statistics import mean
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
@@ -76,14 +75,13 @@ class NerJob:
             return os.path.isfile(os.path.join(directory, RESULTS_FILE))
         return os.path.isfile(os.path.join(seed_dir(directory, self.seed), SEED_RESULTS_FILE))
 
-    def command(self, output_dir: str, config: str | None = None, ner_flags: Sequence[str] = ()) -> List[str]:
-        """The shell command that runs this job on its own (``bioptimus ner``, through this Python)."""
-        command = [sys.executable, "-m", "bioptimus_hf.commands", "ner"] + ([config] if config else [])
-        command += list(ner_flags) + ["--model_name_or_path", self.model_path, "--model_name", self.model,
-                                      "--data_dir", self.dataset, "--output_dir", self.directory(output_dir)]
+    def flags(self, output_dir: str) -> List[str]:
+        """This job's own ``bioptimus ner`` flags (after the shared ones, so that they win)."""
+        flags = ["--model_name_or_path", self.model_path, "--model_name", self.model,
+                 "--data_dir", self.dataset, "--output_dir", self.directory(output_dir)]
         if self.seed is not None:
-            command += ["--seeds", str(self.seed)]
-        return command
+            flags += ["--seeds", str(self.seed)]
+        return flags
 
     def arguments(self, template: tuple, output_dir: str) -> tuple:
         """The ``bioptimus ner`` arguments of this job: ``template`` (the comparison's config and flags, parsed)
@@ -136,6 +134,7 @@ def compare_models(
     datasets: Sequence[str],
     output_dir: str,
     ner_arguments: tuple | None = None,
+    fine_tune: Callable[..., dict] | None = None,
     rerun: bool = False,
     results_only: bool = False,
     seeds: Sequence[int] | None = None,
@@ -146,7 +145,8 @@ def compare_models(
 
     ``ner_arguments`` are the parsed ``bioptimus ner`` arguments every job shares
     (:data:`bioptimus_hf.commands.ner.ARGUMENT_TYPES`); each job replaces its model, dataset, output directory
-    and seed (:meth:`NerJob.arguments`). Not needed with ``results_only``.
+    and seed (:meth:`NerJob.arguments`), then ``fine_tune(*arguments)`` runs it. Neither is needed with
+    ``results_only``.
 
     With ``seeds`` every seed is a job of its own; ``job_index`` runs only that job of :func:`plan_jobs`
     (e.g. a SLURM array task or one GPU of several) and returns None: a later call with
@@ -158,13 +158,11 @@ def compare_models(
             raise ValueError(f"--job_index {job_index} is out of range: this comparison has {len(jobs)} jobs (0..{len(jobs) - 1})")
         jobs = [jobs[job_index]]
     if not results_only:
-        from ..commands.ner import fine_tune_ner
-
         for job in jobs:
             if rerun or not job.done(output_dir):
                 logger.info("comparison: %s on %s%s", job.model, job.dataset,
                             "" if job.seed is None else f", seed {job.seed}")
-                fine_tune_ner(*job.arguments(ner_arguments, output_dir))
+                fine_tune(*job.arguments(ner_arguments, output_dir))
     if job_index is not None:
         return None
     return merge_comparison(models, datasets, output_dir)
