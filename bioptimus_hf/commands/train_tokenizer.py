@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 
 from ..utils.corpus_reader import CorpusReadStats
 from ..utils.files import write_json_atomic, writing_directory
-from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME, coverage_report, extend_tokenizer, train_tokenizer
+from ..vocabulary.tokenizer_training import (
+    COVERAGE_REPORT_NAME,
+    coverage_report,
+    extend_tokenizer,
+    train_tokenizer,
+)
 from ..vocabulary.vocabulary_extension import VOCABULARY_MODES
 from .config_parser import parse_args
 
@@ -75,8 +80,8 @@ def run(argv: list[str] | None = None) -> dict:
     # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
     try:
         with writing_directory(args.output_dir) as output_dir:
-            options = dict(min_frequency=args.min_frequency, limit_alphabet=args.limit_alphabet,
-                           output_dir=str(output_dir), stats=stats)
+            options = {"min_frequency": args.min_frequency, "limit_alphabet": args.limit_alphabet,
+                       "output_dir": str(output_dir), "stats": stats}
             if args.vocabulary_mode == "extend":
                 extension = extend_tokenizer(
                     args.train_files, args.base_tokenizer, vocab_size=args.vocab_size,

@@ -26,13 +26,17 @@ import os
 import random
 import re
 import statistics
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 from transformers import PreTrainedTokenizerBase
 
 from ..utils.corpus_reader import CorpusReadStats, check_corpus_files, iter_text_lines
-from ..utils.tokenizer_families import TokenizerFamily, check_trainer_options, tokenizer_family
+from ..utils.tokenizer_families import (
+    TokenizerFamily,
+    check_trainer_options,
+    tokenizer_family,
+)
 from ..utils.tokenizer_loader import load_fast_tokenizer
 from .vocabulary_extension import VocabularyExtension, changed_base_ids
 
@@ -245,8 +249,7 @@ def save_tokenizer(tokenizer: PreTrainedTokenizerBase, output_dir: str) -> None:
     tokenizer.save_pretrained(output_dir)
     id_to_token = {i: t for t, i in tokenizer.get_vocab().items()}
     with open(os.path.join(output_dir, "vocab.txt"), "w", encoding="utf-8") as handle:
-        for i in range(len(id_to_token)):
-            handle.write(id_to_token[i] + "\n")
+        handle.writelines(id_to_token[i] + "\n" for i in range(len(id_to_token)))
 
 
 def _sample_lines(files: list[str], num_lines: int, seed: int) -> list[str]:

@@ -30,7 +30,7 @@ import json
 import os
 import tempfile
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
