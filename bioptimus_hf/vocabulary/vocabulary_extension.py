@@ -155,6 +155,14 @@ def changed_base_ids(base: PreTrainedTokenizerBase, tokenizer: PreTrainedTokeniz
     return sum(vocab.get(token) != index for token, index in base.get_vocab().items())
 
 
+def vocabulary_mode(base: PreTrainedTokenizerBase, tokenizer: PreTrainedTokenizerBase) -> dict:
+    """How ``tokenizer`` relates to the base vocabulary: ``{"mode": "extend", "added_tokens": n}`` when every base
+    entry keeps its string and id and ``n`` entries follow, else ``{"mode": "replace", "added_tokens": None}``."""
+    if changed_base_ids(base, tokenizer) == 0 and len(tokenizer) > len(base):
+        return {"mode": "extend", "added_tokens": len(tokenizer) - len(base)}
+    return {"mode": "replace", "added_tokens": None}
+
+
 def check_base_kept(base: PreTrainedTokenizerBase, extended: PreTrainedTokenizerBase) -> None:
     """Every base entry keeps its string and id, and the special tokens their roles (else a ValueError)."""
     changed = changed_base_ids(base, extended)
