@@ -111,6 +111,21 @@ def test_extension_keeps_the_base_pipeline_and_appends_the_family_s_entries(tmp_
     assert [reloaded(line)["input_ids"] for line in HELDOUT] == [extended(line)["input_ids"] for line in HELDOUT]
 
 
+@pytest.mark.parametrize("base_name", ["bert", "deberta"])
+def test_an_added_token_past_the_model_s_entries_keeps_its_id(tmp_path, bases, base_name):
+    """As DeBERTa-v3's [MASK] (an added token whose id follows the model's pieces): appended entries come after it,
+    and a Unigram model, whose ids are list positions, holds it at its id."""
+    base_dirs, corpus = bases
+    base = AutoTokenizer.from_pretrained(base_dirs[base_name])
+    assert base.add_tokens(["[EXTRA]"], special_tokens=True) == 1 and base.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
+    extended = extend_tokenizer([str(corpus)], base, vocab_size=BASE_SIZE + 21, sample_lines=100,
+                                show_progress=False).tokenizer
+    assert len(extended) == BASE_SIZE + 21 and extended.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
+    assert sorted(extended.get_vocab().values()) == list(range(BASE_SIZE + 21))
+    text = "the kinase [EXTRA] binds"
+    assert extended(text)["input_ids"].count(BASE_SIZE) == 1 == base(text)["input_ids"].count(BASE_SIZE)
+
+
 def test_cli_extends_reports_every_vocabulary_and_grows_auto_in_steps(tmp_path, bases, caplog):
     base_dirs, corpus = bases
     heldout = tmp_path / "heldout.txt"

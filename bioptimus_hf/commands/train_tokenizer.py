@@ -67,6 +67,7 @@ class TokenizerTrainingArguments:
     seed: int = field(default=0, metadata={"help": "Seed of the coverage sample."})
 
     def __post_init__(self):
+        self.vocab_size = str(self.vocab_size)  # a number from a config or a caller, or "auto"
         if self.vocab_size != "auto" and not self.vocab_size.isdigit():
             raise ValueError(f"--vocab_size {self.vocab_size!r} is neither a number nor auto")
         if self.vocab_size == "auto" and self.vocabulary_mode != "extend":

@@ -117,15 +117,18 @@ class VocabularyExtension:
         model = pipeline["model"]
         added = min(added, len(self.additions))
         new_tokens = self.additions[:added]
-        if self.family.model_type == "Unigram":
-            # Ids are list positions: ids past the model's pieces (added tokens such as DeBERTa-v3's [MASK]) are
-            # filled with those tokens' own content first, as tokenizers maps an added token found in the model.
-            by_id = {entry["id"]: entry["content"] for entry in pipeline.get("added_tokens", [])}
+        # Added tokens past the model's entries (DeBERTa-v3's [MASK], ModernBERT's extra tokens) get their ids from
+        # tokenizers after the model's when it loads: they become model entries at their ids first (tokenizers maps
+        # an added token found in the model to the model's id; they are matched before the model all the same).
+        outside = {entry["id"]: entry["content"] for entry in pipeline.get("added_tokens", [])
+                   if entry["content"] not in (model["vocab"] if isinstance(model["vocab"], dict) else ())}
+        if self.family.model_type == "Unigram":  # ids are list positions
             for missing in range(len(model["vocab"]), self.base_size):
-                model["vocab"].append([by_id[missing], 0.0])
+                model["vocab"].append([outside[missing], 0.0])
             model["vocab"].extend([token, self.scores[token]] for token in new_tokens)
         else:
             vocab = model["vocab"]
+            vocab.update({content: index for index, content in outside.items()})
             for offset, token in enumerate(new_tokens):
                 vocab[token] = self.base_size + offset
             if self.family.model_type == "BPE":
