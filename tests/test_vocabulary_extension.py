@@ -1,7 +1,8 @@
 """Extending a base vocabulary (bioptimus-train-tokenizer --vocabulary_mode extend) on a WordPiece BERT, a byte-level
-BPE RoBERTa and a SentencePiece Unigram DeBERTa base (tests/family_helpers.py): the base kept entry for entry, the
-domain tokens appended the way each family's model works, the coverage report, every init strategy copying the
-base rows bit for bit, and the whole recipe to a release that reloads with from_pretrained."""
+BPE RoBERTa and a SentencePiece Unigram DeBERTa base (tests/family_helpers.py; the extension itself on a
+SentencePiece BPE base too): the base kept entry for entry, the domain tokens appended the way each family's model
+works, the coverage report, every init strategy copying the base rows bit for bit, and the whole recipe to a release
+that reloads with from_pretrained."""
 
 import json
 import logging
@@ -29,7 +30,7 @@ HELDOUT = corpus_lines(60, 1500)  # lines neither the bases nor the corpora saw
 def bases(tmp_path_factory):
     root = tmp_path_factory.mktemp("bases")
     corpus = write_corpus(root / "corpus.txt", lines=300)
-    return {base: build_base(base, root / base) for base in FAMILIES}, corpus
+    return {base: build_base(base, root / base) for base in [*FAMILIES, "sentencepiece_bpe"]}, corpus
 
 
 def _pipeline(tokenizer):
@@ -64,7 +65,7 @@ def assert_base_kept_and_base_text_tokenized_as_base(base, extended):
     assert base("x y")["input_ids"][:1] == extended("x y")["input_ids"][:1]  # the post-processor's specials
 
 
-@pytest.mark.parametrize("base_name", list(FAMILIES))
+@pytest.mark.parametrize("base_name", [*FAMILIES, "sentencepiece_bpe"])
 def test_extension_keeps_the_base_pipeline_and_appends_the_family_s_entries(tmp_path, bases, base_name):
     base_dirs, corpus = bases
     base = AutoTokenizer.from_pretrained(base_dirs[base_name])
@@ -79,7 +80,7 @@ def test_extension_keeps_the_base_pipeline_and_appends_the_family_s_entries(tmp_
     base_model, extended_model = base_json.pop("model"), extended_json.pop("model")
     assert extended_json == base_json
     assert type(extended).__name__ == type(base).__name__
-    if base_name == "roberta":  # byte-level BPE: the base merges first, the domain merges after, with their tokens
+    if extended_model["type"] == "BPE":  # byte-level or SentencePiece BPE: the base merges first, the domain merges after, with their tokens
         merges = extended_model["merges"]
         assert merges[:len(base_model["merges"])] == base_model["merges"]
         appended = merges[len(base_model["merges"]):]
