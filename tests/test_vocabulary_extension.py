@@ -80,7 +80,7 @@ def test_extension_keeps_the_base_pipeline_and_appends_the_family_s_entries(tmp_
     base_model, extended_model = base_json.pop("model"), extended_json.pop("model")
     assert extended_json == base_json
     assert type(extended).__name__ == type(base).__name__
-    if extended_model["type"] == "BPE":  # byte-level or SentencePiece BPE: the base merges first, the domain merges after, with their tokens
+    if extended_model["type"] == "BPE":  # byte-level or SentencePiece: base merges first, then the domain's with tokens
         merges = extended_model["merges"]
         assert merges[:len(base_model["merges"])] == base_model["merges"]
         appended = merges[len(base_model["merges"]):]
@@ -118,7 +118,8 @@ def test_an_added_token_past_the_model_s_entries_keeps_its_id(tmp_path, bases, b
     and a Unigram model, whose ids are list positions, holds it at its id."""
     base_dirs, corpus = bases
     base = AutoTokenizer.from_pretrained(base_dirs[base_name])
-    assert base.add_tokens(["[EXTRA]"], special_tokens=True) == 1 and base.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
+    assert base.add_tokens(["[EXTRA]"], special_tokens=True) == 1
+    assert base.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
     extended = extend_tokenizer([str(corpus)], base, vocab_size=BASE_SIZE + 21, sample_lines=100,
                                 show_progress=False).tokenizer
     assert len(extended) == BASE_SIZE + 21 and extended.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
@@ -197,7 +198,8 @@ def _untied_bert(directory, target):
 
 
 @pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
-@pytest.mark.parametrize("strategy", ["random", "averaged", "contextualized", "mean_cov", "token_distillation", "focus"])
+@pytest.mark.parametrize("strategy",
+                         ["random", "averaged", "contextualized", "mean_cov", "token_distillation", "focus"])
 def test_every_strategy_copies_every_base_row_bit_for_bit_and_searches_added_tokens_only(
         tmp_path, bases, monkeypatch, strategy, tied):
     base_dirs, corpus = bases
