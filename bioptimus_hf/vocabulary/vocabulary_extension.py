@@ -83,7 +83,7 @@ class VocabularyExtension:
         base_vocab = base.get_vocab()
         candidate_model = _pipeline(candidate)["model"]
         if self.family.model_type == "BPE":
-            self.merges = self._usable_merges(_pipeline(base)["model"], candidate_model, base_vocab)
+            self.merges = self._usable_merges(candidate_model, base_vocab)
             self.additions = [left + right for left, right in self.merges]
         else:
             counts = _emissions(candidate, lines)
@@ -98,7 +98,8 @@ class VocabularyExtension:
             self.scores = scores
 
     @staticmethod
-    def _usable_merges(base_model: dict, candidate_model: dict, base_vocab: dict) -> list[tuple[str, str]]:
+    def _usable_merges(candidate_model: dict, base_vocab: dict) -> list[tuple[str, str]]:
+        """The candidate's merges, in order, whose parts are known and whose result is not (it becomes known)."""
         known = set(base_vocab)
         usable = []
         for merge in candidate_model["merges"]:
