@@ -49,7 +49,8 @@ from bioptimus_hf.utils.cli import exit_on_bad_input
 from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.files import write_json_atomic
 from bioptimus_hf.utils.sequence_length import max_model_tokens
-from bioptimus_hf.vocabulary.embedding_init import INIT_REPORT_NAME, build_initialized_model, start_model_provenance
+from bioptimus_hf.vocabulary.embedding_init import (INIT_REPORT_NAME, build_initialized_model, start_model_provenance,
+                                                    vocabulary_facts)
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 
 logger = logging.getLogger(__name__)
@@ -213,6 +214,7 @@ def pretrain(model_args: ModelArguments, init_args: EmbeddingInitArguments, data
             "masking_stream": collator.masking_stream,
             "train_files": [os.path.basename(f) for f in data_args.train_file or []],
             "dataset_name": data_args.dataset_name,
+            **vocabulary_facts(init_report, model_args.model_name_or_path),
             **({"lexical_warmup": lexical_warmup_facts} if lexical_warmup_facts is not None else {}),
         },
         on_release=[publisher] if publisher is not None else [],

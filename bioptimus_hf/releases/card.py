@@ -314,6 +314,7 @@ def build_card(
         init_strategy=run.init_strategy,
         init_description=strategy.description if strategy else None,
         tokenizer_text=public_name(run.tokenizer),
+        added_tokens=run.added_tokens if run.vocabulary_mode == "extend" else None,
         train_files=[os.path.basename(f) for f in run.train_files],
         hub_datasets=dataset_ids,
         steps=info.global_step if info.global_step is not None else info.end_step,

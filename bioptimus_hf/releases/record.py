@@ -260,6 +260,10 @@ class RunFacts:
     init_strategy: str | None = None
     tokenizer: str | None = None  # public name of the tokenizer (folder name or Hub id)
     vocab_size: int | None = None
+    # "extend": the base vocabulary kept with ``added_tokens`` appended; "replace": a new vocabulary. None (and not
+    # written): a run of the base vocabulary, or a record written before the choice existed.
+    vocabulary_mode: str | None = None
+    added_tokens: int | None = None
     max_seq_length: int | None = None
     packing: bool | None = None
     masked_only_prediction: bool | None = None
@@ -338,6 +342,9 @@ class RunFacts:
         data = asdict(self)
         if self.lexical_warmup is None:
             del data["lexical_warmup"]  # a run without the warm-up writes the same record as before it existed
+        for key in ("vocabulary_mode", "added_tokens"):
+            if data[key] is None:
+                del data[key]  # likewise a run whose vocabulary mode is unknown
         data["effective_train_batch_size"] = self.effective_train_batch_size
         return data
 

@@ -47,6 +47,7 @@ from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
 from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
 from .new_rows import ROW_INITIALIZERS, new_token_rows
+from .vocabulary_extension import vocabulary_mode
 
 SPECIAL_ROLES = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 INIT_REPORT_NAME = "init_report.json"
@@ -513,6 +514,7 @@ class ContextualizedEmbeddingInitializer:
             for n, b in self.mapped_by_role.items()
         }
         report["tied_embeddings"] = tied
+        report["vocabulary"] = vocabulary_mode(self.base_tokenizer, self.new_tokenizer)
         report["fallback_tokens"] = self.new_tokenizer.convert_ids_to_tokens(fallback)
         report["timings_s"]["total"] = time.perf_counter() - started
         return model, report
@@ -607,6 +609,18 @@ def start_model_provenance(model_name_or_path: str | None, tokenizer_name_or_pat
     if tokenizer_name_or_path is None:
         tokenizer = report.get("new_tokenizer") or tokenizer
     return report.get("strategy") or init_strategy, report.get("base_model") or model_name_or_path, tokenizer
+
+
+def vocabulary_facts(init_report: Mapping[str, Any] | None, model_name_or_path: str | None) -> dict:
+    """``{"vocabulary_mode", "added_tokens"}`` of a run for its records: from its initialisation's report, or,
+    continuing a checkpoint of ``bioptimus-init-embeddings``, from that checkpoint's; empty when neither says."""
+    vocabulary = (init_report or {}).get("vocabulary")
+    if vocabulary is None and (init_report or {}).get("strategy") == "continued" and model_name_or_path is not None:
+        report_file = Path(model_name_or_path) / INIT_REPORT_NAME
+        vocabulary = read_json(report_file).get("vocabulary") if report_file.is_file() else None
+    if not vocabulary:
+        return {}
+    return {"vocabulary_mode": vocabulary["mode"], "added_tokens": vocabulary["added_tokens"]}
 
 
 def _has_tokenizer(name_or_path: str) -> bool:

@@ -8,9 +8,13 @@ base model whose embeddings are then re-initialised by `bioptimus_hf.vocabulary.
 (WordPiece, byte-level BPE, SentencePiece Unigram/BPE) and their trainer options:
 `bioptimus_hf.utils.tokenizer_families`.
 
-Function: `train_tokenizer(files, base_tokenizer, vocab_size=30522, ...)`.
-CLI: `bioptimus-train-tokenizer --train_files a.txt b.txt --base_tokenizer DIR --output_dir OUT`
-(`bioptimus_hf.commands.train_tokenizer`).
+`extend_tokenizer` keeps the base vocabulary instead and appends the domain's tokens, chosen from such a
+vocabulary (`bioptimus_hf.vocabulary.vocabulary_extension`); `vocab_size="auto"` grows it in steps until the
+corpus's tokens per word stop improving.
+
+Functions: `train_tokenizer(files, base_tokenizer, vocab_size=30522, ...)`, `extend_tokenizer(...)`.
+CLI: `bioptimus-train-tokenizer --train_files a.txt b.txt --base_tokenizer DIR --output_dir OUT
+[--vocabulary_mode extend]` (`bioptimus_hf.commands.train_tokenizer`).
 """
 
 from __future__ import annotations
@@ -21,13 +25,20 @@ import logging
 import os
 import random
 import re
-from typing import Iterable, Iterator
+import statistics
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 from transformers import PreTrainedTokenizerBase
 
 from ..utils.corpus_reader import CorpusReadStats, check_corpus_files, iter_text_lines
-from ..utils.tokenizer_families import TokenizerFamily, check_trainer_options, tokenizer_family
+from ..utils.tokenizer_families import (
+    TokenizerFamily,
+    check_trainer_options,
+    tokenizer_family,
+)
 from ..utils.tokenizer_loader import load_fast_tokenizer
+from .vocabulary_extension import VocabularyExtension, changed_base_ids
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +105,7 @@ def train_tokenizer(
     output_dir: str | None = None,
     show_progress: bool = True,
     stats: CorpusReadStats | None = None,
+    warn_not_carried_over: bool = True,
 ) -> PreTrainedTokenizerBase:
     """Train a vocabulary of `vocab_size` entries on `files` with the base tokenizer's pipeline and trainer.
 
@@ -108,7 +120,7 @@ def train_tokenizer(
     family = tokenizer_family(base)
     trainer_options = check_trainer_options(family, {"min_frequency": min_frequency, "limit_alphabet": limit_alphabet})
     _check_vocab_size(vocab_size, base, family)
-    for what in not_carried_over(base, family):
+    for what in not_carried_over(base, family) if warn_not_carried_over else ():
         logger.warning("vocabulary training from %s: not carried over: %s", base.name_or_path, what)
     files = check_corpus_files(files, what="tokenizer training corpus").files
     stats = stats if stats is not None else CorpusReadStats()
@@ -138,6 +150,95 @@ def train_tokenizer(
     return new
 
 
+@dataclass
+class Extension:
+    """What `extend_tokenizer` made: the extended tokenizer, the candidate vocabulary it drew from, how the
+    candidates were ranked, and (``vocab_size="auto"``) each growth step."""
+
+    tokenizer: PreTrainedTokenizerBase
+    candidate: PreTrainedTokenizerBase
+    added_tokens: int
+    usefulness: str
+    auto_steps: list[dict] = field(default_factory=list)
+
+
+def extend_tokenizer(
+    files: Iterable[str] | str,
+    base_tokenizer: str | PreTrainedTokenizerBase,
+    vocab_size: int | str = 30522,
+    candidate_vocab_size: int | None = None,
+    auto_step: int | None = None,
+    auto_threshold: float = 0.01,
+    min_frequency: int | None = None,
+    limit_alphabet: int | None = None,
+    sample_lines: int = 2000,
+    seed: int = 0,
+    output_dir: str | None = None,
+    show_progress: bool = True,
+    stats: CorpusReadStats | None = None,
+) -> Extension:
+    """The base tokenizer with domain tokens appended, up to `vocab_size` entries in all.
+
+    The candidates come from a vocabulary of `candidate_vocab_size` entries (default: `vocab_size`, which always
+    leaves enough candidates; with "auto", twice the base's) trained on `files` by `train_tokenizer`, ranked as
+    `bioptimus_hf.vocabulary.vocabulary_extension` says per family on a sample of `sample_lines` corpus lines.
+    `vocab_size="auto"` adds `auto_step` tokens at a time (default a tenth of the base vocabulary) while the sampled
+    lines' tokens per word fall by at least `auto_threshold` (relative) per step, and keeps the last size that did.
+    """
+    base = _load_base_tokenizer(base_tokenizer)
+    base_size = len(base)
+    auto = str(vocab_size) == "auto"
+    if not auto:
+        try:
+            vocab_size = int(vocab_size)
+        except ValueError:
+            raise ValueError(f"--vocab_size {vocab_size!r} is neither a number nor 'auto'") from None
+        if vocab_size <= base_size:
+            raise ValueError(f"--vocab_size {vocab_size} leaves nothing to add to the base's {base_size} entries with "
+                             f"--vocabulary_mode extend (the total, base included). Use --vocab_size "
+                             f"{base_size + 1} or more, or auto")
+    if auto_threshold <= 0:
+        raise ValueError(f"--auto_vocab_threshold {auto_threshold} must be positive (a relative improvement)")
+    candidate_size = candidate_vocab_size or (2 * base_size if auto else vocab_size)
+    files = check_corpus_files(files, what="tokenizer training corpus").files
+    candidate = train_tokenizer(files, base, vocab_size=candidate_size, min_frequency=min_frequency,
+                                limit_alphabet=limit_alphabet, show_progress=show_progress, stats=stats,
+                                warn_not_carried_over=False)
+    lines = _sample_lines(files, sample_lines, seed)
+    extension = VocabularyExtension(base, candidate, lines)
+    if not len(extension):
+        raise ValueError(f"the {candidate_size}-entry vocabulary trained on the corpus has nothing the base lacks: "
+                         "there is no domain token to add (a larger --candidate_vocab_size or corpus)")
+    steps: list[dict] = []
+    if auto:
+        step = auto_step or max(1, base_size // 10)
+        if step <= 0:
+            raise ValueError(f"--auto_vocab_step {auto_step} must be positive")
+        added, previous = 0, _tokens_per_word(base, lines)
+        steps.append({"added_tokens": 0, "vocab_size": base_size, "tokens_per_word": previous, "improvement": None})
+        while added < len(extension):
+            trial = min(added + step, len(extension))
+            current = _tokens_per_word(extension.build(trial), lines)
+            improvement = (previous - current) / previous if previous else 0.0
+            steps.append({"added_tokens": trial, "vocab_size": base_size + trial, "tokens_per_word": current,
+                          "improvement": improvement})
+            logger.info("vocabulary growth: +%d tokens (%d in all): %.4f tokens per word, %.2f%% fewer than the step "
+                        "before", trial, base_size + trial, current, 100 * improvement)
+            if improvement < auto_threshold:
+                break
+            added, previous = trial, current
+        added = added or steps[-1]["added_tokens"]  # even the first step fell short: keep it, said in the report
+    else:
+        added = min(vocab_size - base_size, len(extension))
+        if added < vocab_size - base_size:
+            logger.warning("--vocab_size %d: the candidate vocabulary has only %d tokens to add; the extended "
+                           "vocabulary has %d entries", vocab_size, added, base_size + added)
+    tokenizer = extension.build(added)
+    if output_dir is not None:
+        save_tokenizer(tokenizer, output_dir)
+    return Extension(tokenizer, candidate, added, extension.usefulness, steps)
+
+
 # The name of bioptimus-hf 0.1, when WordPiece was the only family.
 train_wordpiece_tokenizer = train_tokenizer
 
@@ -148,8 +249,7 @@ def save_tokenizer(tokenizer: PreTrainedTokenizerBase, output_dir: str) -> None:
     tokenizer.save_pretrained(output_dir)
     id_to_token = {i: t for t, i in tokenizer.get_vocab().items()}
     with open(os.path.join(output_dir, "vocab.txt"), "w", encoding="utf-8") as handle:
-        for i in range(len(id_to_token)):
-            handle.write(id_to_token[i] + "\n")
+        handle.writelines(id_to_token[i] + "\n" for i in range(len(id_to_token)))
 
 
 def _sample_lines(files: list[str], num_lines: int, seed: int) -> list[str]:
@@ -182,16 +282,44 @@ def _pieces_per_word(tokenizer: PreTrainedTokenizerBase, lines: list[str]) -> li
     return counts
 
 
+def _tokens_per_word(tokenizer: PreTrainedTokenizerBase, lines: list[str]) -> float:
+    pieces = _pieces_per_word(tokenizer, lines)
+    return sum(pieces) / max(len(pieces), 1)
+
+
+def vocabulary_measures(tokenizer: PreTrainedTokenizerBase, base: PreTrainedTokenizerBase, lines: list[str]) -> dict:
+    """One vocabulary on sampled lines: tokens per word, words split into 3 or more pieces, base entries whose
+    string or id changed, and how much shorter a typical line (an abstract, in an abstracts corpus) becomes."""
+    pieces = _pieces_per_word(tokenizer, lines)
+    per_line = [len(ids) for ids in tokenizer(lines, add_special_tokens=False, verbose=False)["input_ids"]]
+    base_per_line = [len(ids) for ids in base(lines, add_special_tokens=False, verbose=False)["input_ids"]]
+    shortening = [1 - n / b for n, b in zip(per_line, base_per_line) if b]
+    return {
+        "vocab_size": len(tokenizer),
+        "tokens_per_word": sum(pieces) / max(len(pieces), 1),
+        "words_split_3_or_more": sum(n >= 3 for n in pieces),
+        "words_split_3_or_more_fraction": sum(n >= 3 for n in pieces) / max(len(pieces), 1),
+        "changed_base_ids": changed_base_ids(base, tokenizer),
+        "median_line_tokens": statistics.median(per_line) if per_line else None,
+        "median_line_shortening_vs_base": statistics.median(shortening) if shortening else None,
+    }
+
+
 def coverage_report(
     new_tokenizer: PreTrainedTokenizerBase,
     base_tokenizer: str | PreTrainedTokenizerBase,
     files: Iterable[str] | str,
     sample_lines: int = 2000,
     seed: int = 0,
+    compared: dict[str, PreTrainedTokenizerBase] | None = None,
+    heldout_files: Iterable[str] | None = None,
 ) -> dict:
     """Compare the new vocabulary with the base one: shared and new entries, and on a sample of corpus lines how
     many words (whitespace-separated word occurrences, whatever the family: ``COVERAGE_WORDS``) the new tokenizer
-    splits into fewer / as many / more pieces than the base tokenizer, and the pieces per word of each."""
+    splits into fewer / as many / more pieces than the base tokenizer, and the pieces per word of each.
+
+    ``vocabularies`` holds `vocabulary_measures` of the base and of each of ``compared`` (name -> tokenizer;
+    default ``{"new": new_tokenizer}``) on the corpus sample and, with ``heldout_files``, on a sample of those."""
     base = _load_base_tokenizer(base_tokenizer)
     family, new_family = tokenizer_family(base), tokenizer_family(new_tokenizer)
     if family != new_family:
@@ -207,6 +335,12 @@ def coverage_report(
     fewer = sum(n < b for b, n in zip(base_pieces, new_pieces))
     more = sum(n > b for b, n in zip(base_pieces, new_pieces))
     words = len(base_pieces)
+    vocabularies = {"base": base, **(compared or {"new": new_tokenizer})}
+    measured = {"corpus": {name: vocabulary_measures(t, base, lines) for name, t in vocabularies.items()}}
+    if heldout_files:
+        heldout = _sample_lines(check_corpus_files(heldout_files, what="held-out text (--heldout_files)").files,
+                                sample_lines, seed)
+        measured["heldout"] = {name: vocabulary_measures(t, base, heldout) for name, t in vocabularies.items()}
     return {
         "family": family.name,
         "word_start": family.word_start,
@@ -226,4 +360,5 @@ def coverage_report(
             "base_words_split": sum(b > 1 for b in base_pieces),
             "new_words_split": sum(n > 1 for n in new_pieces),
         },
+        "vocabularies": measured,
     }
