@@ -21,7 +21,7 @@ LINE_BUDGETS = {
     "qikfind.md": 200,
     "scale_out.md": 100,
     "study.md": 380,
-    "vocabulary_and_init.md": 370,
+    "vocabulary_and_init.md": 375,
     "speed.md": 400,
     "main_job.md": 80,
     "hub.md": 150,
