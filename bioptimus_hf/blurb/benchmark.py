@@ -46,7 +46,8 @@ class BenchmarkArguments:
     ner_config: str = field(default=DEFAULT_NER_CONFIG, metadata={"help": "run_ner.py's config for the NER sets."})
     datasets: list[str] | None = field(
         default=None, metadata={"help": "Only these datasets (sub-directory names; default: every one present)."})
-    model_name: str | None = field(default=None, metadata={"help": "Name in the table (default: the path's basename)."})
+    model_name: str | None = field(default=None,
+                                   metadata={"help": "Name in the table (default: the path's basename)."})
     save_model: bool = field(default=False, metadata={"help": "Keep each seed's fine-tuned model."})
     num_train_epochs: float | None = field(default=None, metadata={"help": "Override every task's epochs."})
     max_steps: int | None = field(default=None, metadata={"help": "Override every task's steps (a CPU budget)."})
@@ -163,7 +164,8 @@ def benchmark_table(rows: Sequence[dict[str, Any]], seeds: Sequence[int], model_
     overall = score_of({row["dataset"]: row["mean"] for row in rows})
     per_seed = {str(seed): score_of({row["dataset"]: row["per_seed"][str(seed)] for row in rows}) for seed in seeds}
     task_types = {task_type: {"score": entry["score"], "datasets": list(entry["datasets"]),
-                              "per_seed": {seed: per_seed[seed]["task_types"][task_type]["score"] for seed in per_seed}}
+                              "per_seed": {seed: entry["task_types"][task_type]["score"]
+                                           for seed, entry in per_seed.items()}}
                   for task_type, entry in overall["task_types"].items()}
     return {"model_name": model_name, "model_name_or_path": model_name_or_path, "seeds": list(seeds),
             "datasets": list(rows), "task_types": task_types, "score": overall["score"],
