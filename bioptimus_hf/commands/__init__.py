@@ -7,6 +7,8 @@
 | ``bioptimus-publish`` | ``publish`` | releases to the Hub |
 | ``bioptimus-ner-tag`` | ``tag_entities`` | entities in raw text with a fine-tuned model |
 | ``bioptimus-ner-compare`` | ``compare_ner`` | models × NER datasets table through run_ner.py |
+| ``bioptimus-blurb`` | ``blurb`` | the BLURB benchmark of one model: every dataset, seeds, one table and score |
+| ``bioptimus-blurb-compare`` | ``compare_blurb`` | BLURB tables of several models, differences paired by seed |
 | ``bioptimus-task-difficulty`` | ``task_difficulty`` | a model's MLM loss under each curriculum phase's masking |
 
 Every one parses with :func:`bioptimus_hf.commands.config_parser.parse_args` (HfArgumentParser, a
