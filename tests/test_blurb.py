@@ -204,6 +204,15 @@ def test_stabilisation_options_are_run_ners(tiny, tmp_path):
     assert not torch.equal(tuned["encoder.layer.1.output.dense.weight"], start["encoder.layer.1.output.dense.weight"])
 
 
+def test_a_training_subset_keeps_the_classes_of_the_whole_training_file(tmp_path):
+    """--max_train_samples (a CPU budget) keeps the first rows; the model's classes stay the training file's, so
+    a dev label that the first rows lack is not an error."""
+    data_dir = write_task_dir(tmp_path / "DDI", "relation_extraction", sizes=(6, 3, 3))
+    data = load_blurb_data(data_dir, limits=(1, None, None))
+    assert [row["id"] for row in data.train.rows] == ["r0"]
+    assert data.labels == ["DDI-advise", "DDI-effect", "DDI-false"]
+
+
 # ---------------------------------------------------------------- bad input
 
 
