@@ -219,3 +219,21 @@ def test_unknown_dataset_is_named(bench, tmp_path):
     with pytest.raises(SystemExit, match="--datasets BC2GM: not found; present: BIOSSES, DDI"):
         blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--blurb_dir",
                             str(root / "blurb"), "--datasets", "BC2GM"])
+
+
+def test_a_bad_file_of_any_dataset_stops_the_run_before_anything_trains(tmp_path):
+    write_task_dir(tmp_path / "blurb" / "AAA", "relation_extraction")
+    bad = Path(write_task_dir(tmp_path / "blurb" / "ZZZ", "question_answering"))
+    (bad / "test.jsonl").write_text('{"id": "1", "question": "q", "context": "c", "label": "yes"}\n[1]\n')
+    argv = ["--model_name_or_path", "no/model/needed", "--output_dir", str(tmp_path / "out"),
+            "--blurb_dir", str(tmp_path / "blurb")]
+    with pytest.raises(SystemExit) as error:
+        blurb_command.main(argv)
+    assert str(error.value) == f"error: {bad / 'test.jsonl'}, line 2: expected a JSON object, got list"
+    assert not (tmp_path / "out" / "AAA").exists()
+
+    ner = Path(write_dataset_dir(str(tmp_path / "ner" / "NER"), sizes=(4, 2, 2), types=("Disease",)))
+    (ner / "test.tsv").write_text("aspirin\tB-Chemical\n\n")
+    with pytest.raises(SystemExit, match=r"test.tsv: entity type\(s\) absent from the training file"):
+        blurb_command.main(argv[:4] + ["--ner_dir", str(tmp_path / "ner"), "--ner_config", NER_CONFIG])
+    assert not (tmp_path / "out" / "NER").exists()

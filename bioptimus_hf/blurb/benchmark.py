@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from statistics import mean, stdev
 from typing import Any
 
-from ..ner.conll import is_ner_data_dir
+from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..ner.results import SEED_RESULTS_FILE, seed_dir
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
-from .data import read_task_type, split_path
+from .data import load_blurb_data, read_task_type, split_path
 from .results import seed_finished
 from .run import blurb_arguments_from_dict, run_blurb_task
 from .score import NER, DatasetScore, blurb_score
@@ -101,6 +101,19 @@ def find_datasets(blurb_dir: str | None, ner_dir: str | None,
     if not found:
         raise ValueError(f"no BLURB dataset under --blurb_dir {blurb_dir} or --ner_dir {ner_dir}")
     return found
+
+
+def check_datasets(datasets: Sequence[BenchmarkDataset]) -> None:
+    """Read and check every file before anything trains: a bad file of the last dataset is reported first, not
+    after hours of fine-tuning the others (the message names the file and line)."""
+    for dataset in datasets:
+        if dataset.task_type != NER:
+            load_blurb_data(dataset.data_dir)
+            continue
+        splits = [read_conll(ner_split_path(dataset.data_dir, split)) for split in NER_SPLITS
+                  if os.path.isfile(ner_split_path(dataset.data_dir, split))]
+        for other in splits[1:]:
+            check_entity_types(splits[0], other)
 
 
 def _overrides(args: BenchmarkArguments) -> dict[str, Any]:
@@ -188,6 +201,7 @@ def run_benchmark(args: BenchmarkArguments, ner_main: Callable[[list[str]], Any]
     datasets = find_datasets(args.blurb_dir, args.ner_dir, args.datasets)
     if ner_main is None and any(d.task_type == NER for d in datasets):
         raise ValueError("NER sets found but no NER runner given")
+    check_datasets(datasets)
     os.makedirs(args.output_dir, exist_ok=True)
     for dataset in datasets:
         run_dataset(args, dataset, ner_main)
