@@ -126,6 +126,22 @@ def test_a_second_run_trains_nothing_and_a_lost_seed_alone_is_trained_again(benc
     assert again["datasets"] == table["datasets"]  # same seed, same data, same machine: the same scores
 
 
+def test_seeds_fine_tuned_under_other_settings_are_not_mixed_in_one_row(bench, tmp_path):
+    root, argv, _ = bench
+    out = tmp_path / "out"
+    shutil.copytree(root / "out", out)
+    stale = out / "HoC" / "seed_2" / "seed_results.json"
+    record = json.loads(stale.read_text())
+    record["run_info"]["learning_rate"] = 1.0
+    stale.write_text(json.dumps(record))
+    at = argv.index("--output_dir") + 1
+    with pytest.raises(SystemExit) as error:
+        blurb_command.main(argv[:at] + [str(out)] + argv[at + 1:])
+    first = out / "HoC" / "seed_1" / "seed_results.json"
+    assert str(error.value) == (f"error: {stale} and {first} were fine-tuned under different settings; remove the "
+                                "stale seed directory or use another --output_dir")
+
+
 def _table(scores, seeds=(1, 2, 3)):
     """A table from {dataset: (task type, [per-seed scores])}."""
     metrics = {"sentence_similarity": "pearson", "question_answering": "accuracy"}
@@ -237,3 +253,12 @@ def test_a_bad_file_of_any_dataset_stops_the_run_before_anything_trains(tmp_path
     with pytest.raises(SystemExit, match=r"test.tsv: entity type\(s\) absent from the training file"):
         blurb_command.main(argv[:4] + ["--ner_dir", str(tmp_path / "ner"), "--ner_config", NER_CONFIG])
     assert not (tmp_path / "out" / "NER").exists()
+
+
+def test_a_name_under_both_directories_is_refused(tmp_path):
+    write_task_dir(tmp_path / "blurb" / "GAD", "relation_extraction")
+    write_dataset_dir(str(tmp_path / "ner" / "GAD"), sizes=(4, 2, 2))
+    refusal = r"^error: dataset\(s\) GAD under both --ner_dir and --blurb_dir: rename one$"
+    with pytest.raises(SystemExit, match=refusal):
+        blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path / "out"), "--ner_config",
+                            NER_CONFIG, "--blurb_dir", str(tmp_path / "blurb"), "--ner_dir", str(tmp_path / "ner")])

@@ -80,18 +80,27 @@ class BenchmarkDataset:
     data_dir: str
 
 
+def _sub_directories(root: str | None) -> list[tuple[str, str]]:
+    if not root:
+        return []
+    return [(name, os.path.join(root, name)) for name in sorted(os.listdir(root))
+            if os.path.isdir(os.path.join(root, name))]
+
+
 def find_datasets(blurb_dir: str | None, ner_dir: str | None,
                   only: Sequence[str] | None = None) -> list[BenchmarkDataset]:
     """The datasets under the two directories, NER first, each sorted by name; ``only`` keeps those named."""
     found = []
-    for root, is_data in ((ner_dir, is_ner_data_dir), (blurb_dir, lambda d: os.path.isfile(split_path(d, "train")))):
-        if not root:
-            continue
-        for name in sorted(os.listdir(root)):
-            path = os.path.join(root, name)
-            if os.path.isdir(path) and is_data(path):
-                task_type = NER if root == ner_dir else read_task_type(path).name
-                found.append(BenchmarkDataset(name, task_type, path))
+    for name, path in _sub_directories(ner_dir):
+        if is_ner_data_dir(path):
+            found.append(BenchmarkDataset(name, NER, path))
+    for name, path in _sub_directories(blurb_dir):
+        if os.path.isfile(split_path(path, "train")):
+            found.append(BenchmarkDataset(name, read_task_type(path).name, path))
+    names = [d.name for d in found]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # each dataset's runs go to <output_dir>/<name>/
+        raise ValueError(f"dataset(s) {', '.join(twice)} under both --ner_dir and --blurb_dir: rename one")
     if only:
         unknown = sorted(set(only) - {d.name for d in found})
         if unknown:
@@ -152,15 +161,17 @@ def _std(values: Sequence[float]) -> float:
 
 def dataset_row(dataset: BenchmarkDataset, output_dir: str, seeds: Sequence[int]) -> dict[str, Any]:
     """One dataset's test scores per seed (0-100), their mean and sample standard deviation."""
-    per_seed = {}
-    metric = "f1"
-    for seed in seeds:
-        record = read_json(os.path.join(seed_dir(output_dir, seed), SEED_RESULTS_FILE))
-        key = "test_f1" if dataset.task_type == NER else "test_score"
+    key = "test_f1" if dataset.task_type == NER else "test_score"
+    paths = [os.path.join(seed_dir(output_dir, seed), SEED_RESULTS_FILE) for seed in seeds]
+    records = [read_json(path) for path in paths]
+    for path, record in zip(paths, records):
         if record["run"].get(key) is None:
-            raise ValueError(f"{seed_dir(output_dir, seed)}: no test score ({key}): the dataset has no test split")
-        per_seed[str(seed)] = 100 * record["run"][key]
-        metric = record["run_info"].get("metric", "f1")
+            raise ValueError(f"{path}: no test score ({key}): the dataset has no test split")
+        if record["run_info"] != records[0]["run_info"]:  # one row, one configuration
+            raise ValueError(f"{path} and {paths[0]} were fine-tuned under different settings; remove the stale "
+                             "seed directory or use another --output_dir")
+    per_seed = {str(seed): 100 * record["run"][key] for seed, record in zip(seeds, records)}
+    metric = records[0]["run_info"].get("metric", "f1")  # run_ner.py's runs: entity-level F1
     values = list(per_seed.values())
     return {"dataset": dataset.name, "task_type": dataset.task_type, "metric": metric, "per_seed": per_seed,
             "mean": mean(values), "std": _std(values)}
