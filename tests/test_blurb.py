@@ -19,7 +19,6 @@ from bioptimus_hf.blurb.metrics import (document_classification_scores, negative
                                         question_answering_scores, relation_extraction_scores, score,
                                         sentence_similarity_scores)
 from bioptimus_hf.blurb.tasks import TASK_TYPES
-from bioptimus_hf.utils.cli import exit_on_bad_input
 
 from conftest import DATA_DIR
 from ner_helpers import build_tiny_bert, one_thread  # noqa: F401
@@ -119,7 +118,7 @@ def tiny(tmp_path_factory):
 
 
 def run(model, data_dir, output_dir, *flags):
-    return run_blurb.main(["--model_name_or_path", model, "--data_dir", data_dir, "--output_dir", str(output_dir),
+    return run_blurb.run(["--model_name_or_path", model, "--data_dir", data_dir, "--output_dir", str(output_dir),
                            *FAST, *flags])
 
 
@@ -204,6 +203,15 @@ def test_stabilisation_options_are_run_ners(tiny, tmp_path):
     assert not torch.equal(tuned["encoder.layer.1.output.dense.weight"], start["encoder.layer.1.output.dense.weight"])
 
 
+def test_a_training_subset_keeps_the_classes_of_the_whole_training_file(tmp_path):
+    """--max_train_samples (a CPU budget) keeps the first rows; the model's classes stay the training file's, so
+    a dev label that the first rows lack is not an error."""
+    data_dir = write_task_dir(tmp_path / "DDI", "relation_extraction", sizes=(6, 3, 3))
+    data = load_blurb_data(data_dir, limits=(1, None, None))
+    assert [row["id"] for row in data.train.rows] == ["r0"]
+    assert data.labels == ["DDI-advise", "DDI-effect", "DDI-false"]
+
+
 # ---------------------------------------------------------------- bad input
 
 
@@ -248,14 +256,12 @@ def test_bad_input_fails_before_training_with_one_clear_line(tiny, tmp_path):
         run(model, str(no_negative), tmp_path / "out", "--negative_label", "none")
     # the command line: one line, no traceback
     with pytest.raises(SystemExit, match=r"^error: --task_type 'ner': expected one of relation_extraction, "):
-        with exit_on_bad_input():
-            run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative),
-                            "--output_dir", str(tmp_path), "--task_type", "ner"])
+        run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative),
+                        "--output_dir", str(tmp_path), "--task_type", "ner"])
     with pytest.raises(SystemExit, match=r"^error: .*test.jsonl: label\(s\) absent from the training file"):
         write_jsonl(no_negative / "test.jsonl", [{"id": "9", "sentence": "the gene", "label": "unsure"}])
-        with exit_on_bad_input():
-            run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative),
-                            "--output_dir", str(tmp_path)])
+        run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative),
+                        "--output_dir", str(tmp_path)])
     assert not (tmp_path / "out").exists()
 
 

@@ -21,8 +21,8 @@ from conftest import python_path
 from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401  (one_thread: autouse fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGES = ["train-tokenizer", "init-embeddings", "pretrain", "publish", "ner", "tag", "compare", "distill",
-          "remove-layers", "task-difficulty", "study"]
+STAGES = ["train-tokenizer", "init-embeddings", "pretrain", "publish", "ner", "tag", "compare", "blurb-task",
+          "blurb", "blurb-compare", "distill", "remove-layers", "task-difficulty", "study"]
 
 
 def run_python(*args, cwd):
@@ -80,7 +80,8 @@ def test_console_scripts_are_bioptimus_and_the_hyphenated_commands_on_the_same_m
     assert {script: by_module[target] for script, target in hyphenated.items()} == {
         "bioptimus-publish": "publish", "bioptimus-ner-tag": "tag", "bioptimus-ner-compare": "compare",
         "bioptimus-train-tokenizer": "train-tokenizer", "bioptimus-init-embeddings": "init-embeddings",
-        "bioptimus-remove-layers": "remove-layers", "bioptimus-task-difficulty": "task-difficulty"}
+        "bioptimus-remove-layers": "remove-layers", "bioptimus-task-difficulty": "task-difficulty",
+        "bioptimus-blurb": "blurb", "bioptimus-blurb-compare": "blurb-compare"}
     for target in scripts.values():
         module, function = target.split(":")
         assert callable(getattr(importlib.import_module(module), function))

@@ -93,3 +93,15 @@ def test_auto_on_a_faked_cuda_device_follows_its_bf16_support(fake_cpuinfo, monk
     monkeypatch.setattr(hardware, "default_device", lambda: torch.device("cuda"))
     # on a GPU, --bf16 alone (no --use_cpu)
     assert hardware.trainer_precision_flags() == (["--bf16", "true"] if bf16_supported else [])
+
+
+def test_native_cpu_bf16_turns_on_without_use_cpu(monkeypatch, tmp_path):
+    """run_ner.py's --bf16_if_supported on a CPU with AMX/AVX512-BF16 and no GPU: transformers refuses bf16 there
+    unless use_cpu is set, so resolving to bf16 sets it."""
+    from transformers import TrainingArguments
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(hardware, "device_has_fast_bf16", lambda device: True)
+    plain = TrainingArguments(output_dir=str(tmp_path), report_to="none")
+    resolved = hardware.resolve_bf16(plain, if_supported=True, allow_emulated=False)
+    assert resolved.bf16 and resolved.use_cpu and resolved.device.type == "cpu"

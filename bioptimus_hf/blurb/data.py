@@ -125,7 +125,8 @@ def _labels_of(split: BlurbSplit, task: TaskType) -> set[str]:
 
 def load_blurb_data(data_dir: str, task_type: str | None = None,
                     limits: tuple[int | None, int | None, int | None] = (None, None, None)) -> BlurbData:
-    """The checked splits of ``data_dir`` (the first ``limits`` rows of train, dev, test)."""
+    """The checked splits of ``data_dir`` (the first ``limits`` rows of train, dev, test); the labels are those of
+    the whole training file, so that a subset (``--max_train_samples``) keeps every class."""
     task = read_task_type(data_dir, task_type)
     splits: dict[str, BlurbSplit | None] = {}
     for split, limit in zip(SPLITS, limits):
@@ -135,7 +136,8 @@ def load_blurb_data(data_dir: str, task_type: str | None = None,
                 splits[split] = None
                 continue
             raise BlurbDataError(f"{data_dir}: missing {split}{SUFFIX} ({NEEDED})")
-        rows = read_jsonl(path, limit)
+        # the whole training file: its label set is the model's, however few rows train
+        rows = read_jsonl(path, None if split == "train" else limit)
         for row in rows:
             _check_row(row, task, path)
         splits[split] = BlurbSplit(path, rows)
@@ -149,5 +151,6 @@ def load_blurb_data(data_dir: str, task_type: str | None = None,
             if unknown:
                 raise BlurbDataError(f"{other.path}: label(s) absent from the training file {splits['train'].path}: "
                                      f"{', '.join(map(repr, unknown))}")
+    splits["train"].rows = splits["train"].rows[:limits[0]]
     return BlurbData(os.path.basename(os.path.normpath(data_dir)), task, splits["train"], splits["dev"],
                      splits["test"], labels)

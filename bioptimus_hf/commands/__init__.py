@@ -9,6 +9,9 @@
 | ``ner`` | ``ner`` | ``run_ner.py`` | NER fine-tuning and evaluation over seeds |
 | ``tag`` | ``tag_entities`` | ``bioptimus-ner-tag`` | entities in raw text with a fine-tuned model |
 | ``compare`` | ``compare_ner`` | ``bioptimus-ner-compare`` | models × NER datasets, one table |
+| ``blurb-task`` | ``blurb_task`` | ``run_blurb.py`` | one BLURB dataset beyond NER over seeds |
+| ``blurb`` | ``blurb`` | ``bioptimus-blurb`` | the BLURB benchmark: every dataset present, one table |
+| ``blurb-compare`` | ``compare_blurb`` | ``bioptimus-blurb-compare`` | BLURB tables of several models, paired by seed |
 | ``distill`` | ``distill`` | ``run_distillation.py`` | a compact student from a release |
 | ``remove-layers`` | ``remove_layers`` | ``bioptimus-remove-layers`` | a model with its top layers removed |
 | ``task-difficulty`` | ``task_difficulty`` | ``bioptimus-task-difficulty`` | MLM loss under each phase's masking |

@@ -24,17 +24,21 @@ from ..utils.flags import mapping_to_argv
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
 
-def _config_to_argv(path: Path) -> list[str]:
+def read_config(path: str | Path) -> dict:
+    """The mapping of argument names to values a json/yaml config file holds (one line naming it if unusable)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SystemExit(f"config file {path} does not exist")
     try:
         text = path.read_text()
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (OSError, ValueError, yaml.YAMLError) as error:
         raise SystemExit(f"cannot read config file {path}: {error}")
     if data is None:
-        return []
+        return {}
     if not isinstance(data, dict):
         raise SystemExit(f"config file {path} must hold a mapping of argument names to values")
-    return mapping_to_argv(data)
+    return data
 
 
 def parse_args(dataclass_types, argv: list[str] | None = None, description: str | None = None):
@@ -42,10 +46,7 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = HfArgumentParser(dataclass_types, description=description)
     if argv and argv[0].endswith(CONFIG_SUFFIXES) and not argv[0].startswith("-"):
-        config = Path(argv[0])
-        if not config.is_file():
-            raise SystemExit(f"config file {config} does not exist")
-        argv = _config_to_argv(config) + argv[1:]
+        argv = mapping_to_argv(read_config(argv[0])) + argv[1:]
     with exit_on_bad_input(ValueError):
         parsed = parser.parse_args_into_dataclasses(args=argv)
     check_multi_process_launch(parsed)

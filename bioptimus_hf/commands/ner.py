@@ -26,7 +26,7 @@ import transformers
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
-from bioptimus_hf.ner.conll import ConllFormatError, check_entity_types, read_conll, sentences_from_tags
+from bioptimus_hf.ner.conll import NER_SPLITS, REQUIRED_NER_SPLITS, ConllFormatError, check_entity_types, ner_split_path, read_conll, sentences_from_tags
 from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
 from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
 from bioptimus_hf.ner.encoding import encode_split
@@ -115,8 +115,8 @@ def load_splits(data_args: DataTrainingArguments):
     """(name, train, devel, test-or-None) as validated ConllSplits."""
     strict = data_args.strict_iob
     if data_args.data_dir:
-        paths = {split: os.path.join(data_args.data_dir, f"{split}.tsv") for split in ("train", "devel", "test")}
-        for split in ("train", "devel"):
+        paths = {split: ner_split_path(data_args.data_dir, split) for split in NER_SPLITS}
+        for split in REQUIRED_NER_SPLITS:
             if not os.path.isfile(paths[split]):
                 raise ConllFormatError(f"{data_args.data_dir}: missing {split}.tsv (need train.tsv, devel.tsv, test.tsv)")
         train, devel = read_conll(paths["train"], strict), read_conll(paths["devel"], strict)

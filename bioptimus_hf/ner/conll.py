@@ -60,6 +60,20 @@ class ConllSplit:
         return first
 
 
+# A NER data directory: <split>.tsv for each split, test optional (BLURB's NER sets in ../shared/data/ner/)
+NER_SPLITS = ("train", "devel", "test")
+REQUIRED_NER_SPLITS = ("train", "devel")
+
+
+def ner_split_path(data_dir: str | os.PathLike, split: str) -> str:
+    return os.path.join(data_dir, f"{split}.tsv")
+
+
+def is_ner_data_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds the splits a NER run needs."""
+    return all(os.path.isfile(ner_split_path(path, split)) for split in REQUIRED_NER_SPLITS)
+
+
 def _orphan_positions(tags: Sequence[str]) -> List[int]:
     """Positions of continuation tags (I-, L-, E-) that do not continue an open entity of their type."""
     orphans = []

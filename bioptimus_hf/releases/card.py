@@ -31,6 +31,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.plots import LOSS_PLOT_NAME
 from ..vocabulary.init_config import INIT_STRATEGIES
+from .blurb_results import blurb_eval_results, blurb_markdown, load_blurb_table
 from .ner_results import eval_results, load_ner_results
 from .record import CheckpointFacts, ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 
@@ -259,6 +260,7 @@ def build_card(
     license: str = "apache-2.0",
     datasets: Iterable[str] | None = None,
     tags: Iterable[str] | None = None,
+    blurb_results: Any = None,
 ) -> ModelCard:
     """Render the card of one release as a `huggingface_hub.ModelCard` (see `render_release_card`)."""
     release = Path(release_dir)
@@ -268,6 +270,8 @@ def build_card(
         tags = card_tags(STUDENT_TAGS if info.is_student else DEFAULT_TAGS, checkpoint)
     run = info.run
     results = load_ner_results(ner_results)
+    blurb = load_blurb_table(blurb_results)
+    hub_results = eval_results(results) + blurb_eval_results(blurb)
     rows = _curriculum_rows(info, checkpoint.mask_token)
     versions = [row["version"] for row in rows]
     warmup = info.run.lexical_warmup
@@ -288,8 +292,8 @@ def build_card(
         tags=list(tags),
         datasets=dataset_ids or None,
         base_model=hub_base_model,
-        model_name=model_name if results else None,
-        eval_results=eval_results(results) or None,
+        model_name=model_name if hub_results else None,
+        eval_results=hub_results or None,
     )
     tokens = info.training_tokens
     parameters = _parameter_count(release)
@@ -339,6 +343,7 @@ def build_card(
             }
             for r in results
         ],
+        blurb_table=blurb_markdown(blurb) if blurb else None,
         # A released warm-up (--lexical_warmup_release) is loadable too, before the phases.
         load_targets=_load_targets(([warmup.release_version] if warmup and warmup.release_version else []) + versions,
                                    repo_id, per_version_repos),
@@ -397,8 +402,10 @@ def render_release_card(release_dir: str | os.PathLike, ner_results: Any = None,
     ``ner_results``: see the module docstring. Keyword ``options`` (all optional): ``repo_id`` (the Hub
     repository, used in the loading snippets and as model-index name; a placeholder is shown otherwise),
     ``per_version_repos`` (one repository per version instead of one branch/tag per version), ``license``
-    (default ``apache-2.0``), ``datasets`` (Hub dataset ids of the training data; default ``run["datasets"]``)
-    and ``tags``.
+    (default ``apache-2.0``), ``datasets`` (Hub dataset ids of the training data; default ``run["datasets"]``),
+    ``tags`` and ``blurb_results`` (a ``bioptimus blurb`` table: anything
+    :func:`bioptimus_hf.releases.blurb_results.load_blurb_table` accepts), shown as a section and in the
+    ``model-index``, each result under its task type.
     """
     return str(build_card(release_dir, ner_results, **options))
 

@@ -1,0 +1,225 @@
+"""The BLURB benchmark as one run: every dataset present fine-tuned over the same seeds, then one table.
+
+NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through ``run_ner.py``'s ``main`` with its BLURB
+config (``configs/ner_blurb.yaml``), one call per seed; the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
+:func:`bioptimus_hf.blurb.run.run_blurb_task` with their task type's recipe. ``--num_train_epochs``,
+``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset's runs go to
+``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a
+rerun resumes where the last one stopped. The table (``blurb_results.json``/``.md``, format owned by
+:mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the seeds asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from statistics import mean, stdev
+from typing import Any
+
+from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
+from ..ner.results import SEED_RESULTS_FILE, seed_dir
+from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
+from ..utils.files import read_json, write_json_atomic, write_text_atomic
+from .data import load_blurb_data, read_task_type, split_path
+from .results import seed_finished
+from .run import blurb_arguments_from_dict, run_blurb_task
+from .score import NER, DatasetScore, blurb_score
+
+logger = logging.getLogger(__name__)
+DEFAULT_NER_CONFIG = "configs/ner_blurb.yaml"
+
+
+@dataclass
+class BenchmarkArguments:
+    model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
+    output_dir: str = field(metadata={"help": "Each dataset's runs in <output_dir>/<DATASET>/, and the table."})
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5],
+                             metadata={"help": "Fine-tuning seeds, the same for every dataset, e.g. --seeds 1 2 3."})
+    blurb_dir: str | None = field(
+        default=None, metadata={"help": "Directory of BLURB datasets beyond NER, one sub-directory each with "
+                                        "train/dev/test.jsonl (e.g. ../shared/data/blurb)."})
+    ner_dir: str | None = field(
+        default=None, metadata={"help": "Directory of NER datasets, one sub-directory each with train/devel/test.tsv "
+                                        "(e.g. ../shared/data/ner)."})
+    ner_config: str = field(default=DEFAULT_NER_CONFIG, metadata={"help": "run_ner.py's config for the NER sets."})
+    datasets: list[str] | None = field(
+        default=None, metadata={"help": "Only these datasets (sub-directory names; default: every one present)."})
+    model_name: str | None = field(default=None,
+                                   metadata={"help": "Name in the table (default: the path's basename)."})
+    save_model: bool = field(default=False, metadata={"help": "Keep each seed's fine-tuned model."})
+    num_train_epochs: float | None = field(default=None, metadata={"help": "Override every task's epochs."})
+    max_steps: int | None = field(default=None, metadata={"help": "Override every task's steps (a CPU budget)."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training rows."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N dev rows."})
+    max_test_samples: int | None = field(default=None, metadata={"help": "Use only the first N test rows."})
+
+    def __post_init__(self):
+        if not self.seeds:
+            raise ValueError("--seeds: give at least one seed")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"--seeds {' '.join(map(str, self.seeds))}: a seed is given twice")
+        if not self.blurb_dir and not self.ner_dir:
+            raise ValueError("give --blurb_dir, --ner_dir or both: nothing to benchmark")
+        for flag in ("blurb_dir", "ner_dir"):
+            if getattr(self, flag) and not os.path.isdir(getattr(self, flag)):
+                raise ValueError(f"--{flag} {getattr(self, flag)}: not a directory")
+        if self.ner_dir and not os.path.isfile(self.ner_config):
+            raise ValueError(f"--ner_config {self.ner_config}: no such file")
+
+    @property
+    def name(self) -> str:
+        return self.model_name or os.path.basename(os.path.normpath(self.model_name_or_path))
+
+
+@dataclass(frozen=True)
+class BenchmarkDataset:
+    name: str  # the sub-directory's name, also the run's under output_dir
+    task_type: str  # a key of score.BLURB_DATASETS
+    data_dir: str
+
+
+def _sub_directories(root: str | None) -> list[tuple[str, str]]:
+    if not root:
+        return []
+    return [(name, os.path.join(root, name)) for name in sorted(os.listdir(root))
+            if os.path.isdir(os.path.join(root, name))]
+
+
+def find_datasets(blurb_dir: str | None, ner_dir: str | None,
+                  only: Sequence[str] | None = None) -> list[BenchmarkDataset]:
+    """The datasets under the two directories, NER first, each sorted by name; ``only`` keeps those named."""
+    found = []
+    for name, path in _sub_directories(ner_dir):
+        if is_ner_data_dir(path):
+            found.append(BenchmarkDataset(name, NER, path))
+    for name, path in _sub_directories(blurb_dir):
+        if os.path.isfile(split_path(path, "train")):
+            found.append(BenchmarkDataset(name, read_task_type(path).name, path))
+    names = [d.name for d in found]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # each dataset's runs go to <output_dir>/<name>/
+        raise ValueError(f"dataset(s) {', '.join(twice)} under both --ner_dir and --blurb_dir: rename one")
+    if only:
+        unknown = sorted(set(only) - {d.name for d in found})
+        if unknown:
+            raise ValueError(f"--datasets {', '.join(unknown)}: not found; present: "
+                             f"{', '.join(d.name for d in found) or 'none'}")
+        found = [d for d in found if d.name in only]
+    if not found:
+        raise ValueError(f"no BLURB dataset under --blurb_dir {blurb_dir} or --ner_dir {ner_dir}")
+    return found
+
+
+def check_datasets(datasets: Sequence[BenchmarkDataset]) -> None:
+    """Read and check every file before anything trains: a bad file of the last dataset is reported first, not
+    after hours of fine-tuning the others (the message names the file and line)."""
+    for dataset in datasets:
+        if dataset.task_type != NER:
+            load_blurb_data(dataset.data_dir)
+            continue
+        splits = [read_conll(ner_split_path(dataset.data_dir, split)) for split in NER_SPLITS
+                  if os.path.isfile(ner_split_path(dataset.data_dir, split))]
+        for other in splits[1:]:
+            check_entity_types(splits[0], other)
+
+
+def _overrides(args: BenchmarkArguments) -> dict[str, Any]:
+    keys = ("num_train_epochs", "max_steps", "max_train_samples", "max_eval_samples", "max_test_samples")
+    return {key: getattr(args, key) for key in keys if getattr(args, key) is not None}
+
+
+# A NER fine-tune: ``bioptimus ner``'s library function, given its config file and the settings over it.
+NerUnit = Callable[[str, dict[str, Any]], Any]
+
+
+def _ner_settings(args: BenchmarkArguments, dataset: BenchmarkDataset, output_dir: str, seed: int) -> dict[str, Any]:
+    return {"model_name_or_path": args.model_name_or_path, "model_name": args.name, "data_dir": dataset.data_dir,
+            "output_dir": output_dir, "seeds": str(seed), "save_model": args.save_model, **_overrides(args)}
+
+
+def run_dataset(args: BenchmarkArguments, dataset: BenchmarkDataset, fine_tune_ner: NerUnit) -> int:
+    """Fine-tune the seeds of ``dataset`` not finished yet; returns how many were trained."""
+    output_dir = os.path.join(args.output_dir, dataset.name)
+    todo = [seed for seed in args.seeds if not seed_finished(output_dir, seed)]
+    if not todo:
+        logger.info("%s: seeds %s finished, skipped", dataset.name, args.seeds)
+        return 0
+    if dataset.task_type == NER:
+        for seed in todo:  # one call per seed: each writes its seed file as it ends
+            fine_tune_ner(args.ner_config, _ner_settings(args, dataset, output_dir, seed))
+    else:
+        values = {"model_name_or_path": args.model_name_or_path, "model_name": args.name,
+                  "data_dir": dataset.data_dir, "output_dir": output_dir, "seeds": ",".join(map(str, todo)),
+                  "save_model": args.save_model, "report_to": "none", **_overrides(args)}
+        run_blurb_task(*blurb_arguments_from_dict(values))
+    return len(todo)
+
+
+def _std(values: Sequence[float]) -> float:
+    return stdev(values) if len(values) > 1 else 0.0
+
+
+def dataset_row(dataset: BenchmarkDataset, output_dir: str, seeds: Sequence[int]) -> dict[str, Any]:
+    """One dataset's test scores per seed (0-100), their mean and sample standard deviation."""
+    key = "test_f1" if dataset.task_type == NER else "test_score"
+    paths = [os.path.join(seed_dir(output_dir, seed), SEED_RESULTS_FILE) for seed in seeds]
+    records = [read_json(path) for path in paths]
+    for path, record in zip(paths, records):
+        if record["run"].get(key) is None:
+            raise ValueError(f"{path}: no test score ({key}): the dataset has no test split")
+        if record["run_info"] != records[0]["run_info"]:  # one row, one configuration
+            raise ValueError(f"{path} and {paths[0]} were fine-tuned under different settings; remove the stale "
+                             "seed directory or use another --output_dir")
+    per_seed = {str(seed): 100 * record["run"][key] for seed, record in zip(seeds, records)}
+    metric = records[0]["run_info"].get("metric", "f1")  # run_ner.py's runs: entity-level F1
+    values = list(per_seed.values())
+    return {"dataset": dataset.name, "task_type": dataset.task_type, "metric": metric, "per_seed": per_seed,
+            "mean": mean(values), "std": _std(values)}
+
+
+def benchmark_table(rows: Sequence[dict[str, Any]], seeds: Sequence[int], model_name: str,
+                    model_name_or_path: str | None = None) -> dict[str, Any]:
+    """The table of ``blurb_results.json``: rows, each task type's average, the BLURB score, per seed too."""
+
+    def score_of(values: dict[str, float]) -> dict[str, Any]:  # dataset -> 0-100 score
+        return blurb_score(DatasetScore(row["dataset"], row["task_type"], values[row["dataset"]] / 100)
+                           for row in rows)
+
+    overall = score_of({row["dataset"]: row["mean"] for row in rows})
+    per_seed = {str(seed): score_of({row["dataset"]: row["per_seed"][str(seed)] for row in rows}) for seed in seeds}
+    task_types = {task_type: {"score": entry["score"], "datasets": list(entry["datasets"]),
+                              "per_seed": {seed: entry["task_types"][task_type]["score"]
+                                           for seed, entry in per_seed.items()}}
+                  for task_type, entry in overall["task_types"].items()}
+    return {"model_name": model_name, "model_name_or_path": model_name_or_path, "seeds": list(seeds),
+            "datasets": list(rows), "task_types": task_types, "score": overall["score"],
+            "score_per_seed": {seed: entry["score"] for seed, entry in per_seed.items()},
+            "absent_task_types": overall["absent_task_types"]}
+
+
+def write_benchmark_table(output_dir: str, table: dict[str, Any]) -> str:
+    """``blurb_results.json`` and ``blurb_results.md``; returns the markdown."""
+    markdown = blurb_markdown(table)
+    write_json_atomic(os.path.join(output_dir, BLURB_RESULTS_FILE), table)
+    write_text_atomic(os.path.join(output_dir, BLURB_TABLE_FILE), f"# {table['model_name']} on BLURB\n\n{markdown}")
+    return markdown
+
+
+def run_benchmark(args: BenchmarkArguments, fine_tune_ner: NerUnit | None = None) -> dict[str, Any]:
+    """Every dataset present, each unfinished seed fine-tuned, then the table; returns it.
+
+    ``fine_tune_ner(config, settings)``: ``bioptimus ner`` on its config file with ``settings`` over it (handed in
+    by the command: the NER command sits above this wing), needed when a NER set is present."""
+    datasets = find_datasets(args.blurb_dir, args.ner_dir, args.datasets)
+    if fine_tune_ner is None and any(d.task_type == NER for d in datasets):
+        raise ValueError("NER sets found but no NER runner given")
+    check_datasets(datasets)
+    os.makedirs(args.output_dir, exist_ok=True)
+    for dataset in datasets:
+        run_dataset(args, dataset, fine_tune_ner)
+    rows = [dataset_row(d, os.path.join(args.output_dir, d.name), args.seeds) for d in datasets]
+    table = benchmark_table(rows, args.seeds, args.name, args.model_name_or_path)
+    print(write_benchmark_table(args.output_dir, table))
+    return table

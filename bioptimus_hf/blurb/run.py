@@ -1,0 +1,102 @@
+"""One model fine-tuned and evaluated on one BLURB dataset beyond NER, over several seeds: the steps of
+``run_blurb.py`` as a library function, called by it and by the benchmark (:mod:`bioptimus_hf.blurb.benchmark`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import asdict
+
+from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingArguments
+
+from ..ner.stabilisation import StabilisationArguments
+from ..utils.distributed import close_process_group, share_from_main
+from ..utils.hardware import resolve_bf16
+from ..utils.sequence_length import max_config_tokens
+from .blurb_config import BlurbDataArguments, BlurbModelArguments, recipe_for, recipe_training_arguments
+from .data import load_blurb_data, read_task_type
+from .encoding import encode_rows
+from .finetune import BlurbTask, fine_tune_seeds
+from .metrics import metric_description, negative_label_of
+from .results import merge_blurb_results, write_blurb_outputs
+from .tasks import RELATION_EXTRACTION
+
+logger = logging.getLogger(__name__)
+ARGUMENTS = (BlurbModelArguments, BlurbDataArguments, StabilisationArguments)
+
+
+def fill_recipe_length(data_args: BlurbDataArguments) -> BlurbDataArguments:
+    """``max_seq_length`` from the recipe of the data's task type and dataset where no flag set it."""
+    if data_args.max_seq_length is None:
+        task = read_task_type(data_args.data_dir, data_args.task_type)
+        dataset = os.path.basename(os.path.normpath(data_args.data_dir))
+        data_args.max_seq_length = recipe_for(task, dataset).max_seq_length
+    return data_args
+
+
+def blurb_arguments_from_dict(values: dict):
+    """The four argument objects of ``run_blurb.py`` from a mapping of flag names to values, over the defaults of
+    the data's task type (its recipe)."""
+    task = read_task_type(values["data_dir"], values.get("task_type"))
+    model_args, data_args, stab_args, training_args = HfArgumentParser(
+        ARGUMENTS + (recipe_training_arguments(task),)).parse_dict(values)
+    return model_args, fill_recipe_length(data_args), stab_args, training_args
+
+
+def run_blurb_task(model_args: BlurbModelArguments, data_args: BlurbDataArguments,
+                   stab_args: StabilisationArguments, training_args: TrainingArguments) -> dict:
+    """Fine-tune each unfinished seed, then merge every seed of ``output_dir``; returns ``all_results.json``'s dict."""
+    # 1. precision: bf16 where the device has it natively
+    training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
+
+    # 2. data: the splits, checked against the task type; the class the metric leaves out
+    data = load_blurb_data(data_args.data_dir, data_args.task_type,
+                           (data_args.max_train_samples, data_args.max_eval_samples, data_args.max_test_samples))
+    negative = negative_label_of(data.labels, data_args.negative_label) if data.task is RELATION_EXTRACTION else None
+    logger.info("%s: %s, %s rows, labels %s", data.name, data.task.name,
+                "/".join(str(len(split.rows)) for split in data.splits().values()), data.labels)
+
+    # 3. inputs: [CLS] text [SEP] (text [SEP]), truncated to the model's and the recipe's length
+    tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+    max_length = min(fill_recipe_length(data_args).max_seq_length,
+                     max_config_tokens(AutoConfig.from_pretrained(model_args.model_name_or_path), tokenizer))
+    encoded = {name: encode_rows(tokenizer, split.rows, data.task, data.labels, max_length)
+               for name, split in data.splits().items()}
+
+    # 4. fine-tune each seed not finished yet
+    run_info = {
+        "model_name_or_path": model_args.model_name_or_path,
+        "model_name": model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path)),
+        "dataset": data.name,
+        "task_type": data.task.name,
+        "problem_type": data.task.problem_type,
+        "metric": data.task.metric,
+        "metric_definition": metric_description(data.task, negative),
+        "labels": data.labels,
+        "negative_label": negative,
+        "max_seq_length": max_length,
+        "num_rows": {name: len(split.rows) for name, split in data.splits().items()},
+        "stabilisation": {k: v for k, v in asdict(stab_args).items() if k != "seeds"},
+        "learning_rate": training_args.learning_rate,
+        "num_train_epochs": training_args.num_train_epochs,
+        "max_steps": training_args.max_steps,
+        "warmup_steps": training_args.warmup_steps,
+        "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
+        "train_batch_size": training_args.per_device_train_batch_size,
+        "world_size": training_args.world_size,
+        "bf16": training_args.bf16,
+    }
+    fine_tune_seeds(stab_args.seed_list(training_args.seed), model_args.model_name_or_path,
+                    BlurbTask(data, encoded, negative), tokenizer, training_args, stab_args, run_info,
+                    model_args.save_model, model_args.ignore_mismatched_sizes)
+
+    # 5. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
+    def merge_and_write() -> dict:
+        results = merge_blurb_results(training_args.output_dir)
+        print(write_blurb_outputs(training_args.output_dir, results))
+        return results
+
+    results = share_from_main(merge_and_write)
+    close_process_group()
+    return results

@@ -1,0 +1,41 @@
+"""``bioptimus blurb`` / ``bioptimus-blurb``: the BLURB benchmark of one model as one command, one table.
+
+    bioptimus blurb --model_name_or_path out/releases/v0.4 --seeds 1 2 3 \\
+        --blurb_dir ../shared/data/blurb --ner_dir ../shared/data/ner --output_dir blurb/v0.4
+
+Every dataset present is fine-tuned over the seeds (NER with ``--ner_config``, the others with their task type's
+recipe; ``--num_train_epochs``, ``--max_steps``, ``--max_train_samples`` override both), a finished seed is never
+trained again, and ``blurb_results.md``/``.json`` give each dataset's mean ± std, each task type's average and the
+BLURB score over the task types present (docs/blurb.md).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..blurb.benchmark import BenchmarkArguments, run_benchmark
+from ..utils.cli import exit_on_bad_input
+from . import ner
+from .config_parser import parse_args, parse_mapping, read_config
+
+
+def fine_tune_ner(config: str | None, settings: dict) -> dict:
+    """``bioptimus ner`` in this process: its config file with ``settings`` over it."""
+    mapping = {**(read_config(config) if config else {}), **settings}
+    return ner.fine_tune_ner(*parse_mapping(ner.ARGUMENT_TYPES, mapping))
+
+
+def run(argv: list[str] | None = None) -> dict:
+    (args,) = parse_args((BenchmarkArguments,), argv, description=__doc__)
+    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
+    return run_benchmark(args, fine_tune_ner)
+
+
+@exit_on_bad_input()
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (returns None so that the exit status is 0)."""
+    run(argv)
+
+
+if __name__ == "__main__":
+    main()

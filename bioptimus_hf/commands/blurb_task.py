@@ -1,0 +1,61 @@
+"""``bioptimus blurb-task`` (``python run_blurb.py``): fine-tune and evaluate an encoder on one BLURB dataset beyond
+NER, over several seeds.
+
+The task type is read from the data (or ``--task_type``): relation extraction (DDI, GAD, ChemProt), sentence
+similarity (BIOSSES), document classification (HoC), question answering (PubMedQA, BioASQ). Its default
+recipe (learning rate, batch size, epochs, input length: ``bioptimus_hf/blurb/blurb_config.py``) applies
+unless a config file or a flag sets the value. Modelled on transformers'
+examples/pytorch/text-classification/run_glue.py; docs/blurb.md.
+
+    bioptimus blurb-task --model_name_or_path out/releases/v0.4 --data_dir ../shared/data/blurb/GAD \\
+        --output_dir blurb/v0.4/GAD --seeds 1,2,3,4,5
+    bioptimus blurb-task config.yaml --data_dir ../shared/data/blurb/HoC --num_train_epochs 3   # flags override
+
+Outputs in ``output_dir``: ``all_results.json`` (BLURB's metric as ``test_score``, mean and std over seeds),
+``results.md``, and per seed ``seed_<s>/`` with ``seed_results.json``, ``dev_predictions.jsonl``,
+``test_predictions.jsonl`` and the fine-tuned model (unless ``--save_model false``). A seed whose
+``seed_results.json`` exists is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import transformers
+from transformers import TrainingArguments
+
+from bioptimus_hf.blurb.blurb_config import recipe_training_arguments
+from bioptimus_hf.blurb.data import read_task_type
+from bioptimus_hf.blurb.run import ARGUMENTS, fill_recipe_length, run_blurb_task
+from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
+from bioptimus_hf.utils.cli import exit_on_bad_input
+
+
+def parse_args(argv: list[str] | None = None):
+    """``[config.{yaml,json}] [--flag value ...]``, over the defaults of the data's task type (its recipe)."""
+    _, data_args, _, _ = parse_config_and_flags(ARGUMENTS + (TrainingArguments,), argv)
+    task = read_task_type(data_args.data_dir, data_args.task_type)
+    model_args, data_args, stab_args, training_args = parse_config_and_flags(
+        ARGUMENTS + (recipe_training_arguments(task),), argv)
+    return model_args, fill_recipe_length(data_args), stab_args, training_args
+
+
+def run(argv: list[str] | None = None) -> dict:
+    """Parse, fine-tune each unfinished seed, merge; bad input raises (``main`` makes it one line)."""
+    # 1. arguments: flags over a config file over the task's recipe (its input length included)
+    model_args, data_args, stab_args, training_args = parse_args(argv)
+    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+                        level=training_args.get_process_log_level())
+    transformers.utils.logging.set_verbosity_warning()
+    # 2. fine-tune each unfinished seed and merge them (bioptimus_hf.blurb.run)
+    return run_blurb_task(model_args, data_args, stab_args, training_args)
+
+
+@exit_on_bad_input()
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: bad input ends with one line (returns None so that the exit status is 0)."""
+    run(argv)
+
+
+if __name__ == "__main__":
+    main()

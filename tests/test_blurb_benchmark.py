@@ -1,0 +1,264 @@
+"""The BLURB benchmark as one command on a tiny random BERT: the table and the score's averaging against a hand
+computation from the seed files, resume (a second run trains nothing), the paired comparison of two tables, the
+card's BLURB section and model-index entries, and the bad-input messages."""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from huggingface_hub import metadata_load
+from huggingface_hub.repocard_data import model_index_to_eval_results
+
+from bioptimus_hf.blurb import finetune
+from bioptimus_hf.blurb.benchmark import benchmark_table
+from bioptimus_hf.blurb.compare import compare_tables
+from bioptimus_hf.blurb.score import BLURB_DATASETS
+from bioptimus_hf.commands import blurb as blurb_command
+from bioptimus_hf.commands import compare_blurb
+from bioptimus_hf.releases.blurb_results import HUB_TASKS, load_blurb_table
+from bioptimus_hf.releases.card import render_release_card, validate_card
+from bioptimus_hf.testing.tiny_releases import make_release
+from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV
+
+from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401
+from test_blurb import write_task_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+NER_CONFIG = str(ROOT / "configs" / "ner_blurb.yaml")
+SETS = {"DDI": "relation_extraction", "GAD": "relation_extraction", "BIOSSES": "sentence_similarity",
+        "HoC": "document_classification", "PubMedQA": "question_answering"}
+NER_SET = "NCBI-disease-IOB"
+
+
+def _hand_mean(values):
+    return sum(values) / len(values)
+
+
+def _hand_std(values):
+    m = _hand_mean(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bench")
+    model = build_tiny_bert(str(root / "model"))
+    for i, (name, task) in enumerate(SETS.items()):
+        write_task_dir(root / "blurb" / name, task, sizes=(8, 6, 6 + i))  # other rows, other scores
+    write_dataset_dir(str(root / "ner" / NER_SET), sizes=(8, 4, 4))
+    argv = ["--model_name_or_path", model, "--seeds", "1", "2", "--blurb_dir", str(root / "blurb"),
+            "--ner_dir", str(root / "ner"), "--ner_config", NER_CONFIG, "--output_dir", str(root / "out"),
+            "--max_steps", "1", "--max_train_samples", "8", "--model_name", "tiny"]
+    with pytest.MonkeyPatch.context() as patch:  # float32, as conftest's pinned_precision (function-scoped)
+        patch.delenv(FORCE_BF16_ENV, raising=False)
+        patch.setenv(DISABLE_BF16_ENV, "1")
+        table = blurb_command.run(argv)
+    return root, argv, table
+
+
+def _seed_score(out, dataset, seed):
+    record = json.loads((out / dataset / f"seed_{seed}" / "seed_results.json").read_text())
+    return 100 * record["run"]["test_f1" if dataset == NER_SET else "test_score"]
+
+
+def test_table_and_score_are_the_hand_averages_of_the_seed_files(bench):
+    root, _, table = bench
+    out = root / "out"
+    assert json.loads((out / "blurb_results.json").read_text()) == table
+    scores = {d: [_seed_score(out, d, s) for s in (1, 2)] for d in [NER_SET, *SETS]}
+    rows = {row["dataset"]: row for row in table["datasets"]}
+    assert list(rows) == [NER_SET, "BIOSSES", "DDI", "GAD", "HoC", "PubMedQA"]  # NER first, then by name
+    for dataset, values in scores.items():
+        assert rows[dataset]["per_seed"] == {"1": values[0], "2": values[1]}
+        assert rows[dataset]["mean"] == pytest.approx(_hand_mean(values), abs=1e-12)
+        assert rows[dataset]["std"] == pytest.approx(_hand_std(values), abs=1e-12)
+    assert {row["metric"] for row in table["datasets"] if row["task_type"] == "relation_extraction"} == {"f1"}
+    assert rows["BIOSSES"]["metric"] == "pearson" and rows["PubMedQA"]["metric"] == "accuracy"
+    means = {d: _hand_mean(v) for d, v in scores.items()}
+    by_type = {"ner": means[NER_SET], "relation_extraction": (means["DDI"] + means["GAD"]) / 2,
+               "sentence_similarity": means["BIOSSES"], "document_classification": means["HoC"],
+               "question_answering": means["PubMedQA"]}
+    assert list(table["task_types"]) == list(by_type)
+    for task_type, value in by_type.items():
+        assert table["task_types"][task_type]["score"] == pytest.approx(value, abs=1e-12)
+    assert table["task_types"]["relation_extraction"]["datasets"] == ["DDI", "GAD"]
+    assert table["score"] == pytest.approx(sum(by_type.values()) / 5, abs=1e-12)
+    for seed in (1, 2):  # the score of each seed's own results: what the comparison pairs
+        s = {d: v[seed - 1] for d, v in scores.items()}
+        types = [s[NER_SET], (s["DDI"] + s["GAD"]) / 2, s["BIOSSES"], s["HoC"], s["PubMedQA"]]
+        assert table["score_per_seed"][str(seed)] == pytest.approx(sum(types) / 5, abs=1e-12)
+    assert table["absent_task_types"] == ["pico"]
+    markdown = (out / "blurb_results.md").read_text()
+    assert f"| Relation Extraction | GAD | F1 | {rows['GAD']['mean']:.2f} ± {rows['GAD']['std']:.2f} |" in markdown
+    assert f"| **BLURB score** | *average of 5 task types* | | **{table['score']:.2f}** |" in markdown
+    assert "Task types absent: PICO Extraction" in markdown
+
+
+def test_a_second_run_trains_nothing_and_a_lost_seed_alone_is_trained_again(bench, monkeypatch):
+    root, argv, table = bench
+    out = root / "out"
+    calls = {"blurb": 0, "ner": 0}
+    real_seed, real_ner = finetune.fine_tune_seed, blurb_command.fine_tune_ner
+
+    def counting_seed(*args, **kwargs):
+        calls["blurb"] += 1
+        return real_seed(*args, **kwargs)
+
+    def counting_ner(config, settings):
+        calls["ner"] += 1
+        return real_ner(config, settings)
+
+    monkeypatch.setattr(finetune, "fine_tune_seed", counting_seed)
+    monkeypatch.setattr(blurb_command, "fine_tune_ner", counting_ner)
+    seed_files = sorted(out.glob("*/seed_*/seed_results.json"))
+    assert len(seed_files) == 12
+    before = {path: path.stat().st_mtime_ns for path in seed_files}
+    assert blurb_command.run(argv) == table
+    assert calls == {"blurb": 0, "ner": 0}
+    assert {path: path.stat().st_mtime_ns for path in seed_files} == before
+
+    shutil.rmtree(out / "GAD" / "seed_2")
+    shutil.rmtree(out / NER_SET / "seed_1")
+    again = blurb_command.run(argv)
+    assert calls == {"blurb": 1, "ner": 1}
+    assert again["datasets"] == table["datasets"]  # same seed, same data, same machine: the same scores
+
+
+def test_seeds_fine_tuned_under_other_settings_are_not_mixed_in_one_row(bench, tmp_path):
+    root, argv, _ = bench
+    out = tmp_path / "out"
+    shutil.copytree(root / "out", out)
+    stale = out / "HoC" / "seed_2" / "seed_results.json"
+    record = json.loads(stale.read_text())
+    record["run_info"]["learning_rate"] = 1.0
+    stale.write_text(json.dumps(record))
+    at = argv.index("--output_dir") + 1
+    with pytest.raises(SystemExit) as error:
+        blurb_command.main(argv[:at] + [str(out)] + argv[at + 1:])
+    first = out / "HoC" / "seed_1" / "seed_results.json"
+    assert str(error.value) == (f"error: {stale} and {first} were fine-tuned under different settings; remove the "
+                                "stale seed directory or use another --output_dir")
+
+
+def _table(scores, seeds=(1, 2, 3)):
+    """A table from {dataset: (task type, [per-seed scores])}."""
+    metrics = {"sentence_similarity": "pearson", "question_answering": "accuracy"}
+    rows = [{"dataset": d, "task_type": t, "metric": metrics.get(t, "f1"),
+             "per_seed": {str(s): v for s, v in zip(seeds, values)},
+             "mean": sum(values) / len(values), "std": 0.0} for d, (t, values) in scores.items()]
+    return benchmark_table(rows, seeds, "m")
+
+
+def test_comparison_differences_are_paired_by_seed():
+    a = _table({"NCBI": ("ner", [80, 82, 84]), "DDI": ("relation_extraction", [70, 60, 65]),
+                "GAD": ("relation_extraction", [50, 54, 58])})
+    b = _table({"NCBI": ("ner", [81, 85, 84]), "DDI": ("relation_extraction", [72, 61, 68]),
+                "GAD": ("relation_extraction", [48, 56, 58])})
+    result = compare_tables({"A": a, "B": b})["comparisons"]["B"]
+    ncbi = [1, 3, 0]
+    assert result["datasets"]["NCBI"]["differences"] == ncbi
+    assert result["datasets"]["NCBI"]["mean"] == pytest.approx(4 / 3, abs=1e-12)
+    assert result["datasets"]["NCBI"]["std"] == pytest.approx(_hand_std(ncbi), abs=1e-12)
+    relation = [(2 - 2) / 2, (1 + 2) / 2, (3 + 0) / 2]  # per seed: the difference of the DDI-GAD averages
+    assert result["task_types"]["relation_extraction"]["differences"] == pytest.approx(relation, abs=1e-12)
+    score = [(n + r) / 2 for n, r in zip(ncbi, relation)]
+    assert result["score"]["differences"] == pytest.approx(score, abs=1e-12)
+    assert result["score"]["mean"] == pytest.approx(b["score"] - a["score"], abs=1e-12)
+    assert result["score"]["std"] == pytest.approx(_hand_std(score), abs=1e-12)
+
+    # other datasets: datasets still paired, averages not (they would average different things)
+    c = _table({"NCBI": ("ner", [80, 80, 80]), "DDI": ("relation_extraction", [70, 60, 65])})
+    partial = compare_tables({"A": a, "C": c})["comparisons"]["C"]
+    assert partial["datasets"]["NCBI"]["differences"] == [0, -2, -4]
+    assert "GAD" not in partial["datasets"] and partial["task_types"] == {} and partial["score"] is None
+
+
+def test_compare_command_reads_the_runs_and_writes_the_table(tmp_path, capsys):
+    for name, values in (("a", [60, 70]), ("b", [65, 71])):
+        (tmp_path / name).mkdir()
+        table = _table({"GAD": ("relation_extraction", values)}, seeds=(1, 2))
+        (tmp_path / name / "blurb_results.json").write_text(json.dumps(table))
+    comparison = compare_blurb.run(["--runs", f"A={tmp_path / 'a'}", f"B={tmp_path / 'b'}",
+                                    "--output_dir", str(tmp_path / "cmp")])
+    assert comparison["comparisons"]["B"]["score"]["differences"] == [5, 1]
+    assert "| GAD | +3.00 ± 2.83 (n=2) |" in capsys.readouterr().out
+    assert "| **BLURB score** | +3.00 ± 2.83 (n=2) |" in (tmp_path / "cmp" / "blurb_comparison.md").read_text()
+    with pytest.raises(SystemExit, match="--runs: give at least two runs"):
+        compare_blurb.main(["--runs", f"A={tmp_path / 'a'}"])
+
+
+def test_card_shows_the_table_and_lists_each_result_under_its_task_type(tmp_path):
+    release = make_release(tmp_path / "releases" / "v0.4", 3)
+    table = _table({"NCBI-disease": ("ner", [80.0, 82.0]), "GAD": ("relation_extraction", [81.0, 82.5]),
+                    "BIOSSES": ("sentence_similarity", [90.0, 91.0]), "PubMedQA": ("question_answering", [60, 62])},
+                   seeds=(1, 2))
+    text = render_release_card(release, repo_id="acme/bioptimus", blurb_results=table)
+    validate_card(text)
+    path = tmp_path / "README.md"
+    path.write_text(text, encoding="utf-8")
+    name, results = model_index_to_eval_results(metadata_load(path)["model-index"])
+    assert name == "acme/bioptimus"
+    got = {(r.task_type, r.task_name, r.dataset_name, r.metric_type, r.metric_value) for r in results}
+    assert got == {("token-classification", "Named Entity Recognition", "NCBI-disease", "f1", 0.81),
+                   ("text-classification", "Relation Extraction", "GAD", "f1", 0.8175),
+                   ("sentence-similarity", "Sentence Similarity", "BIOSSES", "pearsonr", 0.905),
+                   ("text-classification", "Question Answering", "PubMedQA", "accuracy", 0.61)}
+    assert {r.dataset_split for r in results} == {"test"}
+    assert "## BLURB" in text and "| Relation Extraction | GAD | F1 | 81.75 ± 0.00 |" in text
+    assert "Task types absent: PICO Extraction, Document Classification" in text
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "blurb_results.json").write_text(json.dumps(table))
+    assert load_blurb_table(tmp_path / "run") == table  # a benchmark's output directory works as well
+    assert "## BLURB" not in render_release_card(release)
+
+
+def test_the_hub_names_every_blurb_task_type():
+    assert set(HUB_TASKS) == set(BLURB_DATASETS)
+
+
+@pytest.mark.parametrize("extra,message", [
+    ([], "give --blurb_dir, --ner_dir or both"),
+    (["--blurb_dir", "/no/such/dir"], "--blurb_dir /no/such/dir: not a directory"),
+    (["--ner_dir", ".", "--ner_config", "/no/config.yaml"], "--ner_config /no/config.yaml: no such file"),
+    (["--blurb_dir", ".", "--seeds", "1", "1"], "--seeds 1 1: a seed is given twice"),
+])
+def test_bad_benchmark_input_is_one_line(tmp_path, extra, message):
+    with pytest.raises(SystemExit) as error:
+        blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path)] + extra)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_unknown_dataset_is_named(bench, tmp_path):
+    root, _, _ = bench
+    with pytest.raises(SystemExit, match="--datasets BC2GM: not found; present: BIOSSES, DDI"):
+        blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--blurb_dir",
+                            str(root / "blurb"), "--datasets", "BC2GM"])
+
+
+def test_a_bad_file_of_any_dataset_stops_the_run_before_anything_trains(tmp_path):
+    write_task_dir(tmp_path / "blurb" / "AAA", "relation_extraction")
+    bad = Path(write_task_dir(tmp_path / "blurb" / "ZZZ", "question_answering"))
+    (bad / "test.jsonl").write_text('{"id": "1", "question": "q", "context": "c", "label": "yes"}\n[1]\n')
+    argv = ["--model_name_or_path", "no/model/needed", "--output_dir", str(tmp_path / "out"),
+            "--blurb_dir", str(tmp_path / "blurb")]
+    with pytest.raises(SystemExit) as error:
+        blurb_command.main(argv)
+    assert str(error.value) == f"error: {bad / 'test.jsonl'}, line 2: expected a JSON object, got list"
+    assert not (tmp_path / "out" / "AAA").exists()
+
+    ner = Path(write_dataset_dir(str(tmp_path / "ner" / "NER"), sizes=(4, 2, 2), types=("Disease",)))
+    (ner / "test.tsv").write_text("aspirin\tB-Chemical\n\n")
+    with pytest.raises(SystemExit, match=r"test.tsv: entity type\(s\) absent from the training file"):
+        blurb_command.main(argv[:4] + ["--ner_dir", str(tmp_path / "ner"), "--ner_config", NER_CONFIG])
+    assert not (tmp_path / "out" / "NER").exists()
+
+
+def test_a_name_under_both_directories_is_refused(tmp_path):
+    write_task_dir(tmp_path / "blurb" / "GAD", "relation_extraction")
+    write_dataset_dir(str(tmp_path / "ner" / "GAD"), sizes=(4, 2, 2))
+    refusal = r"^error: dataset\(s\) GAD under both --ner_dir and --blurb_dir: rename one$"
+    with pytest.raises(SystemExit, match=refusal):
+        blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path / "out"), "--ner_config",
+                            NER_CONFIG, "--blurb_dir", str(tmp_path / "blurb"), "--ner_dir", str(tmp_path / "ner")])
