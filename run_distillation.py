@@ -10,5 +10,6 @@ The run is :mod:`bioptimus_hf.commands.distill` (docs/distillation.md).
 
 from bioptimus_hf.commands.distill import main
 
+
 if __name__ == "__main__":
     main()

@@ -9,5 +9,6 @@ The run is :mod:`bioptimus_hf.commands.ner` (docs/ner.md).
 
 from bioptimus_hf.commands.ner import fine_tune_ner, main, parse_args  # noqa: F401  (names importers use)
 
+
 if __name__ == "__main__":
     main()

@@ -9,5 +9,6 @@ The run is :mod:`bioptimus_hf.commands.pretrain`.
 
 from bioptimus_hf.commands.pretrain import ModelArguments, main, pretrain  # noqa: F401  (names importers use)
 
+
 if __name__ == "__main__":
     main()

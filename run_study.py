@@ -8,5 +8,6 @@ The study is :mod:`bioptimus_hf.commands.study` (docs/study.md).
 
 from bioptimus_hf.commands.study import main
 
+
 if __name__ == "__main__":
     main()

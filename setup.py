@@ -7,6 +7,7 @@ backend. On our offline machines ``scripts/cargo_env.sh`` points cargo at Debian
 from setuptools import setup
 from setuptools_rust import Binding, RustExtension
 
+
 setup(
     rust_extensions=[
         RustExtension(

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+
 ROOT = Path(__file__).resolve().parents[1]
 # The ISA flags that decide a CPU's matmul speed per precision (AVX2 / AVX-512 float32, native bf16, int8).
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx512_vnni")

@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+
 PRECISIONS = ("bf16", "tf32", "float32")
 DEFAULT_PEAK_MATMUL_SIZE = {"cpu": 2048, "cuda": 8192}
 DEFAULT_PEAK_REPEATS = 7

@@ -52,6 +52,7 @@ from pathlib import Path
 
 import torch
 
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # after PYTHONPATH, so an installed/other checkout can be benchmarked
@@ -59,6 +60,7 @@ if str(ROOT) not in sys.path:
 import _machine  # noqa: E402  (siblings in benchmarks/, on the path of every script here)
 import _mfu  # noqa: E402
 import _results  # noqa: E402
+
 
 ARM_OPTIONS = ("bf16", "tf32", "compile", "torch_dropout", "bulk_dropout", "default_malloc", "retained_memory")
 # --architecture: the masked LMs of transformers the benchmark builds from config (random weights).
@@ -309,7 +311,7 @@ class StepClock:
                 "step_total": m["step_end"] - (previous_end or m["step_begin"]),
             }
         )
-        self.forward_seconds = {key: 0.0 for key in self.forward_seconds}
+        self.forward_seconds = dict.fromkeys(self.forward_seconds, 0.0)
 
     def start_profiler(self):
         from torch.profiler import ProfilerActivity, profile

@@ -29,9 +29,9 @@ import sys
 from pathlib import Path
 
 import _machine
-
 from bioptimus_hf.releases.record import public_name
 from bioptimus_hf.utils.files import read_json, write_json_atomic
+
 
 ROOT = _machine.ROOT
 RESULTS_DIR = ROOT / "benchmarks" / "results"

@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling
 
+from _results import ResultTarget, output_help
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import CurriculumPhase
 
-from _results import ResultTarget, output_help
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "corpus" / "pubmed_abstracts.txt"

@@ -37,16 +37,18 @@ import time
 
 import torch
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from init_quality import masked_batches, masked_loss, minilm_dir, warm_up_head  # noqa: E402
 from transformers import AutoModelForMaskedLM, AutoTokenizer  # noqa: E402
 
 import run_distillation  # noqa: E402
-from bioptimus_hf.distillation.student import keep_layers, parameter_count  # noqa: E402
 from _results import ResultTarget, output_help  # noqa: E402
+from bioptimus_hf.distillation.student import keep_layers, parameter_count  # noqa: E402
+from init_quality import masked_batches, masked_loss, minilm_dir, warm_up_head  # noqa: E402
+
 
 ARMS = {
     "distilbiobert": ["--recipe", "distilbiobert", "--student_layers", "0", "2", "4"],

@@ -20,12 +20,14 @@ import sys
 
 from transformers import AutoModelForTokenClassification, AutoTokenizer
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bioptimus_hf.distillation.speed import measure_inference_speed  # noqa: E402
 from bioptimus_hf.distillation.student import encoder_depth, parameter_count  # noqa: E402
 from bioptimus_hf.ner.conll import read_conll  # noqa: E402
+
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _results import ResultTarget, output_help  # noqa: E402

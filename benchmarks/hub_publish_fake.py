@@ -15,18 +15,20 @@ import tempfile
 import time
 from pathlib import Path
 
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import huggingface_hub.constants as hf_constants  # noqa: E402
 import torch  # noqa: E402
 from transformers import AutoModelForMaskedLM, AutoTokenizer  # noqa: E402
 
-from bioptimus_hf.releases.hub import publish_releases  # noqa: E402
-from bioptimus_hf.releases.card import render_release_card  # noqa: E402
-from bioptimus_hf.testing.fake_hub import FakeHub  # noqa: E402
-from bioptimus_hf.releases.record import ReleaseInfo, RunFacts  # noqa: E402
-from bioptimus_hf.testing.tiny_releases import TINY_CURRICULUM, tiny_run_args  # noqa: E402
 from _results import ResultTarget  # noqa: E402
+from bioptimus_hf.releases.card import render_release_card  # noqa: E402
+from bioptimus_hf.releases.hub import publish_releases  # noqa: E402
+from bioptimus_hf.releases.record import ReleaseInfo, RunFacts  # noqa: E402
+from bioptimus_hf.testing.fake_hub import FakeHub  # noqa: E402
+from bioptimus_hf.testing.tiny_releases import TINY_CURRICULUM, tiny_run_args  # noqa: E402
+
 
 hf_constants.HF_HUB_OFFLINE = False  # the fake Hub is local; HF_HUB_OFFLINE would block it too
 hf_constants.HF_HUB_DISABLE_XET = True

@@ -29,13 +29,18 @@ import tempfile
 import time
 
 import torch
-from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
+from transformers import (
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    DataCollatorForLanguageModeling,
+    get_linear_schedule_with_warmup,
+)
 
+from _results import ResultTarget, output_help, read_result
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 
-from _results import ResultTarget, read_result, output_help
 
 NER_SETS = ("BC5CDR-chem-IOB", "NCBI-disease-IOB", "BC2GM-IOB")
 
@@ -258,7 +263,7 @@ def main():
 
     result = {
         "load_average_start": os.getloadavg(),
-        "setting": {k: v for k, v in vars(args).items()},
+        "setting": dict(vars(args).items()),
         "heldout": {"source": [f"ner/{n}/devel.tsv" for n in NER_SETS], "sentences": len(heldout), "in_corpus": len(overlap)},
         "vocab_size": len(new_tok),
         "notes": [

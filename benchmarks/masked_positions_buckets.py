@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from _results import ResultTarget, output_help
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import BIOPTIMUS_CURRICULUM
 from bioptimus_hf.pretraining.static_shapes import masked_positions_bucket
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 
-from _results import ResultTarget, output_help
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "pubmed_sentences.txt"
 

@@ -25,10 +25,12 @@ import time
 
 import torch
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import run_ner  # noqa: E402
+
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _results import ResultTarget, output_help  # noqa: E402

@@ -15,11 +15,11 @@ import argparse
 import math
 import os
 import statistics
-
 import sys
 
+
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # appended: its scripts never shadow packages
-from _results import ResultTarget, read_result, output_help  # noqa: E402
+from _results import ResultTarget, output_help, read_result  # noqa: E402
 
 
 def dataset_row(result: dict, dataset: str, path: str) -> dict:

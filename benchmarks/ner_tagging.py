@@ -42,15 +42,16 @@ import time
 import torch
 from transformers import pipeline
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 
+from _results import ResultTarget, output_help  # noqa: E402
 from bioptimus_hf.ner.conll import read_conll  # noqa: E402
 from bioptimus_hf.ner.evaluation import span_scores  # noqa: E402
 from bioptimus_hf.ner.tagger import NerTagger  # noqa: E402
-from _results import ResultTarget, output_help  # noqa: E402
 from bioptimus_hf.utils.hardware import device_has_fast_bf16  # noqa: E402
 
 
@@ -231,7 +232,7 @@ def ncbi_agreement(args) -> dict:
             found["entities_only_in_float32"] = found.pop("entities_only_in_reference")
             entry.update(found)
         report["paths"][precision] = entry
-        print(precision, {k: v for k, v in entry.items()}, flush=True)
+        print(precision, dict(entry.items()), flush=True)
     return report
 
 

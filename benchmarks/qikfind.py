@@ -30,10 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bioptimus_hf.vocabulary.qikfind import find_contexts, load_backend_tokenizer, rust_available  # noqa: E402
+
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _results import ResultTarget  # noqa: E402

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 
+
 __version__ = "0.1.0"
 
 _EXPORTS = {

@@ -49,6 +49,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
+
 ROOT = Path(__file__).resolve().parents[1]
 BERT_RS = ROOT / "rust" / "src" / "generated" / "bert_unicode.rs"
 BYTE_LEVEL_RS = ROOT / "rust" / "src" / "generated" / "byte_level_classes.rs"
@@ -286,8 +287,8 @@ def probe_byte_level():
     if whitespace != WHITE_SPACE:
         raise RuntimeError(f"the pattern's \\s is not Unicode White_Space: {[hex(c) for c in whitespace]}")
     # The three classes in one table of (first, last, class) runs; 'other' is everything not in it.
-    classes = {**{c: "LETTER" for c in letters}, **{c: "NUMBER" for c in numbers},
-               **{c: "WHITESPACE" for c in whitespace}}
+    classes = {**dict.fromkeys(letters, "LETTER"), **dict.fromkeys(numbers, "NUMBER"),
+               **dict.fromkeys(whitespace, "WHITESPACE")}
     runs: list[list] = []
     for c in sorted(classes):
         if runs and runs[-1][1] == c - 1 and runs[-1][2] == classes[c]:

@@ -10,6 +10,7 @@ import torch
 
 from bioptimus_hf.utils.distributed import close_process_group
 
+
 if __name__ == "__main__":  # torchrun entry point: output_dir
     output_dir = Path(sys.argv[1])
     torch.distributed.init_process_group("gloo")

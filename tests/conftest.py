@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV
+
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CORPUS = DATA_DIR / "corpus" / "pubmed_sentences.txt"

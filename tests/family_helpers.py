@@ -25,14 +25,33 @@ import json
 from pathlib import Path
 
 import torch
-from tokenizers import (ByteLevelBPETokenizer, SentencePieceBPETokenizer, SentencePieceUnigramTokenizer,
-                        normalizers, processors)
-from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, BertTokenizer, DebertaV2Config,
-                          DebertaV2ForMaskedLM, DebertaV2Tokenizer, ModernBertConfig, ModernBertForMaskedLM,
-                          PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM, RobertaTokenizer,
-                          XLMRobertaConfig, XLMRobertaForMaskedLM)
+from tokenizers import (
+    ByteLevelBPETokenizer,
+    SentencePieceBPETokenizer,
+    SentencePieceUnigramTokenizer,
+    normalizers,
+    processors,
+)
+from transformers import (
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    BertTokenizer,
+    DebertaV2Config,
+    DebertaV2ForMaskedLM,
+    DebertaV2Tokenizer,
+    ModernBertConfig,
+    ModernBertForMaskedLM,
+    PreTrainedTokenizerFast,
+    RobertaConfig,
+    RobertaForMaskedLM,
+    RobertaTokenizer,
+    XLMRobertaConfig,
+    XLMRobertaForMaskedLM,
+)
 
 from conftest import corpus_lines
+
 
 BASES = ("bert", "roberta", "modernbert", "deberta", "sentencepiece_bpe")
 FAMILY_OF_BASE = {"bert": "wordpiece", "roberta": "byte_level_bpe", "modernbert": "byte_level_bpe",

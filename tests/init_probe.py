@@ -12,6 +12,7 @@ from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from test_embedding_init import NEW_VOCAB, init_args, make_base, make_tokenizer
 
+
 INIT_SETTINGS = dict(init_device="cpu", max_contexts_per_token=20, init_norm_match=False, init_batch_size=4,
                      init_precision="float32")
 

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+
 ROOT = str(Path(__file__).resolve().parents[1])
 MUTATIONS = [
     ("drop one sub-token from the average", "bioptimus_hf/vocabulary/embedding_init.py",

@@ -9,6 +9,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
+
 WORDS = (
     "the a of and with in was were is patients cells study risk gene protein cancer disease breast colon "
     "tumour aspirin cisplatin dopamine syndrome deficiency treated induced by , . ( ) -"

@@ -11,9 +11,10 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, TrainerCa
 
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
-from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from bioptimus_hf.pretraining.phases import CurriculumPhase
+from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from bioptimus_hf.utils.distributed import close_process_group
+
 
 # Two phases that a single batch tells apart: ~10% tokens with corruption vs ~50% whole words, all [MASK].
 PROBE_PHASES = [

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+
 BPE_CONFIGS = ["gpt2", "roberta", "roberta_wrapped", "prefix_space", "legacy_merges", "added_words", "ignore_merges"]
 SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "bioptimus_hf"
 ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = str(ROOT / "benchmarks")
 # benchmarks/ is on the path only while its helpers load (its scripts must not shadow packages for the suite).

@@ -9,13 +9,13 @@ import importlib
 import json
 import os
 import sys
-from types import SimpleNamespace
 
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from bioptimus_hf.utils import hardware
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
 # benchmarks/ is on the path only while its helpers load (its scripts must not shadow packages for the suite).

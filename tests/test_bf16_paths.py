@@ -26,8 +26,8 @@ from bioptimus_hf.testing.numerics import (
     recorded_linear_outputs,
 )
 from bioptimus_hf.utils.hardware import resolve_precision
-
 from ner_helpers import build_tiny_bert, build_tiny_tagger, one_thread, synthetic_sentences, write_dataset_dir  # noqa: F401
+
 
 @pytest.fixture(scope="module")
 def tagging_model(tmp_path_factory):

@@ -15,13 +15,18 @@ from transformers import AutoModelForSequenceClassification, BertForMaskedLM
 import run_blurb
 from bioptimus_hf.blurb.blurb_config import RECIPES
 from bioptimus_hf.blurb.data import BlurbDataError, load_blurb_data, read_task_type
-from bioptimus_hf.blurb.metrics import (document_classification_scores, negative_label_of,
-                                        question_answering_scores, relation_extraction_scores, score,
-                                        sentence_similarity_scores)
+from bioptimus_hf.blurb.metrics import (
+    document_classification_scores,
+    negative_label_of,
+    question_answering_scores,
+    relation_extraction_scores,
+    score,
+    sentence_similarity_scores,
+)
 from bioptimus_hf.blurb.tasks import TASK_TYPES
-
 from conftest import DATA_DIR
 from ner_helpers import build_tiny_bert, one_thread  # noqa: F401
+
 
 FAST = ["--max_steps", "1", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "4",
         "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true", "--use_cpu", "true",

@@ -5,13 +5,13 @@ serve is the one transformers would apply with those masks; nothing of it is sav
 import copy
 import json
 import math
-
 import platform
 
 import pytest
 import torch
 from torch import nn
 
+from bioptimus_hf.utils import allocator
 from bioptimus_hf.utils import bulk_dropout as bulk
 from bioptimus_hf.utils.bulk_dropout import (
     ATTENTION_IMPLEMENTATION,
@@ -21,7 +21,6 @@ from bioptimus_hf.utils.bulk_dropout import (
     disable_bulk_dropout,
     enable_bulk_dropout,
 )
-from bioptimus_hf.utils import allocator
 from test_masked_lm import ARCHITECTURES, _tolerances, architecture_batch, tiny_model
 
 
@@ -281,8 +280,8 @@ def test_gradient_checkpointing_recomputes_the_same_masks(name):
 def test_on_by_default_except_where_torch_draws_masks_with_mkl(vendor, tmp_path):
     """torch draws dropout masks with MKL's vectorised generator on Intel CPUs only (in MKL builds): there the
     default keeps torch's; on AMD, ARM or an unknown CPU bulk dropout is on."""
-    from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off
     from bioptimus_hf.utils import hardware
+    from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\n" + (f"vendor_id\t: {vendor}\n" if vendor else "") + "flags\t\t: fpu avx2\n")

@@ -6,11 +6,11 @@ import pytest
 import transformers.trainer
 from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
 
+from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
+from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from conftest import corpus_lines
 from phase_probe import PROBE_PHASES, probe_dataset
 
-from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
-from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 
 CURRICULUM_KEYS = {"curriculum_phase", "masking_rate", "whole_word_masking", "corruption"}
 

@@ -4,9 +4,8 @@ import pytest
 import torch
 
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
-from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from bioptimus_hf.pretraining.phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
-
+from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from conftest import corpus_lines
 
 

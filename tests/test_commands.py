@@ -20,6 +20,7 @@ from bioptimus_hf.utils.cli import exit_on_bad_input
 from conftest import python_path
 from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401  (one_thread: autouse fixture)
 
+
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ["train-tokenizer", "init-embeddings", "pretrain", "publish", "ner", "tag", "compare", "blurb-task",
           "blurb", "blurb-compare", "distill", "remove-layers", "task-difficulty", "study"]

@@ -16,6 +16,7 @@ from transformers.integrations import get_reporting_integration_callbacks
 
 from bioptimus_hf.commands.config_parser import mapping_to_argv, parse_args
 
+
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
 TRAINING_FIELDS = {f.name for f in dataclasses.fields(TrainingArguments)}
 MISSING = ("tensorboard", "tensorboardX")

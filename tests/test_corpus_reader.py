@@ -1,8 +1,8 @@
 """The one corpus reader (bioptimus_hf.utils.corpus_reader) and the stages that read through it."""
 
 import gzip
-import sys
 import subprocess
+import sys
 
 import pytest
 

@@ -110,7 +110,7 @@ def test_trainer_loss_is_the_weighted_sum_of_hand_computed_losses(tmp_path, teac
     trainer.model.train()
     loss = trainer.compute_loss(trainer.model, batch)
     expected = hand_losses(trainer, plan, batch)
-    logged = {name: total for name, total in trainer._loss_sums.items()}
+    logged = dict(trainer._loss_sums.items())
     for name, value in expected.items():
         assert logged[name] == pytest.approx(value, rel=1e-4, abs=1e-6), name
     assert float(loss.detach()) == pytest.approx(sum(plan.weights[n] * v for n, v in expected.items()), rel=1e-4)

@@ -17,6 +17,7 @@ from bioptimus_hf.distillation.losses import (
 )
 from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
 
+
 STUDENT_LOGITS = [[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]]
 TEACHER_LOGITS = [[2.0, 0.0, 1.0], [1.0, 1.0, 1.0]]
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 

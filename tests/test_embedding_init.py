@@ -20,7 +20,7 @@ from bioptimus_hf.utils import hardware
 from bioptimus_hf.utils.hardware import resolve_precision
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
-from conftest import run_launcher, python_path
+from conftest import python_path, run_launcher
 
 
 def init_args(strategy="contextualized", **kwargs):
@@ -434,9 +434,8 @@ def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, t
     import sys
 
     import run_pretraining
-    from conftest import corpus_lines
-
     from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
+    from conftest import corpus_lines
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(150, start=5000)) + "\n", encoding="utf-8")

@@ -16,6 +16,7 @@ from bioptimus_hf.utils.tokenizer_families import tokenizer_family
 from family_helpers import FAMILY_OF_BASE, build_base, write_corpus
 from ner_helpers import one_thread, write_dataset_dir  # noqa: F401
 
+
 ARCHITECTURES = {"bert": "BertForMaskedLM", "roberta": "RobertaForMaskedLM", "modernbert": "ModernBertForMaskedLM",
                  "deberta": "DebertaV2ForMaskedLM"}
 # Token masking with corruption, then whole words masked with the mask token only (its card names the token).

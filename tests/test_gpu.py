@@ -19,11 +19,11 @@ from bioptimus_hf.testing.numerics import (
 )
 from bioptimus_hf.utils.hardware import resolve_precision
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-
 from ner_helpers import build_tiny_tagger
 from test_bf16_paths import corpus as tagging_texts
-from test_run_pretraining import base_args, corpus, run  # noqa: F401 (corpus: the fixture)
 from test_embedding_init import NEW_VOCAB, ctx, float64_copy, hand_contextualized, init_args, make_base, make_tokenizer
+from test_run_pretraining import base_args, run
+
 
 pytestmark = [pytest.mark.gpu, pytest.mark.precision]
 
@@ -83,9 +83,9 @@ def test_tagger_on_the_gpu_with_auto_precision(tmp_path):
             assert_close_normwise(logits[i, : len(windows[row])], expected, bound, f"window {row}")
 
 
-def test_run_pretraining_on_the_gpu_in_bf16_writes_loadable_releases(monkeypatch, tmp_path, tiny_model_dir, corpus):
+def test_run_pretraining_on_the_gpu_in_bf16_writes_loadable_releases(monkeypatch, tmp_path, tiny_model_dir, pretraining_corpus):
     out = tmp_path / "out"
-    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--bf16", "true", "--max_steps", 8, "--logging_steps", 1])
+    run(monkeypatch, base_args(tiny_model_dir, pretraining_corpus, out) + ["--bf16", "true", "--max_steps", 8, "--logging_steps", 1])
     losses = [e["loss"] for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
     assert len(losses) == 8 and all(torch.isfinite(torch.tensor(losses)))
     released = AutoModelForMaskedLM.from_pretrained(out / "releases" / "v0.4")

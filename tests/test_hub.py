@@ -25,6 +25,7 @@ from bioptimus_hf.testing.fake_hub import FakeHub
 from bioptimus_hf.testing.tiny_releases import make_run
 from conftest import python_path
 
+
 # huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning")
 
@@ -308,7 +309,7 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
     needle = TOKEN.encode()
     assert needle not in (publish.stdout + publish.stderr + load.stdout + load.stderr).encode()
     assert _grep_tree(run_dir, needle) == [] and _grep_tree(staging, needle) == []
-    leaked_files = [p for p in _grep_tree(home, needle)]
+    leaked_files = list(_grep_tree(home, needle))
     assert leaked_files == []  # nothing cached or logged under HF_HOME either
     for version in VERSIONS:
         assert all(needle not in content for content in hub.files(REPO, f"v{version}").values())

@@ -28,6 +28,7 @@ from bioptimus_hf.testing.tiny_releases import make_run
 from conftest import corpus_lines
 from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401
 
+
 # huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning")
 

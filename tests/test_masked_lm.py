@@ -18,6 +18,7 @@ from bioptimus_hf.pretraining.masked_lm import (
     supports_masked_only_prediction,
 )
 
+
 VOCAB = 97
 BATCH, SEQ = 4, 24
 

@@ -15,6 +15,7 @@ from bioptimus_hf.releases.ner_results import load_ner_results
 from bioptimus_hf.releases.record import PHASE_FILE, DistillationFacts, ReleaseInfo
 from bioptimus_hf.testing.tiny_releases import make_release, tiny_run_args
 
+
 BC5CDR = {"dataset_name": "BC5CDR-chem", "dataset_id": "acme/blurb-bc5cdr-chem-parquet", "dataset_config": "bc5chem",
           "test_f1": 0.9312, "test_f1_std": 0.0021, "test_precision": 0.9204, "test_recall": 0.9423,
           "eval_f1": 0.9287, "seeds": 5}

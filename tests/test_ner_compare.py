@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 spec = importlib.util.spec_from_file_location("ner_compare", os.path.join(ROOT, "benchmarks", "ner_compare.py"))
 ner_compare = importlib.util.module_from_spec(spec)

@@ -10,7 +10,6 @@ from bioptimus_hf.ner.encoding import IGNORE_INDEX, encode_split
 from bioptimus_hf.ner.evaluation import span_scores
 from bioptimus_hf.ner.schemes import convert_tags, detect_scheme, label_list, spans_to_tags, tags_to_spans
 from bioptimus_hf.ner.windows import Window, merge_window_predictions, plan_windows
-
 from ner_helpers import build_tiny_bert, synthetic_sentences, write_tsv
 
 
@@ -227,6 +226,6 @@ def test_long_sentence_is_windowed_not_truncated(tokenizer, tmp_path):
     assert encoded.stats.sentences_split == 1 and encoded.stats.windows > 3 and encoded.stats.words_cut == 0
     assert all(len(ids) <= 16 for ids in encoded.dataset["input_ids"])
     # merging the gold labels of every window gives back every word's gold label
-    gold_tokens = [row for row in encoded.dataset["labels"]]
+    gold_tokens = list(encoded.dataset["labels"])
     merged = merge_window_predictions(encoded.windows, gold_tokens, encoded.sentence_lengths, default=-1)
     assert merged[0] == [label2id[t] for t in tags]

@@ -18,6 +18,7 @@ from bioptimus_hf.ner.evaluation import SPAN_F1, load_span_f1, predicted_spans, 
 from bioptimus_hf.ner.schemes import label_list, spans_to_tags, tags_to_spans
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences  # noqa: F401
 
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 

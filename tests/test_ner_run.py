@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-from transformers import AutoTokenizer
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Sequence, Value
+from transformers import AutoTokenizer
 
 import run_ner
 from bioptimus_hf.commands import compare_ner
 from bioptimus_hf.ner import compare
-from bioptimus_hf.ner.conll import ConllFormatError, read_conll
+from bioptimus_hf.ner.conll import read_conll
 from bioptimus_hf.ner.model_card import pipeline_caveat
 from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, paired_seed_difference, write_results
 from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.releases.ner_results import model_index
-
-from conftest import run_launcher, python_path
+from conftest import python_path, run_launcher
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401
+
 
 FAST = ["--num_train_epochs", "8", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
         "--warmup_steps", "0.1", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",

@@ -2,7 +2,14 @@
 
 import pytest
 import torch
-from transformers import AutoModelForTokenClassification, AutoTokenizer, DataCollatorForTokenClassification, Trainer, TrainerCallback, TrainingArguments
+from transformers import (
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    DataCollatorForTokenClassification,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+)
 
 from bioptimus_hf.ner.conll import read_conll
 from bioptimus_hf.ner.encoding import encode_split
@@ -14,8 +21,8 @@ from bioptimus_hf.ner.stabilisation import (
     layerwise_lr_param_groups,
     reinitialize_top_layers,
 )
-
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_tsv  # noqa: F401
+
 
 NUM_LAYERS = 3
 

@@ -18,6 +18,7 @@ from bioptimus_hf.ner.schemes import label_list
 from bioptimus_hf.ner.tagger import NerTagger
 from ner_helpers import build_tiny_bert, one_thread  # noqa: F401
 
+
 KEYS = ["entity_group", "score", "word", "start", "end"]
 
 

@@ -4,9 +4,10 @@ import copy
 
 import pytest
 import torch
-from test_embedding_init import NEW_TOKENS, NEW_VOCAB, ctx, init_args, make_base, make_tokenizer, run
 
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
+from test_embedding_init import NEW_TOKENS, NEW_VOCAB, ctx, init_args, make_base, make_tokenizer, run
+
 
 NEW_STRATEGIES = ("mean_cov", "token_distillation")
 S1 = "the kinase of the thymus cells"

@@ -2,8 +2,8 @@ import gzip
 
 import pytest
 
-from bioptimus_hf.utils.corpus_reader import CorpusFileError, check_corpus_files
 from bioptimus_hf.pretraining.phases import phase_boundaries, phase_index_at, resolve_phase_steps
+from bioptimus_hf.utils.corpus_reader import CorpusFileError, check_corpus_files
 
 
 def test_fractions_allocate_all_steps_and_later_phases_get_more():

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
 # The script imports its sibling _pretraining_bench; benchmarks/ is on the path only while it loads, so that its

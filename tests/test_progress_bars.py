@@ -5,13 +5,14 @@ import importlib
 
 import pytest
 from huggingface_hub.utils import disable_progress_bars
-from test_embedding_init import NEW_VOCAB, init_args, make_base, make_tokenizer
-from test_new_init_strategies import contexts_of
 
 from bioptimus_hf.commands.init_embeddings import run as run_init_command
 from bioptimus_hf.utils.distributed import is_main_process
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.qikfind import find_contexts, rust_available
+from test_embedding_init import NEW_VOCAB, init_args, make_base, make_tokenizer
+from test_new_init_strategies import contexts_of
+
 
 MODES = ["main", "disabled", "other_rank", "hf_bars_off"]
 # The module (huggingface_hub.utils.tqdm, as an attribute, is its tqdm class).

@@ -21,6 +21,7 @@ from bioptimus_hf.vocabulary.qikfind import (
     splitmix64,
 )
 
+
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpus"
 
 HANDMADE = [
@@ -346,6 +347,7 @@ def _unsupported_tokenizers(corpus, tmp_path) -> dict:
     import json
 
     from tokenizers import SentencePieceBPETokenizer, SentencePieceUnigramTokenizer
+
     from qikfind_helpers import train_byte_level_bpe
 
     lines = [s for _, s in _all_sentences(corpus)][:400]

@@ -27,9 +27,10 @@ from pathlib import Path
 
 import pytest
 
+from bioptimus_hf.utils.corpus_reader import CorpusFileError
 from bioptimus_hf.vocabulary import _sentence_classes
 from bioptimus_hf.vocabulary.qikfind import Context, find_contexts, rust_available, sample_priority, split_sentences
-from bioptimus_hf.utils.corpus_reader import CorpusFileError
+
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]

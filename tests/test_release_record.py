@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pytest
-from huggingface_hub import ModelCard
 from transformers import TrainingArguments
 
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback

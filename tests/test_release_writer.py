@@ -10,6 +10,7 @@ import pytest
 from bioptimus_hf.releases.record import ReleaseInfo, find_releases
 from bioptimus_hf.releases.writer import recover_interrupted_replacements
 
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Writes release v0.1 twice (first with loss 1.0, then 2.0) in a child process; FAULT (Python source run

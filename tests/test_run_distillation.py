@@ -14,7 +14,7 @@ from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 import run_distillation
 from bioptimus_hf.releases.hub import publish_releases
 from bioptimus_hf.releases.record import ReleaseInfo, find_releases
-from conftest import corpus_lines, run_launcher, python_path
+from conftest import corpus_lines, python_path, run_launcher
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import run_pretraining
 from bioptimus_hf.pretraining.run_lifecycle import OutputDirLock, last_complete_checkpoint
 from conftest import corpus_lines, python_path
 
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -9,7 +9,7 @@ from transformers import AutoModelForMaskedLM
 
 import run_pretraining
 from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off
-from conftest import corpus_lines, run_launcher, python_path
+from conftest import corpus_lines, python_path, run_launcher
 
 
 def run(monkeypatch, argv):

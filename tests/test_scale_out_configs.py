@@ -12,6 +12,7 @@ from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.utils import DistributedType
 from accelerate.utils.deepspeed import HfDeepSpeedConfig
 
+
 ROOT = Path(__file__).resolve().parents[1]
 ACCELERATE = ROOT / "configs" / "accelerate"
 FULL_SCALE = yaml.safe_load((ROOT / "configs" / "bioptimus_full_scale.yaml").read_text())

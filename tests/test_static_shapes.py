@@ -14,6 +14,7 @@ from bioptimus_hf.pretraining.static_shapes import masked_positions, masked_posi
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from conftest import corpus_lines
 
+
 PHASES = (
     CurriculumPhase("0.1", masking_unit="token", masking_rate=0.15),
     CurriculumPhase("0.2", masking_unit="word", masking_rate=0.15),

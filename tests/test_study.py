@@ -11,10 +11,10 @@ import yaml
 
 import run_pretraining
 import run_study
-from bioptimus_hf.commands import ner as ner_command
-from bioptimus_hf.commands import pretrain as pretrain_command
 from bioptimus_hf.analysis.frequency import frequency_buckets, rare_and_frequent, token_frequencies
 from bioptimus_hf.analysis.isotropy import centroid_separation, mean_pairwise_cosine, partition_ratio
+from bioptimus_hf.commands import ner as ner_command
+from bioptimus_hf.commands import pretrain as pretrain_command
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.study.done_marks import DONE_FILE
 from bioptimus_hf.study.study_config import StudyArguments

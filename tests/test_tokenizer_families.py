@@ -17,15 +17,25 @@ from bioptimus_hf.ner.tagger import split_words
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import CurriculumPhase
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
-from bioptimus_hf.testing.numerics import (assert_close_normwise, encoder_tolerance, linear_output_scale,
-                                           normwise_relative_error, recorded_linear_outputs)
-from bioptimus_hf.utils.tokenizer_families import (TOKENIZER_FAMILIES, UnsupportedTokenizerFamily, tokenizer_family,
-                                                   tokenizer_for_words)
+from bioptimus_hf.testing.numerics import (
+    assert_close_normwise,
+    encoder_tolerance,
+    linear_output_scale,
+    normwise_relative_error,
+    recorded_linear_outputs,
+)
+from bioptimus_hf.utils.tokenizer_families import (
+    TOKENIZER_FAMILIES,
+    UnsupportedTokenizerFamily,
+    tokenizer_family,
+    tokenizer_for_words,
+)
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 from conftest import corpus_lines
 from family_helpers import BASE_LINES, BASES, FAMILY_OF_BASE, build_base, write_corpus
+
 
 NEW_VOCAB_SIZE = 520
 # A word-initial entry and a continuation entry of each family, as regular expressions over letters only (so
@@ -381,10 +391,10 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
     from transformers import HfArgumentParser, TrainingArguments
 
     import run_pretraining
-    from bioptimus_hf.utils.flags import mapping_to_argv
     from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
     from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
     from bioptimus_hf.releases.release_config import ReleaseArguments
+    from bioptimus_hf.utils.flags import mapping_to_argv
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "roberta_modernbert_base.yaml").read_text())
     ours = (run_pretraining.ModelArguments, EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments,

@@ -7,6 +7,7 @@ from transformers import AutoTokenizer, BertTokenizer
 from bioptimus_hf.commands.train_tokenizer import run as run_cli
 from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_tokenizer
 
+
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -9,8 +9,6 @@ import logging
 
 import pytest
 import torch
-from conftest import corpus_lines
-from family_helpers import BASE_VOCAB_SIZE, build_base, write_corpus
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 import run_pretraining
@@ -20,6 +18,9 @@ from bioptimus_hf.vocabulary import focus_init, qikfind
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import extend_tokenizer
+from conftest import corpus_lines
+from family_helpers import BASE_VOCAB_SIZE, build_base, write_corpus
+
 
 FAMILIES = {"bert": "wordpiece", "roberta": "byte_level_bpe", "deberta": "sentencepiece_unigram"}
 BASE_SIZE = BASE_VOCAB_SIZE

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..utils.corpus_reader import iter_text_lines
 
+
 DEFAULT_BUCKET_EDGES = (1, 10, 100, 1000, 10000)
 
 
@@ -59,7 +60,7 @@ def frequency_buckets(counts: np.ndarray, edges: Sequence[int] = DEFAULT_BUCKET_
     edges = list(edges)
     if edges != sorted(set(edges)) or (edges and edges[0] < 1):
         raise ValueError(f"bucket edges must be increasing counts >= 1, got {edges}")
-    excluded = set(int(i) for i in exclude)
+    excluded = {int(i) for i in exclude}
     bounds = [0] + edges
     buckets = []
     for index, low in enumerate(bounds):
@@ -79,7 +80,7 @@ def rare_and_frequent(counts: np.ndarray, exclude: Iterable[int] = (), fraction:
     """
     if not 0 < fraction <= 0.5:
         raise ValueError(f"fraction must be in (0, 0.5], got {fraction}")
-    excluded = set(int(i) for i in exclude)
+    excluded = {int(i) for i in exclude}
     pool = np.arange(len(counts)) if candidates is None else np.fromiter(candidates, dtype=np.int64)
     seen = np.array([i for i in pool if counts[i] > 0 and int(i) not in excluded], dtype=np.int64)
     if len(seen) < 2:

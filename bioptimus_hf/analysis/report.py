@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+
 COLUMNS = (("mean_cosine", "mean cos"), ("partition_ratio", "I(W)"), ("separation", "rare↔frequent separation"))
 
 

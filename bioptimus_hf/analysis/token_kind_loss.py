@@ -35,6 +35,7 @@ from ..pretraining.collator import CurriculumDataCollator
 from ..pretraining.phases import BIOPTIMUS_CURRICULUM
 from ..utils.tokenizer_loader import load_fast_tokenizer
 
+
 IGNORE_INDEX = -100
 # The masking of every measurement: the curriculum's first phase (tokens, 15 %, 80/10/10).
 MEASURING_PHASE = BIOPTIMUS_CURRICULUM[0]

@@ -27,6 +27,7 @@ from .results import seed_finished
 from .run import blurb_arguments_from_dict, run_blurb_task
 from .score import NER, DatasetScore, blurb_score
 
+
 logger = logging.getLogger(__name__)
 DEFAULT_NER_CONFIG = "configs/ner_blurb.yaml"
 

@@ -15,8 +15,15 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from .tasks import (DOCUMENT_CLASSIFICATION, QUESTION_ANSWERING, RELATION_EXTRACTION, SENTENCE_SIMILARITY,
-                    TASK_TYPES, TaskType, get_task_type)
+from .tasks import (
+    DOCUMENT_CLASSIFICATION,
+    QUESTION_ANSWERING,
+    RELATION_EXTRACTION,
+    SENTENCE_SIMILARITY,
+    TASK_TYPES,
+    TaskType,
+    get_task_type,
+)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from ..ner.results import paired_seed_difference
 from ..releases.blurb_results import HUB_TASKS, load_blurb_table
 from ..utils.files import write_json_atomic, write_text_atomic
 
+
 COMPARISON_FILE = "blurb_comparison"  # .json and .md
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .tasks import SENTENCE_SIMILARITY, TASK_TYPES, TaskType, get_task_type, task_type_of_fields
 
+
 SPLITS = ("train", "dev", "test")
 SUFFIX = ".jsonl"
 NEEDED = f"need train{SUFFIX}, dev{SUFFIX}, test{SUFFIX}"

@@ -24,6 +24,7 @@ from .encoding import decode_logits
 from .metrics import score
 from .results import seed_finished
 
+
 logger = logging.getLogger(__name__)
 PREDICTION_SPLITS = {"eval": "dev", "test": "test"}  # result-key prefix -> split
 

@@ -18,8 +18,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .tasks import (DOCUMENT_CLASSIFICATION, DOCUMENT_ID_FIELD, QUESTION_ANSWERING, RELATION_EXTRACTION,
-                    SENTENCE_SIMILARITY, TaskType)
+from .tasks import (
+    DOCUMENT_CLASSIFICATION,
+    DOCUMENT_ID_FIELD,
+    QUESTION_ANSWERING,
+    RELATION_EXTRACTION,
+    SENTENCE_SIMILARITY,
+    TaskType,
+)
+
 
 NEGATIVE_LABEL_NAMES = ("0", "false")  # also any label ending in "-false" (DDI-false)
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..ner.results import SEED_RESULTS_FILE, merge_seed_results, seed_dir, write_results
 from ..utils.files import write_text_atomic
 
+
 BLURB_METRICS = ("score", "f1", "precision", "recall", "pearson", "accuracy")
 
 

@@ -22,6 +22,7 @@ from .metrics import metric_description, negative_label_of
 from .results import merge_blurb_results, write_blurb_outputs
 from .tasks import RELATION_EXTRACTION
 
+
 logger = logging.getLogger(__name__)
 ARGUMENTS = (BlurbModelArguments, BlurbDataArguments, StabilisationArguments)
 

@@ -17,6 +17,7 @@ from ..ner.results import RESULTS_FILE
 from ..utils.files import read_json
 from .tasks import DOCUMENT_CLASSIFICATION, QUESTION_ANSWERING, RELATION_EXTRACTION, SENTENCE_SIMILARITY
 
+
 NER, PICO = "ner", "pico"  # token-level types, fine-tuned by run_ner.py
 # BLURB's six task types and their thirteen datasets
 BLURB_DATASETS = {

@@ -2,4 +2,5 @@
 
 from .dispatch import main
 
+
 main()

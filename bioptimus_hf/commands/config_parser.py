@@ -21,6 +21,7 @@ from transformers import HfArgumentParser
 from ..utils.cli import exit_on_bad_input
 from ..utils.flags import mapping_to_argv
 
+
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 
 

@@ -37,13 +37,14 @@ from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
-from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.publisher import start_release_publisher
+from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
 from bioptimus_hf.utils.cli import exit_on_bad_input
 from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.sequence_length import max_model_tokens
 from bioptimus_hf.utils.tokenizer_loader import load_fast_tokenizer
+
 
 logger = logging.getLogger(__name__)
 

@@ -26,11 +26,19 @@ import transformers
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
-from bioptimus_hf.ner.conll import NER_SPLITS, REQUIRED_NER_SPLITS, ConllFormatError, check_entity_types, ner_split_path, read_conll, sentences_from_tags
-from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
-from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
+from bioptimus_hf.ner.conll import (
+    NER_SPLITS,
+    REQUIRED_NER_SPLITS,
+    ConllFormatError,
+    check_entity_types,
+    ner_split_path,
+    read_conll,
+    sentences_from_tags,
+)
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.fine_tuning import fine_tune_seeds
+from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
+from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
 from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import StabilisationArguments
@@ -40,6 +48,7 @@ from bioptimus_hf.utils.distributed import close_process_group, share_from_main
 from bioptimus_hf.utils.hardware import resolve_bf16
 from bioptimus_hf.utils.sequence_length import max_config_tokens
 from bioptimus_hf.utils.tokenizer_families import tokenizer_for_words
+
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +132,6 @@ def load_splits(data_args: DataTrainingArguments):
         test = read_conll(paths["test"], strict) if os.path.isfile(paths["test"]) else None
         name = os.path.basename(os.path.normpath(data_args.data_dir))
     elif data_args.dataset_name:
-        import datasets
 
         raw = load_ner_dataset(data_args.dataset_name, data_args.dataset_config_name)
 

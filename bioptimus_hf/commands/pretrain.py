@@ -20,7 +20,6 @@ from typing import Optional
 from transformers import Trainer, TrainingArguments, set_seed
 
 from bioptimus_hf.commands.config_parser import parse_args
-from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments, LexicalWarmupArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files
@@ -33,7 +32,6 @@ from bioptimus_hf.pretraining.lexical_warmup import (
     lexical_parameters,
 )
 from bioptimus_hf.pretraining.masked_lm import masked_only_status, use_masked_only_prediction
-from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
 from bioptimus_hf.pretraining.run_lifecycle import (
     checkpoint_step,
     finish_run,
@@ -41,17 +39,24 @@ from bioptimus_hf.pretraining.run_lifecycle import (
     resolve_run_schedule,
     setup_logging,
 )
-from bioptimus_hf.releases.record import base_model_hub_id, public_name
+from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
 from bioptimus_hf.releases.publisher import start_release_publisher
+from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
 from bioptimus_hf.utils.allocator import retain_freed_memory
+from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
 from bioptimus_hf.utils.cli import exit_on_bad_input
 from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.utils.files import write_json_atomic
 from bioptimus_hf.utils.sequence_length import max_model_tokens
-from bioptimus_hf.vocabulary.embedding_init import (INIT_REPORT_NAME, build_initialized_model, start_model_provenance,
-                                                    vocabulary_facts)
+from bioptimus_hf.vocabulary.embedding_init import (
+    INIT_REPORT_NAME,
+    build_initialized_model,
+    start_model_provenance,
+    vocabulary_facts,
+)
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
+
 
 logger = logging.getLogger(__name__)
 

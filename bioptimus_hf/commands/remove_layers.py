@@ -21,6 +21,7 @@ from ..utils.cli import exit_on_bad_input
 from ..utils.files import write_json_atomic, writing_directory
 from .config_parser import parse_args
 
+
 REPORT_NAME = "layer_removal.json"
 logger = logging.getLogger(__name__)
 

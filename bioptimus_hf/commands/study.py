@@ -27,6 +27,7 @@ from bioptimus_hf.study.runner import StudyRunner, StudyUnits
 from bioptimus_hf.study.study_config import StudyArguments
 from bioptimus_hf.utils.files import write_text_atomic
 
+
 logger = logging.getLogger(__name__)
 
 # Each unit of a study is a command's library function, given the dataclasses a config file holding the study's

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from ..analysis.task_difficulty import corpus_blocks, difficulty_table, phase_losses, plot_difficulty
 from ..pretraining.curriculum_config import CurriculumArguments
+from ..utils.cli import exit_on_bad_input
 from ..utils.files import write_json_atomic
 from ..utils.tokenizer_loader import load_fast_tokenizer
-from ..utils.cli import exit_on_bad_input
 from .config_parser import parse_args
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+
 LOSS_NAMES = ("mlm", "kl", "soft_ce", "cos", "hidden", "attention", "embedding")
 # Losses computed on the output distribution at masked positions (they need the teacher's MLM head).
 OUTPUT_LOSSES = ("kl", "soft_ce")

@@ -30,6 +30,7 @@ from ..pretraining.masked_lm import (
 )
 from .distillation_config import DistillationPlan
 
+
 logger = logging.getLogger(__name__)
 
 PROJECTION_NAME = "bioptimus_distillation_projection"

@@ -17,6 +17,7 @@ from .distillation_config import DistillationPlan
 from .recipes import DISTILLATION_RECIPES, LOSS_DESCRIPTIONS
 from .student import parameter_count, strip_distillation
 
+
 STUDENT_DIR = "student"
 
 

@@ -21,6 +21,7 @@ from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
 from .results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir, write_run_outputs
 
+
 logger = logging.getLogger(__name__)
 
 

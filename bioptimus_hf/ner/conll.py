@@ -25,6 +25,7 @@ from typing import Dict, Iterable, List, Sequence
 
 from .schemes import Span, detect_scheme, spans_to_tags, split_tag, tags_to_spans
 
+
 logger = logging.getLogger(__name__)
 
 

@@ -17,6 +17,7 @@ from .conll import Sentence
 from .schemes import spans_to_tags
 from .windows import Window, WindowStats, plan_windows
 
+
 IGNORE_INDEX = -100
 
 

@@ -17,6 +17,7 @@ from .encoding import EncodedSplit
 from .schemes import Span, spans_to_tags, tags_to_spans
 from .windows import merge_window_predictions
 
+
 # the directory of the span-F1 `evaluate` module: evaluate.load(SPAN_F1)
 SPAN_F1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metrics", "span_f1")
 

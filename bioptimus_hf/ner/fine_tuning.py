@@ -40,6 +40,7 @@ from .results import seed_dir as seed_directory
 from .stabilisation import StabilisationArguments, apply_stabilisation
 from .trainer import NerTrainer
 
+
 logger = logging.getLogger(__name__)
 
 

@@ -20,11 +20,12 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
+from ..releases.ner_results import NerResult, eval_results
 from ..releases.record import base_model_hub_id
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.hub_settings import HubSettings, take_hub_settings
-from ..releases.ner_results import NerResult, eval_results
 from .results import markdown_table, seed_dir
+
 
 # Trainer.push_to_hub's own ignore patterns, and the test predictions (the test sentences themselves).
 IGNORE_PATTERNS = ("_*", "checkpoint-*", "*.conll")

@@ -18,6 +18,7 @@ from typing import Iterable
 from ..utils.files import write_text_atomic
 from .schemes import normalize_scheme
 
+
 PIPELINE_SCHEMES = ("IO", "BIO")  # the schemes the standard pipeline groups as the tagger does
 
 

@@ -19,6 +19,7 @@ from typing import Any, Dict, Sequence
 from ..releases.ner_results import METRICS, RESULTS_FILE, model_index
 from ..utils.files import read_json
 
+
 # One fine-tune's result, written into its seed_<s>/ directory as soon as that seed finishes: separately
 # run seeds (parallel jobs, one per GPU) merge into one all_results.json (merge_seed_results).
 SEED_RESULTS_FILE = "seed_results.json"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Iterable, List, Sequence, Tuple
 
+
 Span = Tuple[str, int, int]
 
 SCHEMES = ("IO", "BIO", "BIOUL", "IOBES")

@@ -39,6 +39,7 @@ from .model_card import pipeline_caveat
 from .schemes import tags_to_spans
 from .windows import best_token_positions
 
+
 logger = logging.getLogger(__name__)
 
 # "auto": bf16 where the device has it natively, else float32. "bf16": weights cast to bfloat16.

@@ -18,6 +18,7 @@ from ..utils.distributed import rank_and_world, wait_for_everyone
 from .collator import CurriculumDataCollator, MaskingStatistics
 from .phases import BIOPTIMUS_PHASE_FRACTIONS, Curriculum, PhaseSchedule
 
+
 logger = logging.getLogger(__name__)
 
 

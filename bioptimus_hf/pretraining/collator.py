@@ -62,9 +62,10 @@ import numpy as np
 import torch
 from transformers import BatchEncoding
 
-from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
 from . import static_shapes
+from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
 from .tokenization import check_word_boundaries
+
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +275,7 @@ class CurriculumDataCollator:
         self.static_masked_positions = bool(static_masked_positions)
         self.mask_token_id = int(tokenizer.mask_token_id)
         self.pad_token_id = int(tokenizer.pad_token_id)
-        special = sorted(set(int(i) for i in tokenizer.all_special_ids))
+        special = sorted({int(i) for i in tokenizer.all_special_ids})
         self.special_ids = torch.tensor(special, dtype=torch.long)
         vocab_size = len(tokenizer)
         keep = torch.ones(vocab_size, dtype=torch.bool)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .collator import DEFAULT_MASKING_STREAM, MASKING_STREAMS
 from .phases import Curriculum
 
+
 ALL_PHASES = "all"  # --single_phase all: every phase of the curriculum
 
 

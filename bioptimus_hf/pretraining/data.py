@@ -18,6 +18,7 @@ from ..utils.corpus_reader import CorpusFileError, CorpusReadStats, check_corpus
 from .data_config import CORPUS_BUILDERS, PretrainingDataArguments
 from .tokenization import group_texts, tokenize_with_word_ids
 
+
 logger = logging.getLogger(__name__)
 
 # With --streaming a corpus may be far larger than memory or patience: check the start of each file only.

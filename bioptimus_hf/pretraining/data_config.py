@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..utils.corpus_reader import DEFAULT_MAX_UNDECODABLE_FRACTION
 
+
 # File suffixes and the `datasets` builder that reads them (".gz" means compressed text).
 CORPUS_BUILDERS = {".txt": "text", ".text": "text", ".gz": "text", ".json": "json", ".jsonl": "json", ".csv": "csv"}
 

@@ -105,6 +105,7 @@ from ..releases.record import LexicalWarmupFacts
 from .masked_lm import MaskedOnlyUnsupported, masked_lm_plan
 from .phases import resolve_lexical_warmup_steps
 
+
 logger = logging.getLogger(__name__)
 
 # Normalisation layers of the embedding block (any family's own class counts by its name).

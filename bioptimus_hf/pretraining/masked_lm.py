@@ -100,6 +100,7 @@ from transformers.modeling_outputs import MaskedLMOutput
 from transformers.utils import logging
 from transformers.utils.generic import can_return_tuple
 
+
 logger = logging.get_logger(__name__)
 
 # transformers' label value for "no prediction here" (CrossEntropyLoss's default ignore_index).

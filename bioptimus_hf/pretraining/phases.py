@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from ..releases.record import normalise_version
 
+
 MASKING_UNITS = ("token", "word")
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from .phases import PhaseSchedule
 
+
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".bioptimus-run.lock"

@@ -50,6 +50,7 @@ import math
 
 import torch
 
+
 # Matches masked_lm.PADDING_POSITION and the label value transformers ignores.
 PADDING_POSITION = -1
 IGNORE_INDEX = -100

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..utils.files import read_json
 
+
 BLURB_RESULTS_FILE = "blurb_results.json"
 BLURB_TABLE_FILE = "blurb_results.md"
 # BLURB task type -> (the Hub's task id, the task's name on the card); PubMedQA-style question answering

@@ -35,6 +35,7 @@ from .blurb_results import blurb_eval_results, blurb_markdown, load_blurb_table
 from .ner_results import eval_results, load_ner_results
 from .record import CheckpointFacts, ReleaseInfo, RunFacts, public_name, version_repo_id, version_tag
 
+
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card.md"
 STUDENT_TEMPLATE_PATH = Path(__file__).parent / "templates" / "student_card.md"
 # Shown in the "how to load" snippets when the card is rendered before the repository is known (the

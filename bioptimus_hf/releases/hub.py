@@ -48,6 +48,7 @@ from .record import (
     version_tag,
 )
 
+
 logger = logging.getLogger(__name__)
 
 MODES = ("branches", "repos")

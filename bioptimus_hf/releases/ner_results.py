@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Sequence
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.files import read_json
 
+
 RESULTS_FILE = "all_results.json"
 METRICS = ("f1", "precision", "recall")
 

@@ -17,6 +17,7 @@ from typing import Any
 from .hub import DEFAULT_COMMIT_MESSAGE, MODES, VersionReport, publish_releases
 from .release_config import ReleaseHub
 
+
 logger = logging.getLogger(__name__)
 
 

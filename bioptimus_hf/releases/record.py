@@ -37,6 +37,7 @@ from typing import Any, Mapping
 
 from ..utils.files import read_json, write_json_atomic
 
+
 PHASE_FILE = "bioptimus_phase.json"
 FORMAT_VERSION = 2  # a curriculum release
 STUDENT_FORMAT_VERSION = 3  # a release with a `distillation` record (a distilled student)

@@ -17,6 +17,7 @@ from typing import Any
 from ..utils.hub_settings import HubSettings, take_hub_settings
 from .hub import MODES
 
+
 logger = logging.getLogger(__name__)
 
 # (deprecated flag, ReleaseArguments field, the TrainingArguments field it stands for)

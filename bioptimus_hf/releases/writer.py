@@ -24,6 +24,7 @@ from typing import Any
 from ..utils.files import replace_directory, sync_tree
 from .record import PHASE_FILE, ReleaseInfo, is_release_dir
 
+
 logger = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".partial"

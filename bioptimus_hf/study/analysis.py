@@ -27,6 +27,7 @@ from ..utils.tokenizer_loader import load_fast_tokenizer
 from .runner import StudyLayout
 from .study_config import BASE_ROW, StudyArguments
 
+
 MEASURES_VERSION = 2  # 2: + heldout_by_token_kind
 PROJECTED_TOKENS = 600  # per panel: rare, middle and frequent tokens, evenly
 

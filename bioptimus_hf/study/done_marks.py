@@ -13,6 +13,7 @@ from typing import Any
 
 from ..utils.files import read_json, write_json_atomic
 
+
 DONE_FILE = "study_done.json"
 
 

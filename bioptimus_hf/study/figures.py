@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..utils.plots import have_matplotlib, loss_series, plot_training_curves, pyplot
 from ..utils.files import read_json
+from ..utils.plots import have_matplotlib, loss_series, plot_training_curves, pyplot
 from .runner import StudyLayout
 
 

@@ -22,6 +22,7 @@ from .done_marks import is_done
 from .runner import StudyLayout, finished_ner_runs
 from .study_config import BASE_ROW, StudyArguments
 
+
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 NOT_RUN = "–"

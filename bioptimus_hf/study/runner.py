@@ -22,14 +22,15 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..releases.record import find_releases
 from ..utils.files import write_json_atomic
 from .done_marks import is_done, mark_done, read_done
 from .study_config import BASE_ROW, INIT_KEYS, ArmConfig, StudyArguments
+
 
 logger = logging.getLogger(__name__)
 

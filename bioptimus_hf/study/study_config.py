@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+
 # Arguments of run_pretraining.py that the study sets itself, per arm; an arm may not set them.
 STUDY_OWNED_ARGS = ("output_dir", "max_steps", "model_name_or_path", "tokenizer_name", "seed")
 # The init arguments that decide the start model: arms that agree on them share one initialised checkpoint.

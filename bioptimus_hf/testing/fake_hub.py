@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+
 GITATTRIBUTES = (
     "*.bin filter=lfs diff=lfs merge=lfs -text\n"
     "*.pt filter=lfs diff=lfs merge=lfs -text\n"

@@ -63,6 +63,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+
 # Higham & Mary's confidence parameter (see the module docstring).
 CONFIDENCE = 4.0
 # What CPUs (oneDNN, MKL) and GPUs (cuBLAS) accumulate float32 and bf16 matrix products in.

@@ -9,6 +9,7 @@ from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
 from bioptimus_hf.releases.record import ReleaseInfo, RunFacts
 
+
 TINY_CURRICULUM = [
     {"version": "0.1", "masking_unit": "token", "masking_rate": 0.15, "corruption": True, "steps": 4},
     {"version": "0.2", "masking_unit": "word", "masking_rate": 0.15, "corruption": True, "steps": 4},

@@ -24,6 +24,7 @@ import ctypes
 import ctypes.util
 import platform
 
+
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 M_MMAP_MAX = -4

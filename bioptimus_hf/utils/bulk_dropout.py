@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
+
 ATTENTION_IMPLEMENTATION = "bioptimus_bulk_dropout_sdpa"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+
 # What the library raises for input it refuses (a ConllFormatError is a ValueError).
 BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError)
 

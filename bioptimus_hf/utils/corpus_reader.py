@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+
 # Share of undecodable lines above which a corpus is refused (a binary file, a wrong encoding).
 DEFAULT_MAX_UNDECODABLE_FRACTION = 0.05
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+
 # Namespaces whose datasets are loading scripts only (none of their repositories has data files).
 SCRIPT_ONLY_DATASET_NAMESPACES = ("bigbio",)
 

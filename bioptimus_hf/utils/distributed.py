@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import torch
 
+
 T = TypeVar("T")
 
 

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 

@@ -16,6 +16,12 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    import torch
+
 
 PRECISION_CHOICES = ("auto", "bf16", "float32")
 DISABLE_BF16_ENV = "BIOPTIMUS_DISABLE_BF16"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+
 # Every script publishes what it produced; none uploads checkpoints.
 PUBLISHING_STRATEGIES = ("every_save", "end")
 

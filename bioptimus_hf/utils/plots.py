@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+
 logger = logging.getLogger(__name__)
 
 LOSS_PLOT_NAME = "training_loss.png"

@@ -17,6 +17,7 @@ import logging
 import torch
 from transformers import AutoModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
+
 logger = logging.getLogger(__name__)
 
 FALLBACK_MAX_TOKENS = 512  # neither the model nor the tokenizer names a limit

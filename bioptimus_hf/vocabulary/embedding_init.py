@@ -38,8 +38,8 @@ import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..utils.corpus_reader import check_corpus_files
+from ..utils.distributed import rank_and_world, shard, share_from_main, sum_across_ranks
 from ..utils.files import read_json
-from ..utils.distributed import rank_and_world, shard, sum_across_ranks, share_from_main
 from ..utils.hardware import resolve_precision
 from ..utils.progress import progress_bar
 from ..utils.sequence_length import max_model_tokens, position_offset
@@ -48,6 +48,7 @@ from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
 from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
 from .new_rows import ROW_INITIALIZERS, new_token_rows
 from .vocabulary_extension import vocabulary_mode
+
 
 SPECIAL_ROLES = ("unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 INIT_REPORT_NAME = "init_report.json"

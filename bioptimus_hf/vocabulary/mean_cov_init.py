@@ -36,7 +36,7 @@ def mean_cov_rows(initializer, input_weight, corpus_files=None, contexts=None) -
     return NewRows(
         input={t: rows[i] for i, t in enumerate(targets)},
         output=None if output is None else {t: output[i] for i, t in enumerate(targets)},
-        bias=None if bias is None else {t: bias for t in targets},
+        bias=None if bias is None else dict.fromkeys(targets, bias),
         report={"mean_cov": {"base_rows": base_size, "sampled_rows": len(targets)}},
     )
 

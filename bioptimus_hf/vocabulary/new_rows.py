@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+
 # strategy name -> "module:function"; each function is (initializer, input_weight, corpus_files, contexts) -> NewRows
 ROW_INITIALIZERS = {
     "mean_cov": "bioptimus_hf.vocabulary.mean_cov_init:mean_cov_rows",

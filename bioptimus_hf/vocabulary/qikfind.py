@@ -41,8 +41,9 @@ from typing import Iterable, Iterator, NamedTuple
 
 from ..utils.corpus_reader import CorpusReadStats, iter_lines
 from ..utils.progress import progress_bar, progress_enabled
-from . import _sentence_classes
 from ..utils.tokenizer_loader import load_backend_tokenizer, resolve_backend_tokenizer
+from . import _sentence_classes
+
 
 logger = logging.getLogger(__name__)
 

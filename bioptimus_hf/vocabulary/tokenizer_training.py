@@ -40,6 +40,7 @@ from ..utils.tokenizer_families import (
 from ..utils.tokenizer_loader import load_fast_tokenizer
 from .vocabulary_extension import VocabularyExtension, changed_base_ids
 
+
 logger = logging.getLogger(__name__)
 
 COVERAGE_REPORT_NAME = "coverage_report.json"

@@ -37,6 +37,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from ..utils.tokenizer_families import tokenizer_family
 
+
 # The choices of --vocabulary_mode: a new vocabulary in place of the base's, or the base's with domain tokens added.
 VOCABULARY_MODES = ("replace", "extend")
 # How each family's candidates are ordered (written into coverage_report.json).
@@ -88,7 +89,7 @@ class VocabularyExtension:
         else:
             counts = _emissions(candidate, lines)
             id_to_token = {i: t for t, i in candidate.get_vocab().items()}
-            scores = ({piece: score for piece, score in candidate_model["vocab"]}
+            scores = (dict(candidate_model["vocab"])
                       if self.family.model_type == "Unigram" else {})
             special = set(candidate.all_special_tokens)
             # Most emitted first; ties (and never-emitted entries) in the candidate's id order.

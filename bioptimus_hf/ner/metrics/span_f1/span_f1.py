@@ -16,6 +16,7 @@ import evaluate
 
 from bioptimus_hf.ner.evaluation import score_tags
 
+
 _DESCRIPTION = """Entity-level micro precision, recall and F1 of tagged sentences: predicted and reference tags
 are decoded into entity spans in their own tagging scheme (IO, BIO/IOB2, BIOUL or IOBES; a tag that cannot
 continue the open entity starts a new one), and a predicted entity counts only where type, start and end all
