@@ -36,9 +36,20 @@ ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "avx512_v
 HARDWARE_FIELDS = ("cpu_model", "cpu_signature", "cpu_isa_flags", "cpus_available", "gpus")
 # Environment variables that change which kernels run (an AVX2 stand-in on an AVX-512 CPU, bf16 switched off, the
 # thread count): recorded with every result, the ones set, since they change the numbers on the same hardware.
-KERNEL_ENVIRONMENT = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS",
-                      "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BIOPTIMUS_DISABLE_BF16", "BIOPTIMUS_FORCE_BF16",
-                      "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_", "LD_PRELOAD")
+KERNEL_ENVIRONMENT = (
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BIOPTIMUS_DISABLE_BF16",
+    "BIOPTIMUS_FORCE_BF16",
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_MMAP_MAX_",
+    "LD_PRELOAD",
+)
 
 
 def cpu_model_name(cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
@@ -74,10 +85,16 @@ def run_torch_threads() -> int:
 def git_state(root: Path = ROOT) -> dict:
     """Commit of the checkout the benchmark scripts came from and whether tracked files differ from it."""
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                check=True, timeout=20).stdout.strip()
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, check=True, timeout=60).stdout
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=20
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
     except (OSError, subprocess.SubprocessError) as error:
         return {"commit": None, "dirty": None, "why_unknown": f"{type(error).__name__}: no git checkout at {root}"}
     return {"commit": commit, "dirty": bool(status.strip()), "changed_tracked_files": len(status.splitlines())}
@@ -89,8 +106,13 @@ def _gpus() -> list[dict]:
     gpus = []
     for index in range(torch.cuda.device_count()):
         properties = torch.cuda.get_device_properties(index)
-        gpus.append({"name": properties.name, "capability": f"{properties.major}.{properties.minor}",
-                     "memory_gib": round(properties.total_memory / 2**30, 1)})
+        gpus.append(
+            {
+                "name": properties.name,
+                "capability": f"{properties.major}.{properties.minor}",
+                "memory_gib": round(properties.total_memory / 2**30, 1),
+            }
+        )
     return gpus
 
 
@@ -121,8 +143,11 @@ def describe_machine(cpuinfo_path: str = "/proc/cpuinfo", torch_threads: int | N
         "logical_cpus": os.cpu_count(),
         "cpus_available": cpus_available(),
         # what a run uses: the worker sets run_torch_threads() on a CPU; on a GPU it keeps torch's default
-        "torch_threads": torch_threads if torch_threads is not None
-        else torch.get_num_threads() if gpus else run_torch_threads(),
+        "torch_threads": torch_threads
+        if torch_threads is not None
+        else torch.get_num_threads()
+        if gpus
+        else run_torch_threads(),
         "gpus": gpus,
         "cuda": torch.version.cuda if gpus else None,
         "platform": platform.platform(),

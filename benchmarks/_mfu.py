@@ -71,7 +71,9 @@ def base_model_of(model: nn.Module) -> nn.Module:
     """The encoder: ``model.base_model`` (transformers' ``base_model_prefix`` attribute)."""
     base = getattr(model, "base_model", model)
     if base is model:
-        raise ValueError(f"{type(model).__name__}: no base model (base_model_prefix) to tell the encoder from the head")
+        raise ValueError(
+            f"{type(model).__name__}: no base model (base_model_prefix) to tell the encoder from the head"
+        )
     return base
 
 
@@ -85,7 +87,8 @@ def mlm_head_modules(model: nn.Module) -> dict[str, nn.Module]:
     """
     base = base_model_of(model)
     heads = {
-        name: child for name, child in model.named_children()
+        name: child
+        for name, child in model.named_children()
         if child is not base and any(True for _ in child.parameters())
     }
     decoder = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
@@ -99,7 +102,8 @@ def mlm_head_modules(model: nn.Module) -> dict[str, nn.Module]:
 
 def _linear_weights(module: nn.Module, skip_names=()) -> int:
     return sum(
-        m.in_features * m.out_features for name, m in module.named_modules()
+        m.in_features * m.out_features
+        for name, m in module.named_modules()
         if isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] not in skip_names
     )
 
@@ -160,8 +164,11 @@ class MaskedLMFlops:
     def useful_flops(self, sequences: int, seq_len: int, labelled: int) -> float:
         """FLOPs one batch must compute: encoder on every token, head on the ``labelled`` positions."""
         tokens = sequences * seq_len
-        return (tokens * self.encoder_flops_per_token(seq_len) + labelled * self.head_flops_per_position()
-                + self.flops_per_batch_fixed())
+        return (
+            tokens * self.encoder_flops_per_token(seq_len)
+            + labelled * self.head_flops_per_position()
+            + self.flops_per_batch_fixed()
+        )
 
     def nominal_flops(self, sequences: int, seq_len: int) -> float:
         """FLOPs of one batch with the head on every position (the standard head's work)."""
@@ -228,14 +235,24 @@ def device_peak_precisions(device_type: str) -> dict[str, str | None]:
         return {"bf16": None, "tf32": None, "float32": None}
     from bioptimus_hf.utils.hardware import cpu_has_fast_bf16
 
-    bf16 = None if cpu_has_fast_bf16() else (
-        "no native bf16 on this CPU (no amx_bf16/avx512_bf16, or BIOPTIMUS_DISABLE_BF16 set): emulated, not a peak")
+    bf16 = (
+        None
+        if cpu_has_fast_bf16()
+        else (
+            "no native bf16 on this CPU (no amx_bf16/avx512_bf16, or BIOPTIMUS_DISABLE_BF16 set): emulated, not a peak"
+        )
+    )
     return {"bf16": bf16, "tf32": "tf32 is a CUDA mode", "float32": None}
 
 
-def measure_matmul_peak(precision: str, device: str = "cpu", size: int | None = None,
-                        repeats: int = DEFAULT_PEAK_REPEATS, warmup: int = DEFAULT_PEAK_WARMUP,
-                        threads: int | None = None) -> dict:
+def measure_matmul_peak(
+    precision: str,
+    device: str = "cpu",
+    size: int | None = None,
+    repeats: int = DEFAULT_PEAK_REPEATS,
+    warmup: int = DEFAULT_PEAK_WARMUP,
+    threads: int | None = None,
+) -> dict:
     """Dense ``size x size`` matmul TFLOP/s in ``precision`` on ``device``: the fastest of ``repeats`` after ``warmup``
     (the median is recorded too)."""
     if precision not in PRECISIONS:
@@ -281,8 +298,7 @@ def measure_matmul_peak(precision: str, device: str = "cpu", size: int | None = 
         "median_tflops": 2.0 * size**3 / median / 1e12,
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "method": f"torch.mm of two {size}x{size} {dtype_name} matrices, {warmup} warm-up runs excluded, "
-                  f"fastest of {repeats} timed runs, 2*n^3 FLOPs each"
-                  + (", tf32 allowed" if precision == "tf32" else ""),
+        f"fastest of {repeats} timed runs, 2*n^3 FLOPs each" + (", tf32 allowed" if precision == "tf32" else ""),
         "size": size,
         "warmup": warmup,
         "repeats": repeats,
@@ -292,13 +308,21 @@ def measure_matmul_peak(precision: str, device: str = "cpu", size: int | None = 
     }
 
 
-def measure_device_peaks(device: str = "cpu", size: int | None = None, repeats: int = DEFAULT_PEAK_REPEATS,
-                         warmup: int = DEFAULT_PEAK_WARMUP, threads: int | None = None) -> dict[str, dict]:
+def measure_device_peaks(
+    device: str = "cpu",
+    size: int | None = None,
+    repeats: int = DEFAULT_PEAK_REPEATS,
+    warmup: int = DEFAULT_PEAK_WARMUP,
+    threads: int | None = None,
+) -> dict[str, dict]:
     """Every precision's measured peak on ``device`` (or ``{"skipped": why}``), measured once per benchmark run."""
     peaks = {}
     for precision, why_not in device_peak_precisions(torch.device(device).type).items():
-        peaks[precision] = {"precision": precision, "tflops": None, "skipped": why_not} if why_not else \
-            measure_matmul_peak(precision, device, size=size, repeats=repeats, warmup=warmup, threads=threads)
+        peaks[precision] = (
+            {"precision": precision, "tflops": None, "skipped": why_not}
+            if why_not
+            else measure_matmul_peak(precision, device, size=size, repeats=repeats, warmup=warmup, threads=threads)
+        )
     return peaks
 
 
@@ -308,4 +332,3 @@ def peak_for_arm(precision: str, measured: dict[str, dict] | None, override_tflo
         return {"precision": precision, "tflops": override_tflops, "source": "--peak_tflops"}
     record = (measured or {}).get(precision) or {"precision": precision, "tflops": None, "skipped": "not measured"}
     return dict(record, source="measured" if record.get("tflops") else None)
-

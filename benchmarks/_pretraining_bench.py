@@ -86,12 +86,16 @@ def _default_model_dir() -> str:
 class BenchmarkArguments:
     model_dir: str = field(
         default_factory=_default_model_dir,
-        metadata={"help": "model directory (default: MiniLM demo model); its tokenizer is used with --architecture too"},
+        metadata={
+            "help": "model directory (default: MiniLM demo model); its tokenizer is used with --architecture too"
+        },
     )
     architecture: str = field(
         default="",
-        metadata={"help": f"train a random *ForMaskedLM of this architecture built from config ({', '.join(ARCHITECTURES)}) "
-                          "at --model_size, with --model_dir's tokenizer; empty: --model_dir's pretrained model"},
+        metadata={
+            "help": f"train a random *ForMaskedLM of this architecture built from config ({', '.join(ARCHITECTURES)}) "
+            "at --model_size, with --model_dir's tokenizer; empty: --model_dir's pretrained model"
+        },
     )
     model_size: str = field(default="base", metadata={"help": f"size of --architecture: {', '.join(MODEL_SIZES)}"})
     bert_base_from_config: bool = field(
@@ -122,7 +126,9 @@ class BenchmarkArguments:
     peak_matmul_size: int = field(
         default=0, metadata={"help": "n of the n x n matmul that measures the peak (0: 2048 on a CPU, 8192 on a GPU)"}
     )
-    peak_repeats: int = field(default=_mfu.DEFAULT_PEAK_REPEATS, metadata={"help": "timed peak matmuls (median taken)"})
+    peak_repeats: int = field(
+        default=_mfu.DEFAULT_PEAK_REPEATS, metadata={"help": "timed peak matmuls (median taken)"}
+    )
     profile_shapes: bool = field(
         default=False, metadata={"help": "profiles (pretraining_profile.py): one row per operator and input shapes"}
     )
@@ -145,7 +151,9 @@ class BenchmarkArguments:
 def parse_arm(arm: str) -> tuple[str, set[str]]:
     recipe, *options = arm.split("+")
     if recipe not in RECIPES or set(options) - set(ARM_OPTIONS):
-        raise ValueError(f"arm {arm!r}: expected recipe[+option...] with a recipe in {RECIPES}, options in {ARM_OPTIONS}")
+        raise ValueError(
+            f"arm {arm!r}: expected recipe[+option...] with a recipe in {RECIPES}, options in {ARM_OPTIONS}"
+        )
     return recipe, set(options)
 
 
@@ -277,7 +285,8 @@ class StepClock:
         """The batches of the steps after step ``first_step_index`` (whose end starts the clock)."""
         return [
             _mfu.BatchCount(sequences, seq_len, int(labelled))
-            for step in self.batches[first_step_index + 1 :] for sequences, seq_len, labelled in step
+            for step in self.batches[first_step_index + 1 :]
+            for sequences, seq_len, labelled in step
         ]
 
     def attach(self, model):
@@ -323,8 +332,12 @@ class StepClock:
     def stop_profiler(self):
         self.profiler.__exit__(None, None, None)
         events = self.profiler.key_averages(group_by_input_shape=self.profile_shapes)
-        self.profile_table = events.table(sort_by="self_cpu_time_total", row_limit=30 if self.profile_shapes else 18,
-                                          max_name_column_width=48, max_shapes_column_width=60)
+        self.profile_table = events.table(
+            sort_by="self_cpu_time_total",
+            row_limit=30 if self.profile_shapes else 18,
+            max_name_column_width=48,
+            max_shapes_column_width=60,
+        )
         total = sum(e.self_cpu_time_total for e in events)
         self.profile_totals = {
             "self_cpu_total_ms": total / 1e3,
@@ -354,8 +367,14 @@ def _code_fingerprint() -> dict:
 
     package = Path(bioptimus_hf.__file__).parent
     hashes = {}
-    for name in ("pretraining/masked_lm.py", "pretraining/collator.py", "pretraining/tokenization.py", "pretraining/phases.py",
-                 "utils/bulk_dropout.py", "utils/allocator.py"):
+    for name in (
+        "pretraining/masked_lm.py",
+        "pretraining/collator.py",
+        "pretraining/tokenization.py",
+        "pretraining/phases.py",
+        "utils/bulk_dropout.py",
+        "utils/allocator.py",
+    ):
         if (package / name).is_file():
             hashes[name] = hashlib.md5((package / name).read_bytes()).hexdigest()
     return {"package_dir": str(package), "md5": hashes}
@@ -376,8 +395,12 @@ def masked_lm_config(architecture: str, size: str, tokenizer):
     special = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
     if architecture == "distilbert":
         return AutoConfig.for_model(
-            architecture, dim=shape["hidden_size"], n_layers=shape["num_hidden_layers"],
-            n_heads=shape["num_attention_heads"], hidden_dim=shape["intermediate_size"], **special,
+            architecture,
+            dim=shape["hidden_size"],
+            n_layers=shape["num_hidden_layers"],
+            n_heads=shape["num_attention_heads"],
+            hidden_dim=shape["intermediate_size"],
+            **special,
         )
     extra = {}
     if architecture in ("roberta", "xlm-roberta", "modernbert"):
@@ -387,9 +410,16 @@ def masked_lm_config(architecture: str, size: str, tokenizer):
     if architecture == "electra":
         extra = {"embedding_size": shape["hidden_size"]}
     if architecture == "deberta-v2":
-        extra = {"relative_attention": True, "position_buckets": 256, "pos_att_type": ["p2c", "c2p"],
-                 "norm_rel_ebd": "layer_norm", "share_att_key": True, "position_biased_input": False,
-                 "max_relative_positions": -1, "type_vocab_size": 0}
+        extra = {
+            "relative_attention": True,
+            "position_buckets": 256,
+            "pos_att_type": ["p2c", "c2p"],
+            "norm_rel_ebd": "layer_norm",
+            "share_att_key": True,
+            "position_biased_input": False,
+            "max_relative_positions": -1,
+            "type_vocab_size": 0,
+        }
     return AutoConfig.for_model(architecture, **shape, **special, **extra)
 
 
@@ -429,8 +459,9 @@ def our_batches(args: BenchmarkArguments, tokenizer, lines: list[str], options: 
 
     dataset = our_blocks(tokenizer, lines, args.block_size)
     phase = CurriculumPhase("0.1", masking_unit="token", masking_rate=args.masking_rate, corruption=True)
-    collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=args.seed,
-                                      static_masked_positions="compile" in options)
+    collator = CurriculumDataCollator(
+        tokenizer, phases=[phase], seed=args.seed, static_masked_positions="compile" in options
+    )
     if "compile" in options:
         from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
 
@@ -518,8 +549,9 @@ def cpu_defaults(recipe: str, options: set[str], model, on_gpu: bool) -> tuple[d
     return bulk_dropout_report, allocator_report
 
 
-def training_arguments(args: BenchmarkArguments, recipe: str, options: set[str], steps: int, output_dir: str,
-                       on_gpu: bool):
+def training_arguments(
+    args: BenchmarkArguments, recipe: str, options: set[str], steps: int, output_dir: str, on_gpu: bool
+):
     """The Trainer's arguments of one run: the arm's precision and compile options, the benchmark's settings."""
     from transformers import TrainingArguments
 
@@ -578,7 +610,9 @@ def timed_measurement(args: BenchmarkArguments, clock: StepClock, flops, options
     timed_flops = _mfu.step_flops(flops, clock.timed_batches(first))
     tokens = timed_flops["tokens"]
     if tokens != timed_steps * args.batch_size * args.block_size:  # blocks are full: every batch is batch x block
-        raise RuntimeError(f"{tokens} tokens in the timed batches, expected {timed_steps} x {args.batch_size} x {args.block_size}")
+        raise RuntimeError(
+            f"{tokens} tokens in the timed batches, expected {timed_steps} x {args.batch_size} x {args.block_size}"
+        )
     precision = _mfu.arm_precision(options)
     peak = peak or _mfu.peak_for_arm(precision, None, args.peak_tflops)
     return {
@@ -596,8 +630,9 @@ def timed_measurement(args: BenchmarkArguments, clock: StepClock, flops, options
     }
 
 
-def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, profile_steps: int = 0,
-               peak: dict | None = None) -> dict:
+def run_worker(
+    args: BenchmarkArguments, arm: str, steps: int, output_dir: str, profile_steps: int = 0, peak: dict | None = None
+) -> dict:
     """One run of ``arm``; ``peak`` is the peak its MFU is computed against (:func:`_mfu.peak_for_arm`)."""
     from transformers import AutoTokenizer, set_seed
     from transformers.utils import logging as hf_logging
@@ -625,8 +660,9 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
     bulk_dropout_report, allocator_report = cpu_defaults(recipe, options, model, on_gpu)
 
     training_args = training_arguments(args, recipe, options, steps, output_dir, on_gpu)
-    clock = StepClock(args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps,
-                      profile_shapes=args.profile_shapes)
+    clock = StepClock(
+        args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps, profile_shapes=args.profile_shapes
+    )
     if "compile" not in options:
         clock.attach(model)
     memory = train_timed(model, training_args, dataset, collator, clock)
@@ -662,7 +698,9 @@ def run_worker(args: BenchmarkArguments, arm: str, steps: int, output_dir: str, 
         "mean_step_breakdown_seconds": {
             key: statistics.fmean(b[key] for b in clock.step_breakdowns[args.warmup_steps :] if b[key] is not None)
             for key in clock.step_breakdowns[-1]
-        } if len(clock.step_breakdowns) > args.warmup_steps else None,
+        }
+        if len(clock.step_breakdowns) > args.warmup_steps
+        else None,
         "torch_threads": torch.get_num_threads(),
         "code": _code_fingerprint(),
     }
@@ -696,14 +734,23 @@ def run_arms(args: BenchmarkArguments, jobs: list[tuple], parallel: bool = False
     pending, results = [], []
     for arm, steps, tag, *rest in jobs:
         peak = _mfu.peak_for_arm(_mfu.arm_precision(parse_arm(arm)[1]), measured, args.peak_tflops)
-        job = {"args": asdict(args), "arm": arm, "steps": steps, "profile_steps": rest[0] if rest else 0,
-               "peak": peak, "output_dir": str(workdir / f"{tag}.trainer"), "result": str(workdir / f"{tag}.json")}
+        job = {
+            "args": asdict(args),
+            "arm": arm,
+            "steps": steps,
+            "profile_steps": rest[0] if rest else 0,
+            "peak": peak,
+            "output_dir": str(workdir / f"{tag}.trainer"),
+            "result": str(workdir / f"{tag}.json"),
+        }
         job_file = workdir / f"{tag}.job.json"
         job_file.write_text(json.dumps(job))
         pythonpath = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [str(ROOT)]
         env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=os.pathsep.join(pythonpath))
         log = open(workdir / f"{tag}.log", "w")
-        process = subprocess.Popen([sys.executable, __file__, str(job_file)], env=env, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, __file__, str(job_file)], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         pending.append((process, Path(job["result"]), tag, arm, log))
         if not parallel:
             results.append(_collect(*pending.pop(), started))
@@ -720,8 +767,11 @@ def _collect(process, output, tag, arm, log, started) -> dict:
         raise RuntimeError(f"worker {tag} ({arm}) failed (exit {code}); log {log.name}:\n{tail}")
     result = json.loads(output.read_text())
     peak = result["peak"]
-    mfu = (f" = {result['useful_mfu']:.1%} of the {peak['precision']} peak {peak['tflops']:.3f} ({peak['source']})"
-           if result["useful_mfu"] else f" (no {result['precision']} peak: no MFU)")
+    mfu = (
+        f" = {result['useful_mfu']:.1%} of the {peak['precision']} peak {peak['tflops']:.3f} ({peak['source']})"
+        if result["useful_mfu"]
+        else f" (no {result['precision']} peak: no MFU)"
+    )
     print(
         f"[{tag}] {arm}: {result['tokens_per_second']:.0f} tokens/s wall, {result['tokens_per_cpu_second']:.0f} tokens/CPU-s, "
         f"{result['seconds_per_step']:.2f} s/step, useful {result['useful_tflops']:.3f} TFLOP/s{mfu}, "
@@ -738,11 +788,16 @@ def measure_peaks(args: BenchmarkArguments) -> dict[str, dict] | None:
     if args.peak_tflops is not None:
         return None
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    peaks = _mfu.measure_device_peaks(device, size=args.peak_matmul_size or None, repeats=args.peak_repeats,
-                                      threads=_machine.run_torch_threads())
-    print("measured matmul peaks (TFLOP/s): " + ", ".join(
-        f"{name} {record['tflops']:.3f}" if record["tflops"] else f"{name} -" for name, record in peaks.items()
-    ), flush=True)
+    peaks = _mfu.measure_device_peaks(
+        device, size=args.peak_matmul_size or None, repeats=args.peak_repeats, threads=_machine.run_torch_threads()
+    )
+    print(
+        "measured matmul peaks (TFLOP/s): "
+        + ", ".join(
+            f"{name} {record['tflops']:.3f}" if record["tflops"] else f"{name} -" for name, record in peaks.items()
+        ),
+        flush=True,
+    )
     return peaks
 
 
@@ -778,8 +833,13 @@ def save_section(args: BenchmarkArguments, section: str, value: dict, figures: d
     kind only, its runs' fingerprints checked; ``figures`` default to :func:`section_figures`."""
     machine = _machine.describe_machine()
     detail = dict(value, settings=asdict(args))
-    path = _results.write_result(output_file(args, machine), section_figures(value) if figures is None else figures,
-                                 detail=detail, machine=machine, section=section)
+    path = _results.write_result(
+        output_file(args, machine),
+        section_figures(value) if figures is None else figures,
+        detail=detail,
+        machine=machine,
+        section=section,
+    )
     print(f"wrote {section} to {path} (machine {machine['fingerprint']}: {machine['label']})")
     return path
 
@@ -838,7 +898,8 @@ def summarize_arms(runs: list[dict]) -> dict:
             "median_nominal_model_tflops": statistics.median(r["nominal_model_tflops"] for r in arm_runs),
             "useful_mfu": [r["useful_mfu"] for r in arm_runs],
             "median_useful_mfu": statistics.median(r["useful_mfu"] for r in arm_runs)
-            if all(r["useful_mfu"] for r in arm_runs) else None,
+            if all(r["useful_mfu"] for r in arm_runs)
+            else None,
             "nominal_mfu": [r["nominal_mfu"] for r in arm_runs],
             "peak": arm_runs[0]["peak"],
             "labelled_fraction": [r["timed_flops"]["labelled_fraction"] for r in arm_runs],
@@ -919,12 +980,17 @@ def padding_report(args: BenchmarkArguments) -> dict:
     return result
 
 
-
 def worker_main(job_file: str) -> None:
     """One run in this process (started by :func:`run_arms`)."""
     job = json.loads(Path(job_file).read_text())
-    result = run_worker(BenchmarkArguments(**job["args"]), job["arm"], job["steps"], job["output_dir"], job["profile_steps"],
-                        job.get("peak"))
+    result = run_worker(
+        BenchmarkArguments(**job["args"]),
+        job["arm"],
+        job["steps"],
+        job["output_dir"],
+        job["profile_steps"],
+        job.get("peak"),
+    )
     Path(job["result"]).write_text(json.dumps(result))
 
 

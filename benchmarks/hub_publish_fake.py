@@ -46,9 +46,15 @@ def build_release(base: str, out: Path, k: int) -> Path:
     AutoTokenizer.from_pretrained(base).save_pretrained(out)
     phase = TINY_CURRICULUM[k]
     hub_id = "sentence-transformers/all-MiniLM-L6-v2"
-    ReleaseInfo(**phase, phase_index=k, start_step=4 * k, end_step=4 * k + 4, global_step=4 * k + 4,
-                curriculum=TINY_CURRICULUM,
-                run=RunFacts.from_dict(tiny_run_args(base_model=hub_id, base_model_hub_id=hub_id))).save(out)
+    ReleaseInfo(
+        **phase,
+        phase_index=k,
+        start_step=4 * k,
+        end_step=4 * k + 4,
+        global_step=4 * k + 4,
+        curriculum=TINY_CURRICULUM,
+        run=RunFacts.from_dict(tiny_run_args(base_model=hub_id, base_model_hub_id=hub_id)),
+    ).save(out)
     (out / "README.md").write_text(render_release_card(out))
     return out
 

@@ -77,18 +77,25 @@ def main():
 
         t0 = time.perf_counter()
         init_args = EmbeddingInitArguments(
-            init_strategy="contextualized", init_corpus_files=files, init_norm_match=False,
-            max_contexts_per_token=args.max_contexts_per_token, init_batch_size=args.batch_size,
+            init_strategy="contextualized",
+            init_corpus_files=files,
+            init_norm_match=False,
+            max_contexts_per_token=args.max_contexts_per_token,
+            init_batch_size=args.batch_size,
         )
         model, _, report = build_initialized_model(base, tok_dir, init_args)
         result["init_wall_s"] = time.perf_counter() - t0
         if args.save_dir:
             # The rows of the contextualised tokens are the vectors (norm_match off); keep them by id.
             base_vocab = AutoTokenizer.from_pretrained(base).get_vocab()
-            new_ids = [i for t, i in new_tok.get_vocab().items() if t not in base_vocab and i not in new_tok.all_special_ids]
+            new_ids = [
+                i for t, i in new_tok.get_vocab().items() if t not in base_vocab and i not in new_tok.all_special_ids
+            ]
             fallback = set(new_tok.convert_tokens_to_ids(report["fallback_tokens"]))
             rows = model.get_input_embeddings().weight.detach()
-            torch.save({i: rows[i].clone() for i in new_ids if i not in fallback}, os.path.join(args.save_dir, "vectors.pt"))
+            torch.save(
+                {i: rows[i].clone() for i in new_ids if i not in fallback}, os.path.join(args.save_dir, "vectors.pt")
+            )
         result["init_report"] = report
         forward = report["forward"]
         throughput = forward["encoded_sequences"] / report["timings_s"]["encode_contexts"]

@@ -51,7 +51,9 @@ def per_token_losses(model, tokenizer, sentences, max_length):
     model.eval()
     losses = []
     for batch in masked_batches(tokenizer, sentences, 32, max_length, seed=1234):
-        hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        hidden = model.base_model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state
         selected = batch["labels"] != -100
         logits = model.cls(hidden[selected]).float()
         losses.extend(torch.nn.functional.cross_entropy(logits, batch["labels"][selected], reduction="none").tolist())
@@ -66,7 +68,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data_dir", default="../shared/data")
     parser.add_argument("--vocab_size", type=int, default=4000)
-    parser.add_argument("--num_tokens", type=int, default=60, help="new tokens contextualised (most frequent in held-out)")
+    parser.add_argument(
+        "--num_tokens", type=int, default=60, help="new tokens contextualised (most frequent in held-out)"
+    )
     parser.add_argument("--max_contexts_per_token", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2, help="alternating (float32, bf16) rounds")
     parser.add_argument("--init_batch_size", type=int, default=32)
@@ -91,20 +95,43 @@ def main():
 
     base_vocab = base_tok.get_vocab()
     new_ids = {i for t, i in new_tok.get_vocab().items() if t not in base_vocab and i not in new_tok.all_special_ids}
-    frequency = Counter(i for ids in new_tok(heldout, add_special_tokens=False)["input_ids"] for i in ids if i in new_ids)
+    frequency = Counter(
+        i for ids in new_tok(heldout, add_special_tokens=False)["input_ids"] for i in ids if i in new_ids
+    )
     targets = [i for i, _ in frequency.most_common(args.num_tokens)]
-    contexts = find_contexts(files, new_tok, targets, max_per_token=args.max_contexts_per_token, seed=args.seed, progress=False)
+    contexts = find_contexts(
+        files, new_tok, targets, max_per_token=args.max_contexts_per_token, seed=args.seed, progress=False
+    )
 
     base = AutoModelForMaskedLM.from_pretrained(base_dir)
-    corpus = [line.strip() for line in open(os.path.join(corpus_dir, "pubmed_sentences.txt"), encoding="utf-8") if line.strip()]
-    warmup = warm_up_head(base, base_tok, random.Random(args.seed).sample(corpus, args.head_warmup_sentences),
-                          args.head_warmup_steps, 128, 1e-3, args.max_seq_length, args.seed)
+    corpus = [
+        line.strip()
+        for line in open(os.path.join(corpus_dir, "pubmed_sentences.txt"), encoding="utf-8")
+        if line.strip()
+    ]
+    warmup = warm_up_head(
+        base,
+        base_tok,
+        random.Random(args.seed).sample(corpus, args.head_warmup_sentences),
+        args.head_warmup_steps,
+        128,
+        1e-3,
+        args.max_seq_length,
+        args.seed,
+    )
 
     def initializer(precision):
-        config = EmbeddingInitArguments(init_strategy="contextualized", init_norm_match=True, init_device="cpu",
-                                        init_precision=precision, max_contexts_per_token=args.max_contexts_per_token,
-                                        init_batch_size=args.init_batch_size)
-        return ContextualizedEmbeddingInitializer(copy.deepcopy(base), base_tok, new_tok, config, seed=args.seed, progress=False)
+        config = EmbeddingInitArguments(
+            init_strategy="contextualized",
+            init_norm_match=True,
+            init_device="cpu",
+            init_precision=precision,
+            max_contexts_per_token=args.max_contexts_per_token,
+            init_batch_size=args.init_batch_size,
+        )
+        return ContextualizedEmbeddingInitializer(
+            copy.deepcopy(base), base_tok, new_tok, config, seed=args.seed, progress=False
+        )
 
     runs, vectors = [], {}
     for round_index in range(args.rounds):
@@ -114,9 +141,17 @@ def main():
             result, stats = init.contextualized_vectors(contexts)
             seconds = time.perf_counter() - t0
             vectors.setdefault(precision, result)
-            runs.append({"round": round_index, "precision": precision, "bf16": stats["bf16"], "seconds": seconds,
-                         "encoded_tokens": stats["encoded_tokens"], "tokens_per_second": stats["encoded_tokens"] / seconds,
-                         "load_average_1m": os.getloadavg()[0]})
+            runs.append(
+                {
+                    "round": round_index,
+                    "precision": precision,
+                    "bf16": stats["bf16"],
+                    "seconds": seconds,
+                    "encoded_tokens": stats["encoded_tokens"],
+                    "tokens_per_second": stats["encoded_tokens"] / seconds,
+                    "load_average_1m": os.getloadavg()[0],
+                }
+            )
             print(runs[-1], flush=True)
 
     ids = sorted(vectors["float32"])
@@ -155,8 +190,19 @@ def main():
         "cosines": cosines,
         "wall_s": time.perf_counter() - started,
     }
-    target.write({key: summary[key] for key in ("tokens_per_second_float32", "tokens_per_second_bf16", "bf16_speedup",
-                                                "cosine_median", "cosine_min")}, detail=report)
+    target.write(
+        {
+            key: summary[key]
+            for key in (
+                "tokens_per_second_float32",
+                "tokens_per_second_bf16",
+                "bf16_speedup",
+                "cosine_median",
+                "cosine_min",
+            )
+        },
+        detail=report,
+    )
     print(json.dumps(summary, indent=2))
 
 

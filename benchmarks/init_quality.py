@@ -81,7 +81,9 @@ def masked_loss(model, batch):
     hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
     selected = batch["labels"] != -100
     logits = model.cls(hidden[selected])
-    return torch.nn.functional.cross_entropy(logits.float(), batch["labels"][selected], reduction="sum"), int(selected.sum())
+    return torch.nn.functional.cross_entropy(logits.float(), batch["labels"][selected], reduction="sum"), int(
+        selected.sum()
+    )
 
 
 @torch.inference_mode()
@@ -91,14 +93,21 @@ def heldout_loss(model, tokenizer, sentences, max_length):
     model.eval()
     per_token = []
     for batch in masked_batches(tokenizer, sentences, 32, max_length, seed=1234):
-        hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        hidden = model.base_model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state
         selected = batch["labels"] != -100
         logits = model.cls(hidden[selected]).float()
         per_token += torch.nn.functional.cross_entropy(logits, batch["labels"][selected], reduction="none").tolist()
     losses = torch.tensor(per_token, dtype=torch.float64)
     mean = losses.mean().item()
-    return {"loss": mean, "standard_error": (losses.std() / math.sqrt(len(losses))).item(),
-            "perplexity": math.exp(mean), "masked_tokens": len(per_token), "per_token": per_token}
+    return {
+        "loss": mean,
+        "standard_error": (losses.std() / math.sqrt(len(losses))).item(),
+        "perplexity": math.exp(mean),
+        "masked_tokens": len(per_token),
+        "per_token": per_token,
+    }
 
 
 def paired_difference(a, b):
@@ -117,20 +126,27 @@ def compare(result, references=("random", "averaged")):
             for reference in references:
                 other = result["strategies"].get(reference, {}).get(when)
                 if reference != name and entry.get(when) and other:
-                    table.setdefault(name, {}).setdefault(when, {})[f"minus_{reference}"] = paired_difference(entry[when], other)
+                    table.setdefault(name, {}).setdefault(when, {})[f"minus_{reference}"] = paired_difference(
+                        entry[when], other
+                    )
     return table
 
 
 def summary(result):
-    return {n: {w: {k: e[w][k] for k in ("loss", "standard_error")} for w in ("before", "after") if w in e}
-            for n, e in result["strategies"].items()}
+    return {
+        n: {w: {k: e[w][k] for k in ("loss", "standard_error")} for w in ("before", "after") if w in e}
+        for n, e in result["strategies"].items()
+    }
 
 
 def loss_figures(result):
     """The headline figures: each strategy's held-out MLM loss before and after training."""
-    return {name: {f"heldout_mlm_loss_{when}": round(entry[when]["loss"], 3)
-                   for when in ("before", "after") if when in entry}
-            for name, entry in result.get("strategies", {}).items()}
+    return {
+        name: {
+            f"heldout_mlm_loss_{when}": round(entry[when]["loss"], 3) for when in ("before", "after") if when in entry
+        }
+        for name, entry in result.get("strategies", {}).items()
+    }
 
 
 def combine(files, target):
@@ -141,9 +157,15 @@ def combine(files, target):
         if part["base_warmed_head"]["loss"] != results[0]["base_warmed_head"]["loss"]:
             raise ValueError(f"{f}: its warmed base differs from {files[0]}'s; the runs are not comparable")
         combined["strategies"].update(part["strategies"])
-        combined["parts"].append({"file": f, "strategies": list(part["strategies"]), "wall_s": part.get("wall_s"),
-                                  "load_average_start": part.get("load_average_start"),
-                                  "load_average_end": part.get("load_average_end")})
+        combined["parts"].append(
+            {
+                "file": f,
+                "strategies": list(part["strategies"]),
+                "wall_s": part.get("wall_s"),
+                "load_average_start": part.get("load_average_start"),
+                "load_average_end": part.get("load_average_end"),
+            }
+        )
     combined["paired_differences"] = compare(combined)
     target.write(loss_figures(combined), detail=combined)
     print(json.dumps({"losses": summary(combined), "paired": combined["paired_differences"]}, indent=1))
@@ -162,7 +184,9 @@ def warm_up_head(model, tokenizer, sentences, steps, batch_size, lr, max_length,
     model.eval()
     with torch.no_grad():
         for batch in masked_batches(tokenizer, sentences, 32, max_length, seed=seed):
-            hidden = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+            hidden = model.base_model(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+            ).last_hidden_state
             selected = batch["labels"] != -100
             states.append(hidden[selected])
             labels.append(batch["labels"][selected])
@@ -207,7 +231,9 @@ def train_phase1(model, tokenizer, sentences, steps, batch_size, lr, max_length,
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data_dir", default="../shared/data")
-    parser.add_argument("--vectors_dir", default=None, help="--save_dir of benchmarks/init.py (tokenizer/ + vectors.pt)")
+    parser.add_argument(
+        "--vectors_dir", default=None, help="--save_dir of benchmarks/init.py (tokenizer/ + vectors.pt)"
+    )
     parser.add_argument("--vocab_size", type=int, default=4000)
     parser.add_argument("--max_contexts_per_token", type=int, default=5)
     parser.add_argument("--heldout_per_set", type=int, default=100)
@@ -219,23 +245,44 @@ def main():
     parser.add_argument("--max_seq_length", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--strategies", nargs="*",
+        "--strategies",
+        nargs="*",
         default=["continued", "random", "averaged", "contextualized", "contextualized_norm_match"],
     )
-    parser.add_argument("--train_strategies", nargs="*", default=None, help="Subset trained for --train_steps (default: all).")
-    parser.add_argument("--tokenizer_dir", default=None, help="A tokenizer trained beforehand (several runs share it).")
+    parser.add_argument(
+        "--train_strategies", nargs="*", default=None, help="Subset trained for --train_steps (default: all)."
+    )
+    parser.add_argument(
+        "--tokenizer_dir", default=None, help="A tokenizer trained beforehand (several runs share it)."
+    )
     parser.add_argument("--distill_steps", type=int, default=None, help="token_distillation (default: the library's).")
     parser.add_argument("--distill_learning_rate", type=float, default=None)
-    parser.add_argument("--distill_max_contexts_per_token", type=int, default=None,
-                        help="Contexts per token for token_distillation (default: --max_contexts_per_token).")
-    parser.add_argument("--distill_max_context_tokens", type=int, default=None, help="Window of base tokens (distillation).")
-    parser.add_argument("--distill_heldout_tokens_only", action="store_true",
-                        help="Distil only the new tokens that occur in the held-out sentences (the others keep their "
-                             "averaged rows): a CPU-budget variant, stated as such in the results.")
-    parser.add_argument("--focus_corpus_files", nargs="*", default=None,
-                        help="Corpus of focus's fastText model (default: the whole corpus).")
-    parser.add_argument("--save_models_dir", default=None,
-                        help="Save each strategy's model and tokenizer after training to DIR/<strategy>/ (for NER).")
+    parser.add_argument(
+        "--distill_max_contexts_per_token",
+        type=int,
+        default=None,
+        help="Contexts per token for token_distillation (default: --max_contexts_per_token).",
+    )
+    parser.add_argument(
+        "--distill_max_context_tokens", type=int, default=None, help="Window of base tokens (distillation)."
+    )
+    parser.add_argument(
+        "--distill_heldout_tokens_only",
+        action="store_true",
+        help="Distil only the new tokens that occur in the held-out sentences (the others keep their "
+        "averaged rows): a CPU-budget variant, stated as such in the results.",
+    )
+    parser.add_argument(
+        "--focus_corpus_files",
+        nargs="*",
+        default=None,
+        help="Corpus of focus's fastText model (default: the whole corpus).",
+    )
+    parser.add_argument(
+        "--save_models_dir",
+        default=None,
+        help="Save each strategy's model and tokenizer after training to DIR/<strategy>/ (for NER).",
+    )
     parser.add_argument("--combine", nargs="*", default=None, help="Merge these result files into --output and stop.")
     parser.add_argument("--output", default="init_quality", help=output_help("init_quality"))
     args = parser.parse_args()
@@ -246,7 +293,11 @@ def main():
     torch.manual_seed(args.seed)
     corpus_dir = os.path.join(args.data_dir, "corpus")
     files = sorted(os.path.join(corpus_dir, f) for f in os.listdir(corpus_dir) if f.endswith(".txt"))
-    corpus = [line.strip() for line in open(os.path.join(corpus_dir, "pubmed_sentences.txt"), encoding="utf-8") if line.strip()]
+    corpus = [
+        line.strip()
+        for line in open(os.path.join(corpus_dir, "pubmed_sentences.txt"), encoding="utf-8")
+        if line.strip()
+    ]
     heldout = ner_sentences(args.data_dir, args.heldout_per_set)
     overlap = set(heldout) & set(corpus)
     base_dir = minilm_dir()
@@ -264,7 +315,11 @@ def main():
     result = {
         "load_average_start": os.getloadavg(),
         "setting": dict(vars(args).items()),
-        "heldout": {"source": [f"ner/{n}/devel.tsv" for n in NER_SETS], "sentences": len(heldout), "in_corpus": len(overlap)},
+        "heldout": {
+            "source": [f"ner/{n}/devel.tsv" for n in NER_SETS],
+            "sentences": len(heldout),
+            "in_corpus": len(overlap),
+        },
         "vocab_size": len(new_tok),
         "notes": [
             "MiniLM has no MLM head: its head is random for all strategies; it was warmed up once on the base "
@@ -279,8 +334,9 @@ def main():
     result["head_warmup"] = warm_up_head(
         base, base_tok, warm_sentences, args.head_warmup_steps, 128, 1e-3, args.max_seq_length, args.seed
     )
-    result["base_warmed_head"] = {k: v for k, v in heldout_loss(base, base_tok, heldout, args.max_seq_length).items()
-                                  if k != "per_token"}
+    result["base_warmed_head"] = {
+        k: v for k, v in heldout_loss(base, base_tok, heldout, args.max_seq_length).items() if k != "per_token"
+    }
     print("head warm-up", result["head_warmup"], flush=True)
 
     models, contexts = {}, None
@@ -290,17 +346,24 @@ def main():
             model, tokenizer, report = copy.deepcopy(base), base_tok, {"strategy": "continued"}
         else:
             strategy = "contextualized" if name.startswith("contextualized") else name
-            distill = {f"distill_{k}": getattr(args, f"distill_{k}") for k in ("steps", "learning_rate")
-                       if getattr(args, f"distill_{k}") is not None}
+            distill = {
+                f"distill_{k}": getattr(args, f"distill_{k}")
+                for k in ("steps", "learning_rate")
+                if getattr(args, f"distill_{k}") is not None
+            }
             distilling = strategy == "token_distillation"
             config = EmbeddingInitArguments(
-                init_strategy=strategy, init_norm_match=name.endswith("norm_match"),
+                init_strategy=strategy,
+                init_norm_match=name.endswith("norm_match"),
                 max_contexts_per_token=(args.distill_max_contexts_per_token or args.max_contexts_per_token)
-                if distilling else args.max_contexts_per_token,
-                max_context_tokens=args.distill_max_context_tokens if distilling else None, **distill,
+                if distilling
+                else args.max_contexts_per_token,
+                max_context_tokens=args.distill_max_context_tokens if distilling else None,
+                **distill,
             )
-            initializer = ContextualizedEmbeddingInitializer(copy.deepcopy(base), base_tok, new_tok, config,
-                                                             seed=args.seed)
+            initializer = ContextualizedEmbeddingInitializer(
+                copy.deepcopy(base), base_tok, new_tok, config, seed=args.seed
+            )
             if strategy in ("contextualized", "token_distillation") and contexts is None:
                 t_search = time.perf_counter()
                 contexts, _ = initializer.find_contexts(files)  # one search serves both (seeded sample of 5)
@@ -313,9 +376,16 @@ def main():
             if strategy == "contextualized" and vectors is not None:
                 model, report = initializer.initialize(precomputed_vectors=vectors)
             elif distilling and args.distill_heldout_tokens_only:
-                heldout_ids = {i for s in heldout for i in new_tok(s, truncation=True, max_length=args.max_seq_length)["input_ids"]}
+                heldout_ids = {
+                    i
+                    for s in heldout
+                    for i in new_tok(s, truncation=True, max_length=args.max_seq_length)["input_ids"]
+                }
                 subset = {t: found for t, found in contexts.items() if t in heldout_ids}
-                result["distilled_heldout_tokens"] = {"tokens": len(subset), "with_contexts": sum(bool(f) for f in subset.values())}
+                result["distilled_heldout_tokens"] = {
+                    "tokens": len(subset),
+                    "with_contexts": sum(bool(f) for f in subset.values()),
+                }
                 model, report = initializer.initialize(contexts=subset)
             elif strategy in ("contextualized", "token_distillation"):
                 model, report = initializer.initialize(contexts=contexts)
@@ -327,8 +397,12 @@ def main():
                     vectors = initializer.vectors
             tokenizer = new_tok
         models[name] = (model, tokenizer)
-        entry = {"init_s": time.perf_counter() - t0, "counts": report.get("counts"), "norm_match": report.get("norm_match"),
-                 "report": {k: report[k] for k in ("token_distillation", "focus", "mean_cov", "forward") if k in report}}
+        entry = {
+            "init_s": time.perf_counter() - t0,
+            "counts": report.get("counts"),
+            "norm_match": report.get("norm_match"),
+            "report": {k: report[k] for k in ("token_distillation", "focus", "mean_cov", "forward") if k in report},
+        }
         entry["before"] = heldout_loss(model, tokenizer, heldout, args.max_seq_length)
         print(name, "init_s", entry["init_s"], "before", summary({"strategies": {name: entry}}), flush=True)
         result.setdefault("strategies", {})[name] = entry
@@ -340,8 +414,14 @@ def main():
         t0 = time.perf_counter()
         entry = result["strategies"][name]
         entry["training"] = train_phase1(
-            model, tokenizer, corpus, args.train_steps, args.train_batch_size, args.learning_rate,
-            args.max_seq_length, args.seed,
+            model,
+            tokenizer,
+            corpus,
+            args.train_steps,
+            args.train_batch_size,
+            args.learning_rate,
+            args.max_seq_length,
+            args.seed,
         )
         entry["training"]["seconds"] = time.perf_counter() - t0
         entry["after"] = heldout_loss(model, tokenizer, heldout, args.max_seq_length)

@@ -52,24 +52,41 @@ def main(argv=None):
     for index, phase in enumerate(BIOPTIMUS_CURRICULUM):
         collator.set_phase(index)
         for batch_size in args.batch_sizes:
-            counts = np.array([
-                int((collator(blocks[start:start + batch_size])["labels"] != -100).sum())
-                for _ in range(args.passes) for start in range(0, len(blocks) - batch_size + 1, batch_size)
-            ])
+            counts = np.array(
+                [
+                    int((collator(blocks[start : start + batch_size])["labels"] != -100).sum())
+                    for _ in range(args.passes)
+                    for start in range(0, len(blocks) - batch_size + 1, batch_size)
+                ]
+            )
             bucket = masked_positions_bucket(phase.masking_rate, phase.whole_word, batch_size, args.block_size)
-            rows.append({"phase": phase.version, "masking_unit": phase.masking_unit, "rate": phase.masking_rate,
-                         "batch_size": batch_size, "batches": len(counts), "bucket": bucket,
-                         "mean_count": float(counts.mean()), "max_count": int(counts.max()),
-                         "padding": float(1 - counts.mean() / bucket), "overflows": int((counts > bucket).sum())})
+            rows.append(
+                {
+                    "phase": phase.version,
+                    "masking_unit": phase.masking_unit,
+                    "rate": phase.masking_rate,
+                    "batch_size": batch_size,
+                    "batches": len(counts),
+                    "bucket": bucket,
+                    "mean_count": float(counts.mean()),
+                    "max_count": int(counts.max()),
+                    "padding": float(1 - counts.mean() / bucket),
+                    "overflows": int((counts > bucket).sum()),
+                }
+            )
     print(f"{len(blocks)} blocks of {args.block_size} tokens")
     print("| phase | batch | bucket | mean labelled | max | padding | overflows |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| v{row['phase']} ({row['masking_unit']} {row['rate']:.0%}) | {row['batch_size']} | {row['bucket']} | "
-              f"{row['mean_count']:.1f} | {row['max_count']} | {row['padding']:.1%} | {row['overflows']} of "
-              f"{row['batches']} |")
-    figures = {f"v{row['phase']}_batch{row['batch_size']}": {key: row[key] for key in ("bucket", "padding", "overflows")}
-               for row in rows}
+        print(
+            f"| v{row['phase']} ({row['masking_unit']} {row['rate']:.0%}) | {row['batch_size']} | {row['bucket']} | "
+            f"{row['mean_count']:.1f} | {row['max_count']} | {row['padding']:.1%} | {row['overflows']} of "
+            f"{row['batches']} |"
+        )
+    figures = {
+        f"v{row['phase']}_batch{row['batch_size']}": {key: row[key] for key in ("bucket", "padding", "overflows")}
+        for row in rows
+    }
     target.write(figures, detail={"settings": vars(args), "rows": rows})
 
 

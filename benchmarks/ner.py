@@ -38,8 +38,13 @@ from _results import ResultTarget, output_help  # noqa: E402
 
 def f1_figures(rows: list[dict]) -> dict:
     """The headline figures: test F1 mean and standard deviation over seeds, in %, per dataset."""
-    return {row["dataset"]: {"test_f1_pct": round(100 * row["test_f1"], 1),
-                             "test_f1_std_pct": round(100 * row["test_f1_std"], 1)} for row in rows}
+    return {
+        row["dataset"]: {
+            "test_f1_pct": round(100 * row["test_f1"], 1),
+            "test_f1_std_pct": round(100 * row["test_f1_std"], 1),
+        }
+        for row in rows
+    }
 
 
 def minilm_dir() -> str:
@@ -50,8 +55,11 @@ def minilm_dir() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model_name_or_path", default=None,
-                        help="the model to fine-tune (default: all-MiniLM-L6-v2 from its package)")
+    parser.add_argument(
+        "--model_name_or_path",
+        default=None,
+        help="the model to fine-tune (default: all-MiniLM-L6-v2 from its package)",
+    )
     parser.add_argument("--model_name", default="all-MiniLM-L6-v2", help="its name in the results")
     parser.add_argument("--data_root", default=os.path.join(ROOT, "..", "shared", "data", "ner"))
     parser.add_argument("--datasets", default="NCBI-disease-IOB,BC5CDR-chem-IOB")
@@ -66,8 +74,11 @@ def main() -> None:
     parser.add_argument("--max_test_samples", type=int, default=500, help="first N test sentences (0 = all)")
     parser.add_argument("--work_dir", default="/tmp/bioptimus_ner_benchmark")
     parser.add_argument("--output", default="ner", help=output_help("ner"))
-    parser.add_argument("--reuse", action="store_true",
-                        help="load <work_dir>/<dataset>/all_results.json when it exists (same seeds) instead of re-running")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="load <work_dir>/<dataset>/all_results.json when it exists (same seeds) instead of re-running",
+    )
     args = parser.parse_args()
     target = ResultTarget(args.output)
 
@@ -76,16 +87,44 @@ def main() -> None:
     started = time.time()
     for dataset in args.datasets.split(","):
         argv = [
-            "--model_name_or_path", model, "--model_name", args.model_name,
-            "--data_dir", os.path.join(args.data_root, dataset),
-            "--output_dir", os.path.join(args.work_dir, dataset),
-            "--seeds", args.seeds, "--num_train_epochs", str(args.epochs),
-            "--learning_rate", str(args.learning_rate), "--warmup_steps", "0.1", "--weight_decay", "0.01",
-            "--per_device_train_batch_size", str(args.batch_size),
-            "--per_device_eval_batch_size", str(args.eval_batch_size),
-            "--max_seq_length", str(args.max_seq_length), "--tagging_scheme", "BIO",
-            "--save_strategy", "no", "--save_model", "false", "--report_to", "none",
-            "--disable_tqdm", "true", "--logging_steps", "50", "--use_cpu", "true",
+            "--model_name_or_path",
+            model,
+            "--model_name",
+            args.model_name,
+            "--data_dir",
+            os.path.join(args.data_root, dataset),
+            "--output_dir",
+            os.path.join(args.work_dir, dataset),
+            "--seeds",
+            args.seeds,
+            "--num_train_epochs",
+            str(args.epochs),
+            "--learning_rate",
+            str(args.learning_rate),
+            "--warmup_steps",
+            "0.1",
+            "--weight_decay",
+            "0.01",
+            "--per_device_train_batch_size",
+            str(args.batch_size),
+            "--per_device_eval_batch_size",
+            str(args.eval_batch_size),
+            "--max_seq_length",
+            str(args.max_seq_length),
+            "--tagging_scheme",
+            "BIO",
+            "--save_strategy",
+            "no",
+            "--save_model",
+            "false",
+            "--report_to",
+            "none",
+            "--disable_tqdm",
+            "true",
+            "--logging_steps",
+            "50",
+            "--use_cpu",
+            "true",
         ]
         if args.max_train_samples:
             argv += ["--max_train_samples", str(args.max_train_samples)]
@@ -133,13 +172,17 @@ def main() -> None:
         "results": rows,
     }
     target.write(f1_figures(rows), detail=report)
-    print("| dataset | train sentences | test F1 (mean ± std, %d seeds) | P | R | train time / seed (s) | predict (sent/s) |"
-          % len(args.seeds.split(",")))
+    print(
+        "| dataset | train sentences | test F1 (mean ± std, %d seeds) | P | R | train time / seed (s) | predict (sent/s) |"
+        % len(args.seeds.split(","))
+    )
     print("|---|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['dataset']} | {row['num_train_sentences']} | {100 * row['test_f1']:.2f} ± {100 * row['test_f1_std']:.2f} "
-              f"| {100 * row['test_precision']:.2f} | {100 * row['test_recall']:.2f} | {row['train_runtime_s_per_seed']:.0f} "
-              f"| {row['test_sentences_per_s']:.1f} |")
+        print(
+            f"| {row['dataset']} | {row['num_train_sentences']} | {100 * row['test_f1']:.2f} ± {100 * row['test_f1_std']:.2f} "
+            f"| {100 * row['test_precision']:.2f} | {100 * row['test_recall']:.2f} | {row['train_runtime_s_per_seed']:.0f} "
+            f"| {row['test_sentences_per_s']:.1f} |"
+        )
 
 
 if __name__ == "__main__":

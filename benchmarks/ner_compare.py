@@ -45,7 +45,9 @@ def paired(scores: dict[int, float], reference: dict[int, float], path: str) -> 
     if set(scores) != set(reference):
         raise ValueError(f"{path}: seeds {sorted(scores)} differ from the reference's {sorted(reference)}")
     differences = [scores[s] - reference[s] for s in sorted(scores)]
-    standard_error = statistics.stdev(differences) / math.sqrt(len(differences)) if len(differences) > 1 else float("nan")
+    standard_error = (
+        statistics.stdev(differences) / math.sqrt(len(differences)) if len(differences) > 1 else float("nan")
+    )
     return {"mean": statistics.mean(differences), "standard_error": standard_error, "per_seed": differences}
 
 
@@ -64,20 +66,35 @@ def main(argv: list[str] | None = None) -> dict:
     for path, result in loaded.items():
         row = dataset_row(result, args.dataset, path)
         scores = per_seed_f1(row)
-        entry = {"file": path, "load_average_1_5_15_min": result.get("load_average_1_5_15_min"),
-                 "test_f1_mean": row["test_f1"], "test_f1_std": row["test_f1_std"], "per_seed": scores}
+        entry = {
+            "file": path,
+            "load_average_1_5_15_min": result.get("load_average_1_5_15_min"),
+            "test_f1_mean": row["test_f1"],
+            "test_f1_std": row["test_f1_std"],
+            "per_seed": scores,
+        }
         if path != args.reference:
             entry["minus_reference"] = paired(scores, reference, path)
         report["models"][model_label(result, path)] = entry
-    target.write({name: {"test_f1_pct": round(100 * entry["test_f1_mean"], 1),
-                         "test_f1_std_pct": round(100 * entry["test_f1_std"], 1)}
-                  for name, entry in report["models"].items()}, detail=report)
+    target.write(
+        {
+            name: {
+                "test_f1_pct": round(100 * entry["test_f1_mean"], 1),
+                "test_f1_std_pct": round(100 * entry["test_f1_std"], 1),
+            }
+            for name, entry in report["models"].items()
+        },
+        detail=report,
+    )
     for name, entry in report["models"].items():
         line = f"{name}: {100 * entry['test_f1_mean']:.2f} ± {100 * entry['test_f1_std']:.2f}"
         if "minus_reference" in entry:
             d = entry["minus_reference"]
-            line += f"  − reference {100 * d['mean']:+.2f} ± {100 * d['standard_error']:.2f} (per seed " + \
-                    ", ".join(f"{100 * x:+.2f}" for x in d["per_seed"]) + ")"
+            line += (
+                f"  − reference {100 * d['mean']:+.2f} ± {100 * d['standard_error']:.2f} (per seed "
+                + ", ".join(f"{100 * x:+.2f}" for x in d["per_seed"])
+                + ")"
+            )
         print(line)
     return report
 

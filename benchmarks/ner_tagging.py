@@ -72,8 +72,11 @@ def tagging_figures(report: dict) -> dict:
     """The headline figures: best words/s per arm, the tagger's lead over each pipeline (best against best, and per
     round where recorded), and the bare forward's over the tagger."""
     measured = report.get("throughput") or {}
-    figures = {"precision": measured.get("precision"), "abstracts": measured.get("abstracts"),
-               "words_per_s": {arm: round(value) for arm, value in (measured.get("best_words_per_s") or {}).items()}}
+    figures = {
+        "precision": measured.get("precision"),
+        "abstracts": measured.get("abstracts"),
+        "words_per_s": {arm: round(value) for arm, value in (measured.get("best_words_per_s") or {}).items()},
+    }
     for key in ("tagger_over_pipeline", "tagger_over_pipeline_default", "forward_over_tagger"):
         if measured.get(key) is not None:
             figures[key] = round(measured[key], 2)
@@ -90,18 +93,29 @@ def throughput(args, abstracts: list[str]) -> dict:
     token_count = sum(len(ids) for ids in encoding.columns["input_ids"])
     batches = [batch for _, batch in tagger.batches(encoding.columns["input_ids"])]
     padded = sum(b["input_ids"].numel() for b in batches)
-    token_classifier = pipeline("token-classification", model=tagger.model, tokenizer=tagger.tokenizer,
-                                aggregation_strategy="first", stride=32, device=tagger.device)
-    default_classifier = pipeline("token-classification", model=args.model, aggregation_strategy="first", stride=32,
-                                  device=tagger.device)
+    token_classifier = pipeline(
+        "token-classification",
+        model=tagger.model,
+        tokenizer=tagger.tokenizer,
+        aggregation_strategy="first",
+        stride=32,
+        device=tagger.device,
+    )
+    default_classifier = pipeline(
+        "token-classification", model=args.model, aggregation_strategy="first", stride=32, device=tagger.device
+    )
 
     def forward():
         with torch.inference_mode(), tagger.autocast():
             for batch in batches:
                 tagger.model(**batch)
 
-    arms = {"tagger": lambda: tagger(abstracts), "pipeline": lambda: token_classifier(abstracts),
-            "pipeline_default": lambda: default_classifier(abstracts), "forward": forward}
+    arms = {
+        "tagger": lambda: tagger(abstracts),
+        "pipeline": lambda: token_classifier(abstracts),
+        "pipeline_default": lambda: default_classifier(abstracts),
+        "forward": forward,
+    }
     runs = {name: [] for name in arms}
     outputs = {}
     for round_index in range(args.rounds):
@@ -109,21 +123,32 @@ def throughput(args, abstracts: list[str]) -> dict:
         for name in names:
             seconds, load, outputs[name] = timed(arms[name])
             runs[name].append({"seconds": seconds, "words_per_s": word_count / seconds, "loadavg_1min": load})
-            print(f"round {round_index} {name}: {seconds:.1f} s, {word_count / seconds:.0f} words/s (load {load:.1f})",
-                  flush=True)
+            print(
+                f"round {round_index} {name}: {seconds:.1f} s, {word_count / seconds:.0f} words/s (load {load:.1f})",
+                flush=True,
+            )
     best = {name: max(r["words_per_s"] for r in rs) for name, rs in runs.items()}
-    entities = {name: outputs[name] if name == "tagger" else [[pipeline_entity(e) for e in found] for found in outputs[name]]
-                for name in ("tagger", "pipeline", "pipeline_default")}
+    entities = {
+        name: outputs[name] if name == "tagger" else [[pipeline_entity(e) for e in found] for found in outputs[name]]
+        for name in ("tagger", "pipeline", "pipeline_default")
+    }
     return {
-        "abstracts": len(abstracts), "words": word_count, "window_tokens": token_count,
-        "windows": len(encoding.windows), "padded_tokens_in_batches": padded,
-        "precision": tagger.precision, "batch_size": args.batch_size,
+        "abstracts": len(abstracts),
+        "words": word_count,
+        "window_tokens": token_count,
+        "windows": len(encoding.windows),
+        "padded_tokens_in_batches": padded,
+        "precision": tagger.precision,
+        "batch_size": args.batch_size,
         "pipeline_default_dtype": str(default_classifier.model.dtype),
-        "runs": runs, "best_words_per_s": best,
+        "runs": runs,
+        "best_words_per_s": best,
         "tagger_over_pipeline": best["tagger"] / best["pipeline"],
         "tagger_over_pipeline_default": best["tagger"] / best["pipeline_default"],
         # round by round (the arms of a round ran back to back): the figures the docs quote, median included
-        "per_round": {f"tagger_over_{name}": per_round(runs["tagger"], runs[name]) for name in ("pipeline", "pipeline_default")},
+        "per_round": {
+            f"tagger_over_{name}": per_round(runs["tagger"], runs[name]) for name in ("pipeline", "pipeline_default")
+        },
         "forward_over_tagger": best["forward"] / best["tagger"],
         "entities": {name: sum(len(e) for e in found) for name, found in entities.items()},
         # abstract by abstract: the tagger's entities against each pipeline's ("reference")
@@ -176,14 +201,24 @@ def differences(path, reference) -> dict:
     """How ``path``'s entities differ from ``reference``'s, sentence by sentence."""
     return {
         "sentences_with_different_entities": sum(
-            {entity_key(e) for e in a} != {entity_key(e) for e in b} for a, b in zip(path, reference)),
-        "entities_only_here": sum(len({entity_key(e) for e in a} - {entity_key(e) for e in b})
-                                  for a, b in zip(path, reference)),
-        "entities_only_in_reference": sum(len({entity_key(e) for e in b} - {entity_key(e) for e in a})
-                                          for a, b in zip(path, reference)),
+            {entity_key(e) for e in a} != {entity_key(e) for e in b} for a, b in zip(path, reference)
+        ),
+        "entities_only_here": sum(
+            len({entity_key(e) for e in a} - {entity_key(e) for e in b}) for a, b in zip(path, reference)
+        ),
+        "entities_only_in_reference": sum(
+            len({entity_key(e) for e in b} - {entity_key(e) for e in a}) for a, b in zip(path, reference)
+        ),
         "max_score_difference_on_shared_entities": max(
-            [abs(x["score"] - y["score"]) for a, b in zip(path, reference) for x in a for y in b
-             if entity_key(x) == entity_key(y)] or [0.0]),
+            [
+                abs(x["score"] - y["score"])
+                for a, b in zip(path, reference)
+                for x in a
+                for y in b
+                if entity_key(x) == entity_key(y)
+            ]
+            or [0.0]
+        ),
     }
 
 
@@ -212,9 +247,16 @@ def batch_composition(args) -> dict:
                 scores = span_scores(sentences, [to_token_spans(e, o) for e, o in zip(path, starts)])
                 entry["paths"][name] = {**scores, **({} if name == "in_order" else differences(path, in_order))}
             per_set["precisions"][precision] = entry
-            print(dataset, precision, tagger.precision,
-                  {name: (round(100 * p["f1"], 2), p.get("sentences_with_different_entities"))
-                   for name, p in entry["paths"].items()}, flush=True)
+            print(
+                dataset,
+                precision,
+                tagger.precision,
+                {
+                    name: (round(100 * p["f1"], 2), p.get("sentences_with_different_entities"))
+                    for name, p in entry["paths"].items()
+                },
+                flush=True,
+            )
     return report
 
 
@@ -239,7 +281,9 @@ def ncbi_agreement(args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="a token-classification model directory")
-    parser.add_argument("--corpus", default=os.path.join(ROOT, "..", "shared", "data", "corpus", "pubmed_abstracts.txt"))
+    parser.add_argument(
+        "--corpus", default=os.path.join(ROOT, "..", "shared", "data", "corpus", "pubmed_abstracts.txt")
+    )
     parser.add_argument("--abstracts", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch_size", type=int, default=32)
@@ -248,13 +292,19 @@ def main() -> None:
     parser.add_argument("--compare_precisions", default="bf16,bf16-autocast")
     parser.add_argument("--max_test_sentences", type=int, default=0, help="0: the whole NCBI-disease test set")
     parser.add_argument("--data_root", default=os.path.join(ROOT, "..", "shared", "data", "ner"))
-    parser.add_argument("--composition_models", default=None,
-                        help="SET=MODEL,...: BLURB sets (folder name without -IOB) and models fine-tuned on them")
+    parser.add_argument(
+        "--composition_models",
+        default=None,
+        help="SET=MODEL,...: BLURB sets (folder name without -IOB) and models fine-tuned on them",
+    )
     parser.add_argument("--composition_precisions", default="float32,auto")
     parser.add_argument("--seed", type=int, default=0, help="the shuffled file's order")
     parser.add_argument("--skip_throughput", action="store_true")
-    parser.add_argument("--retain_freed_memory", action="store_true",
-                        help="glibc keeps freed memory in the process (bioptimus_hf/utils/allocator.py), for every arm")
+    parser.add_argument(
+        "--retain_freed_memory",
+        action="store_true",
+        help="glibc keeps freed memory in the process (bioptimus_hf/utils/allocator.py), for every arm",
+    )
     parser.add_argument("--output", default="ner_tagging", help=output_help("ner_tagging"))
     args = parser.parse_args()
     target = ResultTarget(args.output)
@@ -262,8 +312,11 @@ def main() -> None:
     report = {
         "benchmark": "NerTagger vs pipeline('token-classification') vs bare forward; float32 vs bf16 entities",
         "setting": vars(args),
-        "process": {"cpu_bf16_native": device_has_fast_bf16("cpu"), "loadavg_at_start": os.getloadavg(),
-                    "note": "loadavg recorded per arm"},
+        "process": {
+            "cpu_bf16_native": device_has_fast_bf16("cpu"),
+            "loadavg_at_start": os.getloadavg(),
+            "note": "loadavg recorded per arm",
+        },
     }
     if args.retain_freed_memory:
         from bioptimus_hf.utils.allocator import retain_freed_memory

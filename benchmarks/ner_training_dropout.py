@@ -32,9 +32,25 @@ ARMS = {"torch_dropout": "false", "bulk_dropout": "true"}
 
 
 def run_arm(args, flag: str, output_dir: str) -> dict:
-    command = [sys.executable, os.path.join(ROOT, "run_ner.py"), args.config, "--model_name_or_path", args.model,
-               "--data_dir", args.data_dir, "--output_dir", output_dir, "--seeds", "1",
-               "--max_train_samples", str(args.max_train_samples), "--save_model", "false", "--bulk_dropout", flag]
+    command = [
+        sys.executable,
+        os.path.join(ROOT, "run_ner.py"),
+        args.config,
+        "--model_name_or_path",
+        args.model,
+        "--data_dir",
+        args.data_dir,
+        "--output_dir",
+        output_dir,
+        "--seeds",
+        "1",
+        "--max_train_samples",
+        str(args.max_train_samples),
+        "--save_model",
+        "false",
+        "--bulk_dropout",
+        flag,
+    ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=ROOT)
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -42,8 +58,13 @@ def run_arm(args, flag: str, output_dir: str) -> dict:
     with open(os.path.join(output_dir, "all_results.json"), encoding="utf-8") as handle:
         results = json.load(handle)
     seed = results["per_seed"][0]
-    return {"train_runtime_s": seed["train_runtime_s"], "test_f1": seed["test_f1"],
-            "dropout_masks": results["dropout_masks"], "bf16": results["bf16"], "loadavg_1min": os.getloadavg()[0]}
+    return {
+        "train_runtime_s": seed["train_runtime_s"],
+        "test_f1": seed["test_f1"],
+        "dropout_masks": results["dropout_masks"],
+        "bf16": results["bf16"],
+        "loadavg_1min": os.getloadavg()[0],
+    }
 
 
 def main() -> None:
@@ -65,17 +86,27 @@ def main() -> None:
             for name in names:
                 result = run_arm(args, ARMS[name], os.path.join(scratch, f"{name}_{round_index}"))
                 runs[name].append(result)
-                print(f"round {round_index} {name}: train {result['train_runtime_s']:.1f} s, test F1 "
-                      f"{100 * result['test_f1']:.2f} ({result['dropout_masks']} masks, bf16 {result['bf16']})", flush=True)
+                print(
+                    f"round {round_index} {name}: train {result['train_runtime_s']:.1f} s, test F1 "
+                    f"{100 * result['test_f1']:.2f} ({result['dropout_masks']} masks, bf16 {result['bf16']})",
+                    flush=True,
+                )
     ratios = [t["train_runtime_s"] / b["train_runtime_s"] for t, b in zip(runs["torch_dropout"], runs["bulk_dropout"])]
     report = {
         "benchmark": "run_ner.py fine-tuning time, torch's dropout masks vs bulk dropout, alternating fresh runs",
-        "setting": vars(args), "runs": runs,
+        "setting": vars(args),
+        "runs": runs,
         "bulk_speedup_per_round": ratios,
     }
-    target.write({"bulk_speedup_per_round": [round(ratio, 2) for ratio in ratios],
-                  "train_runtime_s": {name: [round(run["train_runtime_s"], 1) for run in arm_runs]
-                                      for name, arm_runs in runs.items()}}, detail=report)
+    target.write(
+        {
+            "bulk_speedup_per_round": [round(ratio, 2) for ratio in ratios],
+            "train_runtime_s": {
+                name: [round(run["train_runtime_s"], 1) for run in arm_runs] for name, arm_runs in runs.items()
+            },
+        },
+        detail=report,
+    )
     print("bulk dropout speed-up of training, per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
 
 

@@ -36,9 +36,13 @@ from bioptimus_hf.utils.plots import have_matplotlib, pyplot
 class CurveArguments:
     arms: str = field(default="plain,ours", metadata={"help": "the two arms compared, comma-separated"})
     curve_steps: int = 100
-    parallel: bool = field(default=True, metadata={"help": "run both side by side (their timings are then not compared)"})
+    parallel: bool = field(
+        default=True, metadata={"help": "run both side by side (their timings are then not compared)"}
+    )
     section: str = field(default="recipe_curves", metadata={"help": "key of the results in --output_json"})
-    plot_only: bool = field(default=False, metadata={"help": "only draw the PNG of --section already in --output_json"})
+    plot_only: bool = field(
+        default=False, metadata={"help": "only draw the PNG of --section already in --output_json"}
+    )
 
 
 def plot_curve_pair(section: dict, path: Path) -> Path | None:
@@ -62,8 +66,11 @@ def plot_curve_pair(section: dict, path: Path) -> Path | None:
     bottom.set_ylabel(f"{name_b} − {name_a}")
     bottom.set_xlabel("optimizer step (same seed, same batches and masks)")
     comparison = section["comparison"]
-    top.set_title(f"{name_a} vs {name_b}: mean |diff| {comparison['mean_abs_diff_raw']:.4f}, "
-                  f"step-to-step noise {comparison['single_curve_noise_mean_abs']:.3f}", fontsize=9)
+    top.set_title(
+        f"{name_a} vs {name_b}: mean |diff| {comparison['mean_abs_diff_raw']:.4f}, "
+        f"step-to-step noise {comparison['single_curve_noise_mean_abs']:.3f}",
+        fontsize=9,
+    )
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
@@ -87,12 +94,19 @@ def main():
     a, b = run_arms(args, [(arm, script.curve_steps, f"curve_{arm}") for arm in arms], parallel=script.parallel)
     comparison = compare_curves(a, b)
     speed = None if script.parallel else speedup([a, b], arms[1], arms[0])
-    figures = {key: comparison[key] for key in ("steps", "mean_abs_diff_smoothed10", "single_curve_noise_mean_abs")
-               if key in comparison}
+    figures = {
+        key: comparison[key]
+        for key in ("steps", "mean_abs_diff_smoothed10", "single_curve_noise_mean_abs")
+        if key in comparison
+    }
     if speed:
         figures[f"{arms[1]}_vs_{arms[0]}"] = round(speed["ratio_of_medians"], 2)
-    save_section(args, script.section, {"comparison": comparison, "speed": speed, "runs": {arms[0]: a, arms[1]: b}},
-                 figures=figures)
+    save_section(
+        args,
+        script.section,
+        {"comparison": comparison, "speed": speed, "runs": {arms[0]: a, arms[1]: b}},
+        figures=figures,
+    )
     plot_curve_pair({"comparison": comparison, "runs": {arms[0]: a, arms[1]: b}}, plot_path)
     print(
         f"{arms[0]} vs {arms[1]} over {comparison['steps']} steps: mean |diff| of 10-step smoothed curves "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """torch.profiler tables of a few training steps of each arm (after --warmup_steps untimed steps).
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/pretraining_profile.py --warmup_steps 1 --max_lines 2000
+HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/pretraining_profile.py --warmup_steps 1 --max_lines 2000
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ def main():
     runs = run_arms(args, [(arm, steps, f"profile_{arm}", script.profile_steps) for arm in arms])
     for arm, run in zip(arms, runs):
         print(f"--- profile {arm} ---\n{run.get('profile_table')}", flush=True)
-    profiles = {arm: {"profile": run.get("profile"), "table": run.get("profile_table")}
-                for arm, run in zip(arms, runs)}
+    profiles = {
+        arm: {"profile": run.get("profile"), "table": run.get("profile_table")} for arm, run in zip(arms, runs)
+    }
     figures = {arm: {"profiled_steps": script.profile_steps} for arm in arms}
     save_section(args, script.section, profiles, figures=figures)
 

@@ -39,7 +39,8 @@ def main():
     # Every arm against every arm listed before it (the first arm is the baseline of all).
     result["speedups"] = {
         f"{faster} / {baseline}": speedup(runs, faster, baseline)
-        for i, faster in enumerate(arms) for baseline in arms[:i]
+        for i, faster in enumerate(arms)
+        for baseline in arms[:i]
     }
     save_section(args, script.section, result)
     for name, value in result["speedups"].items():

@@ -51,9 +51,12 @@ def parse_args():
     parser.add_argument("--vocab-size", type=int, default=30522)
     parser.add_argument("--max-per-token", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", default=None,
-                        help="results file (default benchmarks/results/<machine kind>/qikfind.json for wordpiece, "
-                             "qikfind_bpe.json for bpe)")
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="results file (default benchmarks/results/<machine kind>/qikfind.json for wordpiece, "
+        "qikfind_bpe.json for bpe)",
+    )
     parser.add_argument("--work-dir", default=None, help="temporary files (default: a fresh /tmp directory)")
     return parser.parse_args()
 
@@ -82,11 +85,21 @@ def train_bpe_tokenizer(corpus: list[Path], vocab_size: int, out_dir: Path) -> P
     from tokenizers import ByteLevelBPETokenizer
 
     bpe = ByteLevelBPETokenizer(add_prefix_space=False)
-    bpe.train([str(p) for p in corpus], vocab_size=vocab_size, min_frequency=2, show_progress=False,
-              special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.train(
+        [str(p) for p in corpus],
+        vocab_size=vocab_size,
+        min_frequency=2,
+        show_progress=False,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+    )
     config = json.loads(bpe.to_str())
-    config["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0],
-                                "trim_offsets": True, "add_prefix_space": False}
+    config["post_processor"] = {
+        "type": "RobertaProcessing",
+        "sep": ["</s>", 2],
+        "cls": ["<s>", 0],
+        "trim_offsets": True,
+        "add_prefix_space": False,
+    }
     for token in config["added_tokens"]:
         token["lstrip"] = token["content"] == "<mask>"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -116,22 +129,36 @@ def rust_cli() -> Path | None:
     binary = ROOT / "rust" / "target" / "release" / "qik-find"
     if shutil.which("cargo"):
         env = dict(os.environ)
-        command = f"ROOT={ROOT}; source scripts/cargo_env.sh; cd rust && cargo build --release --offline --bin qik-find"
+        command = (
+            f"ROOT={ROOT}; source scripts/cargo_env.sh; cd rust && cargo build --release --offline --bin qik-find"
+        )
         subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, check=True, capture_output=True)
     return binary if binary.exists() else None
 
 
 def run_cli(binary: Path, tokenizer_dir: Path, targets_file: Path, corpus: list[Path], threads: int, m: int):
     """Wall time and peak RSS (MB) of one CLI run, measured by /usr/bin/time in a subprocess."""
-    command = ["/usr/bin/time", "-f", "%e %M", str(binary), "--tokenizer", str(tokenizer_dir),
-               "--targets", str(targets_file), "--threads", str(threads), "--max-per-token", str(m)]
+    command = [
+        "/usr/bin/time",
+        "-f",
+        "%e %M",
+        str(binary),
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--targets",
+        str(targets_file),
+        "--threads",
+        str(threads),
+        "--max-per-token",
+        str(m),
+    ]
     command += [str(p) for p in corpus]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     seconds, max_rss_kb = done.stderr.strip().splitlines()[-1].split()
     stats = {}
     for line in done.stderr.splitlines():
         if line.startswith("qik-find: {"):
-            stats = json.loads(line[len("qik-find: "):])
+            stats = json.loads(line[len("qik-find: ") :])
     return float(seconds), int(max_rss_kb) / 1024, stats, len(done.stdout.splitlines())
 
 
@@ -140,8 +167,16 @@ def time_api(corpus, tokenizer_dir, targets, backend, threads, m, repeats):
     best, best_cpu = None, None
     for _ in range(repeats):
         started, started_cpu = time.perf_counter(), time.process_time()
-        contexts, stats = find_contexts(corpus, tokenizer_dir, targets, max_per_token=m, backend=backend,
-                                        num_threads=threads, progress=False, return_stats=True)
+        contexts, stats = find_contexts(
+            corpus,
+            tokenizer_dir,
+            targets,
+            max_per_token=m,
+            backend=backend,
+            num_threads=threads,
+            progress=False,
+            return_stats=True,
+        )
         elapsed, cpu = time.perf_counter() - started, time.process_time() - started_cpu
         if best is None or elapsed < best:
             best, best_cpu = elapsed, cpu
@@ -149,8 +184,15 @@ def time_api(corpus, tokenizer_dir, targets, backend, threads, m, repeats):
     return best, best_cpu, stats, contexts, found
 
 
-def grep_time(corpus: list[Path], targets: list[int], tokenizer_dir: Path, work: Path, flags: list[str], timeout: float,
-              family: str = "wordpiece"):
+def grep_time(
+    corpus: list[Path],
+    targets: list[int],
+    tokenizer_dir: Path,
+    work: Path,
+    flags: list[str],
+    timeout: float,
+    family: str = "wordpiece",
+):
     """One grep over the same targets (word pieces only: '##' pieces are not words; byte-level tokens as the
     text they stand for, without a leading space): wall and CPU seconds."""
     vocab = load_backend_tokenizer(tokenizer_dir)
@@ -166,8 +208,12 @@ def grep_time(corpus: list[Path], targets: list[int], tokenizer_dir: Path, work:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     try:
-        subprocess.run(["grep", "-c", *flags, "-f", str(pattern_file)] + [str(p) for p in corpus],
-                       capture_output=True, env={**os.environ, "LC_ALL": "C"}, timeout=timeout)
+        subprocess.run(
+            ["grep", "-c", *flags, "-f", str(pattern_file)] + [str(p) for p in corpus],
+            capture_output=True,
+            env={**os.environ, "LC_ALL": "C"},
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return None, None, len(words)
     wall = time.perf_counter() - started
@@ -203,23 +249,39 @@ def main():
     m = args.max_per_token
     results = {
         "load_average": {"start": os.getloadavg()},
-        "family": family, "corpus_mb": round(size_mb, 2), "large_corpus_mb": round(large_mb, 2),
-        "targets": len(targets), "max_per_token": m, "vocab_size": args.vocab_size,
+        "family": family,
+        "corpus_mb": round(size_mb, 2),
+        "large_corpus_mb": round(large_mb, 2),
+        "targets": len(targets),
+        "max_per_token": m,
+        "vocab_size": args.vocab_size,
     }
 
     print("python backend ...", flush=True)
-    py_seconds, py_cpu, py_stats, py_contexts, py_found = time_api(corpus, tokenizer_dir, targets, "python", None, m, 1)
-    results["python"] = {"seconds": round(py_seconds, 2), "cpu_seconds": round(py_cpu, 2), "mb_per_s": round(size_mb / py_seconds, 2),
-                         "sentences_per_s": round(py_stats.sentences / py_seconds), "targets_found": py_found,
-                         "sentences": py_stats.sentences}
+    py_seconds, py_cpu, py_stats, py_contexts, py_found = time_api(
+        corpus, tokenizer_dir, targets, "python", None, m, 1
+    )
+    results["python"] = {
+        "seconds": round(py_seconds, 2),
+        "cpu_seconds": round(py_cpu, 2),
+        "mb_per_s": round(size_mb / py_seconds, 2),
+        "sentences_per_s": round(py_stats.sentences / py_seconds),
+        "targets_found": py_found,
+        "sentences": py_stats.sentences,
+    }
 
     if rust_available():
         print("rust backend ...", flush=True)
         for threads in (1, 2):
-            seconds, cpu, stats, contexts, found = time_api(corpus, tokenizer_dir, targets, "rust", threads, m, args.repeats)
+            seconds, cpu, stats, contexts, found = time_api(
+                corpus, tokenizer_dir, targets, "rust", threads, m, args.repeats
+            )
             results[f"rust_{threads}_threads"] = {
-                "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "mb_per_s": round(size_mb / seconds, 1),
-                "sentences_per_s": round(stats.sentences / seconds), "targets_found": found,
+                "seconds": round(seconds, 3),
+                "cpu_seconds": round(cpu, 3),
+                "mb_per_s": round(size_mb / seconds, 1),
+                "sentences_per_s": round(stats.sentences / seconds),
+                "targets_found": found,
                 "candidate_fraction": round(stats.candidate_sentences / stats.sentences, 3),
                 "identical_to_python": contexts == py_contexts,
             }
@@ -238,24 +300,34 @@ def main():
             for threads, timings in runs.items():
                 seconds, cpu = min(timings)
                 results[f"rust_{threads}_threads_{name}"] = {
-                    "corpus_mb": round(mb, 1), "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
-                    "mb_per_s": round(mb / seconds, 1), "all_seconds": [round(wall, 3) for wall, _ in timings]}
+                    "corpus_mb": round(mb, 1),
+                    "seconds": round(seconds, 3),
+                    "cpu_seconds": round(cpu, 3),
+                    "mb_per_s": round(mb / seconds, 1),
+                    "all_seconds": [round(wall, 3) for wall, _ in timings],
+                }
             results[f"thread_scaling_1_to_2_{name}"] = round(min(runs[1])[0] / min(runs[2])[0], 2)
             results[f"thread_scaling_1_to_2_{name}_median"] = round(
-                statistics.median(w for w, _ in runs[1]) / statistics.median(w for w, _ in runs[2]), 2)
+                statistics.median(w for w, _ in runs[1]) / statistics.median(w for w, _ in runs[2]), 2
+            )
     else:
         results["rust"] = "extension not built"
 
     for name, flags in () if args.quick else (("grep_F", ["-F"]), ("grep_F_w_i", ["-F", "-w", "-i"])):
         print(f"{name} ...", flush=True)
         wall, cpu, patterns = grep_time(corpus, targets, tokenizer_dir, work, flags, timeout=600, family=family)
-        results[name] = {"flags": " ".join(flags), "patterns": patterns,
-                         "seconds": None if wall is None else round(wall, 2),
-                         "cpu_seconds": None if cpu is None else round(cpu, 2),
-                         "mb_per_s": None if wall is None else round(size_mb / wall, 2)}
+        results[name] = {
+            "flags": " ".join(flags),
+            "patterns": patterns,
+            "seconds": None if wall is None else round(wall, 2),
+            "cpu_seconds": None if cpu is None else round(cpu, 2),
+            "mb_per_s": None if wall is None else round(size_mb / wall, 2),
+        }
     if not args.quick:
-        results["grep_note"] = ("fixed-string search for the targets' text (not ## pieces), no tokenization; "
-                                "GNU grep -F -w with many patterns takes a slow path")
+        results["grep_note"] = (
+            "fixed-string search for the targets' text (not ## pieces), no tokenization; "
+            "GNU grep -F -w with many patterns takes a slow path"
+        )
 
     binary = None if args.quick else rust_cli()
     if binary is not None:
@@ -276,16 +348,24 @@ def main():
         scans = {1: [], 2: []}
         for _ in range(args.repeats):
             for threads in (1, 2):
-                scans[threads].append(run_cli(binary, tokenizer_dir, targets_file, [large], threads, m)[2]["scan_seconds"])
+                scans[threads].append(
+                    run_cli(binary, tokenizer_dir, targets_file, [large], threads, m)[2]["scan_seconds"]
+                )
         results["cli_scan_seconds_large"] = {f"{t}_threads": [round(s, 3) for s in v] for t, v in scans.items()}
         results["cli_thread_scaling_1_to_2_large"] = round(min(scans[1]) / min(scans[2]), 2)
         results["cli_thread_scaling_1_to_2_large_median"] = round(
-            statistics.median(scans[1]) / statistics.median(scans[2]), 2)
+            statistics.median(scans[1]) / statistics.median(scans[2]), 2
+        )
 
     results["load_average"]["end"] = os.getloadavg()
     figures = {key: results[key] for key in results if key.startswith(("speedup_", "cpu_time_ratio_"))}
-    figures.update({backend: {key: results[backend][key] for key in ("seconds", "mb_per_s") if key in results[backend]}
-                    for backend in results if backend == "python" or backend.startswith("rust_")})
+    figures.update(
+        {
+            backend: {key: results[backend][key] for key in ("seconds", "mb_per_s") if key in results[backend]}
+            for backend in results
+            if backend == "python" or backend.startswith("rust_")
+        }
+    )
     target.write(figures, detail=results)
     print(json.dumps(results, indent=2))
     if args.work_dir is None:

@@ -31,8 +31,10 @@ README = ROOT / "benchmarks" / "README.md"
 BEGIN, END = "<!-- figures:begin (python benchmarks/render_table.py) -->", "<!-- figures:end -->"
 # Where figures are quoted: every Markdown file of the docs, the top-level README and benchmarks/README.md.
 QUOTING_FILES = ("README.md", "docs/*.md", "benchmarks/README.md")
-MARKER = re.compile(r"<!-- figure: (?P<file>[\w.+/-]+\.json)#(?P<path>[^ ]+) -->\s*(?P<number>[-+]?[\d,]*\.?\d+)"
-                    r"(?P<suffix>\s?k(?![a-z]))?")
+MARKER = re.compile(
+    r"<!-- figure: (?P<file>[\w.+/-]+\.json)#(?P<path>[^ ]+) -->\s*(?P<number>[-+]?[\d,]*\.?\d+)"
+    r"(?P<suffix>\s?k(?![a-z]))?"
+)
 
 
 def records(results_dir: Path = RESULTS_DIR) -> dict[str, dict[str, dict]]:
@@ -67,10 +69,25 @@ def _cell(text: str) -> str:
 def _rows(name: str, record: dict) -> list[tuple[str, str, str, str, str]]:
     sections = record.get("sections")
     if not sections:
-        return [(name, _flat(record["figures"]) or "(see detail)", record["date"], (record["commit"] or "")[:7],
-                 record["command"])]
-    return [(f"{name}#{section}", _flat(record["figures"].get(section, {})) or "(see detail)", facts["date"],
-             (facts["commit"] or "")[:7], facts["command"]) for section, facts in sections.items()]
+        return [
+            (
+                name,
+                _flat(record["figures"]) or "(see detail)",
+                record["date"],
+                (record["commit"] or "")[:7],
+                record["command"],
+            )
+        ]
+    return [
+        (
+            f"{name}#{section}",
+            _flat(record["figures"].get(section, {})) or "(see detail)",
+            facts["date"],
+            (facts["commit"] or "")[:7],
+            facts["command"],
+        )
+        for section, facts in sections.items()
+    ]
 
 
 def render_table(results_dir: Path = RESULTS_DIR) -> str:
@@ -133,8 +150,10 @@ def stale_figures(files: list[Path], results_dir: Path = RESULTS_DIR) -> list[st
             decimals = len(quoted.split(".")[1]) if "." in quoted else 0
             scale = 1000 if match["suffix"] else 1
             if not isinstance(value, (int, float)) or round(value / scale, decimals) != round(float(quoted), decimals):
-                problems.append(f"{where}: quotes {match['number']}{(match['suffix'] or '').strip()} for "
-                                f"{match['file']}#{match['path']}, which is {value}")
+                problems.append(
+                    f"{where}: quotes {match['number']}{(match['suffix'] or '').strip()} for "
+                    f"{match['file']}#{match['path']}, which is {value}"
+                )
     return problems
 
 

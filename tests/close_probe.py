@@ -20,5 +20,6 @@ if __name__ == "__main__":  # torchrun entry point: output_dir
     entered = time.time()
     close_process_group()
     left = time.time()
-    (output_dir / f"rank{rank}.json").write_text(json.dumps({
-        "entered": entered, "left": left, "still_initialized": torch.distributed.is_initialized()}))
+    (output_dir / f"rank{rank}.json").write_text(
+        json.dumps({"entered": entered, "left": left, "still_initialized": torch.distributed.is_initialized()})
+    )

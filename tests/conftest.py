@@ -29,12 +29,16 @@ CORPUS = DATA_DIR / "corpus" / "pubmed_sentences.txt"
 def pytest_configure(config):
     _share_cores_among_workers()
     config.addinivalue_line(
-        "markers", "precision: takes the path `auto` precision takes on this machine (else float32 is pinned); "
-        "scripts/test.sh runs these a second time with BIOPTIMUS_FORCE_BF16=1")
+        "markers",
+        "precision: takes the path `auto` precision takes on this machine (else float32 is pinned); "
+        "scripts/test.sh runs these a second time with BIOPTIMUS_FORCE_BF16=1",
+    )
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one)")
     config.addinivalue_line(
-        "markers", "compile: runs torch.compile (inductor on CPU: tens of seconds per graph); part of the suite, "
-        "deselect with -m 'not compile' for a quick loop")
+        "markers",
+        "compile: runs torch.compile (inductor on CPU: tens of seconds per graph); part of the suite, "
+        "deselect with -m 'not compile' for a quick loop",
+    )
 
 
 def _share_cores_among_workers():
@@ -92,8 +96,10 @@ def run_launcher(command, env, timeout, cwd=None) -> subprocess.CompletedProcess
             process.kill()  # orphans the workers, which keep the pipes open: do not read them
             process.wait()
             stderr = "(not read: the launcher ignored SIGTERM)"
-        pytest.fail(f"the launcher did not finish within {timeout} s and was stopped with its workers; "
-                    f"its stderr ends:\n{stderr[-3000:]}")
+        pytest.fail(
+            f"the launcher did not finish within {timeout} s and was stopped with its workers; "
+            f"its stderr ends:\n{stderr[-3000:]}"
+        )
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 

@@ -54,8 +54,13 @@ from conftest import corpus_lines
 
 
 BASES = ("bert", "roberta", "modernbert", "deberta", "sentencepiece_bpe")
-FAMILY_OF_BASE = {"bert": "wordpiece", "roberta": "byte_level_bpe", "modernbert": "byte_level_bpe",
-                  "deberta": "sentencepiece_unigram", "sentencepiece_bpe": "sentencepiece_bpe"}
+FAMILY_OF_BASE = {
+    "bert": "wordpiece",
+    "roberta": "byte_level_bpe",
+    "modernbert": "byte_level_bpe",
+    "deberta": "sentencepiece_unigram",
+    "sentencepiece_bpe": "sentencepiece_bpe",
+}
 MAX_TOKENS = 64  # model_max_length; learnt positions hold it (RoBERTa-family: + pad id + 1, as released models)
 BASE_VOCAB_SIZE = 420
 BASE_LINES = 800  # the bases learn their vocabulary from the first lines; the tests' corpora come later
@@ -75,8 +80,12 @@ def _bert_tokenizer(lines):
 
 def _roberta_tokenizer(lines):
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(lines, vocab_size=BASE_VOCAB_SIZE, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-                            show_progress=False)
+    bpe.train_from_iterator(
+        lines,
+        vocab_size=BASE_VOCAB_SIZE,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        show_progress=False,
+    )
     merges = [tuple(m) for m in json.loads(bpe._tokenizer.to_str())["model"]["merges"]]
     return RobertaTokenizer(vocab=bpe.get_vocab(), merges=merges, model_max_length=MAX_TOKENS)
 
@@ -89,16 +98,30 @@ def _modernbert_tokenizer(lines):
     backend.normalizer = normalizers.NFC()
     cls, sep = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
     backend.post_processor = processors.TemplateProcessing(
-        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
-        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
-                                   pad_token="[PAD]", mask_token="[MASK]", model_max_length=MAX_TOKENS)
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+        model_max_length=MAX_TOKENS,
+    )
 
 
 def _deberta_tokenizer(lines):
     unigram = SentencePieceUnigramTokenizer()
-    unigram.train_from_iterator(lines, vocab_size=BASE_VOCAB_SIZE, unk_token="[UNK]", show_progress=False,
-                                special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    unigram.train_from_iterator(
+        lines,
+        vocab_size=BASE_VOCAB_SIZE,
+        unk_token="[UNK]",
+        show_progress=False,
+        special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+    )
     vocab = [tuple(entry) for entry in json.loads(unigram._tokenizer.to_str())["model"]["vocab"]]
     return DebertaV2Tokenizer(vocab=vocab, model_max_length=MAX_TOKENS)
 
@@ -106,43 +129,91 @@ def _deberta_tokenizer(lines):
 def _sentencepiece_bpe_tokenizer(lines):
     bpe = SentencePieceBPETokenizer(unk_token="<unk>")
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    bpe.train_from_iterator(lines, vocab_size=BASE_VOCAB_SIZE, special_tokens=specials, limit_alphabet=200,
-                            show_progress=False)
+    bpe.train_from_iterator(
+        lines, vocab_size=BASE_VOCAB_SIZE, special_tokens=specials, limit_alphabet=200, show_progress=False
+    )
     backend = bpe._tokenizer
     backend.post_processor = processors.TemplateProcessing(
-        single="<s>:0 $A:0 </s>:0", pair="<s>:0 $A:0 </s>:0 </s>:0 $B:0 </s>:0",
-        special_tokens=[("<s>", backend.token_to_id("<s>")), ("</s>", backend.token_to_id("</s>"))])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", cls_token="<s>",
-                                   sep_token="</s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
-                                   model_max_length=MAX_TOKENS)
+        single="<s>:0 $A:0 </s>:0",
+        pair="<s>:0 $A:0 </s>:0 </s>:0 $B:0 </s>:0",
+        special_tokens=[("<s>", backend.token_to_id("<s>")), ("</s>", backend.token_to_id("</s>"))],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        model_max_length=MAX_TOKENS,
+    )
 
 
 def _model(base: str, tokenizer):
     size, pad = len(tokenizer), tokenizer.pad_token_id
     if base == "bert":
-        return BertForMaskedLM(BertConfig(vocab_size=size, max_position_embeddings=MAX_TOKENS, pad_token_id=pad, **_tiny()))
+        return BertForMaskedLM(
+            BertConfig(vocab_size=size, max_position_embeddings=MAX_TOKENS, pad_token_id=pad, **_tiny())
+        )
     if base == "roberta":
-        return RobertaForMaskedLM(RobertaConfig(vocab_size=size, max_position_embeddings=MAX_TOKENS + pad + 1,
-                                                pad_token_id=pad, bos_token_id=tokenizer.cls_token_id,
-                                                eos_token_id=tokenizer.sep_token_id, **_tiny()))
+        return RobertaForMaskedLM(
+            RobertaConfig(
+                vocab_size=size,
+                max_position_embeddings=MAX_TOKENS + pad + 1,
+                pad_token_id=pad,
+                bos_token_id=tokenizer.cls_token_id,
+                eos_token_id=tokenizer.sep_token_id,
+                **_tiny(),
+            )
+        )
     if base == "modernbert":
-        return ModernBertForMaskedLM(ModernBertConfig(
-            vocab_size=size, max_position_embeddings=MAX_TOKENS, pad_token_id=pad, cls_token_id=tokenizer.cls_token_id,
-            sep_token_id=tokenizer.sep_token_id, bos_token_id=tokenizer.cls_token_id,
-            eos_token_id=tokenizer.sep_token_id, global_attn_every_n_layers=2, local_attention=16, **_tiny()))
+        return ModernBertForMaskedLM(
+            ModernBertConfig(
+                vocab_size=size,
+                max_position_embeddings=MAX_TOKENS,
+                pad_token_id=pad,
+                cls_token_id=tokenizer.cls_token_id,
+                sep_token_id=tokenizer.sep_token_id,
+                bos_token_id=tokenizer.cls_token_id,
+                eos_token_id=tokenizer.sep_token_id,
+                global_attn_every_n_layers=2,
+                local_attention=16,
+                **_tiny(),
+            )
+        )
     if base == "deberta":
-        return DebertaV2ForMaskedLM(DebertaV2Config(  # DeBERTa-v3's attention: relative positions, no absolute ones
-            vocab_size=size, max_position_embeddings=MAX_TOKENS, pad_token_id=pad, relative_attention=True,
-            position_buckets=16, pos_att_type=["p2c", "c2p"], position_biased_input=False, norm_rel_ebd="layer_norm",
-            share_att_key=True, **_tiny()))
+        return DebertaV2ForMaskedLM(
+            DebertaV2Config(  # DeBERTa-v3's attention: relative positions, no absolute ones
+                vocab_size=size,
+                max_position_embeddings=MAX_TOKENS,
+                pad_token_id=pad,
+                relative_attention=True,
+                position_buckets=16,
+                pos_att_type=["p2c", "c2p"],
+                position_biased_input=False,
+                norm_rel_ebd="layer_norm",
+                share_att_key=True,
+                **_tiny(),
+            )
+        )
     if base == "sentencepiece_bpe":
-        return XLMRobertaForMaskedLM(XLMRobertaConfig(vocab_size=size, max_position_embeddings=MAX_TOKENS + pad + 1,
-                                                      pad_token_id=pad, **_tiny()))
+        return XLMRobertaForMaskedLM(
+            XLMRobertaConfig(
+                vocab_size=size, max_position_embeddings=MAX_TOKENS + pad + 1, pad_token_id=pad, **_tiny()
+            )
+        )
     raise ValueError(base)
 
 
-_TOKENIZERS = {"bert": _bert_tokenizer, "roberta": _roberta_tokenizer, "modernbert": _modernbert_tokenizer,
-               "deberta": _deberta_tokenizer, "sentencepiece_bpe": _sentencepiece_bpe_tokenizer}
+_TOKENIZERS = {
+    "bert": _bert_tokenizer,
+    "roberta": _roberta_tokenizer,
+    "modernbert": _modernbert_tokenizer,
+    "deberta": _deberta_tokenizer,
+    "sentencepiece_bpe": _sentencepiece_bpe_tokenizer,
+}
 
 
 def build_base(base: str, directory: Path) -> Path:

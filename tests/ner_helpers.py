@@ -34,8 +34,12 @@ def build_tiny_bert(directory: str, num_layers: int = 2, max_len: int = 64) -> s
     vocab += list("abcdefghijklmnopqrstuvwxyz") + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
     tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}, model_max_length=max_len)
     config = BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=num_layers, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=max_len,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=num_layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=max_len,
     )
     torch.manual_seed(0)  # the same "pretrained" weights in every test session
     BertForMaskedLM(config).save_pretrained(directory)
@@ -54,8 +58,11 @@ def build_tiny_tagger(directory: str) -> str:
     build_tiny_bert(directory)
     torch.manual_seed(1)
     model = AutoModelForTokenClassification.from_pretrained(
-        directory, num_labels=len(TAGGER_LABELS), id2label=dict(enumerate(TAGGER_LABELS)),
-        label2id={label: i for i, label in enumerate(TAGGER_LABELS)})
+        directory,
+        num_labels=len(TAGGER_LABELS),
+        id2label=dict(enumerate(TAGGER_LABELS)),
+        label2id={label: i for i, label in enumerate(TAGGER_LABELS)},
+    )
     with torch.no_grad():
         model.classifier.weight.mul_(20)
     model.save_pretrained(directory)

@@ -85,8 +85,14 @@ def run_probe(model_dir, data, output_dir, phase_steps, max_steps, resume=None, 
         disable_tqdm=True,
         **training_kwargs,
     )
-    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator, processing_class=tokenizer,
-                      callbacks=[recorder])
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=data,
+        data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=[recorder],
+    )
     trainer.callback_handler.callbacks.insert(0, schedule)
     trainer.train(resume_from_checkpoint=resume)
     return recorder, schedule, collator, trainer
@@ -97,11 +103,23 @@ if __name__ == "__main__":  # torchrun entry point: model_dir corpus_file output
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     lines = Path(corpus_file).read_text().splitlines()
     recorder, schedule, collator, trainer = run_probe(
-        model_dir, probe_dataset(tokenizer, lines), output_dir, phase_steps=[3, 5], max_steps=8,
-        ddp_backend="gloo", use_cpu=True, dataloader_num_workers=1,
+        model_dir,
+        probe_dataset(tokenizer, lines),
+        output_dir,
+        phase_steps=[3, 5],
+        max_steps=8,
+        ddp_backend="gloo",
+        use_cpu=True,
+        dataloader_num_workers=1,
     )
     rank = torch.distributed.get_rank()
     Path(output_dir, f"rank{rank}.json").write_text(
-        json.dumps({"records": recorder.records, "history": schedule.phase_history, "world": torch.distributed.get_world_size()})
+        json.dumps(
+            {
+                "records": recorder.records,
+                "history": schedule.phase_history,
+                "world": torch.distributed.get_world_size(),
+            }
+        )
     )
     close_process_group()  # a rank exiting with a live gloo group can abort at shutdown (SIGABRT)

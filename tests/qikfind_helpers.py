@@ -38,20 +38,37 @@ def train_byte_level_bpe(lines: list[str], config: str = "gpt2", vocab_size: int
         raise ValueError(config)
     prefix = config in ("roberta_wrapped", "prefix_space")
     trainer = ByteLevelBPETokenizer(add_prefix_space=prefix, trim_offsets=config == "prefix_space")
-    trainer.train_from_iterator(lines + UNICODE_LINES, vocab_size=vocab_size, min_frequency=2,
-                                special_tokens=SPECIAL_TOKENS, show_progress=False)
+    trainer.train_from_iterator(
+        lines + UNICODE_LINES,
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
+    )
     if config == "roberta_wrapped":
         from transformers import RobertaTokenizerFast
 
         wrapped = RobertaTokenizerFast(
-            tokenizer_object=Tokenizer.from_str(trainer.to_str()), bos_token="<s>", eos_token="</s>",
-            sep_token="</s>", cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")
+            tokenizer_object=Tokenizer.from_str(trainer.to_str()),
+            bos_token="<s>",
+            eos_token="</s>",
+            sep_token="</s>",
+            cls_token="<s>",
+            unk_token="<unk>",
+            pad_token="<pad>",
+            mask_token="<mask>",
+        )
         return wrapped.backend_tokenizer.to_str()
     config_json = json.loads(trainer.to_str())
     model = config_json["model"]
     if config == "roberta":
-        config_json["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0],
-                                         "trim_offsets": True, "add_prefix_space": False}
+        config_json["post_processor"] = {
+            "type": "RobertaProcessing",
+            "sep": ["</s>", 2],
+            "cls": ["<s>", 0],
+            "trim_offsets": True,
+            "add_prefix_space": False,
+        }
         for token in config_json["added_tokens"]:
             if token["content"] == "<mask>":
                 token["lstrip"] = True
@@ -61,8 +78,12 @@ def train_byte_level_bpe(lines: list[str], config: str = "gpt2", vocab_size: int
         model["ignore_merges"] = True
     elif config == "added_words":
         tokenizer = Tokenizer.from_str(json.dumps(config_json))
-        tokenizer.add_tokens([AddedToken("protein", normalized=True, lstrip=True, rstrip=True),
-                              AddedToken("cell line", normalized=True),
-                              AddedToken("IL-2", normalized=False, rstrip=True)])
+        tokenizer.add_tokens(
+            [
+                AddedToken("protein", normalized=True, lstrip=True, rstrip=True),
+                AddedToken("cell line", normalized=True),
+                AddedToken("IL-2", normalized=False, rstrip=True),
+            ]
+        )
         return tokenizer.to_str()
     return json.dumps(config_json)

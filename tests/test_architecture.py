@@ -60,8 +60,9 @@ def imported_modules(path: Path, package: Path = PACKAGE) -> list[tuple[int, str
             else:
                 target = node.module
             # ``from bioptimus_hf import x`` (``from .. import x`` in a wing) names a wing or a root export
-            found += [(node.lineno, f"{target}.{alias.name}" if target == "bioptimus_hf" else target)
-                      for alias in node.names]
+            found += [
+                (node.lineno, f"{target}.{alias.name}" if target == "bioptimus_hf" else target) for alias in node.names
+            ]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED_PATH.fullmatch(node.value):
             found.append((node.lineno, node.value.split(":")[0]))
     return [(line, name) for line, name in found if name.startswith("bioptimus_hf.")]
@@ -87,8 +88,10 @@ def violations(layers: dict[str, int], package: Path = PACKAGE) -> list[str]:
             if target not in layers:
                 found.append(f"{where}: the package root re-exports every wing; import from the owning module")
             elif layers[target] >= layers[wing]:
-                found.append(f"{where}: {wing}/ (layer {layers[wing]}) may import only from layers below it, "
-                             f"not {target}/ (layer {layers[target]}); see docs/ARCHITECTURE.md")
+                found.append(
+                    f"{where}: {wing}/ (layer {layers[wing]}) may import only from layers below it, "
+                    f"not {target}/ (layer {layers[target]}); see docs/ARCHITECTURE.md"
+                )
     return found
 
 
@@ -107,17 +110,25 @@ def test_every_import_in_the_package_goes_down_the_layers():
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("source,expected", [
-    ("from ..pretraining.collator import X\n", "bioptimus_hf/releases/card.py:1 imports "
-     "bioptimus_hf.pretraining.collator: releases/ (layer 2) may import only from layers below it, not pretraining/ "
-     "(layer 3); see docs/ARCHITECTURE.md"),
-    ("def f():\n    from ..ner import results\n",
-     "bioptimus_hf/releases/card.py:2 imports bioptimus_hf.ner: releases/"),
-    ("import bioptimus_hf.distillation.recipes as r\n", "imports bioptimus_hf.distillation.recipes: releases/"),
-    ("ROWS = {'x': 'bioptimus_hf.study.runner:StudyRunner'}\n", "imports bioptimus_hf.study.runner: releases/"),
-    ("from .. import ReleaseInfo\n", "imports bioptimus_hf.ReleaseInfo: the package root re-exports every wing"),
-    ("from bioptimus_hf import _qikfind\nfrom .record import X\nfrom ..utils import files\n", None),
-])
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        (
+            "from ..pretraining.collator import X\n",
+            "bioptimus_hf/releases/card.py:1 imports "
+            "bioptimus_hf.pretraining.collator: releases/ (layer 2) may import only from layers below it, not pretraining/ "
+            "(layer 3); see docs/ARCHITECTURE.md",
+        ),
+        (
+            "def f():\n    from ..ner import results\n",
+            "bioptimus_hf/releases/card.py:2 imports bioptimus_hf.ner: releases/",
+        ),
+        ("import bioptimus_hf.distillation.recipes as r\n", "imports bioptimus_hf.distillation.recipes: releases/"),
+        ("ROWS = {'x': 'bioptimus_hf.study.runner:StudyRunner'}\n", "imports bioptimus_hf.study.runner: releases/"),
+        ("from .. import ReleaseInfo\n", "imports bioptimus_hf.ReleaseInfo: the package root re-exports every wing"),
+        ("from bioptimus_hf import _qikfind\nfrom .record import X\nfrom ..utils import files\n", None),
+    ],
+)
 def test_an_import_against_the_layers_is_named(tmp_path, source, expected):
     """A copy of two wings with one import added: the check names the file, line, module and the layers."""
     package = tmp_path / "bioptimus_hf"
@@ -166,10 +177,14 @@ def stale_names_in_messages(package: Path = PACKAGE) -> list[str]:
     found = []
     for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                      and node.body and isinstance(node.body[0], ast.Expr)
-                      and isinstance(node.body[0].value, ast.Constant)}
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
                 for match in re.finditer(r"bioptimus_hf(?:\.[A-Za-z_]\w*)+", node.value):

@@ -48,28 +48,40 @@ def test_every_result_is_one_record_of_its_folders_machine_kind_without_local_pa
 
 
 def results_tree(tmp_path, tokens_per_s=540200):
-    record = {"machine": {"kind": "gpu-h100", "label": "H100"}, "commit": "798a93d0", "date": "2026-11-25",
-              "command": "bash benchmarks/gpu_session.sh static_shapes",
-              "figures": {"bert_base": {"tokens_per_s": tokens_per_s, "useful_mfu_pct": 37.9, "rounds": [1.75, 1.79]}}}
+    record = {
+        "machine": {"kind": "gpu-h100", "label": "H100"},
+        "commit": "798a93d0",
+        "date": "2026-11-25",
+        "command": "bash benchmarks/gpu_session.sh static_shapes",
+        "figures": {"bert_base": {"tokens_per_s": tokens_per_s, "useful_mfu_pct": 37.9, "rounds": [1.75, 1.79]}},
+    }
     (tmp_path / "results" / "gpu-h100").mkdir(parents=True)
     (tmp_path / "results" / "gpu-h100" / "pretraining_throughput.json").write_text(json.dumps(record))
     return tmp_path / "results"
 
 
-@pytest.mark.parametrize("quote, problem", [
-    ("37.9 %", None),
-    ("38 %", None),  # fewer decimals shown: compared at those
-    ("540k tokens/s", None),
-    ("540,200 tokens/s", None),
-    ("38.1 %", "quotes 38.1 for gpu-h100/pretraining_throughput.json#figures.bert_base.useful_mfu_pct, which is 37.9"),
-    ("541k", "quotes 541k"),
-])
+@pytest.mark.parametrize(
+    "quote, problem",
+    [
+        ("37.9 %", None),
+        ("38 %", None),  # fewer decimals shown: compared at those
+        ("540k tokens/s", None),
+        ("540,200 tokens/s", None),
+        (
+            "38.1 %",
+            "quotes 38.1 for gpu-h100/pretraining_throughput.json#figures.bert_base.useful_mfu_pct, which is 37.9",
+        ),
+        ("541k", "quotes 541k"),
+    ],
+)
 def test_a_quoted_figure_that_disagrees_with_its_json_is_named(tmp_path, quote, problem):
     results = results_tree(tmp_path)
     key = "useful_mfu_pct" if "%" in quote else "tokens_per_s"
     doc = tmp_path / "speed.md"
-    doc.write_text(f"# Speed\n\nBERT-base: <!-- figure: gpu-h100/pretraining_throughput.json#figures.bert_base.{key} "
-                   f"-->{quote}.\n")
+    doc.write_text(
+        f"# Speed\n\nBERT-base: <!-- figure: gpu-h100/pretraining_throughput.json#figures.bert_base.{key} "
+        f"-->{quote}.\n"
+    )
     problems = render_table.stale_figures([doc], results)
     if problem is None:
         assert problems == []
@@ -80,9 +92,11 @@ def test_a_quoted_figure_that_disagrees_with_its_json_is_named(tmp_path, quote, 
 def test_a_marker_naming_no_figure_is_named(tmp_path):
     results = results_tree(tmp_path)
     doc = tmp_path / "doc.md"
-    doc.write_text("<!-- figure: gpu-h100/pretraining_throughput.json#figures.bert_base.rounds.1 -->1.79\n"
-                   "<!-- figure: gpu-h100/pretraining_throughput.json#figures.bert_base.mfu -->38\n"
-                   "<!-- figure: gpu-h200/pretraining_throughput.json#figures.bert_base.mfu -->38\n")
+    doc.write_text(
+        "<!-- figure: gpu-h100/pretraining_throughput.json#figures.bert_base.rounds.1 -->1.79\n"
+        "<!-- figure: gpu-h100/pretraining_throughput.json#figures.bert_base.mfu -->38\n"
+        "<!-- figure: gpu-h200/pretraining_throughput.json#figures.bert_base.mfu -->38\n"
+    )
     assert render_table.stale_figures([doc], results) == [
         f"{doc}:2: gpu-h100/pretraining_throughput.json has no figures.bert_base.mfu (no key 'mfu')",
         f"{doc}:3: gpu-h200/pretraining_throughput.json does not exist",
@@ -94,8 +108,10 @@ def test_the_table_follows_the_files(tmp_path):
     readme = f"# Benchmarks\n\n{render_table.BEGIN}\nold table\n{render_table.END}\nafter\n"
     rendered = render_table.render_readme(readme, results)
     assert "old table" not in rendered and rendered.endswith(f"{render_table.END}\nafter\n")
-    row = ("| pretraining_throughput.json | bert_base: tokens_per_s 540,200, useful_mfu_pct 37.9, rounds [1.75, 1.79] "
-           "| 2026-11-25 | 798a93d | bash benchmarks/gpu_session.sh static_shapes |")
+    row = (
+        "| pretraining_throughput.json | bert_base: tokens_per_s 540,200, useful_mfu_pct 37.9, rounds [1.75, 1.79] "
+        "| 2026-11-25 | 798a93d | bash benchmarks/gpu_session.sh static_shapes |"
+    )
     assert row in rendered
     assert render_table.render_readme(rendered, results) == rendered
     results_tree(tmp_path / "other", tokens_per_s=600000)

@@ -120,12 +120,15 @@ def test_embeddings_are_not_counted_as_matmuls():
     assert flops.encoder_matmul_parameters + flops.head_matmul_parameters < sum(p.numel() for p in model.parameters())
 
 
-@pytest.mark.parametrize("architecture, heads", [
-    ("roberta", ("lm_head",)),
-    ("distilbert", ("vocab_transform", "vocab_layer_norm", "vocab_projector")),
-    ("electra", ("generator_predictions", "generator_lm_head")),
-    ("modernbert", ("head", "decoder")),
-])
+@pytest.mark.parametrize(
+    "architecture, heads",
+    [
+        ("roberta", ("lm_head",)),
+        ("distilbert", ("vocab_transform", "vocab_layer_norm", "vocab_projector")),
+        ("electra", ("generator_predictions", "generator_lm_head")),
+        ("modernbert", ("head", "decoder")),
+    ],
+)
 def test_head_modules_are_found_for_each_architecture(architecture, heads):
     model = tiny_model(architecture)
     found = _mfu.mlm_head_modules(model)
@@ -165,9 +168,15 @@ def test_step_clock_counts_labelled_positions_of_the_timed_steps_only():
     assert [(b.sequences, b.seq_len, b.labelled) for b in timed] == [(BATCH, SEQ_LEN, 3), (BATCH, SEQ_LEN, 4)]
 
 
-@pytest.mark.parametrize("options, precision", [
-    (set(), "float32"), ({"bf16"}, "bf16"), ({"tf32"}, "tf32"), ({"bf16", "tf32", "compile"}, "bf16"),
-])
+@pytest.mark.parametrize(
+    "options, precision",
+    [
+        (set(), "float32"),
+        ({"bf16"}, "bf16"),
+        ({"tf32"}, "tf32"),
+        ({"bf16", "tf32", "compile"}, "bf16"),
+    ],
+)
 def test_arm_precision(options, precision):
     assert _mfu.arm_precision(options) == precision
 
@@ -197,7 +206,9 @@ def fake_cpuinfo(tmp_path, monkeypatch):
 
     def write(flags, model="Test CPU 9000", family=None):
         path = tmp_path / "cpuinfo"
-        signature = f"vendor_id\t: AuthenticAMD\ncpu family\t: {family}\nmodel\t\t: 2\nstepping\t: 1\n" if family else ""
+        signature = (
+            f"vendor_id\t: AuthenticAMD\ncpu family\t: {family}\nmodel\t\t: 2\nstepping\t: 1\n" if family else ""
+        )
         path.write_text(f"processor\t: 0\n{signature}model name\t: {model}\nflags\t\t: {' '.join(flags)}\n\n")
         monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo_path=str(path): parse(str(path)))
         return str(path)
@@ -220,8 +231,16 @@ def test_cpu_peaks_measure_bf16_only_where_native(fake_cpuinfo, flags, bf16_meas
 
 def test_peak_override_replaces_the_measurement():
     measured = {"float32": {"precision": "float32", "tflops": 0.2}}
-    assert _mfu.peak_for_arm("float32", measured, None) == {"precision": "float32", "tflops": 0.2, "source": "measured"}
-    assert _mfu.peak_for_arm("float32", measured, 5.0) == {"precision": "float32", "tflops": 5.0, "source": "--peak_tflops"}
+    assert _mfu.peak_for_arm("float32", measured, None) == {
+        "precision": "float32",
+        "tflops": 0.2,
+        "source": "measured",
+    }
+    assert _mfu.peak_for_arm("float32", measured, 5.0) == {
+        "precision": "float32",
+        "tflops": 5.0,
+        "source": "--peak_tflops",
+    }
 
 
 # ----------------------------------------------------------------------------------------------- machine
@@ -232,12 +251,30 @@ def test_machine_description_has_the_keys(fake_cpuinfo, monkeypatch):
     machine = _machine.describe_machine(cpuinfo_path=path, torch_threads=3)
     assert machine["kernel_environment"]["ONEDNN_MAX_CPU_ISA"] == "AVX2"
     assert "ATEN_CPU_CAPABILITY" not in machine["kernel_environment"]
-    for key in ("cpu_model", "cpu_isa_flags", "cpu_native_bf16", "logical_cpus", "cpus_available", "torch_threads",
-                "gpus", "torch", "transformers", "git", "fingerprint", "label"):
+    for key in (
+        "cpu_model",
+        "cpu_isa_flags",
+        "cpu_native_bf16",
+        "logical_cpus",
+        "cpus_available",
+        "torch_threads",
+        "gpus",
+        "torch",
+        "transformers",
+        "git",
+        "fingerprint",
+        "label",
+    ):
         assert key in machine, key
     assert machine["cpu_model"] == "Test CPU 9000" and machine["torch_threads"] == 3
-    assert machine["cpu_isa_flags"] == {"avx2": True, "avx512f": True, "avx512_bf16": False, "amx_bf16": True,
-                                        "amx_tile": True, "avx512_vnni": False}
+    assert machine["cpu_isa_flags"] == {
+        "avx2": True,
+        "avx512f": True,
+        "avx512_bf16": False,
+        "amx_bf16": True,
+        "amx_tile": True,
+        "avx512_vnni": False,
+    }
     assert machine["cpu_native_bf16"] is True
     assert machine["torch"] == torch.__version__
     assert set(machine["git"]) >= {"commit", "dirty"}
@@ -246,11 +283,16 @@ def test_machine_description_has_the_keys(fake_cpuinfo, monkeypatch):
 
 def test_fingerprint_follows_hardware_not_versions(fake_cpuinfo):
     machine = _machine.describe_machine(cpuinfo_path=fake_cpuinfo(["avx2"]))
-    assert _machine.fingerprint_of(dict(machine, torch="0.0", git={"commit": "x"}, torch_threads=99)) == machine["fingerprint"]
+    assert (
+        _machine.fingerprint_of(dict(machine, torch="0.0", git={"commit": "x"}, torch_threads=99))
+        == machine["fingerprint"]
+    )
     other_flags = _machine.describe_machine(cpuinfo_path=fake_cpuinfo(["avx2", "avx512_bf16"]))
     other_model = _machine.describe_machine(cpuinfo_path=fake_cpuinfo(["avx2"], model="Other CPU"))
     assert len({machine["fingerprint"], other_flags["fingerprint"], other_model["fingerprint"]}) == 3
-    assert _machine.fingerprint_of(dict(machine, cpus_available=machine["cpus_available"] + 1)) != machine["fingerprint"]
+    assert (
+        _machine.fingerprint_of(dict(machine, cpus_available=machine["cpus_available"] + 1)) != machine["fingerprint"]
+    )
 
 
 def test_cpu_generation_tells_apart_machines_with_the_same_name_and_flags(fake_cpuinfo):

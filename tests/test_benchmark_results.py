@@ -25,22 +25,32 @@ AVX512_BF16 = {"avx2": True, "avx512f": True, "avx512_bf16": True, "amx_bf16": F
 
 def cpu(family=None, vendor="AuthenticAMD", model=2, flags=AVX512_BF16, fingerprint="fp-cpu"):
     signature = {"vendor": vendor, "family": family, "model": model, "stepping": 1} if family else None
-    return {"cpu_model": "AMD EPYC", "cpu_signature": signature, "cpu_isa_flags": dict(flags), "gpus": [],
-            "fingerprint": fingerprint, "label": f"cpu {fingerprint}", "git": {"commit": "abc123", "dirty": False}}
+    return {
+        "cpu_model": "AMD EPYC",
+        "cpu_signature": signature,
+        "cpu_isa_flags": dict(flags),
+        "gpus": [],
+        "fingerprint": fingerprint,
+        "label": f"cpu {fingerprint}",
+        "git": {"commit": "abc123", "dirty": False},
+    }
 
 
-@pytest.mark.parametrize("machine, kind", [
-    (cpu(26), "cpu-zen5-avx512bf16"),
-    (cpu(25), "cpu-zen4-avx512bf16"),
-    (cpu(25, flags={"avx2": True}), "cpu-zen3-avx2"),
-    (cpu(None, flags={"avx2": True}), "cpu-avx2"),
-    (cpu(6, vendor="GenuineIntel", model=143, flags=dict(AVX512_BF16, amx_bf16=True)), "cpu-sapphirerapids-amx"),
-    (cpu(6, vendor="GenuineIntel", model=999), "cpu-intel-model999-avx512bf16"),
-    (dict(cpu(None), gpus=[{"name": "NVIDIA H100 80GB HBM3", "capability": "9.0"}]), "gpu-h100"),
-    (dict(cpu(None), gpus=[{"name": "NVIDIA H200", "capability": "9.0"}] * 8), "gpu-h200-x8"),
-    ({"recorded": "2 cores"}, "cpu-unrecorded"),
-    (dict(cpu(None), kind="cpu-zen4-avx512bf16"), "cpu-zen4-avx512bf16"),
-])
+@pytest.mark.parametrize(
+    "machine, kind",
+    [
+        (cpu(26), "cpu-zen5-avx512bf16"),
+        (cpu(25), "cpu-zen4-avx512bf16"),
+        (cpu(25, flags={"avx2": True}), "cpu-zen3-avx2"),
+        (cpu(None, flags={"avx2": True}), "cpu-avx2"),
+        (cpu(6, vendor="GenuineIntel", model=143, flags=dict(AVX512_BF16, amx_bf16=True)), "cpu-sapphirerapids-amx"),
+        (cpu(6, vendor="GenuineIntel", model=999), "cpu-intel-model999-avx512bf16"),
+        (dict(cpu(None), gpus=[{"name": "NVIDIA H100 80GB HBM3", "capability": "9.0"}]), "gpu-h100"),
+        (dict(cpu(None), gpus=[{"name": "NVIDIA H200", "capability": "9.0"}] * 8), "gpu-h200-x8"),
+        ({"recorded": "2 cores"}, "cpu-unrecorded"),
+        (dict(cpu(None), kind="cpu-zen4-avx512bf16"), "cpu-zen4-avx512bf16"),
+    ],
+)
 def test_machine_kind_from_the_hardware_fields(machine, kind):
     assert _machine.machine_kind(machine) == kind
 
@@ -51,16 +61,24 @@ def test_describe_machine_names_its_kind():
 
 
 def test_record_has_the_schema_and_no_local_paths(tmp_path):
-    detail = {"model": "/tmp/ner_models/NCBI-disease/seed_1", "config": "/work/main/configs/ner_cpu_demo.yaml",
-              "data": "/work/main/../shared/data/ner", "hub": "https://huggingface.co/x/tmp/y",
-              "command": "python benchmarks/ner.py --model /root/m/seed_2 --output=/tmp/o.json"}
+    detail = {
+        "model": "/tmp/ner_models/NCBI-disease/seed_1",
+        "config": "/work/main/configs/ner_cpu_demo.yaml",
+        "data": "/work/main/../shared/data/ner",
+        "hub": "https://huggingface.co/x/tmp/y",
+        "command": "python benchmarks/ner.py --model /root/m/seed_2 --output=/tmp/o.json",
+    }
     path = _results.write_result(tmp_path / "r.json", {"f1": 0.5}, detail=detail, machine=cpu(26), command="cmd")
     record = json.loads(path.read_text())
     assert list(record) == ["machine", "commit", "date", "command", "figures", "detail"]
     assert record["machine"]["kind"] == "cpu-zen5-avx512bf16" and record["commit"] == "abc123"
-    assert record["detail"] == {"model": "seed_1", "config": "configs/ner_cpu_demo.yaml", "data": "../shared/data/ner",
-                                "hub": "https://huggingface.co/x/tmp/y",
-                                "command": "python benchmarks/ner.py --model seed_2 --output=o.json"}
+    assert record["detail"] == {
+        "model": "seed_1",
+        "config": "configs/ner_cpu_demo.yaml",
+        "data": "../shared/data/ner",
+        "hub": "https://huggingface.co/x/tmp/y",
+        "command": "python benchmarks/ner.py --model seed_2 --output=o.json",
+    }
     assert _results.read_result(path)["figures"] == {"f1": 0.5}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary left beside it
 
@@ -75,9 +93,12 @@ def test_another_machine_kinds_file_is_never_overwritten(tmp_path, capsys):
     path = tmp_path / "r.json"
     _results.write_result(path, {"x": 1}, machine=cpu(26), command="c")
     _results.write_result(path, {"x": 2}, machine=cpu(26, fingerprint="fp-other-cores"), command="c")  # same kind
-    with pytest.raises(_results.ResultsConflictError, match="holds results of a cpu-zen5-avx512bf16 machine and this "
-                                                            "is cpu-zen4-avx512bf16: write benchmarks/results/"
-                                                            "cpu-zen4-avx512bf16/r.json"):
+    with pytest.raises(
+        _results.ResultsConflictError,
+        match="holds results of a cpu-zen5-avx512bf16 machine and this "
+        "is cpu-zen4-avx512bf16: write benchmarks/results/"
+        "cpu-zen4-avx512bf16/r.json",
+    ):
         _results.ResultTarget(path, machine=cpu(25))  # refused before any work
     assert json.loads(path.read_text())["figures"] == {"x": 2}
     # Uncaught, the refusal is one line and exit status 1, no traceback.
@@ -119,12 +140,22 @@ def test_pretraining_sections_go_through_the_writer(tmp_path, monkeypatch):
     args = SimpleNamespace(output_json=str(output))
     monkeypatch.setattr(bench, "asdict", lambda _: {"batch_size": 16})
     monkeypatch.setattr(bench._machine, "describe_machine", lambda **_: cpu(26))
-    summary = {"ours": {"median_tokens_per_second": 2215.3, "median_useful_mfu": 0.7682, "peak_rss_mib": [1831, 1838],
-                        "peak": {"tflops": 0.2231, "source": "measured"}},
-               "plain": {"median_tokens_per_second": 1046.9, "median_useful_mfu": 0.36,
-                         "peak": {"source": "--peak_tflops"}}}
-    speedups = {"ours / plain": {"round_ratios": [2.112, 2.12], "ratio_of_medians": 2.116,
-                                 "geometric_mean_round_ratio": 2.1161}}
+    summary = {
+        "ours": {
+            "median_tokens_per_second": 2215.3,
+            "median_useful_mfu": 0.7682,
+            "peak_rss_mib": [1831, 1838],
+            "peak": {"tflops": 0.2231, "source": "measured"},
+        },
+        "plain": {"median_tokens_per_second": 1046.9, "median_useful_mfu": 0.36, "peak": {"source": "--peak_tflops"}},
+    }
+    speedups = {
+        "ours / plain": {
+            "round_ratios": [2.112, 2.12],
+            "ratio_of_medians": 2.116,
+            "geometric_mean_round_ratio": 2.1161,
+        }
+    }
     bench.save_section(args, "minilm", {"summary": summary, "speedups": speedups, "runs": []})
     record = json.loads(output.read_text())
     assert record["figures"]["minilm"] == {
@@ -143,10 +174,13 @@ def test_each_recipe_of_the_worker_trains_what_it_says(tmp_path):
     """One tiny run per recipe (benchmarks/_pretraining_bench.py's run_worker, in this process)."""
     from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off
 
-    args = bench.BenchmarkArguments(architecture="bert", model_size="tiny", max_lines=200, batch_size=4,
-                                    warmup_steps=1, peak_tflops=1.0)
-    runs = {arm: bench.run_worker(args, arm, 2, str(tmp_path / arm.replace("+", "_")))
-            for arm in ("plain+retained_memory", "ours", "same_batches_standard", "same_batches_masked_only")}
+    args = bench.BenchmarkArguments(
+        architecture="bert", model_size="tiny", max_lines=200, batch_size=4, warmup_steps=1, peak_tflops=1.0
+    )
+    runs = {
+        arm: bench.run_worker(args, arm, 2, str(tmp_path / arm.replace("+", "_")))
+        for arm in ("plain+retained_memory", "ours", "same_batches_standard", "same_batches_masked_only")
+    }
     for arm, run in runs.items():
         assert run["recipe"] == arm.split("+")[0] and run["timed_steps"] == 1 and len(run["losses"]) == 2
         assert run["timed_flops"]["tokens"] == 4 * args.block_size  # packed: every batch is full
@@ -158,5 +192,9 @@ def test_each_recipe_of_the_worker_trains_what_it_says(tmp_path):
     with pytest.raises(ValueError, match="tf32 needs a CUDA GPU"):
         bench.run_worker(args, "ours+tf32", 2, str(tmp_path / "tf32"))
     with pytest.raises(ValueError, match="raise --max_lines"):
-        bench.run_worker(bench.BenchmarkArguments(architecture="bert", model_size="tiny", max_lines=10, batch_size=4),
-                         "same_batches_standard", 2, str(tmp_path / "few"))
+        bench.run_worker(
+            bench.BenchmarkArguments(architecture="bert", model_size="tiny", max_lines=10, batch_size=4),
+            "same_batches_standard",
+            2,
+            str(tmp_path / "few"),
+        )

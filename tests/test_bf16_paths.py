@@ -54,8 +54,9 @@ def test_tagger_logits_within_the_bound_and_decisions_with_margin_equal_float64(
             length = len(windows[row])
             with torch.no_grad(), recorded_linear_outputs(reference) as sizes:
                 expected = reference(input_ids=torch.tensor([windows[row]])).logits[0]
-            bound = encoder_tolerance(reference.config, dtype, extra_depth=1,
-                                      contribution_scale=linear_output_scale(sizes, expected))
+            bound = encoder_tolerance(
+                reference.config, dtype, extra_depth=1, contribution_scale=linear_output_scale(sizes, expected)
+            )
             assert_close_normwise(logits[i, :length], expected, bound, f"window {row}")
             # a decision is safe where the runner-up is behind by more than twice any logit's error
             top = expected.topk(2, -1)
@@ -78,8 +79,9 @@ def test_tagger_bound_sees_a_swapped_window(tagging_model):
     with torch.no_grad(), recorded_linear_outputs(reference) as sizes:
         a = reference(input_ids=torch.tensor([first])).logits[0][:width]
     b = reference(input_ids=torch.tensor([second])).logits[0][:width].detach()
-    bound = encoder_tolerance(reference.config, torch.bfloat16, extra_depth=1,
-                              contribution_scale=linear_output_scale(sizes, a))
+    bound = encoder_tolerance(
+        reference.config, torch.bfloat16, extra_depth=1, contribution_scale=linear_output_scale(sizes, a)
+    )
     assert normwise_relative_error(b, a) > 3 * bound
 
 
@@ -88,8 +90,14 @@ def test_masked_only_head_under_bf16_autocast_matches_the_float64_standard_head(
     """Pre-training's forward as the Trainer runs it with --bf16 (autocast, float32 master weights): the
     masked-only logits and the loss against the float64 standard head's."""
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=120,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
     model = BertForMaskedLM(config).eval()
     reference = copy.deepcopy(model).double()
     enable_masked_only_prediction(model)
@@ -116,14 +124,40 @@ def test_masked_only_head_under_bf16_autocast_matches_the_float64_standard_head(
     assert normwise_relative_error(expected.roll(1, dims=0), expected) > 3 * bound
 
 
-FAST = ["--num_train_epochs", "8", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
-        "--warmup_steps", "0.1", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
-        "--use_cpu", "true", "--max_seq_length", "16", "--window_stride", "4", "--seeds", "1"]
+FAST = [
+    "--num_train_epochs",
+    "8",
+    "--learning_rate",
+    "5e-3",
+    "--per_device_train_batch_size",
+    "8",
+    "--warmup_steps",
+    "0.1",
+    "--report_to",
+    "none",
+    "--save_strategy",
+    "no",
+    "--disable_tqdm",
+    "true",
+    "--use_cpu",
+    "true",
+    "--max_seq_length",
+    "16",
+    "--window_stride",
+    "4",
+    "--seeds",
+    "1",
+]
 
 
-@pytest.mark.parametrize("flags", [["--bf16", "true", "--allow_emulated_bf16", "true"],
-                                   pytest.param(["--bf16_if_supported", "true"], marks=pytest.mark.precision)],
-                         ids=["bf16", "auto"])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--bf16", "true", "--allow_emulated_bf16", "true"],
+        pytest.param(["--bf16_if_supported", "true"], marks=pytest.mark.precision),
+    ],
+    ids=["bf16", "auto"],
+)
 def test_ner_training_and_prediction_in_bf16_learn_the_synthetic_entities(tmp_path, flags):
     """run_ner.py end to end with bf16 autocast (explicit, or where `auto` takes it): it learns the easy
     synthetic entities as the float32 run does (tests/test_ner_run.py), and says which precision ran."""

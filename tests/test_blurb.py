@@ -28,9 +28,24 @@ from conftest import DATA_DIR
 from ner_helpers import build_tiny_bert, one_thread  # noqa: F401
 
 
-FAST = ["--max_steps", "1", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size", "4",
-        "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true", "--use_cpu", "true",
-        "--save_model", "false"]
+FAST = [
+    "--max_steps",
+    "1",
+    "--per_device_train_batch_size",
+    "4",
+    "--per_device_eval_batch_size",
+    "4",
+    "--report_to",
+    "none",
+    "--save_strategy",
+    "no",
+    "--disable_tqdm",
+    "true",
+    "--use_cpu",
+    "true",
+    "--save_model",
+    "false",
+]
 WORDS = "the patients were treated with aspirin cisplatin risk gene protein cancer disease study cells".split()
 
 
@@ -61,15 +76,23 @@ def test_pearson_accuracy_and_document_level_micro_f1():
     predicted = np.array([[0, 1], [0, 0], [1, 0]])
     scores = document_classification_scores(gold, predicted, ["d1", "d1", "d2"])
     assert scores == pytest.approx({"f1": 0.5, "precision": 0.5, "recall": 0.5}, abs=1e-12)
-    rows = [{"document_id": "d1", "labels": ["A"]}, {"document_id": "d1", "labels": ["B"]},
-            {"document_id": "d2", "labels": []}]
+    rows = [
+        {"document_id": "d1", "labels": ["A"]},
+        {"document_id": "d1", "labels": ["B"]},
+        {"document_id": "d2", "labels": []},
+    ]
     assert score(TASK_TYPES["document_classification"], rows, [["B"], [], ["A"]], ["A", "B"])["f1"] == 0.5
 
 
 @pytest.mark.skipif(not (DATA_DIR / "blurb").is_dir(), reason="../shared/data/blurb not present")
 def test_the_shared_datasets_are_recognised():
-    expected = {"DDI": "relation_extraction", "GAD": "relation_extraction", "BIOSSES": "sentence_similarity",
-                "HoC": "document_classification", "PubMedQA": "question_answering"}
+    expected = {
+        "DDI": "relation_extraction",
+        "GAD": "relation_extraction",
+        "BIOSSES": "sentence_similarity",
+        "HoC": "document_classification",
+        "PubMedQA": "question_answering",
+    }
     assert {name: read_task_type(str(DATA_DIR / "blurb" / name)).name for name in expected} == expected
     biosses = load_blurb_data(str(DATA_DIR / "blurb" / "BIOSSES"))
     assert [len(split.rows) for split in biosses.splits().values()] == [64, 16, 20] and biosses.labels == []
@@ -93,12 +116,24 @@ def _rows(task, count, rng):
         elif task == "sentence_similarity":
             rows.append({"id": str(i), "sentence1": _sentence(rng), "sentence2": _sentence(rng), "score": i % 5 * 0.8})
         elif task == "document_classification":
-            rows.append({"id": f"{i // 2}_s{i % 2}", "document_id": str(i // 2), "sentence": _sentence(rng),
-                         "labels": [["angiogenesis"], [], ["immune", "angiogenesis"]][i % 3]})
+            rows.append(
+                {
+                    "id": f"{i // 2}_s{i % 2}",
+                    "document_id": str(i // 2),
+                    "sentence": _sentence(rng),
+                    "labels": [["angiogenesis"], [], ["immune", "angiogenesis"]][i % 3],
+                }
+            )
         else:
             # the first question alone is longer than the model's 64 positions: the pair is still cut to fit
-            rows.append({"id": str(i), "question": _sentence(rng, 70 if i == 0 else 4), "context": _sentence(rng, 12),
-                         "label": ["yes", "no", "maybe"][i % 3]})
+            rows.append(
+                {
+                    "id": str(i),
+                    "question": _sentence(rng, 70 if i == 0 else 4),
+                    "context": _sentence(rng, 12),
+                    "label": ["yes", "no", "maybe"][i % 3],
+                }
+            )
     return rows
 
 
@@ -123,8 +158,9 @@ def tiny(tmp_path_factory):
 
 
 def run(model, data_dir, output_dir, *flags):
-    return run_blurb.run(["--model_name_or_path", model, "--data_dir", data_dir, "--output_dir", str(output_dir),
-                           *FAST, *flags])
+    return run_blurb.run(
+        ["--model_name_or_path", model, "--data_dir", data_dir, "--output_dir", str(output_dir), *FAST, *flags]
+    )
 
 
 # ---------------------------------------------------------------- runs
@@ -149,8 +185,9 @@ def test_one_step_run_writes_blurbs_metric_of_its_predictions(tiny, tmp_path, ta
         predictions = [json.loads(line) for line in lines]
         rows = data_set.splits()[split].rows
         assert [p["id"] for p in predictions] == [row["id"] for row in rows]
-        expected = score(data_set.task, rows, [p["prediction"] for p in predictions], data_set.labels,
-                         saved["negative_label"])[data_set.task.metric]
+        expected = score(
+            data_set.task, rows, [p["prediction"] for p in predictions], data_set.labels, saved["negative_label"]
+        )[data_set.task.metric]
         assert saved[f"{prefix}_score"] == saved[f"{prefix}_{data_set.task.metric}"]
         assert saved[f"{prefix}_score"] == pytest.approx(expected, abs=1e-12, nan_ok=True)
     assert "| mean ± std |" in (tmp_path / "results.md").read_text()
@@ -180,7 +217,10 @@ def test_config_and_flags_override_the_recipe(tiny, tmp_path):
     _, data_args, _, args = run_blurb.parse_args(base)
     recipe = RECIPES["sentence_similarity"]
     assert (args.learning_rate, args.per_device_train_batch_size, args.num_train_epochs) == (
-        recipe.learning_rate, recipe.per_device_train_batch_size, recipe.num_train_epochs)
+        recipe.learning_rate,
+        recipe.per_device_train_batch_size,
+        recipe.num_train_epochs,
+    )
     assert data_args.max_seq_length == recipe.max_seq_length
     config = tmp_path / "blurb.yaml"
     config.write_text(yaml.safe_dump({"learning_rate": 1e-5, "num_train_epochs": 2, "max_seq_length": 32}))
@@ -194,11 +234,33 @@ def test_config_and_flags_override_the_recipe(tiny, tmp_path):
 def test_stabilisation_options_are_run_ners(tiny, tmp_path):
     """Frozen embeddings and lowest layer stay bit for bit; the re-initialised top layer moves off the start."""
     _, model, data = tiny
-    results = run(model, data["relation_extraction"], tmp_path, "--seeds", "1", "--max_steps", "2",
-                  "--learning_rate", "1e-2", "--freeze_layers", "1", "--layerwise_lr_decay", "0.5",
-                  "--reinit_layers", "1", "--save_model", "true", "--bf16_if_supported", "true")
-    assert results["stabilisation"] == {"freeze_embeddings": False, "freeze_layers": 1, "layerwise_lr_decay": 0.5,
-                                        "reinit_layers": 1}
+    results = run(
+        model,
+        data["relation_extraction"],
+        tmp_path,
+        "--seeds",
+        "1",
+        "--max_steps",
+        "2",
+        "--learning_rate",
+        "1e-2",
+        "--freeze_layers",
+        "1",
+        "--layerwise_lr_decay",
+        "0.5",
+        "--reinit_layers",
+        "1",
+        "--save_model",
+        "true",
+        "--bf16_if_supported",
+        "true",
+    )
+    assert results["stabilisation"] == {
+        "freeze_embeddings": False,
+        "freeze_layers": 1,
+        "layerwise_lr_decay": 0.5,
+        "reinit_layers": 1,
+    }
     assert results["bf16"] is False  # pinned float32: no native bf16 here
     start = BertForMaskedLM.from_pretrained(model).bert.state_dict()
     tuned = AutoModelForSequenceClassification.from_pretrained(tmp_path / "seed_1").bert.state_dict()
@@ -241,8 +303,7 @@ def test_bad_input_fails_before_training_with_one_clear_line(tiny, tmp_path):
     assert fails(bad) == f"{bad}: missing dev.jsonl (need train.jsonl, dev.jsonl, test.jsonl)"
     pairs = data["sentence_similarity"]
     message = fails(pairs, "--task_type", "relation_extraction")
-    assert message.startswith(f"{pairs}/train.jsonl, line 1: relation_extraction needs field(s) "
-                              "['sentence', 'label']")
+    assert message.startswith(f"{pairs}/train.jsonl, line 1: relation_extraction needs field(s) ['sentence', 'label']")
     assert message.endswith("a sentence_similarity file (sentence1, sentence2)")
     odd = Path(write_task_dir(tmp_path / "odd", "sentence_similarity"))
     write_jsonl(odd / "dev.jsonl", [{"id": "1", "sentence1": "a", "sentence2": "b", "score": "high"}])
@@ -261,12 +322,21 @@ def test_bad_input_fails_before_training_with_one_clear_line(tiny, tmp_path):
         run(model, str(no_negative), tmp_path / "out", "--negative_label", "none")
     # the command line: one line, no traceback
     with pytest.raises(SystemExit, match=r"^error: --task_type 'ner': expected one of relation_extraction, "):
-        run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative),
-                        "--output_dir", str(tmp_path), "--task_type", "ner"])
+        run_blurb.main(
+            [
+                "--model_name_or_path",
+                model,
+                "--data_dir",
+                str(no_negative),
+                "--output_dir",
+                str(tmp_path),
+                "--task_type",
+                "ner",
+            ]
+        )
     with pytest.raises(SystemExit, match=r"^error: .*test.jsonl: label\(s\) absent from the training file"):
         write_jsonl(no_negative / "test.jsonl", [{"id": "9", "sentence": "the gene", "label": "unsure"}])
-        run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative),
-                        "--output_dir", str(tmp_path)])
+        run_blurb.main(["--model_name_or_path", model, "--data_dir", str(no_negative), "--output_dir", str(tmp_path)])
     assert not (tmp_path / "out").exists()
 
 
@@ -279,21 +349,34 @@ def test_blurb_score_averages_within_then_over_the_types_present(tmp_path):
     assert set(BLURB_DATASETS) == {"ner", "pico", *TASK_TYPES}
     (tmp_path / "ner").mkdir()
     (tmp_path / "ner" / "all_results.json").write_text(json.dumps({"dataset": "NCBI-disease", "test_f1": 0.8}))
-    (tmp_path / "all_results.json").write_text(json.dumps({"dataset": "DDI", "task_type": "relation_extraction",
-                                                           "test_score": 0.7, "test_f1": 0.1}))
+    (tmp_path / "all_results.json").write_text(
+        json.dumps({"dataset": "DDI", "task_type": "relation_extraction", "test_score": 0.7, "test_f1": 0.1})
+    )
     loaded = load_dataset_scores([tmp_path])
-    assert sorted(loaded, key=lambda s: s.dataset) == [DatasetScore("DDI", "relation_extraction", 0.7),
-                                                       DatasetScore("NCBI-disease", "ner", 0.8)]
-    scores = loaded + [DatasetScore("BC5-chem", "ner", 0.9), DatasetScore("GAD", "relation_extraction", 0.8),
-                       DatasetScore("BIOSSES", "sentence_similarity", 0.9),
-                       DatasetScore("HoC", "document_classification", 0.6),
-                       DatasetScore("PubMedQA", "question_answering", 0.5)]
+    assert sorted(loaded, key=lambda s: s.dataset) == [
+        DatasetScore("DDI", "relation_extraction", 0.7),
+        DatasetScore("NCBI-disease", "ner", 0.8),
+    ]
+    scores = loaded + [
+        DatasetScore("BC5-chem", "ner", 0.9),
+        DatasetScore("GAD", "relation_extraction", 0.8),
+        DatasetScore("BIOSSES", "sentence_similarity", 0.9),
+        DatasetScore("HoC", "document_classification", 0.6),
+        DatasetScore("PubMedQA", "question_answering", 0.5),
+    ]
     result = blurb_score(scores)
     # NER (80 + 90) / 2 = 85, RE (70 + 80) / 2 = 75, then (85 + 75 + 90 + 60 + 50) / 5 = 72; not 75 over datasets
     assert result["score"] == pytest.approx(72.0, abs=1e-9)
     assert {t: entry["score"] for t, entry in result["task_types"].items()} == pytest.approx(
-        {"ner": 85.0, "relation_extraction": 75.0, "sentence_similarity": 90.0, "document_classification": 60.0,
-         "question_answering": 50.0}, abs=1e-9)
+        {
+            "ner": 85.0,
+            "relation_extraction": 75.0,
+            "sentence_similarity": 90.0,
+            "document_classification": 60.0,
+            "question_answering": 50.0,
+        },
+        abs=1e-9,
+    )
     assert result["absent_task_types"] == ["pico"]
     with pytest.raises(ValueError, match="DDI: given twice"):
         blurb_score(scores + [DatasetScore("DDI", "relation_extraction", 0.5)])

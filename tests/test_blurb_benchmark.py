@@ -27,8 +27,13 @@ from test_blurb import write_task_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 NER_CONFIG = str(ROOT / "configs" / "ner_blurb.yaml")
-SETS = {"DDI": "relation_extraction", "GAD": "relation_extraction", "BIOSSES": "sentence_similarity",
-        "HoC": "document_classification", "PubMedQA": "question_answering"}
+SETS = {
+    "DDI": "relation_extraction",
+    "GAD": "relation_extraction",
+    "BIOSSES": "sentence_similarity",
+    "HoC": "document_classification",
+    "PubMedQA": "question_answering",
+}
 NER_SET = "NCBI-disease-IOB"
 
 
@@ -48,9 +53,27 @@ def bench(tmp_path_factory):
     for i, (name, task) in enumerate(SETS.items()):
         write_task_dir(root / "blurb" / name, task, sizes=(8, 6, 6 + i))  # other rows, other scores
     write_dataset_dir(str(root / "ner" / NER_SET), sizes=(8, 4, 4))
-    argv = ["--model_name_or_path", model, "--seeds", "1", "2", "--blurb_dir", str(root / "blurb"),
-            "--ner_dir", str(root / "ner"), "--ner_config", NER_CONFIG, "--output_dir", str(root / "out"),
-            "--max_steps", "1", "--max_train_samples", "8", "--model_name", "tiny"]
+    argv = [
+        "--model_name_or_path",
+        model,
+        "--seeds",
+        "1",
+        "2",
+        "--blurb_dir",
+        str(root / "blurb"),
+        "--ner_dir",
+        str(root / "ner"),
+        "--ner_config",
+        NER_CONFIG,
+        "--output_dir",
+        str(root / "out"),
+        "--max_steps",
+        "1",
+        "--max_train_samples",
+        "8",
+        "--model_name",
+        "tiny",
+    ]
     with pytest.MonkeyPatch.context() as patch:  # float32, as conftest's pinned_precision (function-scoped)
         patch.delenv(FORCE_BF16_ENV, raising=False)
         patch.setenv(DISABLE_BF16_ENV, "1")
@@ -77,9 +100,13 @@ def test_table_and_score_are_the_hand_averages_of_the_seed_files(bench):
     assert {row["metric"] for row in table["datasets"] if row["task_type"] == "relation_extraction"} == {"f1"}
     assert rows["BIOSSES"]["metric"] == "pearson" and rows["PubMedQA"]["metric"] == "accuracy"
     means = {d: _hand_mean(v) for d, v in scores.items()}
-    by_type = {"ner": means[NER_SET], "relation_extraction": (means["DDI"] + means["GAD"]) / 2,
-               "sentence_similarity": means["BIOSSES"], "document_classification": means["HoC"],
-               "question_answering": means["PubMedQA"]}
+    by_type = {
+        "ner": means[NER_SET],
+        "relation_extraction": (means["DDI"] + means["GAD"]) / 2,
+        "sentence_similarity": means["BIOSSES"],
+        "document_classification": means["HoC"],
+        "question_answering": means["PubMedQA"],
+    }
     assert list(table["task_types"]) == list(by_type)
     for task_type, value in by_type.items():
         assert table["task_types"][task_type]["score"] == pytest.approx(value, abs=1e-12)
@@ -136,26 +163,46 @@ def test_seeds_fine_tuned_under_other_settings_are_not_mixed_in_one_row(bench, t
     stale.write_text(json.dumps(record))
     at = argv.index("--output_dir") + 1
     with pytest.raises(SystemExit) as error:
-        blurb_command.main(argv[:at] + [str(out)] + argv[at + 1:])
+        blurb_command.main(argv[:at] + [str(out)] + argv[at + 1 :])
     first = out / "HoC" / "seed_1" / "seed_results.json"
-    assert str(error.value) == (f"error: {stale} and {first} were fine-tuned under different settings; remove the "
-                                "stale seed directory or use another --output_dir")
+    assert str(error.value) == (
+        f"error: {stale} and {first} were fine-tuned under different settings; remove the "
+        "stale seed directory or use another --output_dir"
+    )
 
 
 def _table(scores, seeds=(1, 2, 3)):
     """A table from {dataset: (task type, [per-seed scores])}."""
     metrics = {"sentence_similarity": "pearson", "question_answering": "accuracy"}
-    rows = [{"dataset": d, "task_type": t, "metric": metrics.get(t, "f1"),
-             "per_seed": {str(s): v for s, v in zip(seeds, values)},
-             "mean": sum(values) / len(values), "std": 0.0} for d, (t, values) in scores.items()]
+    rows = [
+        {
+            "dataset": d,
+            "task_type": t,
+            "metric": metrics.get(t, "f1"),
+            "per_seed": {str(s): v for s, v in zip(seeds, values)},
+            "mean": sum(values) / len(values),
+            "std": 0.0,
+        }
+        for d, (t, values) in scores.items()
+    ]
     return benchmark_table(rows, seeds, "m")
 
 
 def test_comparison_differences_are_paired_by_seed():
-    a = _table({"NCBI": ("ner", [80, 82, 84]), "DDI": ("relation_extraction", [70, 60, 65]),
-                "GAD": ("relation_extraction", [50, 54, 58])})
-    b = _table({"NCBI": ("ner", [81, 85, 84]), "DDI": ("relation_extraction", [72, 61, 68]),
-                "GAD": ("relation_extraction", [48, 56, 58])})
+    a = _table(
+        {
+            "NCBI": ("ner", [80, 82, 84]),
+            "DDI": ("relation_extraction", [70, 60, 65]),
+            "GAD": ("relation_extraction", [50, 54, 58]),
+        }
+    )
+    b = _table(
+        {
+            "NCBI": ("ner", [81, 85, 84]),
+            "DDI": ("relation_extraction", [72, 61, 68]),
+            "GAD": ("relation_extraction", [48, 56, 58]),
+        }
+    )
     result = compare_tables({"A": a, "B": b})["comparisons"]["B"]
     ncbi = [1, 3, 0]
     assert result["datasets"]["NCBI"]["differences"] == ncbi
@@ -180,8 +227,9 @@ def test_compare_command_reads_the_runs_and_writes_the_table(tmp_path, capsys):
         (tmp_path / name).mkdir()
         table = _table({"GAD": ("relation_extraction", values)}, seeds=(1, 2))
         (tmp_path / name / "blurb_results.json").write_text(json.dumps(table))
-    comparison = compare_blurb.run(["--runs", f"A={tmp_path / 'a'}", f"B={tmp_path / 'b'}",
-                                    "--output_dir", str(tmp_path / "cmp")])
+    comparison = compare_blurb.run(
+        ["--runs", f"A={tmp_path / 'a'}", f"B={tmp_path / 'b'}", "--output_dir", str(tmp_path / "cmp")]
+    )
     assert comparison["comparisons"]["B"]["score"]["differences"] == [5, 1]
     assert "| GAD | +3.00 ± 2.83 (n=2) |" in capsys.readouterr().out
     assert "| **BLURB score** | +3.00 ± 2.83 (n=2) |" in (tmp_path / "cmp" / "blurb_comparison.md").read_text()
@@ -191,9 +239,15 @@ def test_compare_command_reads_the_runs_and_writes_the_table(tmp_path, capsys):
 
 def test_card_shows_the_table_and_lists_each_result_under_its_task_type(tmp_path):
     release = make_release(tmp_path / "releases" / "v0.4", 3)
-    table = _table({"NCBI-disease": ("ner", [80.0, 82.0]), "GAD": ("relation_extraction", [81.0, 82.5]),
-                    "BIOSSES": ("sentence_similarity", [90.0, 91.0]), "PubMedQA": ("question_answering", [60, 62])},
-                   seeds=(1, 2))
+    table = _table(
+        {
+            "NCBI-disease": ("ner", [80.0, 82.0]),
+            "GAD": ("relation_extraction", [81.0, 82.5]),
+            "BIOSSES": ("sentence_similarity", [90.0, 91.0]),
+            "PubMedQA": ("question_answering", [60, 62]),
+        },
+        seeds=(1, 2),
+    )
     text = render_release_card(release, repo_id="acme/bioptimus", blurb_results=table)
     validate_card(text)
     path = tmp_path / "README.md"
@@ -201,10 +255,12 @@ def test_card_shows_the_table_and_lists_each_result_under_its_task_type(tmp_path
     name, results = model_index_to_eval_results(metadata_load(path)["model-index"])
     assert name == "acme/bioptimus"
     got = {(r.task_type, r.task_name, r.dataset_name, r.metric_type, r.metric_value) for r in results}
-    assert got == {("token-classification", "Named Entity Recognition", "NCBI-disease", "f1", 0.81),
-                   ("text-classification", "Relation Extraction", "GAD", "f1", 0.8175),
-                   ("sentence-similarity", "Sentence Similarity", "BIOSSES", "pearsonr", 0.905),
-                   ("text-classification", "Question Answering", "PubMedQA", "accuracy", 0.61)}
+    assert got == {
+        ("token-classification", "Named Entity Recognition", "NCBI-disease", "f1", 0.81),
+        ("text-classification", "Relation Extraction", "GAD", "f1", 0.8175),
+        ("sentence-similarity", "Sentence Similarity", "BIOSSES", "pearsonr", 0.905),
+        ("text-classification", "Question Answering", "PubMedQA", "accuracy", 0.61),
+    }
     assert {r.dataset_split for r in results} == {"test"}
     assert "## BLURB" in text and "| Relation Extraction | GAD | F1 | 81.75 ± 0.00 |" in text
     assert "Task types absent: PICO Extraction, Document Classification" in text
@@ -218,12 +274,15 @@ def test_the_hub_names_every_blurb_task_type():
     assert set(HUB_TASKS) == set(BLURB_DATASETS)
 
 
-@pytest.mark.parametrize("extra,message", [
-    ([], "give --blurb_dir, --ner_dir or both"),
-    (["--blurb_dir", "/no/such/dir"], "--blurb_dir /no/such/dir: not a directory"),
-    (["--ner_dir", ".", "--ner_config", "/no/config.yaml"], "--ner_config /no/config.yaml: no such file"),
-    (["--blurb_dir", ".", "--seeds", "1", "1"], "--seeds 1 1: a seed is given twice"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        ([], "give --blurb_dir, --ner_dir or both"),
+        (["--blurb_dir", "/no/such/dir"], "--blurb_dir /no/such/dir: not a directory"),
+        (["--ner_dir", ".", "--ner_config", "/no/config.yaml"], "--ner_config /no/config.yaml: no such file"),
+        (["--blurb_dir", ".", "--seeds", "1", "1"], "--seeds 1 1: a seed is given twice"),
+    ],
+)
 def test_bad_benchmark_input_is_one_line(tmp_path, extra, message):
     with pytest.raises(SystemExit) as error:
         blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path)] + extra)
@@ -233,16 +292,32 @@ def test_bad_benchmark_input_is_one_line(tmp_path, extra, message):
 def test_unknown_dataset_is_named(bench, tmp_path):
     root, _, _ = bench
     with pytest.raises(SystemExit, match="--datasets BC2GM: not found; present: BIOSSES, DDI"):
-        blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--blurb_dir",
-                            str(root / "blurb"), "--datasets", "BC2GM"])
+        blurb_command.main(
+            [
+                "--model_name_or_path",
+                "m",
+                "--output_dir",
+                str(tmp_path),
+                "--blurb_dir",
+                str(root / "blurb"),
+                "--datasets",
+                "BC2GM",
+            ]
+        )
 
 
 def test_a_bad_file_of_any_dataset_stops_the_run_before_anything_trains(tmp_path):
     write_task_dir(tmp_path / "blurb" / "AAA", "relation_extraction")
     bad = Path(write_task_dir(tmp_path / "blurb" / "ZZZ", "question_answering"))
     (bad / "test.jsonl").write_text('{"id": "1", "question": "q", "context": "c", "label": "yes"}\n[1]\n')
-    argv = ["--model_name_or_path", "no/model/needed", "--output_dir", str(tmp_path / "out"),
-            "--blurb_dir", str(tmp_path / "blurb")]
+    argv = [
+        "--model_name_or_path",
+        "no/model/needed",
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--blurb_dir",
+        str(tmp_path / "blurb"),
+    ]
     with pytest.raises(SystemExit) as error:
         blurb_command.main(argv)
     assert str(error.value) == f"error: {bad / 'test.jsonl'}, line 2: expected a JSON object, got list"
@@ -260,5 +335,17 @@ def test_a_name_under_both_directories_is_refused(tmp_path):
     write_dataset_dir(str(tmp_path / "ner" / "GAD"), sizes=(4, 2, 2))
     refusal = r"^error: dataset\(s\) GAD under both --ner_dir and --blurb_dir: rename one$"
     with pytest.raises(SystemExit, match=refusal):
-        blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path / "out"), "--ner_config",
-                            NER_CONFIG, "--blurb_dir", str(tmp_path / "blurb"), "--ner_dir", str(tmp_path / "ner")])
+        blurb_command.main(
+            [
+                "--model_name_or_path",
+                "m",
+                "--output_dir",
+                str(tmp_path / "out"),
+                "--ner_config",
+                NER_CONFIG,
+                "--blurb_dir",
+                str(tmp_path / "blurb"),
+                "--ner_dir",
+                str(tmp_path / "ner"),
+            ]
+        )

@@ -75,8 +75,9 @@ def _values_across_the_range(dtype, count=3000):
     info = torch.finfo(dtype)
     scales = torch.tensor([1e-3, 1.0, 1e3], dtype=torch.float32).repeat_interleave(count // 3)
     x = (torch.randn(count) * scales).to(dtype)
-    x[:8] = torch.tensor([info.max, -info.max, info.tiny, -info.tiny, info.smallest_normal / 4, 0.0, -0.0, info.eps],
-                         dtype=dtype)
+    x[:8] = torch.tensor(
+        [info.max, -info.max, info.tiny, -info.tiny, info.smallest_normal / 4, 0.0, -0.0, info.eps], dtype=dtype
+    )
     return x.view(6, count // 6)
 
 
@@ -243,7 +244,8 @@ def test_large_tensors_come_from_the_heap_and_stay_after_free(setting):
     size = 30522 * 384 * 4
     if setting == "retain":  # served by the heap, and kept there for the next step's tensor of that size
         assert done.stderr.strip().splitlines()[-1] == (
-            "glibc keeps freed memory (mmap threshold 32 MiB, trim threshold 1024 MiB, larger blocks from the heap too)")
+            "glibc keeps freed memory (mmap threshold 32 MiB, trim threshold 1024 MiB, larger blocks from the heap too)"
+        )
         assert mapped < size and free_after >= size, (mapped, free_after)
     else:  # glibc's default: mapped on allocation, unmapped on free (page faults again next step)
         assert mapped >= size and free_after < size, (mapped, free_after)
@@ -292,11 +294,17 @@ def test_on_by_default_except_where_torch_draws_masks_with_mkl(vendor, tmp_path)
     assert hardware.cpu_vendor(str(tmp_path / "absent")) is None
 
 
-@pytest.mark.parametrize("requested, pays_off, device, compiled, expected", [
-    (None, True, "cpu", False, True), (None, False, "cpu", False, False),  # the default follows the CPU
-    (True, False, "cpu", False, True), (False, True, "cpu", False, False),  # the flag wins on a CPU
-    (True, True, "cuda", False, False), (True, True, "cpu", True, False),  # never on a GPU or under compile
-])
+@pytest.mark.parametrize(
+    "requested, pays_off, device, compiled, expected",
+    [
+        (None, True, "cpu", False, True),
+        (None, False, "cpu", False, False),  # the default follows the CPU
+        (True, False, "cpu", False, True),
+        (False, True, "cpu", False, False),  # the flag wins on a CPU
+        (True, True, "cuda", False, False),
+        (True, True, "cpu", True, False),  # never on a GPU or under compile
+    ],
+)
 def test_which_runs_use_bulk_dropout(monkeypatch, requested, pays_off, device, compiled, expected):
     from types import SimpleNamespace
 
@@ -311,11 +319,18 @@ def test_causal_attention_is_left_to_sdpa(monkeypatch):
 
     drawn = []
     draw = bulk.bernoulli_keep_mask
-    monkeypatch.setattr(bulk, "bernoulli_keep_mask", lambda shape, keep, dtype=torch.bool: drawn.append(shape) or draw(shape, keep, dtype))
+    monkeypatch.setattr(
+        bulk,
+        "bernoulli_keep_mask",
+        lambda shape, keep, dtype=torch.bool: drawn.append(shape) or draw(shape, keep, dtype),
+    )
     query, key, value = (torch.randn(2, 2, 5, 4) for _ in range(3))
-    for module_causal, flag, mask, bulk_expected in [(False, None, None, True), (True, None, None, False),
-                                                     (False, True, None, False),
-                                                     (True, None, torch.ones(2, 1, 5, 5, dtype=torch.bool), True)]:
+    for module_causal, flag, mask, bulk_expected in [
+        (False, None, None, True),
+        (True, None, None, False),
+        (False, True, None, False),
+        (True, None, torch.ones(2, 1, 5, 5, dtype=torch.bool), True),
+    ]:
         module = nn.Module()
         module.is_causal = module_causal
         drawn.clear()

@@ -28,8 +28,9 @@ class RecordingReporter(TrainerCallback):
 @pytest.fixture
 def reporter_in_report_to(monkeypatch):
     """The Trainer's report_to resolves to the recording reporter, placed where report_to's reporters go."""
-    monkeypatch.setattr(transformers.trainer, "get_reporting_integration_callbacks",
-                        lambda report_to: [RecordingReporter])
+    monkeypatch.setattr(
+        transformers.trainer, "get_reporting_integration_callbacks", lambda report_to: [RecordingReporter]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +40,31 @@ def probe_data(tiny_tokenizer):
 
 @pytest.mark.parametrize("placement", ["callbacks", "add_callback", "first"])
 def test_curriculum_metrics_reach_log_history_and_every_reporter(
-        tiny_model_dir, probe_data, tmp_path, reporter_in_report_to, placement):
+    tiny_model_dir, probe_data, tmp_path, reporter_in_report_to, placement
+):
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     collator = CurriculumDataCollator(tokenizer, phases=PROBE_PHASES, seed=0)
     schedule = PhaseScheduleCallback(collator, phase_steps=[2, 2], write_releases=False, evaluate_at_phase_end=True)
-    args = TrainingArguments(output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=4,
-                             per_device_eval_batch_size=4, logging_steps=1, save_strategy="no",
-                             remove_unused_columns=False, disable_tqdm=True, use_cpu=True)
-    trainer = Trainer(model=AutoModelForMaskedLM.from_pretrained(tiny_model_dir), args=args,
-                      train_dataset=probe_data, eval_dataset=probe_data.select(range(4)), data_collator=collator,
-                      processing_class=tokenizer, callbacks=[schedule] if placement == "callbacks" else None)
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=4,
+        per_device_train_batch_size=4,
+        per_device_eval_batch_size=4,
+        logging_steps=1,
+        save_strategy="no",
+        remove_unused_columns=False,
+        disable_tqdm=True,
+        use_cpu=True,
+    )
+    trainer = Trainer(
+        model=AutoModelForMaskedLM.from_pretrained(tiny_model_dir),
+        args=args,
+        train_dataset=probe_data,
+        eval_dataset=probe_data.select(range(4)),
+        data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=[schedule] if placement == "callbacks" else None,
+    )
     if placement == "add_callback":
         trainer.add_callback(schedule)
     elif placement == "first":
@@ -83,16 +99,33 @@ def test_moving_first_during_an_event_calls_every_callback_once(tiny_model_dir, 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     collator = CurriculumDataCollator(tokenizer, phases=PROBE_PHASES, seed=0)
     schedule = PhaseScheduleCallback(collator, phase_steps=[1, 1], write_releases=False, evaluate_at_phase_end=False)
-    args = TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, report_to="none",
-                             save_strategy="no", remove_unused_columns=False, disable_tqdm=True, use_cpu=True)
-    trainer = Trainer(model=AutoModelForMaskedLM.from_pretrained(tiny_model_dir), args=args,
-                      train_dataset=probe_data, data_collator=collator, processing_class=tokenizer,
-                      callbacks=[Counting("a"), Counting("b")])
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        report_to="none",
+        save_strategy="no",
+        remove_unused_columns=False,
+        disable_tqdm=True,
+        use_cpu=True,
+    )
+    trainer = Trainer(
+        model=AutoModelForMaskedLM.from_pretrained(tiny_model_dir),
+        args=args,
+        train_dataset=probe_data,
+        data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=[Counting("a"), Counting("b")],
+    )
     trainer.add_callback(Counting("c"))
     trainer.add_callback(schedule)
     trainer.add_callback(Counting("d"))
     trainer.train()
     assert calls == ["a", "b", "c", "d"]
-    assert [getattr(c, "name", None) for c in trainer.callback_handler.callbacks if isinstance(c, Counting)] == \
-        ["a", "b", "c", "d"]
+    assert [getattr(c, "name", None) for c in trainer.callback_handler.callbacks if isinstance(c, Counting)] == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
     assert trainer.callback_handler.callbacks[0] is schedule

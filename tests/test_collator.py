@@ -10,7 +10,9 @@ from conftest import corpus_lines
 
 
 def _features(tokenizer, n_lines=600, block=128, packed=True, start=0):
-    encoded = tokenize_with_word_ids({"text": corpus_lines(n_lines, start)}, tokenizer, max_length=block, line_by_line=not packed)
+    encoded = tokenize_with_word_ids(
+        {"text": corpus_lines(n_lines, start)}, tokenizer, max_length=block, line_by_line=not packed
+    )
     encoded.pop("chunk")
     if packed:
         encoded = group_texts(encoded, block)
@@ -76,7 +78,9 @@ def test_masking_statistics_per_phase(tiny_tokenizer, packed_features, phase):
     # Corruption split among selected tokens.
     n_sel = int(selected.sum())
     as_mask = (inputs[selected] == collator.mask_token_id).float().mean().item()
-    changed = ((inputs[selected] != source[selected]) & (inputs[selected] != collator.mask_token_id)).float().mean().item()
+    changed = (
+        ((inputs[selected] != source[selected]) & (inputs[selected] != collator.mask_token_id)).float().mean().item()
+    )
     kept = (inputs[selected] == source[selected]).float().mean().item()
     if phase.corruption:
         tol = 4 * (0.09 / n_sel) ** 0.5 + 0.005
@@ -138,7 +142,10 @@ def test_dataloader_workers_draw_different_streams(tiny_tokenizer, packed_featur
     # Batches 0 and 1 come from workers 0 and 1; 0 and 2 from the same worker.
     assert not torch.equal(labels[0], labels[1])
     assert not torch.equal(labels[0], labels[2])
-    rerun = [batch["labels"][0] for batch in torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collator)]
+    rerun = [
+        batch["labels"][0]
+        for batch in torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collator)
+    ]
     assert all(torch.equal(x, y) for x, y in zip(labels, rerun)), "a seeded run must reproduce"
 
 
@@ -148,9 +155,16 @@ def test_word_boundaries_come_from_tokenizer_for_bpe(tmp_path):
     from transformers import PreTrainedTokenizerFast
 
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(corpus_lines(2000), vocab_size=400, special_tokens=["<s>", "</s>", "<pad>", "<mask>", "<unk>"])
+    bpe.train_from_iterator(
+        corpus_lines(2000), vocab_size=400, special_tokens=["<s>", "</s>", "<pad>", "<mask>", "<unk>"]
+    )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>"
+        tokenizer_object=bpe._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        unk_token="<unk>",
     )
     features = _features(tokenizer, n_lines=300, block=64)
     phase = CurriculumPhase("w", masking_unit="word", masking_rate=0.2)
@@ -177,7 +191,9 @@ def test_packing_renumbers_words_across_texts(tiny_tokenizer):
 
 def test_long_lines_are_chunked_not_truncated(tiny_tokenizer):
     long_line = " ".join(corpus_lines(40))
-    encoded = tokenize_with_word_ids({"text": [long_line, "short line"]}, tiny_tokenizer, max_length=32, line_by_line=True)
+    encoded = tokenize_with_word_ids(
+        {"text": [long_line, "short line"]}, tiny_tokenizer, max_length=32, line_by_line=True
+    )
     n_tokens = len(tiny_tokenizer(long_line, add_special_tokens=False)["input_ids"])
     chunks = encoded["chunk"]
     assert chunks.count(0) == 2
@@ -240,9 +256,10 @@ def test_keyed_masks_do_not_depend_on_the_workers_or_the_order(tiny_tokenizer, p
     collator.set_phase("v0.2")  # whole words: the generator drives the word order and the corruption
     dataset = list(packed_features[:24])
     inline = _masked(_consumed(torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collator)))
-    workers = _masked(_consumed(torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2,
-                                                            collate_fn=collator)))
-    backwards = _masked(reversed([collator(dataset[i:i + 4]) for i in range(0, 24, 4)]))[::-1]
+    workers = _masked(
+        _consumed(torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, collate_fn=collator))
+    )
+    backwards = _masked(reversed([collator(dataset[i : i + 4]) for i in range(0, 24, 4)]))[::-1]
     for (ids, labels), (ids_w, labels_w), (ids_b, labels_b) in zip(inline, workers, backwards):
         assert torch.equal(ids, ids_w) and torch.equal(labels, labels_w)
         assert torch.equal(ids, ids_b) and torch.equal(labels, labels_b)

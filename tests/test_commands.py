@@ -22,15 +22,30 @@ from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: 
 
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGES = ["train-tokenizer", "init-embeddings", "pretrain", "publish", "ner", "tag", "compare", "blurb-task",
-          "blurb", "blurb-compare", "distill", "remove-layers", "task-difficulty", "study"]
+STAGES = [
+    "train-tokenizer",
+    "init-embeddings",
+    "pretrain",
+    "publish",
+    "ner",
+    "tag",
+    "compare",
+    "blurb-task",
+    "blurb",
+    "blurb-compare",
+    "distill",
+    "remove-layers",
+    "task-difficulty",
+    "study",
+]
 
 
 def run_python(*args, cwd):
     """``python ARGS`` in a fresh process that imports this checkout (nothing installed)."""
     env = dict(os.environ, PYTHONPATH=python_path(ROOT))
-    return subprocess.run([sys.executable, *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 # ------------------------------------------------------------------------------------------ the dispatcher
@@ -48,12 +63,14 @@ def test_help_lists_every_stage_with_one_line(capsys):
 def test_an_unknown_command_is_one_line():
     with pytest.raises(SystemExit) as stopped:
         dispatch.main(["pretrian", "configs/demo_minilm.yaml"])
-    assert stopped.value.code == ("error: unknown command 'pretrian'; the commands are " + ", ".join(STAGES) +
-                                  " (bioptimus --help)")
+    assert stopped.value.code == (
+        "error: unknown command 'pretrian'; the commands are " + ", ".join(STAGES) + " (bioptimus --help)"
+    )
     result = run_python("-m", "bioptimus_hf.commands", "nosuch", cwd=ROOT)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.splitlines() == [f"error: unknown command 'nosuch'; the commands are {', '.join(STAGES)} "
-                                          "(bioptimus --help)"]
+    assert result.stderr.splitlines() == [
+        f"error: unknown command 'nosuch'; the commands are {', '.join(STAGES)} (bioptimus --help)"
+    ]
 
 
 def test_a_commands_help_and_errors_name_it(tmp_path):
@@ -79,10 +96,16 @@ def test_console_scripts_are_bioptimus_and_the_hyphenated_commands_on_the_same_m
     by_module = {f"bioptimus_hf.commands.{c.module}:main": name for name, c in dispatch.COMMANDS.items()}
     hyphenated = {script: target for script, target in scripts.items() if script != "bioptimus"}
     assert {script: by_module[target] for script, target in hyphenated.items()} == {
-        "bioptimus-publish": "publish", "bioptimus-ner-tag": "tag", "bioptimus-ner-compare": "compare",
-        "bioptimus-train-tokenizer": "train-tokenizer", "bioptimus-init-embeddings": "init-embeddings",
-        "bioptimus-remove-layers": "remove-layers", "bioptimus-task-difficulty": "task-difficulty",
-        "bioptimus-blurb": "blurb", "bioptimus-blurb-compare": "blurb-compare"}
+        "bioptimus-publish": "publish",
+        "bioptimus-ner-tag": "tag",
+        "bioptimus-ner-compare": "compare",
+        "bioptimus-train-tokenizer": "train-tokenizer",
+        "bioptimus-init-embeddings": "init-embeddings",
+        "bioptimus-remove-layers": "remove-layers",
+        "bioptimus-task-difficulty": "task-difficulty",
+        "bioptimus-blurb": "blurb",
+        "bioptimus-blurb-compare": "blurb-compare",
+    }
     for target in scripts.values():
         module, function = target.split(":")
         assert callable(getattr(importlib.import_module(module), function))
@@ -91,8 +114,10 @@ def test_console_scripts_are_bioptimus_and_the_hyphenated_commands_on_the_same_m
 # ------------------------------------------------------------------------------------------ same main, same run
 def test_bioptimus_pretrain_and_the_script_parse_the_same_run(tmp_path, monkeypatch, tiny_model_dir):
     config = tmp_path / "run.yaml"
-    config.write_text(f"model_name_or_path: {tiny_model_dir}\ntrain_file: [{tmp_path / 'corpus.txt'}]\n"
-                      f"output_dir: {tmp_path / 'out'}\nmax_steps: 8\nlearning_rate: 5.0e-4\n")
+    config.write_text(
+        f"model_name_or_path: {tiny_model_dir}\ntrain_file: [{tmp_path / 'corpus.txt'}]\n"
+        f"output_dir: {tmp_path / 'out'}\nmax_steps: 8\nlearning_rate: 5.0e-4\n"
+    )
     runs = []
     monkeypatch.setattr(pretrain_command, "pretrain", lambda *arguments: runs.append(arguments))
     dispatch.main(["pretrain", str(config), "--seed", "7"])
@@ -105,8 +130,10 @@ def test_bioptimus_pretrain_and_the_script_parse_the_same_run(tmp_path, monkeypa
 def test_bad_input_is_the_same_one_line_through_the_command_and_the_script(tmp_path, tiny_model_dir):
     missing = tmp_path / "no_corpus.txt"
     config = tmp_path / "run.yaml"
-    config.write_text(f"model_name_or_path: {tiny_model_dir}\ntrain_file: [{missing}]\n"
-                      f"output_dir: {tmp_path / 'out'}\nmax_steps: 8\nreport_to: none\n")
+    config.write_text(
+        f"model_name_or_path: {tiny_model_dir}\ntrain_file: [{missing}]\n"
+        f"output_dir: {tmp_path / 'out'}\nmax_steps: 8\nreport_to: none\n"
+    )
     by_command = run_python("-m", "bioptimus_hf.commands", "pretrain", config, cwd=tmp_path)
     by_script = run_python(ROOT / "run_pretraining.py", config, cwd=tmp_path)
     for result in (by_command, by_script):
@@ -119,24 +146,55 @@ def test_bad_input_is_the_same_one_line_through_the_command_and_the_script(tmp_p
 # ------------------------------------------------------------------------------------------ NER bad input
 def test_run_ner_bad_input_ends_with_one_line_naming_the_file(tmp_path):
     missing = tmp_path / "NCBI-disease-IOB"
-    result = run_python(ROOT / "run_ner.py", "--model_name_or_path", tmp_path / "no_model", "--data_dir", missing,
-                        "--output_dir", tmp_path / "out", "--use_cpu", "true", "--report_to", "none", cwd=tmp_path)
+    result = run_python(
+        ROOT / "run_ner.py",
+        "--model_name_or_path",
+        tmp_path / "no_model",
+        "--data_dir",
+        missing,
+        "--output_dir",
+        tmp_path / "out",
+        "--use_cpu",
+        "true",
+        "--report_to",
+        "none",
+        cwd=tmp_path,
+    )
     assert result.returncode == 1
     assert result.stderr.splitlines() == [f"error: {missing}: missing train.tsv (need train.tsv, devel.tsv, test.tsv)"]
 
 
-@pytest.mark.parametrize("train_tsv, message", [
-    ("aspirin\tB-Chemical\ncancer\n", "train.tsv:2: expected 2 tab-separated columns (token<TAB>label), found 1: "
-                                      "'cancer'"),
-    ("aspirin\tB-Chemical\ncancer\tX-Disease\n", "train.tsv:2: unknown tag prefix in 'X-Disease'; expected O or "
-                                                 "B-/I-/E-/S-/L-/U-"),
-])
+@pytest.mark.parametrize(
+    "train_tsv, message",
+    [
+        (
+            "aspirin\tB-Chemical\ncancer\n",
+            "train.tsv:2: expected 2 tab-separated columns (token<TAB>label), found 1: 'cancer'",
+        ),
+        (
+            "aspirin\tB-Chemical\ncancer\tX-Disease\n",
+            "train.tsv:2: unknown tag prefix in 'X-Disease'; expected O or B-/I-/E-/S-/L-/U-",
+        ),
+    ],
+)
 def test_a_malformed_conll_line_or_an_unknown_label_is_one_line(tmp_path, train_tsv, message):
     data = Path(write_dataset_dir(str(tmp_path / "data"), sizes=(4, 2, 2)))
     (data / "train.tsv").write_text(train_tsv)
     with pytest.raises(SystemExit) as stopped:
-        run_ner.main(["--model_name_or_path", str(tmp_path / "no_model"), "--data_dir", str(data),
-                      "--output_dir", str(tmp_path / "out"), "--use_cpu", "true", "--report_to", "none"])
+        run_ner.main(
+            [
+                "--model_name_or_path",
+                str(tmp_path / "no_model"),
+                "--data_dir",
+                str(data),
+                "--output_dir",
+                str(tmp_path / "out"),
+                "--use_cpu",
+                "true",
+                "--report_to",
+                "none",
+            ]
+        )
     assert stopped.value.code == f"error: {data / message}"
 
 
@@ -162,10 +220,36 @@ def test_fine_tune_ner_trains_each_seed_under_a_copy_of_the_callers_arguments(tm
     model = build_tiny_bert(str(tmp_path / "model"))
     data = write_dataset_dir(str(tmp_path / "data"), sizes=(16, 6, 6))
     output = tmp_path / "out"
-    arguments = ner_command.parse_args([
-        "--model_name_or_path", model, "--data_dir", data, "--output_dir", str(output), "--seeds", "3,5",
-        "--seed", "42", "--max_steps", "2", "--save_model", "false", "--save_strategy", "no", "--report_to", "none",
-        "--use_cpu", "true", "--disable_tqdm", "true", "--max_seq_length", "16", "--window_stride", "4"])
+    arguments = ner_command.parse_args(
+        [
+            "--model_name_or_path",
+            model,
+            "--data_dir",
+            data,
+            "--output_dir",
+            str(output),
+            "--seeds",
+            "3,5",
+            "--seed",
+            "42",
+            "--max_steps",
+            "2",
+            "--save_model",
+            "false",
+            "--save_strategy",
+            "no",
+            "--report_to",
+            "none",
+            "--use_cpu",
+            "true",
+            "--disable_tqdm",
+            "true",
+            "--max_seq_length",
+            "16",
+            "--window_stride",
+            "4",
+        ]
+    )
     training_args = arguments[-1]
     results = ner_command.fine_tune_ner(*arguments)
     assert (training_args.seed, training_args.output_dir) == (42, str(output))  # the caller's, untouched

@@ -37,8 +37,11 @@ def without_tensorboard(monkeypatch):
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "meta_path", [_NotInstalled(), *sys.meta_path])
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *args: None if name.split(".")[0] in MISSING else find_spec(name, *args))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name.split(".")[0] in MISSING else find_spec(name, *args),
+    )
 
 
 def training_settings(config: dict) -> list[dict]:
@@ -58,8 +61,9 @@ def test_the_hidden_tensorboard_is_what_made_the_shipped_reporter_fail(without_t
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
-def test_every_config_parses_and_its_reporters_exist_without_tensorboard(without_tensorboard, tmp_path, caplog,
-                                                                         config):
+def test_every_config_parses_and_its_reporters_exist_without_tensorboard(
+    without_tensorboard, tmp_path, caplog, config
+):
     settings = [s for s in training_settings(yaml.safe_load(config.read_text())) if s]
     assert settings, f"{config.name} holds no training arguments"
     for training in settings:

@@ -70,7 +70,9 @@ def test_check_reads_only_a_prefix_when_asked(tmp_path):
 
 
 def test_importing_qikfind_does_not_import_torch():
-    code = ("import sys, bioptimus_hf.vocabulary.qikfind, bioptimus_hf.utils.corpus_reader; "
-            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    code = (
+        "import sys, bioptimus_hf.vocabulary.qikfind, bioptimus_hf.utils.corpus_reader; "
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -53,7 +53,8 @@ def test_representation_losses_by_hand_skip_padding():
         return (a[0] * b[0] + a[1] * b[1]) / (math.hypot(*a) * math.hypot(*b))
 
     assert cosine_loss(student, teacher, mask).item() == pytest.approx(
-        sum(1 - cos(a, b) for a, b in pairs) / len(pairs), rel=1e-6)
+        sum(1 - cos(a, b) for a, b in pairs) / len(pairs), rel=1e-6
+    )
     squared = [(x - y) ** 2 for a, b in pairs for x, y in zip(a, b)]
     assert hidden_mse(student, teacher, mask).item() == pytest.approx(sum(squared) / len(squared), rel=1e-6)
 
@@ -78,7 +79,9 @@ def test_attention_mse_by_hand_and_layer_sum():
 
 def test_kl_of_masked_only_heads_equals_full_softmax_kl_at_masked_positions():
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32)
+    config = BertConfig(
+        vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32
+    )
     teacher, student = BertForMaskedLM(config).eval(), BertForMaskedLM(config).eval()
     input_ids = torch.randint(5, 40, (3, 9))
     attention_mask = torch.ones_like(input_ids)

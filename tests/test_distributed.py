@@ -23,8 +23,17 @@ def test_close_process_group_waits_for_the_slowest_rank_then_destroys_the_group(
     arrives, and no rank exits with a live group (the cause of gloo's SIGABRT at interpreter shutdown)."""
     tests_dir = Path(__file__).parent
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(tests_dir, tests_dir.parent))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29537",
-               str(tests_dir / "close_probe.py"), str(tmp_path)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29537",
+        str(tests_dir / "close_probe.py"),
+        str(tmp_path),
+    ]
     result = run_launcher(command, env, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "terminate called" not in result.stderr
@@ -40,11 +49,22 @@ def test_run_launcher_stops_hung_workers_when_it_times_out(tmp_path):
     import time
 
     script = tmp_path / "hang.py"
-    script.write_text("import os, sys, time\n"
-                      "open(os.path.join(sys.argv[1], 'pid' + os.environ['RANK']), 'w').write(str(os.getpid()))\n"
-                      "time.sleep(600)\n")
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29545",
-               str(script), str(tmp_path)]
+    script.write_text(
+        "import os, sys, time\n"
+        "open(os.path.join(sys.argv[1], 'pid' + os.environ['RANK']), 'w').write(str(os.getpid()))\n"
+        "time.sleep(600)\n"
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29545",
+        str(script),
+        str(tmp_path),
+    ]
     with pytest.raises(pytest.fail.Exception, match="did not finish within 10 s"):
         run_launcher(command, dict(os.environ), timeout=10)
     pids = [int((tmp_path / f"pid{rank}").read_text()) for rank in (0, 1)]
@@ -71,10 +91,28 @@ def test_a_cpu_launch_of_two_processes_without_use_cpu_is_refused_naming_the_fla
     out = tmp_path / "out"
     root = Path(__file__).parents[1]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(root))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29539",
-               str(root / "run_pretraining.py"), "--model_name_or_path", str(tiny_model_dir), "--init_strategy",
-               "continued", "--train_file", str(corpus), "--output_dir", str(out), "--max_steps", "2",
-               "--report_to", "none"]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29539",
+        str(root / "run_pretraining.py"),
+        "--model_name_or_path",
+        str(tiny_model_dir),
+        "--init_strategy",
+        "continued",
+        "--train_file",
+        str(corpus),
+        "--output_dir",
+        str(out),
+        "--max_steps",
+        "2",
+        "--report_to",
+        "none",
+    ]
     result = run_launcher(command, env, timeout=120)
     assert result.returncode != 0
     assert "launched as 2 processes (WORLD_SIZE=2)" in result.stderr + result.stdout
@@ -92,9 +130,16 @@ def _count_on_rank(rank, rendezvous, out_dir):
     if rank == 0:
         stats.add(1, 5, 40)
     total = stats.summed_over_ranks()
-    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(
-        {"own": [stats.fraction(0), stats.fraction(1)], "total": [total.fraction(0), total.fraction(1)],
-         "masked": total.masked, "maskable": total.maskable}))
+    (Path(out_dir) / f"rank{rank}.json").write_text(
+        json.dumps(
+            {
+                "own": [stats.fraction(0), stats.fraction(1)],
+                "total": [total.fraction(0), total.fraction(1)],
+                "masked": total.masked,
+                "maskable": total.maskable,
+            }
+        )
+    )
     torch.distributed.destroy_process_group()
 
 
@@ -119,9 +164,15 @@ def _close_with_a_live_ddp_module(rank, rendezvous, out_dir):
     model(torch.randn(3, 4)).sum().backward()  # one all-reduce through the reducer
     reducer = weakref.ref(model.reducer)
     close_process_group()  # the model is still referenced here, as a Trainer's is at the end of main()
-    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(
-        {"reducer_alive": reducer() is not None, "has_reducer": "reducer" in model.__dict__,
-         "still_initialized": torch.distributed.is_initialized()}))
+    (Path(out_dir) / f"rank{rank}.json").write_text(
+        json.dumps(
+            {
+                "reducer_alive": reducer() is not None,
+                "has_reducer": "reducer" in model.__dict__,
+                "still_initialized": torch.distributed.is_initialized(),
+            }
+        )
+    )
 
 
 def test_close_process_group_releases_live_ddp_reducers_before_destroying_the_group(tmp_path):

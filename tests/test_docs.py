@@ -56,9 +56,7 @@ def _config_files():
 
 
 def _issue_numbers(text):
-    return [
-        f"line {text.count(chr(10), 0, m.start()) + 1}: {m.group(0)!r}" for m in ISSUE_NUMBER.finditer(text)
-    ]
+    return [f"line {text.count(chr(10), 0, m.start()) + 1}: {m.group(0)!r}" for m in ISSUE_NUMBER.finditer(text)]
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from conftest import python_path, run_launcher
 def init_args(strategy="contextualized", **kwargs):
     return EmbeddingInitArguments(init_strategy=strategy, **kwargs)
 
+
 LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
 BASE_VOCAB = (
     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -66,8 +67,13 @@ def make_tokenizer(vocab, path, **kwargs):
 def make_base(tmp_path, tie=True, max_positions=64):
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=len(BASE_VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=max_positions, tie_word_embeddings=tie,
+        vocab_size=len(BASE_VOCAB),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=tie,
     )
     model = BertForMaskedLM(config).eval()
     with torch.no_grad():  # a non-zero bias, so copying it is visible
@@ -166,7 +172,9 @@ def check_row(row, expected, linear_outputs, config, precision, what, bug=None):
     tolerance = encoder_tolerance(config, dtype, contribution_scale=scale)
     assert_close_normwise(row, expected, tolerance, what)
     if bug is not None:
-        assert normwise_relative_error(bug, expected) > 3 * tolerance, f"{what}: the bound {tolerance:.2e} would not see the bug"
+        assert normwise_relative_error(bug, expected) > 3 * tolerance, (
+            f"{what}: the bound {tolerance:.2e} would not see the bug"
+        )
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
@@ -183,15 +191,17 @@ def test_contextualized_rows_match_hand_computation(setup, precision):
         new_ids["interleukin"]: [ctx(s2, "interleukin", 1)],
         new_ids["##kinase"]: [],  # never found -> averaged fallback
     }
-    initializer, out, report = run(model, base_tok, new_tok, "contextualized", contexts=contexts,
-                                   init_precision=precision)
+    initializer, out, report = run(
+        model, base_tok, new_tok, "contextualized", contexts=contexts, init_precision=precision
+    )
     assert report["forward"]["bf16"] is (resolve_precision(precision, "cpu") == torch.bfloat16)
     rows = out.get_input_embeddings().weight
     for token in ("kinase", "thymus", "interleukin"):
         sizes = []
         expected = torch.stack([hand_contextualized(reference, base_tok, c, sizes) for c in contexts[new_ids[token]]])
-        forgetful = torch.stack([hand_contextualized(reference, base_tok, c, drop_last_piece=True)
-                                 for c in contexts[new_ids[token]]])
+        forgetful = torch.stack(
+            [hand_contextualized(reference, base_tok, c, drop_last_piece=True) for c in contexts[new_ids[token]]]
+        )
         check_row(rows[new_ids[token]], expected.mean(0), sizes, model.config, precision, token, bug=forgetful.mean(0))
     v = base_tok.get_vocab()
     fallback = reference.get_input_embeddings().weight[[v["##k"], v["##i"], v["##n"], v["##ase"]]].mean(0)
@@ -212,7 +222,9 @@ def test_contexts_capped_per_token_with_seeded_sample(setup):
     kinase = new_tok.get_vocab()["kinase"]
     sentences = [f"the kinase {c} cells" for c in LETTERS[:30]]
     contexts = {kinase: [ctx(s, "kinase", i) for i, s in enumerate(sentences)]}
-    initializer, _, report = run(model, base_tok, new_tok, "contextualized", contexts=contexts, max_contexts_per_token=20)
+    initializer, _, report = run(
+        model, base_tok, new_tok, "contextualized", contexts=contexts, max_contexts_per_token=20
+    )
     assert report["contexts_per_token"]["max"] == 20
     assert report["forward"]["sampled_pairs"] == 20 == initializer.forward_passes
     again = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, init_args(), seed=0)
@@ -246,8 +258,9 @@ def test_long_sentence_cropped_to_model_length(tmp_path, precision):
     sizes = []
     expected = window_states(24, sizes)[7:9].mean(0)
     off_centre = window_states(20)[11:13].mean(0)
-    check_row(out.get_input_embeddings().weight[kinase], expected, sizes, model.config, precision, "kinase",
-              bug=off_centre)
+    check_row(
+        out.get_input_embeddings().weight[kinase], expected, sizes, model.config, precision, "kinase", bug=off_centre
+    )
 
 
 def test_random_rows_follow_initializer_range(setup):
@@ -347,12 +360,24 @@ def test_build_and_cli_round_trip(tmp_path, setup):
 
     scratch, scratch_tok, report = build_initialized_model(str(base_dir), new_dir, init_args("scratch"), seed=1)
     assert scratch.config.vocab_size == len(NEW_VOCAB) == len(scratch_tok)
-    assert not torch.equal(scratch.bert.encoder.layer[0].attention.self.query.weight,
-                           model.bert.encoder.layer[0].attention.self.query.weight)
+    assert not torch.equal(
+        scratch.bert.encoder.layer[0].attention.self.query.weight,
+        model.bert.encoder.layer[0].attention.self.query.weight,
+    )
 
     out_dir = tmp_path / "cli_out"
-    report = run_cli(["--base_model", str(base_dir), "--new_tokenizer", new_dir, "--strategy", "averaged",
-                   "--output_dir", str(out_dir)])
+    report = run_cli(
+        [
+            "--base_model",
+            str(base_dir),
+            "--new_tokenizer",
+            new_dir,
+            "--strategy",
+            "averaged",
+            "--output_dir",
+            str(out_dir),
+        ]
+    )
     on_disk = json.load(open(out_dir / "init_report.json"))
     assert on_disk["counts"] == report["counts"]
     loaded = AutoModelForMaskedLM.from_pretrained(out_dir)
@@ -373,7 +398,10 @@ def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, 
     data = "\n".join(lines).encode("utf-8").replace("\xff".encode("utf-8"), b"\xff") + b"\n"
     corpus.write_bytes(data)
     initializer = ContextualizedEmbeddingInitializer(
-        model, base_tok, new_tok, init_args(init_device="cpu", max_contexts_per_token=20, init_norm_match=False, init_precision=precision),
+        model,
+        base_tok,
+        new_tok,
+        init_args(init_device="cpu", max_contexts_per_token=20, init_norm_match=False, init_precision=precision),
         progress=False,
     )
     out, report = initializer.initialize(corpus_files=[str(corpus)])
@@ -391,8 +419,15 @@ def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, 
     sizes = []
     expected = hand_contextualized(reference, base_tok, ctx(sentence, "Interleukin"), sizes)
     forgetful = hand_contextualized(reference, base_tok, ctx(sentence, "Interleukin"), drop_last_piece=True)
-    check_row(out.get_input_embeddings().weight[ids["interleukin"]], expected, sizes, model.config, precision,
-              "interleukin", bug=forgetful)
+    check_row(
+        out.get_input_embeddings().weight[ids["interleukin"]],
+        expected,
+        sizes,
+        model.config,
+        precision,
+        "interleukin",
+        bug=forgetful,
+    )
 
 
 def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, setup):
@@ -402,8 +437,18 @@ def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, setup):
     base_tok.save_pretrained(base_dir)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The kinase binds the receptor.\nInterleukin acts on the thymus.\n", encoding="utf-8")
-    common = ["--base_model", str(base_dir), "--new_tokenizer", str(tmp_path / "new_tok"),
-              "--strategy", "contextualized", "--corpus_files", str(corpus), "--init_device", "cpu"]
+    common = [
+        "--base_model",
+        str(base_dir),
+        "--new_tokenizer",
+        str(tmp_path / "new_tok"),
+        "--strategy",
+        "contextualized",
+        "--corpus_files",
+        str(corpus),
+        "--init_device",
+        "cpu",
+    ]
     default = run_cli(common + ["--output_dir", str(tmp_path / "default")])
     raw = run_cli(common + ["--output_dir", str(tmp_path / "raw"), "--norm_match", "false"])
     assert default["config"]["init_norm_match"] is True and "norm_match" in default
@@ -440,14 +485,40 @@ def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, t
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(150, start=5000)) + "\n", encoding="utf-8")
     new_dir = tmp_path / "new_tok"
-    new_tok = train_tokenizer([str(corpus)], str(tiny_model_dir), vocab_size=650, output_dir=str(new_dir),
-                                        show_progress=False)
+    new_tok = train_tokenizer(
+        [str(corpus)], str(tiny_model_dir), vocab_size=650, output_dir=str(new_dir), show_progress=False
+    )
     out = tmp_path / "out"
-    argv = ["run_pretraining.py", "--model_name_or_path", tiny_model_dir, "--tokenizer_name", new_dir,
-            "--init_strategy", "contextualized", "--max_contexts_per_token", 2, "--train_file", corpus,
-            "--output_dir", out, "--do_train", "--max_steps", 8, "--per_device_train_batch_size", 4,
-            "--max_seq_length", 32, "--report_to", "none", "--max_eval_samples", 8, "--disable_tqdm", "true",
-            "--save_steps", 100]
+    argv = [
+        "run_pretraining.py",
+        "--model_name_or_path",
+        tiny_model_dir,
+        "--tokenizer_name",
+        new_dir,
+        "--init_strategy",
+        "contextualized",
+        "--max_contexts_per_token",
+        2,
+        "--train_file",
+        corpus,
+        "--output_dir",
+        out,
+        "--do_train",
+        "--max_steps",
+        8,
+        "--per_device_train_batch_size",
+        4,
+        "--max_seq_length",
+        32,
+        "--report_to",
+        "none",
+        "--max_eval_samples",
+        8,
+        "--disable_tqdm",
+        "true",
+        "--save_steps",
+        100,
+    ]
     monkeypatch.setattr(sys, "argv", list(map(str, argv)))
     capfd.readouterr()
     run_pretraining.main()
@@ -495,7 +566,8 @@ def test_one_norm_match_default_everywhere():
     parsed = HfArgumentParser((run_pretraining.ModelArguments, EmbeddingInitArguments, TrainingArguments))
     _, script, _ = parsed.parse_args_into_dataclasses(["--output_dir", "x"])
     _, command = HfArgumentParser((InitCommandArguments, EmbeddingInitArguments)).parse_args_into_dataclasses(
-        ["--model_name_or_path", "m", "--output_dir", "x"])
+        ["--model_name_or_path", "m", "--output_dir", "x"]
+    )
     assert library.init_norm_match is script.init_norm_match is command.init_norm_match is True
     assert library == script == command
 
@@ -516,8 +588,18 @@ def test_two_gloo_ranks_split_the_sentences_and_match_one_process(tmp_path):
     out = tmp_path / "ddp"
     tests_dir = Path(__file__).parent
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(tests_dir, tests_dir.parent))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29523",
-               str(tests_dir / "init_probe.py"), str(corpus), str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29523",
+        str(tests_dir / "init_probe.py"),
+        str(corpus),
+        str(out),
+    ]
     result = run_launcher(command, env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
@@ -531,8 +613,12 @@ def test_two_gloo_ranks_split_the_sentences_and_match_one_process(tmp_path):
         assert sorted(map(int, r["vectors"])) == sorted(single.vectors)
         for token_id, vector in single.vectors.items():
             # float32 (the suite's default), other batch compositions: float32 rounding, nothing more
-            assert_close_normwise(torch.tensor(r["vectors"][str(token_id)]), vector,
-                                  encoder_tolerance(single.model.config, torch.float32), f"token {token_id}")
+            assert_close_normwise(
+                torch.tensor(r["vectors"][str(token_id)]),
+                vector,
+                encoder_tolerance(single.model.config, torch.float32),
+                f"token {token_id}",
+            )
 
 
 def _contextualized_rows(model, base_tok, new_tok, precision):
@@ -543,8 +629,9 @@ def _contextualized_rows(model, base_tok, new_tok, precision):
         new_ids["thymus"]: [ctx(s1, "thymus", 0)],
         new_ids["interleukin"]: [ctx(s2, "interleukin", 1)],
     }
-    _, out, report = run(copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts,
-                         init_precision=precision)
+    _, out, report = run(
+        copy.deepcopy(model), base_tok, new_tok, "contextualized", contexts=contexts, init_precision=precision
+    )
     ids = sorted(contexts)
     return out.get_input_embeddings().weight[ids].detach(), report
 

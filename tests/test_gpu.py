@@ -42,25 +42,37 @@ def test_contextualized_init_on_the_gpu_with_auto_precision(tmp_path):
     assert report["forward"]["device"].startswith("cuda") and report["forward"]["bf16"] is (dtype == torch.bfloat16)
     for token in ("kinase", "thymus"):
         sizes = []
-        expected = torch.stack([hand_contextualized(reference, base_tok, c, sizes) for c in contexts[ids[token]]]).mean(0)
+        expected = torch.stack(
+            [hand_contextualized(reference, base_tok, c, sizes) for c in contexts[ids[token]]]
+        ).mean(0)
         bound = encoder_tolerance(model.config, dtype, contribution_scale=linear_output_scale(sizes, expected))
         assert_close_normwise(out.get_input_embeddings().weight[ids[token]].cpu(), expected, bound, token)
 
 
 def test_masked_only_head_on_the_gpu_in_bf16():
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=120, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=128, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=120,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=32,
+    )
     model = BertForMaskedLM(config).eval()
     reference = copy.deepcopy(model).double()
     enable_masked_only_prediction(model.cuda())
     input_ids = torch.randint(5, 120, (8, 32))
-    labels = torch.where(torch.rand(input_ids.shape, generator=torch.Generator().manual_seed(2)) < 0.15, input_ids, -100)
+    labels = torch.where(
+        torch.rand(input_ids.shape, generator=torch.Generator().manual_seed(2)) < 0.15, input_ids, -100
+    )
     with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
         out = model(input_ids=input_ids.cuda(), labels=labels.cuda())
     with torch.no_grad(), recorded_linear_outputs(reference) as sizes:
         expected = reference(input_ids=input_ids).logits[labels != -100]
-    bound = encoder_tolerance(config, torch.bfloat16, extra_depth=2, contribution_scale=linear_output_scale(sizes, expected))
+    bound = encoder_tolerance(
+        config, torch.bfloat16, extra_depth=2, contribution_scale=linear_output_scale(sizes, expected)
+    )
     assert_close_normwise(out.logits.float().cpu(), expected, bound, "labelled logits")
 
 
@@ -78,14 +90,21 @@ def test_tagger_on_the_gpu_with_auto_precision(tmp_path):
         for i, row in enumerate(rows):
             with torch.no_grad(), recorded_linear_outputs(reference) as sizes:
                 expected = reference(input_ids=torch.tensor([windows[row]])).logits[0]
-            bound = encoder_tolerance(reference.config, dtype, extra_depth=1,
-                                      contribution_scale=linear_output_scale(sizes, expected))
+            bound = encoder_tolerance(
+                reference.config, dtype, extra_depth=1, contribution_scale=linear_output_scale(sizes, expected)
+            )
             assert_close_normwise(logits[i, : len(windows[row])], expected, bound, f"window {row}")
 
 
-def test_run_pretraining_on_the_gpu_in_bf16_writes_loadable_releases(monkeypatch, tmp_path, tiny_model_dir, pretraining_corpus):
+def test_run_pretraining_on_the_gpu_in_bf16_writes_loadable_releases(
+    monkeypatch, tmp_path, tiny_model_dir, pretraining_corpus
+):
     out = tmp_path / "out"
-    run(monkeypatch, base_args(tiny_model_dir, pretraining_corpus, out) + ["--bf16", "true", "--max_steps", 8, "--logging_steps", 1])
+    run(
+        monkeypatch,
+        base_args(tiny_model_dir, pretraining_corpus, out)
+        + ["--bf16", "true", "--max_steps", 8, "--logging_steps", 1],
+    )
     losses = [e["loss"] for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
     assert len(losses) == 8 and all(torch.isfinite(torch.tensor(losses)))
     released = AutoModelForMaskedLM.from_pretrained(out / "releases" / "v0.4")

@@ -26,7 +26,12 @@ def fake_cpuinfo(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     "flags, fast",
-    [(["fpu", "avx2", "avx512f"], False), (["avx2", "avx512_bf16"], True), (["amx_tile", "amx_bf16"], True), ([], False)],
+    [
+        (["fpu", "avx2", "avx512f"], False),
+        (["avx2", "avx512_bf16"], True),
+        (["amx_tile", "amx_bf16"], True),
+        ([], False),
+    ],
 )
 def test_cpu_bf16_detected_from_flags(fake_cpuinfo, flags, fast):
     fake_cpuinfo(flags)

@@ -59,8 +59,11 @@ def _publish(run, hub, **kwargs):
 
 
 def _expected_files(staged: Path) -> dict:
-    return {p.relative_to(staged).as_posix(): p.read_bytes() for p in staged.rglob("*")
-            if p.is_file() and not p.name.startswith(".")}  # the staging marker is not published
+    return {
+        p.relative_to(staged).as_posix(): p.read_bytes()
+        for p in staged.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }  # the staging marker is not published
 
 
 def test_find_releases_accepts_run_releases_or_one_release(run_dir):
@@ -126,12 +129,16 @@ def test_resume_after_injected_failures_uploads_only_what_is_missing(run_dir, hu
     v03_model = load_model_sha(run_dir, "0.3")
     assert v03_model in hub.lfs_store  # its blob went up before the commit failed
 
-    hub.fail("POST", r"/api/models/acme/bioptimus/tag/[0-9a-f]{40}$", status=500,  # tags name the commit
-             body_pattern=r'"tag": ?"v0\.4"')
+    hub.fail(
+        "POST",
+        r"/api/models/acme/bioptimus/tag/[0-9a-f]{40}$",
+        status=500,  # tags name the commit
+        body_pattern=r'"tag": ?"v0\.4"',
+    )
     uploads_before = list(hub.lfs_uploads)
     with pytest.raises(HfHubHTTPError):
         _publish(run_dir, hub)
-    assert hub.lfs_uploads[len(uploads_before):] == [load_model_sha(run_dir, "0.4")]  # v0.3 not re-uploaded
+    assert hub.lfs_uploads[len(uploads_before) :] == [load_model_sha(run_dir, "0.4")]  # v0.3 not re-uploaded
     assert "v0.3" in repo.tags and "v0.4" not in repo.tags
     v04_head = repo.branches["v0.4"]
 
@@ -169,10 +176,18 @@ def test_changed_version_is_refused_unless_forced(run_dir, hub, tmp_path):
 
 
 def test_one_private_repository_per_version(run_dir, hub):
-    reports = _publish(run_dir, hub, mode="repos", private=True, versions=["v0.2", "0.3"],
-                       commit_message="BIOptimus {version} release")
-    assert [(r.repo_id, r.status) for r in reports] == [("acme/bioptimus-v0.2", "published"),
-                                                        ("acme/bioptimus-v0.3", "published")]
+    reports = _publish(
+        run_dir,
+        hub,
+        mode="repos",
+        private=True,
+        versions=["v0.2", "0.3"],
+        commit_message="BIOptimus {version} release",
+    )
+    assert [(r.repo_id, r.status) for r in reports] == [
+        ("acme/bioptimus-v0.2", "published"),
+        ("acme/bioptimus-v0.3", "published"),
+    ]
     assert set(hub.repos) == {"acme/bioptimus-v0.2", "acme/bioptimus-v0.3"}
     for version in ("0.2", "0.3"):
         repo = hub.repos[f"acme/bioptimus-v{version}"]
@@ -197,10 +212,27 @@ def test_dry_run_stages_and_prints_without_network(run_dir, tmp_path, monkeypatc
     monkeypatch.delenv("HF_TOKEN", raising=False)
     ner = tmp_path / "ner.json"
     ner.write_text(json.dumps({"dataset": "BC5CDR-chem", "test_f1": 0.93, "per_seed": [1, 2]}))
-    reports = publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "bioptimus", "--organization", "acme",
-                                "--dry_run", "--versions", "0.3", "--staging_dir", str(tmp_path / "staged"),
-                                "--ner_results", f"0.3={ner}", "--endpoint", "http://127.0.0.1:9",
-                                "--datasets", "acme/pubmed-2023"])
+    reports = publish_from_cli(
+        [
+            "--run_dir",
+            str(run_dir),
+            "--hub_model_id",
+            "bioptimus",
+            "--organization",
+            "acme",
+            "--dry_run",
+            "--versions",
+            "0.3",
+            "--staging_dir",
+            str(tmp_path / "staged"),
+            "--ner_results",
+            f"0.3={ner}",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--datasets",
+            "acme/pubmed-2023",
+        ]
+    )
     out = capsys.readouterr().out
     assert [r.status for r in reports] == ["planned"]
     assert "DRY RUN (no network)" in out and "create_tag v0.3 at acme/bioptimus@v0.3" in out
@@ -220,8 +252,9 @@ def test_cli_errors_name_the_flag(run_dir):
     with pytest.raises(ValueError, match="no namespace"):
         publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "x", "--dry_run"])
     with pytest.raises(ValueError, match="contradicts --organization"):
-        publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--organization", "other",
-                          "--dry_run"])
+        publish_from_cli(
+            ["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--organization", "other", "--dry_run"]
+        )
 
 
 def test_missing_token_is_a_clear_error(run_dir, monkeypatch, tmp_path):
@@ -272,14 +305,36 @@ def _grep_tree(root: Path, needle: bytes) -> list[Path]:
 def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, tmp_path):
     """End to end in fresh processes: HF_ENDPOINT/HF_TOKEN read by huggingface_hub at import, as for users."""
     home = tmp_path / "hf_home"
-    env = dict(os.environ, HF_ENDPOINT=hub.url, HF_TOKEN=TOKEN, HF_HOME=str(home), HF_HUB_OFFLINE="0",
-               HF_HUB_DISABLE_XET="1", PYTHONPATH=python_path(REPO_ROOT))
+    env = dict(
+        os.environ,
+        HF_ENDPOINT=hub.url,
+        HF_TOKEN=TOKEN,
+        HF_HOME=str(home),
+        HF_HUB_OFFLINE="0",
+        HF_HUB_DISABLE_XET="1",
+        PYTHONPATH=python_path(REPO_ROOT),
+    )
     env.pop("TRANSFORMERS_OFFLINE", None)  # the suite runs offline; these processes talk to the local fake Hub
     staging = tmp_path / "staging"
     publish = subprocess.run(
-        [sys.executable, "-m", "bioptimus_hf.commands.publish", "--run_dir", str(run_dir), "--repo_id", "bioptimus",
-         "--organization", "acme", "--staging_dir", str(staging)],
-        env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "-m",
+            "bioptimus_hf.commands.publish",
+            "--run_dir",
+            str(run_dir),
+            "--repo_id",
+            "bioptimus",
+            "--organization",
+            "acme",
+            "--staging_dir",
+            str(staging),
+        ],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert publish.returncode == 0, publish.stderr[-2000:]
     assert "v0.4: published -> acme/bioptimus" in publish.stdout
@@ -297,8 +352,14 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
         "    same = all(torch.equal(state[k], ref[k]) for k in ref)\n"
         "    print(v, type(model).__name__, tok.convert_tokens_to_ids('protein'), same)\n"
     )
-    load = subprocess.run([sys.executable, "-c", loader, str(run_dir), *VERSIONS], env=env, cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=240)
+    load = subprocess.run(
+        [sys.executable, "-c", loader, str(run_dir), *VERSIONS],
+        env=env,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert load.returncode == 0, load.stderr[-2000:]
     assert load.stdout.split("\n")[:4] == [f"{v} BertForMaskedLM 6 True" for v in VERSIONS]
     # transformers resolves the tag to its commit, then downloads at that commit
@@ -321,8 +382,12 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
 def test_cards_pass_modelcard_validate_through_the_hub_endpoint(run_dir, hub, tmp_path, monkeypatch):
     """`ModelCard.validate` posts to {ENDPOINT}/api/validate-yaml; here the fake Hub answers (see docs/hub.md)."""
     monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)
-    staged = stage_release(run_dir / "releases" / "v0.4", tmp_path / "v0.4", repo_id=REPO,
-                           ner_results=[{"dataset_name": "BC5CDR-chem", "test_f1": 0.93}])
+    staged = stage_release(
+        run_dir / "releases" / "v0.4",
+        tmp_path / "v0.4",
+        repo_id=REPO,
+        ner_results=[{"dataset_name": "BC5CDR-chem", "test_f1": 0.93}],
+    )
     ModelCard.load(staged / "README.md").validate()
     broken = (staged / "README.md").read_text().replace("  - task:\n", "  - tusk:\n", 1)
     from huggingface_hub import HfApi
@@ -336,8 +401,10 @@ def test_cli_reads_a_yaml_config_and_exits_cleanly_on_errors(run_dir, tmp_path, 
     from bioptimus_hf.commands.publish import main
 
     config = tmp_path / "publish.yaml"
-    config.write_text(f"run_dir: {run_dir}\nrepo_id: acme/bioptimus\nmode: repos\nversions: ['0.4']\n"
-                      f"dry_run: true\nstaging_dir: {tmp_path / 'staged'}\n")
+    config.write_text(
+        f"run_dir: {run_dir}\nrepo_id: acme/bioptimus\nmode: repos\nversions: ['0.4']\n"
+        f"dry_run: true\nstaging_dir: {tmp_path / 'staged'}\n"
+    )
     (report,) = publish_from_cli([str(config)])
     assert (report.repo_id, report.branch, report.status) == ("acme/bioptimus-v0.4", "main", "planned")
     with pytest.raises(SystemExit, match="error: --versions \\['0.7'\\] not found"):
@@ -400,8 +467,9 @@ def test_racing_publishers_never_tag_the_other_runs_weights(run_dir, hub, tmp_pa
 
     def run_p2():
         try:
-            outcome["p2"] = publish_releases(other, REPO, api=_PausingApi(hub, before_tag=p2_waits_for_p1),
-                                             staging_dir=tmp_path / "stage2")
+            outcome["p2"] = publish_releases(
+                other, REPO, api=_PausingApi(hub, before_tag=p2_waits_for_p1), staging_dir=tmp_path / "stage2"
+            )
         except Exception as error:  # noqa: BLE001 - what P2 reports is the point of the test
             outcome["p2"] = error
 
@@ -411,8 +479,13 @@ def test_racing_publishers_never_tag_the_other_runs_weights(run_dir, hub, tmp_pa
             outcome["thread"].start()
             assert p2_at_tag.wait(60)
 
-    p1 = publish_releases(run_dir, REPO, versions=["0.1"], api=_PausingApi(hub, before_tag=p1_lets_p2_commit_first),
-                          staging_dir=tmp_path / "stage1")
+    p1 = publish_releases(
+        run_dir,
+        REPO,
+        versions=["0.1"],
+        api=_PausingApi(hub, before_tag=p1_lets_p2_commit_first),
+        staging_dir=tmp_path / "stage1",
+    )
     p1_tagged.set()
     outcome["thread"].join(60)
     assert p1[0].status == "published"
@@ -434,11 +507,14 @@ def test_a_branch_moved_between_diff_and_commit_is_refused(run_dir, hub, tmp_pat
 
     def someone_else_commits():
         intruder.create_branch(REPO, branch="v0.2", revision="v0.1", exist_ok=True)
-        intruder.create_commit(REPO, [CommitOperationAdd("notes.txt", b"not ours")], commit_message="other",
-                               revision="v0.2")
+        intruder.create_commit(
+            REPO, [CommitOperationAdd("notes.txt", b"not ours")], commit_message="other", revision="v0.2"
+        )
 
     api = _PausingApi(hub, before_commit=someone_else_commits)
-    with pytest.raises(VersionConflictError, match=r"acme/bioptimus@v0.2 changed while this release was being published"):
+    with pytest.raises(
+        VersionConflictError, match=r"acme/bioptimus@v0.2 changed while this release was being published"
+    ):
         publish_releases(run_dir, REPO, versions=["0.2"], api=api, staging_dir=tmp_path / "stage")
     assert "v0.2" not in hub.repos[REPO].tags
     assert set(hub.files(REPO, "v0.2")) == set(hub.files(REPO, "v0.1")) | {"notes.txt"}  # ours not committed

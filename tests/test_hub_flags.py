@@ -73,12 +73,29 @@ def _tree_holds(root, needle: bytes) -> list:
 
 # ------------------------------------------------------------------------------- resolving the flags
 def test_standard_flags_become_release_publishing_and_the_trainer_push_is_turned_off(tmp_path):
-    release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_to_hub", "--hub_model_id",
-                                        "acme/x", "--hub_private_repo", "true", "--hub_token", TOKEN,
-                                        "--hub_strategy", "end", "--releases_hub_mode", "repos")
+    release_args, training_args = _args(
+        "--output_dir",
+        tmp_path / "run",
+        "--push_to_hub",
+        "--hub_model_id",
+        "acme/x",
+        "--hub_private_repo",
+        "true",
+        "--hub_token",
+        TOKEN,
+        "--hub_strategy",
+        "end",
+        "--releases_hub_mode",
+        "repos",
+    )
     hub = resolve_release_hub(release_args, training_args)
-    assert (hub.settings.repo_id, hub.settings.private, hub.settings.token, hub.settings.strategy, hub.mode) == \
-        ("acme/x", True, TOKEN, "end", "repos")
+    assert (hub.settings.repo_id, hub.settings.private, hub.settings.token, hub.settings.strategy, hub.mode) == (
+        "acme/x",
+        True,
+        TOKEN,
+        "end",
+        "repos",
+    )
     assert TOKEN not in repr(hub)
     assert training_args.push_to_hub is False and training_args.hub_token is None  # the Trainer never pushes
     # Without --hub_model_id the repository is named after output_dir, as the Trainer names it.
@@ -88,20 +105,40 @@ def test_standard_flags_become_release_publishing_and_the_trainer_push_is_turned
     assert resolve_release_hub(release_args, training_args) is None
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--hub_model_id", "acme/x", "--releases_repo_id", "acme/y"],
-     "--hub_model_id acme/x and --releases_repo_id acme/y contradict each other: give --hub_model_id only"),
-    (["--hub_private_repo", "false", "--releases_private"],
-     "--hub_private_repo False and --releases_private True contradict each other"),
-    (["--hub_strategy", "checkpoint"], ("--hub_strategy checkpoint: this script publishes the curriculum releases, "
-                                        "never checkpoints; use every_save")),
-    (["--hub_revision", "dev"], ("--hub_revision dev: this script publishes the curriculum releases on their own "
-                                 "branches and tags v0.k")),
-    (["--output_dir", "runs/bad name!"], (r"--push_to_hub: the name of --output_dir \('bad name!'\), which the "
-                                          "repository is named after, is not a valid Hub repository id; give "
-                                          "--hub_model_id ORG/NAME")),
-    (["--no_token"], "--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN"),
-], ids=["two-repos", "two-visibilities", "checkpoints", "revision", "underivable-name", "no-token"])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["--hub_model_id", "acme/x", "--releases_repo_id", "acme/y"],
+            "--hub_model_id acme/x and --releases_repo_id acme/y contradict each other: give --hub_model_id only",
+        ),
+        (
+            ["--hub_private_repo", "false", "--releases_private"],
+            "--hub_private_repo False and --releases_private True contradict each other",
+        ),
+        (
+            ["--hub_strategy", "checkpoint"],
+            (
+                "--hub_strategy checkpoint: this script publishes the curriculum releases, "
+                "never checkpoints; use every_save"
+            ),
+        ),
+        (
+            ["--hub_revision", "dev"],
+            ("--hub_revision dev: this script publishes the curriculum releases on their own branches and tags v0.k"),
+        ),
+        (
+            ["--output_dir", "runs/bad name!"],
+            (
+                r"--push_to_hub: the name of --output_dir \('bad name!'\), which the "
+                "repository is named after, is not a valid Hub repository id; give "
+                "--hub_model_id ORG/NAME"
+            ),
+        ),
+        (["--no_token"], "--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN"),
+    ],
+    ids=["two-repos", "two-visibilities", "checkpoints", "revision", "underivable-name", "no-token"],
+)
 def test_contradictions_and_impossible_requests_are_refused_naming_the_flags(tmp_path, argv, message):
     token = [] if argv == ["--no_token"] else ["--hub_token", TOKEN]
     argv = [] if argv == ["--no_token"] else argv
@@ -113,17 +150,38 @@ def test_contradictions_and_impossible_requests_are_refused_naming_the_flags(tmp
 
 
 def test_deprecated_release_flags_map_onto_the_standard_ones_with_one_warning(tmp_path, caplog):
-    release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_releases_to_hub",
-                                        "--releases_repo_id", "acme/old", "--releases_private", "--hub_token", TOKEN)
+    release_args, training_args = _args(
+        "--output_dir",
+        tmp_path / "run",
+        "--push_releases_to_hub",
+        "--releases_repo_id",
+        "acme/old",
+        "--releases_private",
+        "--hub_token",
+        TOKEN,
+    )
     with caplog.at_level(logging.WARNING, logger="bioptimus_hf"):
         hub = resolve_release_hub(release_args, training_args)
     assert (hub.settings.repo_id, hub.settings.private) == ("acme/old", True)
     warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
-    assert warnings == [("--push_releases_to_hub, --releases_repo_id, --releases_private are deprecated: use "
-                        "--push_to_hub --hub_model_id --hub_private_repo (TrainingArguments' own Hub flags)")]
+    assert warnings == [
+        (
+            "--push_releases_to_hub, --releases_repo_id, --releases_private are deprecated: use "
+            "--push_to_hub --hub_model_id --hub_private_repo (TrainingArguments' own Hub flags)"
+        )
+    ]
     # The same repository under both names is no contradiction.
-    release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_to_hub", "--hub_model_id",
-                                        "acme/x", "--releases_repo_id", "acme/x", "--hub_token", TOKEN)
+    release_args, training_args = _args(
+        "--output_dir",
+        tmp_path / "run",
+        "--push_to_hub",
+        "--hub_model_id",
+        "acme/x",
+        "--releases_repo_id",
+        "acme/x",
+        "--hub_token",
+        TOKEN,
+    )
     assert resolve_release_hub(release_args, training_args).settings.repo_id == "acme/x"
 
 
@@ -132,8 +190,17 @@ def test_the_release_publisher_runs_on_the_main_process_only_and_honours_hub_str
 
     from bioptimus_hf.releases.publisher import start_release_publisher
 
-    release_args, training_args = _args("--output_dir", tmp_path / "run", "--push_to_hub", "--hub_model_id",
-                                        "acme/x", "--hub_token", TOKEN, "--hub_strategy", "end")
+    release_args, training_args = _args(
+        "--output_dir",
+        tmp_path / "run",
+        "--push_to_hub",
+        "--hub_model_id",
+        "acme/x",
+        "--hub_token",
+        TOKEN,
+        "--hub_strategy",
+        "end",
+    )
     hub = resolve_release_hub(release_args, training_args)
     publisher = start_release_publisher(hub, SimpleNamespace(process_index=0))
     assert (publisher.repo_id, publisher.mode, publisher.at_end) == ("acme/x", "branches", True)
@@ -148,8 +215,10 @@ def test_hub_strategy_end_keeps_the_releases_for_the_end_of_training(hub, tmp_pa
         publisher(run / "releases" / version)
     assert publisher._queue.unfinished_tasks == 0 and hub.requests == []  # nothing queued, nothing sent
     assert publisher.wait(timeout=60)  # what finish_run calls when training ends
-    assert [r.version for r in publisher.published] == ["0.1", "0.2"] and set(hub.repos["acme/x"].tags) == \
-        {"v0.1", "v0.2"}
+    assert [r.version for r in publisher.published] == ["0.1", "0.2"] and set(hub.repos["acme/x"].tags) == {
+        "v0.1",
+        "v0.2",
+    }
 
 
 # ------------------------------------------------------------------------------- run_pretraining.py
@@ -167,16 +236,41 @@ def _pretrain(monkeypatch, argv):
 
 def _pretraining_args(model_dir, corpus, out):
     # save_steps 4: the Trainer saves two checkpoints, which it would push to main if its push were on
-    return ["--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out, "--max_steps", 8,
-            "--per_device_train_batch_size", 4, "--max_seq_length", 32, "--report_to", "none", "--max_eval_samples", 8,
-            "--disable_tqdm", "true", "--save_steps", 4, "--bulk_dropout", "false"]
+    return [
+        "--model_name_or_path",
+        model_dir,
+        "--train_file",
+        corpus,
+        "--output_dir",
+        out,
+        "--max_steps",
+        8,
+        "--per_device_train_batch_size",
+        4,
+        "--max_seq_length",
+        32,
+        "--report_to",
+        "none",
+        "--max_eval_samples",
+        8,
+        "--disable_tqdm",
+        "true",
+        "--save_steps",
+        4,
+        "--bulk_dropout",
+        "false",
+    ]
 
 
 def test_run_pretraining_push_to_hub_publishes_releases_on_branches_and_tags_and_nothing_of_the_trainer(
-        monkeypatch, tmp_path, tiny_model_dir, corpus, hub):
+    monkeypatch, tmp_path, tiny_model_dir, corpus, hub
+):
     out = tmp_path / "out"
-    _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out)
-              + ["--push_to_hub", "--hub_model_id", "acme/x", "--hub_token", TOKEN])
+    _pretrain(
+        monkeypatch,
+        _pretraining_args(tiny_model_dir, corpus, out)
+        + ["--push_to_hub", "--hub_model_id", "acme/x", "--hub_token", TOKEN],
+    )
     repo = hub.repos["acme/x"]
     assert set(repo.tags) == set(VERSIONS) and set(repo.branches) == {"main", *VERSIONS}
     for version in VERSIONS:
@@ -186,41 +280,83 @@ def test_run_pretraining_push_to_hub_publishes_releases_on_branches_and_tags_and
         assert json.loads(files["bioptimus_phase.json"])["version"] == version[1:]
     # main holds the latest release and nothing of the Trainer's (no training_args.bin, no checkpoint).
     assert hub.files("acme/x", "main") == hub.files("acme/x", "v0.4")
-    assert not any("training_args.bin" in path or path.startswith("checkpoint-")
-                   for revision in ("main", *VERSIONS) for path in hub.files("acme/x", revision))
-    assert all(message.startswith(("Release BIOptimus v", "Point main at BIOptimus v"))
-               for _, _, message in hub.commit_messages)
+    assert not any(
+        "training_args.bin" in path or path.startswith("checkpoint-")
+        for revision in ("main", *VERSIONS)
+        for path in hub.files("acme/x", revision)
+    )
+    assert all(
+        message.startswith(("Release BIOptimus v", "Point main at BIOptimus v"))
+        for _, _, message in hub.commit_messages
+    )
     assert (out / "checkpoint-8" / "training_args.bin").is_file()  # the Trainer did save, it did not push
     assert _tree_holds(out, TOKEN.encode()) == []  # nor was the token pickled into its training_args.bin
 
 
-def test_run_pretraining_refuses_contradictory_flags_before_training(monkeypatch, tmp_path, tiny_model_dir, corpus,
-                                                                     hub):
+def test_run_pretraining_refuses_contradictory_flags_before_training(
+    monkeypatch, tmp_path, tiny_model_dir, corpus, hub
+):
     out = tmp_path / "out"
     with pytest.raises(SystemExit, match="^error: --hub_model_id acme/x and --releases_repo_id acme/y contradict"):
-        _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out)
-                  + ["--push_to_hub", "--hub_model_id", "acme/x", "--releases_repo_id", "acme/y",
-                     "--hub_token", TOKEN])
+        _pretrain(
+            monkeypatch,
+            _pretraining_args(tiny_model_dir, corpus, out)
+            + ["--push_to_hub", "--hub_model_id", "acme/x", "--releases_repo_id", "acme/y", "--hub_token", TOKEN],
+        )
     with pytest.raises(SystemExit, match="^error: --push_to_hub: no Hugging Face token found"):
         _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out) + ["--push_to_hub"])
     assert not out.exists() and hub.requests == []  # nothing trained, nothing asked of the Hub
 
 
 # ------------------------------------------------------------------------------- run_distillation.py
-def test_run_distillation_push_to_hub_publishes_a_loadable_student(monkeypatch, tmp_path, tiny_model_dir, corpus,
-                                                                     hub):
+def test_run_distillation_push_to_hub_publishes_a_loadable_student(monkeypatch, tmp_path, tiny_model_dir, corpus, hub):
     out = tmp_path / "distil"
-    monkeypatch.setattr(sys, "argv", ["run_distillation.py", *map(str, [
-        "--teacher_model_name_or_path", tiny_model_dir, "--student_layers", 0, "--train_file", corpus,
-        "--output_dir", out, "--max_steps", 2, "--per_device_train_batch_size", 4, "--max_seq_length", 32,
-        "--report_to", "none", "--disable_tqdm", "true", "--speed_batches", 0, "--save_steps", 1,
-        "--push_to_hub", "--hub_model_id", "acme/tiny-student", "--hub_token", TOKEN])])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "run_distillation.py",
+            *map(
+                str,
+                [
+                    "--teacher_model_name_or_path",
+                    tiny_model_dir,
+                    "--student_layers",
+                    0,
+                    "--train_file",
+                    corpus,
+                    "--output_dir",
+                    out,
+                    "--max_steps",
+                    2,
+                    "--per_device_train_batch_size",
+                    4,
+                    "--max_seq_length",
+                    32,
+                    "--report_to",
+                    "none",
+                    "--disable_tqdm",
+                    "true",
+                    "--speed_batches",
+                    0,
+                    "--save_steps",
+                    1,
+                    "--push_to_hub",
+                    "--hub_model_id",
+                    "acme/tiny-student",
+                    "--hub_token",
+                    TOKEN,
+                ],
+            ),
+        ],
+    )
     run_distillation.main()
     repo = hub.repos["acme/tiny-student"]
     assert set(repo.tags) == {"v0.1"} and set(repo.branches) == {"main", "v0.1"}
     assert hub.files("acme/tiny-student", "main") == hub.files("acme/tiny-student", "v0.1")
-    assert not any("training_args.bin" in path or "checkpoint-" in path for path in hub.files("acme/tiny-student",
-                                                                                               "main"))
+    assert not any(
+        "training_args.bin" in path or "checkpoint-" in path for path in hub.files("acme/tiny-student", "main")
+    )
     local = _checkout(hub, "acme/tiny-student", "main", tmp_path / "download")
     student = AutoModelForMaskedLM.from_pretrained(local)
     assert type(student).__name__ == "BertForMaskedLM" and student.config.num_hidden_layers == 1
@@ -232,17 +368,50 @@ def test_run_distillation_push_to_hub_publishes_a_loadable_student(monkeypatch, 
 
 
 # ------------------------------------------------------------------------------- run_ner.py
-NER_QUICK = ["--seeds", "1,2", "--max_steps", "4", "--learning_rate", "5e-3", "--report_to", "none",
-             "--save_strategy", "no", "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true",
-             "--disable_tqdm", "true", "--model_name", "tiny-bert"]
+NER_QUICK = [
+    "--seeds",
+    "1,2",
+    "--max_steps",
+    "4",
+    "--learning_rate",
+    "5e-3",
+    "--report_to",
+    "none",
+    "--save_strategy",
+    "no",
+    "--max_seq_length",
+    "16",
+    "--window_stride",
+    "4",
+    "--use_cpu",
+    "true",
+    "--disable_tqdm",
+    "true",
+    "--model_name",
+    "tiny-bert",
+]
 
 
 def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_its_card(tmp_path, hub):
     model = build_tiny_bert(str(tmp_path / "model"))
     data = write_dataset_dir(str(tmp_path / "data"))
     out = tmp_path / "ner"
-    results = run_ner.main(["--model_name_or_path", model, "--data_dir", data, "--output_dir", str(out), *NER_QUICK,
-                            "--push_to_hub", "--hub_model_id", "acme/tiny-ner", "--hub_token", TOKEN])
+    results = run_ner.main(
+        [
+            "--model_name_or_path",
+            model,
+            "--data_dir",
+            data,
+            "--output_dir",
+            str(out),
+            *NER_QUICK,
+            "--push_to_hub",
+            "--hub_model_id",
+            "acme/tiny-ner",
+            "--hub_token",
+            TOKEN,
+        ]
+    )
     seed = best_seed(results)
     f1 = {run["seed"]: run["eval_f1"] for run in results["per_seed"]}
     assert f1[seed] == max(f1.values()) and (f1[1] == f1[2]) <= (seed == 1)  # ties go to the lowest seed
@@ -251,8 +420,10 @@ def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_it
     pushed = AutoModelForTokenClassification.from_pretrained(local)
     assert set(pushed.config.id2label.values()) == {"O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"}
     state = pushed.state_dict()
-    ours, theirs = load_file(out / f"seed_{seed}" / "model.safetensors"), load_file(out / f"seed_{other}" /
-                                                                                     "model.safetensors")
+    ours, theirs = (
+        load_file(out / f"seed_{seed}" / "model.safetensors"),
+        load_file(out / f"seed_{other}" / "model.safetensors"),
+    )
     assert all(torch.equal(state[key], ours[key]) for key in ours)
     assert any(not torch.equal(state[key], theirs[key]) for key in theirs)
     # The card: every seed's row, the mean, and the model-index of the mean test scores.
@@ -270,8 +441,11 @@ def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_it
 
 
 def test_the_pushed_seed_is_the_best_devel_f1_ties_going_to_the_lowest_seed():
-    runs = [{"seed": 5, "eval_f1": 0.7, "test_f1": 0.9}, {"seed": 2, "eval_f1": 0.7, "test_f1": 0.1},
-            {"seed": 1, "eval_f1": 0.6, "test_f1": 0.99}]
+    runs = [
+        {"seed": 5, "eval_f1": 0.7, "test_f1": 0.9},
+        {"seed": 2, "eval_f1": 0.7, "test_f1": 0.1},
+        {"seed": 1, "eval_f1": 0.6, "test_f1": 0.99},
+    ]
     assert best_seed({"per_seed": runs}) == 2  # the test F1 plays no part
     assert best_seed({"per_seed": runs[2:] + [{"seed": 9, "eval_f1": 0.65}]}) == 9
 
@@ -279,27 +453,55 @@ def test_the_pushed_seed_is_the_best_devel_f1_ties_going_to_the_lowest_seed():
 def test_run_ner_refuses_push_to_hub_without_saved_models_before_training(tmp_path, hub):
     model = build_tiny_bert(str(tmp_path / "model"))
     data = write_dataset_dir(str(tmp_path / "data"))
-    with pytest.raises(SystemExit, match="^error: --push_to_hub needs the fine-tuned models on disk: drop "
-                                         "--save_model false$"):
-        run_ner.main(["--model_name_or_path", model, "--data_dir", data, "--output_dir", str(tmp_path / "ner"),
-                      *NER_QUICK, "--push_to_hub", "--hub_token", TOKEN, "--save_model", "false"])
+    with pytest.raises(
+        SystemExit, match="^error: --push_to_hub needs the fine-tuned models on disk: drop --save_model false$"
+    ):
+        run_ner.main(
+            [
+                "--model_name_or_path",
+                model,
+                "--data_dir",
+                data,
+                "--output_dir",
+                str(tmp_path / "ner"),
+                *NER_QUICK,
+                "--push_to_hub",
+                "--hub_token",
+                TOKEN,
+                "--save_model",
+                "false",
+            ]
+        )
     assert not (tmp_path / "ner").exists() and hub.requests == []
 
 
 # ------------------------------------------------------------------------------- bioptimus-publish
 def test_bioptimus_publish_takes_the_trainer_flags_and_keeps_repo_id_as_an_alias(hub, tmp_path):
     run = make_run(tmp_path / "run", n_versions=2)
-    publish_from_cli(["--run_dir", str(run), "--hub_model_id", "acme/new", "--hub_private_repo", "--hub_token", TOKEN,
-                      "--endpoint", hub.url])
+    publish_from_cli(
+        [
+            "--run_dir",
+            str(run),
+            "--hub_model_id",
+            "acme/new",
+            "--hub_private_repo",
+            "--hub_token",
+            TOKEN,
+            "--endpoint",
+            hub.url,
+        ]
+    )
     assert hub.repos["acme/new"].private and set(hub.repos["acme/new"].tags) == {"v0.1", "v0.2"}
-    again = publish_from_cli(["--run_dir", str(run), "--repo_id", "acme/new", "--hub_token", TOKEN,
-                              "--endpoint", hub.url])
+    again = publish_from_cli(
+        ["--run_dir", str(run), "--repo_id", "acme/new", "--hub_token", TOKEN, "--endpoint", hub.url]
+    )
     assert [r.status for r in again] == ["unchanged", "unchanged"]  # the alias names the same repository
     # A failure's resume command repeats the flags, never the token.
     hub.fail("POST", r"/api/models/acme/other/commit/v0\.1$", status=500)
     with pytest.raises(SystemExit) as exit_info:
-        publish_main(["--run_dir", str(run), "--hub_model_id", "acme/other", "--hub_token", TOKEN, "--endpoint",
-                      hub.url])
+        publish_main(
+            ["--run_dir", str(run), "--hub_model_id", "acme/other", "--hub_token", TOKEN, "--endpoint", hub.url]
+        )
     message = str(exit_info.value)
     assert f"bioptimus-publish --run_dir {run} --hub_model_id acme/other --endpoint {hub.url}" in message
     assert TOKEN not in message
@@ -310,13 +512,21 @@ def test_ner_push_goes_to_hub_revision_and_creates_the_repository_private(hub, t
     from bioptimus_hf.utils.hub_settings import HubSettings
 
     build_tiny_bert(str(tmp_path / "ner" / "seed_3"))
-    results = {"model_name": "tiny-bert", "dataset": "data", "entity_types": ["Disease"], "tagging_scheme": "BIO",
-               "per_seed": [{"seed": 3, "eval_f1": 0.5}], "eval_f1": 0.5}
-    pushed = push_best_seed(HubSettings("acme/rev", private=True, token=TOKEN, revision="dev"), tmp_path / "ner",
-                            results)
+    results = {
+        "model_name": "tiny-bert",
+        "dataset": "data",
+        "entity_types": ["Disease"],
+        "tagging_scheme": "BIO",
+        "per_seed": [{"seed": 3, "eval_f1": 0.5}],
+        "eval_f1": 0.5,
+    }
+    pushed = push_best_seed(
+        HubSettings("acme/rev", private=True, token=TOKEN, revision="dev"), tmp_path / "ner", results
+    )
     assert (pushed.repo_id, pushed.seed) == ("acme/rev", 3) and hub.repos["acme/rev"].private
-    assert "model.safetensors" in hub.files("acme/rev", "dev") and "model.safetensors" not in hub.files("acme/rev",
-                                                                                                         "main")
+    assert "model.safetensors" in hub.files("acme/rev", "dev") and "model.safetensors" not in hub.files(
+        "acme/rev", "main"
+    )
     card = ModelCard(hub.files("acme/rev", "dev")["README.md"].decode())
     assert card.data.eval_results is None  # no test set: no model-index, nothing invented
     assert "| 3 | 50.00 | – | – | – |" in card.text

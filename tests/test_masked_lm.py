@@ -97,7 +97,11 @@ def test_loss_and_gradients_equal_standard_head(padded):
     torch.testing.assert_close(out.loss, ref.loss, atol=1e-5, rtol=0)
     assert_grads_close(grads, ref_grads)
     # Gradients reach the tied decoder/embedding matrix, the output bias and the head transform.
-    for name in ("bert.embeddings.word_embeddings.weight", "cls.predictions.bias", "cls.predictions.transform.dense.weight"):
+    for name in (
+        "bert.embeddings.word_embeddings.weight",
+        "cls.predictions.bias",
+        "cls.predictions.transform.dense.weight",
+    ):
         assert grads[name].abs().sum() > 0
 
     # Logits: labelled positions only, in the order of labels[labels != -100].
@@ -256,17 +260,49 @@ def test_run_pretraining_masked_only_flag_learns_the_same(monkeypatch, tmp_path,
     outputs = {}
     for flag in ("true", "false"):
         out = tmp_path / f"out_{flag}"
-        argv = ["run_pretraining.py", "--model_name_or_path", tiny_model_dir, "--train_file", corpus,
-                "--output_dir", out, "--do_train", "--max_steps", 4, "--phase_steps", 2, 2,
-                "--per_device_train_batch_size", 4, "--max_seq_length", 32, "--report_to", "none",
-                "--validation_split_percentage", 0, "--logging_steps", 1, "--disable_tqdm", "true",
-                "--save_strategy", "no", "--seed", 3, "--masked_only_prediction", flag,
-                "--curriculum", _two_phase_curriculum(tmp_path)]
+        argv = [
+            "run_pretraining.py",
+            "--model_name_or_path",
+            tiny_model_dir,
+            "--train_file",
+            corpus,
+            "--output_dir",
+            out,
+            "--do_train",
+            "--max_steps",
+            4,
+            "--phase_steps",
+            2,
+            2,
+            "--per_device_train_batch_size",
+            4,
+            "--max_seq_length",
+            32,
+            "--report_to",
+            "none",
+            "--validation_split_percentage",
+            0,
+            "--logging_steps",
+            1,
+            "--disable_tqdm",
+            "true",
+            "--save_strategy",
+            "no",
+            "--seed",
+            3,
+            "--masked_only_prediction",
+            flag,
+            "--curriculum",
+            _two_phase_curriculum(tmp_path),
+        ]
         monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
         run_pretraining.main()
         outputs[flag] = out
 
-    infos = {flag: json.loads((out / "releases" / "v0.2" / "bioptimus_phase.json").read_text()) for flag, out in outputs.items()}
+    infos = {
+        flag: json.loads((out / "releases" / "v0.2" / "bioptimus_phase.json").read_text())
+        for flag, out in outputs.items()
+    }
     assert infos["true"]["run"]["masked_only_prediction"] is True
     assert infos["false"]["run"]["masked_only_prediction"] is False
     fast = AutoModelForMaskedLM.from_pretrained(outputs["true"] / "releases" / "v0.2")
@@ -290,8 +326,14 @@ def _two_phase_curriculum(tmp_path):
 # ------------------------------------------------------------------------------------------ every architecture
 # Tiny random models of every masked LM we serve, built in code (no download): 2 layers, hidden 32, FFN 64,
 # vocabulary 97, no dropout (both paths must see the same encoder output; train mode is kept for gradients).
-_SHARED = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-               max_position_embeddings=64)
+_SHARED = dict(
+    vocab_size=VOCAB,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
 _NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 # Special-token ids inside the tiny vocabulary (the configs' defaults point into the real 30k-50k vocabularies).
 _SPECIAL_IDS = dict(pad_token_id=1, bos_token_id=0, eos_token_id=2)
@@ -316,23 +358,46 @@ def _architectures():
     return {
         # name: (model factory, the head the trace must find)
         "bert": (lambda: BertForMaskedLM(BertConfig(**_SHARED, **_NO_DROPOUT)), "encoder `bert`, head cls"),
-        "roberta": (lambda: RobertaForMaskedLM(RobertaConfig(**_SHARED, **_NO_DROPOUT, **_SPECIAL_IDS)),
-                    "encoder `roberta`, head lm_head"),
-        "xlm-roberta": (lambda: XLMRobertaForMaskedLM(XLMRobertaConfig(**_SHARED, **_NO_DROPOUT, **_SPECIAL_IDS)),
-                        "encoder `roberta`, head lm_head"),
-        "distilbert": (lambda: DistilBertForMaskedLM(DistilBertConfig(
-            vocab_size=VOCAB, dim=32, n_layers=2, n_heads=2, hidden_dim=64, max_position_embeddings=64, dropout=0.0,
-            attention_dropout=0.0, pad_token_id=0)),
-            "encoder `distilbert`, head vocab_transform -> activation -> vocab_layer_norm -> vocab_projector"),
-        "electra": (lambda: ElectraForMaskedLM(ElectraConfig(**_SHARED, **_NO_DROPOUT, embedding_size=16)),
-                    "encoder `electra`, head generator_predictions -> generator_lm_head"),
-        "deberta-v2": (lambda: DebertaV2ForMaskedLM(DebertaV2Config(**_SHARED, **_NO_DROPOUT)),
-                       "encoder `deberta`, head cls"),
+        "roberta": (
+            lambda: RobertaForMaskedLM(RobertaConfig(**_SHARED, **_NO_DROPOUT, **_SPECIAL_IDS)),
+            "encoder `roberta`, head lm_head",
+        ),
+        "xlm-roberta": (
+            lambda: XLMRobertaForMaskedLM(XLMRobertaConfig(**_SHARED, **_NO_DROPOUT, **_SPECIAL_IDS)),
+            "encoder `roberta`, head lm_head",
+        ),
+        "distilbert": (
+            lambda: DistilBertForMaskedLM(
+                DistilBertConfig(
+                    vocab_size=VOCAB,
+                    dim=32,
+                    n_layers=2,
+                    n_heads=2,
+                    hidden_dim=64,
+                    max_position_embeddings=64,
+                    dropout=0.0,
+                    attention_dropout=0.0,
+                    pad_token_id=0,
+                )
+            ),
+            "encoder `distilbert`, head vocab_transform -> activation -> vocab_layer_norm -> vocab_projector",
+        ),
+        "electra": (
+            lambda: ElectraForMaskedLM(ElectraConfig(**_SHARED, **_NO_DROPOUT, embedding_size=16)),
+            "encoder `electra`, head generator_predictions -> generator_lm_head",
+        ),
+        "deberta-v2": (
+            lambda: DebertaV2ForMaskedLM(DebertaV2Config(**_SHARED, **_NO_DROPOUT)),
+            "encoder `deberta`, head cls",
+        ),
         "deberta-v2-new-head": (
             lambda: DebertaV2ForMaskedLM(DebertaV2Config(**_SHARED, **_NO_DROPOUT, legacy=False)),
-            "encoder `deberta`, head lm_predictions(..., <deberta.embeddings.word_embeddings>)"),
-        "modernbert": (lambda: ModernBertForMaskedLM(ModernBertConfig(
-            **_SHARED, **_SPECIAL_IDS, cls_token_id=3, sep_token_id=2)), "encoder `model`, head head -> decoder"),
+            "encoder `deberta`, head lm_predictions(..., <deberta.embeddings.word_embeddings>)",
+        ),
+        "modernbert": (
+            lambda: ModernBertForMaskedLM(ModernBertConfig(**_SHARED, **_SPECIAL_IDS, cls_token_id=3, sep_token_id=2)),
+            "encoder `model`, head head -> decoder",
+        ),
     }
 
 
@@ -398,16 +463,20 @@ def _assert_as_exact_as_the_standard_head(out, grads, standard, reference, model
     for name, (o, g) in {"masked-only": (out, grads), "standard": (plain, plain_grads)}.items():
         assert_close_normwise(o.loss, exact.loss, loss_tolerance, f"{what} {name}: loss")
         assert g.keys() == exact_grads.keys()
-        assert_close_normwise(torch.cat([g[n].double().flatten() for n in exact_grads]),
-                              torch.cat([v.double().flatten() for v in exact_grads.values()]),
-                              gradient_tolerance, f"{what} {name}: all gradients")
+        assert_close_normwise(
+            torch.cat([g[n].double().flatten() for n in exact_grads]),
+            torch.cat([v.double().flatten() for v in exact_grads.values()]),
+            gradient_tolerance,
+            f"{what} {name}: all gradients",
+        )
     for name, expected in exact_grads.items():
         expected = expected.double()
         own = (grads[name].double() - expected).norm()
         theirs = (plain_grads[name].double() - expected).norm()
         assert own <= theirs + gradient_tolerance * expected.norm(), (
             f"{what}: gradient of {name}: error {own:.3e} vs the standard head's {theirs:.3e} "
-            f"(relative {normwise_relative_error(grads[name], expected):.3e})")
+            f"(relative {normwise_relative_error(grads[name], expected):.3e})"
+        )
 
 
 @pytest.mark.parametrize("name", ARCHITECTURES)
@@ -511,8 +580,9 @@ class _SmoothedLossBert(BertForMaskedLM):
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
         out = super().forward(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         if labels is not None:
-            out.loss = torch.nn.functional.cross_entropy(out.logits.view(-1, VOCAB), labels.view(-1),
-                                                         label_smoothing=0.1)
+            out.loss = torch.nn.functional.cross_entropy(
+                out.logits.view(-1, VOCAB), labels.view(-1), label_smoothing=0.1
+            )
         return out
 
 
@@ -529,15 +599,20 @@ class _ScaledHiddenBert(BertForMaskedLM):
 def _gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, bos_token_id=0,
-                                      eos_token_id=0))
+    return GPT2LMHeadModel(
+        GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, bos_token_id=0, eos_token_id=0)
+    )
 
 
-@pytest.mark.parametrize("make, reason", [
-    (_gpt2, "not a masked LM"),
-    (lambda: _SmoothedLossBert(tiny_bert().config), "its loss is not the cross-entropy"),
-    (lambda: _ScaledHiddenBert(tiny_bert().config), "computes something between them"),
-], ids=["causal-lm", "custom-loss", "op-between-encoder-and-head"])
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (_gpt2, "not a masked LM"),
+        (lambda: _SmoothedLossBert(tiny_bert().config), "its loss is not the cross-entropy"),
+        (lambda: _ScaledHiddenBert(tiny_bert().config), "computes something between them"),
+    ],
+    ids=["causal-lm", "custom-loss", "op-between-encoder-and-head"],
+)
 def test_unsupported_model_warns_and_keeps_the_standard_head(make, reason, caplog):
     from bioptimus_hf.pretraining.masked_lm import unsupported_reason
 
@@ -569,19 +644,54 @@ def test_run_pretraining_serves_a_roberta_and_records_it(monkeypatch, tmp_path, 
 
     torch.manual_seed(0)
     model_dir = tmp_path / "tiny_roberta"
-    RobertaForMaskedLM(RobertaConfig(
-        vocab_size=len(tiny_tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64, pad_token_id=tiny_tokenizer.pad_token_id,
-    )).save_pretrained(model_dir)
+    RobertaForMaskedLM(
+        RobertaConfig(
+            vocab_size=len(tiny_tokenizer),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            pad_token_id=tiny_tokenizer.pad_token_id,
+        )
+    ).save_pretrained(model_dir)
     tiny_tokenizer.save_pretrained(model_dir)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(200)) + "\n")
     out = tmp_path / "out"
-    argv = ["run_pretraining.py", "--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out,
-            "--do_train", "--max_steps", 2, "--phase_steps", 1, 1, "--per_device_train_batch_size", 4,
-            "--max_seq_length", 32, "--report_to", "none", "--validation_split_percentage", 0, "--disable_tqdm",
-            "true", "--save_strategy", "no", "--use_cpu", "true", "--bf16", "false",
-            "--curriculum", _two_phase_curriculum(tmp_path)]
+    argv = [
+        "run_pretraining.py",
+        "--model_name_or_path",
+        model_dir,
+        "--train_file",
+        corpus,
+        "--output_dir",
+        out,
+        "--do_train",
+        "--max_steps",
+        2,
+        "--phase_steps",
+        1,
+        1,
+        "--per_device_train_batch_size",
+        4,
+        "--max_seq_length",
+        32,
+        "--report_to",
+        "none",
+        "--validation_split_percentage",
+        0,
+        "--disable_tqdm",
+        "true",
+        "--save_strategy",
+        "no",
+        "--use_cpu",
+        "true",
+        "--bf16",
+        "false",
+        "--curriculum",
+        _two_phase_curriculum(tmp_path),
+    ]
     monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
     with caplog.at_level(logging.INFO):
         run_pretraining.main()
@@ -619,8 +729,9 @@ def test_static_masked_positions_give_the_unpadded_loss_and_gradients(name):
         assert_close_normwise(static.loss, dynamic.loss, loss_tolerance, f"{name}: loss")
         assert static_grads.keys() == dynamic_grads.keys()
         for key in static_grads:
-            assert_close_normwise(static_grads[key], dynamic_grads[key], gradient_tolerance,
-                                  f"{name}: gradient of {key}")
+            assert_close_normwise(
+                static_grads[key], dynamic_grads[key], gradient_tolerance, f"{name}: gradient of {key}"
+            )
         assert static.logits.shape == (count + 21, VOCAB)
         assert_close_normwise(static.logits[:count], dynamic.logits, loss_tolerance, f"{name}: logits")
 

@@ -16,9 +16,17 @@ from bioptimus_hf.releases.record import PHASE_FILE, DistillationFacts, ReleaseI
 from bioptimus_hf.testing.tiny_releases import make_release, tiny_run_args
 
 
-BC5CDR = {"dataset_name": "BC5CDR-chem", "dataset_id": "acme/blurb-bc5cdr-chem-parquet", "dataset_config": "bc5chem",
-          "test_f1": 0.9312, "test_f1_std": 0.0021, "test_precision": 0.9204, "test_recall": 0.9423,
-          "eval_f1": 0.9287, "seeds": 5}
+BC5CDR = {
+    "dataset_name": "BC5CDR-chem",
+    "dataset_id": "acme/blurb-bc5cdr-chem-parquet",
+    "dataset_config": "bc5chem",
+    "test_f1": 0.9312,
+    "test_f1_std": 0.0021,
+    "test_precision": 0.9204,
+    "test_recall": 0.9423,
+    "eval_f1": 0.9287,
+    "seeds": 5,
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +75,9 @@ def test_card_with_results_writes_a_parsable_model_index(release_v03, tmp_path):
     assert name == "acme/bioptimus"
     values = {r.metric_type: r.metric_value for r in results}
     assert values == {"f1": 0.9312, "precision": 0.9204, "recall": 0.9423}
-    assert {r.dataset_type for r in results} == {"acme/blurb-bc5cdr-chem-parquet"} and {r.dataset_split for r in results} == {"test"}
+    assert {r.dataset_type for r in results} == {"acme/blurb-bc5cdr-chem-parquet"} and {
+        r.dataset_split for r in results
+    } == {"test"}
     assert {r.task_type for r in results} == {"token-classification"}
     assert card.data.eval_results[0].dataset_config == "bc5chem"
     assert "| BC5CDR-chem | 93.12 ± 0.21 | 92.04 | 94.23 | 92.87 | 5 |" in text
@@ -78,8 +88,15 @@ def test_ner_results_from_all_results_files(release_v03, tmp_path):
     ner_dir = tmp_path / "ner"
     for name, f1 in (("NCBI-disease", 0.887), ("JNLPBA", 0.795)):
         (ner_dir / name).mkdir(parents=True)
-        payload = {"dataset": name, "test_f1": f1, "test_f1_std": 0.004, "test_precision": f1 - 0.01,
-                   "test_recall": f1 + 0.01, "eval_f1": f1, "per_seed": [{"seed": s} for s in range(3)]}
+        payload = {
+            "dataset": name,
+            "test_f1": f1,
+            "test_f1_std": 0.004,
+            "test_precision": f1 - 0.01,
+            "test_recall": f1 + 0.01,
+            "eval_f1": f1,
+            "per_seed": [{"seed": s} for s in range(3)],
+        }
         (ner_dir / name / "all_results.json").write_text(json.dumps(payload))
     from_dir = load_ner_results(ner_dir)
     from_file = load_ner_results(ner_dir / "JNLPBA" / "all_results.json")
@@ -127,8 +144,13 @@ def test_missing_keys_are_tolerated(tmp_path):
 
 
 def test_no_secrets_or_local_base_model_in_metadata(tmp_path):
-    run = tiny_run_args(base_model="/home/me/models/bert", base_model_hub_id=None, tokenizer="/home/me/tok",
-                        hub_token="hf_leakyToken123", fp16=True)
+    run = tiny_run_args(
+        base_model="/home/me/models/bert",
+        base_model_hub_id=None,
+        tokenizer="/home/me/tok",
+        hub_token="hf_leakyToken123",
+        fp16=True,
+    )
     release = make_release(tmp_path / "v0.1", 0, run=run, heldout=False)
     text = render_release_card(release)
     assert "hf_leakyToken123" not in text and "hub_token" not in text
@@ -147,9 +169,11 @@ def test_missing_phase_file_is_a_clear_error(tmp_path):
 def test_validate_card_rejects_broken_metadata():
     with pytest.raises(ValueError, match="misses"):
         validate_card("---\nlicense: apache-2.0\n---\n# card\n")
-    broken_index = ("---\nlicense: apache-2.0\nlanguage: en\nlibrary_name: transformers\ntags: [bert]\n"
-                    "model-index:\n- name: x\n  results:\n  - task: {type: token-classification}\n"
-                    "    dataset: {name: d, type: d}\n    metrics:\n    - {type: f1, value: n/a}\n---\n")
+    broken_index = (
+        "---\nlicense: apache-2.0\nlanguage: en\nlibrary_name: transformers\ntags: [bert]\n"
+        "model-index:\n- name: x\n  results:\n  - task: {type: token-classification}\n"
+        "    dataset: {name: d, type: d}\n    metrics:\n    - {type: f1, value: n/a}\n---\n"
+    )
     with pytest.raises(ValueError, match="not a number"):
         validate_card(broken_index)
 
@@ -157,15 +181,18 @@ def test_validate_card_rejects_broken_metadata():
 def test_dataset_ids_that_datasets_4_cannot_load_are_refused(release_v03, tmp_path):
     """Script-only ids (bigbio/*) no longer load with datasets >= 4: refused in NER results and training
     datasets, naming where they came from; without an id the model-index names the data and still parses."""
-    with pytest.raises(ValueError, match=r"ner_results: 'bigbio/blurb' is a loading-script dataset, which datasets >= 4"):
+    with pytest.raises(
+        ValueError, match=r"ner_results: 'bigbio/blurb' is a loading-script dataset, which datasets >= 4"
+    ):
         render_release_card(release_v03, [dict(BC5CDR, dataset_id="bigbio/blurb")])
     with pytest.raises(ValueError, match=r"datasets of the card of .*v0.3: 'bigbio/pubmed' is a loading-script"):
         render_release_card(release_v03, datasets=["bigbio/pubmed"])
     with pytest.raises(ValueError, match=r"'not a/valid id' is not a Hub dataset id"):
         render_release_card(release_v03, datasets=["not a/valid id"])
     without_id = {k: v for k, v in BC5CDR.items() if k not in ("dataset_id", "dataset_config")}
-    text = render_release_card(release_v03, [without_id], repo_id="acme/bioptimus",
-                               datasets=["acme/pubmed-abstracts-parquet"])
+    text = render_release_card(
+        release_v03, [without_id], repo_id="acme/bioptimus", datasets=["acme/pubmed-abstracts-parquet"]
+    )
     validate_card(text)
     metadata = metadata_load(_write(tmp_path, text))
     assert metadata["datasets"] == ["acme/pubmed-abstracts-parquet"]
@@ -175,10 +202,17 @@ def test_dataset_ids_that_datasets_4_cannot_load_are_refused(release_v03, tmp_pa
     # The Hub's own builder gives the same entry as our model-index (what the Hub renders).
     from huggingface_hub import metadata_eval_result
 
-    reference = metadata_eval_result(model_pretty_name="acme/bioptimus", task_pretty_name="Named Entity Recognition",
-                                     task_id="token-classification", metrics_pretty_name="Test entity-level f1, mean of 5 seeds",
-                                     metrics_id="f1", metrics_value=0.9312, dataset_pretty_name="BC5CDR-chem",
-                                     dataset_id="BC5CDR-chem", dataset_split="test")
+    reference = metadata_eval_result(
+        model_pretty_name="acme/bioptimus",
+        task_pretty_name="Named Entity Recognition",
+        task_id="token-classification",
+        metrics_pretty_name="Test entity-level f1, mean of 5 seeds",
+        metrics_id="f1",
+        metrics_value=0.9312,
+        dataset_pretty_name="BC5CDR-chem",
+        dataset_id="BC5CDR-chem",
+        dataset_split="test",
+    )
     ours = metadata["model-index"][0]["results"][0]
     assert ours["task"] == reference["model-index"][0]["results"][0]["task"]
     assert ours["dataset"] == reference["model-index"][0]["results"][0]["dataset"]
@@ -188,14 +222,18 @@ def test_dataset_ids_that_datasets_4_cannot_load_are_refused(release_v03, tmp_pa
 
 
 # ----------------------------------------------------------------------------------------------- the model as it is
-ROBERTA_VOCAB = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"] + ["Ġ" + word for word in "the protein gene cell binds".split()]
+ROBERTA_VOCAB = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"] + [
+    "Ġ" + word for word in "the protein gene cell binds".split()
+]
 CURRICULUM_TAGS = ["fill-mask", "bioptimus", "curriculum-learning", "pubmed"]
 
 
 def replace_checkpoint(release, model, tokenizer=None):
     """Keep the release's record, replace its model (and tokenizer) files."""
     for path in release.iterdir():
-        if path.name != PHASE_FILE and (tokenizer is not None or not path.name.startswith(("tokenizer", "special", "vocab"))):
+        if path.name != PHASE_FILE and (
+            tokenizer is not None or not path.name.startswith(("tokenizer", "special", "vocab"))
+        ):
             path.unlink()
     model.save_pretrained(release)
     if tokenizer is not None:
@@ -206,9 +244,17 @@ def replace_checkpoint(release, model, tokenizer=None):
 def make_roberta_release(release_dir, phase_index):
     """A tiny RobertaForMaskedLM release with a byte-level BPE tokenizer (mask ``<mask>``), make_release's record."""
     torch.manual_seed(0)
-    config = RobertaConfig(vocab_size=len(ROBERTA_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                           intermediate_size=32, max_position_embeddings=40, pad_token_id=1, bos_token_id=0,
-                           eos_token_id=2)
+    config = RobertaConfig(
+        vocab_size=len(ROBERTA_VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=40,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
     tokenizer = RobertaTokenizer(vocab={token: i for i, token in enumerate(ROBERTA_VOCAB)}, merges=[])
     return replace_checkpoint(make_release(release_dir, phase_index), RobertaForMaskedLM(config), tokenizer)
 
@@ -252,23 +298,44 @@ def test_no_family_is_claimed_without_a_config(tmp_path):
 
 def test_student_card_of_a_roberta_names_roberta(tmp_path):
     release = make_roberta_release(tmp_path / "student", 3)
-    facts = DistillationFacts(recipe="tinybiobert", student_init="random", student_layers=[0], layer_map=[1],
-                              loss_weights={"mlm": 1.0}, student_num_layers=1, student_hidden_size=16,
-                              teacher_num_layers=2, teacher_hidden_size=32)
+    facts = DistillationFacts(
+        recipe="tinybiobert",
+        student_init="random",
+        student_layers=[0],
+        layer_map=[1],
+        loss_weights={"mlm": 1.0},
+        student_num_layers=1,
+        student_hidden_size=16,
+        teacher_num_layers=2,
+        teacher_hidden_size=32,
+    )
     dataclasses.replace(ReleaseInfo.load(release), distillation=facts).save(release)  # a student's record
     text = render_release_card(release)
     validate_card(text)
     assert "A compact biomedical RoBERTa masked language model **distilled**" in text
     assert "It is a plain `RobertaForMaskedLM`" in text
-    assert ModelCard(text).data.tags == ["biomedical", "roberta", "fill-mask", "bioptimus", "knowledge-distillation",
-                                         "pubmed"]
+    assert ModelCard(text).data.tags == [
+        "biomedical",
+        "roberta",
+        "fill-mask",
+        "bioptimus",
+        "knowledge-distillation",
+        "pubmed",
+    ]
 
 
 def test_student_card_shows_the_recipe_and_loss_descriptions_its_record_carries(tmp_path):
     release = make_roberta_release(tmp_path / "student", 3)
-    facts = DistillationFacts(recipe="distilbiobert", recipe_name="DistilBioBERT", recipe_description="half depth, KL",
-                              loss_descriptions={"kl": "KL at the masked positions"}, student_init="teacher_layers",
-                              student_layers=[0], layer_map=[0], loss_weights={"mlm": 2.0, "kl": 5.0})
+    facts = DistillationFacts(
+        recipe="distilbiobert",
+        recipe_name="DistilBioBERT",
+        recipe_description="half depth, KL",
+        loss_descriptions={"kl": "KL at the masked positions"},
+        student_init="teacher_layers",
+        student_layers=[0],
+        layer_map=[0],
+        loss_weights={"mlm": 2.0, "kl": 5.0},
+    )
     dataclasses.replace(ReleaseInfo.load(release), distillation=facts).save(release)
     text = render_release_card(release)
     assert "with the **DistilBioBERT** recipe of Rohanian et al." in text and "\nhalf depth, KL.\n" in text

@@ -17,11 +17,26 @@ def write_result(path, name, f1_by_seed):
     values = list(f1_by_seed.values())
     mean = sum(values) / len(values)
     std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-    result = {"model_name_or_path": f"/models/{name}", "setting": {"model_name": name},
-              "results": [{"dataset": "NCBI-disease-IOB", "test_f1": mean, "test_f1_std": std,
-                           "per_seed": [{"seed": s, "test_f1": f} for s, f in f1_by_seed.items()]}]}
-    record = {"machine": {"kind": "cpu-avx2"}, "commit": None, "date": "2026-01-01", "command": "c", "figures": {},
-              "detail": result}  # benchmarks/_results.py's record, as benchmarks/ner.py writes it
+    result = {
+        "model_name_or_path": f"/models/{name}",
+        "setting": {"model_name": name},
+        "results": [
+            {
+                "dataset": "NCBI-disease-IOB",
+                "test_f1": mean,
+                "test_f1_std": std,
+                "per_seed": [{"seed": s, "test_f1": f} for s, f in f1_by_seed.items()],
+            }
+        ],
+    }
+    record = {
+        "machine": {"kind": "cpu-avx2"},
+        "commit": None,
+        "date": "2026-01-01",
+        "command": "c",
+        "figures": {},
+        "detail": result,
+    }  # benchmarks/_results.py's record, as benchmarks/ner.py writes it
     path.write_text(json.dumps(record))
     return str(path)
 
@@ -37,8 +52,10 @@ def test_paired_differences_per_seed(tmp_path):
     assert report["models"]["ref"]["test_f1_mean"] == pytest.approx(0.75)
     assert report["models"]["ref"]["test_f1_std"] == pytest.approx(0.05)
     saved = json.loads((tmp_path / "out.json").read_text())
-    assert saved["figures"] == {"ref": {"test_f1_pct": 75.0, "test_f1_std_pct": 5.0},
-                                "other": {"test_f1_pct": 76.0, "test_f1_std_pct": 4.6}}
+    assert saved["figures"] == {
+        "ref": {"test_f1_pct": 75.0, "test_f1_std_pct": 5.0},
+        "other": {"test_f1_pct": 76.0, "test_f1_std_pct": 4.6},
+    }
     assert saved["detail"]["models"]["other"]["minus_reference"] == json.loads(json.dumps(difference))
     assert saved["detail"]["models"]["other"]["file"] == "other.json"  # written without the local path
 
@@ -46,8 +63,18 @@ def test_paired_differences_per_seed(tmp_path):
 def test_missing_dataset_names_the_file(tmp_path):
     reference = write_result(tmp_path / "ref.json", "ref", {1: 0.80, 2: 0.70})
     with pytest.raises(KeyError, match=r"ref\.json: no results for BC2GM-IOB"):
-        ner_compare.main(["--reference", reference, "--models", reference, "--dataset", "BC2GM-IOB",
-                          "--output", str(tmp_path / "out.json")])
+        ner_compare.main(
+            [
+                "--reference",
+                reference,
+                "--models",
+                reference,
+                "--dataset",
+                "BC2GM-IOB",
+                "--output",
+                str(tmp_path / "out.json"),
+            ]
+        )
 
 
 def test_different_seeds_are_refused_naming_the_file(tmp_path):

@@ -26,6 +26,7 @@ def write(tmp_path, name, text):
 
 # ---------------------------------------------------------------- schemes
 
+
 def test_schemes_encode_known_spans():
     spans = [("Dis", 0, 2), ("Chem", 2, 3), ("Dis", 4, 7)]
     assert spans_to_tags(spans, 8, "BIO") == ["B-Dis", "I-Dis", "B-Chem", "O", "B-Dis", "I-Dis", "I-Dis", "O"]
@@ -74,7 +75,12 @@ def test_io_round_trip_loses_only_adjacent_same_type_boundaries():
 
 def test_lenient_decoding_of_ill_formed_predictions():
     assert tags_to_spans(["O", "I-X", "I-X", "B-X", "I-Y"], "BIO") == [("X", 1, 3), ("X", 3, 4), ("Y", 4, 5)]
-    assert tags_to_spans(["L-X", "B-X", "I-X", "O", "U-X", "I-X"], "BIOUL") == [("X", 0, 1), ("X", 1, 3), ("X", 4, 5), ("X", 5, 6)]
+    assert tags_to_spans(["L-X", "B-X", "I-X", "O", "U-X", "I-X"], "BIOUL") == [
+        ("X", 0, 1),
+        ("X", 1, 3),
+        ("X", 4, 5),
+        ("X", 5, 6),
+    ]
 
 
 def test_detect_scheme_and_label_list():
@@ -83,11 +89,22 @@ def test_detect_scheme_and_label_list():
     assert detect_scheme(["U-X"]) == "BIOUL"
     with pytest.raises(ValueError, match="mixed tagging schemes"):
         detect_scheme(["S-X", "L-X"])
-    assert label_list(["Dis", "Chem"], "BIOUL") == ["O", "B-Chem", "I-Chem", "L-Chem", "U-Chem", "B-Dis", "I-Dis", "L-Dis", "U-Dis"]
+    assert label_list(["Dis", "Chem"], "BIOUL") == [
+        "O",
+        "B-Chem",
+        "I-Chem",
+        "L-Chem",
+        "U-Chem",
+        "B-Dis",
+        "I-Dis",
+        "L-Dis",
+        "U-Dis",
+    ]
     assert label_list(["Dis"], "IO") == ["O", "I-Dis"]
 
 
 # ---------------------------------------------------------------- CoNLL reading and bad input
+
 
 def test_read_iob2_and_iobes_give_the_same_spans(tmp_path):
     iob2 = read_conll(write(tmp_path, "a.tsv", "-DOCSTART-\tO\n\nBreast\tB-D\ncancer\tI-D\n,\tO\nFe\tB-C\n\nx\tO\n"))
@@ -130,7 +147,9 @@ def test_empty_and_missing_files(tmp_path):
 
 
 def test_mixed_schemes_in_one_file(tmp_path):
-    with pytest.raises(ConllFormatError, match=r"mixed\.tsv: mixed tagging schemes: IOBES tags .* line 1 .* BIOUL tags .* line 3"):
+    with pytest.raises(
+        ConllFormatError, match=r"mixed\.tsv: mixed tagging schemes: IOBES tags .* line 1 .* BIOUL tags .* line 3"
+    ):
         read_conll(write(tmp_path, "mixed.tsv", "a\tS-X\n\nb\tU-X\n"))
 
 
@@ -146,7 +165,10 @@ def test_i_without_b_is_repaired_or_strict_error(tmp_path):
 def test_entity_types_absent_from_train(tmp_path):
     train = read_conll(write(tmp_path, "train.tsv", "a\tB-X\n"))
     test = read_conll(write(tmp_path, "test.tsv", "a\tB-X\n\nb\tO\nc\tB-Gene\n"))
-    with pytest.raises(ConllFormatError, match=r"test\.tsv: entity type\(s\) absent from the training file .*'Gene' \(first at line 4\)"):
+    with pytest.raises(
+        ConllFormatError,
+        match=r"test\.tsv: entity type\(s\) absent from the training file .*'Gene' \(first at line 4\)",
+    ):
         check_entity_types(train, test)
 
 
@@ -171,6 +193,7 @@ def test_span_scores_are_scheme_independent(tmp_path):
 
 # ---------------------------------------------------------------- alignment and windows
 
+
 def test_first_subtoken_label_alignment(tokenizer, tmp_path):
     split = read_conll(write(tmp_path, "a.tsv", "breast\tB-D\ncancers\tI-D\nwith\tO\naspirin\tS-C\n"))
     labels = label_list(split.entity_types, "BIOUL")
@@ -179,10 +202,34 @@ def test_first_subtoken_label_alignment(tokenizer, tmp_path):
     row = encoded.dataset[0]
     tokens = tokenizer.convert_ids_to_tokens(row["input_ids"])
     assert tokens == ["[CLS]", "breast", "cancer", "##s", "with", "aspirin", "[SEP]"]
-    assert [labels[i] if i != IGNORE_INDEX else None for i in row["labels"]] == [None, "B-D", "L-D", None, "O", "U-C", None]
-    every = encode_split(tokenizer, split.sentences, "BIO", {l: i for i, l in enumerate(label_list(["C", "D"], "BIO"))}, 32, 4, label_all_tokens=True)
+    assert [labels[i] if i != IGNORE_INDEX else None for i in row["labels"]] == [
+        None,
+        "B-D",
+        "L-D",
+        None,
+        "O",
+        "U-C",
+        None,
+    ]
+    every = encode_split(
+        tokenizer,
+        split.sentences,
+        "BIO",
+        {l: i for i, l in enumerate(label_list(["C", "D"], "BIO"))},
+        32,
+        4,
+        label_all_tokens=True,
+    )
     bio = label_list(["C", "D"], "BIO")
-    assert [bio[i] if i != IGNORE_INDEX else None for i in every.dataset[0]["labels"]] == [None, "B-D", "I-D", "I-D", "O", "B-C", None]
+    assert [bio[i] if i != IGNORE_INDEX else None for i in every.dataset[0]["labels"]] == [
+        None,
+        "B-D",
+        "I-D",
+        "I-D",
+        "O",
+        "B-C",
+        None,
+    ]
 
 
 def test_plan_windows_respects_budget_and_overlap():

@@ -25,6 +25,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def no_network(monkeypatch):
     """Any connection attempt fails the test: the module must load from the package's own directory."""
+
     def refuse(self, address):
         raise AssertionError(f"network access to {address}")
 
@@ -45,11 +46,13 @@ def test_evaluate_load_offline_gives_the_hand_computed_scores(span_f1):
     references = [["B-D", "I-D", "O", "B-C"], ["B-D", "O", "O"]]
     predictions = [["B-D", "L-D", "O", "U-C"], ["O", "U-C", "U-C"]]
     scores = span_f1.compute(predictions=predictions, references=references, scheme="BIOUL", reference_scheme="BIO")
-    assert scores == pytest.approx({"precision": 2 / 4, "recall": 2 / 3, "f1": 4 / 7, "gold_entities": 3,
-                                    "predicted_entities": 4}, abs=1e-12)
+    assert scores == pytest.approx(
+        {"precision": 2 / 4, "recall": 2 / 3, "f1": 4 / 7, "gold_entities": 3, "predicted_entities": 4}, abs=1e-12
+    )
     # the predictions' scheme decides the spans: in IO, B-C B-C is one entity; in BIO, two
-    io = span_f1.compute(predictions=[["B-C", "B-C"]], references=[["B-C", "B-C"]], scheme="IO",
-                         reference_scheme="BIO")
+    io = span_f1.compute(
+        predictions=[["B-C", "B-C"]], references=[["B-C", "B-C"]], scheme="IO", reference_scheme="BIO"
+    )
     assert (io["f1"], io["predicted_entities"], io["gold_entities"]) == (0.0, 1, 2)
     bio = span_f1.compute(predictions=[["B-C", "B-C"]], references=[["B-C", "B-C"]], scheme="BIO")
     assert (bio["f1"], bio["predicted_entities"]) == (1.0, 2)
@@ -58,8 +61,9 @@ def test_evaluate_load_offline_gives_the_hand_computed_scores(span_f1):
 def test_batches_added_then_computed_and_mismatched_lengths_named(span_f1):
     span_f1.add_batch(predictions=[["B-D", "I-D"]], references=[["B-D", "I-D"]])
     span_f1.add_batch(predictions=[["O"]], references=[["B-C"]])
-    assert span_f1.compute() == pytest.approx({"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "gold_entities": 2,
-                                               "predicted_entities": 1}, abs=1e-12)
+    assert span_f1.compute() == pytest.approx(
+        {"precision": 1.0, "recall": 0.5, "f1": 2 / 3, "gold_entities": 2, "predicted_entities": 1}, abs=1e-12
+    )
     with pytest.raises(ValueError, match="sentence 0: 2 predicted tags but 1 reference tags"):
         span_f1.compute(predictions=[["O", "O"]], references=[["O"]])
 
@@ -101,8 +105,7 @@ def test_run_ners_compute_metrics_goes_through_the_module_with_identical_numbers
     metric.compute = lambda **inputs: computed.append(inputs["scheme"]) or compute_with_the_module(**inputs)
     monkeypatch.setattr(evaluation, "load_span_f1", lambda: metric)
     tokenizer = AutoTokenizer.from_pretrained(build_tiny_bert(str(tmp_path / "model")))
-    sentences = [Sentence(tokens, tags, tags_to_spans(tags, "BIO"), 1)
-                 for tokens, tags in synthetic_sentences(40, 3)]
+    sentences = [Sentence(tokens, tags, tags_to_spans(tags, "BIO"), 1) for tokens, tags in synthetic_sentences(40, 3)]
     labels = label_list(["Chemical", "Disease"], scheme)
     label2id = {label: i for i, label in enumerate(labels)}
     id2label = dict(enumerate(labels))

@@ -23,9 +23,28 @@ from conftest import python_path, run_launcher
 from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401
 
 
-FAST = ["--num_train_epochs", "8", "--learning_rate", "5e-3", "--per_device_train_batch_size", "8",
-        "--warmup_steps", "0.1", "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "true",
-        "--use_cpu", "true", "--max_seq_length", "16", "--window_stride", "4"]
+FAST = [
+    "--num_train_epochs",
+    "8",
+    "--learning_rate",
+    "5e-3",
+    "--per_device_train_batch_size",
+    "8",
+    "--warmup_steps",
+    "0.1",
+    "--report_to",
+    "none",
+    "--save_strategy",
+    "no",
+    "--disable_tqdm",
+    "true",
+    "--use_cpu",
+    "true",
+    "--max_seq_length",
+    "16",
+    "--window_stride",
+    "4",
+]
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +63,21 @@ def tiny(tmp_path_factory):
 def two_seed_run(tiny):
     root, model, data = tiny
     output = str(root / "out")
-    results = run_ner.main(["--model_name_or_path", model, "--data_dir", data, "--output_dir", output,
-                            "--seeds", "1,2", "--model_name", "tiny-bert"] + FAST)
+    results = run_ner.main(
+        [
+            "--model_name_or_path",
+            model,
+            "--data_dir",
+            data,
+            "--output_dir",
+            output,
+            "--seeds",
+            "1,2",
+            "--model_name",
+            "tiny-bert",
+        ]
+        + FAST
+    )
     return output, results
 
 
@@ -54,22 +86,34 @@ def test_two_seed_run_writes_results(two_seed_run, tiny):
     with open(os.path.join(output, "all_results.json")) as handle:
         saved = json.load(handle)
     assert saved == json.loads(json.dumps(results))
-    for key in ("eval_f1", "test_f1", "test_f1_std", "test_precision", "test_recall", "per_seed", "test_sentences_per_s"):
+    for key in (
+        "eval_f1",
+        "test_f1",
+        "test_f1_std",
+        "test_precision",
+        "test_recall",
+        "per_seed",
+        "test_sentences_per_s",
+    ):
         assert key in saved, key
     assert [run["seed"] for run in saved["per_seed"]] == [1, 2]
     f1s = [run["test_f1"] for run in saved["per_seed"]]
     assert saved["test_f1"] == pytest.approx(sum(f1s) / 2)
-    assert saved["test_f1_std"] == pytest.approx(abs(f1s[0] - f1s[1]) / 2 ** 0.5)
+    assert saved["test_f1_std"] == pytest.approx(abs(f1s[0] - f1s[1]) / 2**0.5)
     # the synthetic entities are easy: a working pipeline learns them
     assert saved["test_f1"] > 0.8 and saved["eval_f1"] > 0.8
     _, model, data = tiny
     tokenizer = AutoTokenizer.from_pretrained(model)
-    too_long = sum(len(tokenizer(s.tokens, is_split_into_words=True)["input_ids"]) > 16
-                   for s in read_conll(os.path.join(data, "test.tsv")).sentences)
+    too_long = sum(
+        len(tokenizer(s.tokens, is_split_into_words=True)["input_ids"]) > 16
+        for s in read_conll(os.path.join(data, "test.tsv")).sentences
+    )
     assert saved["windows"]["test"]["sentences_split"] == too_long >= 1
     assert saved["entity_types"] == ["Chemical", "Disease"] and saved["tagging_scheme"] == "BIO"
     table = open(os.path.join(output, "results.md")).read()
-    assert "| mean ± std |" in table and f"**{100 * saved['test_f1']:.2f} ± {100 * saved['test_f1_std']:.2f}**" in table
+    assert (
+        "| mean ± std |" in table and f"**{100 * saved['test_f1']:.2f} ± {100 * saved['test_f1_std']:.2f}**" in table
+    )
     index = json.load(open(os.path.join(output, "model_index.json")))
     metrics = {m["type"]: m["value"] for m in index[0]["results"][0]["metrics"]}
     assert index[0]["name"] == "tiny-bert" and metrics["f1"] == pytest.approx(saved["test_f1"], abs=1e-4)
@@ -96,7 +140,10 @@ def test_tagger_returns_character_offsets(two_seed_run):
     tagger = NerTagger(os.path.join(output, "seed_1"), max_seq_length=16, stride=4)
     text = "The patients with  breast cancer were treated with aspirin."
     entities = tagger(text)
-    assert [(e["entity_group"], e["word"]) for e in entities] == [("Disease", "breast cancer"), ("Chemical", "aspirin")]
+    assert [(e["entity_group"], e["word"]) for e in entities] == [
+        ("Disease", "breast cancer"),
+        ("Chemical", "aspirin"),
+    ]
     for entity in entities:  # the keys and order of pipeline("token-classification", aggregation_strategy=...)
         assert list(entity) == ["entity_group", "score", "word", "start", "end"]
         assert text[entity["start"] : entity["end"]] == entity["word"] and 0 < entity["score"] <= 1
@@ -118,17 +165,37 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
     first = "the patients with breast cancer were treated with cisplatin ."
     source.write_text(first + "\nthe study\n")
     target = tmp_path / "entities.jsonl"
-    tag_entities.main(["--model_name_or_path", os.path.join(output, "seed_2"), "--input_file", str(source),
-                       "--output_file", str(target), "--max_seq_length", "16"])
+    tag_entities.main(
+        [
+            "--model_name_or_path",
+            os.path.join(output, "seed_2"),
+            "--input_file",
+            str(source),
+            "--output_file",
+            str(target),
+            "--max_seq_length",
+            "16",
+        ]
+    )
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     assert [row["line"] for row in rows] == [1, 2]
-    assert [(e["entity_group"], e["start"], e["end"]) for e in rows[0]["entities"]] == [("Disease", 18, 31),
-                                                                                        ("Chemical", 50, 59)]
+    assert [(e["entity_group"], e["start"], e["end"]) for e in rows[0]["entities"]] == [
+        ("Disease", 18, 31),
+        ("Chemical", 50, 59),
+    ]
     assert first[18:31] == "breast cancer" and first[50:59] == "cisplatin"
     assert rows[1]["entities"] == []
     assert applied == [True]
-    tag_entities.main(["--model_name_or_path", os.path.join(output, "seed_2"), "--text", "the study",
-                       "--retain_freed_memory", "false"])
+    tag_entities.main(
+        [
+            "--model_name_or_path",
+            os.path.join(output, "seed_2"),
+            "--text",
+            "the study",
+            "--retain_freed_memory",
+            "false",
+        ]
+    )
     assert applied == [True]
 
 
@@ -140,15 +207,38 @@ def test_bulk_dropout_trains_reproducibly_is_recorded_and_saves_a_standard_model
     from transformers import AutoModelForTokenClassification
 
     _, model, data = tiny
-    quick = ["--model_name_or_path", model, "--data_dir", data, "--seeds", "1", "--max_steps", "3",
-             "--learning_rate", "5e-3", "--report_to", "none", "--save_strategy", "no", "--max_seq_length", "16",
-             "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
+    quick = [
+        "--model_name_or_path",
+        model,
+        "--data_dir",
+        data,
+        "--seeds",
+        "1",
+        "--max_steps",
+        "3",
+        "--learning_rate",
+        "5e-3",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--max_seq_length",
+        "16",
+        "--window_stride",
+        "4",
+        "--use_cpu",
+        "true",
+        "--disable_tqdm",
+        "true",
+    ]
     weights, recorded = {}, {}
     for name, flag in (("bulk", "true"), ("bulk_again", "true"), ("torch", "false")):
         output = tmp_path / name
         results = run_ner.main(quick + ["--output_dir", str(output), "--bulk_dropout", flag])
-        recorded[name] = (results["dropout_masks"],
-                          json.load(open(output / "seed_1" / "seed_results.json"))["run_info"]["dropout_masks"])
+        recorded[name] = (
+            results["dropout_masks"],
+            json.load(open(output / "seed_1" / "seed_results.json"))["run_info"]["dropout_masks"],
+        )
         saved = AutoModelForTokenClassification.from_pretrained(output / "seed_1")
         assert saved.config._attn_implementation in ("sdpa", "eager")
         assert all(type(m) is torch.nn.Dropout for m in saved.modules() if isinstance(m, torch.nn.Dropout))
@@ -165,18 +255,30 @@ def test_bioul_training_from_a_datasets_dir_and_yaml_config(tiny, tmp_path):
 
     def split(count, seed):
         rows = synthetic_sentences(count, seed)
-        return Dataset.from_dict({"tokens": [t for t, _ in rows], "ner_tags": [[names.index(x) for x in tags] for _, tags in rows]},
-                                 features=features)
+        return Dataset.from_dict(
+            {"tokens": [t for t, _ in rows], "ner_tags": [[names.index(x) for x in tags] for _, tags in rows]},
+            features=features,
+        )
 
-    DatasetDict({"train": split(60, 0), "validation": split(20, 1), "test": split(20, 2)}).save_to_disk(str(tmp_path / "ds"))
+    DatasetDict({"train": split(60, 0), "validation": split(20, 1), "test": split(20, 2)}).save_to_disk(
+        str(tmp_path / "ds")
+    )
     config = tmp_path / "ner.yaml"
     options = dict(zip(FAST[::2], FAST[1::2]))
     options = {key[2:]: value for key, value in options.items()}
-    options.update(model_name_or_path=model, dataset_name=str(tmp_path / "ds"), output_dir=str(tmp_path / "out"),
-                   tagging_scheme="BIOUL", seeds="3", num_train_epochs=1)
+    options.update(
+        model_name_or_path=model,
+        dataset_name=str(tmp_path / "ds"),
+        output_dir=str(tmp_path / "out"),
+        tagging_scheme="BIOUL",
+        seeds="3",
+        num_train_epochs=1,
+    )
     config.write_text(yaml.safe_dump(options))
     # a flag after the config file overrides it
-    results = run_ner.main([str(config), "--num_train_epochs", "8", "--layerwise_lr_decay", "0.9", "--reinit_layers", "1"])
+    results = run_ner.main(
+        [str(config), "--num_train_epochs", "8", "--layerwise_lr_decay", "0.9", "--reinit_layers", "1"]
+    )
     assert results["tagging_scheme"] == "BIOUL" and results["num_train_epochs"] == 8
     assert results["stabilisation"]["reinit_layers"] == 1 and results["seeds"] == [3]
     assert results["test_f1"] > 0.7  # evaluation decodes BIOUL predictions to spans
@@ -195,7 +297,9 @@ def test_bad_input_fails_before_training(tiny, tmp_path):
         (bad / name).write_text(open(os.path.join(data, name)).read())
     (bad / "test.tsv").write_text("gene\tB-Gene\n")
     args = ["--model_name_or_path", model, "--data_dir", str(bad), "--output_dir", str(tmp_path / "o")] + FAST
-    with pytest.raises(SystemExit, match=r"^error: .*test\.tsv: entity type\(s\) absent from the training file.*'Gene'"):
+    with pytest.raises(
+        SystemExit, match=r"^error: .*test\.tsv: entity type\(s\) absent from the training file.*'Gene'"
+    ):
         run_ner.main(args)
     os.remove(bad / "devel.tsv")
     with pytest.raises(SystemExit, match="^error: .*missing devel.tsv"):
@@ -207,43 +311,75 @@ def test_bad_input_fails_before_training(tiny, tmp_path):
     (bad / "train.tsv").write_text("aspirin\tB-Chemical\n\ncancer\tB-Disease\n")
     (bad / "devel.tsv").write_text("cancer\tB-Disease\n")
     (bad / "test.tsv").write_text("aspirin\tB-Chemical\n")
-    with pytest.raises(SystemExit, match=r"devel\.tsv: .*absent from the training file .*train\.tsv \(first 1 sentences\).*'Disease'"):
+    with pytest.raises(
+        SystemExit, match=r"devel\.tsv: .*absent from the training file .*train\.tsv \(first 1 sentences\).*'Disease'"
+    ):
         run_ner.main(args + ["--max_train_samples", "1"])
     assert not os.path.exists(tmp_path / "o" / "seed_42")
 
 
 def test_results_aggregation_table_and_model_index(tmp_path):
-    per_seed = [{"seed": s, "eval_f1": e, "test_f1": f, "test_precision": p, "test_recall": r, "train_runtime_s": 10.0 * s}
-                for s, e, f, p, r in [(1, 0.8, 0.70, 0.6, 0.8), (2, 0.9, 0.80, 0.7, 0.9), (3, 0.7, 0.90, 0.8, 1.0)]]
+    per_seed = [
+        {"seed": s, "eval_f1": e, "test_f1": f, "test_precision": p, "test_recall": r, "train_runtime_s": 10.0 * s}
+        for s, e, f, p, r in [(1, 0.8, 0.70, 0.6, 0.8), (2, 0.9, 0.80, 0.7, 0.9), (3, 0.7, 0.90, 0.8, 1.0)]
+    ]
     results = aggregate_seed_results(per_seed, {"dataset": "NCBI-disease-IOB"})
     assert results["test_f1"] == pytest.approx(0.8) and results["test_f1_std"] == pytest.approx(0.1)
     assert results["test_precision"] == pytest.approx(0.7) and results["train_runtime_s"] == pytest.approx(20.0)
     assert results["seeds"] == [1, 2, 3] and results["num_seeds"] == 3
     table = markdown_table(results)
     assert table.splitlines()[2] == "| 1 | 80.00 | 60.00 | 80.00 | 70.00 |"
-    assert table.splitlines()[-1] == "| mean ± std | 80.00 ± 10.00 | 70.00 ± 10.00 | 90.00 ± 10.00 | **80.00 ± 10.00** |"
+    assert (
+        table.splitlines()[-1] == "| mean ± std | 80.00 ± 10.00 | 70.00 ± 10.00 | 90.00 ± 10.00 | **80.00 ± 10.00** |"
+    )
     index = model_index(results, "bioptimus-v0.4")
-    assert index[0]["results"][0]["dataset"] == {"name": "NCBI-disease-IOB", "type": "NCBI-disease-IOB", "split": "test"}
+    assert index[0]["results"][0]["dataset"] == {
+        "name": "NCBI-disease-IOB",
+        "type": "NCBI-disease-IOB",
+        "split": "test",
+    }
     assert index[0]["results"][0]["task"]["type"] == "token-classification"
-    assert [(m["type"], m["value"]) for m in index[0]["results"][0]["metrics"]] == [("f1", 0.8), ("precision", 0.7), ("recall", 0.9)]
+    assert [(m["type"], m["value"]) for m in index[0]["results"][0]["metrics"]] == [
+        ("f1", 0.8),
+        ("precision", 0.7),
+        ("recall", 0.9),
+    ]
     # the comparison driver builds its table from such result directories
     for model, f1 in (("v0.1", 0.5), ("base", 0.6)):
         directory = compare.run_dir(str(tmp_path), model, "NCBI-disease-IOB")
         os.makedirs(directory)
-        write_results(directory, aggregate_seed_results([{"seed": 1, "test_f1": f1}, {"seed": 2, "test_f1": f1 + 0.1}]))
-    table = compare_ner.run(["--models", "v0.1=/x,base=/y,missing=/z", "--datasets", "data/NCBI-disease-IOB,data/BC2GM-IOB",
-                          "--output_dir", str(tmp_path), "--results_only"])
+        write_results(
+            directory, aggregate_seed_results([{"seed": 1, "test_f1": f1}, {"seed": 2, "test_f1": f1 + 0.1}])
+        )
+    table = compare_ner.run(
+        [
+            "--models",
+            "v0.1=/x,base=/y,missing=/z",
+            "--datasets",
+            "data/NCBI-disease-IOB,data/BC2GM-IOB",
+            "--output_dir",
+            str(tmp_path),
+            "--results_only",
+        ]
+    )
     lines = table.splitlines()
     assert lines[0] == "| model | NCBI-disease-IOB | BC2GM-IOB | average |"
     assert lines[2] == "| v0.1 | 55.00 ± 7.07 | – | – |"
     assert lines[3] == "| base | 65.00 ± 7.07 | – | – |" and lines[4] == "| missing | – | – | – |"
-    assert compare.comparison_table({("m", "a"): {"test_f1": 0.5}, ("m", "b"): {"test_f1": 0.7}}, ["m"], ["a", "b"]).splitlines()[2] == "| m | 50.00 ± 0.00 | 70.00 ± 0.00 | 60.00 |"
+    assert (
+        compare.comparison_table(
+            {("m", "a"): {"test_f1": 0.5}, ("m", "b"): {"test_f1": 0.7}}, ["m"], ["a", "b"]
+        ).splitlines()[2]
+        == "| m | 50.00 ± 0.00 | 70.00 ± 0.00 | 60.00 |"
+    )
     assert json.load(open(tmp_path / "comparison.json"))[0]["model"] == "v0.1"
 
 
 def test_paired_seed_difference_uses_only_shared_seeds():
     ours = aggregate_seed_results([{"seed": s, "test_f1": f} for s, f in [(1, 0.80), (2, 0.70), (3, 0.90), (4, 0.5)]])
-    reference = aggregate_seed_results([{"seed": s, "test_f1": f} for s, f in [(3, 0.86), (1, 0.79), (2, 0.67), (5, 0.9)]])
+    reference = aggregate_seed_results(
+        [{"seed": s, "test_f1": f} for s, f in [(3, 0.86), (1, 0.79), (2, 0.67), (5, 0.9)]]
+    )
     paired = paired_seed_difference(ours, reference)
     assert paired["seeds"] == [1, 2, 3] and paired["num_seeds"] == 3
     assert paired["differences"] == pytest.approx([0.01, 0.03, 0.04])
@@ -263,8 +399,26 @@ def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path, monkeypatch):
 
     monkeypatch.setattr(subprocess, "Popen", no_subprocess)  # every job is fine-tuned in this process
     output = tmp_path / "cmp"
-    quick = ["--seeds", "1", "--max_steps", "2", "--report_to", "none", "--save_strategy", "no", "--save_model", "false",
-             "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
+    quick = [
+        "--seeds",
+        "1",
+        "--max_steps",
+        "2",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--save_model",
+        "false",
+        "--max_seq_length",
+        "16",
+        "--window_stride",
+        "4",
+        "--use_cpu",
+        "true",
+        "--disable_tqdm",
+        "true",
+    ]
     args = ["--models", f"tiny={model}", "--datasets", data, "--output_dir", str(output), "--"] + quick
     table = compare_ner.run(args)
     results_file = output / "tiny" / "data" / "all_results.json"
@@ -282,18 +436,50 @@ def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
     import shutil
 
     _, model, data = tiny
-    quick = ["--max_steps", "3", "--learning_rate", "5e-3", "--report_to", "none", "--save_strategy", "no",
-             "--save_model", "false", "--max_seq_length", "16", "--window_stride", "4", "--use_cpu", "true",
-             "--disable_tqdm", "true"]
+    quick = [
+        "--max_steps",
+        "3",
+        "--learning_rate",
+        "5e-3",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--save_model",
+        "false",
+        "--max_seq_length",
+        "16",
+        "--window_stride",
+        "4",
+        "--use_cpu",
+        "true",
+        "--disable_tqdm",
+        "true",
+    ]
     one_run_dir = str(tmp_path / "one_run")
-    one_run = run_ner.main(["--model_name_or_path", model, "--model_name", "tiny-bert", "--data_dir", data,
-                            "--output_dir", one_run_dir, "--seeds", "1,2", *quick])
+    one_run = run_ner.main(
+        [
+            "--model_name_or_path",
+            model,
+            "--model_name",
+            "tiny-bert",
+            "--data_dir",
+            data,
+            "--output_dir",
+            one_run_dir,
+            "--seeds",
+            "1,2",
+            *quick,
+        ]
+    )
     jobs_dir, single_dir = tmp_path / "jobs", tmp_path / "single"
     common = ["--models", f"tiny-bert={model}", "--datasets", data, "--seeds", "1,2"]
     listed = compare_ner.run(common + ["--output_dir", str(jobs_dir), "--list_jobs", "--", *quick]).splitlines()
     assert len(listed) == 2 and [line.split()[-2:] for line in listed] == [["--seeds", "1"], ["--seeds", "2"]]
     for index in (1, 0):
-        assert compare_ner.run(common + ["--output_dir", str(jobs_dir), "--job_index", str(index), "--", *quick]) is None
+        assert (
+            compare_ner.run(common + ["--output_dir", str(jobs_dir), "--job_index", str(index), "--", *quick]) is None
+        )
         assert not (jobs_dir / "comparison.md").exists()  # jobs never build a half table
     merged_table = compare_ner.run(common + ["--output_dir", str(jobs_dir), "--results_only"])
     # The one-run directory, laid out as a comparison, gives the same table.
@@ -311,7 +497,9 @@ def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
     record = json.load(open(jobs_dir / "tiny-bert" / "data" / "seed_1" / "seed_results.json"))
     record["run"]["seed"], record["run_info"]["learning_rate"] = 3, 1.0
     (stale / "seed_results.json").write_text(json.dumps(record))
-    with pytest.raises(SystemExit, match=r"seed_3/seed_results.json and .*seed_1/seed_results.json .*\(learning_rate\)"):
+    with pytest.raises(
+        SystemExit, match=r"seed_3/seed_results.json and .*seed_1/seed_results.json .*\(learning_rate\)"
+    ):
         compare_ner.main(common + ["--output_dir", str(jobs_dir), "--results_only"])
     with pytest.raises(SystemExit, match="--job_index 2 is out of range: this comparison has 2 jobs"):
         compare_ner.main(common + ["--output_dir", str(jobs_dir), "--job_index", "2"])
@@ -328,12 +516,37 @@ def test_hub_style_parquet_dataset_trains_like_the_tsv_files(tiny, tmp_path):
     parquet_dir.mkdir()
     for tsv_split, hub_split in (("train", "train"), ("devel", "validation"), ("test", "test")):
         sentences = read_conll(os.path.join(tsv_dir, f"{tsv_split}.tsv")).sentences
-        Dataset.from_dict({"tokens": [s.tokens for s in sentences],
-                           "ner_tags": [[names.index(t) for t in s.tags] for s in sentences]},
-                          features=features).to_parquet(str(parquet_dir / f"{hub_split}.parquet"))
-    quick = ["--model_name_or_path", model, "--seeds", "1", "--max_steps", "3", "--learning_rate", "5e-3",
-             "--report_to", "none", "--save_strategy", "no", "--save_model", "false", "--max_seq_length", "16",
-             "--window_stride", "4", "--use_cpu", "true", "--disable_tqdm", "true"]
+        Dataset.from_dict(
+            {
+                "tokens": [s.tokens for s in sentences],
+                "ner_tags": [[names.index(t) for t in s.tags] for s in sentences],
+            },
+            features=features,
+        ).to_parquet(str(parquet_dir / f"{hub_split}.parquet"))
+    quick = [
+        "--model_name_or_path",
+        model,
+        "--seeds",
+        "1",
+        "--max_steps",
+        "3",
+        "--learning_rate",
+        "5e-3",
+        "--report_to",
+        "none",
+        "--save_strategy",
+        "no",
+        "--save_model",
+        "false",
+        "--max_seq_length",
+        "16",
+        "--window_stride",
+        "4",
+        "--use_cpu",
+        "true",
+        "--disable_tqdm",
+        "true",
+    ]
     from_tsv = run_ner.main(quick + ["--data_dir", tsv_dir, "--output_dir", str(tmp_path / "out_tsv")])
     from_parquet = run_ner.main(quick + ["--dataset_name", str(parquet_dir), "--output_dir", str(tmp_path / "out_pq")])
     assert from_parquet["entity_types"] == from_tsv["entity_types"] == ["Chemical", "Disease"]
@@ -345,7 +558,9 @@ def test_hub_style_parquet_dataset_trains_like_the_tsv_files(tiny, tmp_path):
     plain.mkdir()
     for split in ("train", "validation"):
         Dataset.from_dict({"tokens": [["a", "b"]], "ner_tags": [[0, 1]]}).to_parquet(str(plain / f"{split}.parquet"))
-    with pytest.raises(SystemExit, match=r"plain\[train\]: column 'ner_tags' holds int tags \(0\) without ClassLabel names"):
+    with pytest.raises(
+        SystemExit, match=r"plain\[train\]: column 'ner_tags' holds int tags \(0\) without ClassLabel names"
+    ):
         run_ner.main(quick + ["--dataset_name", str(plain), "--output_dir", str(tmp_path / "out_plain")])
 
 
@@ -357,10 +572,30 @@ def test_two_processes_predict_in_dataset_order_and_write_the_results_once(tiny,
     out = tmp_path / "ddp"
     root = Path(__file__).parents[1]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(Path(__file__).parent, root))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29543",
-               str(root / "run_ner.py"), "--model_name_or_path", model, "--data_dir", data, "--output_dir", str(out),
-               "--seeds", "1", "--model_name", "tiny-bert", "--train_sampling_strategy", "group_by_length",
-               "--per_device_eval_batch_size", "4"] + FAST
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29543",
+        str(root / "run_ner.py"),
+        "--model_name_or_path",
+        model,
+        "--data_dir",
+        data,
+        "--output_dir",
+        str(out),
+        "--seeds",
+        "1",
+        "--model_name",
+        "tiny-bert",
+        "--train_sampling_strategy",
+        "group_by_length",
+        "--per_device_eval_batch_size",
+        "4",
+    ] + FAST
     result = run_launcher(command, env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("| mean ± std |") == 1  # the main process alone printed the table

@@ -94,12 +94,19 @@ def test_sorted_batches_across_texts_equal_one_text_at_a_time_in_float32(tagging
 
 def test_length_grouping_keeps_every_window_once_and_evaluation_order(tagging_model, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(tagging_model)
-    sentences = [type("S", (), {"tokens": t, "spans": s})() for t, s in
-                 ((tokens, tagger_module.tags_to_spans(tags, "BIO")) for tokens, tags in synthetic_sentences(90, 3))]
+    sentences = [
+        type("S", (), {"tokens": t, "spans": s})()
+        for t, s in ((tokens, tagger_module.tags_to_spans(tags, "BIO")) for tokens, tags in synthetic_sentences(90, 3))
+    ]
     label2id = {l: i for i, l in enumerate(LABELS)}
     train = encode_split(tokenizer, sentences, "BIO", label2id, 16, 4)
-    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, use_cpu=True, report_to="none",
-                             train_sampling_strategy="group_by_length")
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        use_cpu=True,
+        report_to="none",
+        train_sampling_strategy="group_by_length",
+    )
     model = AutoModelForTokenClassification.from_pretrained(tagging_model)
     trainer = NerTrainer(model=model, args=args, train_dataset=train.dataset, processing_class=tokenizer)
     order = list(trainer._get_train_sampler())
@@ -179,8 +186,18 @@ def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_pa
     source = tmp_path / "abstracts.txt"
     source.write_bytes(b"the patients with breast cancer .\nthe study of aspirin\n\xff\xfe broken\nlast line\n")
     target = tmp_path / "entities.jsonl"
-    argv = ["--model_name_or_path", tagging_model, "--input_file", str(source), "--output_file", str(target),
-            "--max_seq_length", "16", "--chunk_size", "1"]
+    argv = [
+        "--model_name_or_path",
+        tagging_model,
+        "--input_file",
+        str(source),
+        "--output_file",
+        str(target),
+        "--max_seq_length",
+        "16",
+        "--chunk_size",
+        "1",
+    ]
     with pytest.raises(SystemExit, match=r"abstracts.txt, line 3: .*utf-8"):
         tag_entities.main(argv)
     assert not target.exists()  # only complete outputs get the final name

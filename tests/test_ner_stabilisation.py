@@ -63,11 +63,25 @@ class LearningRateRecorder(TrainerCallback):
 
 def train_steps(model, tokenizer, dataset, tmp_path, optimizers=(None, None), steps=6, callbacks=None):
     args = TrainingArguments(
-        output_dir=str(tmp_path / "trainer"), max_steps=steps, per_device_train_batch_size=4, learning_rate=1e-2,
-        warmup_steps=0.5, lr_scheduler_type="linear", report_to="none", save_strategy="no", disable_tqdm=True, use_cpu=True,
+        output_dir=str(tmp_path / "trainer"),
+        max_steps=steps,
+        per_device_train_batch_size=4,
+        learning_rate=1e-2,
+        warmup_steps=0.5,
+        lr_scheduler_type="linear",
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        use_cpu=True,
     )
-    trainer = Trainer(model=model, args=args, train_dataset=dataset, data_collator=DataCollatorForTokenClassification(tokenizer),
-                      optimizers=optimizers, callbacks=callbacks)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        data_collator=DataCollatorForTokenClassification(tokenizer),
+        optimizers=optimizers,
+        callbacks=callbacks,
+    )
     trainer.train()
     return trainer
 
@@ -85,7 +99,9 @@ def test_frozen_weights_do_not_change_during_training(checkpoint, train_data, tm
         if depth[name] <= 2:  # embeddings, layer 0, layer 1
             assert not changed, f"{name} is frozen but changed"
             assert not parameter.requires_grad
-    trainable_changed = [n for n, p in model.named_parameters() if depth[n] > 2 and not torch.equal(before[n], p.detach())]
+    trainable_changed = [
+        n for n, p in model.named_parameters() if depth[n] > 2 and not torch.equal(before[n], p.detach())
+    ]
     assert "classifier.weight" in trainable_changed and any(".layer.2." in n for n in trainable_changed)
     with pytest.raises(ValueError, match="model has 3 layers"):
         freeze_lower_layers(model, 4)

@@ -28,8 +28,11 @@ def build_word_labelled_model(directory: str, scheme: str, word_labels: dict) ->
     build_tiny_bert(directory, num_layers=0)
     labels = label_list(["Chemical", "Disease"], scheme)
     model = AutoModelForTokenClassification.from_pretrained(
-        directory, num_labels=len(labels), id2label=dict(enumerate(labels)),
-        label2id={label: i for i, label in enumerate(labels)})
+        directory,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+    )
     model.config.ner_tagging_scheme = scheme
     vocab = AutoTokenizer.from_pretrained(directory).get_vocab()
     embeddings = model.bert.embeddings
@@ -58,17 +61,41 @@ def groups(entities):
 
 AGREEING = {
     # IO: adjacent words of one type are one entity, for the tagger and the pipeline alike
-    "IO": ({"breast": "I-Disease", "cancer": "I-Disease", "colon": "I-Disease", "tumour": "I-Disease",
-            "aspirin": "I-Chemical", "cisplatin": "I-Chemical"},
-           "breast cancer aspirins cisplatin the colon tumour , aspirin",
-           [("Disease", "breast cancer"), ("Chemical", "aspirins cisplatin"), ("Disease", "colon tumour"),
-            ("Chemical", "aspirin")]),
+    "IO": (
+        {
+            "breast": "I-Disease",
+            "cancer": "I-Disease",
+            "colon": "I-Disease",
+            "tumour": "I-Disease",
+            "aspirin": "I-Chemical",
+            "cisplatin": "I-Chemical",
+        },
+        "breast cancer aspirins cisplatin the colon tumour , aspirin",
+        [
+            ("Disease", "breast cancer"),
+            ("Chemical", "aspirins cisplatin"),
+            ("Disease", "colon tumour"),
+            ("Chemical", "aspirin"),
+        ],
+    ),
     # BIO: B- splits adjacent entities; an I- after O starts one (lenient decoding, like the pipeline)
-    "BIO": ({"breast": "B-Disease", "cancer": "I-Disease", "colon": "B-Disease", "tumour": "I-Disease",
-             "aspirin": "B-Chemical", "cisplatin": "I-Chemical"},
-            "breast cancer colon tumour aspirins cisplatin the tumour",
-            [("Disease", "breast cancer"), ("Disease", "colon tumour"), ("Chemical", "aspirins cisplatin"),
-             ("Disease", "tumour")]),
+    "BIO": (
+        {
+            "breast": "B-Disease",
+            "cancer": "I-Disease",
+            "colon": "B-Disease",
+            "tumour": "I-Disease",
+            "aspirin": "B-Chemical",
+            "cisplatin": "I-Chemical",
+        },
+        "breast cancer colon tumour aspirins cisplatin the tumour",
+        [
+            ("Disease", "breast cancer"),
+            ("Disease", "colon tumour"),
+            ("Chemical", "aspirins cisplatin"),
+            ("Disease", "tumour"),
+        ],
+    ),
 }
 
 
@@ -81,7 +108,7 @@ def test_the_standard_pipeline_groups_io_and_bio_models_as_the_tagger_does(tmp_p
     assert ours_said(caplog) == []  # nothing to warn about
     assert [list(e) for e in ours] == [KEYS] * len(ours)
     assert [(group, word) for group, word, _, _ in groups(ours)] == expected
-    assert all(text[e["start"]:e["end"]] == e["word"] for e in ours)
+    assert all(text[e["start"] : e["end"]] == e["word"] for e in ours)
 
     theirs = pipeline("token-classification", model=directory, aggregation_strategy="first", device="cpu")(text)
     assert groups(theirs) == groups(ours)
@@ -89,22 +116,34 @@ def test_the_standard_pipeline_groups_io_and_bio_models_as_the_tagger_does(tmp_p
 
 
 def test_a_bioul_model_warns_at_load_what_the_pipeline_gets_wrong(tmp_path, caplog):
-    word_labels = {"breast": "B-Disease", "colon": "I-Disease", "cancer": "L-Disease", "aspirin": "U-Chemical",
-                   "cisplatin": "U-Chemical"}
+    word_labels = {
+        "breast": "B-Disease",
+        "colon": "I-Disease",
+        "cancer": "L-Disease",
+        "aspirin": "U-Chemical",
+        "cisplatin": "U-Chemical",
+    }
     text = "breast colon cancer aspirin cisplatin the breast cancer"
     directory = build_word_labelled_model(str(tmp_path / "bioul"), "BIOUL", word_labels)
     with caplog.at_level(logging.WARNING, logger="bioptimus_hf.ner.tagger"):
         tagger = NerTagger(directory, precision="float32")
     assert ours_said(caplog) == [f"{directory}: {pipeline_caveat('BIOUL')}"]
     assert [(g, w) for g, w, _, _ in groups(tagger(text))] == [
-        ("Disease", "breast colon cancer"), ("Chemical", "aspirin"), ("Chemical", "cisplatin"),
-        ("Disease", "breast cancer")]
+        ("Disease", "breast colon cancer"),
+        ("Chemical", "aspirin"),
+        ("Chemical", "cisplatin"),
+        ("Disease", "breast cancer"),
+    ]
 
     # what the warning says, observed: the entity ends before its L- word, adjacent U- entities merge
     theirs = pipeline("token-classification", model=directory, aggregation_strategy="first", device="cpu")(text)
     assert [(e["entity_group"], e["word"]) for e in theirs] == [
-        ("Disease", "breast colon"), ("Disease", "cancer"), ("Chemical", "aspirin cisplatin"), ("Disease", "breast"),
-        ("Disease", "cancer")]
+        ("Disease", "breast colon"),
+        ("Disease", "cancer"),
+        ("Chemical", "aspirin cisplatin"),
+        ("Disease", "breast"),
+        ("Disease", "cancer"),
+    ]
     caveat = pipeline_caveat("BIOUL")
     assert "B-X I-X L-X gives two entities" in caveat and "U-X U-X gives one" in caveat
     assert "bioptimus-ner-tag" in caveat and "E-X" in pipeline_caveat("IOBES")

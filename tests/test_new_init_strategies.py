@@ -52,8 +52,9 @@ def test_token_distillation_reduces_its_objective_and_freezes_the_model(setup):
     reference = copy.deepcopy(model)
     contexts = contexts_of(new_tok)
     _, averaged, _ = run(copy.deepcopy(model), base_tok, new_tok, "averaged")
-    _, out, report = run(model, base_tok, new_tok, "token_distillation", contexts=contexts,
-                         distill_steps=30, distill_learning_rate=1e-2)
+    _, out, report = run(
+        model, base_tok, new_tok, "token_distillation", contexts=contexts, distill_steps=30, distill_learning_rate=1e-2
+    )
     ids = new_tok.get_vocab()
     start = averaged.get_input_embeddings().weight.detach()
     learnt = out.get_input_embeddings().weight.detach()
@@ -79,7 +80,9 @@ def test_token_distillation_layer_setting_changes_the_target(setup):
     model, base_tok, new_tok = setup
     contexts = {new_tok.get_vocab()["thymus"]: [ctx(S1, "thymus")]}
     _, last, _ = run(copy.deepcopy(model), base_tok, new_tok, "token_distillation", contexts=contexts, distill_steps=3)
-    _, first, report = run(model, base_tok, new_tok, "token_distillation", contexts=contexts, distill_steps=3, distill_layer=1)
+    _, first, report = run(
+        model, base_tok, new_tok, "token_distillation", contexts=contexts, distill_steps=3, distill_layer=1
+    )
     row = new_tok.get_vocab()["thymus"]
     assert report["token_distillation"]["layer"] == 1
     assert not torch.equal(last.get_input_embeddings().weight[row], first.get_input_embeddings().weight[row])
@@ -123,7 +126,9 @@ def test_new_strategies_copy_shared_rows_exactly(setup, strategy):
         assert out.get_output_embeddings().bias[new_ids[token]] == base_bias[base_ids[token]], token
     counts = report["counts"]
     assert counts["copied"] == len(shared)
-    assert counts["copied"] + counts[strategy] + counts["averaged_fallback"] == counts["new_vocab_size"] == len(NEW_VOCAB)
+    assert (
+        counts["copied"] + counts[strategy] + counts["averaged_fallback"] == counts["new_vocab_size"] == len(NEW_VOCAB)
+    )
 
 
 @pytest.mark.parametrize("strategy", NEW_STRATEGIES)
@@ -143,8 +148,9 @@ def test_distillation_settings_validated():
 
 def test_token_distillation_needs_a_corpus(setup):
     model, base_tok, new_tok = setup
-    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, init_args("token_distillation"),
-                                                     progress=False)
+    initializer = ContextualizedEmbeddingInitializer(
+        model, base_tok, new_tok, init_args("token_distillation"), progress=False
+    )
     with pytest.raises(ValueError, match="'token_distillation' needs corpus_files"):
         initializer.initialize()
 
@@ -165,11 +171,19 @@ def test_focus_through_deepfocus_copies_shared_rows_and_falls_back(tmp_path, set
     model, base_tok, new_tok = setup
     base_in = model.get_input_embeddings().weight.detach().clone()
     corpus = tmp_path / "corpus.txt"  # "thymus" never occurs: no fastText vector -> averaged
-    corpus.write_text("\n".join(["the kinase of the cells", "interleukin receptor kinase cells", "the receptor"] * 30),
-                      encoding="utf-8")
+    corpus.write_text(
+        "\n".join(["the kinase of the cells", "interleukin receptor kinase cells", "the receptor"] * 30),
+        encoding="utf-8",
+    )
     _, averaged, _ = run(copy.deepcopy(model), base_tok, new_tok, "averaged")
-    config = init_args("focus", init_device="cpu", init_num_threads=1, focus_fasttext_min_count=1,
-                       focus_fasttext_epochs=1, focus_fasttext_dim=8)
+    config = init_args(
+        "focus",
+        init_device="cpu",
+        init_num_threads=1,
+        focus_fasttext_min_count=1,
+        focus_fasttext_epochs=1,
+        focus_fasttext_dim=8,
+    )
     initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, config, progress=False)
     out, report = initializer.initialize(corpus_files=[str(corpus)])
     rows, ids, base_ids = out.get_input_embeddings().weight.detach(), new_tok.get_vocab(), base_tok.get_vocab()

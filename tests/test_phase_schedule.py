@@ -33,7 +33,9 @@ def probe_data(tiny_tokenizer):
     ids=["main-process", "workers", "persistent-workers", "workers+accumulation"],
 )
 def test_switch_takes_effect_on_the_very_next_batch(tiny_model_dir, probe_data, tmp_path, loader):
-    recorder, schedule, collator, _ = run_probe(tiny_model_dir, probe_data, tmp_path, phase_steps=[3, 4], max_steps=7, **loader)
+    recorder, schedule, collator, _ = run_probe(
+        tiny_model_dir, probe_data, tmp_path, phase_steps=[3, 4], max_steps=7, **loader
+    )
     accumulation = loader.get("gradient_accumulation_steps", 1)
     assert len(recorder.records) == 7 * accumulation
     seen = [phase for _, phase in recorder.records]
@@ -54,7 +56,11 @@ def test_resume_mid_phase_restores_phase_and_learning_rate(tiny_model_dir, probe
 
         shutil.copytree(full_dir / f"checkpoint-{checkpoint_step}", resumed_out / f"checkpoint-{checkpoint_step}")
         resumed, schedule, _, _ = run_probe(
-            tiny_model_dir, probe_data, resumed_out, phase_steps=[4, 6], max_steps=10,
+            tiny_model_dir,
+            probe_data,
+            resumed_out,
+            phase_steps=[4, 6],
+            max_steps=10,
             resume=str(resumed_out / f"checkpoint-{checkpoint_step}"),
         )
         steps = [step for step, _ in resumed.records]
@@ -69,9 +75,22 @@ def test_two_ranks_switch_at_the_same_step(tiny_model_dir, tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(400)))
     out = tmp_path / "ddp"
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(Path(__file__).parent, Path(__file__).parents[1]))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
-               str(Path(__file__).parent / "phase_probe.py"), str(tiny_model_dir), str(corpus), str(out)]
+    env = dict(
+        os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(Path(__file__).parent, Path(__file__).parents[1])
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29517",
+        str(Path(__file__).parent / "phase_probe.py"),
+        str(tiny_model_dir),
+        str(corpus),
+        str(out),
+    ]
     result = run_launcher(command, env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]

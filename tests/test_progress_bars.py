@@ -59,16 +59,20 @@ def test_main_process_is_rank_zero_before_and_without_a_process_group(monkeypatc
 
 @pytest.mark.parametrize("backend", ["python", "rust"])
 @pytest.mark.parametrize("mode", MODES)
-def test_qikfind_draws_its_bar_on_the_main_process_only_and_when_asked(monkeypatch, capsys, hf_bars_on, tmp_path,
-                                                                       backend, mode):
+def test_qikfind_draws_its_bar_on_the_main_process_only_and_when_asked(
+    monkeypatch, capsys, hf_bars_on, tmp_path, backend, mode
+):
     if backend == "rust" and not rust_available():
         pytest.skip("the qik-find extension is not built")
     _, base_tok = make_base(tmp_path)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The kinase binds the receptor.\nThe cells of the thymus.\n", encoding="utf-8")
     target = base_tok.get_vocab()["kin"]
-    found = drawing(monkeypatch, mode, lambda progress: find_contexts(
-        [corpus], base_tok, [target], backend=backend, progress=progress))
+    found = drawing(
+        monkeypatch,
+        mode,
+        lambda progress: find_contexts([corpus], base_tok, [target], backend=backend, progress=progress),
+    )
     assert len(found[target]) == 1
     err = capsys.readouterr().err
     if mode == "main":
@@ -77,11 +81,13 @@ def test_qikfind_draws_its_bar_on_the_main_process_only_and_when_asked(monkeypat
         assert err == ""
 
 
-@pytest.mark.parametrize("strategy, description", [("contextualized", "Encoding contexts"),
-                                                   ("token_distillation", "Token distillation")])
+@pytest.mark.parametrize(
+    "strategy, description", [("contextualized", "Encoding contexts"), ("token_distillation", "Token distillation")]
+)
 @pytest.mark.parametrize("mode", MODES)
-def test_initialisation_draws_its_bar_on_the_main_process_only_and_when_asked(monkeypatch, capsys, hf_bars_on,
-                                                                              tmp_path, strategy, description, mode):
+def test_initialisation_draws_its_bar_on_the_main_process_only_and_when_asked(
+    monkeypatch, capsys, hf_bars_on, tmp_path, strategy, description, mode
+):
     model, base_tok = make_base(tmp_path)
     new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
     capsys.readouterr()
@@ -109,12 +115,24 @@ def test_init_command_disable_tqdm_and_other_ranks_draw_no_bar(monkeypatch, caps
     make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The kinase binds the receptor.\nInterleukin acts on the thymus.\n", encoding="utf-8")
-    argv = ["--model_name_or_path", str(base_dir), "--tokenizer_name", str(tmp_path / "new_tok"),
-            "--init_strategy", "contextualized", "--init_corpus_files", str(corpus), "--init_device", "cpu",
-            "--output_dir", str(tmp_path / "out")]
+    argv = [
+        "--model_name_or_path",
+        str(base_dir),
+        "--tokenizer_name",
+        str(tmp_path / "new_tok"),
+        "--init_strategy",
+        "contextualized",
+        "--init_corpus_files",
+        str(corpus),
+        "--init_device",
+        "cpu",
+        "--output_dir",
+        str(tmp_path / "out"),
+    ]
     capsys.readouterr()
-    report = drawing(monkeypatch, mode, lambda progress: run_init_command(
-        argv + ([] if progress else ["--disable_tqdm", "true"])))
+    report = drawing(
+        monkeypatch, mode, lambda progress: run_init_command(argv + ([] if progress else ["--disable_tqdm", "true"]))
+    )
     assert report["counts"]["contextualized"] == 3
     err = capsys.readouterr().err
     ours = ("qik-find", "Encoding contexts")

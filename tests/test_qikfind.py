@@ -88,7 +88,9 @@ def bpe_dirs(corpus, tmp_path_factory):
     out = {}
     for config in BPE_CONFIGS:
         directory = tmp_path_factory.mktemp(f"bpe_{config}")
-        (directory / "tokenizer.json").write_text(train_byte_level_bpe(lines, config, vocab_size=1500), encoding="utf-8")
+        (directory / "tokenizer.json").write_text(
+            train_byte_level_bpe(lines, config, vocab_size=1500), encoding="utf-8"
+        )
         out[config] = directory
     return out
 
@@ -202,7 +204,13 @@ def _check_contexts(corpus, tokenizer_dir, targets, contexts, m, seed):
 def test_python_backend_is_bottom_k_of_all_occurrences(corpus, trained_tokenizer):
     targets = _targets(trained_tokenizer)
     contexts, stats = find_contexts(
-        corpus, trained_tokenizer, targets, max_per_token=3, seed=5, backend="python", progress=False,
+        corpus,
+        trained_tokenizer,
+        targets,
+        max_per_token=3,
+        seed=5,
+        backend="python",
+        progress=False,
         return_stats=True,
     )
     _check_contexts(corpus, trained_tokenizer, targets, contexts, m=3, seed=5)
@@ -216,7 +224,9 @@ def test_python_backend_is_bottom_k_of_all_occurrences(corpus, trained_tokenizer
 def test_python_backend_with_bert_base_uncased_vocab(corpus, minilm_dir):
     backend = load_backend_tokenizer(minilm_dir)
     vocab = backend.get_vocab()
-    targets = [vocab[t] for t in ["inter", "##uki", "cells", "cafe", "istanbul", "中", "[MASK]", "mask", "##ase", "patients"]]
+    targets = [
+        vocab[t] for t in ["inter", "##uki", "cells", "cafe", "istanbul", "中", "[MASK]", "mask", "##ase", "patients"]
+    ]
     contexts = find_contexts(corpus, minilm_dir, targets, max_per_token=4, seed=1, backend="python", progress=False)
     _check_contexts(corpus, minilm_dir, targets, contexts, m=4, seed=1)
     never = vocab["[unused5]"]
@@ -245,8 +255,9 @@ def test_sampling_is_uniform_and_seeded(tmp_path, trained_tokenizer):
     counts = collections.Counter()
     samples = set()
     for seed in range(seeds):
-        chosen = find_contexts([path], trained_tokenizer, [token], max_per_token=m, seed=seed, backend="python",
-                               progress=False)[token]
+        chosen = find_contexts(
+            [path], trained_tokenizer, [token], max_per_token=m, seed=seed, backend="python", progress=False
+        )[token]
         assert len(chosen) == m and len({c.sentence_index for c in chosen}) == m
         counts.update(c.sentence_index for c in chosen)
         samples.add(tuple(c.sentence_index for c in chosen))
@@ -256,8 +267,15 @@ def test_sampling_is_uniform_and_seeded(tmp_path, trained_tokenizer):
     assert len(samples) > seeds * 0.9  # the seed changes the sample
 
 
-@pytest.mark.parametrize("backend", ["python", pytest.param("rust", marks=pytest.mark.skipif(
-    not rust_available(), reason="bioptimus_hf._qikfind extension not built"))])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "python",
+        pytest.param(
+            "rust", marks=pytest.mark.skipif(not rust_available(), reason="bioptimus_hf._qikfind extension not built")
+        ),
+    ],
+)
 def test_degenerate_requests(corpus, trained_tokenizer, backend):
     token = load_backend_tokenizer(trained_tokenizer).token_to_id("the")
     kwargs = dict(backend=backend, progress=False)
@@ -318,8 +336,9 @@ def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_na
 
 
 @needs_rust
-@pytest.mark.parametrize("config", ["gpt2", "roberta", "roberta_wrapped", "prefix_space", "legacy_merges",
-                                    "added_words", "ignore_merges"])
+@pytest.mark.parametrize(
+    "config", ["gpt2", "roberta", "roberta_wrapped", "prefix_space", "legacy_merges", "added_words", "ignore_merges"]
+)
 def test_rust_matches_python_byte_level_bpe(corpus, bpe_dirs, config, caplog):
     """The byte-level BPE family: Rust (1 and 2 threads) and Python give the same contexts and stats on the
     corpus (real lines, accents, CJK, special tokens, invalid UTF-8, CRLF, a chunked line, gzip)."""
@@ -331,7 +350,8 @@ def test_rust_matches_python_byte_level_bpe(corpus, bpe_dirs, config, caplog):
         rust, rust_stats = find_contexts(corpus, tokenizer_dir, targets, backend="auto", num_threads=2, **kwargs)
     assert [r.getMessage() for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"] == [
         "qik-find: Rust backend, tokenizer family byte-level BPE "
-        "(no normalizer + ByteLevel pre-tokenizer (GPT-2 pattern) + BPE)"]
+        "(no normalizer + ByteLevel pre-tokenizer (GPT-2 pattern) + BPE)"
+    ]
     assert rust_stats.backend == "rust"
     for key in ("files", "lines", "bytes", "sentences", "replacement_chars", "chunked_sentences"):
         assert getattr(rust_stats, key) == getattr(python_stats, key), key
@@ -353,17 +373,21 @@ def _unsupported_tokenizers(corpus, tmp_path) -> dict:
     lines = [s for _, s in _all_sentences(corpus)][:400]
     made = {}
     unigram = SentencePieceUnigramTokenizer()
-    unigram.train_from_iterator(lines, vocab_size=300, show_progress=False, special_tokens=["<unk>"], unk_token="<unk>")
+    unigram.train_from_iterator(
+        lines, vocab_size=300, show_progress=False, special_tokens=["<unk>"], unk_token="<unk>"
+    )
     spm_bpe = SentencePieceBPETokenizer(unk_token="<unk>")
     spm_bpe.train_from_iterator(lines, vocab_size=300, show_progress=False, special_tokens=["<unk>"])
     dropout = json.loads(train_byte_level_bpe(lines, "gpt2", vocab_size=400))
     dropout["model"]["dropout"] = 0.1
     nfc = json.loads(train_byte_level_bpe(lines, "gpt2", vocab_size=400))
     nfc["normalizer"] = {"type": "NFC"}
-    for name, text, family in [("unigram", unigram.to_str(), "SentencePiece Unigram"),
-                               ("spm_bpe", spm_bpe.to_str(), "SentencePiece BPE"),
-                               ("dropout", json.dumps(dropout), "byte-level BPE"),
-                               ("nfc", json.dumps(nfc), "byte-level BPE")]:
+    for name, text, family in [
+        ("unigram", unigram.to_str(), "SentencePiece Unigram"),
+        ("spm_bpe", spm_bpe.to_str(), "SentencePiece BPE"),
+        ("dropout", json.dumps(dropout), "byte-level BPE"),
+        ("nfc", json.dumps(nfc), "byte-level BPE"),
+    ]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "tokenizer.json").write_text(text, encoding="utf-8")
         made[name] = (tmp_path / name, family)
@@ -381,20 +405,25 @@ def test_other_families_are_refused_at_start_naming_family_and_reason(corpus, tm
             targets = _bpe_targets(directory, count=20)
         caplog.clear()
         with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
-            contexts, stats = find_contexts(corpus, directory, targets, max_per_token=2, backend="auto",
-                                            progress=False, return_stats=True)
+            contexts, stats = find_contexts(
+                corpus, directory, targets, max_per_token=2, backend="auto", progress=False, return_stats=True
+            )
         assert stats.backend == "python"
         (record,) = [r for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"]
         assert record.levelname == "WARNING" and record.exc_info is None
         assert record.getMessage().startswith(
-            f"qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family {family}): ")
+            f"qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family {family}): "
+        )
         if name != "dropout":
-            assert contexts == find_contexts(corpus, directory, targets, max_per_token=2, backend="python", progress=False)
+            assert contexts == find_contexts(
+                corpus, directory, targets, max_per_token=2, backend="python", progress=False
+            )
         with pytest.raises(UnsupportedTokenizerError) as caught:
             find_contexts(corpus, directory, targets, backend="rust", progress=False)
         assert caught.value.family == family and caught.value.reason in record.getMessage()
-        assert {"spm_bpe": "Metaspace", "unigram": "Unigram", "dropout": "dropout", "nfc": "normalizer"}[name] \
-            in caught.value.reason
+        assert {"spm_bpe": "Metaspace", "unigram": "Unigram", "dropout": "dropout", "nfc": "normalizer"}[
+            name
+        ] in caught.value.reason
 
 
 def test_python_backend_is_bottom_k_for_byte_level_bpe(corpus, bpe_dirs):
@@ -413,8 +442,9 @@ def test_python_backend_is_bottom_k_for_byte_level_bpe(corpus, bpe_dirs):
                 seen.add(token_id)
                 occurrences[token_id].append(Context(sentence, start, end, index))
     for token_id in targets:
-        expected = sorted(occurrences[token_id], key=lambda c: (sample_priority(2, token_id, c.sentence_index),
-                                                                c.sentence_index))[:3]
+        expected = sorted(
+            occurrences[token_id], key=lambda c: (sample_priority(2, token_id, c.sentence_index), c.sentence_index)
+        )[:3]
         assert contexts[token_id] == sorted(expected, key=lambda c: c.sentence_index)
     assert sum(map(len, contexts.values())) > 60
 
@@ -434,18 +464,25 @@ def test_unsupported_tokenizer_falls_back_to_python_on_auto_only(corpus, minilm_
     assert stats.backend == "python" and len(contexts[target]) > 0
     # One line, at start, saying which family and why the Python backend is used (no stack trace).
     notices = [r for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"]
-    assert [(r.levelname, r.getMessage()) for r in notices] == [(
-        "WARNING", 'qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family '
-        'WordPiece): added token "[MASK]" has lstrip=true')]
+    assert [(r.levelname, r.getMessage()) for r in notices] == [
+        (
+            "WARNING",
+            "qik-find: using the Python backend: the Rust backend does not reproduce this tokenizer (family "
+            'WordPiece): added token "[MASK]" has lstrip=true',
+        )
+    ]
     assert notices[0].exc_info is None
-    with pytest.raises(UnsupportedTokenizerError, match=r"unsupported tokenizer \(WordPiece\): added token .*lstrip") as caught:
+    with pytest.raises(
+        UnsupportedTokenizerError, match=r"unsupported tokenizer \(WordPiece\): added token .*lstrip"
+    ) as caught:
         find_contexts(corpus, tmp_path, [target], backend="rust", progress=False)
     assert caught.value.family == "WordPiece" and caught.value.reason == 'added token "[MASK]" has lstrip=true'
     caplog.clear()
     with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
         find_contexts(corpus, minilm_dir, [target], backend="auto", progress=False)
     assert [r.getMessage() for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"] == [
-        "qik-find: Rust backend, tokenizer family WordPiece (BertNormalizer + BertPreTokenizer + WordPiece)"]
+        "qik-find: Rust backend, tokenizer family WordPiece (BertNormalizer + BertPreTokenizer + WordPiece)"
+    ]
 
 
 @needs_rust
@@ -517,15 +554,33 @@ def test_cli_matches_python_backend(corpus, trained_tokenizer, bpe_dirs, tmp_pat
     lines = [f"#{t}" if files == "bpe" else backend.id_to_token(t) for t in targets]  # "#id": any token string
     (tmp_path / "targets.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     done = subprocess.run(
-        [str(CLI), "--tokenizer", str(tokenizer_dir), "--targets", str(tmp_path / "targets.txt"),
-         "--max-per-token", "3", "--seed", "4", "--threads", "2"] + [str(p) for p in corpus],
-        capture_output=True, text=True, check=True,
+        [
+            str(CLI),
+            "--tokenizer",
+            str(tokenizer_dir),
+            "--targets",
+            str(tmp_path / "targets.txt"),
+            "--max-per-token",
+            "3",
+            "--seed",
+            "4",
+            "--threads",
+            "2",
+        ]
+        + [str(p) for p in corpus],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert [row["id"] for row in rows] == targets
-    cli = {row["id"]: [Context(c["sentence"], c["start"], c["end"], c["sentence_index"]) for c in row["contexts"]]
-           for row in rows}
-    assert cli == find_contexts(corpus, tokenizer_dir, targets, max_per_token=3, seed=4, backend="python", progress=False)
+    cli = {
+        row["id"]: [Context(c["sentence"], c["start"], c["end"], c["sentence_index"]) for c in row["contexts"]]
+        for row in rows
+    }
+    assert cli == find_contexts(
+        corpus, tokenizer_dir, targets, max_per_token=3, seed=4, backend="python", progress=False
+    )
     stats = json.loads(done.stderr.splitlines()[-1].split("qik-find: ", 1)[1])
     assert stats["sentences"] == len(_all_sentences(corpus)) and stats["replacement_chars"] == 5
     family = "byte-level BPE" if files == "bpe" else "WordPiece"
@@ -539,7 +594,12 @@ def test_binding_takes_one_options_object_and_raises_typed_errors(corpus, traine
     backend = load_backend_tokenizer(trained_tokenizer)
     token = backend.token_to_id("the")
     defaults = _qikfind.FindOptions()
-    assert (defaults.max_per_token, defaults.seed, defaults.max_context_chars, defaults.num_threads) == (20, 0, 1000, 0)
+    assert (defaults.max_per_token, defaults.seed, defaults.max_context_chars, defaults.num_threads) == (
+        20,
+        0,
+        1000,
+        0,
+    )
     options = _qikfind.FindOptions(max_per_token=2, seed=3, num_threads=1)
     raw, stats = _qikfind.find_contexts([str(p) for p in corpus], backend.to_str(), [token], options)
     assert len(raw[token]) == 2 and stats["files"] == 3
@@ -590,7 +650,8 @@ def test_fallback_is_chosen_by_exception_class_not_message(corpus, trained_token
 
 
 def test_python_backend_on_a_large_corpus_logs_one_line_on_how_to_build_the_extension(
-        corpus, trained_tokenizer, monkeypatch, caplog):
+    corpus, trained_tokenizer, monkeypatch, caplog
+):
     """`pip install .` without Rust gives the Python backend: above the threshold one warning says so, with the
     measured speed factor and the build command; below it, or with the extension, nothing."""
     import bioptimus_hf.vocabulary.qikfind as qikfind
@@ -602,8 +663,9 @@ def test_python_backend_on_a_large_corpus_logs_one_line_on_how_to_build_the_exte
         monkeypatch.setattr(qikfind, "PYTHON_BACKEND_NOTICE_BYTES", threshold)
         caplog.clear()
         with caplog.at_level("WARNING", logger="bioptimus_hf.vocabulary.qikfind"):
-            _, stats = find_contexts(corpus, trained_tokenizer, [token], backend="auto", progress=False,
-                                     return_stats=True)
+            _, stats = find_contexts(
+                corpus, trained_tokenizer, [token], backend="auto", progress=False, return_stats=True
+            )
         assert stats.backend == "python"
         notices = [r.getMessage() for r in caplog.records if "pure-Python backend" in r.getMessage()]
         assert len(notices) == expected, threshold

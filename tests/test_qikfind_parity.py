@@ -107,13 +107,25 @@ SETTINGS = {
 
 
 def _tokenizer_json(setting: dict, vocab: dict[str, int]) -> str:
-    return json.dumps({
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-        "normalizer": {"type": "BertNormalizer", **setting},
-        "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": None, "decoder": None,
-        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                  "max_input_chars_per_word": 1000, "vocab": vocab},
-    })
+    return json.dumps(
+        {
+            "version": "1.0",
+            "truncation": None,
+            "padding": None,
+            "added_tokens": [],
+            "normalizer": {"type": "BertNormalizer", **setting},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "post_processor": None,
+            "decoder": None,
+            "model": {
+                "type": "WordPiece",
+                "unk_token": "[UNK]",
+                "continuing_subword_prefix": "##",
+                "max_input_chars_per_word": 1000,
+                "vocab": vocab,
+            },
+        }
+    )
 
 
 def _non_starters() -> list[int]:
@@ -143,14 +155,22 @@ def unicode_texts():
     assert len(marks) > 700
     pairs = [f"x{chr(a)}{chr(b)}" for a in marks for b in marks]
     one_per_class = list({unicodedata.combining(chr(m)): m for m in marks}.values())
-    decomposable = [c for c in CODE_POINTS if unicodedata.decomposition(chr(c)) and not
-                    unicodedata.decomposition(chr(c)).startswith("<") and not 0xAC00 <= c <= 0xD7A3]
+    decomposable = [
+        c
+        for c in CODE_POINTS
+        if unicodedata.decomposition(chr(c))
+        and not unicodedata.decomposition(chr(c)).startswith("<")
+        and not 0xAC00 <= c <= 0xD7A3
+    ]
     precomposed = [f"{chr(c)}{chr(m)}" for c in decomposable for m in one_per_class]
 
     chars = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") | set(map(chr, marks))
     code_points = [c for c in CODE_POINTS if c != ord("#")]
-    for normalizer in (normalizers.Lowercase(), normalizers.NFD(), normalizers.Sequence(
-            [normalizers.NFD(), normalizers.Lowercase()])):
+    for normalizer in (
+        normalizers.Lowercase(),
+        normalizers.NFD(),
+        normalizers.Sequence([normalizers.NFD(), normalizers.Lowercase()]),
+    ):
         out = normalizer.normalize_str("#".join(map(chr, code_points))).split("#")
         assert len(out) == len(code_points)
         chars.update(*(o for c, o in zip(code_points, out) if o != chr(c)))
@@ -312,9 +332,12 @@ def unicode_corpus(unicode_texts, tmp_path_factory):
                     if token in occurrences and token not in seen:
                         seen.add(token)
                         occurrences[token].append(
-                            (sample_priority(0, token, index), index, Context(sentence, start, end, index)))
-            contexts = {t: [c for _, _, c in sorted(sorted(found)[:CORPUS_SAMPLE], key=lambda o: o[1])]
-                        for t, found in occurrences.items()}
+                            (sample_priority(0, token, index), index, Context(sentence, start, end, index))
+                        )
+            contexts = {
+                t: [c for _, _, c in sorted(sorted(found)[:CORPUS_SAMPLE], key=lambda o: o[1])]
+                for t, found in occurrences.items()
+            }
             cache[setting] = (contexts, len(sentences))
         return cache[setting]
 
@@ -332,8 +355,15 @@ def test_corpus_scan_matches_tokenizers_on_all_of_unicode(setting, backend, unic
     paths = [unicode_corpus["paths"][family] for family in _families(setting)]
     expected, n_sentences = unicode_corpus["expected"](setting)
     assert sum(map(len, expected.values())) > 1000  # not a vacuous comparison
-    contexts, stats = find_contexts(paths, Tokenizer.from_str(tokenizer_json), unicode_corpus["targets"],
-                                    max_per_token=CORPUS_SAMPLE, backend=backend, progress=False, return_stats=True)
+    contexts, stats = find_contexts(
+        paths,
+        Tokenizer.from_str(tokenizer_json),
+        unicode_corpus["targets"],
+        max_per_token=CORPUS_SAMPLE,
+        backend=backend,
+        progress=False,
+        return_stats=True,
+    )
     assert stats.backend == backend and stats.sentences == n_sentences
     differing = [t for t in expected if contexts[t] != expected[t]]
     assert not differing, [(t, contexts[t][:1], expected[t][:1]) for t in differing[:3]]
@@ -347,14 +377,33 @@ TEXT = b"The patients were fine.\nMore patients here. Patients again\n"
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("gz_tok")
-    (directory / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "patients",
-                                                    "were", "fine", ".", "more", "here", "again"]) + "\n")
+    (directory / "vocab.txt").write_text(
+        "\n".join(
+            [
+                "[PAD]",
+                "[UNK]",
+                "[CLS]",
+                "[SEP]",
+                "[MASK]",
+                "the",
+                "patients",
+                "were",
+                "fine",
+                ".",
+                "more",
+                "here",
+                "again",
+            ]
+        )
+        + "\n"
+    )
     return directory
 
 
 def _scan(path, tokenizer_dir, backend):
-    return find_contexts([path], tokenizer_dir, [6], max_per_token=10, backend=backend, progress=False,
-                         return_stats=True)
+    return find_contexts(
+        [path], tokenizer_dir, [6], max_per_token=10, backend=backend, progress=False, return_stats=True
+    )
 
 
 def _member(data: bytes = TEXT) -> bytes:
@@ -415,7 +464,6 @@ def test_unreadable_corpus_file_names_the_file(tmp_path, tokenizer_dir):
 # The reference is the `tokenizers` library's own encoding: ids and character offsets, trimming included.
 
 
-
 @pytest.fixture(scope="module")
 def bpe_tokenizers():
     """{config: tokenizer.json text}: byte-level BPE tokenizers trained on 2,000 corpus lines."""
@@ -454,7 +502,19 @@ def _bpe_fuzz(count: int, seed: int) -> list[str]:
         "ﬁﬂ①½²ⅫＡＢＣａｂｃ٣٤۵\U00016ea0\u1c89\U000105c0",
         ["😀", "🧬", "🔬", "👨‍👩‍👧", "🏳️‍🌈", "\U000e0001", "\U0010fffd", "\U000f0000"],
         ["ĠĊ", "Ġ", "Ã©", "\ufffd"],
-        ["<s>", "</s>", "<mask>", " <mask>", "<mask>  ", "<unk>", "protein", " protein ", "cell line", "IL-2 ", "<pad>"],
+        [
+            "<s>",
+            "</s>",
+            "<mask>",
+            " <mask>",
+            "<mask>  ",
+            "<unk>",
+            "protein",
+            " protein ",
+            "cell line",
+            "IL-2 ",
+            "<pad>",
+        ],
     ]
     texts = []
     for _ in range(count):
@@ -517,17 +577,26 @@ def test_byte_level_pre_tokenizer_matches_tokenizers_on_every_code_point(add_pre
     texts = _bpe_runs()
     # Each code point once more, after a letter, a digit, punctuation, a space or an apostrophe.
     neighbours = ["a", "1", "!", " ", "'", "a ", "1 ", "! "]
-    texts += ["".join(f"{neighbours[c % len(neighbours)]}{chr(c)}" for c in CODE_POINTS[i : i + 4096])
-              for i in range(0, len(CODE_POINTS), 4096)]
-    texts += [f"{a}{w * n}{b}" for w in whitespace for n in (1, 2, 3) for a in ("", "x", " ") for b in ("", "y", " ", "\n")]
+    texts += [
+        "".join(f"{neighbours[c % len(neighbours)]}{chr(c)}" for c in CODE_POINTS[i : i + 4096])
+        for i in range(0, len(CODE_POINTS), 4096)
+    ]
+    texts += [
+        f"{a}{w * n}{b}" for w in whitespace for n in (1, 2, 3) for a in ("", "x", " ") for b in ("", "y", " ", "\n")
+    ]
     mismatches = []
     for text in texts:
         expected = [offsets for _, offsets in reference.pre_tokenize_str(text)]
         got = [tuple(o) for o in rust.pre_tokenize(text)]
         if got != expected:
             k = next((k for k, (g, e) in enumerate(zip(got, expected)) if g != e), min(len(got), len(expected)))
-            mismatches.append((ascii(text[max(0, (expected + got)[k][0] - 3): (expected + got)[k][1] + 3]),
-                               expected[k : k + 2], got[k : k + 2]))
+            mismatches.append(
+                (
+                    ascii(text[max(0, (expected + got)[k][0] - 3) : (expected + got)[k][1] + 3]),
+                    expected[k : k + 2],
+                    got[k : k + 2],
+                )
+            )
     assert not mismatches, f"{len(mismatches)} texts differ, first: {mismatches[:3]}"
 
 
@@ -546,8 +615,9 @@ def test_byte_level_bpe_matches_tokenizers_on_all_of_unicode(bpe_tokenizers):
 
 
 @needs_rust
-@pytest.mark.parametrize("config", ["gpt2", "roberta", "roberta_wrapped", "prefix_space", "legacy_merges",
-                                    "added_words", "ignore_merges"])
+@pytest.mark.parametrize(
+    "config", ["gpt2", "roberta", "roberta_wrapped", "prefix_space", "legacy_merges", "added_words", "ignore_merges"]
+)
 def test_byte_level_bpe_matches_tokenizers_on_a_unicode_fuzz(config, bpe_tokenizers):
     """4,000 seeded random strings (scripts, marks, emoji, controls, whitespace runs, CJK, contractions, added
     tokens with spaces), and real corpus lines."""
@@ -604,9 +674,12 @@ def bpe_corpus(tmp_path_factory, bpe_tokenizers):
                     if token in occurrences and token not in seen:
                         seen.add(token)
                         occurrences[token].append(
-                            (sample_priority(3, token, index), index, Context(sentence, start, end, index)))
-            contexts = {t: [c for _, _, c in sorted(sorted(found)[:CORPUS_SAMPLE], key=lambda o: o[1])]
-                        for t, found in occurrences.items()}
+                            (sample_priority(3, token, index), index, Context(sentence, start, end, index))
+                        )
+            contexts = {
+                t: [c for _, _, c in sorted(sorted(found)[:CORPUS_SAMPLE], key=lambda o: o[1])]
+                for t, found in occurrences.items()
+            }
             cache[config] = (reference, targets, contexts)
         return cache[config]
 
@@ -620,8 +693,16 @@ def test_byte_level_bpe_corpus_scan_matches_tokenizers(config, backend, bpe_corp
     encoding: sentences, code point spans (trimmed as the reference trims them), indices and samples."""
     reference, targets, expected = bpe_corpus["expected"](config)
     assert sum(map(len, expected.values())) > 500  # not a vacuous comparison
-    contexts, stats = find_contexts([bpe_corpus["path"]], reference, targets, max_per_token=CORPUS_SAMPLE, seed=3,
-                                    backend=backend, progress=False, return_stats=True)
+    contexts, stats = find_contexts(
+        [bpe_corpus["path"]],
+        reference,
+        targets,
+        max_per_token=CORPUS_SAMPLE,
+        seed=3,
+        backend=backend,
+        progress=False,
+        return_stats=True,
+    )
     assert stats.backend == backend and stats.sentences == bpe_corpus["sentences"]
     differing = [t for t in expected if contexts[t] != expected[t]]
     assert not differing, [(reference.id_to_token(t), contexts[t][:1], expected[t][:1]) for t in differing[:3]]

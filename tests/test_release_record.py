@@ -41,17 +41,26 @@ def test_card_of_a_multi_process_run_shows_per_device_and_effective_batch(tmp_pa
     """8 processes x accumulation 2 x 32 per device: per device 32, effective 512, 1000 x 512 x 128 tokens."""
     from transformers import AutoModelForMaskedLM
 
-    args = EightProcesses(str(tmp_path), per_device_train_batch_size=32, gradient_accumulation_steps=2,
-                          max_steps=1000, warmup_steps=0.06, learning_rate=1e-4, report_to="none")
+    args = EightProcesses(
+        str(tmp_path),
+        per_device_train_batch_size=32,
+        gradient_accumulation_steps=2,
+        max_steps=1000,
+        warmup_steps=0.06,
+        learning_rate=1e-4,
+        report_to="none",
+    )
     collator = CurriculumDataCollator(tiny_tokenizer)
-    callback = PhaseScheduleCallback(collator, evaluate_at_phase_end=False,
-                                     run_info={"max_seq_length": 128, "base_model": "bert-base-uncased"})
+    callback = PhaseScheduleCallback(
+        collator, evaluate_at_phase_end=False, run_info={"max_seq_length": 128, "base_model": "bert-base-uncased"}
+    )
     state = _State()
     callback.on_train_begin(args, state, None)
     state.global_step = 1000
     info = callback.release_info(3, 1000, None)
-    release = write_release(tmp_path / "releases" / "v0.4", AutoModelForMaskedLM.from_pretrained(tiny_model_dir),
-                            tiny_tokenizer, info)
+    release = write_release(
+        tmp_path / "releases" / "v0.4", AutoModelForMaskedLM.from_pretrained(tiny_model_dir), tiny_tokenizer, info
+    )
     stored = json.loads((release / "bioptimus_phase.json").read_text())
     assert stored["format_version"] == FORMAT_VERSION
     assert stored["run"]["per_device_train_batch_size"] == 32 and stored["run"]["world_size"] == 8
@@ -69,16 +78,37 @@ def test_format_1_releases_still_load_and_render_right(tmp_path):
     release = tmp_path / "v0.2"
     release.mkdir()
     legacy = {
-        "version": "0.2", "phase_index": 1, "masking_unit": "word", "masking_rate": 0.15, "corruption": True,
-        "steps": 200, "start_step": 100, "end_step": 300, "global_step": 300, "realised_masked_fraction": 0.15,
+        "version": "0.2",
+        "phase_index": 1,
+        "masking_unit": "word",
+        "masking_rate": 0.15,
+        "corruption": True,
+        "steps": 200,
+        "start_step": 100,
+        "end_step": 300,
+        "global_step": 300,
+        "realised_masked_fraction": 0.15,
         "heldout_mlm_loss": 2.0,
-        "curriculum": [{"version": "0.1", "masking_unit": "token", "masking_rate": 0.15, "corruption": True, "steps": 100},
-                       {"version": "0.2", "masking_unit": "word", "masking_rate": 0.15, "corruption": True, "steps": 200}],
-        "run": {"base_model": "/home/me/.venv/lib/site-packages/minilm/model", "init_strategy": "continued",
-                "tokenizer": "/home/me/tok", "learning_rate": 1e-4, "warmup_steps": 0.06, "weight_decay": 0.01,
-                "per_device_train_batch_size": 32, "gradient_accumulation_steps": 2, "world_size": 8,
-                "train_batch_size": 512, "max_seq_length": 128, "max_steps": 1000, "seed": 1,
-                "train_files": ["/data/pubmed.txt"]},
+        "curriculum": [
+            {"version": "0.1", "masking_unit": "token", "masking_rate": 0.15, "corruption": True, "steps": 100},
+            {"version": "0.2", "masking_unit": "word", "masking_rate": 0.15, "corruption": True, "steps": 200},
+        ],
+        "run": {
+            "base_model": "/home/me/.venv/lib/site-packages/minilm/model",
+            "init_strategy": "continued",
+            "tokenizer": "/home/me/tok",
+            "learning_rate": 1e-4,
+            "warmup_steps": 0.06,
+            "weight_decay": 0.01,
+            "per_device_train_batch_size": 32,
+            "gradient_accumulation_steps": 2,
+            "world_size": 8,
+            "train_batch_size": 512,
+            "max_seq_length": 128,
+            "max_steps": 1000,
+            "seed": 1,
+            "train_files": ["/data/pubmed.txt"],
+        },
     }
     (release / "bioptimus_phase.json").write_text(json.dumps(legacy))
     info = ReleaseInfo.load(release)
@@ -95,10 +125,17 @@ def test_format_1_releases_still_load_and_render_right(tmp_path):
 
 
 def test_record_round_trip_and_unknown_fields(tmp_path):
-    run = RunFacts(base_model="bert-base-uncased", per_device_train_batch_size=8, gradient_accumulation_steps=4,
-                   world_size=2, max_seq_length=64, extra={"custom": [1, 2]})
-    info = ReleaseInfo("0.3", 2, "word", 0.2, True, steps=5, start_step=5, end_step=10, global_step=10,
-                       heldout_mlm_loss=1.5, run=run)
+    run = RunFacts(
+        base_model="bert-base-uncased",
+        per_device_train_batch_size=8,
+        gradient_accumulation_steps=4,
+        world_size=2,
+        max_seq_length=64,
+        extra={"custom": [1, 2]},
+    )
+    info = ReleaseInfo(
+        "0.3", 2, "word", 0.2, True, steps=5, start_step=5, end_step=10, global_step=10, heldout_mlm_loss=1.5, run=run
+    )
     info.save(tmp_path)
     again = ReleaseInfo.load(tmp_path)
     assert again == info and again.run.effective_train_batch_size == 64 and again.training_tokens == 10 * 64 * 64
@@ -126,7 +163,10 @@ def test_public_names_never_show_local_paths(tmp_path):
     assert base_model_hub_id(str(local)) == "nreimers/MiniLM-L6-H384-uncased"  # recorded in the checkpoint
     (local / "config.json").write_text(json.dumps({"_name_or_path": str(local)}))
     assert base_model_hub_id(str(local)) is None  # a path recorded as name is no Hub id
-    assert base_model_hub_id(str(local), "sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert (
+        base_model_hub_id(str(local), "sentence-transformers/all-MiniLM-L6-v2")
+        == "sentence-transformers/all-MiniLM-L6-v2"
+    )
 
 
 def test_find_releases_ignores_work_in_progress(tmp_path):
@@ -152,11 +192,19 @@ def test_checkpoint_facts_come_from_the_release_files(tmp_path):
 
 
 def test_checkpoint_facts_of_unknown_types_and_older_tokenizer_files(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps(
-        {"model_type": "acmebert", "architectures": ["AcmeBertForMaskedLM"], "hidden_size": 8}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "acmebert", "architectures": ["AcmeBertForMaskedLM"], "hidden_size": 8})
+    )
     # An AddedToken as older save_pretrained wrote it, in special_tokens_map.json only.
-    (tmp_path / "special_tokens_map.json").write_text(json.dumps({"mask_token": {"content": "<mask>", "lstrip": True}}))
+    (tmp_path / "special_tokens_map.json").write_text(
+        json.dumps({"mask_token": {"content": "<mask>", "lstrip": True}})
+    )
     facts = CheckpointFacts.read(tmp_path)
-    assert (facts.model_type, facts.family_name, facts.hidden_size, facts.mask_token) == ("acmebert", "AcmeBert", 8, "<mask>")
+    assert (facts.model_type, facts.family_name, facts.hidden_size, facts.mask_token) == (
+        "acmebert",
+        "AcmeBert",
+        8,
+        "<mask>",
+    )
     empty = CheckpointFacts.read(tmp_path / "absent")
     assert (empty.model_type, empty.family_name, empty.mask_token, empty.architectures) == (None, None, None, ())

@@ -15,7 +15,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Writes release v0.1 twice (first with loss 1.0, then 2.0) in a child process; FAULT (Python source run
 # before the second write) may patch the writer so that the child kills itself with SIGKILL mid-way.
-CHILD = textwrap.dedent('''
+CHILD = textwrap.dedent("""
     import os, shutil, signal, sys
     from pathlib import Path
     import torch
@@ -39,13 +39,13 @@ CHILD = textwrap.dedent('''
     writer.write_release(releases / "v0.1", model, tokenizer, info(1.0))
     {fault}
     writer.write_release(releases / "v0.1", model, tokenizer, info(2.0))
-''')
+""")
 
 FAULTS = {
     # killed while the new copy is being written: the old release is untouched
     "during-write": "writer.ReleaseInfo.save = die",
     # no atomic exchange (non-Linux): killed after the old copy was moved aside, before the new one is in place
-    "between-renames": textwrap.dedent('''
+    "between-renames": textwrap.dedent("""
         from bioptimus_hf.utils import files
         files._exchange = lambda a, b: False
         real_rename = Path.rename
@@ -54,30 +54,32 @@ FAULTS = {
                 die()
             return real_rename(self, target)
         Path.rename = rename
-    '''),
+    """),
     # killed right after the atomic exchange, before the previous copy is removed
-    "after-exchange": textwrap.dedent('''
+    "after-exchange": textwrap.dedent("""
         real_rmtree = shutil.rmtree
         def rmtree(path, *args, **kwargs):
             if str(path).endswith(".partial") and (Path(path) / "bioptimus_phase.json").is_file():
                 die()
             return real_rmtree(path, *args, **kwargs)
         writer.shutil.rmtree = rmtree
-    '''),
+    """),
 }
 
 
 def _killed_child(tmp_path, fault):
     releases = tmp_path / "releases"
     code = CHILD.replace("{fault}", FAULTS[fault])
-    result = subprocess.run([sys.executable, "-c", code, str(releases)], cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(releases)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == -9, result.stderr[-2000:]  # SIGKILL at the chosen point
     return releases
 
 
-@pytest.mark.parametrize("fault,surviving_loss", [("during-write", 1.0), ("between-renames", 1.0),
-                                                  ("after-exchange", 2.0)])
+@pytest.mark.parametrize(
+    "fault,surviving_loss", [("during-write", 1.0), ("between-renames", 1.0), ("after-exchange", 2.0)]
+)
 def test_a_release_survives_a_kill_at_any_point_of_its_replacement(tmp_path, fault, surviving_loss):
     from transformers import AutoModelForMaskedLM
 

@@ -31,10 +31,35 @@ def corpus(tmp_path):
 
 
 def args(model_dir, corpus, out, *extra, do_train=True):
-    base = ["--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out,
-            "--max_steps", 8, "--per_device_train_batch_size", 4, "--max_seq_length", 32, "--report_to", "none",
-            "--max_eval_samples", 8, "--logging_steps", 4, "--disable_tqdm", "true", "--save_steps", 4,
-            "--phase_steps", 2, 2, 2, 2]
+    base = [
+        "--model_name_or_path",
+        model_dir,
+        "--train_file",
+        corpus,
+        "--output_dir",
+        out,
+        "--max_steps",
+        8,
+        "--per_device_train_batch_size",
+        4,
+        "--max_seq_length",
+        32,
+        "--report_to",
+        "none",
+        "--max_eval_samples",
+        8,
+        "--logging_steps",
+        4,
+        "--disable_tqdm",
+        "true",
+        "--save_steps",
+        4,
+        "--phase_steps",
+        2,
+        2,
+        2,
+        2,
+    ]
     return base + (["--do_train"] if do_train else []) + list(extra)
 
 
@@ -71,15 +96,22 @@ def test_resume_under_another_schedule_is_refused_unless_allowed(monkeypatch, tm
     (out / "checkpoint-6").rename(out / "checkpoint-6.moved")  # as if the run had stopped after step 5
     v01 = _snapshot(out / "releases" / "v0.1")
     changed = args(tiny_model_dir, corpus, out, "--max_steps", 12, "--phase_steps", 0.25, 0.25, 0.25, 0.25)
-    with pytest.raises(SystemExit, match=r"checkpoint-5 was trained under another curriculum schedule \(steps per "
-                                         r"phase \[2, 2, 1, 1\] -> \[3, 3, 3, 3\]; max_steps 6 -> 12\)"):
+    with pytest.raises(
+        SystemExit,
+        match=r"checkpoint-5 was trained under another curriculum schedule \(steps per "
+        r"phase \[2, 2, 1, 1\] -> \[3, 3, 3, 3\]; max_steps 6 -> 12\)",
+    ):
         run(monkeypatch, changed)
     assert _snapshot(out / "releases" / "v0.1") == v01  # nothing rewritten
     run(monkeypatch, changed + ["--allow_schedule_change", "true"])
     info = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
-    assert info["schedule_changes"] == [{"step": 5, "description": "steps per phase [2, 2, 1, 1] -> [3, 3, 3, 3]; "
-                                                                   "max_steps 6 -> 12"}]
-    assert "The schedule was changed when the run was resumed: at step 5" in (out / "releases" / "v0.4" / "README.md").read_text()
+    assert info["schedule_changes"] == [
+        {"step": 5, "description": "steps per phase [2, 2, 1, 1] -> [3, 3, 3, 3]; max_steps 6 -> 12"}
+    ]
+    assert (
+        "The schedule was changed when the run was resumed: at step 5"
+        in (out / "releases" / "v0.4" / "README.md").read_text()
+    )
 
 
 def test_phases_past_max_steps_are_refused(monkeypatch, tmp_path, tiny_model_dir, corpus):
@@ -89,7 +121,7 @@ def test_phases_past_max_steps_are_refused(monkeypatch, tmp_path, tiny_model_dir
 
 # Runs run_pretraining in a child that kills itself (SIGKILL) while the Trainer saves checkpoint-8's
 # trainer_state.json, the file a checkpoint is written last: checkpoint-8 is left half written.
-KILL_DURING_SAVE = textwrap.dedent('''
+KILL_DURING_SAVE = textwrap.dedent("""
     import os, signal, sys
     from transformers.trainer_callback import TrainerState
     real = TrainerState.save_to_json
@@ -102,15 +134,21 @@ KILL_DURING_SAVE = textwrap.dedent('''
     sys.argv = ["run_pretraining.py"] + sys.argv[1:]
     import run_pretraining
     run_pretraining.main()
-''')
+""")
 
 
 def test_a_half_written_checkpoint_is_skipped_on_resume(monkeypatch, tmp_path, tiny_model_dir, corpus, caplog):
     out = tmp_path / "out"
     argv = [str(a) for a in args(tiny_model_dir, corpus, out, "--max_steps", 12, "--phase_steps", 3, 3, 3, 3)]
     env = dict(os.environ, PYTHONPATH=python_path(REPO_ROOT, REPO_ROOT / "tests"))
-    killed = subprocess.run([sys.executable, "-c", KILL_DURING_SAVE, *argv], cwd=REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=600)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_DURING_SAVE, *argv],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert (out / "checkpoint-8").is_dir() and (out / "checkpoint-4" / "trainer_state.json").is_file()
     with caplog.at_level("WARNING"):
@@ -122,7 +160,7 @@ def test_a_half_written_checkpoint_is_skipped_on_resume(monkeypatch, tmp_path, t
 
 
 # Runs run_pretraining in a child that kills itself (SIGKILL) right after checkpoint-4 is complete, mid-phase.
-KILL_AFTER_CHECKPOINT_4 = textwrap.dedent('''
+KILL_AFTER_CHECKPOINT_4 = textwrap.dedent("""
     import os, signal, sys
     from transformers import Trainer
     real = Trainer._save_checkpoint
@@ -134,7 +172,7 @@ KILL_AFTER_CHECKPOINT_4 = textwrap.dedent('''
     sys.argv = ["run_pretraining.py"] + sys.argv[1:]
     import run_pretraining
     run_pretraining.main()
-''')
+""")
 
 
 def _release_weights_and_masking(out: Path) -> dict:
@@ -143,12 +181,17 @@ def _release_weights_and_masking(out: Path) -> dict:
     releases = {}
     for release in sorted((out / "releases").iterdir()):
         record = json.loads((release / "bioptimus_phase.json").read_text())
-        releases[release.name] = (load_file(release / "model.safetensors"), record["realised_masked_fraction"], record["run"])
+        releases[release.name] = (
+            load_file(release / "model.safetensors"),
+            record["realised_masked_fraction"],
+            record["run"],
+        )
     return releases
 
 
 def test_a_killed_run_resumed_from_its_checkpoint_releases_what_the_unbroken_run_releases(
-        monkeypatch, tmp_path, tiny_model_dir, corpus):
+    monkeypatch, tmp_path, tiny_model_dir, corpus
+):
     """Killed mid-phase and resumed, a run must release the unbroken run's models bit for bit: the masks (keyed by
     batch, collator module docstring), dropout, data order and optimizer all come back with the checkpoint."""
     extra = ["--max_steps", 12, "--phase_steps", 3, 3, 3, 3, "--max_eval_samples", 0]
@@ -156,8 +199,14 @@ def test_a_killed_run_resumed_from_its_checkpoint_releases_what_the_unbroken_run
     out = tmp_path / "killed"
     argv = [str(a) for a in args(tiny_model_dir, corpus, out, *extra)]
     env = dict(os.environ, PYTHONPATH=python_path(REPO_ROOT, REPO_ROOT / "tests"))
-    killed = subprocess.run([sys.executable, "-c", KILL_AFTER_CHECKPOINT_4, *argv], cwd=REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=600)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER_CHECKPOINT_4, *argv],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert last_complete_checkpoint(out).name == "checkpoint-4"
     assert [p.name for p in (out / "releases").iterdir()] == ["v0.1"]  # phase 0.2 was under way
@@ -178,7 +227,10 @@ def test_the_releases_do_not_depend_on_the_dataloader_workers(monkeypatch, tmp_p
     extra = ["--max_steps", 6, "--phase_steps", 2, 2, 1, 1, "--max_eval_samples", 0]
     run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "inline", *extra, "--dataloader_num_workers", 0))
     run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "workers", *extra, "--dataloader_num_workers", 2))
-    inline, workers = _release_weights_and_masking(tmp_path / "inline"), _release_weights_and_masking(tmp_path / "workers")
+    inline, workers = (
+        _release_weights_and_masking(tmp_path / "inline"),
+        _release_weights_and_masking(tmp_path / "workers"),
+    )
     assert sorted(inline) == sorted(workers) == ["v0.1", "v0.2", "v0.3", "v0.4"]
     for version, (weights, masking, _) in inline.items():
         assert workers[version][1] == masking, version
@@ -186,8 +238,9 @@ def test_the_releases_do_not_depend_on_the_dataloader_workers(monkeypatch, tmp_p
             assert torch.equal(workers[version][0][name], tensor), (version, name)
 
 
-def test_a_checkpoint_resumed_under_another_masking_stream_says_so(monkeypatch, tmp_path, tiny_model_dir, corpus,
-                                                                  caplog):
+def test_a_checkpoint_resumed_under_another_masking_stream_says_so(
+    monkeypatch, tmp_path, tiny_model_dir, corpus, caplog
+):
     import shutil
 
     first = tmp_path / "sequential"
@@ -222,7 +275,9 @@ def test_json_lines_and_csv_corpora_train(monkeypatch, tmp_path, tiny_model_dir,
     out = tmp_path / "out"
     run(monkeypatch, args(tiny_model_dir, path, out, "--text_column_name", "abstract"))
     assert (out / "releases" / "v0.4" / "model.safetensors").is_file()
-    with pytest.raises(SystemExit, match=rf"--text_column_name 'text' not in the columns of .*corpus.{kind}: \['id', 'abstract'\]"):
+    with pytest.raises(
+        SystemExit, match=rf"--text_column_name 'text' not in the columns of .*corpus.{kind}: \['id', 'abstract'\]"
+    ):
         run(monkeypatch, args(tiny_model_dir, path, tmp_path / "o2"))
 
 
@@ -230,7 +285,7 @@ def test_mixed_corpus_kinds_are_refused(monkeypatch, tmp_path, tiny_model_dir, c
     other = tmp_path / "more.jsonl"
     other.write_text(json.dumps({"text": "a line"}) + "\n")
     argv = args(tiny_model_dir, corpus, tmp_path / "o")
-    argv[argv.index("--train_file") + 1: argv.index("--train_file") + 2] = [corpus, other]
+    argv[argv.index("--train_file") + 1 : argv.index("--train_file") + 2] = [corpus, other]
     with pytest.raises(SystemExit, match=r"mixes corpus kinds \(text: .*corpus.txt; json: .*more.jsonl\)"):
         run(monkeypatch, argv)
 
@@ -243,7 +298,9 @@ def test_binary_and_one_line_corpora(monkeypatch, tmp_path, tiny_model_dir, capl
     one_line = tmp_path / "one.txt"
     one_line.write_text(" ".join(corpus_lines(60)) + "\n")  # one long line: enough tokens for a few blocks
     with caplog.at_level("WARNING"):
-        run(monkeypatch, args(tiny_model_dir, one_line, tmp_path / "o2", "--max_steps", 4, "--phase_steps", 1, 1, 1, 1))
+        run(
+            monkeypatch, args(tiny_model_dir, one_line, tmp_path / "o2", "--max_steps", 4, "--phase_steps", 1, 1, 1, 1)
+        )
     assert "too few to hold out" in caplog.text
     info = json.loads((tmp_path / "o2" / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
     assert info["heldout_mlm_loss"] is None
@@ -253,6 +310,5 @@ def test_a_phase_version_cannot_escape_output_dir(monkeypatch, tmp_path, tiny_mo
     curriculum = tmp_path / "evil.yaml"
     curriculum.write_text("- {version: '../../escaped', masking_unit: token, masking_rate: 0.15}\n")
     with pytest.raises(SystemExit, match=r"phase 1: release version '../../escaped' is not allowed"):
-        run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "o", "--curriculum", curriculum,
-                              "--phase_steps", 8))
+        run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "o", "--curriculum", curriculum, "--phase_steps", 8))
     assert not (tmp_path / "escaped").exists()

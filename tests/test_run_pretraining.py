@@ -25,9 +25,31 @@ def corpus(tmp_path):
 
 
 def base_args(model_dir, corpus, out):
-    return ["--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out, "--do_train",
-            "--max_steps", 12, "--per_device_train_batch_size", 4, "--max_seq_length", 32, "--report_to", "none",
-            "--max_eval_samples", 16, "--logging_steps", 2, "--disable_tqdm", "true", "--save_steps", 100]
+    return [
+        "--model_name_or_path",
+        model_dir,
+        "--train_file",
+        corpus,
+        "--output_dir",
+        out,
+        "--do_train",
+        "--max_steps",
+        12,
+        "--per_device_train_batch_size",
+        4,
+        "--max_seq_length",
+        32,
+        "--report_to",
+        "none",
+        "--max_eval_samples",
+        16,
+        "--logging_steps",
+        2,
+        "--disable_tqdm",
+        "true",
+        "--save_steps",
+        100,
+    ]
 
 
 def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir, corpus):
@@ -40,8 +62,12 @@ def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir
     releases = sorted(p.name for p in (out / "releases").iterdir())
     assert releases == ["v0.1", "v0.2", "v0.3", "v0.4"]
     ends = []
-    for name, unit, rate, corruption in [("v0.1", "token", 0.15, True), ("v0.2", "word", 0.15, True),
-                                         ("v0.3", "word", 0.2, True), ("v0.4", "word", 0.2, False)]:
+    for name, unit, rate, corruption in [
+        ("v0.1", "token", 0.15, True),
+        ("v0.2", "word", 0.15, True),
+        ("v0.3", "word", 0.2, True),
+        ("v0.4", "word", 0.2, False),
+    ]:
         release = out / "releases" / name
         assert (release / "model.safetensors").is_file() and (release / "README.md").is_file()
         info = json.loads((release / "bioptimus_phase.json").read_text())
@@ -49,8 +75,9 @@ def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir
         assert abs(info["realised_masked_fraction"] - rate) < 0.03
         assert info["heldout_mlm_loss"] > 0 and info["run"]["learning_rate"] == 5e-4
         # bulk: a CPU default, except on Intel CPUs (tests/test_bulk_dropout.py fakes both vendors)
-        assert info["run"]["dropout_masks"] == ("bulk" if not torch.cuda.is_available() and bulk_dropout_pays_off()
-                                                else "torch")
+        assert info["run"]["dropout_masks"] == (
+            "bulk" if not torch.cuda.is_available() and bulk_dropout_pays_off() else "torch"
+        )
         ends.append(info["end_step"])
         model = AutoModelForMaskedLM.from_pretrained(release)
         assert type(model).__name__ == "BertForMaskedLM"
@@ -69,8 +96,10 @@ def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir
 
 def test_streaming_corpus(monkeypatch, tmp_path, tiny_model_dir, corpus):
     out = tmp_path / "out"
-    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--streaming", "true", "--max_steps", 8,
-                                                                "--bulk_dropout", "false"])
+    run(
+        monkeypatch,
+        base_args(tiny_model_dir, corpus, out) + ["--streaming", "true", "--max_steps", 8, "--bulk_dropout", "false"],
+    )
     info = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
     assert info["end_step"] == 8 and info["heldout_mlm_loss"] > 0
     assert info["run"]["dropout_masks"] == "torch"
@@ -80,8 +109,17 @@ def test_line_by_line_chunks_long_lines(monkeypatch, tmp_path, tiny_model_dir, c
     long_corpus = tmp_path / "long.txt"
     long_corpus.write_bytes(corpus.read_bytes() + (" ".join(corpus_lines(30)) + "\n").encode())
     out = tmp_path / "out"
-    args = base_args(tiny_model_dir, long_corpus, out) + ["--line_by_line", "true", "--validation_split_percentage", 0,
-                                                          "--phase_steps", 6, 6, 0, 0]
+    args = base_args(tiny_model_dir, long_corpus, out) + [
+        "--line_by_line",
+        "true",
+        "--validation_split_percentage",
+        0,
+        "--phase_steps",
+        6,
+        6,
+        0,
+        0,
+    ]
     with pytest.raises(SystemExit, match="each phase needs a positive number of steps"):
         run(monkeypatch, args)
     args[-4:] = [3, 3, 3, 3]
@@ -149,7 +187,10 @@ def test_cards_name_the_base_model_without_local_paths(monkeypatch, tmp_path, ti
     assert str(tmp_path) not in card and str(tmp_path) not in json.dumps(phase)
     assert f"Base model: `{tiny_model_dir.name}`" in card
     out2 = tmp_path / "out2"
-    run(monkeypatch, base_args(tiny_model_dir, corpus, out2) + ["--max_steps", 10, "--base_model_hub_id", "acme/tiny-bert"])
+    run(
+        monkeypatch,
+        base_args(tiny_model_dir, corpus, out2) + ["--max_steps", 10, "--base_model_hub_id", "acme/tiny-bert"],
+    )
     card = (out2 / "releases" / "v0.4" / "README.md").read_text()
     assert "Base model: `acme/tiny-bert`" in card and "base_model: acme/tiny-bert" in card
 
@@ -164,11 +205,22 @@ def test_accelerate_launch_two_cpu_processes(tmp_path, tiny_model_dir, corpus):
     root = Path(run_pretraining.__file__).parent
     out = tmp_path / "out"
     config = tmp_path / "run.yaml"
-    config.write_text("phase_steps: [0.1, 0.2, 0.3, 0.4]\nlearning_rate: 5.0e-4\nwarmup_steps: 0.06\n"
-                      "ddp_backend: gloo\nuse_cpu: true\nlog_level: info\nlog_level_replica: info\n")
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-               str(root / "configs" / "accelerate" / "cpu_two_processes.yaml"), "--main_process_port", "29531",
-               str(root / "run_pretraining.py"), str(config), *map(str, base_args(tiny_model_dir, corpus, out))]
+    config.write_text(
+        "phase_steps: [0.1, 0.2, 0.3, 0.4]\nlearning_rate: 5.0e-4\nwarmup_steps: 0.06\n"
+        "ddp_backend: gloo\nuse_cpu: true\nlog_level: info\nlog_level_replica: info\n"
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(root / "configs" / "accelerate" / "cpu_two_processes.yaml"),
+        "--main_process_port",
+        "29531",
+        str(root / "run_pretraining.py"),
+        str(config),
+        *map(str, base_args(tiny_model_dir, corpus, out)),
+    ]
     command[command.index("--max_steps") + 1] = "8"
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=python_path(root))
     result = run_launcher(command, env, timeout=300, cwd=tmp_path)
@@ -201,8 +253,11 @@ def test_bf16_on_cpu_with_masked_only_head_and_curriculum(monkeypatch, tmp_path,
         pytest.skip("this torch build cannot run bf16 on the CPU")
     out = tmp_path / "out"
     # transformers refuses --bf16 without a GPU unless --use_cpu is given explicitly.
-    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--bf16", "true", "--use_cpu", "true", "--max_steps", 8,
-                                                                "--logging_steps", 1])
+    run(
+        monkeypatch,
+        base_args(tiny_model_dir, corpus, out)
+        + ["--bf16", "true", "--use_cpu", "true", "--max_steps", 8, "--logging_steps", 1],
+    )
     assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.1", "v0.2", "v0.3", "v0.4"]
     losses = [e["loss"] for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]
     assert len(losses) == 8 and all(torch.isfinite(torch.tensor(losses)))
@@ -215,15 +270,28 @@ def test_bf16_on_cpu_with_masked_only_head_and_curriculum(monkeypatch, tmp_path,
     assert not torch.equal(weights, base.bert.embeddings.word_embeddings.weight)
 
 
-def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initialisation(monkeypatch, tmp_path,
-                                                                                        tiny_model_dir, corpus):
+def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initialisation(
+    monkeypatch, tmp_path, tiny_model_dir, corpus
+):
     """bioptimus-init-embeddings, then --init_strategy continued from its output (what a study does): the records
     and cards state the initialisation and the base model of the start checkpoint, not "continued" from it."""
     from bioptimus_hf.commands.init_embeddings import run as init_embeddings
 
     start = tmp_path / "init_averaged"
-    init_embeddings(["--model_name_or_path", str(tiny_model_dir), "--tokenizer_name", str(tiny_model_dir),
-                     "--init_strategy", "averaged", "--output_dir", str(start), "--init_device", "cpu"])
+    init_embeddings(
+        [
+            "--model_name_or_path",
+            str(tiny_model_dir),
+            "--tokenizer_name",
+            str(tiny_model_dir),
+            "--init_strategy",
+            "averaged",
+            "--output_dir",
+            str(start),
+            "--init_device",
+            "cpu",
+        ]
+    )
     out = tmp_path / "out"
     run(monkeypatch, base_args(start, corpus, out) + ["--init_strategy", "continued", "--max_steps", 10])
     phase = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
@@ -235,15 +303,17 @@ def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initiali
 
 
 @pytest.mark.compile
-def test_torch_compile_releases_plain_models_equal_to_the_final_weights(monkeypatch, tmp_path, tiny_model_dir,
-                                                                          corpus):
+def test_torch_compile_releases_plain_models_equal_to_the_final_weights(monkeypatch, tmp_path, tiny_model_dir, corpus):
     """--torch_compile true (the GPU configs set it): the masked-only head and the curriculum compile, and every
     release is a plain BertForMaskedLM (no compile wrapper's prefixes), the last one equal to the saved model."""
     from safetensors.torch import load_file
 
     out = tmp_path / "out"
-    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--torch_compile", "true", "--use_cpu", "true",
-                                                               "--max_steps", 10, "--logging_nan_inf_filter", "false"])
+    run(
+        monkeypatch,
+        base_args(tiny_model_dir, corpus, out)
+        + ["--torch_compile", "true", "--use_cpu", "true", "--max_steps", 10, "--logging_nan_inf_filter", "false"],
+    )
     assert sorted(p.name for p in (out / "releases").iterdir()) == ["v0.1", "v0.2", "v0.3", "v0.4"]
     released = load_file(out / "releases" / "v0.4" / "model.safetensors")
     final = load_file(out / "model.safetensors")
@@ -251,4 +321,6 @@ def test_torch_compile_releases_plain_models_equal_to_the_final_weights(monkeypa
     assert released.keys() == final.keys() and all(torch.equal(released[k], final[k]) for k in final)
     model = AutoModelForMaskedLM.from_pretrained(out / "releases" / "v0.4")
     base = AutoModelForMaskedLM.from_pretrained(tiny_model_dir)
-    assert not torch.equal(model.bert.encoder.layer[0].output.dense.weight, base.bert.encoder.layer[0].output.dense.weight)
+    assert not torch.equal(
+        model.bert.encoder.layer[0].output.dense.weight, base.bert.encoder.layer[0].output.dense.weight
+    )

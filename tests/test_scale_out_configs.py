@@ -19,16 +19,23 @@ FULL_SCALE = yaml.safe_load((ROOT / "configs" / "bioptimus_full_scale.yaml").rea
 PAPER_BATCH = 256
 
 
-@pytest.mark.parametrize("name, distributed, processes, machines, precision, cpu", [
-    ("multi_gpu_bf16.yaml", DistributedType.MULTI_GPU, 8, 1, "bf16", False),
-    ("multi_node.yaml", DistributedType.MULTI_GPU, 16, 2, "bf16", False),
-    ("cpu_two_processes.yaml", DistributedType.MULTI_GPU, 2, 1, "no", True),
-])
+@pytest.mark.parametrize(
+    "name, distributed, processes, machines, precision, cpu",
+    [
+        ("multi_gpu_bf16.yaml", DistributedType.MULTI_GPU, 8, 1, "bf16", False),
+        ("multi_node.yaml", DistributedType.MULTI_GPU, 16, 2, "bf16", False),
+        ("cpu_two_processes.yaml", DistributedType.MULTI_GPU, 2, 1, "no", True),
+    ],
+)
 def test_accelerate_configs_load(name, distributed, processes, machines, precision, cpu):
     config = load_config_from_file(str(ACCELERATE / name))
     assert config.distributed_type == distributed
     assert (config.num_processes, config.num_machines, config.mixed_precision, config.use_cpu) == (
-        processes, machines, precision, cpu)
+        processes,
+        machines,
+        precision,
+        cpu,
+    )
 
 
 def test_deepspeed_zero2_defers_to_training_arguments():
@@ -38,8 +45,12 @@ def test_deepspeed_zero2_defers_to_training_arguments():
     assert config.is_zero2() and not config.is_zero3() and not config.is_offload()
     # Everything the Trainer also sets is "auto", so the yaml (batch, accumulation, bf16, clipping) governs
     # and the two can never disagree; without optimizer/scheduler sections the Trainer's own run.
-    for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
-                "gradient_clipping"):
+    for key in (
+        "train_batch_size",
+        "train_micro_batch_size_per_gpu",
+        "gradient_accumulation_steps",
+        "gradient_clipping",
+    ):
         assert raw[key] == "auto", key
     assert raw["bf16"]["enabled"] == "auto"
     assert "optimizer" not in raw and "scheduler" not in raw
@@ -48,7 +59,7 @@ def test_deepspeed_zero2_defers_to_training_arguments():
 def launch_rows():
     """(command, per device, accumulation, processes) of every row of docs/scale_out.md's launch table."""
     text = (ROOT / "docs" / "scale_out.md").read_text()
-    table = text[text.index("## Launch commands"):].split("\n\n")[1]
+    table = text[text.index("## Launch commands") :].split("\n\n")[1]
     rows = []
     for line in table.splitlines()[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -85,7 +96,7 @@ def test_slurm_script_is_valid_bash_and_uses_the_shipped_files():
     script = ROOT / "scripts" / "slurm" / "pretrain_two_nodes.sbatch"
     subprocess.run(["bash", "-n", str(script)], check=True)
     text = script.read_text()
-    assert "--nodes=2" in text and "--machine_rank \"$SLURM_NODEID\"" in text
+    assert "--nodes=2" in text and '--machine_rank "$SLURM_NODEID"' in text
     for config in re.findall(r"configs/\S+\.(?:yaml|json)", text):
         assert (ROOT / config).is_file(), config
     per_device = int(re.search(r"--per_device_train_batch_size (\d+)", text).group(1))

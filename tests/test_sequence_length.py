@@ -35,8 +35,15 @@ def unlimited_roberta_tokenizer():
 
 
 def roberta_config(tokenizer, positions=34, **extra):
-    return RobertaConfig(vocab_size=len(tokenizer), max_position_embeddings=positions, pad_token_id=tokenizer.pad_token_id,
-                         bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id, **_tiny(), **extra)
+    return RobertaConfig(
+        vocab_size=len(tokenizer),
+        max_position_embeddings=positions,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        **_tiny(),
+        **extra,
+    )
 
 
 def test_roberta_positions_start_past_the_pad_id(unlimited_roberta_tokenizer):
@@ -74,7 +81,7 @@ def test_tagger_windows_fit_a_roberta_whose_tokenizer_names_no_limit(tmp_path, u
     words, encoding = tagger.encode([text])
     assert len(encoding.windows) > 1 and max(len(ids) for ids in encoding.columns["input_ids"]) == 32
     entities = tagger(text)
-    assert all(text[e["start"]:e["end"]] == e["word"] for e in entities)
+    assert all(text[e["start"] : e["end"]] == e["word"] for e in entities)
 
 
 def test_pretraining_blocks_fit_the_model_when_the_tokenizer_names_no_limit(tmp_path, unlimited_roberta_tokenizer):
@@ -83,8 +90,12 @@ def test_pretraining_blocks_fit_the_model_when_the_tokenizer_names_no_limit(tmp_
     data_args = PretrainingDataArguments(train_file=[str(corpus)], validation_split_percentage=5)
     training_args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True)
     model = RobertaForMaskedLM(roberta_config(unlimited_roberta_tokenizer))
-    data = load_pretraining_datasets(data_args, unlimited_roberta_tokenizer, training_args,
-                                     model_max_tokens=max_model_tokens(model, unlimited_roberta_tokenizer))
+    data = load_pretraining_datasets(
+        data_args,
+        unlimited_roberta_tokenizer,
+        training_args,
+        model_max_tokens=max_model_tokens(model, unlimited_roberta_tokenizer),
+    )
     assert data.max_seq_length == 32
     lengths = {len(row["input_ids"]) for row in data.train}
     assert max(lengths) == 32

@@ -64,7 +64,7 @@ def test_collator_emits_one_length_per_phase_covering_every_label(tiny_tokenizer
         collator.set_phase(index)
         bucket = masked_positions_bucket(phase.masking_rate, phase.whole_word, 8, 64)
         for start in range(0, 8 * 40, 8):
-            batch = collator(blocks[start:start + 8]).to("cpu")  # consumed: counted
+            batch = collator(blocks[start : start + 8]).to("cpu")  # consumed: counted
             positions, labels = batch["masked_positions"], batch["labels"]
             assert positions.shape == (bucket,)
             count = int((labels != -100).sum())
@@ -84,8 +84,10 @@ def test_phase_switch_remasks_and_recomputes_positions(tiny_tokenizer, blocks):
     assert collator.remasked_batches == 1
     count = int((batch["labels"] != -100).sum())
     assert batch["masked_positions"].shape == (masked_positions_bucket(0.3, True, 8, 64),)
-    assert batch["masked_positions"][:count].tolist() == (
-        batch["labels"].reshape(-1) != -100).nonzero().flatten().tolist()
+    assert (
+        batch["masked_positions"][:count].tolist()
+        == (batch["labels"].reshape(-1) != -100).nonzero().flatten().tolist()
+    )
 
 
 def test_overflow_is_counted_logged_and_drops_nothing(tiny_tokenizer, blocks, monkeypatch, caplog):
@@ -93,12 +95,13 @@ def test_overflow_is_counted_logged_and_drops_nothing(tiny_tokenizer, blocks, mo
     collator = CurriculumDataCollator(tiny_tokenizer, PHASES, seed=3, static_masked_positions=True)
     collator.set_phase(1)
     with caplog.at_level(logging.WARNING):
-        batches = [collator(blocks[i:i + 4]).to("cpu") for i in range(0, 12, 4)]  # consumed: counted
+        batches = [collator(blocks[i : i + 4]).to("cpu") for i in range(0, 12, 4)]  # consumed: counted
     for batch in batches:
         count = int((batch["labels"] != -100).sum())
         assert count > 8 and len(batch["masked_positions"]) >= count
         assert set(batch["masked_positions"].tolist()) - {-1} == set(
-            (batch["labels"].reshape(-1) != -100).nonzero().flatten().tolist())
+            (batch["labels"].reshape(-1) != -100).nonzero().flatten().tolist()
+        )
     assert collator.stats.overflows == [0, 3, 0]
     assert caplog.text.count("more than the static bucket") == 1  # once per phase, then counted
     state = collator.stats.state_dict()
@@ -114,9 +117,17 @@ def _tiny_one_layer_bert(directory, tokenizer):
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(0)
-    BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=64, max_position_embeddings=64,
-                               pad_token_id=tokenizer.pad_token_id)).save_pretrained(directory)
+    BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    ).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
 
@@ -153,12 +164,52 @@ def test_run_pretraining_compiles_once_per_phase_with_the_eager_losses(monkeypat
         counters.clear()
         graphs_at_step.clear()
         out = tmp_path / f"out_{compiled}"
-        argv = ["run_pretraining.py", "--model_name_or_path", model_dir, "--train_file", corpus, "--output_dir", out,
-                "--do_train", "--max_steps", 9, "--phase_steps", 3, 3, 3, "--per_device_train_batch_size", 4,
-                "--max_seq_length", 32, "--report_to", "none", "--validation_split_percentage", 0,
-                "--logging_steps", 1, "--disable_tqdm", "true", "--save_strategy", "no", "--seed", 5,
-                "--use_cpu", "true", "--bf16", "false", "--optim", "sgd", "--learning_rate", 0.5,
-                "--curriculum", curriculum, "--torch_compile", compiled, "--torch_compile_backend", "inductor"]
+        argv = [
+            "run_pretraining.py",
+            "--model_name_or_path",
+            model_dir,
+            "--train_file",
+            corpus,
+            "--output_dir",
+            out,
+            "--do_train",
+            "--max_steps",
+            9,
+            "--phase_steps",
+            3,
+            3,
+            3,
+            "--per_device_train_batch_size",
+            4,
+            "--max_seq_length",
+            32,
+            "--report_to",
+            "none",
+            "--validation_split_percentage",
+            0,
+            "--logging_steps",
+            1,
+            "--disable_tqdm",
+            "true",
+            "--save_strategy",
+            "no",
+            "--seed",
+            5,
+            "--use_cpu",
+            "true",
+            "--bf16",
+            "false",
+            "--optim",
+            "sgd",
+            "--learning_rate",
+            0.5,
+            "--curriculum",
+            curriculum,
+            "--torch_compile",
+            compiled,
+            "--torch_compile_backend",
+            "inductor",
+        ]
         monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
         with caplog.at_level(logging.INFO):
             run_pretraining.main()
@@ -167,8 +218,17 @@ def test_run_pretraining_compiles_once_per_phase_with_the_eager_losses(monkeypat
         if compiled == "true":
             assert "static masked positions (one compiled shape per phase): on" in caplog.text
             # A graph at the first step of each phase (steps 1, 4, 7), none at any other step.
-            assert graphs_at_step == [(1, 0, 1), (2, 0, 1), (3, 0, 1), (4, 1, 2), (5, 1, 2), (6, 1, 2),
-                                      (7, 2, 3), (8, 2, 3), (9, 2, 3)]
+            assert graphs_at_step == [
+                (1, 0, 1),
+                (2, 0, 1),
+                (3, 0, 1),
+                (4, 1, 2),
+                (5, 1, 2),
+                (6, 1, 2),
+                (7, 2, 3),
+                (8, 2, 3),
+                (9, 2, 3),
+            ]
             assert not counters["graph_break"]
             assert all(entry.get("masked_positions_overflows") == 0 for entry in history if "loss" in entry)
         caplog.clear()
@@ -202,9 +262,18 @@ def test_static_gather_needs_no_host_synchronisation():
     from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction, gather_labelled_rows, masked_lm_plan
 
     torch.manual_seed(0)
-    model = enable_masked_only_prediction(BertForMaskedLM(BertConfig(
-        vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=64)).cuda())
+    model = enable_masked_only_prediction(
+        BertForMaskedLM(
+            BertConfig(
+                vocab_size=97,
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=64,
+                max_position_embeddings=64,
+            )
+        ).cuda()
+    )
     generator = torch.Generator().manual_seed(1)
     input_ids = torch.randint(5, 97, (4, 24), generator=generator)
     labels = torch.where(torch.rand(4, 24, generator=generator) < 0.2, input_ids, -100)

@@ -31,16 +31,36 @@ def study_config(tmp_path, model_dir, **overrides) -> str:
         "output_dir": str(tmp_path / "study"),
         "token_budget": 1000,  # 8 steps of 4 x 32 tokens
         "tokenizer_vocab_size": 700,
-        "pretraining_args": {"train_file": [str(corpus)], "max_seq_length": 32, "per_device_train_batch_size": 4,
-                             "max_eval_samples": 16, "validation_split_percentage": 5, "logging_steps": 2,
-                             "eval_strategy": "steps", "eval_steps": 4, "save_steps": 4, "learning_rate": 5.0e-4,
-                             "report_to": "none", "disable_tqdm": True, "max_contexts_per_token": 2},
-        "arms": [{"name": "continued", "init_strategy": "continued"},
-                 {"name": "averaged_one_phase", "init_strategy": "averaged", "single_phase": "0.4"}],
+        "pretraining_args": {
+            "train_file": [str(corpus)],
+            "max_seq_length": 32,
+            "per_device_train_batch_size": 4,
+            "max_eval_samples": 16,
+            "validation_split_percentage": 5,
+            "logging_steps": 2,
+            "eval_strategy": "steps",
+            "eval_steps": 4,
+            "save_steps": 4,
+            "learning_rate": 5.0e-4,
+            "report_to": "none",
+            "disable_tqdm": True,
+            "max_contexts_per_token": 2,
+        },
+        "arms": [
+            {"name": "continued", "init_strategy": "continued"},
+            {"name": "averaged_one_phase", "init_strategy": "averaged", "single_phase": "0.4"},
+        ],
         "ner_data_dirs": [ner_dir],
         "ner_seeds": [1],
-        "ner_args": {"num_train_epochs": 1, "max_seq_length": 64, "per_device_train_batch_size": 8,
-                     "save_strategy": "no", "use_cpu": True, "disable_tqdm": True, "learning_rate": 1.0e-3},
+        "ner_args": {
+            "num_train_epochs": 1,
+            "max_seq_length": 64,
+            "per_device_train_batch_size": 8,
+            "save_strategy": "no",
+            "use_cpu": True,
+            "disable_tqdm": True,
+            "learning_rate": 1.0e-3,
+        },
         "analysis_max_sentences": 40,
         "analysis_projection": "pca",  # t-SNE is slow on a loaded machine; the figure code is the same
         **overrides,
@@ -67,8 +87,9 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     continued = rows["continued"]["pretraining"]["releases"]
     assert [r["version"] for r in continued] == ["0.1", "0.2", "0.3", "0.4"] and continued[-1]["global_step"] == 8
     single = rows["averaged_one_phase"]["pretraining"]["releases"]
-    assert [(r["version"], r["masking_unit"], r["masking_rate"], r["corruption"]) for r in single] == \
-        [("0.4", "word", 0.2, False)]
+    assert [(r["version"], r["masking_unit"], r["masking_rate"], r["corruption"]) for r in single] == [
+        ("0.4", "word", 0.2, False)
+    ]
     # The new vocabulary was trained once, the averaged start model built once and trained on from.
     assert (study / "tokenizer" / "coverage_report.json").is_file()
     arm_args = json.loads((study / "arms" / "averaged_one_phase" / "pretraining_args.json").read_text())["args"]
@@ -84,7 +105,9 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     assert set(paired) == {("continued", "base"), ("averaged_one_phase", "base"), ("averaged_one_phase", "continued")}
     f1 = {name: row["ner"]["final"]["tiny-ner"]["test_f1"] for name, row in rows.items()}
     difference = paired[("averaged_one_phase", "continued")]
-    assert difference["seeds"] == [1] and difference["mean"] == pytest.approx(f1["averaged_one_phase"] - f1["continued"])
+    assert difference["seeds"] == [1] and difference["mean"] == pytest.approx(
+        f1["averaged_one_phase"] - f1["continued"]
+    )
     assert f"| {100 * (f1['continued'] - f1['base']):+.2f} (n=1) |" in table
     assert f"| averaged_one_phase − continued | tiny-ner | {100 * difference['mean']:+.2f} | " in table
     on_disk = json.loads((results_dir / "results.json").read_text())
@@ -92,14 +115,24 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     assert set(on_disk["analysis"]["continued"]) == {"v0.1", "v0.2", "v0.3", "v0.4"}
     # Held-out loss on new and old tokens: the continued arm keeps the base vocabulary (nothing new), the
     # averaged arm's new vocabulary has new-token targets; the base row has no pre-training split.
-    kinds = {row: {t: m.get("heldout_by_token_kind") for t, m in targets.items()} for row, targets in on_disk["analysis"].items()}
+    kinds = {
+        row: {t: m.get("heldout_by_token_kind") for t, m in targets.items()}
+        for row, targets in on_disk["analysis"].items()
+    }
     assert kinds["base"]["base"] is None
     assert all(k["new"]["positions"] == 0 and k["old"]["positions"] > 0 for k in kinds["continued"].values())
     new_positions = kinds["averaged_one_phase"]["v0.4"]["new"]["positions"]
     assert new_positions > 0 and kinds["averaged_one_phase"]["v0.4"]["all"]["positions"] > new_positions
     assert "## Held-out MLM loss on new and old tokens" in table and "| averaged_one_phase | v0.4 |" in table
-    for name in ("loss_continued.png", "loss_averaged_one_phase.png", "heldout_loss.png", "masked_fraction.png",
-                 "ner_f1.png", "representations_continued.png", "representations_averaged_one_phase.png"):
+    for name in (
+        "loss_continued.png",
+        "loss_averaged_one_phase.png",
+        "heldout_loss.png",
+        "masked_fraction.png",
+        "ner_f1.png",
+        "representations_continued.png",
+        "representations_averaged_one_phase.png",
+    ):
         assert (results_dir / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
     assert (results_dir / "command.txt").read_text() == f"bioptimus study {config}\n"
     # Each release carries its run's loss plot, linked from its card.
@@ -114,16 +147,27 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     reference.parent.mkdir()
     reference.write_text((results_dir / "results.json").read_text())
     joined_dir = tmp_path / "joined"
-    joined_flags = ["--results_dir", str(joined_dir), "--reference_results", str(reference),
-                    "--reference_rows", "base", "continued", "averaged_one_phase", "--skip_analysis", "true"]
+    joined_flags = [
+        "--results_dir",
+        str(joined_dir),
+        "--reference_results",
+        str(reference),
+        "--reference_rows",
+        "base",
+        "continued",
+        "averaged_one_phase",
+        "--skip_analysis",
+        "true",
+    ]
     joined = run_study.main([config, "--report_only", "true", *joined_flags])
     earlier = ["base [earlier]", "continued [earlier]", "averaged_one_phase [earlier]"]
     assert list(joined["rows"]) == earlier + ["base", "continued", "averaged_one_phase"]
     pairs = {(p["row"], p["reference"]): p for p in joined["paired"]}
     assert ("averaged_one_phase [earlier]", "continued [earlier]") not in pairs  # in the earlier report
     assert pairs[("continued [earlier]", "base [earlier]")]["mean"] == pytest.approx(f1["continued"] - f1["base"])
-    assert pairs[("averaged_one_phase", "continued [earlier]")]["mean"] == \
-        pytest.approx(f1["averaged_one_phase"] - f1["continued"])
+    assert pairs[("averaged_one_phase", "continued [earlier]")]["mean"] == pytest.approx(
+        f1["averaged_one_phase"] - f1["continued"]
+    )
     assert pairs[("continued", "continued [earlier]")]["differences"] == [0.0]
     joined_table = (joined_dir / "results.md").read_text()
     # Its rows' 'Δ vs base' is against its own base, this study's against this study's; the earlier study's
@@ -159,8 +203,9 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     state_mtime = state.stat().st_mtime_ns
     calls = []
     monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
-    monkeypatch.setattr(pretrain_command, "pretrain",
-                        lambda *args, real=pretrain_command.pretrain: calls.append(args) or real(*args))
+    monkeypatch.setattr(
+        pretrain_command, "pretrain", lambda *args, real=pretrain_command.pretrain: calls.append(args) or real(*args)
+    )
     run_study.main([config, "--skip_analysis", "true"])
     assert len(calls) == 1 and (study / "arms" / "continued" / DONE_FILE).is_file()
     assert state.stat().st_mtime_ns == state_mtime  # resumed at its last checkpoint: no step trained again
@@ -179,8 +224,11 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     changed = json.loads(reference.read_text())
     changed["study"]["token_budget"] = 2000
     reference.write_text(json.dumps(changed))
-    with pytest.raises(ValueError, match=r"--reference_results .*results.json: its token_budget 2000 differs from "
-                                         r"this study's 1000"):
+    with pytest.raises(
+        ValueError,
+        match=r"--reference_results .*results.json: its token_budget 2000 differs from "
+        r"this study's 1000",
+    ):
         run_study.main([config, *joined_flags])
     reference.write_text(json.dumps({**changed, "study": {**changed["study"], "token_budget": 1000}}))
     with pytest.raises(ValueError, match=r"--reference_rows \['nosuch'\]: not rows of"):
@@ -221,8 +269,14 @@ def test_prepare_only_builds_the_shared_inputs_once_and_trains_nothing(tmp_path,
 
 def test_interrupted_arm_resumes_from_its_checkpoint(tmp_path, tiny_model_dir, monkeypatch):
     """Killed mid-training (after the step-4 checkpoint), the arm continues from step 4, not from 0."""
-    config = study_config(tmp_path, tiny_model_dir, arms=[{"name": "continued", "init_strategy": "continued"}],
-                          include_base=False, ner_data_dirs=None, skip_analysis=True)  # None: no NER
+    config = study_config(
+        tmp_path,
+        tiny_model_dir,
+        arms=[{"name": "continued", "init_strategy": "continued"}],
+        include_base=False,
+        ner_data_dirs=None,
+        skip_analysis=True,
+    )  # None: no NER
     from transformers import TrainerCallback
 
     class Killed(Exception):
@@ -255,29 +309,39 @@ def test_interrupted_arm_resumes_from_its_checkpoint(tmp_path, tiny_model_dir, m
     assert (tmp_path / "study" / "arms" / "continued" / DONE_FILE).is_file()
 
 
-@pytest.mark.parametrize("arms, message", [
-    ([{"name": "a", "max_steps": 10}], "which the study sets itself"),
-    ([{"name": "a"}, {"name": "a"}], "must be unique"),
-    ([{"name": "base"}], "the base model's row"),
-    ([{"init_strategy": "continued"}], "needs a 'name'"),
-])
+@pytest.mark.parametrize(
+    "arms, message",
+    [
+        ([{"name": "a", "max_steps": 10}], "which the study sets itself"),
+        ([{"name": "a"}, {"name": "a"}], "must be unique"),
+        ([{"name": "base"}], "the base model's row"),
+        ([{"init_strategy": "continued"}], "needs a 'name'"),
+    ],
+)
 def test_bad_study_configs_are_refused_with_the_flag(tmp_path, arms, message):
     path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump({"model_name_or_path": "m", "output_dir": str(tmp_path), "token_budget": 10,
-                                    "arms": arms}))
+    path.write_text(
+        yaml.safe_dump({"model_name_or_path": "m", "output_dir": str(tmp_path), "token_budget": 10, "arms": arms})
+    )
     with pytest.raises(SystemExit, match=message):
         parse_args((StudyArguments,), [str(path)])
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--only_arms", "nosuch"], r"--only_arms \['nosuch'\]: no such arm \(arms: \['a'\], or 'base'\)"),
-    (["--prepare_only", "true", "--report_only", "true"], "exclude each other"),
-    (["--reference_rows", "base"], "--reference_rows needs --reference_results"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--only_arms", "nosuch"], r"--only_arms \['nosuch'\]: no such arm \(arms: \['a'\], or 'base'\)"),
+        (["--prepare_only", "true", "--report_only", "true"], "exclude each other"),
+        (["--reference_rows", "base"], "--reference_rows needs --reference_results"),
+    ],
+)
 def test_bad_study_flags_are_refused(tmp_path, flags, message):
     path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump({"model_name_or_path": "m", "output_dir": str(tmp_path), "token_budget": 10,
-                                    "arms": [{"name": "a"}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {"model_name_or_path": "m", "output_dir": str(tmp_path), "token_budget": 10, "arms": [{"name": "a"}]}
+        )
+    )
     with pytest.raises(SystemExit, match=message):
         parse_args((StudyArguments,), [str(path), *flags])
 
@@ -314,8 +378,12 @@ def test_frequency_buckets_match_hand_counts(tmp_path):
     assert counts[ids("rare")] == 1 and counts[ids("never")] == 0 and counts.sum() == 11
     buckets = frequency_buckets(counts, edges=(1, 2, 4), exclude=tokenizer.all_special_ids)
     assert [b.label for b in buckets] == ["unseen", "[1, 2)", "[2, 4)", ">= 4"]
-    assert [sorted(tokenizer.convert_ids_to_tokens(list(b.token_ids))) for b in buckets] == \
-        [["never"], ["rare"], ["cell", "tumour"], ["gene"]]
+    assert [sorted(tokenizer.convert_ids_to_tokens(list(b.token_ids))) for b in buckets] == [
+        ["never"],
+        ["rare"],
+        ["cell", "tumour"],
+        ["gene"],
+    ]
     rare, frequent = rare_and_frequent(counts, tokenizer.all_special_ids, fraction=0.5)
     assert tokenizer.convert_ids_to_tokens(list(rare)) == ["rare", "tumour"]
     assert tokenizer.convert_ids_to_tokens(list(frequent)) == ["cell", "gene"]
@@ -329,9 +397,23 @@ def test_task_difficulty_masks_the_same_blocks_per_phase(tmp_path, tiny_model_di
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(200)) + "\n")
     output, plot = tmp_path / "difficulty.json", tmp_path / "difficulty.png"
-    result = run(["--model_name_or_path", str(tiny_model_dir), f"again={tiny_model_dir}", "--corpus_files", str(corpus),
-                  "--max_blocks", "24", "--max_seq_length", "64", "--output_file", str(output),
-                  "--output_plot", str(plot)])
+    result = run(
+        [
+            "--model_name_or_path",
+            str(tiny_model_dir),
+            f"again={tiny_model_dir}",
+            "--corpus_files",
+            str(corpus),
+            "--max_blocks",
+            "24",
+            "--max_seq_length",
+            "64",
+            "--output_file",
+            str(output),
+            "--output_plot",
+            str(plot),
+        ]
+    )
     assert json.loads(output.read_text()) == json.loads(json.dumps(result))
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     first, again = result["models"]
@@ -376,10 +458,19 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
         arm = arms[name]
         assert arm.init_key == arms[name.split("+")[0]].init_key  # the same start model as the arm without it
         assert arm.curriculum_text == "lexical warm-up (10%), then bioptimus"
-        argv = mapping_to_argv({**arm.args, "output_dir": "unused", "max_steps": max_steps,
-                                "model_name_or_path": "base", "use_cpu": True, "bf16": False})
+        argv = mapping_to_argv(
+            {
+                **arm.args,
+                "output_dir": "unused",
+                "max_steps": max_steps,
+                "model_name_or_path": "base",
+                "use_cpu": True,
+                "bf16": False,
+            }
+        )
         (*_, curriculum_args, warmup_args, _, _) = parse_args(
-            (run_pretraining.ModelArguments, *_pretraining_argument_types()), argv)
+            (run_pretraining.ModelArguments, *_pretraining_argument_types()), argv
+        )
         schedule = curriculum_args.build(warmup_args.lexical_warmup_steps).resolve(max_steps)
         assert schedule.lexical_warmup_steps == round(0.1 * max_steps) and schedule.ends[-1] == max_steps
         assert warmup_args.lexical_warmup_learning_rate == 5e-4
@@ -394,16 +485,31 @@ def test_the_warmup_study_is_study_cpu_s_warmup_arms_paired_with_its_earlier_res
 
     root = Path(run_study.__file__).parent
     (full,) = parse_args((StudyArguments,), [str(root / "configs" / "study_cpu.yaml"), "--model_name_or_path", "b"])
-    (warm,) = parse_args((StudyArguments,), [str(root / "configs" / "study_cpu_warmup.yaml"), "--model_name_or_path", "b"])
+    (warm,) = parse_args(
+        (StudyArguments,), [str(root / "configs" / "study_cpu_warmup.yaml"), "--model_name_or_path", "b"]
+    )
     assert [a.name for a in warm.arm_configs] == ["contextualized+warmup", "continued+warmup"]
     arms = {a.name: a for a in full.arm_configs}
     for arm in warm.arm_configs:
         assert (arm.args, arm.init_key) == (arms[arm.name].args, arms[arm.name].init_key)
-    for key in ("token_budget", "seed", "tokenizer_vocab_size", "shared_pretraining_args", "ner_run_args", "ner_seeds",
-                "ner_data_dirs", "evaluate_checkpoints", "analysis_max_sentences", "base_model_hub_id"):
+    for key in (
+        "token_budget",
+        "seed",
+        "tokenizer_vocab_size",
+        "shared_pretraining_args",
+        "ner_run_args",
+        "ner_seeds",
+        "ner_data_dirs",
+        "evaluate_checkpoints",
+        "analysis_max_sentences",
+        "base_model_hub_id",
+    ):
         assert getattr(warm, key) == getattr(full, key), key
-    study = {"model_name_or_path": warm.base_model_hub_id, "token_budget": warm.token_budget,
-             "ner_args": warm.ner_run_args}
+    study = {
+        "model_name_or_path": warm.base_model_hub_id,
+        "token_budget": warm.token_budget,
+        "ner_args": warm.ner_run_args,
+    }
     rows = reference_rows(root / warm.reference_results, warm.reference_rows, study)
     assert list(rows) == ["base [study_cpu]", "continued [study_cpu]", "contextualized [study_cpu]"]
     assert all(set(row["ner"]["final"]) == {"NCBI-disease-IOB", "BC5CDR-chem-IOB"} for row in rows.values())
@@ -417,17 +523,33 @@ def _pretraining_argument_types():
     from bioptimus_hf.releases.release_config import ReleaseArguments
     from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 
-    return (EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments, LexicalWarmupArguments,
-            ReleaseArguments, TrainingArguments)
+    return (
+        EmbeddingInitArguments,
+        PretrainingDataArguments,
+        CurriculumArguments,
+        LexicalWarmupArguments,
+        ReleaseArguments,
+        TrainingArguments,
+    )
 
 
 def test_a_warmup_arm_trains_in_the_study_and_its_releases_say_so(tmp_path, tiny_model_dir):
     from bioptimus_hf.releases.record import ReleaseInfo
 
-    arm = {"name": "continued+warmup", "init_strategy": "continued", "lexical_warmup_steps": 0.25,
-           "lexical_warmup_learning_rate": 2.0e-3}
-    config = study_config(tmp_path, tiny_model_dir, arms=[{"name": "continued", "init_strategy": "continued"}, arm],
-                          include_base=False, ner_data_dirs=None, skip_analysis=True)
+    arm = {
+        "name": "continued+warmup",
+        "init_strategy": "continued",
+        "lexical_warmup_steps": 0.25,
+        "lexical_warmup_learning_rate": 2.0e-3,
+    }
+    config = study_config(
+        tmp_path,
+        tiny_model_dir,
+        arms=[{"name": "continued", "init_strategy": "continued"}, arm],
+        include_base=False,
+        ner_data_dirs=None,
+        skip_analysis=True,
+    )
     results = run_study.main([config, "--only_arms", "continued+warmup"])
     row = results["rows"]["continued+warmup"]
     assert row["max_steps"] == results["rows"]["continued"]["max_steps"] == 8  # the same budget
@@ -437,5 +559,7 @@ def test_a_warmup_arm_trains_in_the_study_and_its_releases_say_so(tmp_path, tiny
     run_dir = tmp_path / "study" / "arms" / "continued+warmup" / "pretraining"
     info = ReleaseInfo.load(run_dir / "releases" / "v0.1")
     assert info.run.lexical_warmup.steps == 2 and info.start_step == 2
-    assert "| continued+warmup | continued | lexical warm-up (25%), then bioptimus | 8 |" in \
-        (tmp_path / "study" / "study" / "results.md").read_text()
+    assert (
+        "| continued+warmup | continued | lexical warm-up (25%), then bioptimus | 8 |"
+        in (tmp_path / "study" / "study" / "results.md").read_text()
+    )

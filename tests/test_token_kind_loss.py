@@ -29,8 +29,11 @@ def test_new_tokens_are_those_whose_string_the_base_lacks():
 
 def test_split_means_equal_a_hand_computation_and_weigh_into_the_overall_mean():
     torch.manual_seed(0)
-    model = BertForMaskedLM(BertConfig(vocab_size=len(NEW), hidden_size=16, num_hidden_layers=1,
-                                       num_attention_heads=2, intermediate_size=32)).eval()
+    model = BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(NEW), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+        )
+    ).eval()
     input_ids = torch.tensor([[2, 5, 6, 8, 9, 3], [2, 11, 10, 7, 4, 3]])
     labels = torch.full_like(input_ids, -100)
     labels[0, 1], labels[0, 2], labels[1, 1], labels[1, 3] = 5, 6, 11, 7  # new, old, new, old
@@ -53,8 +56,9 @@ def test_split_means_equal_a_hand_computation_and_weigh_into_the_overall_mean():
 def test_heldout_measurement_on_the_arms_split(tmp_path, tiny_model_dir, tiny_tokenizer):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(400)) + "\n", encoding="utf-8")
-    data_args = PretrainingDataArguments(train_file=[str(corpus)], validation_split_percentage=5, max_seq_length=32,
-                                         max_eval_samples=12)
+    data_args = PretrainingDataArguments(
+        train_file=[str(corpus)], validation_split_percentage=5, max_seq_length=32, max_eval_samples=12
+    )
     same = heldout_loss_by_token_kind(tiny_model_dir, tiny_model_dir, data_args, seed=1, batch_size=4)
     assert same["rows"] == 12 and same["new"]["positions"] == 0 and same["old"]["positions"] > 50
     assert same["masking"] == {"phase": "0.1", "unit": "token", "rate": 0.15, "seed": 1}

@@ -40,10 +40,18 @@ from family_helpers import BASE_LINES, BASES, FAMILY_OF_BASE, build_base, write_
 NEW_VOCAB_SIZE = 520
 # A word-initial entry and a continuation entry of each family, as regular expressions over letters only (so
 # that the surface string is plain text).
-WORD_INITIAL = {"wordpiece": r"[a-z]{3,}", "byte_level_bpe": r"Ġ[a-z]{3,}", "sentencepiece_unigram": r"▁[a-z]{3,}",
-                "sentencepiece_bpe": r"▁[a-z]{3,}"}
-CONTINUATION = {"wordpiece": r"##[a-z]{2,}", "byte_level_bpe": r"[a-z]{2,}", "sentencepiece_unigram": r"[a-z]{2,}",
-                "sentencepiece_bpe": r"[a-z]{2,}"}
+WORD_INITIAL = {
+    "wordpiece": r"[a-z]{3,}",
+    "byte_level_bpe": r"Ġ[a-z]{3,}",
+    "sentencepiece_unigram": r"▁[a-z]{3,}",
+    "sentencepiece_bpe": r"▁[a-z]{3,}",
+}
+CONTINUATION = {
+    "wordpiece": r"##[a-z]{2,}",
+    "byte_level_bpe": r"[a-z]{2,}",
+    "sentencepiece_unigram": r"[a-z]{2,}",
+    "sentencepiece_bpe": r"[a-z]{2,}",
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +63,9 @@ def bases(tmp_path_factory):
     for base in BASES:
         base_dir = build_base(base, root / base)
         new_dir = root / f"{base}_new"
-        train_tokenizer([str(corpus)], str(base_dir), vocab_size=NEW_VOCAB_SIZE, output_dir=str(new_dir),
-                        show_progress=False)
+        train_tokenizer(
+            [str(corpus)], str(base_dir), vocab_size=NEW_VOCAB_SIZE, output_dir=str(new_dir), show_progress=False
+        )
         built[base] = (base_dir, new_dir, corpus)
     return built
 
@@ -89,13 +98,20 @@ def test_new_vocabulary_keeps_the_base_pipeline_and_family(bases, base):
         assert getattr(new_tok, role) == getattr(base_tok, role), role
     for token, added in base_tok.added_tokens_decoder.items():  # special tokens keep their flags (lstrip...)
         new_added = new_tok.added_tokens_decoder[new_tok.convert_tokens_to_ids(added.content)]
-        assert (new_added.lstrip, new_added.rstrip, new_added.normalized) == (added.lstrip, added.rstrip, added.normalized)
+        assert (new_added.lstrip, new_added.rstrip, new_added.normalized) == (
+            added.lstrip,
+            added.rstrip,
+            added.normalized,
+        )
     # The post-processor puts the same special tokens around a text, with the new ids.
     assert new_tok("kinase").tokens()[0] == base_tok("kinase").tokens()[0]
     assert new_tok("kinase").tokens()[-1] == base_tok("kinase").tokens()[-1]
     # The new vocabulary learnt corpus words, marked as its family marks word starts.
-    learnt = [t for t in set(new_tok.get_vocab()) - set(base_tok.get_vocab())
-              if re.fullmatch(WORD_INITIAL[FAMILY_OF_BASE[base]], t)]
+    learnt = [
+        t
+        for t in set(new_tok.get_vocab()) - set(base_tok.get_vocab())
+        if re.fullmatch(WORD_INITIAL[FAMILY_OF_BASE[base]], t)
+    ]
     assert learnt, "no new word-initial entry"
 
 
@@ -105,9 +121,20 @@ def test_cli_coverage_report_counts_whitespace_words_in_every_family(tmp_path, b
     lines = corpus_lines(40, BASE_LINES)
     corpus = tmp_path / "sample.txt"
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    report = train_tokenizer_cli(["--train_files", str(corpus), "--base_tokenizer", str(base_dir),
-                                  "--output_dir", str(tmp_path / "tok"), "--vocab_size", "480",
-                                  "--coverage_sample_lines", "100"])
+    report = train_tokenizer_cli(
+        [
+            "--train_files",
+            str(corpus),
+            "--base_tokenizer",
+            str(base_dir),
+            "--output_dir",
+            str(tmp_path / "tok"),
+            "--vocab_size",
+            "480",
+            "--coverage_sample_lines",
+            "100",
+        ]
+    )
     family = TOKENIZER_FAMILIES[FAMILY_OF_BASE[base]]
     assert report["family"] == family.name and report["word_start"] == family.word_start
     assert report["shared_tokens"] + report["new_tokens"] == report["new_vocab_size"]
@@ -135,15 +162,26 @@ def test_families_are_detected_and_others_refused_with_the_reason():
         tokenizer_family(word_level)
 
 
-@pytest.mark.parametrize("base, option, reason", [
-    ("deberta", "--min_frequency", "no pair-frequency threshold"),
-    ("deberta", "--limit_alphabet", "keeps every character"),
-    ("roberta", "--limit_alphabet", "256 byte symbols"),
-])
+@pytest.mark.parametrize(
+    "base, option, reason",
+    [
+        ("deberta", "--min_frequency", "no pair-frequency threshold"),
+        ("deberta", "--limit_alphabet", "keeps every character"),
+        ("roberta", "--limit_alphabet", "256 byte symbols"),
+    ],
+)
 def test_trainer_options_a_family_lacks_are_refused_before_the_corpus_is_read(tmp_path, bases, base, option, reason):
     base_dir, _, _ = bases[base]
-    argv = ["--train_files", str(tmp_path / "absent.txt"), "--base_tokenizer", str(base_dir),
-            "--output_dir", str(tmp_path / "out"), option, "3"]
+    argv = [
+        "--train_files",
+        str(tmp_path / "absent.txt"),
+        "--base_tokenizer",
+        str(base_dir),
+        "--output_dir",
+        str(tmp_path / "out"),
+        option,
+        "3",
+    ]
     with pytest.raises(SystemExit, match=f"error: {option} does not apply to a .*{reason}.*Leave {option} out"):
         train_tokenizer_cli(argv)
     assert not (tmp_path / "out").exists()
@@ -162,10 +200,12 @@ def test_vocabulary_sizes_a_family_cannot_honour_are_refused(tmp_path, bases):
 def _initializer(bases, base, strategy, **kwargs):
     base_dir, new_dir, _ = bases[base]
     model = AutoModelForMaskedLM.from_pretrained(base_dir).eval()
-    args = EmbeddingInitArguments(init_strategy=strategy, init_device="cpu", init_norm_match=False,
-                                  init_precision="float32", **kwargs)
-    return ContextualizedEmbeddingInitializer(model, AutoTokenizer.from_pretrained(base_dir),
-                                              AutoTokenizer.from_pretrained(new_dir), args, progress=False)
+    args = EmbeddingInitArguments(
+        init_strategy=strategy, init_device="cpu", init_norm_match=False, init_precision="float32", **kwargs
+    )
+    return ContextualizedEmbeddingInitializer(
+        model, AutoTokenizer.from_pretrained(base_dir), AutoTokenizer.from_pretrained(new_dir), args, progress=False
+    )
 
 
 def _continuation_pieces(base_tok, family: str, surface: str) -> list[int]:
@@ -174,15 +214,20 @@ def _continuation_pieces(base_tok, family: str, surface: str) -> list[int]:
         return base_tok(surface, add_special_tokens=False)["input_ids"]
     if family == "wordpiece":  # after a one-letter word start that no longer base entry begins with
         vocab = base_tok.get_vocab()
-        lone = next(c for c in "qxjzvkwybfgh" if c in vocab
-                    and not any(len(t) > 1 and t.startswith(c) for t in vocab))
+        lone = next(c for c in "qxjzvkwybfgh" if c in vocab and not any(len(t) > 1 and t.startswith(c) for t in vocab))
         ids = base_tok(lone + surface, add_special_tokens=False)["input_ids"]
         assert ids[0] == vocab[lone]
         return ids[1:]
     # SentencePiece: the base pipeline with its word-start marker off ("never" prepends "▁")
     backend = Tokenizer.from_str(base_tok.backend_tokenizer.to_str())
-    metaspaces = [backend.pre_tokenizer] if isinstance(backend.pre_tokenizer, pre_tokenizers.Metaspace) else [
-        backend.pre_tokenizer[i] for i in range(len(json.loads(backend.pre_tokenizer.__getstate__())["pretokenizers"]))]
+    metaspaces = (
+        [backend.pre_tokenizer]
+        if isinstance(backend.pre_tokenizer, pre_tokenizers.Metaspace)
+        else [
+            backend.pre_tokenizer[i]
+            for i in range(len(json.loads(backend.pre_tokenizer.__getstate__())["pretokenizers"]))
+        ]
+    )
     for pre_tokenizer in metaspaces:
         if isinstance(pre_tokenizer, pre_tokenizers.Metaspace):
             pre_tokenizer.prepend_scheme = "never"
@@ -246,16 +291,18 @@ def test_contextualized_rows_average_the_base_pieces_covering_the_span(bases, ba
 
     base_tok = initializer.base_tokenizer
     encoded = base_tok(context.sentence, return_offsets_mapping=True)  # with the base's own special tokens
-    positions = [i for i, (a, b) in enumerate(encoded["offset_mapping"])
-                 if b > a and a < context.end and b > context.start]
+    positions = [
+        i for i, (a, b) in enumerate(encoded["offset_mapping"]) if b > a and a < context.end and b > context.start
+    ]
     with torch.no_grad(), recorded_linear_outputs(reference) as sizes:
         states = reference.base_model(input_ids=torch.tensor([encoded["input_ids"]])).last_hidden_state[0]
     expected, forgot_one = states[positions].mean(0), states[positions[:-1]].mean(0)
     config = reference.config
     # DeBERTa's disentangled attention adds a relative-position product to each layer's longest chain
     extra = config.num_hidden_layers if config.model_type == "deberta-v2" else 0
-    tolerance = encoder_tolerance(config, torch.float32, extra_depth=extra,
-                                  contribution_scale=linear_output_scale(sizes, expected))
+    tolerance = encoder_tolerance(
+        config, torch.float32, extra_depth=extra, contribution_scale=linear_output_scale(sizes, expected)
+    )
     assert_close_normwise(row, expected, tolerance, f"{base} contextualized row")
     assert normwise_relative_error(forgot_one, expected) > 3 * tolerance, "the bound would not see a forgotten piece"
     assert report["counts"]["contextualized"] == 1
@@ -277,8 +324,11 @@ def test_roberta_windows_stay_inside_positions_numbered_from_the_pad_id(bases):
 
 def test_a_new_tokenizer_of_another_family_or_pad_id_is_refused_at_start(tmp_path, bases):
     args = EmbeddingInitArguments(init_strategy="averaged")
-    with pytest.raises(ValueError, match=r"is wordpiece .* but the base tokenizer .* is byte_level_bpe .*"
-                                         r"\(bioptimus-train-tokenizer --base_tokenizer <base>\).*--init_strategy scratch"):
+    with pytest.raises(
+        ValueError,
+        match=r"is wordpiece .* but the base tokenizer .* is byte_level_bpe .*"
+        r"\(bioptimus-train-tokenizer --base_tokenizer <base>\).*--init_strategy scratch",
+    ):
         build_initialized_model(str(bases["roberta"][0]), str(bases["bert"][1]), args, progress=False)
     # RoBERTa: the pad id fixes every position; a vocabulary with another one is refused.
     moved = AutoTokenizer.from_pretrained(bases["roberta"][1])
@@ -288,9 +338,13 @@ def test_a_new_tokenizer_of_another_family_or_pad_id_is_refused_at_start(tmp_pat
     backend["model"]["vocab"]["<pad>"], backend["model"]["vocab"]["<unk>"] = other, pad
     for added in backend["added_tokens"]:
         added["id"] = {pad: other, other: pad}.get(added["id"], added["id"])
-    swapped = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(backend)), **{
-        role: getattr(moved, role) for role in ("bos_token", "eos_token", "cls_token", "sep_token", "unk_token",
-                                                "pad_token", "mask_token")})
+    swapped = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(backend)),
+        **{
+            role: getattr(moved, role)
+            for role in ("bos_token", "eos_token", "cls_token", "sep_token", "unk_token", "pad_token", "mask_token")
+        },
+    )
     swapped.save_pretrained(tmp_path / "swapped")
     with pytest.raises(ValueError, match=r"numbers positions from its pad token id \+ 1 .* pad id 3: every position"):
         build_initialized_model(str(bases["roberta"][0]), str(tmp_path / "swapped"), args, progress=False)
@@ -312,15 +366,24 @@ def test_config_special_ids_follow_the_new_vocabulary(bases):
         added["id"] = backend["model"]["vocab"][added["content"]]
     for entry in backend["post_processor"]["special_tokens"].values():
         entry["ids"] = [backend["model"]["vocab"][t] for t in entry["tokens"]]
-    moved = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(backend)), **{
-        role: getattr(base_tok, role) for role in ("cls_token", "sep_token", "unk_token", "pad_token", "mask_token")})
+    moved = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(backend)),
+        **{
+            role: getattr(base_tok, role)
+            for role in ("cls_token", "sep_token", "unk_token", "pad_token", "mask_token")
+        },
+    )
     assert moved.cls_token_id != base_tok.cls_token_id
     base_model = AutoModelForMaskedLM.from_pretrained(base_dir)
-    initializer = ContextualizedEmbeddingInitializer(base_model, base_tok, moved, EmbeddingInitArguments(
-        init_strategy="random"), progress=False)
+    initializer = ContextualizedEmbeddingInitializer(
+        base_model, base_tok, moved, EmbeddingInitArguments(init_strategy="random"), progress=False
+    )
     config = initializer.initialize()[0].config
     assert (config.cls_token_id, config.sep_token_id, config.pad_token_id) == (
-        moved.cls_token_id, moved.sep_token_id, moved.pad_token_id)
+        moved.cls_token_id,
+        moved.sep_token_id,
+        moved.pad_token_id,
+    )
     assert (config.bos_token_id, config.eos_token_id) == (moved.cls_token_id, moved.sep_token_id)
 
 
@@ -373,8 +436,9 @@ def test_ner_words_are_tokenized_as_in_running_text(bases, base):
     by_word = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
     running = tokenizer(text, add_special_tokens=False)
     for i in range(1, len(words)):  # a text's first word has no space before it in running text
-        assert ([t for t, w in zip(by_word.tokens(), by_word.word_ids()) if w == i]
-                == [t for t, w in zip(running.tokens(), running.word_ids()) if w == i]), words[i]
+        assert [t for t, w in zip(by_word.tokens(), by_word.word_ids()) if w == i] == [
+            t for t, w in zip(running.tokens(), running.word_ids()) if w == i
+        ], words[i]
     # The tagger's words are the surface words (no "Ġ"/"▁"), with their offsets.
     raw = "The kinase  binds IL-2 ."
     for word, (start, end) in split_words(tokenizer, raw):
@@ -396,14 +460,22 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
     from bioptimus_hf.releases.release_config import ReleaseArguments
     from bioptimus_hf.utils.flags import mapping_to_argv
 
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "roberta_modernbert_base.yaml").read_text())
-    ours = (run_pretraining.ModelArguments, EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments,
-            ReleaseArguments)
+    config = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "configs" / "roberta_modernbert_base.yaml").read_text()
+    )
+    ours = (
+        run_pretraining.ModelArguments,
+        EmbeddingInitArguments,
+        PretrainingDataArguments,
+        CurriculumArguments,
+        ReleaseArguments,
+    )
     names = {f.name for cls in ours for f in dataclasses.fields(cls)}
     training = {f.name for f in dataclasses.fields(TrainingArguments)}
     assert set(config) <= names | training, set(config) - names - training
     parsed = HfArgumentParser(ours).parse_args_into_dataclasses(
-        args=mapping_to_argv({k: v for k, v in config.items() if k in names}))
+        args=mapping_to_argv({k: v for k, v in config.items() if k in names})
+    )
     assert parsed[1].init_strategy == "contextualized" and parsed[3].build().phases
 
 
@@ -415,8 +487,13 @@ def test_what_a_new_vocabulary_does_not_inherit_is_said_before_training(tmp_path
     pipeline["model"]["byte_fallback"] = True
     for byte in range(256):
         pipeline["model"]["vocab"][f"<0x{byte:02X}>"] = len(pipeline["model"]["vocab"])
-    base_tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(pipeline)), **{
-        role: getattr(base_tok, role) for role in ("cls_token", "sep_token", "unk_token", "pad_token", "mask_token")})
+    base_tok = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(pipeline)),
+        **{
+            role: getattr(base_tok, role)
+            for role in ("cls_token", "sep_token", "unk_token", "pad_token", "mask_token")
+        },
+    )
     base_tok.add_tokens(["|||EMAIL_ADDRESS|||"])
     with caplog.at_level("WARNING"):
         with pytest.raises(FileNotFoundError):

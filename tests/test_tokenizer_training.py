@@ -91,7 +91,9 @@ def test_vocabulary_sizes_that_cannot_be_honoured_are_refused(tmp_path, corpus_f
     with pytest.raises(ValueError, match=r"--vocab_size 3 leaves no room .* 5 special tokens"):
         train_tokenizer([corpus_file], base_path, vocab_size=3, show_progress=False)
     out = tmp_path / "too_small"
-    with pytest.raises(ValueError, match=r"--vocab_size 20 is smaller than the corpus alphabet .* returned \d+ entries"):
+    with pytest.raises(
+        ValueError, match=r"--vocab_size 20 is smaller than the corpus alphabet .* returned \d+ entries"
+    ):
         train_tokenizer([corpus_file], base_path, vocab_size=20, output_dir=str(out), show_progress=False)
     assert not out.exists()  # nothing mislabelled was saved
 

@@ -70,8 +70,14 @@ def assert_base_kept_and_base_text_tokenized_as_base(base, extended):
 def test_extension_keeps_the_base_pipeline_and_appends_the_family_s_entries(tmp_path, bases, base_name):
     base_dirs, corpus = bases
     base = AutoTokenizer.from_pretrained(base_dirs[base_name])
-    extension = extend_tokenizer([str(corpus)], base, vocab_size=BASE_SIZE + 60, sample_lines=300,
-                                 output_dir=str(tmp_path / "extended"), show_progress=False)
+    extension = extend_tokenizer(
+        [str(corpus)],
+        base,
+        vocab_size=BASE_SIZE + 60,
+        sample_lines=300,
+        output_dir=str(tmp_path / "extended"),
+        show_progress=False,
+    )
     extended = extension.tokenizer
     assert len(extended) == BASE_SIZE + 60 and extension.added_tokens == 60
     assert_base_kept_and_base_text_tokenized_as_base(base, extended)
@@ -81,10 +87,12 @@ def test_extension_keeps_the_base_pipeline_and_appends_the_family_s_entries(tmp_
     base_model, extended_model = base_json.pop("model"), extended_json.pop("model")
     assert extended_json == base_json
     assert type(extended).__name__ == type(base).__name__
-    if extended_model["type"] == "BPE":  # byte-level or SentencePiece: base merges first, then the domain's with tokens
+    if (
+        extended_model["type"] == "BPE"
+    ):  # byte-level or SentencePiece: base merges first, then the domain's with tokens
         merges = extended_model["merges"]
-        assert merges[:len(base_model["merges"])] == base_model["merges"]
-        appended = merges[len(base_model["merges"]):]
+        assert merges[: len(base_model["merges"])] == base_model["merges"]
+        appended = merges[len(base_model["merges"]) :]
         assert len(appended) == 60
         assert [a + b for a, b in appended] == extended.convert_ids_to_tokens(list(range(BASE_SIZE, BASE_SIZE + 60)))
     elif base_name == "deberta":  # Unigram: the base pieces with their scores, then the domain pieces with theirs
@@ -92,10 +100,12 @@ def test_extension_keeps_the_base_pipeline_and_appends_the_family_s_entries(tmp_
         pieces = [piece for piece, _ in extended_model["vocab"]]
         assert pieces[:BASE_SIZE] == [piece for piece, _ in base_model["vocab"]]
         assert [s for _, s in extended_model["vocab"][:BASE_SIZE]] == pytest.approx(
-            [s for _, s in base_model["vocab"]], rel=1e-12)
+            [s for _, s in base_model["vocab"]], rel=1e-12
+        )
         candidate_scores = dict(map(tuple, _pipeline(extension.candidate)["model"]["vocab"]))
         assert [s for _, s in extended_model["vocab"][BASE_SIZE:]] == pytest.approx(
-            [candidate_scores[piece] for piece in pieces[BASE_SIZE:]], rel=1e-12)
+            [candidate_scores[piece] for piece in pieces[BASE_SIZE:]], rel=1e-12
+        )
     else:  # WordPiece: "##" continuations among the added entries, ranked by emissions of the candidate tokenizer
         added = extended.convert_ids_to_tokens(list(range(BASE_SIZE, BASE_SIZE + 60)))
         assert any(t.startswith("##") for t in added) and any(not t.startswith("##") for t in added)
@@ -121,8 +131,9 @@ def test_an_added_token_past_the_model_s_entries_keeps_its_id(tmp_path, bases, b
     base = AutoTokenizer.from_pretrained(base_dirs[base_name])
     assert base.add_tokens(["[EXTRA]"], special_tokens=True) == 1
     assert base.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
-    extended = extend_tokenizer([str(corpus)], base, vocab_size=BASE_SIZE + 21, sample_lines=100,
-                                show_progress=False).tokenizer
+    extended = extend_tokenizer(
+        [str(corpus)], base, vocab_size=BASE_SIZE + 21, sample_lines=100, show_progress=False
+    ).tokenizer
     assert len(extended) == BASE_SIZE + 21 and extended.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
     assert sorted(extended.get_vocab().values()) == list(range(BASE_SIZE + 21))
     text = "the kinase [EXTRA] binds"
@@ -133,15 +144,40 @@ def test_cli_extends_reports_every_vocabulary_and_grows_auto_in_steps(tmp_path, 
     base_dirs, corpus = bases
     heldout = tmp_path / "heldout.txt"
     heldout.write_text("\n".join(HELDOUT) + "\n")
-    common = ["--train_files", str(corpus), "--base_tokenizer", str(base_dirs["bert"]), "--heldout_files",
-              str(heldout), "--vocabulary_mode", "extend", "--coverage_sample_lines", "300"]
+    common = [
+        "--train_files",
+        str(corpus),
+        "--base_tokenizer",
+        str(base_dirs["bert"]),
+        "--heldout_files",
+        str(heldout),
+        "--vocabulary_mode",
+        "extend",
+        "--coverage_sample_lines",
+        "300",
+    ]
     with caplog.at_level(logging.INFO, logger="bioptimus_hf.vocabulary.tokenizer_training"):
-        report = train_tokenizer_cli(common + ["--output_dir", str(tmp_path / "auto"), "--vocab_size", "auto",
-                                               "--auto_vocab_step", "30", "--auto_vocab_threshold", "0.02"])
+        report = train_tokenizer_cli(
+            common
+            + [
+                "--output_dir",
+                str(tmp_path / "auto"),
+                "--vocab_size",
+                "auto",
+                "--auto_vocab_step",
+                "30",
+                "--auto_vocab_threshold",
+                "0.02",
+            ]
+        )
     assert json.loads((tmp_path / "auto" / "coverage_report.json").read_text()) == report
     steps = report["auto_steps"]
-    assert steps[0] == {"added_tokens": 0, "vocab_size": BASE_SIZE, "tokens_per_word": steps[0]["tokens_per_word"],
-                        "improvement": None}
+    assert steps[0] == {
+        "added_tokens": 0,
+        "vocab_size": BASE_SIZE,
+        "tokens_per_word": steps[0]["tokens_per_word"],
+        "improvement": None,
+    }
     assert [s["added_tokens"] for s in steps[1:]] == [30 * k for k in range(1, len(steps))]
     # Kept: the last step that improved tokens per word by 2 % or more; the step after it did not.
     assert all(s["improvement"] >= 0.02 for s in steps[1:-1]) and steps[-1]["improvement"] < 0.02
@@ -163,26 +199,48 @@ def test_cli_extends_reports_every_vocabulary_and_grows_auto_in_steps(tmp_path, 
     assert report["vocabulary_mode"] == "extend" and "emissions" in report["added_tokens_ranked_by"]
 
     # replace (the default) measures the base and the replacement only.
-    replaced = train_tokenizer_cli(common[:-4] + ["--output_dir", str(tmp_path / "new"), "--vocab_size", "480",
-                                                  "--coverage_sample_lines", "100"])
+    replaced = train_tokenizer_cli(
+        common[:-4] + ["--output_dir", str(tmp_path / "new"), "--vocab_size", "480", "--coverage_sample_lines", "100"]
+    )
     assert replaced["vocabulary_mode"] == "replace" and set(replaced["vocabularies"]["corpus"]) == {"base", "replaced"}
     assert "added_tokens" not in replaced
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--vocab_size", "auto"], (r"^error: --vocab_size auto grows an extended vocabulary: it needs "
-                                r"--vocabulary_mode extend$")),
-    (["--vocab_size", "lots"], r"^error: --vocab_size 'lots' is neither a number nor auto$"),
-    (["--vocabulary_mode", "extend", "--vocab_size", "420"],
-     r"^error: --vocab_size 420 leaves nothing to add to the base's 420 entries .* Use --vocab_size 421 or more"),
-    (["--vocabulary_mode", "extend", "--vocab_size", "auto", "--auto_vocab_threshold", "0"],
-     r"^error: --auto_vocab_threshold 0.0 must be positive"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (
+            ["--vocab_size", "auto"],
+            (
+                r"^error: --vocab_size auto grows an extended vocabulary: it needs "
+                r"--vocabulary_mode extend$"
+            ),
+        ),
+        (["--vocab_size", "lots"], r"^error: --vocab_size 'lots' is neither a number nor auto$"),
+        (
+            ["--vocabulary_mode", "extend", "--vocab_size", "420"],
+            r"^error: --vocab_size 420 leaves nothing to add to the base's 420 entries .* Use --vocab_size 421 or more",
+        ),
+        (
+            ["--vocabulary_mode", "extend", "--vocab_size", "auto", "--auto_vocab_threshold", "0"],
+            r"^error: --auto_vocab_threshold 0.0 must be positive",
+        ),
+    ],
+)
 def test_bad_extension_flags_end_with_one_line_naming_the_flag(tmp_path, bases, flags, message):
     base_dirs, corpus = bases
     with pytest.raises(SystemExit, match=message):
-        train_tokenizer_cli(["--train_files", str(corpus), "--base_tokenizer", str(base_dirs["bert"]),
-                             "--output_dir", str(tmp_path / "out")] + flags)
+        train_tokenizer_cli(
+            [
+                "--train_files",
+                str(corpus),
+                "--base_tokenizer",
+                str(base_dirs["bert"]),
+                "--output_dir",
+                str(tmp_path / "out"),
+            ]
+            + flags
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -199,29 +257,47 @@ def _untied_bert(directory, target):
 
 
 @pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
-@pytest.mark.parametrize("strategy",
-                         ["random", "averaged", "contextualized", "mean_cov", "token_distillation", "focus"])
+@pytest.mark.parametrize(
+    "strategy", ["random", "averaged", "contextualized", "mean_cov", "token_distillation", "focus"]
+)
 def test_every_strategy_copies_every_base_row_bit_for_bit_and_searches_added_tokens_only(
-        tmp_path, bases, monkeypatch, strategy, tied):
+    tmp_path, bases, monkeypatch, strategy, tied
+):
     base_dirs, corpus = bases
     base_dir = base_dirs["bert"] if tied else _untied_bert(base_dirs["bert"], tmp_path / "untied")
     base = AutoTokenizer.from_pretrained(base_dir)
-    extended = extend_tokenizer([str(corpus)], base, vocab_size=BASE_SIZE + 40, sample_lines=300,
-                                show_progress=False).tokenizer
+    extended = extend_tokenizer(
+        [str(corpus)], base, vocab_size=BASE_SIZE + 40, sample_lines=300, show_progress=False
+    ).tokenizer
     model = AutoModelForMaskedLM.from_pretrained(base_dir)
-    before = {name: layer.detach().clone() for name, layer in (
-        ("input", model.get_input_embeddings().weight), ("output", model.get_output_embeddings().weight),
-        ("bias", model.get_output_embeddings().bias))}
+    before = {
+        name: layer.detach().clone()
+        for name, layer in (
+            ("input", model.get_input_embeddings().weight),
+            ("output", model.get_output_embeddings().weight),
+            ("bias", model.get_output_embeddings().bias),
+        )
+    }
     searched = []
     real_find = qikfind.find_contexts
-    monkeypatch.setattr(qikfind, "find_contexts", lambda files, tok, targets, **kw: (
-        searched.extend(targets), real_find(files, tok, targets, **kw))[1])
+    monkeypatch.setattr(
+        qikfind,
+        "find_contexts",
+        lambda files, tok, targets, **kw: (searched.extend(targets), real_find(files, tok, targets, **kw))[1],
+    )
     if strategy == "focus":  # deepfocus stands in: rows for every id, of which only the added ones may be used
-        monkeypatch.setattr(focus_init, "_deepfocus", lambda: (
-            lambda target_tokenizer, **kw: torch.randn(len(target_tokenizer), 32),
-            lambda *a, **kw: None, lambda token, model: False))
-    args = EmbeddingInitArguments(init_strategy=strategy, max_contexts_per_token=1, distill_steps=1,
-                                  init_device="cpu", init_num_threads=1)
+        monkeypatch.setattr(
+            focus_init,
+            "_deepfocus",
+            lambda: (
+                lambda target_tokenizer, **kw: torch.randn(len(target_tokenizer), 32),
+                lambda *a, **kw: None,
+                lambda token, model: False,
+            ),
+        )
+    args = EmbeddingInitArguments(
+        init_strategy=strategy, max_contexts_per_token=1, distill_steps=1, init_device="cpu", init_num_threads=1
+    )
     initializer = ContextualizedEmbeddingInitializer(model, base, extended, args, seed=0, progress=False)
     out, report = initializer.initialize(corpus_files=[str(corpus)])
 
@@ -229,8 +305,11 @@ def test_every_strategy_copies_every_base_row_bit_for_bit_and_searches_added_tok
     assert initializer.targets == added
     assert report["vocabulary"] == {"mode": "extend", "added_tokens": 40}
     assert report["counts"]["copied"] == BASE_SIZE and report["tied_embeddings"] == tied
-    rows = {"input": out.get_input_embeddings().weight, "output": out.get_output_embeddings().weight,
-            "bias": out.get_output_embeddings().bias}
+    rows = {
+        "input": out.get_input_embeddings().weight,
+        "output": out.get_output_embeddings().weight,
+        "bias": out.get_output_embeddings().bias,
+    }
     for name, base_rows in before.items():
         assert rows[name].shape[0] == BASE_SIZE + 40
         assert torch.equal(rows[name][:BASE_SIZE], base_rows), name
@@ -258,24 +337,70 @@ def test_extend_init_curriculum_and_a_release_that_tokenizes_base_text_as_the_ba
     base_dirs, corpus = bases
     base_dir = base_dirs[base_name]
     tokenizer_dir = tmp_path / "tokenizer"
-    report = train_tokenizer_cli(["--train_files", str(corpus), "--base_tokenizer", str(base_dir), "--output_dir",
-                                  str(tokenizer_dir), "--vocabulary_mode", "extend", "--vocab_size", "470",
-                                  "--coverage_sample_lines", "100"])
+    report = train_tokenizer_cli(
+        [
+            "--train_files",
+            str(corpus),
+            "--base_tokenizer",
+            str(base_dir),
+            "--output_dir",
+            str(tokenizer_dir),
+            "--vocabulary_mode",
+            "extend",
+            "--vocab_size",
+            "470",
+            "--coverage_sample_lines",
+            "100",
+        ]
+    )
     assert report["family"] == FAMILIES[base_name] and report["added_tokens"] == 50
 
     curriculum = tmp_path / "two_phases.yaml"
-    curriculum.write_text('[{version: "0.1", masking_unit: token, masking_rate: 0.15, corruption: true},'
-                          ' {version: "0.2", masking_unit: word, masking_rate: 0.2, corruption: false}]\n')
+    curriculum.write_text(
+        '[{version: "0.1", masking_unit: token, masking_rate: 0.15, corruption: true},'
+        ' {version: "0.2", masking_unit: word, masking_rate: 0.2, corruption: false}]\n'
+    )
     out = tmp_path / "run"
-    run_pretraining.main([
-        "--model_name_or_path", str(base_dir), "--tokenizer_name", str(tokenizer_dir),
-        "--init_strategy", "contextualized", "--max_contexts_per_token", "2",
-        "--curriculum", str(curriculum), "--phase_steps", "0.5", "0.5",
-        "--train_file", str(corpus), "--output_dir", str(out), "--do_train", "--max_steps", "2",
-        "--per_device_train_batch_size", "2", "--max_seq_length", "32", "--max_train_samples", "16",
-        "--max_eval_samples", "4",
-        "--logging_steps", "1", "--save_steps", "100", "--report_to", "none", "--disable_tqdm", "true",
-    ])
+    run_pretraining.main(
+        [
+            "--model_name_or_path",
+            str(base_dir),
+            "--tokenizer_name",
+            str(tokenizer_dir),
+            "--init_strategy",
+            "contextualized",
+            "--max_contexts_per_token",
+            "2",
+            "--curriculum",
+            str(curriculum),
+            "--phase_steps",
+            "0.5",
+            "0.5",
+            "--train_file",
+            str(corpus),
+            "--output_dir",
+            str(out),
+            "--do_train",
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "2",
+            "--max_seq_length",
+            "32",
+            "--max_train_samples",
+            "16",
+            "--max_eval_samples",
+            "4",
+            "--logging_steps",
+            "1",
+            "--save_steps",
+            "100",
+            "--report_to",
+            "none",
+            "--disable_tqdm",
+            "true",
+        ]
+    )
     init_report = json.loads((out / "init_report.json").read_text())
     assert init_report["counts"]["copied"] == BASE_SIZE and init_report["counts"]["new_tokens"] == 50
 

@@ -21,9 +21,17 @@ from phase_probe import PROBE_PHASES, probe_dataset
 def tiny_bert(tokenizer, seed=0):
     """A tiny BERT without dropout (dropout draws from the global stream: the runs compared must not differ by it)."""
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, pad_token_id=tokenizer.pad_token_id,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     return BertForMaskedLM(config)
 
 
@@ -52,15 +60,33 @@ class WarmupRecorder(TrainerCallback):
         if state.global_step == self.warmup_steps:
             self.at_warmup_end = {name: p.detach().clone() for name, p in model.named_parameters()}
             inner = getattr(optimizer, "optimizer", optimizer)  # accelerate's wrapper
-            self.optimizer_state_at_warmup_end = {name: bool(inner.state.get(p)) for name, p in model.named_parameters()}
+            self.optimizer_state_at_warmup_end = {
+                name: bool(inner.state.get(p)) for name, p in model.named_parameters()
+            }
 
 
-def run_warmup_probe(model, tokenizer, data, output_dir, warmup_steps, phase_steps, max_steps, lexical_lr=5e-3,
-                     resume=None, collator_class=CurriculumDataCollator, **training_kwargs):
+def run_warmup_probe(
+    model,
+    tokenizer,
+    data,
+    output_dir,
+    warmup_steps,
+    phase_steps,
+    max_steps,
+    lexical_lr=5e-3,
+    resume=None,
+    collator_class=CurriculumDataCollator,
+    **training_kwargs,
+):
     enable_masked_only_prediction(model)
     collator = collator_class(tokenizer, phases=PROBE_PHASES, seed=0)
-    schedule = PhaseScheduleCallback(collator, phase_steps=phase_steps, evaluate_at_phase_end=False,
-                                     write_releases=False, lexical_warmup_steps=warmup_steps)
+    schedule = PhaseScheduleCallback(
+        collator,
+        phase_steps=phase_steps,
+        evaluate_at_phase_end=False,
+        write_releases=False,
+        lexical_warmup_steps=warmup_steps,
+    )
     recorder = WarmupRecorder(warmup_steps)
     args = TrainingArguments(
         output_dir=str(output_dir),
@@ -78,9 +104,15 @@ def run_warmup_probe(model, tokenizer, data, output_dir, warmup_steps, phase_ste
         seed=7,
         **training_kwargs,
     )
-    trainer = LexicalWarmupTrainer(model=model, args=args, train_dataset=data, data_collator=collator,
-                                   processing_class=tokenizer, callbacks=[recorder],
-                                   lexical_warmup=LexicalWarmup(warmup_steps, lexical_lr))
+    trainer = LexicalWarmupTrainer(
+        model=model,
+        args=args,
+        train_dataset=data,
+        data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=[recorder],
+        lexical_warmup=LexicalWarmup(warmup_steps, lexical_lr),
+    )
     trainer.callback_handler.callbacks.insert(0, schedule)
     trainer.train(resume_from_checkpoint=resume)
     return recorder, schedule, trainer
@@ -91,16 +123,37 @@ if __name__ == "__main__":  # torchrun entry point: model_dir corpus_file output
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     lines = Path(corpus_file).read_text().splitlines()
     recorder, schedule, trainer = run_warmup_probe(
-        tiny_bert(tokenizer), tokenizer, probe_dataset(tokenizer, lines), output_dir, warmup_steps=3,
-        phase_steps=[2, 2], max_steps=7, ddp_backend="gloo", use_cpu=True, dataloader_num_workers=0,
+        tiny_bert(tokenizer),
+        tokenizer,
+        probe_dataset(tokenizer, lines),
+        output_dir,
+        warmup_steps=3,
+        phase_steps=[2, 2],
+        max_steps=7,
+        ddp_backend="gloo",
+        use_cpu=True,
+        dataloader_num_workers=0,
     )
     rank = torch.distributed.get_rank()
     final = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
-    torch.save({"start": recorder.start, "at_warmup_end": recorder.at_warmup_end, "final": final,
-                "optimizer_state_at_warmup_end": recorder.optimizer_state_at_warmup_end},
-               Path(output_dir, f"rank{rank}.pt"))
-    Path(output_dir, f"rank{rank}.json").write_text(json.dumps({
-        "world": torch.distributed.get_world_size(), "with_gradient": recorder.with_gradient,
-        "learning_rates": recorder.learning_rates, "history": schedule.phase_history,
-        "find_unused_parameters": trainer.args.ddp_find_unused_parameters}))
+    torch.save(
+        {
+            "start": recorder.start,
+            "at_warmup_end": recorder.at_warmup_end,
+            "final": final,
+            "optimizer_state_at_warmup_end": recorder.optimizer_state_at_warmup_end,
+        },
+        Path(output_dir, f"rank{rank}.pt"),
+    )
+    Path(output_dir, f"rank{rank}.json").write_text(
+        json.dumps(
+            {
+                "world": torch.distributed.get_world_size(),
+                "with_gradient": recorder.with_gradient,
+                "learning_rates": recorder.learning_rates,
+                "history": schedule.phase_history,
+                "find_unused_parameters": trainer.args.ddp_find_unused_parameters,
+            }
+        )
+    )
     close_process_group()

@@ -18,8 +18,9 @@ from ..utils.corpus_reader import iter_text_lines
 DEFAULT_BUCKET_EDGES = (1, 10, 100, 1000, 10000)
 
 
-def token_frequencies(corpus_files: Sequence[str], tokenizer, max_lines: int | None = None,
-                      batch_size: int = 1000) -> np.ndarray:
+def token_frequencies(
+    corpus_files: Sequence[str], tokenizer, max_lines: int | None = None, batch_size: int = 1000
+) -> np.ndarray:
     """How often each id of ``tokenizer`` occurs in the corpus lines (an array of ``len(tokenizer)`` counts)."""
     counts = np.zeros(len(tokenizer), dtype=np.int64)
     batch: list[str] = []
@@ -54,8 +55,9 @@ class FrequencyBucket:
         return f"[{self.low}, {self.high})" if self.high is not None else f">= {self.low}"
 
 
-def frequency_buckets(counts: np.ndarray, edges: Sequence[int] = DEFAULT_BUCKET_EDGES,
-                      exclude: Iterable[int] = ()) -> list[FrequencyBucket]:
+def frequency_buckets(
+    counts: np.ndarray, edges: Sequence[int] = DEFAULT_BUCKET_EDGES, exclude: Iterable[int] = ()
+) -> list[FrequencyBucket]:
     """Ids grouped by count: ``[0, e0)``, ``[e0, e1)`` ... ``[e_last, inf)``; ``exclude`` (special ids) left out."""
     edges = list(edges)
     if edges != sorted(set(edges)) or (edges and edges[0] < 1):
@@ -65,14 +67,18 @@ def frequency_buckets(counts: np.ndarray, edges: Sequence[int] = DEFAULT_BUCKET_
     buckets = []
     for index, low in enumerate(bounds):
         high = bounds[index + 1] if index + 1 < len(bounds) else None
-        ids = tuple(int(i) for i in np.nonzero((counts >= low) & ((counts < high) if high is not None else True))[0]
-                    if int(i) not in excluded)
+        ids = tuple(
+            int(i)
+            for i in np.nonzero((counts >= low) & ((counts < high) if high is not None else True))[0]
+            if int(i) not in excluded
+        )
         buckets.append(FrequencyBucket(low, high, ids))
     return buckets
 
 
-def rare_and_frequent(counts: np.ndarray, exclude: Iterable[int] = (), fraction: float = 0.2,
-                      candidates: Iterable[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def rare_and_frequent(
+    counts: np.ndarray, exclude: Iterable[int] = (), fraction: float = 0.2, candidates: Iterable[int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(rare ids, frequent ids): the ``fraction`` least and most frequent of the seen ids (count >= 1).
 
     ``candidates`` restricts the ranking (e.g. to ids that occur in an encoded sample). Ties are broken by

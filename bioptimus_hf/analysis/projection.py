@@ -26,7 +26,9 @@ def project_2d(vectors, method: str = "auto", seed: int = 0) -> tuple[np.ndarray
     return centred @ components[:2].T, "pca"
 
 
-def plot_projection_panels(panels: Sequence[dict], path: str | Path, title: str, rows: Sequence[str] = ("input",)) -> Path:
+def plot_projection_panels(
+    panels: Sequence[dict], path: str | Path, title: str, rows: Sequence[str] = ("input",)
+) -> Path:
     """``panels``: dicts with ``title`` and, for each entry of ``rows``, ``<row>_points`` (n, 2) and
     ``<row>_log_counts`` (n,). One column per panel, one row per representation kind."""
     from ..utils.plots import pyplot

@@ -14,8 +14,9 @@ def input_embeddings(model) -> torch.Tensor:
 
 
 @torch.no_grad()
-def contextual_token_vectors(model, tokenizer, sentences: Sequence[str], batch_size: int = 32,
-                             max_length: int = 128, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def contextual_token_vectors(
+    model, tokenizer, sentences: Sequence[str], batch_size: int = 32, max_length: int = 128, progress: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean last-layer state per token id, occurrences per token id) over ``sentences``; ids that never occur
     have a zero row and count 0. Special tokens are not counted."""
     model.eval()
@@ -25,10 +26,16 @@ def contextual_token_vectors(model, tokenizer, sentences: Sequence[str], batch_s
     special = torch.tensor(sorted(set(tokenizer.all_special_ids)))
     starts = range(0, len(sentences), batch_size)
     for start in tqdm(starts, desc="contextual vectors", disable=not progress):
-        encoded = tokenizer(list(sentences[start:start + batch_size]), truncation=True, max_length=max_length,
-                            padding=True, return_tensors="pt")
-        output = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"],
-                       output_hidden_states=True)
+        encoded = tokenizer(
+            list(sentences[start : start + batch_size]),
+            truncation=True,
+            max_length=max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        output = model(
+            input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], output_hidden_states=True
+        )
         states = output.hidden_states[-1].double()
         keep = encoded["attention_mask"].bool() & ~torch.isin(encoded["input_ids"], special)
         ids = encoded["input_ids"][keep]

@@ -46,8 +46,15 @@ def corpus_blocks(corpus_files: Sequence[str], tokenizer, block_size: int, max_b
 
 
 @torch.no_grad()
-def phase_losses(model, tokenizer, blocks: Sequence[dict[str, Any]], phases: Sequence[CurriculumPhase],
-                 batch_size: int = 16, seed: int = 0, progress: bool = True) -> list[dict[str, Any]]:
+def phase_losses(
+    model,
+    tokenizer,
+    blocks: Sequence[dict[str, Any]],
+    phases: Sequence[CurriculumPhase],
+    batch_size: int = 16,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
     """Per phase: mean masked-token loss, perplexity, masked tokens and the realised masked fraction."""
     model.eval()
     rows = []
@@ -58,35 +65,52 @@ def phase_losses(model, tokenizer, blocks: Sequence[dict[str, Any]], phases: Seq
             # A fresh stream per batch, the same for every phase: phases with the same unit and rate select
             # the same tokens, whatever random draws the previous batches' corruption consumed. (The keyed
             # stream of training puts the phase in each batch's key, which would make them differ.)
-            collator = CurriculumDataCollator(tokenizer, phases=phases, seed=seed + number,
-                                              masking_stream="sequential")
+            collator = CurriculumDataCollator(
+                tokenizer, phases=phases, seed=seed + number, masking_stream="sequential"
+            )
             collator.set_phase(index)
-            batch = collator(list(blocks[start:start + batch_size]))
+            batch = collator(list(blocks[start : start + batch_size]))
             labels = batch["labels"]
             maskable += int(batch.curriculum_state["maskable"].sum())
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
             selected = labels != -100
-            token_losses.append(torch.nn.functional.cross_entropy(logits[selected].float(), labels[selected],
-                                                                  reduction="none").double())
+            token_losses.append(
+                torch.nn.functional.cross_entropy(
+                    logits[selected].float(), labels[selected], reduction="none"
+                ).double()
+            )
         losses = torch.cat(token_losses)
         masked, loss = losses.numel(), float(losses.mean())
         # Standard error of the mean over masked tokens (treated as independent): how far apart two phases'
         # losses must be to tell them apart on this sample.
         standard_error = float(losses.std()) / math.sqrt(masked) if masked > 1 else 0.0
-        rows.append({"version": phase.version, "masking_unit": phase.masking_unit, "masking_rate": phase.masking_rate,
-                     "corruption": phase.corruption, "mlm_loss": loss, "mlm_loss_se": standard_error,
-                     "perplexity": math.exp(min(loss, 50.0)), "masked_tokens": masked,
-                     "realised_masked_fraction": masked / maskable})
+        rows.append(
+            {
+                "version": phase.version,
+                "masking_unit": phase.masking_unit,
+                "masking_rate": phase.masking_rate,
+                "corruption": phase.corruption,
+                "mlm_loss": loss,
+                "mlm_loss_se": standard_error,
+                "perplexity": math.exp(min(loss, 50.0)),
+                "masked_tokens": masked,
+                "realised_masked_fraction": masked / maskable,
+            }
+        )
     return rows
 
 
 def difficulty_table(model_name: str, rows: Sequence[dict[str, Any]]) -> str:
-    lines = [f"| {model_name}: phase | masking | MLM loss ± SE | perplexity | masked tokens | realised fraction |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"| {model_name}: phase | masking | MLM loss ± SE | perplexity | masked tokens | realised fraction |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in rows:
         masking = f"{row['masking_unit']} {row['masking_rate']:.2f}{'' if row['corruption'] else ', all [MASK]'}"
-        lines.append(f"| v{row['version']} | {masking} | {row['mlm_loss']:.4f} ± {row['mlm_loss_se']:.4f} | "
-                     f"{row['perplexity']:.2f} | {row['masked_tokens']} | {row['realised_masked_fraction']:.4f} |")
+        lines.append(
+            f"| v{row['version']} | {masking} | {row['mlm_loss']:.4f} ± {row['mlm_loss_se']:.4f} | "
+            f"{row['perplexity']:.2f} | {row['masked_tokens']} | {row['realised_masked_fraction']:.4f} |"
+        )
     return "\n".join(lines)
 
 
@@ -102,12 +126,21 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
         return None
     plt = pyplot()
     phases = results[0]["phases"]
-    ticks = [f"v{p['version']}\n{p['masking_unit']} {p['masking_rate']:.2f}"
-             f"{'' if p['corruption'] else chr(10) + 'all [MASK]'}" for p in phases]
+    ticks = [
+        f"v{p['version']}\n{p['masking_unit']} {p['masking_rate']:.2f}"
+        f"{'' if p['corruption'] else chr(10) + 'all [MASK]'}"
+        for p in phases
+    ]
     figure, axis = plt.subplots(figsize=(1.6 * len(phases) + 5.0, 4.0))
     for result in results:
-        axis.errorbar(range(len(result["phases"])), [p["mlm_loss"] for p in result["phases"]],
-                      yerr=[p["mlm_loss_se"] for p in result["phases"]], marker="o", capsize=3, label=result["label"])
+        axis.errorbar(
+            range(len(result["phases"])),
+            [p["mlm_loss"] for p in result["phases"]],
+            yerr=[p["mlm_loss_se"] for p in result["phases"]],
+            marker="o",
+            capsize=3,
+            label=result["label"],
+        )
     axis.set_xticks(range(len(phases)), ticks)
     axis.set_ylabel("MLM loss per masked token")
     axis.set_title("Task difficulty: each phase's masking on the same blocks")
@@ -117,4 +150,3 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
-

@@ -71,8 +71,10 @@ def loss_by_token_kind(model, batches, is_new: torch.Tensor) -> dict[str, dict[s
             sums["old"] += float(losses[~new].sum())
             counts["new"] += int(new.sum())
             counts["old"] += int((~new).sum())
-    result = {kind: {"loss": sums[kind] / counts[kind] if counts[kind] else None, "positions": counts[kind]}
-              for kind in ("new", "old")}
+    result = {
+        kind: {"loss": sums[kind] / counts[kind] if counts[kind] else None, "positions": counts[kind]}
+        for kind in ("new", "old")
+    }
     total = counts["new"] + counts["old"]
     result["all"] = {"loss": (sums["new"] + sums["old"]) / total if total else None, "positions": total}
     for entry in result.values():
@@ -80,8 +82,9 @@ def loss_by_token_kind(model, batches, is_new: torch.Tensor) -> dict[str, dict[s
     return result
 
 
-def heldout_loss_by_token_kind(model_dir: str | Path, base_tokenizer: str | Path, data_args, seed: int,
-                               batch_size: int = 32) -> dict[str, Any]:
+def heldout_loss_by_token_kind(
+    model_dir: str | Path, base_tokenizer: str | Path, data_args, seed: int, batch_size: int = 32
+) -> dict[str, Any]:
     """:func:`loss_by_token_kind` of the model in ``model_dir`` on its held-out split (see the module
     docstring); ``data_args`` are the arm's :class:`~bioptimus_hf.pretraining.data_config.PretrainingDataArguments`."""
     import tempfile
@@ -93,17 +96,24 @@ def heldout_loss_by_token_kind(model_dir: str | Path, base_tokenizer: str | Path
     tokenizer = load_fast_tokenizer(str(model_dir))
     base = load_fast_tokenizer(str(base_tokenizer))
     with tempfile.TemporaryDirectory() as scratch:
-        splits = load_pretraining_datasets(data_args, tokenizer,
-                                           TrainingArguments(output_dir=scratch, seed=seed, report_to=[], use_cpu=True))
+        splits = load_pretraining_datasets(
+            data_args, tokenizer, TrainingArguments(output_dir=scratch, seed=seed, report_to=[], use_cpu=True)
+        )
     if splits.eval is None:
-        raise ValueError(f"{model_dir}: the arm's data arguments hold no evaluation rows out "
-                         "(set validation_split_percentage or validation_file)")
+        raise ValueError(
+            f"{model_dir}: the arm's data arguments hold no evaluation rows out "
+            "(set validation_split_percentage or validation_file)"
+        )
     collator = CurriculumDataCollator(tokenizer, phases=[MEASURING_PHASE], seed=seed)
     rows = [splits.eval[i] for i in range(len(splits.eval))]
     batches = [collator(rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
     model = AutoModelForMaskedLM.from_pretrained(str(model_dir), dtype=torch.float32)
     result = loss_by_token_kind(model, batches, new_token_mask(tokenizer, base))
     result["rows"] = len(rows)
-    result["masking"] = {"phase": MEASURING_PHASE.version, "unit": MEASURING_PHASE.masking_unit,
-                         "rate": MEASURING_PHASE.masking_rate, "seed": seed}
+    result["masking"] = {
+        "phase": MEASURING_PHASE.version,
+        "unit": MEASURING_PHASE.masking_unit,
+        "rate": MEASURING_PHASE.masking_rate,
+        "seed": seed,
+    }
     return result

@@ -36,19 +36,31 @@ DEFAULT_NER_CONFIG = "configs/ner_blurb.yaml"
 class BenchmarkArguments:
     model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
     output_dir: str = field(metadata={"help": "Each dataset's runs in <output_dir>/<DATASET>/, and the table."})
-    seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5],
-                             metadata={"help": "Fine-tuning seeds, the same for every dataset, e.g. --seeds 1 2 3."})
+    seeds: list[int] = field(
+        default_factory=lambda: [1, 2, 3, 4, 5],
+        metadata={"help": "Fine-tuning seeds, the same for every dataset, e.g. --seeds 1 2 3."},
+    )
     blurb_dir: str | None = field(
-        default=None, metadata={"help": "Directory of BLURB datasets beyond NER, one sub-directory each with "
-                                        "train/dev/test.jsonl (e.g. ../shared/data/blurb)."})
+        default=None,
+        metadata={
+            "help": "Directory of BLURB datasets beyond NER, one sub-directory each with "
+            "train/dev/test.jsonl (e.g. ../shared/data/blurb)."
+        },
+    )
     ner_dir: str | None = field(
-        default=None, metadata={"help": "Directory of NER datasets, one sub-directory each with train/devel/test.tsv "
-                                        "(e.g. ../shared/data/ner)."})
+        default=None,
+        metadata={
+            "help": "Directory of NER datasets, one sub-directory each with train/devel/test.tsv "
+            "(e.g. ../shared/data/ner)."
+        },
+    )
     ner_config: str = field(default=DEFAULT_NER_CONFIG, metadata={"help": "run_ner.py's config for the NER sets."})
     datasets: list[str] | None = field(
-        default=None, metadata={"help": "Only these datasets (sub-directory names; default: every one present)."})
-    model_name: str | None = field(default=None,
-                                   metadata={"help": "Name in the table (default: the path's basename)."})
+        default=None, metadata={"help": "Only these datasets (sub-directory names; default: every one present)."}
+    )
+    model_name: str | None = field(
+        default=None, metadata={"help": "Name in the table (default: the path's basename)."}
+    )
     save_model: bool = field(default=False, metadata={"help": "Keep each seed's fine-tuned model."})
     num_train_epochs: float | None = field(default=None, metadata={"help": "Override every task's epochs."})
     max_steps: int | None = field(default=None, metadata={"help": "Override every task's steps (a CPU budget)."})
@@ -84,12 +96,16 @@ class BenchmarkDataset:
 def _sub_directories(root: str | None) -> list[tuple[str, str]]:
     if not root:
         return []
-    return [(name, os.path.join(root, name)) for name in sorted(os.listdir(root))
-            if os.path.isdir(os.path.join(root, name))]
+    return [
+        (name, os.path.join(root, name))
+        for name in sorted(os.listdir(root))
+        if os.path.isdir(os.path.join(root, name))
+    ]
 
 
-def find_datasets(blurb_dir: str | None, ner_dir: str | None,
-                  only: Sequence[str] | None = None) -> list[BenchmarkDataset]:
+def find_datasets(
+    blurb_dir: str | None, ner_dir: str | None, only: Sequence[str] | None = None
+) -> list[BenchmarkDataset]:
     """The datasets under the two directories, NER first, each sorted by name; ``only`` keeps those named."""
     found = []
     for name, path in _sub_directories(ner_dir):
@@ -105,8 +121,9 @@ def find_datasets(blurb_dir: str | None, ner_dir: str | None,
     if only:
         unknown = sorted(set(only) - {d.name for d in found})
         if unknown:
-            raise ValueError(f"--datasets {', '.join(unknown)}: not found; present: "
-                             f"{', '.join(d.name for d in found) or 'none'}")
+            raise ValueError(
+                f"--datasets {', '.join(unknown)}: not found; present: {', '.join(d.name for d in found) or 'none'}"
+            )
         found = [d for d in found if d.name in only]
     if not found:
         raise ValueError(f"no BLURB dataset under --blurb_dir {blurb_dir} or --ner_dir {ner_dir}")
@@ -120,8 +137,11 @@ def check_datasets(datasets: Sequence[BenchmarkDataset]) -> None:
         if dataset.task_type != NER:
             load_blurb_data(dataset.data_dir)
             continue
-        splits = [read_conll(ner_split_path(dataset.data_dir, split)) for split in NER_SPLITS
-                  if os.path.isfile(ner_split_path(dataset.data_dir, split))]
+        splits = [
+            read_conll(ner_split_path(dataset.data_dir, split))
+            for split in NER_SPLITS
+            if os.path.isfile(ner_split_path(dataset.data_dir, split))
+        ]
         for other in splits[1:]:
             check_entity_types(splits[0], other)
 
@@ -136,8 +156,15 @@ NerUnit = Callable[[str, dict[str, Any]], Any]
 
 
 def _ner_settings(args: BenchmarkArguments, dataset: BenchmarkDataset, output_dir: str, seed: int) -> dict[str, Any]:
-    return {"model_name_or_path": args.model_name_or_path, "model_name": args.name, "data_dir": dataset.data_dir,
-            "output_dir": output_dir, "seeds": str(seed), "save_model": args.save_model, **_overrides(args)}
+    return {
+        "model_name_or_path": args.model_name_or_path,
+        "model_name": args.name,
+        "data_dir": dataset.data_dir,
+        "output_dir": output_dir,
+        "seeds": str(seed),
+        "save_model": args.save_model,
+        **_overrides(args),
+    }
 
 
 def run_dataset(args: BenchmarkArguments, dataset: BenchmarkDataset, fine_tune_ner: NerUnit) -> int:
@@ -151,9 +178,16 @@ def run_dataset(args: BenchmarkArguments, dataset: BenchmarkDataset, fine_tune_n
         for seed in todo:  # one call per seed: each writes its seed file as it ends
             fine_tune_ner(args.ner_config, _ner_settings(args, dataset, output_dir, seed))
     else:
-        values = {"model_name_or_path": args.model_name_or_path, "model_name": args.name,
-                  "data_dir": dataset.data_dir, "output_dir": output_dir, "seeds": ",".join(map(str, todo)),
-                  "save_model": args.save_model, "report_to": "none", **_overrides(args)}
+        values = {
+            "model_name_or_path": args.model_name_or_path,
+            "model_name": args.name,
+            "data_dir": dataset.data_dir,
+            "output_dir": output_dir,
+            "seeds": ",".join(map(str, todo)),
+            "save_model": args.save_model,
+            "report_to": "none",
+            **_overrides(args),
+        }
         run_blurb_task(*blurb_arguments_from_dict(values))
     return len(todo)
 
@@ -171,33 +205,53 @@ def dataset_row(dataset: BenchmarkDataset, output_dir: str, seeds: Sequence[int]
         if record["run"].get(key) is None:
             raise ValueError(f"{path}: no test score ({key}): the dataset has no test split")
         if record["run_info"] != records[0]["run_info"]:  # one row, one configuration
-            raise ValueError(f"{path} and {paths[0]} were fine-tuned under different settings; remove the stale "
-                             "seed directory or use another --output_dir")
+            raise ValueError(
+                f"{path} and {paths[0]} were fine-tuned under different settings; remove the stale "
+                "seed directory or use another --output_dir"
+            )
     per_seed = {str(seed): 100 * record["run"][key] for seed, record in zip(seeds, records)}
     metric = records[0]["run_info"].get("metric", "f1")  # run_ner.py's runs: entity-level F1
     values = list(per_seed.values())
-    return {"dataset": dataset.name, "task_type": dataset.task_type, "metric": metric, "per_seed": per_seed,
-            "mean": mean(values), "std": _std(values)}
+    return {
+        "dataset": dataset.name,
+        "task_type": dataset.task_type,
+        "metric": metric,
+        "per_seed": per_seed,
+        "mean": mean(values),
+        "std": _std(values),
+    }
 
 
-def benchmark_table(rows: Sequence[dict[str, Any]], seeds: Sequence[int], model_name: str,
-                    model_name_or_path: str | None = None) -> dict[str, Any]:
+def benchmark_table(
+    rows: Sequence[dict[str, Any]], seeds: Sequence[int], model_name: str, model_name_or_path: str | None = None
+) -> dict[str, Any]:
     """The table of ``blurb_results.json``: rows, each task type's average, the BLURB score, per seed too."""
 
     def score_of(values: dict[str, float]) -> dict[str, Any]:  # dataset -> 0-100 score
-        return blurb_score(DatasetScore(row["dataset"], row["task_type"], values[row["dataset"]] / 100)
-                           for row in rows)
+        return blurb_score(
+            DatasetScore(row["dataset"], row["task_type"], values[row["dataset"]] / 100) for row in rows
+        )
 
     overall = score_of({row["dataset"]: row["mean"] for row in rows})
     per_seed = {str(seed): score_of({row["dataset"]: row["per_seed"][str(seed)] for row in rows}) for seed in seeds}
-    task_types = {task_type: {"score": entry["score"], "datasets": list(entry["datasets"]),
-                              "per_seed": {seed: entry["task_types"][task_type]["score"]
-                                           for seed, entry in per_seed.items()}}
-                  for task_type, entry in overall["task_types"].items()}
-    return {"model_name": model_name, "model_name_or_path": model_name_or_path, "seeds": list(seeds),
-            "datasets": list(rows), "task_types": task_types, "score": overall["score"],
-            "score_per_seed": {seed: entry["score"] for seed, entry in per_seed.items()},
-            "absent_task_types": overall["absent_task_types"]}
+    task_types = {
+        task_type: {
+            "score": entry["score"],
+            "datasets": list(entry["datasets"]),
+            "per_seed": {seed: entry["task_types"][task_type]["score"] for seed, entry in per_seed.items()},
+        }
+        for task_type, entry in overall["task_types"].items()
+    }
+    return {
+        "model_name": model_name,
+        "model_name_or_path": model_name_or_path,
+        "seeds": list(seeds),
+        "datasets": list(rows),
+        "task_types": task_types,
+        "score": overall["score"],
+        "score_per_seed": {seed: entry["score"] for seed, entry in per_seed.items()},
+        "absent_task_types": overall["absent_task_types"],
+    }
 
 
 def write_benchmark_table(output_dir: str, table: dict[str, Any]) -> str:

@@ -36,14 +36,18 @@ class Recipe:
 
 
 RECIPES = {
-    RELATION_EXTRACTION.name: Recipe(learning_rate=3e-5, per_device_train_batch_size=32, num_train_epochs=5,
-                                     max_seq_length=256),
-    SENTENCE_SIMILARITY.name: Recipe(learning_rate=3e-5, per_device_train_batch_size=16, num_train_epochs=30,
-                                     max_seq_length=128),
-    DOCUMENT_CLASSIFICATION.name: Recipe(learning_rate=3e-5, per_device_train_batch_size=32, num_train_epochs=10,
-                                         max_seq_length=128),
-    QUESTION_ANSWERING.name: Recipe(learning_rate=3e-5, per_device_train_batch_size=16, num_train_epochs=20,
-                                    max_seq_length=512),
+    RELATION_EXTRACTION.name: Recipe(
+        learning_rate=3e-5, per_device_train_batch_size=32, num_train_epochs=5, max_seq_length=256
+    ),
+    SENTENCE_SIMILARITY.name: Recipe(
+        learning_rate=3e-5, per_device_train_batch_size=16, num_train_epochs=30, max_seq_length=128
+    ),
+    DOCUMENT_CLASSIFICATION.name: Recipe(
+        learning_rate=3e-5, per_device_train_batch_size=32, num_train_epochs=10, max_seq_length=128
+    ),
+    QUESTION_ANSWERING.name: Recipe(
+        learning_rate=3e-5, per_device_train_batch_size=16, num_train_epochs=20, max_seq_length=512
+    ),
 }
 # The input lengths the paper states per dataset (by directory name), where they differ from the type's.
 DATASET_MAX_SEQ_LENGTH = {"GAD": 128, "DDI": 256, "ChemProt": 256, "PubMedQA": 512, "BioASQ": 512}
@@ -60,10 +64,15 @@ def _recipe_training_arguments(task_name: str, recipe: Recipe) -> type[TrainingA
     """``TrainingArguments`` whose defaults are ``recipe``'s (what ``--help`` and an unset flag give); a module-level
     class, so that the Trainer can pickle its arguments with the model."""
     base = {f.name: f for f in dataclasses.fields(TrainingArguments)}
-    types = {"learning_rate": float, "per_device_train_batch_size": int, "num_train_epochs": float,
-             "warmup_steps": float}
-    overrides = [(name, types[name], field(default=getattr(recipe, name), metadata=base[name].metadata))
-                 for name in types]
+    types = {
+        "learning_rate": float,
+        "per_device_train_batch_size": int,
+        "num_train_epochs": float,
+        "warmup_steps": float,
+    }
+    overrides = [
+        (name, types[name], field(default=getattr(recipe, name), metadata=base[name].metadata)) for name in types
+    ]
     name = "".join(part.title() for part in task_name.split("_")) + "TrainingArguments"
     cls = dataclasses.make_dataclass(name, overrides, bases=(TrainingArguments,))
     cls.__module__ = __name__
@@ -91,8 +100,10 @@ class BlurbModelArguments:
     save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
     bf16_if_supported: bool = field(
         default=False,
-        metadata={"help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX "
-                  "or AVX512-BF16, Ampere+ GPU), else in float32."},
+        metadata={
+            "help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX "
+            "or AVX512-BF16, Ampere+ GPU), else in float32."
+        },
     )
     allow_emulated_bf16: bool = field(
         default=False, metadata={"help": "Use bf16 even where the device only emulates it (same numerics, slower)."}
@@ -101,14 +112,21 @@ class BlurbModelArguments:
 
 @dataclass
 class BlurbDataArguments:
-    data_dir: str = field(metadata={"help": "Directory with train.jsonl, dev.jsonl and test.jsonl (one JSON object "
-                                            "a line, e.g. ../shared/data/blurb/GAD)."})
+    data_dir: str = field(
+        metadata={
+            "help": "Directory with train.jsonl, dev.jsonl and test.jsonl (one JSON object "
+            "a line, e.g. ../shared/data/blurb/GAD)."
+        }
+    )
     task_type: str | None = field(
         default=None, metadata={"help": f"One of {', '.join(TASK_TYPES)} (default: read from the fields of the data)."}
     )
     negative_label: str | None = field(
-        default=None, metadata={"help": "Relation extraction: the class BLURB's micro-F1 leaves out (default: the "
-                                        "label named 0, false or *-false)."}
+        default=None,
+        metadata={
+            "help": "Relation extraction: the class BLURB's micro-F1 leaves out (default: the "
+            "label named 0, false or *-false)."
+        },
     )
     max_seq_length: int | None = field(
         default=None, metadata={"help": "Tokens per input, longer ones truncated (default: the task's recipe)."}

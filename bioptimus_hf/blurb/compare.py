@@ -38,8 +38,9 @@ def parse_runs(items: Sequence[str]) -> dict[str, str]:
 
 
 def _paired(ours: Mapping[str, float], theirs: Mapping[str, float]) -> dict[str, Any] | None:
-    as_runs = [{"per_seed": [{"seed": int(seed), "score": value} for seed, value in side.items()]}
-               for side in (ours, theirs)]
+    as_runs = [
+        {"per_seed": [{"seed": int(seed), "score": value} for seed, value in side.items()]} for side in (ours, theirs)
+    ]
     return paired_seed_difference(as_runs[0], as_runs[1], key="score")
 
 
@@ -59,9 +60,11 @@ def compare_tables(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         comparisons[name] = {
             "datasets": {row["dataset"]: _paired(rows[row["dataset"]]["per_seed"], row["per_seed"]) for row in shared},
             # averages over other datasets are not paired: only where both tables hold the same datasets
-            "task_types": {task_type: _paired(table["task_types"][task_type]["per_seed"], entry["per_seed"])
-                           for task_type, entry in reference["task_types"].items()
-                           if same_datasets and task_type in table["task_types"]},
+            "task_types": {
+                task_type: _paired(table["task_types"][task_type]["per_seed"], entry["per_seed"])
+                for task_type, entry in reference["task_types"].items()
+                if same_datasets and task_type in table["task_types"]
+            },
             "score": _paired(table["score_per_seed"], reference["score_per_seed"]) if same_datasets else None,
             "same_datasets": same_datasets,
         }
@@ -77,24 +80,33 @@ def _cell(difference: dict[str, Any] | None) -> str:
 def comparison_markdown(comparison: Mapping[str, Any]) -> str:
     """One column per run compared with the reference: datasets, then task types, then the BLURB score."""
     others = list(comparison["comparisons"])
-    lines = ["| | " + " | ".join(f"{name} − {comparison['reference']}" for name in others) + " |",
-             "|---|" + "---:|" * len(others)]
+    lines = [
+        "| | " + " | ".join(f"{name} − {comparison['reference']}" for name in others) + " |",
+        "|---|" + "---:|" * len(others),
+    ]
     keys = []
     for name in others:
         keys += [k for k in comparison["comparisons"][name]["datasets"] if k not in keys]
     for key in keys:
-        lines.append(f"| {key} | " + " | ".join(_cell(comparison["comparisons"][n]["datasets"].get(key))
-                                               for n in others) + " |")
+        lines.append(
+            f"| {key} | " + " | ".join(_cell(comparison["comparisons"][n]["datasets"].get(key)) for n in others) + " |"
+        )
     types = []
     for name in others:
         types += [t for t in comparison["comparisons"][name]["task_types"] if t not in types]
     for task_type in types:
-        lines.append(f"| *{HUB_TASKS[task_type][1]}* | " + " | ".join(
-            _cell(comparison["comparisons"][n]["task_types"].get(task_type)) for n in others) + " |")
-    lines.append("| **BLURB score** | " + " | ".join(_cell(comparison["comparisons"][n]["score"]) for n in others)
-                 + " |")
-    return ("\n".join(lines) + "\n\nTest scores in %: mean ± std of the per-seed differences over the seeds both "
-            "runs have (n); task types and the score only where both runs hold the same datasets.\n")
+        lines.append(
+            f"| *{HUB_TASKS[task_type][1]}* | "
+            + " | ".join(_cell(comparison["comparisons"][n]["task_types"].get(task_type)) for n in others)
+            + " |"
+        )
+    lines.append(
+        "| **BLURB score** | " + " | ".join(_cell(comparison["comparisons"][n]["score"]) for n in others) + " |"
+    )
+    return (
+        "\n".join(lines) + "\n\nTest scores in %: mean ± std of the per-seed differences over the seeds both "
+        "runs have (n); task types and the score only where both runs hold the same datasets.\n"
+    )
 
 
 def compare_runs(runs: Mapping[str, str], output_dir: str | None = None) -> dict[str, Any]:
@@ -103,8 +115,9 @@ def compare_runs(runs: Mapping[str, str], output_dir: str | None = None) -> dict
     comparison["markdown"] = comparison_markdown(comparison)
     if output_dir:
         os.makedirs(output_dir, exist_ok=True)
-        write_json_atomic(os.path.join(output_dir, COMPARISON_FILE + ".json"),
-                          {k: v for k, v in comparison.items() if k != "markdown"})
+        write_json_atomic(
+            os.path.join(output_dir, COMPARISON_FILE + ".json"),
+            {k: v for k, v in comparison.items() if k != "markdown"},
+        )
         write_text_atomic(os.path.join(output_dir, COMPARISON_FILE + ".md"), comparison["markdown"])
     return comparison
-

@@ -42,8 +42,11 @@ class BlurbData:
     labels: list[str]  # the classes, in the model's order (none for a regression task)
 
     def splits(self) -> dict[str, BlurbSplit]:
-        return {name: split for name, split in (("train", self.train), ("dev", self.dev), ("test", self.test))
-                if split is not None}
+        return {
+            name: split
+            for name, split in (("train", self.train), ("dev", self.dev), ("test", self.test))
+            if split is not None
+        }
 
 
 def split_path(data_dir: str, split: str) -> str:
@@ -90,8 +93,10 @@ def read_task_type(data_dir: str, task_type: str | None = None) -> TaskType:
     task = task_type_of_fields(row)
     if task is None:
         expected = "; ".join(f"{t.name}: {', '.join(t.text_fields + (t.label_field,))}" for t in TASK_TYPES.values())
-        raise BlurbDataError(f"{path}, line {row['_line']}: fields {_fields(row)} fit no task type ({expected}); "
-                             "rename the fields or give --task_type")
+        raise BlurbDataError(
+            f"{path}, line {row['_line']}: fields {_fields(row)} fit no task type ({expected}); "
+            "rename the fields or give --task_type"
+        )
     return task
 
 
@@ -124,8 +129,9 @@ def _labels_of(split: BlurbSplit, task: TaskType) -> set[str]:
     return {row[task.label_field] for row in split.rows}
 
 
-def load_blurb_data(data_dir: str, task_type: str | None = None,
-                    limits: tuple[int | None, int | None, int | None] = (None, None, None)) -> BlurbData:
+def load_blurb_data(
+    data_dir: str, task_type: str | None = None, limits: tuple[int | None, int | None, int | None] = (None, None, None)
+) -> BlurbData:
     """The checked splits of ``data_dir`` (the first ``limits`` rows of train, dev, test); the labels are those of
     the whole training file, so that a subset (``--max_train_samples``) keeps every class."""
     task = read_task_type(data_dir, task_type)
@@ -150,8 +156,11 @@ def load_blurb_data(data_dir: str, task_type: str | None = None,
                 continue
             unknown = sorted(_labels_of(other, task) - set(labels))
             if unknown:
-                raise BlurbDataError(f"{other.path}: label(s) absent from the training file {splits['train'].path}: "
-                                     f"{', '.join(map(repr, unknown))}")
-    splits["train"].rows = splits["train"].rows[:limits[0]]
-    return BlurbData(os.path.basename(os.path.normpath(data_dir)), task, splits["train"], splits["dev"],
-                     splits["test"], labels)
+                raise BlurbDataError(
+                    f"{other.path}: label(s) absent from the training file {splits['train'].path}: "
+                    f"{', '.join(map(repr, unknown))}"
+                )
+    splits["train"].rows = splits["train"].rows[: limits[0]]
+    return BlurbData(
+        os.path.basename(os.path.normpath(data_dir)), task, splits["train"], splits["dev"], splits["test"], labels
+    )

@@ -48,14 +48,21 @@ def load_classifier(model_name_or_path: str, data: BlurbData, ignore_mismatched_
     """The model with a fresh head for ``data``: one output per class (one for regression), classifying from the
     first token's encoding."""
     labels = data.labels
-    mapping = {"num_labels": 1} if data.task.problem_type == "regression" else {
-        "num_labels": len(labels), "id2label": dict(enumerate(labels)),
-        "label2id": {label: i for i, label in enumerate(labels)}}
+    mapping = (
+        {"num_labels": 1}
+        if data.task.problem_type == "regression"
+        else {
+            "num_labels": len(labels),
+            "id2label": dict(enumerate(labels)),
+            "label2id": {label: i for i, label in enumerate(labels)},
+        }
+    )
     config = AutoConfig.from_pretrained(model_name_or_path, problem_type=data.task.problem_type, **mapping)
     if hasattr(config, "classifier_pooling"):  # ModernBERT can mean-pool; the paper's models read [CLS]
         config.classifier_pooling = "cls"
-    return AutoModelForSequenceClassification.from_pretrained(model_name_or_path, config=config,
-                                                              ignore_mismatched_sizes=ignore_mismatched_sizes)
+    return AutoModelForSequenceClassification.from_pretrained(
+        model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
+    )
 
 
 def _write_predictions(path: str, rows: Sequence[dict], predictions: Sequence) -> None:
@@ -64,9 +71,16 @@ def _write_predictions(path: str, rows: Sequence[dict], predictions: Sequence) -
             handle.write(json.dumps({"id": row.get("id"), "prediction": prediction}) + "\n")
 
 
-def fine_tune_seed(seed: int, model_name_or_path: str, task: BlurbTask, tokenizer, training_args,
-                   stabilisation: StabilisationArguments, save_model: bool = True,
-                   ignore_mismatched_sizes: bool = False) -> dict:
+def fine_tune_seed(
+    seed: int,
+    model_name_or_path: str,
+    task: BlurbTask,
+    tokenizer,
+    training_args,
+    stabilisation: StabilisationArguments,
+    save_model: bool = True,
+    ignore_mismatched_sizes: bool = False,
+) -> dict:
     """Fine-tune with ``seed`` into ``training_args.output_dir``; returns the seed's results."""
     set_seed(seed)
     model = load_classifier(model_name_or_path, task.data, ignore_mismatched_sizes)
@@ -77,8 +91,13 @@ def fine_tune_seed(seed: int, model_name_or_path: str, task: BlurbTask, tokenize
         return task.scores("dev", decode_logits(data.task, prediction.predictions, data.labels))
 
     trainer = NerTrainer(  # the Trainer, predicting in row order (HoC's documents are groups of rows)
-        model=model, args=training_args, train_dataset=task.encoded["train"], eval_dataset=task.encoded["dev"],
-        processing_class=tokenizer, data_collator=DataCollatorWithPadding(tokenizer), compute_metrics=compute_metrics,
+        model=model,
+        args=training_args,
+        train_dataset=task.encoded["train"],
+        eval_dataset=task.encoded["dev"],
+        processing_class=tokenizer,
+        data_collator=DataCollatorWithPadding(tokenizer),
+        compute_metrics=compute_metrics,
         optimizers=optimizers,
     )
     run: dict = {"seed": seed}
@@ -99,14 +118,23 @@ def fine_tune_seed(seed: int, model_name_or_path: str, task: BlurbTask, tokenize
         run.update({f"{prefix}_{name}": value for name, value in task.scores(split, predictions).items()})
         if trainer.is_world_process_zero():
             os.makedirs(output_dir, exist_ok=True)
-            _write_predictions(os.path.join(output_dir, f"{split}_predictions.jsonl"),
-                               data.splits()[split].rows, predictions)
+            _write_predictions(
+                os.path.join(output_dir, f"{split}_predictions.jsonl"), data.splits()[split].rows, predictions
+            )
     return run
 
 
-def fine_tune_seeds(seeds: Sequence[int], model_name_or_path: str, task: BlurbTask, tokenizer, training_args,
-                    stabilisation: StabilisationArguments, run_info: dict, save_model: bool = True,
-                    ignore_mismatched_sizes: bool = False) -> None:
+def fine_tune_seeds(
+    seeds: Sequence[int],
+    model_name_or_path: str,
+    task: BlurbTask,
+    tokenizer,
+    training_args,
+    stabilisation: StabilisationArguments,
+    run_info: dict,
+    save_model: bool = True,
+    ignore_mismatched_sizes: bool = False,
+) -> None:
     """Each unfinished seed fine-tuned into ``<output_dir>/seed_<s>/``, its results written as soon as it ends."""
     base_output_dir = training_args.output_dir
     for seed in seeds:
@@ -116,8 +144,16 @@ def fine_tune_seeds(seeds: Sequence[int], model_name_or_path: str, task: BlurbTa
         training_args.seed = seed
         training_args.output_dir = seed_dir(base_output_dir, seed)
         try:
-            run = fine_tune_seed(seed, model_name_or_path, task, tokenizer, training_args, stabilisation, save_model,
-                                 ignore_mismatched_sizes)
+            run = fine_tune_seed(
+                seed,
+                model_name_or_path,
+                task,
+                tokenizer,
+                training_args,
+                stabilisation,
+                save_model,
+                ignore_mismatched_sizes,
+            )
         finally:
             training_args.output_dir = base_output_dir
         logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})

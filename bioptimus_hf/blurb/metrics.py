@@ -38,22 +38,25 @@ def negative_label_of(labels: Sequence[str], given: str | None = None) -> str:
         if given not in labels:
             raise ValueError(f"--negative_label {given!r} is not a label of the training file ({', '.join(labels)})")
         return given
-    found = [label for label in labels
-             if label.lower() in NEGATIVE_LABEL_NAMES or label.lower().endswith("-false")]
+    found = [label for label in labels if label.lower() in NEGATIVE_LABEL_NAMES or label.lower().endswith("-false")]
     if len(found) != 1:
-        raise ValueError(f"cannot tell the negative class among the labels {list(labels)}: name it with "
-                         "--negative_label (BLURB's relation-extraction F1 leaves it out)")
+        raise ValueError(
+            f"cannot tell the negative class among the labels {list(labels)}: name it with "
+            "--negative_label (BLURB's relation-extraction F1 leaves it out)"
+        )
     return found[0]
 
 
-def relation_extraction_scores(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str],
-                               negative_label: str) -> dict[str, float]:
+def relation_extraction_scores(
+    gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str], negative_label: str
+) -> dict[str, float]:
     """Micro precision, recall and F1 over ``labels`` without ``negative_label``."""
     from sklearn.metrics import precision_recall_fscore_support
 
     positive = [label for label in labels if label != negative_label]
-    precision, recall, f1, _ = precision_recall_fscore_support(gold, predicted, labels=positive, average="micro",
-                                                               zero_division=0)
+    precision, recall, f1, _ = precision_recall_fscore_support(
+        gold, predicted, labels=positive, average="micro", zero_division=0
+    )
     return {"f1": float(f1), "precision": float(precision), "recall": float(recall)}
 
 
@@ -63,12 +66,16 @@ def sentence_similarity_scores(gold: Sequence[float], predicted: Sequence[float]
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConstantInputWarning)
-        return {"pearson": float(pearsonr(np.asarray(gold, dtype=np.float64),
-                                          np.asarray(predicted, dtype=np.float64)).statistic)}
+        return {
+            "pearson": float(
+                pearsonr(np.asarray(gold, dtype=np.float64), np.asarray(predicted, dtype=np.float64)).statistic
+            )
+        }
 
 
-def document_classification_scores(gold: np.ndarray, predicted: np.ndarray,
-                                   document_ids: Sequence[str]) -> dict[str, float]:
+def document_classification_scores(
+    gold: np.ndarray, predicted: np.ndarray, document_ids: Sequence[str]
+) -> dict[str, float]:
     """Micro precision, recall and F1 over document x label cells; ``gold``/``predicted`` are 0/1 arrays of shape
     (rows, labels), a document's labels the union (logical OR) of its rows'."""
     from sklearn.metrics import precision_recall_fscore_support
@@ -79,8 +86,9 @@ def document_classification_scores(gold: np.ndarray, predicted: np.ndarray,
     predicted_documents = np.zeros_like(gold_documents)
     np.logical_or.at(gold_documents, rows_document, np.asarray(gold, dtype=bool))
     np.logical_or.at(predicted_documents, rows_document, np.asarray(predicted, dtype=bool))
-    precision, recall, f1, _ = precision_recall_fscore_support(gold_documents, predicted_documents, average="micro",
-                                                               zero_division=0)
+    precision, recall, f1, _ = precision_recall_fscore_support(
+        gold_documents, predicted_documents, average="micro", zero_division=0
+    )
     return {"f1": float(f1), "precision": float(precision), "recall": float(recall)}
 
 
@@ -103,8 +111,9 @@ def metric_description(task: TaskType, negative_label: str | None = None) -> str
     raise ValueError(f"no metric for task type {task.name!r}")
 
 
-def score(task: TaskType, rows: Sequence[dict], predicted: Sequence, labels: Sequence[str],
-          negative_label: str | None = None) -> dict[str, float]:
+def score(
+    task: TaskType, rows: Sequence[dict], predicted: Sequence, labels: Sequence[str], negative_label: str | None = None
+) -> dict[str, float]:
     """``task``'s scores of ``predicted`` (one prediction per row, in label space: a class, a score, or a list of
     classes) against the gold labels of ``rows``."""
     gold = [row[task.label_field] for row in rows]

@@ -41,29 +41,46 @@ def blurb_arguments_from_dict(values: dict):
     the data's task type (its recipe)."""
     task = read_task_type(values["data_dir"], values.get("task_type"))
     model_args, data_args, stab_args, training_args = HfArgumentParser(
-        ARGUMENTS + (recipe_training_arguments(task),)).parse_dict(values)
+        ARGUMENTS + (recipe_training_arguments(task),)
+    ).parse_dict(values)
     return model_args, fill_recipe_length(data_args), stab_args, training_args
 
 
-def run_blurb_task(model_args: BlurbModelArguments, data_args: BlurbDataArguments,
-                   stab_args: StabilisationArguments, training_args: TrainingArguments) -> dict:
+def run_blurb_task(
+    model_args: BlurbModelArguments,
+    data_args: BlurbDataArguments,
+    stab_args: StabilisationArguments,
+    training_args: TrainingArguments,
+) -> dict:
     """Fine-tune each unfinished seed, then merge every seed of ``output_dir``; returns ``all_results.json``'s dict."""
     # 1. precision: bf16 where the device has it natively
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
 
     # 2. data: the splits, checked against the task type; the class the metric leaves out
-    data = load_blurb_data(data_args.data_dir, data_args.task_type,
-                           (data_args.max_train_samples, data_args.max_eval_samples, data_args.max_test_samples))
+    data = load_blurb_data(
+        data_args.data_dir,
+        data_args.task_type,
+        (data_args.max_train_samples, data_args.max_eval_samples, data_args.max_test_samples),
+    )
     negative = negative_label_of(data.labels, data_args.negative_label) if data.task is RELATION_EXTRACTION else None
-    logger.info("%s: %s, %s rows, labels %s", data.name, data.task.name,
-                "/".join(str(len(split.rows)) for split in data.splits().values()), data.labels)
+    logger.info(
+        "%s: %s, %s rows, labels %s",
+        data.name,
+        data.task.name,
+        "/".join(str(len(split.rows)) for split in data.splits().values()),
+        data.labels,
+    )
 
     # 3. inputs: [CLS] text [SEP] (text [SEP]), truncated to the model's and the recipe's length
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
-    max_length = min(fill_recipe_length(data_args).max_seq_length,
-                     max_config_tokens(AutoConfig.from_pretrained(model_args.model_name_or_path), tokenizer))
-    encoded = {name: encode_rows(tokenizer, split.rows, data.task, data.labels, max_length)
-               for name, split in data.splits().items()}
+    max_length = min(
+        fill_recipe_length(data_args).max_seq_length,
+        max_config_tokens(AutoConfig.from_pretrained(model_args.model_name_or_path), tokenizer),
+    )
+    encoded = {
+        name: encode_rows(tokenizer, split.rows, data.task, data.labels, max_length)
+        for name, split in data.splits().items()
+    }
 
     # 4. fine-tune each seed not finished yet
     run_info = {
@@ -88,9 +105,17 @@ def run_blurb_task(model_args: BlurbModelArguments, data_args: BlurbDataArgument
         "world_size": training_args.world_size,
         "bf16": training_args.bf16,
     }
-    fine_tune_seeds(stab_args.seed_list(training_args.seed), model_args.model_name_or_path,
-                    BlurbTask(data, encoded, negative), tokenizer, training_args, stab_args, run_info,
-                    model_args.save_model, model_args.ignore_mismatched_sizes)
+    fine_tune_seeds(
+        stab_args.seed_list(training_args.seed),
+        model_args.model_name_or_path,
+        BlurbTask(data, encoded, negative),
+        tokenizer,
+        training_args,
+        stab_args,
+        run_info,
+        model_args.save_model,
+        model_args.ignore_mismatched_sizes,
+    )
 
     # 5. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
     def merge_and_write() -> dict:

@@ -63,16 +63,19 @@ def blurb_score(scores: Iterable[DatasetScore]) -> dict[str, Any]:
     by_type: dict[str, dict[str, float]] = {}
     for item in scores:
         if item.task_type not in BLURB_DATASETS:
-            raise ValueError(f"{item.dataset}: task type {item.task_type!r} is not one of BLURB's "
-                             f"({', '.join(BLURB_DATASETS)})")
+            raise ValueError(
+                f"{item.dataset}: task type {item.task_type!r} is not one of BLURB's ({', '.join(BLURB_DATASETS)})"
+            )
         datasets = by_type.setdefault(item.task_type, {})
         if item.dataset in datasets:
             raise ValueError(f"{item.dataset}: given twice")
         datasets[item.dataset] = 100 * item.score
     if not by_type:
         raise ValueError("no dataset scores: nothing to average")
-    types = {task_type: {"score": mean(datasets.values()), "datasets": datasets}
-             for task_type, datasets in ((t, by_type[t]) for t in BLURB_DATASETS if t in by_type)}
+    types = {
+        task_type: {"score": mean(datasets.values()), "datasets": datasets}
+        for task_type, datasets in ((t, by_type[t]) for t in BLURB_DATASETS if t in by_type)
+    }
     return {
         "score": mean(entry["score"] for entry in types.values()),
         "task_types": types,

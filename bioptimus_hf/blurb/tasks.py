@@ -23,13 +23,16 @@ class TaskType:
 
 RELATION_EXTRACTION = TaskType("relation_extraction", ("sentence",), "label", "single_label_classification", "f1")
 SENTENCE_SIMILARITY = TaskType("sentence_similarity", ("sentence1", "sentence2"), "score", "regression", "pearson")
-DOCUMENT_CLASSIFICATION = TaskType("document_classification", ("sentence",), "labels",
-                                   "multi_label_classification", "f1")
-QUESTION_ANSWERING = TaskType("question_answering", ("question", "context"), "label", "single_label_classification",
-                              "accuracy")
+DOCUMENT_CLASSIFICATION = TaskType(
+    "document_classification", ("sentence",), "labels", "multi_label_classification", "f1"
+)
+QUESTION_ANSWERING = TaskType(
+    "question_answering", ("question", "context"), "label", "single_label_classification", "accuracy"
+)
 
-TASK_TYPES = {task.name: task for task in
-              (RELATION_EXTRACTION, SENTENCE_SIMILARITY, DOCUMENT_CLASSIFICATION, QUESTION_ANSWERING)}
+TASK_TYPES = {
+    task.name: task for task in (RELATION_EXTRACTION, SENTENCE_SIMILARITY, DOCUMENT_CLASSIFICATION, QUESTION_ANSWERING)
+}
 # Rows of a document-classification file that share this field are one document (HoC: the PMID); the metric
 # is computed per document. Without it every row is its own document.
 DOCUMENT_ID_FIELD = "document_id"

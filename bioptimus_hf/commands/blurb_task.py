@@ -36,7 +36,8 @@ def parse_args(argv: list[str] | None = None):
     _, data_args, _, _ = parse_config_and_flags(ARGUMENTS + (TrainingArguments,), argv)
     task = read_task_type(data_args.data_dir, data_args.task_type)
     model_args, data_args, stab_args, training_args = parse_config_and_flags(
-        ARGUMENTS + (recipe_training_arguments(task),), argv)
+        ARGUMENTS + (recipe_training_arguments(task),), argv
+    )
     return model_args, fill_recipe_length(data_args), stab_args, training_args
 
 
@@ -44,8 +45,9 @@ def run(argv: list[str] | None = None) -> dict:
     """Parse, fine-tune each unfinished seed, merge; bad input raises (``main`` makes it one line)."""
     # 1. arguments: flags over a config file over the task's recipe (its input length included)
     model_args, data_args, stab_args, training_args = parse_args(argv)
-    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
-                        level=training_args.get_process_log_level())
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=training_args.get_process_log_level()
+    )
     transformers.utils.logging.set_verbosity_warning()
     # 2. fine-tune each unfinished seed and merge them (bioptimus_hf.blurb.run)
     return run_blurb_task(model_args, data_args, stab_args, training_args)

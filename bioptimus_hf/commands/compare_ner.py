@@ -37,17 +37,19 @@ class CompareArguments:
     models: str = field(metadata={"help": "Comma-separated name=path (or path) list of models."})
     datasets: str = field(metadata={"help": "Comma-separated data directories (train/devel/test.tsv)."})
     output_dir: str = field(metadata={"help": "Where each run and comparison.md/json go."})
-    config: str | None = field(default=None,
-                               metadata={"help": "`bioptimus ner` yaml/json config shared by all runs."})
+    config: str | None = field(default=None, metadata={"help": "`bioptimus ner` yaml/json config shared by all runs."})
     rerun: bool = field(default=False, metadata={"help": "Repeat runs that already have all_results.json."})
     results_only: bool = field(default=False, metadata={"help": "Only rebuild the table from existing runs."})
     seeds: str | None = field(
         default=None,
-        metadata={"help": "Comma-separated fine-tuning seeds, each seed a job of its own (default: one job per "
-                          "model x dataset with the config's seeds)."},
+        metadata={
+            "help": "Comma-separated fine-tuning seeds, each seed a job of its own (default: one job per "
+            "model x dataset with the config's seeds)."
+        },
     )
     job_index: int | None = field(
-        default=None, metadata={"help": "Run only this job (0-based, in --list_jobs order), e.g. $SLURM_ARRAY_TASK_ID."}
+        default=None,
+        metadata={"help": "Run only this job (0-based, in --list_jobs order), e.g. $SLURM_ARRAY_TASK_ID."},
     )
     list_jobs: bool = field(default=False, metadata={"help": "Print one shell command per job and exit."})
 
@@ -69,20 +71,39 @@ def run(argv: list[str] | None = None) -> str | None:
         raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
     if args.list_jobs:
         # Through the Python that listed them: the same installation runs every job.
-        command = [sys.executable, "-m", "bioptimus_hf.commands", "ner", *([args.config] if args.config else []),
-                   *ner_flags]
+        command = [
+            sys.executable,
+            "-m",
+            "bioptimus_hf.commands",
+            "ner",
+            *([args.config] if args.config else []),
+            *ner_flags,
+        ]
         commands = [shlex.join(command + job.flags(args.output_dir)) for job in plan_jobs(models, datasets, seeds)]
         print("\n".join(commands))
         return "\n".join(commands)
     ner_arguments = None
     if not args.results_only:
-
         # The flags every job shares; each job then sets its model (this one stands in), dataset, output and seed.
-        ner_arguments = ner.parse_args([*([args.config] if args.config else []), *ner_flags,
-                                        "--model_name_or_path", models[0][1] if models else ""])
-    table = compare_models(models, datasets, args.output_dir, ner_arguments=ner_arguments,
-                           fine_tune=ner.fine_tune_ner, rerun=args.rerun, results_only=args.results_only,
-                           seeds=seeds, job_index=args.job_index)
+        ner_arguments = ner.parse_args(
+            [
+                *([args.config] if args.config else []),
+                *ner_flags,
+                "--model_name_or_path",
+                models[0][1] if models else "",
+            ]
+        )
+    table = compare_models(
+        models,
+        datasets,
+        args.output_dir,
+        ner_arguments=ner_arguments,
+        fine_tune=ner.fine_tune_ner,
+        rerun=args.rerun,
+        results_only=args.results_only,
+        seeds=seeds,
+        job_index=args.job_index,
+    )
     if table is not None:
         print(table)
     return table

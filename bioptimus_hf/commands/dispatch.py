@@ -62,8 +62,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     command = COMMANDS.get(name)
     if command is None:
-        raise SystemExit(f"error: unknown command {name!r}; the commands are {', '.join(COMMANDS)} "
-                         "(bioptimus --help)")
+        raise SystemExit(f"error: unknown command {name!r}; the commands are {', '.join(COMMANDS)} (bioptimus --help)")
     if from_command_line:  # argparse names the program after argv[0]: usage and errors say "bioptimus <command>"
         sys.argv[0] = f"bioptimus {name}"
     importlib.import_module(f"{__package__}.{command.module}").main(args)

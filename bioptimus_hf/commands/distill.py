@@ -53,9 +53,11 @@ logger = logging.getLogger(__name__)
 class StudentCurriculumArguments(CurriculumArguments):
     single_phase: Optional[str] = field(
         default="0.1",
-        metadata={"help": "The masking phase of the whole run: 0.1 (default: BERT's token masking at 15%%, as in "
-                          "DistilBERT and Rohanian et al.), another phase's version, or 'all' to distil through the "
-                          "whole curriculum (--phase_steps as in run_pretraining.py)."},
+        metadata={
+            "help": "The masking phase of the whole run: 0.1 (default: BERT's token masking at 15%%, as in "
+            "DistilBERT and Rohanian et al.), another phase's version, or 'all' to distil through the "
+            "whole curriculum (--phase_steps as in run_pretraining.py)."
+        },
     )
 
 
@@ -81,8 +83,14 @@ class TeacherArguments:
 def main(argv=None):
     """``[config.{yaml,json}] [--flag value ...]``: parse, then distil (bad input ends with one line)."""
     teacher_args, distillation_config, data_args, curriculum_args, release_args, training_args = parse_args(
-        (TeacherArguments, DistillationConfig, PretrainingDataArguments, StudentCurriculumArguments, ReleaseArguments,
-         TrainingArguments),
+        (
+            TeacherArguments,
+            DistillationConfig,
+            PretrainingDataArguments,
+            StudentCurriculumArguments,
+            ReleaseArguments,
+            TrainingArguments,
+        ),
         argv,
     )
     setup_logging(training_args)
@@ -93,12 +101,16 @@ def main(argv=None):
     with exit_on_bad_input(ValueError, OSError):
         curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args)
         teacher_config = AutoConfig.from_pretrained(teacher_path)
-        student_config = (AutoConfig.from_pretrained(distillation_config.student_config_name)
-                          if distillation_config.student_config_name else None)
+        student_config = (
+            AutoConfig.from_pretrained(distillation_config.student_config_name)
+            if distillation_config.student_config_name
+            else None
+        )
         plan = distillation_config.resolve(teacher_config, student_config)
         tokenizer = load_fast_tokenizer(teacher_args.tokenizer_name or teacher_path, purpose="word ids")
-        teacher_tokenizer = load_fast_tokenizer(teacher_path, purpose="word ids") if teacher_args.tokenizer_name \
-            else None
+        teacher_tokenizer = (
+            load_fast_tokenizer(teacher_path, purpose="word ids") if teacher_args.tokenizer_name else None
+        )
         check_shared_vocabulary(tokenizer, teacher_config, teacher_tokenizer, teacher_args.tokenizer_name)
         hub = resolve_release_hub(release_args, training_args, "the student release")  # --push_to_hub publishes it
     logger.info("curriculum: %s", schedule.describe())
@@ -108,8 +120,9 @@ def main(argv=None):
 
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
     with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
-        checkpoint, _lock = open_output_dir(training_args, release_args.overwrite_output_dir, schedule,
-                                            curriculum_args.allow_schedule_change)
+        checkpoint, _lock = open_output_dir(
+            training_args, release_args.overwrite_output_dir, schedule, curriculum_args.allow_schedule_change
+        )
     set_seed(training_args.seed)
 
     # 3. Teacher (with its MLM head) and student (kept teacher layers, or a random smaller configuration).
@@ -128,20 +141,33 @@ def main(argv=None):
     # 6. The phase callback (phase switches; the student is released once, at the end) and the trainer.
     hub_id = base_model_hub_id(teacher_path, teacher_args.teacher_hub_id)
     callback = PhaseScheduleCallback(
-        collator, phase_steps=schedule.step_counts, write_releases=False, evaluate_at_phase_end=False,
+        collator,
+        phase_steps=schedule.step_counts,
+        write_releases=False,
+        evaluate_at_phase_end=False,
         run_info={
-            "base_model": hub_id or public_name(teacher_path), "base_model_hub_id": hub_id,
-            "tokenizer": public_name(teacher_args.tokenizer_name or teacher_path), "vocab_size": len(tokenizer),
-            "max_seq_length": data.max_seq_length, "packing": not data_args.line_by_line,
-            "masked_only_prediction": True, "train_files": [os.path.basename(f) for f in data_args.train_file or []],
+            "base_model": hub_id or public_name(teacher_path),
+            "base_model_hub_id": hub_id,
+            "tokenizer": public_name(teacher_args.tokenizer_name or teacher_path),
+            "vocab_size": len(tokenizer),
+            "max_seq_length": data.max_seq_length,
+            "packing": not data_args.line_by_line,
+            "masked_only_prediction": True,
+            "train_files": [os.path.basename(f) for f in data_args.train_file or []],
             "dataset_name": data_args.dataset_name,
         },
         allow_schedule_change=curriculum_args.allow_schedule_change,
     )
     with exit_on_bad_input(ValueError):
         trainer = DistillationTrainer(
-            model=student, teacher_model=teacher, plan=plan, args=training_args, train_dataset=data.train,
-            eval_dataset=data.eval, processing_class=tokenizer, data_collator=collator,
+            model=student,
+            teacher_model=teacher,
+            plan=plan,
+            args=training_args,
+            train_dataset=data.train,
+            eval_dataset=data.eval,
+            processing_class=tokenizer,
+            data_collator=collator,
         )
     trainer.callback_handler.callbacks.insert(0, callback)
 
@@ -153,10 +179,18 @@ def main(argv=None):
     measured = trainer.measure_student_and_teacher(speed_batches=teacher_args.speed_batches)
     totals = collator.stats.summed_over_ranks()  # every rank: the masking the student saw, over all ranks
     if trainer.is_world_process_zero():
-        facts = distillation_facts(plan, teacher_path, teacher, trainer.model, teacher_args.teacher_hub_id,
-                                   measured["teacher_heldout_mlm_loss"], measured["speed"])
-        info = student_release_info(callback, facts, trainer.state.global_step, measured["metrics"],
-                                    teacher_args.student_version, totals)
+        facts = distillation_facts(
+            plan,
+            teacher_path,
+            teacher,
+            trainer.model,
+            teacher_args.teacher_hub_id,
+            measured["teacher_heldout_mlm_loss"],
+            measured["speed"],
+        )
+        info = student_release_info(
+            callback, facts, trainer.state.global_step, measured["metrics"], teacher_args.student_version, totals
+        )
         target = write_student_release(training_args.output_dir, trainer.model, tokenizer, info)
         logger.info("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
         if publisher is not None:

@@ -30,7 +30,9 @@ class InitCommandArguments:
         default=None,
         metadata={"help": "The new vocabulary (not needed for 'continued').", "aliases": ["--new_tokenizer"]},
     )
-    config_name: str | None = field(default=None, metadata={"help": "Architecture for 'scratch' (default: the base's)."})
+    config_name: str | None = field(
+        default=None, metadata={"help": "Architecture for 'scratch' (default: the base's)."}
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the context sample and of random rows."})
     disable_tqdm: bool = field(
         default=False,
@@ -51,7 +53,11 @@ def write_initialized_model(args: InitCommandArguments, init_args: EmbeddingInit
     """Build the initialised model, write it with its tokenizer and ``init_report.json`` to ``args.output_dir``
     (all at once), print the counts and return the report."""
     model, tokenizer, report = build_initialized_model(
-        args.model_name_or_path, args.tokenizer_name, init_args, seed=args.seed, config_name=args.config_name,
+        args.model_name_or_path,
+        args.tokenizer_name,
+        init_args,
+        seed=args.seed,
+        config_name=args.config_name,
         progress=not args.disable_tqdm,
     )
     with writing_directory(args.output_dir) as output_dir:  # all or nothing, whenever the process dies

@@ -66,19 +66,25 @@ class ModelArguments:
     save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
     bf16_if_supported: bool = field(
         default=False,
-        metadata={"help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
-                  "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine (the configs set it)."},
+        metadata={
+            "help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
+            "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine (the configs set it)."
+        },
     )
     bulk_dropout: bool = field(
         default=False,
-        metadata={"help": BULK_DROPOUT_HELP + " Default: off here, so a seed's fine-tuning follows torch's stream as "
-                                              "transformers' own scripts do: the gain is small (1.06-1.08x on 2 cores, "
-                                              "benchmarks/ner_training_dropout.py)."},
+        metadata={
+            "help": BULK_DROPOUT_HELP + " Default: off here, so a seed's fine-tuning follows torch's stream as "
+            "transformers' own scripts do: the gain is small (1.06-1.08x on 2 cores, "
+            "benchmarks/ner_training_dropout.py)."
+        },
     )
     allow_emulated_bf16: bool = field(
         default=False,
-        metadata={"help": "Use bf16 even where the device only emulates it (same numerics, slower): to check results. "
-                  "Default: bf16 falls back to float32 there, with a warning."},
+        metadata={
+            "help": "Use bf16 even where the device only emulates it (same numerics, slower): to check results. "
+            "Default: bf16 falls back to float32 there, with a warning."
+        },
     )
 
 
@@ -99,7 +105,9 @@ class DataTrainingArguments:
     max_seq_length: int = field(
         default=512, metadata={"help": "Window size in sub-tokens; longer sentences are split, never truncated."}
     )
-    window_stride: int = field(default=32, metadata={"help": "Maximum overlap, in sub-tokens, of consecutive windows."})
+    window_stride: int = field(
+        default=32, metadata={"help": "Maximum overlap, in sub-tokens, of consecutive windows."}
+    )
     label_all_tokens: bool = field(
         default=False, metadata={"help": "Label every sub-token (default: only the first sub-token of each word)."}
     )
@@ -127,12 +135,13 @@ def load_splits(data_args: DataTrainingArguments):
         paths = {split: ner_split_path(data_args.data_dir, split) for split in NER_SPLITS}
         for split in REQUIRED_NER_SPLITS:
             if not os.path.isfile(paths[split]):
-                raise ConllFormatError(f"{data_args.data_dir}: missing {split}.tsv (need train.tsv, devel.tsv, test.tsv)")
+                raise ConllFormatError(
+                    f"{data_args.data_dir}: missing {split}.tsv (need train.tsv, devel.tsv, test.tsv)"
+                )
         train, devel = read_conll(paths["train"], strict), read_conll(paths["devel"], strict)
         test = read_conll(paths["test"], strict) if os.path.isfile(paths["test"]) else None
         name = os.path.basename(os.path.normpath(data_args.data_dir))
     elif data_args.dataset_name:
-
         raw = load_ner_dataset(data_args.dataset_name, data_args.dataset_config_name)
 
         def to_split(split_names):
@@ -146,15 +155,23 @@ def load_splits(data_args: DataTrainingArguments):
                 tags = [[names[i] for i in row] for row in tags]
             else:
                 check_string_tags(tags, f"{data_args.dataset_name}[{split}]", data_args.label_column_name)
-            return sentences_from_tags(raw[split][data_args.text_column_name], tags, f"{data_args.dataset_name}[{split}]", strict)
+            return sentences_from_tags(
+                raw[split][data_args.text_column_name], tags, f"{data_args.dataset_name}[{split}]", strict
+            )
 
         train, devel, test = to_split(["train"]), to_split(["validation", "devel", "dev"]), to_split(["test"])
         if train is None or devel is None:
-            raise ConllFormatError(f"{data_args.dataset_name}: needs a 'train' and a 'validation' split, has {list(raw)}")
+            raise ConllFormatError(
+                f"{data_args.dataset_name}: needs a 'train' and a 'validation' split, has {list(raw)}"
+            )
         name = data_args.dataset_name
     else:
         raise ValueError("give --data_dir (train.tsv/devel.tsv/test.tsv) or --dataset_name")
-    for split, limit in ((train, data_args.max_train_samples), (devel, data_args.max_eval_samples), (test, data_args.max_test_samples)):
+    for split, limit in (
+        (train, data_args.max_train_samples),
+        (devel, data_args.max_eval_samples),
+        (test, data_args.max_test_samples),
+    ):
         if split is not None and limit is not None and limit < len(split.sentences):
             split.sentences = split.sentences[:limit]
             split.path = f"{split.path} (first {limit} sentences)"
@@ -170,13 +187,18 @@ def main(argv: list[str] | None = None) -> dict:
     return fine_tune_ner(*parse_args(argv))
 
 
-def fine_tune_ner(model_args: ModelArguments, data_args: DataTrainingArguments, stab_args: StabilisationArguments,
-                  training_args: TrainingArguments) -> dict:
+def fine_tune_ner(
+    model_args: ModelArguments,
+    data_args: DataTrainingArguments,
+    stab_args: StabilisationArguments,
+    training_args: TrainingArguments,
+) -> dict:
     """Every seed's fine-tune of one model on one dataset, then the results of every seed of ``output_dir``
     (``all_results.json``...); returns them. Bad input ends with one line, before any model is loaded."""
     # under torchrun only the main process logs at INFO (transformers' --log_level / --log_level_replica)
-    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
-                        level=training_args.get_process_log_level())
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=training_args.get_process_log_level()
+    )
     transformers.utils.logging.set_verbosity_warning()
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
     with exit_on_bad_input():  # --push_to_hub pushes the best seed's model at the end; the Trainer never pushes
@@ -190,14 +212,25 @@ def fine_tune_ner(model_args: ModelArguments, data_args: DataTrainingArguments, 
         dataset_name, train, devel, test = load_splits(data_args)
     labels = label_list(train.entity_types, scheme)
     label2id = {label: i for i, label in enumerate(labels)}
-    logger.info("%s: %d/%d/%s sentences, entity types %s, training scheme %s", dataset_name, len(train.sentences),
-                len(devel.sentences), len(test.sentences) if test else "-", train.entity_types, scheme)
+    logger.info(
+        "%s: %d/%d/%s sentences, entity types %s, training scheme %s",
+        dataset_name,
+        len(train.sentences),
+        len(devel.sentences),
+        len(test.sentences) if test else "-",
+        train.entity_types,
+        scheme,
+    )
 
     # 2. The tokenizer and each split's windows (long sentences are split into windows, never truncated).
     # words come pre-split: byte-level BPE must see each as a word after a space, as in running text
-    tokenizer = tokenizer_for_words(AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path))
-    max_len = min(data_args.max_seq_length, max_config_tokens(AutoConfig.from_pretrained(model_args.model_name_or_path),
-                                                              tokenizer))
+    tokenizer = tokenizer_for_words(
+        AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
+    )
+    max_len = min(
+        data_args.max_seq_length,
+        max_config_tokens(AutoConfig.from_pretrained(model_args.model_name_or_path), tokenizer),
+    )
     window = max_len - tokenizer.num_special_tokens_to_add(pair=False)
     if not 0 <= data_args.window_stride < window:
         with exit_on_bad_input():
@@ -207,8 +240,16 @@ def fine_tune_ner(model_args: ModelArguments, data_args: DataTrainingArguments, 
             )
 
     def encode(split, sort_by_length=False):
-        return encode_split(tokenizer, split.sentences, scheme, label2id, max_len, data_args.window_stride,
-                            data_args.label_all_tokens, sort_by_length)
+        return encode_split(
+            tokenizer,
+            split.sentences,
+            scheme,
+            label2id,
+            max_len,
+            data_args.window_stride,
+            data_args.label_all_tokens,
+            sort_by_length,
+        )
 
     # prediction windows go longest first so that sequential batches are padded little (NerTrainer reads
     # them in order); training batches are grouped by --train_sampling_strategy group_by_length
@@ -217,8 +258,14 @@ def fine_tune_ner(model_args: ModelArguments, data_args: DataTrainingArguments, 
         encoded["test"] = encode(test, sort_by_length=True)
     window_stats = {split: enc.stats.as_dict() for split, enc in encoded.items()}
     for split, stats in window_stats.items():
-        logger.info("%s: %d sentences -> %d windows; %d sentences split into windows, %d over-long words cut",
-                    split, stats["sentences"], stats["windows"], stats["sentences_split"], stats["words_cut"])
+        logger.info(
+            "%s: %d sentences -> %d windows; %d sentences split into windows, %d over-long words cut",
+            split,
+            stats["sentences"],
+            stats["windows"],
+            stats["sentences_split"],
+            stats["words_cut"],
+        )
 
     # 3. One full fine-tune per seed, each from the same pre-trained model, into <output_dir>/seed_<s>/.
     seeds = stab_args.seed_list(training_args.seed)
@@ -228,10 +275,21 @@ def fine_tune_ner(model_args: ModelArguments, data_args: DataTrainingArguments, 
     bulk_dropout = use_bulk_dropout(model_args.bulk_dropout, training_args)
     logger.info("dropout masks: %s", "drawn in bulk (docs/speed.md, section 9)" if bulk_dropout else "torch's")
     per_seed = fine_tune_seeds(
-        seeds, model_args.model_name_or_path, training_args, labels=labels, scheme=scheme, tokenizer=tokenizer,
-        encoded=encoded, devel=devel, test=test, stabilisation=stab_args, save_model=model_args.save_model,
-        ignore_mismatched_sizes=model_args.ignore_mismatched_sizes, bulk_dropout=bulk_dropout,
-        model_name=model_name, dataset_name=dataset_name,
+        seeds,
+        model_args.model_name_or_path,
+        training_args,
+        labels=labels,
+        scheme=scheme,
+        tokenizer=tokenizer,
+        encoded=encoded,
+        devel=devel,
+        test=test,
+        stabilisation=stab_args,
+        save_model=model_args.save_model,
+        ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
+        bulk_dropout=bulk_dropout,
+        model_name=model_name,
+        dataset_name=dataset_name,
     )
 
     # 4. The results: each seed's, then every seed of output_dir merged (all_results.json, results.md...).
@@ -246,8 +304,11 @@ def fine_tune_ner(model_args: ModelArguments, data_args: DataTrainingArguments, 
         "max_seq_length": max_len,
         "window_stride": data_args.window_stride,
         "windows": window_stats,
-        "repaired_tags": {"train": len(train.repaired_lines), "devel": len(devel.repaired_lines),
-                          "test": len(test.repaired_lines) if test else 0},
+        "repaired_tags": {
+            "train": len(train.repaired_lines),
+            "devel": len(devel.repaired_lines),
+            "test": len(test.repaired_lines) if test else 0,
+        },
         "stabilisation": {k: v for k, v in asdict(stab_args).items() if k != "seeds"},
         "learning_rate": training_args.learning_rate,
         "num_train_epochs": training_args.num_train_epochs,
@@ -261,6 +322,7 @@ def fine_tune_ner(model_args: ModelArguments, data_args: DataTrainingArguments, 
         "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),
     }
+
     # Each seed's result on its own, then all seeds of output_dir merged: seeds run as separate jobs
     # (`--seeds 2` on one GPU, `--seeds 3` on another) end in the same all_results.json as one run.
     # Under torchrun the main process writes and merges; every rank gets its result (or its error).

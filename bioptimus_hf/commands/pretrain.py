@@ -73,20 +73,26 @@ class ModelArguments:
     )
     base_model_hub_id: Optional[str] = field(
         default=None,
-        metadata={"help": "The base model's Hub id, for model cards, when --model_name_or_path is a local copy "
-                          "(default: the id recorded in its config.json, if any)."},
+        metadata={
+            "help": "The base model's Hub id, for model cards, when --model_name_or_path is a local copy "
+            "(default: the id recorded in its config.json, if any)."
+        },
     )
     masked_only_prediction: bool = field(
         default=True,
-        metadata={"help": "Run the MLM head only at masked positions (exact loss and gradients; BERT, RoBERTa, "
-                          "XLM-RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2, ModernBERT and any masked LM whose head "
-                          "passes the same checks; others keep the standard head with a warning). See docs/speed.md."},
+        metadata={
+            "help": "Run the MLM head only at masked positions (exact loss and gradients; BERT, RoBERTa, "
+            "XLM-RoBERTa, DistilBERT, ELECTRA, DeBERTa-v2, ModernBERT and any masked LM whose head "
+            "passes the same checks; others keep the standard head with a warning). See docs/speed.md."
+        },
     )
     static_masked_positions: Optional[bool] = field(
         default=None,
-        metadata={"help": "Gather the masked positions padded to a fixed size per phase (static shapes: "
-                          "--torch_compile compiles once per phase, no host sync on a GPU; nothing is dropped). "
-                          "Default: on with --torch_compile. Needs masked-only prediction. See docs/speed.md."},
+        metadata={
+            "help": "Gather the masked positions padded to a fixed size per phase (static shapes: "
+            "--torch_compile compiles once per phase, no host sync on a GPU; nothing is dropped). "
+            "Default: on with --torch_compile. Needs masked-only prediction. See docs/speed.md."
+        },
     )
     bulk_dropout: Optional[bool] = field(
         default=None,
@@ -94,14 +100,23 @@ class ModelArguments:
     )
     retain_freed_memory: bool = field(
         default=True,
-        metadata={"help": "On a CPU with glibc, keep freed memory in the process between steps (mallopt) instead "
-                          "of mapping and page-faulting it again every step. See docs/speed.md."},
+        metadata={
+            "help": "On a CPU with glibc, keep freed memory in the process between steps (mallopt) instead "
+            "of mapping and page-faulting it again every step. See docs/speed.md."
+        },
     )
 
 
 # The arguments of a pre-training run, in the order main() parses them and pretrain() takes them.
-ARGUMENT_TYPES = (ModelArguments, EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments,
-                  LexicalWarmupArguments, ReleaseArguments, TrainingArguments)
+ARGUMENT_TYPES = (
+    ModelArguments,
+    EmbeddingInitArguments,
+    PretrainingDataArguments,
+    CurriculumArguments,
+    LexicalWarmupArguments,
+    ReleaseArguments,
+    TrainingArguments,
+)
 
 
 def main(argv=None):
@@ -109,25 +124,34 @@ def main(argv=None):
     pretrain(*parse_args(ARGUMENT_TYPES, argv))
 
 
-def pretrain(model_args: ModelArguments, init_args: EmbeddingInitArguments, data_args: PretrainingDataArguments,
-             curriculum_args: CurriculumArguments, warmup_args: LexicalWarmupArguments,
-             release_args: ReleaseArguments, training_args: TrainingArguments) -> None:
+def pretrain(
+    model_args: ModelArguments,
+    init_args: EmbeddingInitArguments,
+    data_args: PretrainingDataArguments,
+    curriculum_args: CurriculumArguments,
+    warmup_args: LexicalWarmupArguments,
+    release_args: ReleaseArguments,
+    training_args: TrainingArguments,
+) -> None:
     """One pre-training run (or its resumption) from parsed arguments; bad input ends it with one line."""
     setup_logging(training_args)
 
     # 1. Everything that can be checked without a model is checked first: bad input fails in seconds (a lexical
     #    warm-up longer than the run, or one these training arguments cannot run, included).
     with exit_on_bad_input():
-        curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args,
-                                                                   warmup_args.lexical_warmup_steps)
+        curriculum, schedule, corpus_report = resolve_run_schedule(
+            training_args, curriculum_args, data_args, warmup_args.lexical_warmup_steps
+        )
         hub = resolve_release_hub(release_args, training_args)  # --push_to_hub publishes releases, not the Trainer
         warmup = None
         if schedule.lexical_warmup_steps:  # its steps as resolved here, for the Trainer and the phases alike
             warmup = LexicalWarmup(schedule.lexical_warmup_steps, warmup_args.lexical_warmup_learning_rate)
             if warmup_args.lexical_warmup_release in schedule.versions:
-                raise ValueError(f"--lexical_warmup_release {warmup_args.lexical_warmup_release} is a version of the "
-                                 f"curriculum ({', '.join(schedule.versions)}): give the warm-up's release its own "
-                                 "(e.g. 0.0)")
+                raise ValueError(
+                    f"--lexical_warmup_release {warmup_args.lexical_warmup_release} is a version of the "
+                    f"curriculum ({', '.join(schedule.versions)}): give the warm-up's release its own "
+                    "(e.g. 0.0)"
+                )
             for note in check_training_arguments(training_args):
                 logger.info("lexical warm-up: %s", note)
     logger.info("curriculum: %s", schedule.describe())
@@ -138,11 +162,16 @@ def pretrain(model_args: ModelArguments, init_args: EmbeddingInitArguments, data
 
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
     with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
-        checkpoint, _lock = open_output_dir(training_args, release_args.overwrite_output_dir, schedule,
-                                            curriculum_args.allow_schedule_change)
+        checkpoint, _lock = open_output_dir(
+            training_args, release_args.overwrite_output_dir, schedule, curriculum_args.allow_schedule_change
+        )
     if checkpoint is not None and checkpoint_step(checkpoint) >= training_args.max_steps:
-        logger.info("%s is at step %d of %d: the run is finished, nothing to do", checkpoint,
-                    checkpoint_step(checkpoint), training_args.max_steps)
+        logger.info(
+            "%s is at step %d of %d: the run is finished, nothing to do",
+            checkpoint,
+            checkpoint_step(checkpoint),
+            training_args.max_steps,
+        )
         return
     set_seed(training_args.seed)
 
@@ -150,11 +179,16 @@ def pretrain(model_args: ModelArguments, init_args: EmbeddingInitArguments, data
     init_args.init_corpus_files = init_args.init_corpus_files or text_corpus_files(data_args)
     with exit_on_bad_input():
         model, tokenizer, init_report = build_initialized_model(
-            model_args.model_name_or_path, model_args.tokenizer_name, init_args,
-            seed=training_args.seed, config_name=model_args.config_name, progress=not training_args.disable_tqdm,
+            model_args.model_name_or_path,
+            model_args.tokenizer_name,
+            init_args,
+            seed=training_args.seed,
+            config_name=model_args.config_name,
+            progress=not training_args.disable_tqdm,
         )
-    masked_only = use_masked_only_prediction(model, model_args.masked_only_prediction,
-                                             training_args.gradient_accumulation_steps)
+    masked_only = use_masked_only_prediction(
+        model, model_args.masked_only_prediction, training_args.gradient_accumulation_steps
+    )
     logger.info("masked-only prediction: %s", masked_only_status(model))
     on_cpu = training_args.device.type == "cpu"
     dropout_masks = "torch"
@@ -167,11 +201,16 @@ def pretrain(model_args: ModelArguments, init_args: EmbeddingInitArguments, data
     if warmup is not None:
         with exit_on_bad_input(LexicalWarmupUnsupported):
             lexical = lexical_parameters(model)
-        lexical_warmup_facts = warmup.facts(training_args, lexical, schedule.versions[0],
-                                            warmup_args.lexical_warmup_release)
-        logger.info("lexical warm-up: %d steps at peak learning rate %g on v%s's masking, training %s",
-                    schedule.lexical_warmup_steps, lexical_warmup_facts.learning_rate, schedule.versions[0],
-                    lexical.describe())
+        lexical_warmup_facts = warmup.facts(
+            training_args, lexical, schedule.versions[0], warmup_args.lexical_warmup_release
+        )
+        logger.info(
+            "lexical warm-up: %d steps at peak learning rate %g on v%s's masking, training %s",
+            schedule.lexical_warmup_steps,
+            lexical_warmup_facts.learning_rate,
+            schedule.versions[0],
+            lexical.describe(),
+        )
 
     # 4. The masking collator of the curriculum (it refuses a tokenizer without a mask token).
     with exit_on_bad_input(ValueError):
@@ -189,8 +228,13 @@ def pretrain(model_args: ModelArguments, init_args: EmbeddingInitArguments, data
     logger.info("static masked positions (one compiled shape per phase): %s", "on" if static_shapes else "off")
 
     # 5. The corpus as packed blocks with word ids.
-    data = load_pretraining_datasets(data_args, tokenizer, training_args, cache_dir=init_args.cache_dir,
-                                     model_max_tokens=max_model_tokens(model, tokenizer))
+    data = load_pretraining_datasets(
+        data_args,
+        tokenizer,
+        training_args,
+        cache_dir=init_args.cache_dir,
+        model_max_tokens=max_model_tokens(model, tokenizer),
+    )
     training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
     if data_args.streaming:
         # Each rank reads its own shard; rank 0 must not collate and broadcast for everybody.
@@ -200,7 +244,8 @@ def pretrain(model_args: ModelArguments, init_args: EmbeddingInitArguments, data
     publisher = start_release_publisher(hub, training_args)
     # A checkpoint of bioptimus-init-embeddings continued here is described by its own initialisation and base.
     init_strategy, base_model, tokenizer_name = start_model_provenance(
-        model_args.model_name_or_path, model_args.tokenizer_name, init_args.init_strategy)
+        model_args.model_name_or_path, model_args.tokenizer_name, init_args.init_strategy
+    )
     hub_id = base_model_hub_id(base_model, model_args.base_model_hub_id)
     callback = PhaseScheduleCallback(
         collator,

@@ -55,8 +55,11 @@ def load_with_own_class(name_or_path: str):
     model_class = getattr(transformers, names[0], None) if names else None
     model, loading = (model_class or AutoModel).from_pretrained(name_or_path, output_loading_info=True)
     if loading.get("missing_keys"):
-        logger.warning("%s: weights not in the checkpoint were initialised at random: %s", name_or_path,
-                       sorted(loading["missing_keys"])[:5])
+        logger.warning(
+            "%s: weights not in the checkpoint were initialised at random: %s",
+            name_or_path,
+            sorted(loading["missing_keys"])[:5],
+        )
     return model
 
 
@@ -74,8 +77,10 @@ def run(argv: list[str] | None = None) -> dict:
         kept = list(args.keep_layers)
     else:
         if args.num_layers_to_remove >= depth:
-            raise ValueError(f"--num_layers_to_remove {args.num_layers_to_remove}: the model has {depth} layers, "
-                             "at least one must stay")
+            raise ValueError(
+                f"--num_layers_to_remove {args.num_layers_to_remove}: the model has {depth} layers, "
+                "at least one must stay"
+            )
         kept = list(range(depth - args.num_layers_to_remove))
     shortened = keep_layers(model, kept)
     report = {

@@ -34,9 +34,11 @@ logger = logging.getLogger(__name__)
 # mapping would give (the study wing sits below the commands, so they are handed to it).
 STUDY_UNITS = StudyUnits(
     train_tokenizer=lambda mapping: train_tokenizer.train_and_report(
-        *parse_mapping((train_tokenizer.TokenizerTrainingArguments,), mapping)),
+        *parse_mapping((train_tokenizer.TokenizerTrainingArguments,), mapping)
+    ),
     initialize=lambda mapping: init_embeddings.write_initialized_model(
-        *parse_mapping(init_embeddings.ARGUMENT_TYPES, mapping)),
+        *parse_mapping(init_embeddings.ARGUMENT_TYPES, mapping)
+    ),
     pretrain=lambda mapping: pretrain.pretrain(*parse_mapping(pretrain.ARGUMENT_TYPES, mapping)),
     fine_tune_ner=lambda mapping: ner.fine_tune_ner(*parse_mapping(ner.ARGUMENT_TYPES, mapping)),
 )

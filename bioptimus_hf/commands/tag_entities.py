@@ -46,14 +46,18 @@ class TagArguments:
     chunk_size: int = field(default=256, metadata={"help": "Texts read, sorted by length and tagged together."})
     precision: str = field(
         default="auto",
-        metadata={"help": "auto (bf16 where the device has it natively, else float32), float32, bf16, bf16-autocast.",
-                  "choices": list(PRECISIONS)},
+        metadata={
+            "help": "auto (bf16 where the device has it natively, else float32), float32, bf16, bf16-autocast.",
+            "choices": list(PRECISIONS),
+        },
     )
     retain_freed_memory: bool = field(
         default=True,
-        metadata={"help": "On a CPU with glibc, keep freed memory in the process and serve large activations from "
-                          "the heap instead of mapping and page-faulting them every batch (7-9 %% faster tagging "
-                          "measured; docs/ner.md). The CLI's process only: NerTagger itself leaves malloc alone."},
+        metadata={
+            "help": "On a CPU with glibc, keep freed memory in the process and serve large activations from "
+            "the heap instead of mapping and page-faulting them every batch (7-9 %% faster tagging "
+            "measured; docs/ner.md). The CLI's process only: NerTagger itself leaves malloc alone."
+        },
     )
 
     def __post_init__(self):
@@ -89,8 +93,15 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"error: --input_file {args.input_file}: no such file")
     lines = _Lines(args.input_file) if args.input_file else None
     try:
-        tagger = NerTagger(args.model_name_or_path, args.max_seq_length, args.stride, args.batch_size,
-                           precision=args.precision, chunk_size=args.chunk_size, revision=args.revision)
+        tagger = NerTagger(
+            args.model_name_or_path,
+            args.max_seq_length,
+            args.stride,
+            args.batch_size,
+            precision=args.precision,
+            chunk_size=args.chunk_size,
+            revision=args.revision,
+        )
     except OSError as error:  # transformers' "not a folder, not on the Hub (at that revision)", with advice lines
         model = args.model_name_or_path + (f" --revision {args.revision}" if args.revision else "")
         raise SystemExit(f"error: --model_name_or_path {model}: {str(error).splitlines()[0]}") from None

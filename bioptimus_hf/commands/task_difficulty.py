@@ -25,8 +25,11 @@ from .config_parser import parse_args
 @dataclass
 class TaskDifficultyArguments:
     model_name_or_path: list[str] = field(
-        metadata={"help": "One or more masked LMs (directories or Hub ids), e.g. the releases of a run; "
-                          "LABEL=PATH names one in the table and plot."})
+        metadata={
+            "help": "One or more masked LMs (directories or Hub ids), e.g. the releases of a run; "
+            "LABEL=PATH names one in the table and plot."
+        }
+    )
     corpus_files: list[str] = field(metadata={"help": "Text files (one sentence or document a line; .gz ok)."})
     max_seq_length: int = field(default=128, metadata={"help": "Block size in tokens, as in pre-training."})
     max_blocks: int = field(default=256, metadata={"help": "Blocks evaluated (the first ones of the corpus)."})
@@ -52,8 +55,12 @@ def run(argv: list[str] | None = None) -> dict:
         models.append({"model": name, "label": label, "blocks": len(blocks), "phases": rows})
         print(difficulty_table(label, rows))
         del model
-    result = {"corpus_files": list(args.corpus_files), "max_seq_length": args.max_seq_length, "seed": args.seed,
-              "models": models}
+    result = {
+        "corpus_files": list(args.corpus_files),
+        "max_seq_length": args.max_seq_length,
+        "seed": args.seed,
+        "models": models,
+    }
     if args.output_file:
         write_json_atomic(args.output_file, result)
     if args.output_plot:

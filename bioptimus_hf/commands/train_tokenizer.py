@@ -32,23 +32,30 @@ class TokenizerTrainingArguments:
     output_dir: str = field(metadata={"help": "Where the tokenizer and coverage_report.json are written."})
     vocabulary_mode: str = field(
         default="replace",
-        metadata={"help": "replace: a new vocabulary of --vocab_size entries in place of the base's; extend: the "
-                          "base vocabulary kept (strings, ids, pipeline) with domain tokens appended.",
-                  "choices": list(VOCABULARY_MODES)},
+        metadata={
+            "help": "replace: a new vocabulary of --vocab_size entries in place of the base's; extend: the "
+            "base vocabulary kept (strings, ids, pipeline) with domain tokens appended.",
+            "choices": list(VOCABULARY_MODES),
+        },
     )
     vocab_size: str = field(
         default="30522",
-        metadata={"help": "Vocabulary size, special tokens included (extend: the total, base included). 'auto' "
-                          "(extend only): grow by --auto_vocab_step until tokens per word improve by less than "
-                          "--auto_vocab_threshold."},
+        metadata={
+            "help": "Vocabulary size, special tokens included (extend: the total, base included). 'auto' "
+            "(extend only): grow by --auto_vocab_step until tokens per word improve by less than "
+            "--auto_vocab_threshold."
+        },
     )
     candidate_vocab_size: int | None = field(
         default=None,
-        metadata={"help": "extend: size of the corpus vocabulary the added tokens are drawn from (default "
-                          "--vocab_size; with auto, twice the base's)."},
+        metadata={
+            "help": "extend: size of the corpus vocabulary the added tokens are drawn from (default "
+            "--vocab_size; with auto, twice the base's)."
+        },
     )
     auto_vocab_step: int | None = field(
-        default=None, metadata={"help": "--vocab_size auto: tokens added per step (default a tenth of the base's)."})
+        default=None, metadata={"help": "--vocab_size auto: tokens added per step (default a tenth of the base's)."}
+    )
     auto_vocab_threshold: float = field(
         default=0.01,
         metadata={"help": "--vocab_size auto: stop when a step lowers tokens per word by less than this fraction."},
@@ -59,12 +66,15 @@ class TokenizerTrainingArguments:
     )
     limit_alphabet: int | None = field(
         default=None,
-        metadata={"help": "Maximum number of initial characters kept (WordPiece and SentencePiece BPE; default 1000). "
-                          "Not for byte-level BPE (256 bytes, all kept) or Unigram (every character kept)."},
+        metadata={
+            "help": "Maximum number of initial characters kept (WordPiece and SentencePiece BPE; default 1000). "
+            "Not for byte-level BPE (256 bytes, all kept) or Unigram (every character kept)."
+        },
     )
     coverage_sample_lines: int = field(default=2000, metadata={"help": "Corpus lines sampled for the report."})
     heldout_files: list[str] | None = field(
-        default=None, metadata={"help": "Held-out text files measured in coverage_report.json besides the corpus."})
+        default=None, metadata={"help": "Held-out text files measured in coverage_report.json besides the corpus."}
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the coverage sample."})
 
     def __post_init__(self):
@@ -88,23 +98,40 @@ def train_and_report(args: TokenizerTrainingArguments) -> dict:
     # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
     with exit_on_bad_input():  # bad input, said plainly (the message names the flag)
         with writing_directory(args.output_dir) as output_dir:
-            options = {"min_frequency": args.min_frequency, "limit_alphabet": args.limit_alphabet,
-                       "output_dir": str(output_dir), "stats": stats}
+            options = {
+                "min_frequency": args.min_frequency,
+                "limit_alphabet": args.limit_alphabet,
+                "output_dir": str(output_dir),
+                "stats": stats,
+            }
             if args.vocabulary_mode == "extend":
                 extension = extend_tokenizer(
-                    args.train_files, args.base_tokenizer, vocab_size=args.vocab_size,
-                    candidate_vocab_size=args.candidate_vocab_size, auto_step=args.auto_vocab_step,
-                    auto_threshold=args.auto_vocab_threshold, sample_lines=args.coverage_sample_lines,
-                    seed=args.seed, **options,
+                    args.train_files,
+                    args.base_tokenizer,
+                    vocab_size=args.vocab_size,
+                    candidate_vocab_size=args.candidate_vocab_size,
+                    auto_step=args.auto_vocab_step,
+                    auto_threshold=args.auto_vocab_threshold,
+                    sample_lines=args.coverage_sample_lines,
+                    seed=args.seed,
+                    **options,
                 )
                 tokenizer = extension.tokenizer
                 compared = {"replaced": extension.candidate, "extended": tokenizer}
             else:
-                tokenizer = train_tokenizer(args.train_files, args.base_tokenizer, vocab_size=int(args.vocab_size),
-                                            **options)
+                tokenizer = train_tokenizer(
+                    args.train_files, args.base_tokenizer, vocab_size=int(args.vocab_size), **options
+                )
                 compared = {"replaced": tokenizer}
-            report = coverage_report(tokenizer, args.base_tokenizer, args.train_files, args.coverage_sample_lines,
-                                     args.seed, compared=compared, heldout_files=args.heldout_files)
+            report = coverage_report(
+                tokenizer,
+                args.base_tokenizer,
+                args.train_files,
+                args.coverage_sample_lines,
+                args.seed,
+                compared=compared,
+                heldout_files=args.heldout_files,
+            )
             report["vocabulary_mode"] = args.vocabulary_mode
             if args.vocabulary_mode == "extend":
                 report["added_tokens"] = extension.added_tokens

@@ -35,31 +35,40 @@ class DistillationConfig:
 
     recipe: str = field(
         default="distilbiobert",
-        metadata={"help": "Rohanian et al.'s recipe: " + "; ".join(f"{n}: {r.description}" for n, r in
-                                                                    DISTILLATION_RECIPES.items()),
-                  "choices": list(DISTILLATION_RECIPES)},
+        metadata={
+            "help": "Rohanian et al.'s recipe: "
+            + "; ".join(f"{n}: {r.description}" for n, r in DISTILLATION_RECIPES.items()),
+            "choices": list(DISTILLATION_RECIPES),
+        },
     )
     student_layers: list[int] | None = field(
         default=None,
-        metadata={"help": "Teacher layers (0-based) the student keeps: copied into it for --student_init "
-                          "teacher_layers; for a random student their number is its depth and they are its layer "
-                          "map. Default: the recipe's (even 0 2 4..., odd 1 3 5..., or TinyBERT's uniform map)."},
+        metadata={
+            "help": "Teacher layers (0-based) the student keeps: copied into it for --student_init "
+            "teacher_layers; for a random student their number is its depth and they are its layer "
+            "map. Default: the recipe's (even 0 2 4..., odd 1 3 5..., or TinyBERT's uniform map)."
+        },
     )
     layer_map: list[int] | None = field(
         default=None,
-        metadata={"help": "Teacher layer g(l) each student layer l is aligned to by the hidden/attention losses "
-                          "(default: --student_layers)."},
+        metadata={
+            "help": "Teacher layer g(l) each student layer l is aligned to by the hidden/attention losses "
+            "(default: --student_layers)."
+        },
     )
     student_init: str | None = field(
         default=None,
-        metadata={"help": "teacher_layers (teacher embeddings + the kept layers + MLM head) or random (a fresh "
-                          "configuration). Default: the recipe's."},
+        metadata={
+            "help": "teacher_layers (teacher embeddings + the kept layers + MLM head) or random (a fresh "
+            "configuration). Default: the recipe's."
+        },
     )
     student_config_name: str | None = field(
         default=None, metadata={"help": "A config.json (or model directory) describing a random student."}
     )
     student_hidden_size: int | None = field(
-        default=None, metadata={"help": "Hidden size of a random student (default: the teacher's, half for tinybiobert)."}
+        default=None,
+        metadata={"help": "Hidden size of a random student (default: the teacher's, half for tinybiobert)."},
     )
     student_num_attention_heads: int | None = field(default=None, metadata={"help": "Default: the teacher's."})
     student_intermediate_size: int | None = field(
@@ -67,8 +76,10 @@ class DistillationConfig:
     )
     use_projection: bool | None = field(
         default=None,
-        metadata={"help": "Learn a projection W_p from the student's to the teacher's width for the hidden-state "
-                          "losses (default: when the widths differ). It is dropped from the saved student."},
+        metadata={
+            "help": "Learn a projection W_p from the student's to the teacher's width for the hidden-state "
+            "losses (default: when the widths differ). It is dropped from the saved student."
+        },
     )
     temperature: float | None = field(default=None, metadata={"help": "Softmax temperature T of kl/soft_ce."})
     alpha_mlm: float | None = _alpha("mlm", "student's masked-LM")
@@ -112,8 +123,10 @@ class DistillationConfig:
         # The student's shape.
         if student_config is not None:
             if init != "random":
-                raise ValueError("--student_config_name describes a random student: it cannot be combined with "
-                                 "--student_init teacher_layers")
+                raise ValueError(
+                    "--student_config_name describes a random student: it cannot be combined with "
+                    "--student_init teacher_layers"
+                )
             if student_config.vocab_size != teacher_config.vocab_size:
                 raise ValueError(
                     f"--student_config_name: vocab_size {student_config.vocab_size} differs from the teacher's "
@@ -128,18 +141,22 @@ class DistillationConfig:
             hidden = self.student_hidden_size or default_hidden
             heads = self.student_num_attention_heads or teacher_config.num_attention_heads
             intermediate = self.student_intermediate_size or round(
-                teacher_config.intermediate_size * hidden / teacher_hidden)
+                teacher_config.intermediate_size * hidden / teacher_hidden
+            )
             depth = len(self.student_layers) if self.student_layers else None
         if hidden <= 0 or heads <= 0 or hidden % heads:
-            raise ValueError(f"--student_hidden_size {hidden} must be a positive multiple of "
-                             f"--student_num_attention_heads {heads}")
+            raise ValueError(
+                f"--student_hidden_size {hidden} must be a positive multiple of --student_num_attention_heads {heads}"
+            )
 
-        layers = list(self.student_layers) if self.student_layers else default_teacher_layers(
-            recipe.layer_choice, teacher_layers, depth)
+        layers = (
+            list(self.student_layers)
+            if self.student_layers
+            else default_teacher_layers(recipe.layer_choice, teacher_layers, depth)
+        )
         _check_layers("--student_layers", layers, teacher_layers, strictly_increasing=True)
         if depth is not None and len(layers) != depth:
-            raise ValueError(f"--student_layers has {len(layers)} layers but --student_config_name describes "
-                             f"{depth}")
+            raise ValueError(f"--student_layers has {len(layers)} layers but --student_config_name describes {depth}")
         if init == "teacher_layers":
             different = [
                 f"{flag} {mine} != teacher's {theirs}"
@@ -158,8 +175,10 @@ class DistillationConfig:
                 )
         layer_map = list(self.layer_map) if self.layer_map else list(layers)
         if len(layer_map) != len(layers):
-            raise ValueError(f"--layer_map has {len(layer_map)} entries for a {len(layers)}-layer student: give one "
-                             "teacher layer per student layer")
+            raise ValueError(
+                f"--layer_map has {len(layer_map)} entries for a {len(layers)}-layer student: give one "
+                "teacher layer per student layer"
+            )
         _check_layers("--layer_map", layer_map, teacher_layers, strictly_increasing=False)
 
         projection_losses = [name for name in HIDDEN_LOSSES if weights[name] > 0]
@@ -199,8 +218,10 @@ def _check_layers(flag: str, layers: list[int], teacher_layers: int, strictly_in
         raise ValueError(f"{flag} is empty: the student needs at least one layer")
     outside = [layer for layer in layers if not 0 <= layer < teacher_layers]
     if outside:
-        raise ValueError(f"{flag} {layers}: layer(s) {outside} do not exist in the {teacher_layers}-layer teacher "
-                         f"(valid: 0..{teacher_layers - 1})")
+        raise ValueError(
+            f"{flag} {layers}: layer(s) {outside} do not exist in the {teacher_layers}-layer teacher "
+            f"(valid: 0..{teacher_layers - 1})"
+        )
     pairs = list(zip(layers, layers[1:]))
     if strictly_increasing and any(b <= a for a, b in pairs):
         raise ValueError(f"{flag} {layers}: give distinct teacher layers in increasing order (bottom to top)")
@@ -249,8 +270,9 @@ class DistillationPlan:
         return asdict(self)
 
 
-def check_shared_vocabulary(tokenizer: Any, teacher_config: Any, teacher_tokenizer: Any = None,
-                            tokenizer_name: str | None = None) -> None:
+def check_shared_vocabulary(
+    tokenizer: Any, teacher_config: Any, teacher_tokenizer: Any = None, tokenizer_name: str | None = None
+) -> None:
     """The run's tokenizer is the teacher's vocabulary: no more entries than the teacher has embedding rows and,
     when the teacher ships a tokenizer of its own, the same token -> id map. Raises ``ValueError``."""
     name = tokenizer_name or getattr(tokenizer, "name_or_path", "the tokenizer")

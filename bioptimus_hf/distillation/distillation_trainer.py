@@ -44,8 +44,13 @@ class DistillationTrainer(Trainer):
 
     loss_is_scaled_for_ga = False
 
-    def __init__(self, model: nn.Module | None = None, teacher_model: nn.Module | None = None,
-                 plan: DistillationPlan | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        model: nn.Module | None = None,
+        teacher_model: nn.Module | None = None,
+        plan: DistillationPlan | None = None,
+        **kwargs: Any,
+    ):
         if model is None or teacher_model is None or plan is None:
             raise ValueError("DistillationTrainer needs model (the student), teacher_model and plan")
         check_pair(teacher_model, model, plan)
@@ -75,8 +80,9 @@ class DistillationTrainer(Trainer):
         if plan.needs_teacher:
             with torch.no_grad():
                 teacher = self.teacher_model(**inputs, **wanted)
-        losses = distillation_losses(self.weights, plan.temperature, plan.layer_map, student, teacher,
-                                     inputs.get("attention_mask"))
+        losses = distillation_losses(
+            self.weights, plan.temperature, plan.layer_map, student, teacher, inputs.get("attention_mask")
+        )
         loss = total_loss(self.weights, losses)
         for name, value in losses.items():
             self._loss_sums[name] += float(value.detach())
@@ -163,17 +169,26 @@ def check_pair(teacher: nn.Module, student: nn.Module, plan: DistillationPlan) -
             "distillation compares output distributions token by token, so both must use the same tokenizer"
         )
     if teacher.config.num_hidden_layers != plan.teacher_num_layers:
-        raise ValueError(f"the plan was resolved for a {plan.teacher_num_layers}-layer teacher, this one has "
-                         f"{teacher.config.num_hidden_layers}")
+        raise ValueError(
+            f"the plan was resolved for a {plan.teacher_num_layers}-layer teacher, this one has "
+            f"{teacher.config.num_hidden_layers}"
+        )
     if student.config.num_hidden_layers != len(plan.layer_map):
-        raise ValueError(f"the layer map {plan.layer_map} has {len(plan.layer_map)} entries but the student has "
-                         f"{student.config.num_hidden_layers} layers")
+        raise ValueError(
+            f"the layer map {plan.layer_map} has {len(plan.layer_map)} entries but the student has "
+            f"{student.config.num_hidden_layers} layers"
+        )
     if student.config.hidden_size != plan.student_hidden_size:
-        raise ValueError(f"the student's hidden size {student.config.hidden_size} is not the plan's "
-                         f"{plan.student_hidden_size}")
+        raise ValueError(
+            f"the student's hidden size {student.config.hidden_size} is not the plan's {plan.student_hidden_size}"
+        )
     narrower = student.config.hidden_size != teacher.config.hidden_size
-    if narrower and plan.needs_hidden_states and not plan.use_projection and \
-            getattr(student, PROJECTION_NAME, None) is None:
+    if (
+        narrower
+        and plan.needs_hidden_states
+        and not plan.use_projection
+        and getattr(student, PROJECTION_NAME, None) is None
+    ):
         raise ValueError(
             f"the student (hidden size {student.config.hidden_size}) is narrower than the teacher "
             f"({teacher.config.hidden_size}): hidden-state losses need the projection W_p (use_projection=True)"

@@ -41,8 +41,9 @@ def _real_tokens(states: torch.Tensor, attention_mask: torch.Tensor | None) -> t
     return states[attention_mask.to(states.device).bool()]
 
 
-def cosine_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tensor,
-                attention_mask: torch.Tensor | None) -> torch.Tensor:
+def cosine_loss(
+    student_hidden: torch.Tensor, teacher_hidden: torch.Tensor, attention_mask: torch.Tensor | None
+) -> torch.Tensor:
     """Mean over real tokens of 1 − cos(student, teacher) (``CosineEmbeddingLoss`` with target 1, DistilBERT)."""
     student = _real_tokens(student_hidden, attention_mask).float()
     teacher = _real_tokens(teacher_hidden, attention_mask).float()
@@ -50,15 +51,18 @@ def cosine_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tensor,
     return F.cosine_embedding_loss(student, teacher, target, reduction="mean")
 
 
-def hidden_mse(student_hidden: torch.Tensor, teacher_hidden: torch.Tensor,
-               attention_mask: torch.Tensor | None) -> torch.Tensor:
+def hidden_mse(
+    student_hidden: torch.Tensor, teacher_hidden: torch.Tensor, attention_mask: torch.Tensor | None
+) -> torch.Tensor:
     """MSE over real tokens and hidden units (both states of the same width: project the student's first)."""
-    return F.mse_loss(_real_tokens(student_hidden, attention_mask).float(),
-                      _real_tokens(teacher_hidden, attention_mask).float())
+    return F.mse_loss(
+        _real_tokens(student_hidden, attention_mask).float(), _real_tokens(teacher_hidden, attention_mask).float()
+    )
 
 
-def attention_mse(student_attention: torch.Tensor, teacher_attention: torch.Tensor,
-                  attention_mask: torch.Tensor | None) -> torch.Tensor:
+def attention_mse(
+    student_attention: torch.Tensor, teacher_attention: torch.Tensor, attention_mask: torch.Tensor | None
+) -> torch.Tensor:
     """MSE of ``(batch, heads, query, key)`` attention maps over heads, keys and real query positions (padded keys
     have probability 0 in both models)."""
     student = _real_tokens(student_attention.transpose(1, 2), attention_mask).float()
@@ -66,15 +70,25 @@ def attention_mse(student_attention: torch.Tensor, teacher_attention: torch.Tens
     return F.mse_loss(student, teacher)
 
 
-def aligned_layers_loss(loss: Callable[..., torch.Tensor], student_layers: Sequence[torch.Tensor],
-                        teacher_layers: Sequence[torch.Tensor], layer_map: Sequence[int],
-                        attention_mask: torch.Tensor | None) -> torch.Tensor:
+def aligned_layers_loss(
+    loss: Callable[..., torch.Tensor],
+    student_layers: Sequence[torch.Tensor],
+    teacher_layers: Sequence[torch.Tensor],
+    layer_map: Sequence[int],
+    attention_mask: torch.Tensor | None,
+) -> torch.Tensor:
     """Σ_l loss(student layer l, teacher layer g(l)) over the student's layers (TinyBERT sums over layers)."""
     return sum(loss(student_layers[l], teacher_layers[g], attention_mask) for l, g in enumerate(layer_map))
 
 
-def distillation_losses(weights: Mapping[str, float], temperature: float, layer_map: Sequence[int],
-                        student, teacher, attention_mask: torch.Tensor | None) -> dict[str, torch.Tensor]:
+def distillation_losses(
+    weights: Mapping[str, float],
+    temperature: float,
+    layer_map: Sequence[int],
+    student,
+    teacher,
+    attention_mask: torch.Tensor | None,
+) -> dict[str, torch.Tensor]:
     """Every loss with a positive weight, from the outputs of the student and the teacher.
 
     ``student``/``teacher`` are masked-LM outputs of the masked-only head: ``loss`` (the student's MLM loss),
@@ -97,11 +111,13 @@ def distillation_losses(weights: Mapping[str, float], temperature: float, layer_
         if "embedding" in active:
             losses["embedding"] = hidden_mse(states[0], teacher.hidden_states[0], attention_mask)
         if "hidden" in active:
-            losses["hidden"] = aligned_layers_loss(hidden_mse, states[1:], teacher.hidden_states[1:], layer_map,
-                                                   attention_mask)
+            losses["hidden"] = aligned_layers_loss(
+                hidden_mse, states[1:], teacher.hidden_states[1:], layer_map, attention_mask
+            )
     if "attention" in active:
-        losses["attention"] = aligned_layers_loss(attention_mse, student.attentions, teacher.attentions, layer_map,
-                                                  attention_mask)
+        losses["attention"] = aligned_layers_loss(
+            attention_mse, student.attentions, teacher.attentions, layer_map, attention_mask
+        )
     return losses
 
 

@@ -12,8 +12,9 @@ from torch import nn
 
 
 @torch.inference_mode()
-def measure_inference_speed(models: Mapping[str, nn.Module], batches: Iterable[Mapping[str, torch.Tensor]],
-                            rounds: int = 3) -> dict[str, Any]:
+def measure_inference_speed(
+    models: Mapping[str, nn.Module], batches: Iterable[Mapping[str, torch.Tensor]], rounds: int = 3
+) -> dict[str, Any]:
     """Sequences per second of each model's encoder (``model.base_model``) over ``batches``.
 
     Every round runs each model once over all batches, in turn (one warm-up pass first); the median round is

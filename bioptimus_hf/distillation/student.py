@@ -71,8 +71,10 @@ def keep_layers(model: nn.Module, layers: Sequence[int]) -> nn.Module:
     tied = set(getattr(kept, "all_tied_weights_keys", {}) or {})
     missing = [key for key in missing if key not in tied]
     if missing or unexpected:
-        raise ValueError(f"cannot keep layers {layers} of {type(model).__name__}: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
+        raise ValueError(
+            f"cannot keep layers {layers} of {type(model).__name__}: missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]}"
+        )
     kept.tie_weights()
     kept.to(next(model.parameters()).device)
     kept.train(model.training)
@@ -100,13 +102,29 @@ def parameter_count(model: nn.Module) -> int:
 
 
 # ------------------------------------------------------------------------------------- training-time student
-def _distillation_forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                          inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None,
-                          labels=None, **kwargs):
+def _distillation_forward(
+    self,
+    input_ids=None,
+    attention_mask=None,
+    token_type_ids=None,
+    position_ids=None,
+    inputs_embeds=None,
+    encoder_hidden_states=None,
+    encoder_attention_mask=None,
+    labels=None,
+    **kwargs,
+):
     outputs = _masked_only_forward(
-        self, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-        position_ids=position_ids, inputs_embeds=inputs_embeds, encoder_hidden_states=encoder_hidden_states,
-        encoder_attention_mask=encoder_attention_mask, labels=labels, **kwargs,
+        self,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        position_ids=position_ids,
+        inputs_embeds=inputs_embeds,
+        encoder_hidden_states=encoder_hidden_states,
+        encoder_attention_mask=encoder_attention_mask,
+        labels=labels,
+        **kwargs,
     )
     projection = getattr(self, PROJECTION_NAME, None)
     if projection is not None and outputs.hidden_states is not None:
@@ -118,8 +136,9 @@ def prepare_student_for_distillation(student: nn.Module, plan: DistillationPlan)
     """Masked-only MLM head, the projection W_p when the plan uses one (initialised like a BERT linear layer),
     and eager attention when attention maps are compared. Returns ``student`` (same object)."""
     if not supports_masked_only_prediction(student):
-        raise ValueError(f"the student must be a BertForMaskedLM with its own forward and MLM head, got "
-                         f"{type(student).__name__}")
+        raise ValueError(
+            f"the student must be a BertForMaskedLM with its own forward and MLM head, got {type(student).__name__}"
+        )
     if plan.use_projection and getattr(student, PROJECTION_NAME, None) is None:
         projection = nn.Linear(plan.student_hidden_size, plan.teacher_hidden_size)
         std = getattr(student.config, "initializer_range", 0.02)
@@ -167,11 +186,15 @@ def load_teacher(name_or_path: str, plan: DistillationPlan, **kwargs) -> nn.Modu
     teacher, loading = AutoModelForMaskedLM.from_pretrained(name_or_path, output_loading_info=True, **kwargs)
     head_missing = sorted(key for key in loading.get("missing_keys", ()) if key.startswith("cls."))
     if head_missing:
-        message = (f"teacher {name_or_path} has no trained masked-LM head ({', '.join(head_missing[:3])}"
-                   f"{'...' if len(head_missing) > 3 else ''} newly initialised)")
+        message = (
+            f"teacher {name_or_path} has no trained masked-LM head ({', '.join(head_missing[:3])}"
+            f"{'...' if len(head_missing) > 3 else ''} newly initialised)"
+        )
         if plan.needs_teacher_logits:
-            raise ValueError(f"{message}: the kl/soft_ce losses would distil a random output distribution. Give a "
-                             "teacher with its MLM head (a BIOptimus release; warm the head up like "
-                             "benchmarks/distillation.py does) or set --alpha_kl 0 --alpha_soft_ce 0")
+            raise ValueError(
+                f"{message}: the kl/soft_ce losses would distil a random output distribution. Give a "
+                "teacher with its MLM head (a BIOptimus release; warm the head up like "
+                "benchmarks/distillation.py does) or set --alpha_kl 0 --alpha_soft_ce 0"
+            )
         logger.warning("%s; the student copies that head", message)
     return teacher

@@ -21,9 +21,15 @@ from .student import parameter_count, strip_distillation
 STUDENT_DIR = "student"
 
 
-def distillation_facts(plan: DistillationPlan, teacher_name_or_path: str, teacher: nn.Module, student: nn.Module,
-                       teacher_hub_id: str | None = None, teacher_heldout_mlm_loss: float | None = None,
-                       speed: Mapping[str, Any] | None = None) -> DistillationFacts:
+def distillation_facts(
+    plan: DistillationPlan,
+    teacher_name_or_path: str,
+    teacher: nn.Module,
+    student: nn.Module,
+    teacher_hub_id: str | None = None,
+    teacher_heldout_mlm_loss: float | None = None,
+    speed: Mapping[str, Any] | None = None,
+) -> DistillationFacts:
     """What the student's record and card say about its distillation."""
     hub_id = base_model_hub_id(teacher_name_or_path, teacher_hub_id)
     recipe = DISTILLATION_RECIPES.get(plan.recipe or "")
@@ -52,9 +58,14 @@ def distillation_facts(plan: DistillationPlan, teacher_name_or_path: str, teache
     )
 
 
-def student_release_info(callback: Any, facts: DistillationFacts, global_step: int,
-                         metrics: Mapping[str, Any] | None = None, version: str | None = None,
-                         totals: Any = None) -> ReleaseInfo:
+def student_release_info(
+    callback: Any,
+    facts: DistillationFacts,
+    global_step: int,
+    metrics: Mapping[str, Any] | None = None,
+    version: str | None = None,
+    totals: Any = None,
+) -> ReleaseInfo:
     """The record of the student: the curriculum's last phase (or the one phase it trained in) as the run's
     :class:`~bioptimus_hf.pretraining.callback.PhaseScheduleCallback` describes it, plus ``facts``; ``totals``:
     the masking statistics summed over ranks (``collator.stats.summed_over_ranks()``, called on every rank)."""

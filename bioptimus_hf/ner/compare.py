@@ -78,8 +78,16 @@ class NerJob:
 
     def flags(self, output_dir: str) -> List[str]:
         """This job's own ``bioptimus ner`` flags (after the shared ones, so that they win)."""
-        flags = ["--model_name_or_path", self.model_path, "--model_name", self.model,
-                 "--data_dir", self.dataset, "--output_dir", self.directory(output_dir)]
+        flags = [
+            "--model_name_or_path",
+            self.model_path,
+            "--model_name",
+            self.model,
+            "--data_dir",
+            self.dataset,
+            "--output_dir",
+            self.directory(output_dir),
+        ]
         if self.seed is not None:
             flags += ["--seeds", str(self.seed)]
         return flags
@@ -88,17 +96,24 @@ class NerJob:
         """The ``bioptimus ner`` arguments of this job: ``template`` (the comparison's config and flags, parsed)
         with this job's model, dataset, output directory and seed; ``template`` itself is left as it is."""
         model_args, data_args, stab_args, training_args = template
-        return (dataclasses.replace(model_args, model_name_or_path=self.model_path, model_name=self.model),
-                dataclasses.replace(data_args, data_dir=self.dataset),
-                stab_args if self.seed is None else dataclasses.replace(stab_args, seeds=str(self.seed)),
-                dataclasses.replace(training_args, output_dir=self.directory(output_dir)))
+        return (
+            dataclasses.replace(model_args, model_name_or_path=self.model_path, model_name=self.model),
+            dataclasses.replace(data_args, data_dir=self.dataset),
+            stab_args if self.seed is None else dataclasses.replace(stab_args, seeds=str(self.seed)),
+            dataclasses.replace(training_args, output_dir=self.directory(output_dir)),
+        )
 
 
-def plan_jobs(models: Sequence[Tuple[str, str]], datasets: Sequence[str],
-              seeds: Sequence[int] | None = None) -> List[NerJob]:
+def plan_jobs(
+    models: Sequence[Tuple[str, str]], datasets: Sequence[str], seeds: Sequence[int] | None = None
+) -> List[NerJob]:
     """Every model × dataset (× seed, when seeds are given) job, in a fixed order (job indices are stable)."""
-    return [NerJob(name, path, dataset, seed)
-            for name, path in models for dataset in datasets for seed in (seeds or [None])]
+    return [
+        NerJob(name, path, dataset, seed)
+        for name, path in models
+        for dataset in datasets
+        for seed in (seeds or [None])
+    ]
 
 
 def merge_comparison(models: Sequence[Tuple[str, str]], datasets: Sequence[str], output_dir: str) -> str:
@@ -120,10 +135,15 @@ def merge_comparison(models: Sequence[Tuple[str, str]], datasets: Sequence[str],
                 results[(name, dataset_name)] = load_results(directory)
     table = comparison_table(results, [name for name, _ in models], dataset_names)
     os.makedirs(output_dir, exist_ok=True)
-    write_text_atomic(os.path.join(output_dir, "comparison.md"), "Test entity-level F1 (%), mean ± std over seeds\n\n" + table)
+    write_text_atomic(
+        os.path.join(output_dir, "comparison.md"), "Test entity-level F1 (%), mean ± std over seeds\n\n" + table
+    )
     summary = [
-        {"model": model, "dataset": dataset,
-         **{k: r.get(k) for k in ("test_f1", "test_f1_std", "test_precision", "test_recall", "eval_f1", "seeds")}}
+        {
+            "model": model,
+            "dataset": dataset,
+            **{k: r.get(k) for k in ("test_f1", "test_f1_std", "test_precision", "test_recall", "eval_f1", "seeds")},
+        }
         for (model, dataset), r in results.items()
     ]
     write_json_atomic(os.path.join(output_dir, "comparison.json"), summary)
@@ -156,13 +176,16 @@ def compare_models(
     jobs = plan_jobs(models, datasets, seeds)
     if job_index is not None:
         if not 0 <= job_index < len(jobs):
-            raise ValueError(f"--job_index {job_index} is out of range: this comparison has {len(jobs)} jobs (0..{len(jobs) - 1})")
+            raise ValueError(
+                f"--job_index {job_index} is out of range: this comparison has {len(jobs)} jobs (0..{len(jobs) - 1})"
+            )
         jobs = [jobs[job_index]]
     if not results_only:
         for job in jobs:
             if rerun or not job.done(output_dir):
-                logger.info("comparison: %s on %s%s", job.model, job.dataset,
-                            "" if job.seed is None else f", seed {job.seed}")
+                logger.info(
+                    "comparison: %s on %s%s", job.model, job.dataset, "" if job.seed is None else f", seed {job.seed}"
+                )
                 fine_tune(*job.arguments(ner_arguments, output_dir))
     if job_index is not None:
         return None

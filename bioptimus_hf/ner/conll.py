@@ -172,7 +172,10 @@ def read_conll(path: str | os.PathLike, strict: bool = False) -> ConllSplit:
     if repaired:
         logger.warning(
             "%s: %d continuation tag(s) without a preceding B- (first at line(s) %s) were read as the start "
-            "of a new entity", path, len(repaired), ", ".join(map(str, repaired[:5]))
+            "of a new entity",
+            path,
+            len(repaired),
+            ", ".join(map(str, repaired[:5])),
         )
     return ConllSplit(path, sentences, scheme, repaired)
 
@@ -202,7 +205,9 @@ def sentences_from_tags(
         raise ConllFormatError(f"{name}: no sentences")
     for sentence in sentences:
         if len(sentence.tokens) != len(sentence.tags):
-            raise ConllFormatError(f"{name}: example {sentence.line}: {len(sentence.tokens)} tokens but {len(sentence.tags)} tags")
+            raise ConllFormatError(
+                f"{name}: example {sentence.line}: {len(sentence.tokens)} tokens but {len(sentence.tags)} tags"
+            )
     try:
         scheme = detect_scheme(tag for s in sentences for tag in s.tags)
     except ValueError as error:

@@ -104,7 +104,9 @@ def tokenize_windows(
                 labels.append(label2id[tags[word_id]])
             elif label_all_tokens:
                 tag = tags[word_id]
-                labels.append(label2id["I-" + tag[2:]] if tag.startswith("B-") and "I-" + tag[2:] in label2id else label2id[tag])
+                labels.append(
+                    label2id["I-" + tag[2:]] if tag.startswith("B-") and "I-" + tag[2:] in label2id else label2id[tag]
+                )
             else:
                 labels.append(IGNORE_INDEX)
             previous = word_id
@@ -133,7 +135,9 @@ def encode_sentences(
     """``tokenize_windows`` as a ``datasets.Dataset``. With ``sort_by_length`` the rows (and ``windows``,
     in the same order) go longest first, so sequential prediction batches are padded little; the merge
     does not depend on row order."""
-    encoding = tokenize_windows(tokenizer, token_lists, max_seq_length, stride, label_lists, label2id, label_all_tokens)
+    encoding = tokenize_windows(
+        tokenizer, token_lists, max_seq_length, stride, label_lists, label2id, label_all_tokens
+    )
     columns, windows = encoding.columns, encoding.windows
     if sort_by_length and windows:
         order = length_order([len(ids) for ids in columns["input_ids"]])
@@ -155,5 +159,12 @@ def encode_split(
     """Encode gold sentences with labels re-encoded from their gold spans into the training ``scheme``."""
     tags = [spans_to_tags(s.spans, len(s.tokens), scheme) for s in sentences]
     return encode_sentences(
-        tokenizer, [s.tokens for s in sentences], max_seq_length, stride, tags, label2id, label_all_tokens, sort_by_length
+        tokenizer,
+        [s.tokens for s in sentences],
+        max_seq_length,
+        stride,
+        tags,
+        label2id,
+        label_all_tokens,
+        sort_by_length,
     )

@@ -53,7 +53,9 @@ def score_spans(
 
 
 def score_tags(
-    predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]], scheme: str = "BIO",
+    predictions: Sequence[Sequence[str]],
+    references: Sequence[Sequence[str]],
+    scheme: str = "BIO",
     reference_scheme: str | None = None,
 ) -> Dict[str, float]:
     """:func:`score_spans` of tag sequences: ``predictions`` decoded in ``scheme``, ``references`` in
@@ -63,8 +65,11 @@ def score_tags(
     for index, (predicted, reference) in enumerate(zip(predictions, references)):
         if len(predicted) != len(reference):
             raise ValueError(f"sentence {index}: {len(predicted)} predicted tags but {len(reference)} reference tags")
-    return score_spans([tags_to_spans(tags, reference_scheme or scheme) for tags in references],
-                       [tags_to_spans(tags, scheme) for tags in predictions], [len(tags) for tags in references])
+    return score_spans(
+        [tags_to_spans(tags, reference_scheme or scheme) for tags in references],
+        [tags_to_spans(tags, scheme) for tags in predictions],
+        [len(tags) for tags in references],
+    )
 
 
 def span_scores(sentences: Sequence[Sentence], predictions: Sequence[List[Span]]) -> Dict[str, float]:
@@ -95,8 +100,12 @@ def build_compute_metrics(encoded: EncodedSplit, sentences: Sequence[Sentence], 
         predictions = eval_prediction.predictions
         if predictions.ndim == 3:  # raw logits
             predictions = predictions.argmax(-1)
-        return metric.compute(predictions=predicted_tags(encoded, predictions, id2label), references=references,
-                              scheme=scheme, reference_scheme="BIO")
+        return metric.compute(
+            predictions=predicted_tags(encoded, predictions, id2label),
+            references=references,
+            scheme=scheme,
+            reference_scheme="BIO",
+        )
 
     return compute_metrics
 

@@ -67,59 +67,95 @@ def hub_dataset_id(dataset_name: str | None) -> str | None:
         return None
 
 
-def ner_model_card(results: Mapping[str, Any], repo_id: str, seed: int, base_model: str | None = None,
-                   dataset_id: str | None = None) -> ModelCard:
+def ner_model_card(
+    results: Mapping[str, Any], repo_id: str, seed: int, base_model: str | None = None, dataset_id: str | None = None
+) -> ModelCard:
     """The card of the pushed model: metadata with the ``model-index`` of the mean test scores (when the run
     had a test set), the per-seed results table, how to load it and the fine-tuning settings."""
     name = repo_id.split("/")[-1]
-    scores = eval_results([NerResult.from_dict({**results, "dataset_id": dataset_id})]) \
-        if results.get("test_f1") is not None else None
-    data = ModelCardData(library_name="transformers", pipeline_tag="token-classification", tags=list(TAGS),
-                         base_model=base_model, datasets=[dataset_id] if dataset_id else None,
-                         model_name=name if scores else None, eval_results=scores or None)
+    scores = (
+        eval_results([NerResult.from_dict({**results, "dataset_id": dataset_id})])
+        if results.get("test_f1") is not None
+        else None
+    )
+    data = ModelCardData(
+        library_name="transformers",
+        pipeline_tag="token-classification",
+        tags=list(TAGS),
+        base_model=base_model,
+        datasets=[dataset_id] if dataset_id else None,
+        model_name=name if scores else None,
+        eval_results=scores or None,
+    )
     chosen = next(run for run in results["per_seed"] if run["seed"] == seed)
-    settings = {key: results.get(key) for key in ("tagging_scheme", "learning_rate", "num_train_epochs", "max_steps",
-                                                 "warmup_steps", "lr_scheduler_type", "train_batch_size",
-                                                 "world_size", "max_seq_length", "window_stride", "bf16")}
-    body = "\n".join([
-        f"# {name}",
-        "",
-        (f"`{results['model_name']}` fine-tuned for named-entity recognition on {results['dataset']} (entity "
-         f"types: {', '.join(results.get('entity_types') or [])}) with `run_ner.py` of bioptimus-hf, scored at the "
-         "entity level."),
-        "",
-        (f"This repository holds the model of seed {seed}, the best devel F1 ({100 * chosen['eval_f1']:.2f}) of "
-         f"the {len(results['per_seed'])} seed(s) fine-tuned. The table reports every seed; the metadata reports "
-         "their mean."),
-        "",
-        "## Results (entity-level, %)",
-        "",
-        markdown_table(results),
-        "## Usage",
-        "",
-        "```python",
-        "from transformers import AutoModelForTokenClassification, AutoTokenizer",
-        "",
-        f'model = AutoModelForTokenClassification.from_pretrained("{repo_id}")',
-        f'tokenizer = AutoTokenizer.from_pretrained("{repo_id}")',
-        "```",
-        "",
-        (f"Entities in raw text, decoded with the training scheme (`config.ner_tagging_scheme`): "
-         f"`bioptimus-ner-tag --model {repo_id} --text \"...\"`."),
-        "",
-        "## Fine-tuning",
-        "",
-        "| setting | value |",
-        "|---|---|",
-        *[f"| {key} | {value} |" for key, value in settings.items() if value is not None],
-        "",
-    ])
+    settings = {
+        key: results.get(key)
+        for key in (
+            "tagging_scheme",
+            "learning_rate",
+            "num_train_epochs",
+            "max_steps",
+            "warmup_steps",
+            "lr_scheduler_type",
+            "train_batch_size",
+            "world_size",
+            "max_seq_length",
+            "window_stride",
+            "bf16",
+        )
+    }
+    body = "\n".join(
+        [
+            f"# {name}",
+            "",
+            (
+                f"`{results['model_name']}` fine-tuned for named-entity recognition on {results['dataset']} (entity "
+                f"types: {', '.join(results.get('entity_types') or [])}) with `run_ner.py` of bioptimus-hf, scored at the "
+                "entity level."
+            ),
+            "",
+            (
+                f"This repository holds the model of seed {seed}, the best devel F1 ({100 * chosen['eval_f1']:.2f}) of "
+                f"the {len(results['per_seed'])} seed(s) fine-tuned. The table reports every seed; the metadata reports "
+                "their mean."
+            ),
+            "",
+            "## Results (entity-level, %)",
+            "",
+            markdown_table(results),
+            "## Usage",
+            "",
+            "```python",
+            "from transformers import AutoModelForTokenClassification, AutoTokenizer",
+            "",
+            f'model = AutoModelForTokenClassification.from_pretrained("{repo_id}")',
+            f'tokenizer = AutoTokenizer.from_pretrained("{repo_id}")',
+            "```",
+            "",
+            (
+                f"Entities in raw text, decoded with the training scheme (`config.ner_tagging_scheme`): "
+                f'`bioptimus-ner-tag --model {repo_id} --text "..."`.'
+            ),
+            "",
+            "## Fine-tuning",
+            "",
+            "| setting | value |",
+            "|---|---|",
+            *[f"| {key} | {value} |" for key, value in settings.items() if value is not None],
+            "",
+        ]
+    )
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
 
 
-def push_best_seed(hub: HubSettings, output_dir: str | os.PathLike, results: Mapping[str, Any],
-                   model_name_or_path: str | None = None, dataset_name: str | None = None,
-                   endpoint: str | None = None) -> NerPush:
+def push_best_seed(
+    hub: HubSettings,
+    output_dir: str | os.PathLike,
+    results: Mapping[str, Any],
+    model_name_or_path: str | None = None,
+    dataset_name: str | None = None,
+    endpoint: str | None = None,
+) -> NerPush:
     """Push the best seed's model of ``results`` (``run_ner.py``'s merged results of ``output_dir``) with its card.
 
     The repository is created if needed (``hub.private`` then applies); with ``hub.revision`` the commit goes to
@@ -130,18 +166,21 @@ def push_best_seed(hub: HubSettings, output_dir: str | os.PathLike, results: Map
     seed = best_seed(results)
     folder = seed_dir(str(output_dir), seed)
     if not os.path.isfile(os.path.join(folder, "config.json")):
-        raise FileNotFoundError(f"{folder} holds no saved model to push (was seed {seed} fine-tuned with "
-                                "--save_model false?)")
+        raise FileNotFoundError(
+            f"{folder} holds no saved model to push (was seed {seed} fine-tuned with --save_model false?)"
+        )
     api = HfApi(endpoint=endpoint, token=hub.token)
     repo_id = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True).repo_id
-    card = ner_model_card(results, repo_id, seed, base_model_hub_id(model_name_or_path),
-                          hub_dataset_id(dataset_name))
+    card = ner_model_card(results, repo_id, seed, base_model_hub_id(model_name_or_path), hub_dataset_id(dataset_name))
     card.save(os.path.join(folder, "README.md"))
     if hub.revision:
         api.create_branch(repo_id, branch=hub.revision, exist_ok=True)
     commit = api.upload_folder(
-        repo_id=repo_id, folder_path=folder, revision=hub.revision, ignore_patterns=list(IGNORE_PATTERNS),
+        repo_id=repo_id,
+        folder_path=folder,
+        revision=hub.revision,
+        ignore_patterns=list(IGNORE_PATTERNS),
         commit_message=f"{results['model_name']} on {results['dataset']}: seed {seed}, the best devel F1 of "
-                       f"{len(results['per_seed'])}",
+        f"{len(results['per_seed'])}",
     )
     return NerPush(repo_id, seed, getattr(commit, "oid", None))

@@ -44,39 +44,41 @@ def model_card(base_model: str, dataset: str, scheme: str, labels: Iterable[str]
     caveat = pipeline_caveat(scheme)
     if caveat is None:
         pipeline_note = (
-            f"transformers' `pipeline(\"token-classification\", model=..., aggregation_strategy=\"first\")` groups "
+            f'transformers\' `pipeline("token-classification", model=..., aggregation_strategy="first")` groups '
             f"this model's {scheme} labels into the same entities (\"first\": only each word's first sub-token "
             "was trained); it truncates or strides long texts where the tagger windows whole words."
         )
     else:
         pipeline_note = "**Do not use transformers' pipeline for this model:** " + caveat
-    return "\n".join([
-        "---",
-        "library_name: transformers",
-        "pipeline_tag: token-classification",
-        "tags:",
-        "- bioptimus-hf",
-        "- ner",
-        "---",
-        "",
-        f"# {base_model} fine-tuned for NER on {dataset}",
-        "",
-        f"Fine-tuned for named-entity recognition by bioptimus-hf's `run_ner.py`, in the **{scheme}** tagging "
-        f"scheme (`config.ner_tagging_scheme`); labels: {', '.join(f'`{label}`' for label in labels)}.",
-        "",
-        "## Tagging",
-        "",
-        "```bash",
-        "bioptimus-ner-tag --model_name_or_path MODEL --text \"Mutations in BRCA1 cause breast cancer.\"",
-        "```",
-        "",
-        "(`MODEL`: this directory, or its Hub id with `--revision`), or `NerTagger(MODEL)(texts)` "
-        "(`bioptimus_hf.ner.tagger`): entities as the pipeline writes them (`entity_group`, `score`, `word`, `start`, "
-        "`end`), decoded in the model's own scheme.",
-        "",
-        pipeline_note,
-        "",
-    ])
+    return "\n".join(
+        [
+            "---",
+            "library_name: transformers",
+            "pipeline_tag: token-classification",
+            "tags:",
+            "- bioptimus-hf",
+            "- ner",
+            "---",
+            "",
+            f"# {base_model} fine-tuned for NER on {dataset}",
+            "",
+            f"Fine-tuned for named-entity recognition by bioptimus-hf's `run_ner.py`, in the **{scheme}** tagging "
+            f"scheme (`config.ner_tagging_scheme`); labels: {', '.join(f'`{label}`' for label in labels)}.",
+            "",
+            "## Tagging",
+            "",
+            "```bash",
+            'bioptimus-ner-tag --model_name_or_path MODEL --text "Mutations in BRCA1 cause breast cancer."',
+            "```",
+            "",
+            "(`MODEL`: this directory, or its Hub id with `--revision`), or `NerTagger(MODEL)(texts)` "
+            "(`bioptimus_hf.ner.tagger`): entities as the pipeline writes them (`entity_group`, `score`, `word`, `start`, "
+            "`end`), decoded in the model's own scheme.",
+            "",
+            pipeline_note,
+            "",
+        ]
+    )
 
 
 def write_model_card(directory: str, base_model: str, dataset: str, scheme: str, labels: Iterable[str]) -> str:

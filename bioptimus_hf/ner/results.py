@@ -29,8 +29,9 @@ def _std(values: Sequence[float]) -> float:
     return stdev(values) if len(values) > 1 else 0.0
 
 
-def aggregate_seed_results(per_seed: Sequence[Dict[str, Any]], run_info: Dict[str, Any] | None = None,
-                           metrics: Sequence[str] = METRICS) -> Dict[str, Any]:
+def aggregate_seed_results(
+    per_seed: Sequence[Dict[str, Any]], run_info: Dict[str, Any] | None = None, metrics: Sequence[str] = METRICS
+) -> Dict[str, Any]:
     """Combine per-seed metric dicts (keys ``seed``, ``eval_f1``, ``test_f1``, ...) into all_results: the mean and
     ``_std`` of ``eval_<m>`` and ``test_<m>`` for each of ``metrics``."""
     if not per_seed:
@@ -52,7 +53,9 @@ def aggregate_seed_results(per_seed: Sequence[Dict[str, Any]], run_info: Dict[st
     return results
 
 
-def paired_seed_difference(results: Dict[str, Any], reference: Dict[str, Any], key: str = "test_f1") -> Dict[str, Any] | None:
+def paired_seed_difference(
+    results: Dict[str, Any], reference: Dict[str, Any], key: str = "test_f1"
+) -> Dict[str, Any] | None:
     """``results`` minus ``reference`` seed by seed (two ``all_results`` dicts), over the seeds both ran.
 
     Fine-tuning with the same seed gives both models the same data order, head initialisation and
@@ -66,8 +69,13 @@ def paired_seed_difference(results: Dict[str, Any], reference: Dict[str, Any], k
     if not seeds:
         return None
     differences = [ours[seed] - theirs[seed] for seed in seeds]
-    return {"seeds": seeds, "differences": differences, "mean": mean(differences), "std": _std(differences),
-            "num_seeds": len(seeds)}
+    return {
+        "seeds": seeds,
+        "differences": differences,
+        "mean": mean(differences),
+        "std": _std(differences),
+        "num_seeds": len(seeds),
+    }
 
 
 def write_results(output_dir: str, results: Dict[str, Any]) -> str:
@@ -106,10 +114,15 @@ def merge_seed_results(output_dir: str, metrics: Sequence[str] = METRICS) -> Dic
     first_file, first = records[0]
     for file, record in records[1:]:
         if record["run_info"] != first["run_info"]:
-            differing = sorted(k for k in set(record["run_info"]) | set(first["run_info"])
-                               if record["run_info"].get(k) != first["run_info"].get(k))
-            raise ValueError(f"{file} and {first_file} were fine-tuned under different settings ({', '.join(differing)}); "
-                             f"remove the stale seed directory or use another output_dir")
+            differing = sorted(
+                k
+                for k in set(record["run_info"]) | set(first["run_info"])
+                if record["run_info"].get(k) != first["run_info"].get(k)
+            )
+            raise ValueError(
+                f"{file} and {first_file} were fine-tuned under different settings ({', '.join(differing)}); "
+                f"remove the stale seed directory or use another output_dir"
+            )
     per_seed = [record["run"] for _, record in records]
     results = aggregate_seed_results(per_seed, first["run_info"], metrics)
     speeds = [run["test_sentences_per_s"] for run in per_seed if run.get("test_sentences_per_s") is not None]
@@ -125,11 +138,15 @@ def write_run_outputs(output_dir: str, results: Dict[str, Any]) -> str:
 
     write_results(output_dir, results)
     table = markdown_table(results)
-    title = f"# {results['model_name']} on {results['dataset']} ({results['tagging_scheme']} training, entity-level, %)"
+    title = (
+        f"# {results['model_name']} on {results['dataset']} ({results['tagging_scheme']} training, entity-level, %)"
+    )
     write_text_atomic(os.path.join(output_dir, "results.md"), f"{title}\n\n{table}")
     if results.get("test_f1") is not None:
-        write_json_atomic(os.path.join(output_dir, "model_index.json"),
-                          model_index(results, results["model_name"], results["dataset"]))
+        write_json_atomic(
+            os.path.join(output_dir, "model_index.json"),
+            model_index(results, results["model_name"], results["dataset"]),
+        )
     return table
 
 

@@ -35,7 +35,9 @@ def normalize_scheme(name: str) -> str:
     key = name.strip().upper()
     key = _ALIASES.get(key, key)
     if key not in SCHEMES:
-        raise ValueError(f"unknown tagging scheme {name!r}; choose one of {', '.join(SCHEMES)} (or IOB2, BILOU, BIOES)")
+        raise ValueError(
+            f"unknown tagging scheme {name!r}; choose one of {', '.join(SCHEMES)} (or IOB2, BILOU, BIOES)"
+        )
     return key
 
 

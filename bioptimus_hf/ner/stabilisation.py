@@ -26,13 +26,18 @@ from torch import nn
 @dataclass
 class StabilisationArguments:
     freeze_embeddings: bool = field(default=False, metadata={"help": "Freeze the embedding layer."})
-    freeze_layers: int = field(default=0, metadata={"help": "Freeze the lowest N transformer layers (and embeddings)."})
+    freeze_layers: int = field(
+        default=0, metadata={"help": "Freeze the lowest N transformer layers (and embeddings)."}
+    )
     layerwise_lr_decay: float = field(
         default=1.0, metadata={"help": "Layer-wise LR decay factor (1.0 = off): layer l learns at lr * decay^(L+1-l)."}
     )
-    reinit_layers: int = field(default=0, metadata={"help": "Re-initialise the top K transformer layers (and pooler)."})
+    reinit_layers: int = field(
+        default=0, metadata={"help": "Re-initialise the top K transformer layers (and pooler)."}
+    )
     seeds: str | None = field(
-        default=None, metadata={"help": "Comma-separated seeds, e.g. 1,2,3: one full fine-tune per seed (default: --seed)."}
+        default=None,
+        metadata={"help": "Comma-separated seeds, e.g. 1,2,3: one full fine-tune per seed (default: --seed)."},
     )
 
     def seed_list(self, default: int) -> list[int]:
@@ -118,7 +123,9 @@ def layerwise_lr_param_groups(
     return [groups[key] for key in sorted(groups)]
 
 
-def build_optimizer(model: nn.Module, learning_rate: float, decay: float, weight_decay: float, betas=(0.9, 0.999), eps=1e-8):
+def build_optimizer(
+    model: nn.Module, learning_rate: float, decay: float, weight_decay: float, betas=(0.9, 0.999), eps=1e-8
+):
     """AdamW over ``layerwise_lr_param_groups`` (extra keys such as ``names`` ride along in the groups)."""
     return torch.optim.AdamW(
         layerwise_lr_param_groups(model, learning_rate, decay, weight_decay), lr=learning_rate, betas=betas, eps=eps
@@ -160,7 +167,11 @@ def apply_stabilisation(model: nn.Module, args: StabilisationArguments, training
     if args.layerwise_lr_decay == 1.0:
         return None, None
     optimizer = build_optimizer(
-        model, training_args.learning_rate, args.layerwise_lr_decay, training_args.weight_decay,
-        (training_args.adam_beta1, training_args.adam_beta2), training_args.adam_epsilon,
+        model,
+        training_args.learning_rate,
+        args.layerwise_lr_decay,
+        training_args.weight_decay,
+        (training_args.adam_beta1, training_args.adam_beta2),
+        training_args.adam_epsilon,
     )
     return optimizer, None

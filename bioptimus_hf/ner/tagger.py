@@ -103,8 +103,11 @@ class NerTagger:
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.precision = resolve_precision(precision, self.device)
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
-        self.model = AutoModelForTokenClassification.from_pretrained(
-            model_name_or_path, revision=revision, dtype=dtype).eval().to(self.device)
+        self.model = (
+            AutoModelForTokenClassification.from_pretrained(model_name_or_path, revision=revision, dtype=dtype)
+            .eval()
+            .to(self.device)
+        )
         self.id2label: Dict[int, str] = {int(k): v for k, v in self.model.config.id2label.items()}
         self.outside = next(i for i, label in self.id2label.items() if label == "O")
         self.scheme = getattr(self.model.config, "ner_tagging_scheme", "BIO")

@@ -96,7 +96,10 @@ def best_token_positions(
 
 
 def merge_window_predictions(
-    windows: Sequence[Window], token_predictions: Sequence[Sequence[int]], sentence_lengths: Sequence[int], default: int
+    windows: Sequence[Window],
+    token_predictions: Sequence[Sequence[int]],
+    sentence_lengths: Sequence[int],
+    default: int,
 ) -> List[List[int]]:
     """Per-word predictions for each sentence from per-token window predictions.
 

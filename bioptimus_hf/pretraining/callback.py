@@ -84,8 +84,9 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         lexical_warmup_release: str | None = None,
     ):
         self.collator = collator
-        self.curriculum = Curriculum(collator.phases, tuple(phase_steps), source="phase_steps",
-                                     lexical_warmup_steps=lexical_warmup_steps)
+        self.curriculum = Curriculum(
+            collator.phases, tuple(phase_steps), source="phase_steps", lexical_warmup_steps=lexical_warmup_steps
+        )
         self.releases_dir = releases_dir
         self.write_releases = write_releases
         self.evaluate_at_phase_end = evaluate_at_phase_end
@@ -238,8 +239,10 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         # A checkpoint without the entry was written before the keyed stream existed: sequential.
         previous_stream = attributes.get("masking_stream", "sequential")
         if previous_stream != self.collator.masking_stream:
-            change = (f"masking stream {previous_stream} -> {self.collator.masking_stream} "
-                      f"(--masking_stream {previous_stream} keeps the checkpoint's)")
+            change = (
+                f"masking stream {previous_stream} -> {self.collator.masking_stream} "
+                f"(--masking_stream {previous_stream} keeps the checkpoint's)"
+            )
             self.schedule_changes.append({"step": state.global_step, "description": change})
             logger.warning("curriculum: at step %d: %s", state.global_step, change)
         self.collator.stats.load_state_dict(attributes)
@@ -272,8 +275,9 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         if finished != WARMUP_RELEASE and finished + 1 < len(self.collator.phases):
             self._activate(finished + 1, state.global_step)  # (the warm-up already masks as the first phase)
 
-    def release_info(self, index: int, global_step: int, metrics: Mapping[str, Any] | None,
-                     totals: MaskingStatistics | None = None) -> ReleaseInfo:
+    def release_info(
+        self, index: int, global_step: int, metrics: Mapping[str, Any] | None, totals: MaskingStatistics | None = None
+    ) -> ReleaseInfo:
         """The record of the release of phase ``index`` at ``global_step``; its realised masked fraction from
         ``totals`` (the statistics summed over ranks, :meth:`MaskingStatistics.summed_over_ranks`), else from this
         process's own counts. ``index`` :data:`WARMUP_RELEASE`: the release of the lexical warm-up's end (no phase;
@@ -313,8 +317,13 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         if (target / PHASE_FILE).is_file():
             logger.info("curriculum: rank %d of %d sees release %s", rank, world, target)
         else:
-            logger.warning("curriculum: rank %d of %d cannot see release %s written by the main process: is "
-                           "output_dir on a filesystem shared by all nodes?", rank, world, target)
+            logger.warning(
+                "curriculum: rank %d of %d cannot see release %s written by the main process: is "
+                "output_dir on a filesystem shared by all nodes?",
+                rank,
+                world,
+                target,
+            )
 
     def _write_release(self, args, state, kwargs, index, metrics, totals=None) -> None:
         info = self.release_info(index, state.global_step, metrics, totals)

@@ -171,12 +171,15 @@ class MaskingStatistics:
         summed = sum_numbers_across_ranks(self.masked + self.maskable)
         total = MaskingStatistics(len(self.masked))
         total.masked = [int(v) for v in summed[: len(self.masked)]]
-        total.maskable = [int(v) for v in summed[len(self.masked):]]
+        total.maskable = [int(v) for v in summed[len(self.masked) :]]
         return total
 
     def state_dict(self) -> dict:
-        return {"masked_tokens": list(self.masked), "maskable_tokens": list(self.maskable),
-                "masked_positions_overflows": list(self.overflows)}
+        return {
+            "masked_tokens": list(self.masked),
+            "maskable_tokens": list(self.maskable),
+            "masked_positions_overflows": list(self.overflows),
+        }
 
     def load_state_dict(self, state: dict) -> bool:
         """Restore per-phase totals; False (nothing changed) when they are for another number of phases."""
@@ -262,12 +265,16 @@ class CurriculumDataCollator:
                 "masked-language modelling needs one (set tokenizer.mask_token or add it with add_special_tokens)"
             )
         if tokenizer.pad_token_id is None:
-            raise ValueError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')} has no pad token, needed to pad batches")
+            raise ValueError(
+                f"tokenizer {getattr(tokenizer, 'name_or_path', '')} has no pad token, needed to pad batches"
+            )
         word_phases = [p.version for p in phases if p.masking_unit == "word"]
         if word_phases and getattr(tokenizer, "is_fast", False):
             names = ", ".join("v" + v for v in word_phases)
-            check_word_boundaries(tokenizer, f"phase {names} masks whole words" if len(word_phases) == 1 else
-                                  f"phases {names} mask whole words")
+            check_word_boundaries(
+                tokenizer,
+                f"phase {names} masks whole words" if len(word_phases) == 1 else f"phases {names} mask whole words",
+            )
         self.tokenizer = tokenizer
         self.phases = phases
         self.seed = int(seed)
@@ -359,8 +366,9 @@ class CurriculumDataCollator:
     def __call__(self, features: list[dict[str, Any]]) -> CurriculumBatch:
         input_ids, attention_mask, word_ids, maskable = self._pad(features)
         index, epoch = self.phase_index, self.epoch
-        masked_inputs, labels = self.mask_tokens(input_ids, word_ids, maskable, self.phases[index],
-                                                 self._generator_for(input_ids, index, epoch))
+        masked_inputs, labels = self.mask_tokens(
+            input_ids, word_ids, maskable, self.phases[index], self._generator_for(input_ids, index, epoch)
+        )
         data = {"input_ids": masked_inputs, "attention_mask": attention_mask, "labels": labels}
         if self.static_masked_positions:
             data["masked_positions"] = self.masked_positions(labels, self.phases[index])
@@ -390,7 +398,10 @@ class CurriculumDataCollator:
             if state["counted"]:
                 self._uncount(batch)
             masked_inputs, labels = self.mask_tokens(
-                state["input_ids"], state["word_ids"], state["maskable"], self.phases[index],
+                state["input_ids"],
+                state["word_ids"],
+                state["maskable"],
+                self.phases[index],
                 self._generator_for(state["input_ids"], index, epoch),
             )
             batch["input_ids"], batch["labels"] = masked_inputs, labels
@@ -406,14 +417,19 @@ class CurriculumDataCollator:
         masked = int((batch["labels"] != -100).sum())
         maskable = int(state["maskable"].sum())
         overflow = "masked_positions" in batch and len(batch["masked_positions"]) > self.bucket_size(
-            self.phases[state["phase_index"]], *batch["labels"].shape)
+            self.phases[state["phase_index"]], *batch["labels"].shape
+        )
         if overflow and not self.stats.overflows[state["phase_index"]]:
             phase = self.phases[state["phase_index"]]
             logger.warning(
                 "phase v%s: a batch has %d labelled positions, more than the static bucket of %d; gathered at %d "
                 "positions instead (nothing dropped; under torch.compile one more compiled size). Counted in "
-                "masked_positions_overflows.", phase.version, masked,
-                self.bucket_size(phase, *batch["labels"].shape), len(batch["masked_positions"]))
+                "masked_positions_overflows.",
+                phase.version,
+                masked,
+                self.bucket_size(phase, *batch["labels"].shape),
+                len(batch["masked_positions"]),
+            )
         window = self.stats.add(state["phase_index"], masked, maskable, overflow)
         state["counted"] = True
         state["counts"] = (masked, maskable, window, overflow)
@@ -463,7 +479,9 @@ class CurriculumDataCollator:
                 else torch.ones(batch_size, width, dtype=torch.long)
             )
             word_ids = (
-                torch.as_tensor(np.asarray([[-1 if w is None else w for w in f["word_ids"]] for f in features], dtype=np.int64))
+                torch.as_tensor(
+                    np.asarray([[-1 if w is None else w for w in f["word_ids"]] for f in features], dtype=np.int64)
+                )
                 if has_words
                 else None
             )
@@ -484,7 +502,9 @@ class CurriculumDataCollator:
                 else:
                     attention_mask[row, :n] = 1
                 if has_words:
-                    word_ids[row, :n] = torch.as_tensor([-1 if w is None else w for w in f["word_ids"]], dtype=torch.long)
+                    word_ids[row, :n] = torch.as_tensor(
+                        [-1 if w is None else w for w in f["word_ids"]], dtype=torch.long
+                    )
                 if special is not None:
                     special[row, :n] = torch.as_tensor(f["special_tokens_mask"], dtype=torch.bool)
         if special is None:

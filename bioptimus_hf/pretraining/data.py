@@ -108,15 +108,20 @@ def load_raw_corpus(data_args: PretrainingDataArguments, cache_dir: str | None, 
     from datasets import load_dataset
 
     if data_args.dataset_name is not None:
-        raw = load_dataset(data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir,
-                           streaming=data_args.streaming)
+        raw = load_dataset(
+            data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir, streaming=data_args.streaming
+        )
     else:
         data_files = {"train": data_args.train_file}
         if data_args.validation_file:
             data_files["validation"] = data_args.validation_file
-        builder = corpus_builder(list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else []))
+        builder = corpus_builder(
+            list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else [])
+        )
         kwargs = {"encoding_errors": "replace"} if builder == "text" else {}
-        raw = load_dataset(builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming, **kwargs)
+        raw = load_dataset(
+            builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming, **kwargs
+        )
     if "validation" not in raw and data_args.validation_split_percentage > 0:
         if data_args.streaming:
             held_out = data_args.max_eval_samples or 1000
@@ -129,19 +134,28 @@ def load_raw_corpus(data_args: PretrainingDataArguments, cache_dir: str | None, 
             if held_out < 1 or rows - held_out < 1:
                 logger.warning(
                     "the corpus has %d row(s): too few to hold out %g%% for evaluation; training without a held-out "
-                    "set (give --validation_file or a larger corpus)", rows, data_args.validation_split_percentage,
+                    "set (give --validation_file or a larger corpus)",
+                    rows,
+                    data_args.validation_split_percentage,
                 )
             else:
                 split = raw["train"].train_test_split(test_size=held_out, seed=seed)
                 raw["train"], raw["validation"] = split["train"], split["test"]
     column = data_args.text_column_name
     if column not in _column_names(raw["train"], column):
-        raise ValueError(f"--text_column_name {column!r} not in the dataset columns {_column_names(raw['train'], column)}")
+        raise ValueError(
+            f"--text_column_name {column!r} not in the dataset columns {_column_names(raw['train'], column)}"
+        )
     return raw
 
 
-def load_pretraining_datasets(data_args: PretrainingDataArguments, tokenizer, training_args,
-                              cache_dir: str | None = None, model_max_tokens: int | None = None) -> PretrainingDatasets:
+def load_pretraining_datasets(
+    data_args: PretrainingDataArguments,
+    tokenizer,
+    training_args,
+    cache_dir: str | None = None,
+    model_max_tokens: int | None = None,
+) -> PretrainingDatasets:
     """Tokenized, packed (or line-by-line) train and held-out datasets; see the module docstring.
 
     ``model_max_tokens``: the longest sequence the model takes (:func:`bioptimus_hf.utils.sequence_length.max_model_tokens`);
@@ -152,24 +166,34 @@ def load_pretraining_datasets(data_args: PretrainingDataArguments, tokenizer, tr
     streaming = data_args.streaming
 
     def tokenize(examples):
-        return tokenize_with_word_ids(examples, tokenizer, data_args.text_column_name, max_seq_length,
-                                      line_by_line=data_args.line_by_line)
+        return tokenize_with_word_ids(
+            examples, tokenizer, data_args.text_column_name, max_seq_length, line_by_line=data_args.line_by_line
+        )
 
     def pack(examples):
         return group_texts(examples, max_seq_length)
 
-    map_kwargs = {} if streaming else {
-        "num_proc": data_args.preprocessing_num_workers,
-        "load_from_cache_file": not data_args.overwrite_cache,
-    }
+    map_kwargs = (
+        {}
+        if streaming
+        else {
+            "num_proc": data_args.preprocessing_num_workers,
+            "load_from_cache_file": not data_args.overwrite_cache,
+        }
+    )
     tokenized = {}
     with training_args.main_process_first(desc="tokenizing the corpus"):
         for split_name in ("train", "validation"):
             if split_name not in raw:
                 continue
             split = raw[split_name]
-            ds = split.map(tokenize, batched=True, remove_columns=_column_names(split, data_args.text_column_name),
-                           **map_kwargs, **({} if streaming else {"desc": f"tokenizing {split_name}"}))
+            ds = split.map(
+                tokenize,
+                batched=True,
+                remove_columns=_column_names(split, data_args.text_column_name),
+                **map_kwargs,
+                **({} if streaming else {"desc": f"tokenizing {split_name}"}),
+            )
             if data_args.line_by_line:
                 if not streaming:
                     chunks = ds["chunk"]
@@ -177,12 +201,17 @@ def load_pretraining_datasets(data_args: PretrainingDataArguments, tokenizer, tr
                     if extra:
                         logger.warning(
                             "%s: %d line(s) longer than %d tokens were chunked into %d extra sequence(s) (not truncated)",
-                            split_name, sum(1 for c in chunks if c == 1), max_seq_length, extra,
+                            split_name,
+                            sum(1 for c in chunks if c == 1),
+                            max_seq_length,
+                            extra,
                         )
                 ds = ds.remove_columns(["chunk"])
             else:
                 ds = ds.remove_columns(["chunk"]).map(
-                    pack, batched=True, **map_kwargs,
+                    pack,
+                    batched=True,
+                    **map_kwargs,
                     **({} if streaming else {"desc": f"packing {split_name} into {max_seq_length}-token blocks"}),
                 )
             tokenized[split_name] = ds

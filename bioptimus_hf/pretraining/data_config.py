@@ -17,13 +17,16 @@ class PretrainingDataArguments:
     dataset_config_name: str | None = field(default=None, metadata={"help": "Its configuration."})
     train_file: list[str] | None = field(
         default=None,
-        metadata={"help": "Local corpus file(s): text (.txt, .gz; one document or sentence a line), JSON lines "
-                          "(.json/.jsonl) or CSV (.csv) with a --text_column_name column. One kind per run."},
+        metadata={
+            "help": "Local corpus file(s): text (.txt, .gz; one document or sentence a line), JSON lines "
+            "(.json/.jsonl) or CSV (.csv) with a --text_column_name column. One kind per run."
+        },
     )
     validation_file: str | None = field(default=None, metadata={"help": "Held-out file, same kind as --train_file."})
     text_column_name: str = field(default="text", metadata={"help": "Column holding the text (json/csv/datasets)."})
     validation_split_percentage: float = field(
-        default=5, metadata={"help": "Held-out share of the training lines when there is no validation file (0 = none)."}
+        default=5,
+        metadata={"help": "Held-out share of the training lines when there is no validation file (0 = none)."},
     )
     max_train_samples: int | None = field(default=None)
     max_eval_samples: int | None = field(default=None)
@@ -37,8 +40,10 @@ class PretrainingDataArguments:
     shuffle_buffer_size: int = field(default=10_000, metadata={"help": "Shuffle buffer with --streaming."})
     max_undecodable_fraction: float = field(
         default=DEFAULT_MAX_UNDECODABLE_FRACTION,
-        metadata={"help": "Refuse a text file whose share of lines with bytes that are not UTF-8 is above this "
-                          "(such lines are otherwise kept with U+FFFD and counted); 1 disables the check."},
+        metadata={
+            "help": "Refuse a text file whose share of lines with bytes that are not UTF-8 is above this "
+            "(such lines are otherwise kept with U+FFFD and counted); 1 disables the check."
+        },
     )
 
     def __post_init__(self):

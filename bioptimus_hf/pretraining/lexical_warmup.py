@@ -140,8 +140,10 @@ class LexicalParameters:
         return any(parameter is p for p in self.parameters)
 
     def describe(self) -> str:
-        return (f"{len(self.parameters)} tensors, {self.trained_count:,} of {self.total_count:,} parameters "
-                f"({100 * self.trained_count / max(self.total_count, 1):.1f}%): {', '.join(self.names)}")
+        return (
+            f"{len(self.parameters)} tensors, {self.trained_count:,} of {self.total_count:,} parameters "
+            f"({100 * self.trained_count / max(self.total_count, 1):.1f}%): {', '.join(self.names)}"
+        )
 
 
 def _is_norm(module: nn.Module) -> bool:
@@ -157,7 +159,8 @@ def lexical_parameters(model: nn.Module) -> LexicalParameters:
     except MaskedOnlyUnsupported as error:
         raise LexicalWarmupUnsupported(
             f"the lexical warm-up trains the MLM head of {type(model).__name__}, found the way masked-only prediction "
-            f"finds it, and it was not found: {error}") from None
+            f"finds it, and it was not found: {error}"
+        ) from None
     embeddings = model.get_input_embeddings()
     sources: list[nn.Module | nn.Parameter] = [embeddings]
     for step in plan.head:
@@ -173,7 +176,7 @@ def lexical_parameters(model: nn.Module) -> LexicalParameters:
 
     chosen: dict[int, nn.Parameter] = {}
     for source in sources:
-        for parameter in ([source] if isinstance(source, nn.Parameter) else source.parameters()):
+        for parameter in [source] if isinstance(source, nn.Parameter) else source.parameters():
             chosen.setdefault(id(parameter), parameter)
     aliases: dict[int, list[str]] = {}
     for name, parameter in model.named_parameters(remove_duplicate=False):
@@ -195,14 +198,19 @@ def _schedule_function(args: Any, num_steps: int) -> Callable[[int], float]:
     ``args.warmup_steps`` gives for that many steps (at most all of them): the factor of the peak rate at each
     step, as the Trainer's own scheduler would compute it for a run of ``num_steps``."""
     dummy = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)
-    scheduler = get_scheduler(args.lr_scheduler_type, optimizer=dummy,
-                              num_warmup_steps=min(args.get_warmup_steps(num_steps), num_steps),
-                              num_training_steps=num_steps, scheduler_specific_kwargs=args.lr_scheduler_kwargs)
+    scheduler = get_scheduler(
+        args.lr_scheduler_type,
+        optimizer=dummy,
+        num_warmup_steps=min(args.get_warmup_steps(num_steps), num_steps),
+        num_training_steps=num_steps,
+        scheduler_specific_kwargs=args.lr_scheduler_kwargs,
+    )
     if not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR) or len(scheduler.lr_lambdas) != 1:
         name = getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type)
         raise LexicalWarmupUnsupported(
             f"--lexical_warmup_steps runs --lr_scheduler_type {name} twice (over the warm-up, then over the "
-            "curriculum), which needs a schedule that is a function of the step; this one is not")
+            "curriculum), which needs a schedule that is a function of the step; this one is not"
+        )
     return scheduler.lr_lambdas[0]
 
 
@@ -225,8 +233,10 @@ class LexicalWarmup:
         schedule over the warm-up at its own peak, then over the curriculum (see the module docstring)."""
         warmup_steps = self.resolve_steps(max_steps)
         if not args.learning_rate > 0:
-            raise LexicalWarmupUnsupported("--lexical_warmup_steps needs --learning_rate > 0 (the warm-up's rate is "
-                                           "a multiple of it in the one schedule)")
+            raise LexicalWarmupUnsupported(
+                "--lexical_warmup_steps needs --learning_rate > 0 (the warm-up's rate is "
+                "a multiple of it in the one schedule)"
+            )
         in_warmup = _schedule_function(args, warmup_steps)
         in_curriculum = _schedule_function(args, max_steps - warmup_steps)
         scale = self.peak_learning_rate(args) / args.learning_rate
@@ -238,8 +248,9 @@ class LexicalWarmup:
 
         return lr_lambda
 
-    def facts(self, args: Any, lexical: LexicalParameters, masking_version: str,
-              release_version: str | None = None) -> LexicalWarmupFacts:
+    def facts(
+        self, args: Any, lexical: LexicalParameters, masking_version: str, release_version: str | None = None
+    ) -> LexicalWarmupFacts:
         """The release record's account of this warm-up in a run of ``args.max_steps`` on ``lexical`` (released as
         ``release_version`` when the run asked for it)."""
         steps = self.resolve_steps(args.max_steps)
@@ -262,15 +273,20 @@ def check_training_arguments(args: Any) -> list[str]:
     the model is loaded."""
     notes = []
     if getattr(args, "deepspeed", None) or getattr(args, "fsdp", None):
-        raise LexicalWarmupUnsupported("--lexical_warmup_steps is not supported with --deepspeed or --fsdp: they fix "
-                                       "which parameters train when they wrap the model")
+        raise LexicalWarmupUnsupported(
+            "--lexical_warmup_steps is not supported with --deepspeed or --fsdp: they fix "
+            "which parameters train when they wrap the model"
+        )
     if args.ddp_find_unused_parameters is False:
         raise LexicalWarmupUnsupported(
             "--lexical_warmup_steps freezes the body for the warm-up, so under DDP its parameters get no gradient: "
-            "it needs --ddp_find_unused_parameters true (or unset), not false")
+            "it needs --ddp_find_unused_parameters true (or unset), not false"
+        )
     if getattr(args, "ddp_static_graph", None):
-        raise LexicalWarmupUnsupported("--lexical_warmup_steps changes which parameters get gradients at the "
-                                       "warm-up's end: it cannot run with --ddp_static_graph true")
+        raise LexicalWarmupUnsupported(
+            "--lexical_warmup_steps changes which parameters get gradients at the "
+            "warm-up's end: it cannot run with --ddp_static_graph true"
+        )
     if args.ddp_find_unused_parameters is None:
         args.ddp_find_unused_parameters = True
         if args.world_size > 1:
@@ -297,8 +313,11 @@ class LexicalWarmupCallback(TrainerCallback):
         if state.global_step < self.steps:
             self._freeze(model, state.global_step)
         else:
-            logger.info("lexical warm-up: ended at step %d, before this run's step %d: every parameter trains",
-                        self.steps, state.global_step)
+            logger.info(
+                "lexical warm-up: ended at step %d, before this run's step %d: every parameter trains",
+                self.steps,
+                state.global_step,
+            )
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.frozen and state.global_step >= self.steps:
@@ -321,14 +340,22 @@ class LexicalWarmupCallback(TrainerCallback):
         self.frozen = [p for p in model.parameters() if p.requires_grad and not self.lexical.contains(p)]
         for parameter in self.frozen:
             parameter.requires_grad_(False)
-        logger.info("lexical warm-up: steps %d-%d train only the lexical parameters, %s; %d tensors frozen",
-                    global_step, self.steps, self.lexical.describe(), len(self.frozen))
+        logger.info(
+            "lexical warm-up: steps %d-%d train only the lexical parameters, %s; %d tensors frozen",
+            global_step,
+            self.steps,
+            self.lexical.describe(),
+            len(self.frozen),
+        )
 
     def _unfreeze(self, global_step: int) -> None:
         for parameter in self.frozen:
             parameter.requires_grad_(True)
-        logger.info("lexical warm-up: ended at step %d; %d tensors unfrozen, every parameter trains",
-                    global_step, len(self.frozen))
+        logger.info(
+            "lexical warm-up: ended at step %d; %d tensors unfrozen, every parameter trains",
+            global_step,
+            len(self.frozen),
+        )
         self.frozen = []
 
 
@@ -350,8 +377,10 @@ class LexicalWarmupTrainer(Trainer):
                 logger.info("lexical warm-up: %s", note)
         super().__init__(*args, **kwargs)
         if self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            raise LexicalWarmupUnsupported("--lexical_warmup_steps is not supported with DeepSpeed or FSDP: they fix "
-                                           "which parameters train when they wrap the model")
+            raise LexicalWarmupUnsupported(
+                "--lexical_warmup_steps is not supported with DeepSpeed or FSDP: they fix "
+                "which parameters train when they wrap the model"
+            )
         self.lexical_warmup = lexical_warmup
         self.lexical_warmup_callback = LexicalWarmupCallback(lexical_warmup)
         # First in line, so that reporters (TensorBoard...) see the `lexical_warmup` key it adds to logs.
@@ -361,6 +390,7 @@ class LexicalWarmupTrainer(Trainer):
         if self.lr_scheduler is None:
             optimizer = optimizer if optimizer is not None else self.optimizer
             self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
-                optimizer, self.lexical_warmup.lr_lambda(self.args, num_training_steps))
+                optimizer, self.lexical_warmup.lr_lambda(self.args, num_training_steps)
+            )
             self._created_lr_scheduler = True  # the Trainer rebuilds it on the next train() call, as its own
         return self.lr_scheduler

@@ -219,7 +219,8 @@ def _reference_to(value, model: nn.Module, names: dict[int, tuple[str, str]]) ->
         found = names.get(id(value))
         if found is None:
             raise MaskedOnlyUnsupported(
-                f"a head module received a {type(value).__name__} that is not part of the model")
+                f"a head module received a {type(value).__name__} that is not part of the model"
+            )
         return Reference(*found)
     if torch.is_tensor(value):
         raise MaskedOnlyUnsupported("a head module received a tensor besides the hidden states (data-dependent input)")
@@ -272,7 +273,8 @@ def _trace(model: nn.Module) -> MaskedLMHeadPlan:
         raise MaskedOnlyUnsupported(f"its base model `{encoder_name}` is not one of its direct submodules")
     forward = type(model).forward
     parameters = tuple(
-        name for name, p in inspect.signature(forward).parameters.items()
+        name
+        for name, p in inspect.signature(forward).parameters.items()
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     )[1:]  # without self
     if "labels" not in parameters:
@@ -304,19 +306,23 @@ def _trace(model: nn.Module) -> MaskedLMHeadPlan:
         if len(data_slots) != 1:
             raise MaskedOnlyUnsupported(
                 f"`{name}` does not take the previous output ({'encoder' if previous is hidden else 'head'}) as "
-                "is: the forward computes something between them")
+                "is: the forward computes something between them"
+            )
         slot = data_slots[0]
-        steps.append(HeadStep(
-            module=name,
-            args=tuple(_reference_to(a, model, names) for i, a in enumerate(args) if slot != i),
-            kwargs=tuple((k, _reference_to(v, model, names)) for k, v in kwargs.items() if slot != k),
-            data_position=slot if isinstance(slot, int) else None,
-            data_keyword=slot if isinstance(slot, str) else None,
-        ))
+        steps.append(
+            HeadStep(
+                module=name,
+                args=tuple(_reference_to(a, model, names) for i, a in enumerate(args) if slot != i),
+                kwargs=tuple((k, _reference_to(v, model, names)) for k, v in kwargs.items() if slot != k),
+                data_position=slot if isinstance(slot, int) else None,
+                data_keyword=slot if isinstance(slot, str) else None,
+            )
+        )
         previous = output
     if not steps or previous is not logits:
         raise MaskedOnlyUnsupported(
-            "its logits are not the output of a chain of its modules applied to the encoder output")
+            "its logits are not the output of a chain of its modules applied to the encoder output"
+        )
     plan = MaskedLMHeadPlan(encoder=encoder_name, head=tuple(steps), forward_parameters=parameters)
 
     # The premise, checked: the head is position-wise, and the class's loss is ForMaskedLMLoss on those rows.
@@ -333,8 +339,11 @@ def _trace(model: nn.Module) -> MaskedLMHeadPlan:
         rows = plan.apply_head(model, leaf.reshape(-1, leaf.shape[-1]).index_select(0, positions))
         loss = ForMaskedLMLoss(rows, labels.reshape(-1).index_select(0, positions), vocab_size=rows.shape[-1])
         (gradient,) = torch.autograd.grad(loss, leaf)
-    if (expected_loss is None or _relative_difference(loss, expected_loss) > tolerance
-            or _relative_difference(gradient, expected_gradient) > tolerance):
+    if (
+        expected_loss is None
+        or _relative_difference(loss, expected_loss) > tolerance
+        or _relative_difference(gradient, expected_gradient) > tolerance
+    ):
         raise MaskedOnlyUnsupported("its loss is not the cross-entropy of the labelled positions (ForMaskedLMLoss)")
     return plan
 
@@ -377,7 +386,9 @@ def masked_lm_plan(model: nn.Module) -> MaskedLMHeadPlan:
     except MaskedOnlyUnsupported:
         raise
     except Exception as error:  # the model could not even run the dummy batch the standard way
-        raise MaskedOnlyUnsupported(f"its forward failed on a dummy batch ({type(error).__name__}: {error})") from error
+        raise MaskedOnlyUnsupported(
+            f"its forward failed on a dummy batch ({type(error).__name__}: {error})"
+        ) from error
     finally:
         model.train(was_training)
     # A plain attribute (not a submodule): not in the state dict; copy.deepcopy copies it with the model.
@@ -426,14 +437,16 @@ def gather_labelled_rows(
 
 
 @can_return_tuple
-def _masked_lm_output(self, plan: MaskedLMHeadPlan, labels, masked_positions=None, num_items_in_batch=None,
-                      **encoder_inputs) -> MaskedLMOutput:
+def _masked_lm_output(
+    self, plan: MaskedLMHeadPlan, labels, masked_positions=None, num_items_in_batch=None, **encoder_inputs
+) -> MaskedLMOutput:
     outputs = getattr(self, plan.encoder)(**encoder_inputs, return_dict=True)
     rows, targets = gather_labelled_rows(outputs[0], labels, masked_positions)
     prediction_scores = plan.apply_head(self, rows)
     # transformers' masked-LM loss (float32 upcast, -100 ignored, mean or sum / num_items_in_batch).
-    loss = ForMaskedLMLoss(prediction_scores, targets, vocab_size=prediction_scores.shape[-1],
-                           num_items_in_batch=num_items_in_batch)
+    loss = ForMaskedLMLoss(
+        prediction_scores, targets, vocab_size=prediction_scores.shape[-1], num_items_in_batch=num_items_in_batch
+    )
     return MaskedLMOutput(
         loss=loss,
         logits=prediction_scores,

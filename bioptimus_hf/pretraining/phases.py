@@ -133,17 +133,23 @@ def resolve_lexical_warmup_steps(warmup_steps: float | int | None, max_steps: in
     if warmup_steps is None or warmup_steps == 0:
         return 0
     if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, float)) or not warmup_steps > 0:
-        raise ValueError(f"--lexical_warmup_steps {warmup_steps!r}: expected a number of steps or a fraction of "
-                         "--max_steps in (0, 1)")
+        raise ValueError(
+            f"--lexical_warmup_steps {warmup_steps!r}: expected a number of steps or a fraction of "
+            "--max_steps in (0, 1)"
+        )
     if isinstance(warmup_steps, float) and warmup_steps < 1.0:
         steps = math.floor(warmup_steps * max_steps + 0.5)
         if steps < 1:
-            raise ValueError(f"--lexical_warmup_steps {warmup_steps:g} of --max_steps {max_steps} is no step at all; "
-                             "give a larger fraction or a number of steps")
+            raise ValueError(
+                f"--lexical_warmup_steps {warmup_steps:g} of --max_steps {max_steps} is no step at all; "
+                "give a larger fraction or a number of steps"
+            )
         return steps
     if not float(warmup_steps).is_integer():
-        raise ValueError(f"--lexical_warmup_steps {warmup_steps!r}: a number of steps must be whole (or give a "
-                         "fraction of --max_steps in (0, 1))")
+        raise ValueError(
+            f"--lexical_warmup_steps {warmup_steps!r}: a number of steps must be whole (or give a "
+            "fraction of --max_steps in (0, 1))"
+        )
     return int(warmup_steps)
 
 
@@ -204,14 +210,24 @@ class PhaseSchedule:
     def from_dict(cls, data: dict[str, Any]) -> "PhaseSchedule":
         phases = tuple(CurriculumPhase.from_dict(p) for p in data["phases"])
         # Checkpoints written before the lexical warm-up existed have no such key: they had none.
-        return cls(phases, tuple(int(n) for n in data["step_counts"]), int(data["max_steps"]),
-                   int(data.get("lexical_warmup_steps") or 0))
+        return cls(
+            phases,
+            tuple(int(n) for n in data["step_counts"]),
+            int(data["max_steps"]),
+            int(data.get("lexical_warmup_steps") or 0),
+        )
 
     def describe(self) -> str:
-        warmup = (f"lexical warm-up={self.lexical_warmup_steps} steps (v{self.versions[0]} masking), "
-                  if self.lexical_warmup_steps else "")
-        return warmup + ", ".join(f"v{v}={n} steps" for v, n in zip(self.versions, self.step_counts)) + \
-            f" (max_steps={self.max_steps})"
+        warmup = (
+            f"lexical warm-up={self.lexical_warmup_steps} steps (v{self.versions[0]} masking), "
+            if self.lexical_warmup_steps
+            else ""
+        )
+        return (
+            warmup
+            + ", ".join(f"v{v}={n} steps" for v, n in zip(self.versions, self.step_counts))
+            + f" (max_steps={self.max_steps})"
+        )
 
 
 @dataclass
@@ -244,8 +260,12 @@ class Curriculum:
         return tuple(p.version for p in self.phases)
 
     @classmethod
-    def from_spec(cls, spec: str = "bioptimus", phase_steps: Sequence[float | int] | None = None,
-                  lexical_warmup_steps: float | int | None = None) -> "Curriculum":
+    def from_spec(
+        cls,
+        spec: str = "bioptimus",
+        phase_steps: Sequence[float | int] | None = None,
+        lexical_warmup_steps: float | int | None = None,
+    ) -> "Curriculum":
         """``"bioptimus"`` (the paper's Table 4) or a json/yaml file: a list of phases, or a mapping with
         ``phases`` (each ``{version, masking_unit, masking_rate, corruption[, steps]}``). ``phase_steps``
         overrides the steps of the file (which otherwise default to 10/20/30/40% of the run);
@@ -267,8 +287,12 @@ class Curriculum:
         key = str(version)[1:] if str(version)[:1] in ("v", "V") else str(version)
         for phase in self.phases:
             if phase.version == key:
-                return Curriculum((phase,), (1,), source=f"{self.source} (phase v{key} only)",
-                                  lexical_warmup_steps=self.lexical_warmup_steps)
+                return Curriculum(
+                    (phase,),
+                    (1,),
+                    source=f"{self.source} (phase v{key} only)",
+                    lexical_warmup_steps=self.lexical_warmup_steps,
+                )
         raise ValueError(f"--single_phase {version}: no such phase in {self.source} (phases: {list(self.versions)})")
 
     def resolve(self, max_steps: int) -> PhaseSchedule:
@@ -298,8 +322,11 @@ class Curriculum:
         return PhaseSchedule(self.phases, tuple(counts), max_steps, warmup)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"phases": [p.to_dict() for p in self.phases], "phase_steps": list(self.phase_steps),
-                "lexical_warmup_steps": self.lexical_warmup_steps}
+        return {
+            "phases": [p.to_dict() for p in self.phases],
+            "phase_steps": list(self.phase_steps),
+            "lexical_warmup_steps": self.lexical_warmup_steps,
+        }
 
 
 def _as_step_value(value: Any) -> float | int:

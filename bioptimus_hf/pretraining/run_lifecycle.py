@@ -123,12 +123,17 @@ def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete
             checkpoint.rename(aside)
             logger.warning(
                 "%s is incomplete (no readable %s: the run was probably killed while saving it); set aside as %s, "
-                "resuming from an earlier checkpoint", checkpoint, TRAINER_STATE, aside.name,
+                "resuming from an earlier checkpoint",
+                checkpoint,
+                TRAINER_STATE,
+                aside.name,
             )
     return None
 
 
-def prepare_output_dir(training_args: Any, overwrite_output_dir: bool = False) -> tuple[Path | None, OutputDirLock | None]:
+def prepare_output_dir(
+    training_args: Any, overwrite_output_dir: bool = False
+) -> tuple[Path | None, OutputDirLock | None]:
     """Lock ``output_dir`` (main process) and find the checkpoint to resume from.
 
     Returns ``(checkpoint or None, lock or None)``. Raises :class:`OutputDirBusyError` when another run
@@ -175,7 +180,9 @@ def stored_schedule(checkpoint: str | os.PathLike) -> PhaseSchedule | None:
     return PhaseSchedule.from_dict(attributes["schedule"]) if attributes.get("schedule") else None
 
 
-def check_resume_schedule(checkpoint: str | os.PathLike | None, schedule: PhaseSchedule, allow_change: bool) -> str | None:
+def check_resume_schedule(
+    checkpoint: str | os.PathLike | None, schedule: PhaseSchedule, allow_change: bool
+) -> str | None:
     """Refuse (``ScheduleMismatchError``) a resume whose schedule differs from the checkpoint's; returns the
     change that ``allow_change`` accepted, or None when there is none."""
     from .callback import describe_schedule_change, schedule_mismatch
@@ -191,8 +198,9 @@ def check_resume_schedule(checkpoint: str | os.PathLike | None, schedule: PhaseS
     return change
 
 
-def resolve_run_schedule(training_args: Any, curriculum_args: Any, data_args: Any,
-                         lexical_warmup_steps: float | int | None = None) -> tuple[Any, PhaseSchedule, Any]:
+def resolve_run_schedule(
+    training_args: Any, curriculum_args: Any, data_args: Any, lexical_warmup_steps: float | int | None = None
+) -> tuple[Any, PhaseSchedule, Any]:
     """Step 1 of a training script: ``(curriculum, schedule, corpus report)``, everything that can be checked
     without a model, so that bad input fails in seconds (a lexical warm-up longer than the run included).
     Raises ValueError/FileNotFoundError naming the flag or file."""
@@ -205,8 +213,9 @@ def resolve_run_schedule(training_args: Any, curriculum_args: Any, data_args: An
     return curriculum, schedule, check_pretraining_data(data_args)
 
 
-def open_output_dir(training_args: Any, overwrite_output_dir: bool, schedule: PhaseSchedule,
-                    allow_schedule_change: bool) -> tuple[Path | None, OutputDirLock | None]:
+def open_output_dir(
+    training_args: Any, overwrite_output_dir: bool, schedule: PhaseSchedule, allow_schedule_change: bool
+) -> tuple[Path | None, OutputDirLock | None]:
     """Step 2 of a training script: lock ``output_dir`` and find the checkpoint to resume from, refusing a
     resume under another schedule (:func:`prepare_output_dir` + :func:`check_resume_schedule`)."""
     checkpoint, lock = prepare_output_dir(training_args, overwrite_output_dir)
@@ -238,8 +247,9 @@ def setup_logging(training_args: Any) -> None:
     transformers.utils.logging.enable_explicit_format()
 
 
-def finish_run(trainer: Any, collator: Any, train_result: Any, publisher: Any = None,
-               publish_timeout: float = 600) -> list[str]:
+def finish_run(
+    trainer: Any, collator: Any, train_result: Any, publisher: Any = None, publish_timeout: float = 600
+) -> list[str]:
     """Save the final model, metrics and state; wait for pending publications; return the release names."""
     from ..releases.record import find_releases
 

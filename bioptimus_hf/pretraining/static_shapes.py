@@ -64,8 +64,9 @@ def _round_up(value: int, multiple: int = BUCKET_MULTIPLE) -> int:
     return -(-int(value) // multiple) * multiple
 
 
-def masked_positions_bucket(masking_rate: float, whole_word: bool, batch_size: int, seq_len: int,
-                            word_margin: int = DEFAULT_WORD_MARGIN) -> int:
+def masked_positions_bucket(
+    masking_rate: float, whole_word: bool, batch_size: int, seq_len: int, word_margin: int = DEFAULT_WORD_MARGIN
+) -> int:
     """The fixed number of gathered rows for batches of ``batch_size x seq_len`` masked at ``masking_rate``:
     a bound on the collator's count (exact for token phases), rounded up to a multiple of 8 and at most the
     number of positions."""

@@ -49,9 +49,11 @@ def load_blurb_table(source: Any) -> dict[str, Any] | None:
             raise ValueError(f"{where}: no {key!r}: not a {BLURB_RESULTS_FILE}")
     for row in table["datasets"]:
         if row.get("task_type") not in HUB_TASKS or row.get("metric") not in HUB_METRICS:
-            raise ValueError(f"{where}: dataset {row.get('dataset')!r} has task type {row.get('task_type')!r} and "
-                             f"metric {row.get('metric')!r}; expected one of {', '.join(HUB_TASKS)} and "
-                             f"{', '.join(HUB_METRICS)}")
+            raise ValueError(
+                f"{where}: dataset {row.get('dataset')!r} has task type {row.get('task_type')!r} and "
+                f"metric {row.get('metric')!r}; expected one of {', '.join(HUB_TASKS)} and "
+                f"{', '.join(HUB_METRICS)}"
+            )
     return table
 
 
@@ -65,15 +67,20 @@ def blurb_markdown(table: Mapping[str, Any]) -> str:
     lines = ["| task type | dataset | metric | test (mean ± std) |", "|---|---|---|---:|"]
     for task_type, entry in table["task_types"].items():
         for row in (r for r in table["datasets"] if r["task_type"] == task_type):
-            lines.append(f"| {HUB_TASKS[task_type][1]} | {row['dataset']} | {HUB_METRICS[row['metric']][1]} | "
-                         f"{_mean_std(row['mean'], row.get('std'))} |")
+            lines.append(
+                f"| {HUB_TASKS[task_type][1]} | {row['dataset']} | {HUB_METRICS[row['metric']][1]} | "
+                f"{_mean_std(row['mean'], row.get('std'))} |"
+            )
         lines.append(f"| **{HUB_TASKS[task_type][1]}** | *average* | | **{entry['score']:.2f}** |")
     types = len(table["task_types"])
-    lines.append(f"| **BLURB score** | *average of {types} task type{'s' if types != 1 else ''}* | | "
-                 f"**{table['score']:.2f}** |")
+    lines.append(
+        f"| **BLURB score** | *average of {types} task type{'s' if types != 1 else ''}* | | **{table['score']:.2f}** |"
+    )
     absent = ", ".join(HUB_TASKS[t][1] for t in table["absent_task_types"]) or "none"
-    note = (f"\nTest scores in %, seeds {seeds}. Task types absent: {absent}; a score over fewer task types or "
-            "datasets than BLURB's is not comparable with a published BLURB score.\n")
+    note = (
+        f"\nTest scores in %, seeds {seeds}. Task types absent: {absent}; a score over fewer task types or "
+        "datasets than BLURB's is not comparable with a published BLURB score.\n"
+    )
     return "\n".join(lines) + "\n" + note
 
 
@@ -88,11 +95,18 @@ def blurb_eval_results(table: Mapping[str, Any] | None) -> list:
         task_type, task_name = HUB_TASKS[row["task_type"]]
         metric_type, metric_name = HUB_METRICS[row["metric"]]
         seeds = len(row.get("per_seed", {}))
-        entries.append(EvalResult(
-            task_type=task_type, task_name=task_name, dataset_type=row.get("dataset_id") or row["dataset"],
-            dataset_name=row["dataset"], dataset_split="test", metric_type=metric_type,
-            metric_value=round(row["mean"] / 100, 4),
-            metric_name=f"Test {metric_name}" + (f", mean of {seeds} seeds" if seeds else "")))
+        entries.append(
+            EvalResult(
+                task_type=task_type,
+                task_name=task_name,
+                dataset_type=row.get("dataset_id") or row["dataset"],
+                dataset_name=row["dataset"],
+                dataset_split="test",
+                metric_type=metric_type,
+                metric_value=round(row["mean"] / 100, 4),
+                metric_name=f"Test {metric_name}" + (f", mean of {seeds} seeds" if seeds else ""),
+            )
+        )
     return entries
 
 

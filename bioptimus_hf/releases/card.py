@@ -139,8 +139,13 @@ def _architecture(checkpoint: CheckpointFacts) -> dict[str, Any]:
 
 def _curriculum_rows(info: ReleaseInfo, mask_token: str | None) -> list[dict[str, Any]]:
     curriculum = info.curriculum or [
-        {"version": info.version, "masking_unit": info.masking_unit, "masking_rate": info.masking_rate,
-         "corruption": info.corruption, "steps": info.steps}
+        {
+            "version": info.version,
+            "masking_unit": info.masking_unit,
+            "masking_rate": info.masking_rate,
+            "corruption": info.corruption,
+            "steps": info.steps,
+        }
     ]
     # The phases start where the lexical warm-up ends.
     rows, start = [], info.run.lexical_warmup.steps if info.run.lexical_warmup is not None else 0
@@ -193,8 +198,11 @@ def _lexical_warmup(info: ReleaseInfo, mask_token: str | None) -> dict[str, Any]
     first = info.curriculum[0] if info.curriculum else {}
     ramp = ""
     if facts.lr_warmup_steps:
-        ramp = (", a linear ramp over its first step" if facts.lr_warmup_steps == 1 else
-                f", a linear ramp over its first {facts.lr_warmup_steps} steps")
+        ramp = (
+            ", a linear ramp over its first step"
+            if facts.lr_warmup_steps == 1
+            else f", a linear ramp over its first {facts.lr_warmup_steps} steps"
+        )
     return {
         "steps": facts.steps,
         "learning_rate": _fmt(facts.learning_rate),
@@ -279,11 +287,13 @@ def build_card(
     architecture = _architecture(checkpoint)
 
     hub_base_model = run.base_model_hub_id if run.init_strategy != "scratch" else None
-    dataset_ids = [check_dataset_id(d, f"datasets of the card of {release}")
-                   for d in (datasets if datasets is not None else run.datasets)]
-    model_name = (
-        version_repo_id(repo_id, info.version) if repo_id and per_version_repos else repo_id
-    ) or (f"bioptimus-student-v{info.version}" if info.is_student else f"bioptimus-v{info.version}")
+    dataset_ids = [
+        check_dataset_id(d, f"datasets of the card of {release}")
+        for d in (datasets if datasets is not None else run.datasets)
+    ]
+    model_name = (version_repo_id(repo_id, info.version) if repo_id and per_version_repos else repo_id) or (
+        f"bioptimus-student-v{info.version}" if info.is_student else f"bioptimus-v{info.version}"
+    )
 
     card_data = ModelCardData(
         license=license,
@@ -346,8 +356,11 @@ def build_card(
         ],
         blurb_table=blurb_markdown(blurb) if blurb else None,
         # A released warm-up (--lexical_warmup_release) is loadable too, before the phases.
-        load_targets=_load_targets(([warmup.release_version] if warmup and warmup.release_version else []) + versions,
-                                   repo_id, per_version_repos),
+        load_targets=_load_targets(
+            ([warmup.release_version] if warmup and warmup.release_version else []) + versions,
+            repo_id,
+            per_version_repos,
+        ),
         repo_known=repo_id is not None,
         repo_placeholder=REPO_PLACEHOLDER,
         paper_title=PAPER_TITLE,
@@ -366,19 +379,24 @@ def _student_context(info: ReleaseInfo, parameters: int | None, load_target: dic
     copied = facts.student_init == "teacher_layers"
     teacher_text = facts.teacher_hub_id or public_name(facts.teacher) or "the teacher"
     student_parameters = facts.student_parameters or parameters
-    share = (student_parameters / facts.teacher_parameters
-             if student_parameters and facts.teacher_parameters else None)
+    share = student_parameters / facts.teacher_parameters if student_parameters and facts.teacher_parameters else None
     return {
         "student": facts,
         "teacher_text": teacher_text,
         "teacher_link": f"https://huggingface.co/{facts.teacher_hub_id}" if facts.teacher_hub_id else None,
         "recipe_name": facts.recipe_name or facts.recipe or "custom",
         "recipe_description": facts.recipe_description or "recipe not recorded",
-        "init_text": ("the teacher's embeddings, MLM head and the teacher layers listed below, copied" if copied
-                      else "random (a smaller configuration), trained from scratch against the teacher"),
+        "init_text": (
+            "the teacher's embeddings, MLM head and the teacher layers listed below, copied"
+            if copied
+            else "random (a smaller configuration), trained from scratch against the teacher"
+        ),
         "layer_rows": [
-            {"student": index, "initialised": layer if copied else "— (random)",
-             "aligned": facts.layer_map[index] if index < len(facts.layer_map) else "n/a"}
+            {
+                "student": index,
+                "initialised": layer if copied else "— (random)",
+                "aligned": facts.layer_map[index] if index < len(facts.layer_map) else "n/a",
+            }
             for index, layer in enumerate(facts.student_layers)
         ],
         "loss_rows": [
@@ -390,7 +408,8 @@ def _student_context(info: ReleaseInfo, parameters: int | None, load_target: dic
         "parameter_share": f"{100 * share:.0f}%" if share else None,
         "speed": facts.speed or {},
         "teacher_heldout_loss": _fmt(facts.teacher_heldout_mlm_loss, ".4f")
-        if facts.teacher_heldout_mlm_loss is not None else None,
+        if facts.teacher_heldout_mlm_loss is not None
+        else None,
         "load_target": load_target,
         "distillation_paper_url": DISTILLATION_PAPER_URL,
         "distillation_bibtex": DISTILLATION_BIBTEX,
@@ -431,7 +450,9 @@ def validate_card(text: str) -> ModelCard:
         for result in eval_results:
             value = result.metric_value
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"model-index metric {result.metric_type} of {result.dataset_name} is not a number: {value!r}")
+                raise ValueError(
+                    f"model-index metric {result.metric_type} of {result.dataset_name} is not a number: {value!r}"
+                )
     if "<" in card.data.to_yaml():
         raise ValueError("card metadata contains a placeholder ('<...>')")
     return card

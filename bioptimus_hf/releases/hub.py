@@ -147,8 +147,14 @@ def stage_release(
         target.parent.mkdir(parents=True, exist_ok=True)
         _link_or_copy(source, target)
     if not (staged / "README.md").exists():
-        card = render_release_card(release, ner_results, repo_id=repo_id, per_version_repos=per_version_repos,
-                                   license=license, datasets=datasets)
+        card = render_release_card(
+            release,
+            ner_results,
+            repo_id=repo_id,
+            per_version_repos=per_version_repos,
+            license=license,
+            datasets=datasets,
+        )
         (staged / "README.md").write_text(card, encoding="utf-8")
     return staged
 
@@ -214,14 +220,18 @@ def _resolve_repo_id(repo_id: str, organization: str | None, api: Any | None) ->
     if "/" in repo_id:
         namespace = repo_id.split("/", 1)[0]
         if organization and organization != namespace:
-            raise ValueError(f"--hub_model_id {repo_id!r} already names namespace {namespace!r}, "
-                             f"which contradicts --organization {organization!r}")
+            raise ValueError(
+                f"--hub_model_id {repo_id!r} already names namespace {namespace!r}, "
+                f"which contradicts --organization {organization!r}"
+            )
         return repo_id
     if organization:
         return f"{organization}/{repo_id}"
     if api is None:
-        raise ValueError(f"--hub_model_id {repo_id!r} has no namespace: give 'org/{repo_id}' or --organization "
-                         "(a dry run cannot ask the Hub for your user name)")
+        raise ValueError(
+            f"--hub_model_id {repo_id!r} has no namespace: give 'org/{repo_id}' or --organization "
+            "(a dry run cannot ask the Hub for your user name)"
+        )
     return f"{api.whoami()['name']}/{repo_id}"
 
 
@@ -288,8 +298,10 @@ def publish_releases(
 
         token = token if token is not None else get_token()
         if not token:
-            raise RuntimeError("No Hugging Face token found: set HF_TOKEN or run `hf auth login` "
-                               "(or use --dry_run to only stage and print the plan)")
+            raise RuntimeError(
+                "No Hugging Face token found: set HF_TOKEN or run `hf auth login` "
+                "(or use --dry_run to only stage and print the plan)"
+            )
         api = HfApi(endpoint=endpoint, token=token)
     repo_id = _resolve_repo_id(repo_id, organization, None if dry_run else api)
     _validate_repo_ids(repo_id, list(by_version), mode == "repos")
@@ -310,8 +322,13 @@ def publish_releases(
             tag = version_tag(version)
             report = VersionReport(version, target_repo, MAIN_BRANCH if per_version_repos else tag, tag)
             report.staged_dir = stage_release(
-                release, Path(staging_dir) / tag, repo_id=repo_id, per_version_repos=per_version_repos,
-                ner_results=ner_by_version.get(version), license=license, datasets=datasets,
+                release,
+                Path(staging_dir) / tag,
+                repo_id=repo_id,
+                per_version_repos=per_version_repos,
+                ner_results=ner_by_version.get(version),
+                license=license,
+                datasets=datasets,
                 rerender_card=rerender_card,
             )
             reports.append(report)
@@ -346,9 +363,15 @@ def publish_releases(
             if report.repo_id not in created and refs_by_repo[report.repo_id] is None:
                 api.create_repo(report.repo_id, private=private, exist_ok=True)
                 created.add(report.repo_id)
-            _publish_version(api, report, locals_[report.version], private=private,
-                             commit_message=commit_message.format(version=report.version),
-                             per_version_repos=per_version_repos, say=say)
+            _publish_version(
+                api,
+                report,
+                locals_[report.version],
+                private=private,
+                commit_message=commit_message.format(version=report.version),
+                per_version_repos=per_version_repos,
+                say=say,
+            )
         if not per_version_repos:
             _update_main(api, repo_id, reports, locals_, say)
         return reports
@@ -365,8 +388,10 @@ def _refs(api: Any, repo_id: str) -> dict[str, dict[str, str]] | None:
         refs = api.list_repo_refs(repo_id)
     except RepositoryNotFoundError:
         return None
-    return {"branches": {b.name: b.target_commit for b in refs.branches},
-            "tags": {t.name: t.target_commit for t in refs.tags}}
+    return {
+        "branches": {b.name: b.target_commit for b in refs.branches},
+        "tags": {t.name: t.target_commit for t in refs.tags},
+    }
 
 
 def _http_status(error: BaseException) -> int | None:
@@ -393,8 +418,10 @@ def _commit_diff(api, repo_id, branch, local, message, say) -> tuple[str, str | 
         return head, None, [], []
     operations = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(f.local_path)) for f in uploads]
     operations += [CommitOperationDelete(path_in_repo=p) for p in deletions]
-    say(f"{repo_id}@{branch}: committing {len(uploads)} file(s) {[f.path_in_repo for f in uploads]}"
-        + (f", deleting {deletions}" if deletions else ""))
+    say(
+        f"{repo_id}@{branch}: committing {len(uploads)} file(s) {[f.path_in_repo for f in uploads]}"
+        + (f", deleting {deletions}" if deletions else "")
+    )
     try:
         info = api.create_commit(repo_id, operations, commit_message=message, revision=branch, parent_commit=head)
     except HfHubHTTPError as error:
@@ -487,7 +514,9 @@ def _publish_version(api, report: VersionReport, local, *, private, commit_messa
 
 
 def _previous_tag(tags: Mapping[str, str], version: str) -> str | None:
-    older = [t for t in tags if re.fullmatch(r"v\d+(\.\d+)*", t) and version_sort_key(t[1:]) < version_sort_key(version)]
+    older = [
+        t for t in tags if re.fullmatch(r"v\d+(\.\d+)*", t) and version_sort_key(t[1:]) < version_sort_key(version)
+    ]
     return max(older, key=lambda t: version_sort_key(t[1:])) if older else None
 
 
@@ -502,8 +531,9 @@ def _update_main(api, repo_id, reports, locals_, say) -> None:
     if report is None:
         say(f"{repo_id}@{MAIN_BRANCH}: latest published version v{latest} is not part of this call; main left as is")
         return
-    _, commit, uploaded, deleted = _commit_diff(api, repo_id, MAIN_BRANCH, locals_[latest],
-                                                MAIN_COMMIT_MESSAGE.format(version=latest), say)
+    _, commit, uploaded, deleted = _commit_diff(
+        api, repo_id, MAIN_BRANCH, locals_[latest], MAIN_COMMIT_MESSAGE.format(version=latest), say
+    )
     if commit:
         report.operations.append(f"commit {len(uploaded)} upload(s), {len(deleted)} deletion(s) to {MAIN_BRANCH}")
     say(f"{repo_id}@{MAIN_BRANCH}: holds v{latest}" + (" (updated)" if commit else " (already)"))
@@ -511,18 +541,23 @@ def _update_main(api, repo_id, reports, locals_, say) -> None:
 
 def _print_dry_run(reports, repo_id, mode, private, commit_message, say) -> None:
     visibility = "private" if private else "public"
-    say(f"DRY RUN (no network): mode={mode}; the Hub's current state is not queried, so every operation is listed; "
-        "a real run skips versions already published with identical content and files already present.")
+    say(
+        f"DRY RUN (no network): mode={mode}; the Hub's current state is not queried, so every operation is listed; "
+        "a real run skips versions already published with identical content and files already present."
+    )
     for report in reports:
         ops = [f"create_repo {report.repo_id} ({visibility}, exist_ok)"]
         if mode == "branches":
             ops.append(f"create_branch {report.branch} (from the previous version's tag, else main)")
         files = local_index(report.staged_dir)
-        ops.append(f"create_commit on {report.repo_id}@{report.branch}: "
-                   f"\"{commit_message.format(version=report.version)}\"")
+        ops.append(
+            f'create_commit on {report.repo_id}@{report.branch}: "{commit_message.format(version=report.version)}"'
+        )
         for f in files.values():
-            ops.append(f"    upload {f.path_in_repo}  {f.size} bytes  sha256={f.sha256}"
-                       f"  ({'LFS' if f.likely_lfs else 'regular'})")
+            ops.append(
+                f"    upload {f.path_in_repo}  {f.size} bytes  sha256={f.sha256}"
+                f"  ({'LFS' if f.likely_lfs else 'regular'})"
+            )
         ops.append(f"create_tag {report.tag} at {report.repo_id}@{report.branch}")
         report.operations = ops
         report.status = "planned"
@@ -530,5 +565,7 @@ def _print_dry_run(reports, repo_id, mode, private, commit_message, say) -> None
         for op in ops:
             say("  " + op)
     if mode == "branches" and reports:
-        say(f"  create_commit on {repo_id}@{MAIN_BRANCH}: same files as v{reports[-1].version} "
-            "(only if it is the highest version tagged on the Hub)")
+        say(
+            f"  create_commit on {repo_id}@{MAIN_BRANCH}: same files as v{reports[-1].version} "
+            "(only if it is the highest version tagged on the Hub)"
+        )

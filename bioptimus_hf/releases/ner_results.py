@@ -43,8 +43,9 @@ class NerResult:
         """From an ``all_results.json`` dict (key ``dataset``) or a plain dict (key ``dataset_name``)."""
         name = raw.get("dataset_name", raw.get("dataset"))
         if not isinstance(name, str) or not name:
-            raise ValueError(f"{source}: NER result needs a 'dataset_name' (or 'dataset') string, "
-                             f"got keys {sorted(raw)}")
+            raise ValueError(
+                f"{source}: NER result needs a 'dataset_name' (or 'dataset') string, got keys {sorted(raw)}"
+            )
         if "test_f1" not in raw:
             raise ValueError(f"{source}: NER result for {name!r} has no 'test_f1'")
         seeds = raw.get("seeds", raw.get("num_seeds"))
@@ -131,13 +132,20 @@ def eval_results(results: Sequence[NerResult]) -> list:
             value = getattr(result, f"test_{metric}")
             if value is None:
                 continue
-            entries.append(EvalResult(metric_type=metric, metric_value=round(value, 4),
-                                      metric_name=f"Test entity-level {metric}{seeds}", **dataset))
+            entries.append(
+                EvalResult(
+                    metric_type=metric,
+                    metric_value=round(value, 4),
+                    metric_name=f"Test entity-level {metric}{seeds}",
+                    **dataset,
+                )
+            )
     return entries
 
 
-def model_index(results: Sequence[NerResult] | Dict[str, Any], model_name: str,
-                dataset_name: str | None = None) -> List[Dict[str, Any]]:
+def model_index(
+    results: Sequence[NerResult] | Dict[str, Any], model_name: str, dataset_name: str | None = None
+) -> List[Dict[str, Any]]:
     """The Hub ``model-index`` (https://huggingface.co/docs/hub/model-cards#evaluation-results) of NER results.
 
     ``results``: :class:`NerResult` objects, or one ``all_results.json`` dict (``dataset_name`` overrides its

@@ -21,8 +21,13 @@ from .release_config import ReleaseHub
 logger = logging.getLogger(__name__)
 
 
-def publish_command(release_dir: str | os.PathLike, repo_id: str, mode: str = "branches",
-                    private: bool | None = None, extra: Mapping[str, Any] | None = None) -> str:
+def publish_command(
+    release_dir: str | os.PathLike,
+    repo_id: str,
+    mode: str = "branches",
+    private: bool | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
     """The CLI command that publishes ``release_dir`` later (shown when publishing from training failed)."""
     parts = ["bioptimus-publish", "--run_dir", str(release_dir), "--hub_model_id", repo_id, "--mode", mode]
     if private:
@@ -47,8 +52,15 @@ class ReleasePublisher:
     later. ``wait(timeout)`` lets the caller give pending uploads a bounded time at the end of training.
     """
 
-    def __init__(self, repo_id: str, private: bool | None = None, mode: str = "branches", token: str | None = None,
-                 at_end: bool = False, **publish_kwargs: Any):
+    def __init__(
+        self,
+        repo_id: str,
+        private: bool | None = None,
+        mode: str = "branches",
+        token: str | None = None,
+        at_end: bool = False,
+        **publish_kwargs: Any,
+    ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.repo_id, self.private, self.mode = repo_id, private, mode
@@ -67,8 +79,11 @@ class ReleasePublisher:
         return f"ReleasePublisher(repo_id={self.repo_id!r}, mode={self.mode!r}, private={self.private})"
 
     def command(self, release_dir: str | os.PathLike) -> str:
-        extra = {k: self._publish_kwargs.get(k) for k in ("organization", "commit_message", "license", "datasets")
-                 if self._publish_kwargs.get(k) not in (None, DEFAULT_COMMIT_MESSAGE)}
+        extra = {
+            k: self._publish_kwargs.get(k)
+            for k in ("organization", "commit_message", "license", "datasets")
+            if self._publish_kwargs.get(k) not in (None, DEFAULT_COMMIT_MESSAGE)
+        }
         return publish_command(release_dir, self.repo_id, self.mode, self.private, extra)
 
     def __call__(self, release_dir: str | os.PathLike) -> None:
@@ -78,20 +93,35 @@ class ReleasePublisher:
         try:
             self._queue.put(str(release_dir))
         except Exception:  # pragma: no cover - a Queue.put without a bound cannot fail, but never raise here
-            logger.warning("could not schedule publication of %s; publish it later with: %s",
-                           release_dir, self.command(release_dir))
+            logger.warning(
+                "could not schedule publication of %s; publish it later with: %s",
+                release_dir,
+                self.command(release_dir),
+            )
 
     def _work(self) -> None:
         while True:
             release_dir = self._queue.get()
             try:
-                self.published += publish_releases(release_dir, self.repo_id, mode=self.mode, private=self.private,
-                                                   token=self._token, **self._publish_kwargs)
+                self.published += publish_releases(
+                    release_dir,
+                    self.repo_id,
+                    mode=self.mode,
+                    private=self.private,
+                    token=self._token,
+                    **self._publish_kwargs,
+                )
             except BaseException as error:  # noqa: BLE001 - publishing must never take training down
                 command = self.command(release_dir)
                 self.failed.append((release_dir, command))
-                logger.warning("Publishing %s to the Hub failed (%s: %s). The release is kept on disk; publish it "
-                               "later with:\n  %s", release_dir, type(error).__name__, error, command)
+                logger.warning(
+                    "Publishing %s to the Hub failed (%s: %s). The release is kept on disk; publish it "
+                    "later with:\n  %s",
+                    release_dir,
+                    type(error).__name__,
+                    error,
+                    command,
+                )
             finally:
                 self._queue.task_done()
 
@@ -110,14 +140,18 @@ class ReleasePublisher:
         threading.Thread(target=join, daemon=True).start()
         finished = done.wait(timeout)
         if not finished:
-            logger.warning("Hub publication still running after %ss; unfinished releases can be published "
-                           "later with `bioptimus-publish --run_dir <release_dir> --hub_model_id %s`",
-                           timeout, self.repo_id)
+            logger.warning(
+                "Hub publication still running after %ss; unfinished releases can be published "
+                "later with `bioptimus-publish --run_dir <release_dir> --hub_model_id %s`",
+                timeout,
+                self.repo_id,
+            )
         return finished
 
 
-def make_release_publisher(repo_id: str, private: bool | None = None, mode: str = "branches",
-                           token: str | None = None, **publish_kwargs: Any) -> ReleasePublisher:
+def make_release_publisher(
+    repo_id: str, private: bool | None = None, mode: str = "branches", token: str | None = None, **publish_kwargs: Any
+) -> ReleasePublisher:
     """A ``Callable[[str | Path], None]`` that publishes each release in the background (see `ReleasePublisher`).
 
     ``publish_kwargs`` go to `publish_releases` (``organization``, ``commit_message``, ``license``,
@@ -132,5 +166,10 @@ def start_release_publisher(hub: ReleaseHub | None, training_args: Any) -> Relea
     if hub is None or training_args.process_index != 0:
         return None
     settings = hub.settings
-    return make_release_publisher(settings.repo_id, private=settings.private, mode=hub.mode, token=settings.token,
-                                  at_end=settings.strategy == "end")
+    return make_release_publisher(
+        settings.repo_id,
+        private=settings.private,
+        mode=hub.mode,
+        token=settings.token,
+        at_end=settings.strategy == "end",
+    )

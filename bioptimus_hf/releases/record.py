@@ -319,8 +319,9 @@ class RunFacts:
         known = {f.name for f in fields(cls)}
         extra = {k: v for k, v in facts.items() if k not in known}
         lexical = facts.get("lexical_warmup")
-        lexical_steps = (lexical.steps if isinstance(lexical, LexicalWarmupFacts) else
-                         int((lexical or {}).get("steps") or 0))
+        lexical_steps = (
+            lexical.steps if isinstance(lexical, LexicalWarmupFacts) else int((lexical or {}).get("steps") or 0)
+        )
         curriculum_steps = args.max_steps - lexical_steps if args.max_steps and args.max_steps > 0 else None
         return cls(
             learning_rate=args.learning_rate,
@@ -508,15 +509,20 @@ class ReleaseInfo:
         run = RunFacts.from_dict(data.pop("run", {}) or {}, format_version)
         distillation = data.pop("distillation", None)
         if distillation is not None and format_version < STUDENT_FORMAT_VERSION:
-            raise ValueError(f"{source}: a 'distillation' record needs format version {STUDENT_FORMAT_VERSION}, "
-                             f"the file says {format_version}")
+            raise ValueError(
+                f"{source}: a 'distillation' record needs format version {STUDENT_FORMAT_VERSION}, "
+                f"the file says {format_version}"
+            )
         known = {f.name for f in fields(cls)} - {"run", "format_version"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"{source}: unknown release field(s) {unknown}")
         try:
-            return cls(**data, run=run,
-                       distillation=DistillationFacts.from_dict(distillation) if distillation is not None else None)
+            return cls(
+                **data,
+                run=run,
+                distillation=DistillationFacts.from_dict(distillation) if distillation is not None else None,
+            )
         except TypeError as error:
             raise ValueError(f"{source}: {error}") from None
 

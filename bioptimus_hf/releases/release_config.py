@@ -36,9 +36,11 @@ class ReleaseArguments:
     )
     releases_hub_mode: str = field(
         default="branches",
-        metadata={"help": "With --push_to_hub: 'branches' (one repository, a branch and tag v0.k per version, main = "
-                          "the latest) or 'repos' (a repository <hub_model_id>-v0.k per version).",
-                  "choices": list(MODES)},
+        metadata={
+            "help": "With --push_to_hub: 'branches' (one repository, a branch and tag v0.k per version, main = "
+            "the latest) or 'repos' (a repository <hub_model_id>-v0.k per version).",
+            "choices": list(MODES),
+        },
     )
     push_releases_to_hub: bool = field(default=False, metadata={"help": "Deprecated: use --push_to_hub."})
     releases_repo_id: str | None = field(default=None, metadata={"help": "Deprecated: use --hub_model_id."})
@@ -55,24 +57,32 @@ class ReleaseHub:
 
 def apply_deprecated_aliases(release_args: ReleaseArguments, training_args: Any) -> None:
     """Move the deprecated release flags onto TrainingArguments' own (one warning); refuse contradictions."""
-    given = [(flag, getattr(release_args, name), target) for flag, name, target in DEPRECATED_ALIASES
-             if getattr(release_args, name) not in (None, False)]
+    given = [
+        (flag, getattr(release_args, name), target)
+        for flag, name, target in DEPRECATED_ALIASES
+        if getattr(release_args, name) not in (None, False)
+    ]
     if not given:
         return
-    logger.warning("%s deprecated: use %s (TrainingArguments' own Hub flags)", ", ".join(f for f, _, _ in given)
-                   + (" is" if len(given) == 1 else " are"),
-                   " ".join("--" + target for _, _, target in given))
+    logger.warning(
+        "%s deprecated: use %s (TrainingArguments' own Hub flags)",
+        ", ".join(f for f, _, _ in given) + (" is" if len(given) == 1 else " are"),
+        " ".join("--" + target for _, _, target in given),
+    )
     defaults = {f.name: f.default for f in fields(training_args)}
     for flag, value, target in given:
         current = getattr(training_args, target)
         if current not in (defaults[target], value):
-            raise ValueError(f"--{target} {current} and {flag} {value} contradict each other: give --{target} only "
-                             f"({flag} is its deprecated alias)")
+            raise ValueError(
+                f"--{target} {current} and {flag} {value} contradict each other: give --{target} only "
+                f"({flag} is its deprecated alias)"
+            )
         setattr(training_args, target, value)
 
 
-def resolve_release_hub(release_args: ReleaseArguments, training_args: Any,
-                        what: str = "the curriculum releases") -> ReleaseHub | None:
+def resolve_release_hub(
+    release_args: ReleaseArguments, training_args: Any, what: str = "the curriculum releases"
+) -> ReleaseHub | None:
     """Where the releases are published (None: not published). Call it before training: it refuses bad or
     contradictory flags with a ValueError naming them, and turns the Trainer's own push off (see
     :func:`~bioptimus_hf.utils.hub_settings.take_hub_settings`)."""

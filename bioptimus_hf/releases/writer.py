@@ -56,9 +56,15 @@ def recover_interrupted_replacements(releases_dir: str | os.PathLike) -> list[Pa
     return restored
 
 
-def write_release(release_dir: str | os.PathLike, model: Any, tokenizer: Any, info: ReleaseInfo,
-                  render_card: bool = True, require_version_name: bool = True,
-                  log_history: Any = None) -> Path:
+def write_release(
+    release_dir: str | os.PathLike,
+    model: Any,
+    tokenizer: Any,
+    info: ReleaseInfo,
+    render_card: bool = True,
+    require_version_name: bool = True,
+    log_history: Any = None,
+) -> Path:
     """Save model (safetensors), tokenizer, config, ``bioptimus_phase.json`` and the model card, atomically.
 
     A curriculum release lives in ``v<version>/``; ``require_version_name=False`` lets a release that is not
@@ -69,7 +75,9 @@ def write_release(release_dir: str | os.PathLike, model: Any, tokenizer: Any, in
 
     release_dir = Path(release_dir)
     if require_version_name and release_dir.name != info.dir_name:
-        raise ValueError(f"release of version {info.version} must be written to {info.dir_name}/, not {release_dir.name}/")
+        raise ValueError(
+            f"release of version {info.version} must be written to {info.dir_name}/, not {release_dir.name}/"
+        )
     release_dir.parent.mkdir(parents=True, exist_ok=True)
     recover_interrupted_replacements(release_dir.parent)
     staging = release_dir.with_name(release_dir.name + PARTIAL_SUFFIX)
@@ -86,8 +94,13 @@ def write_release(release_dir: str | os.PathLike, model: Any, tokenizer: Any, in
         ends = [int(p["steps"]) for p in info.curriculum]
         ends = [sum(ends[: i + 1]) for i in range(len(ends))]
         try:
-            plot_training_curves(log_history, staging / LOSS_PLOT_NAME, ends,
-                                 [str(p["version"]) for p in info.curriculum], title=f"release v{info.version}")
+            plot_training_curves(
+                log_history,
+                staging / LOSS_PLOT_NAME,
+                ends,
+                [str(p["version"]) for p in info.curriculum],
+                title=f"release v{info.version}",
+            )
         except Exception as error:  # a figure is never worth a lost release
             logger.warning("release %s: no loss plot (%s: %s)", release_dir, type(error).__name__, error)
     if render_card:

@@ -51,8 +51,14 @@ def _projection_ids(counts: np.ndarray, candidates: np.ndarray, seed: int) -> np
     return order[np.linspace(0, len(order) - 1, PROJECTED_TOKENS).round().astype(int)]
 
 
-def analyse_model(model_dir: str | Path, corpus_files: Sequence[str], sentences: Sequence[str],
-                  counts_cache: dict[str, np.ndarray], seed: int = 0, projection: str = "auto") -> dict[str, Any]:
+def analyse_model(
+    model_dir: str | Path,
+    corpus_files: Sequence[str],
+    sentences: Sequence[str],
+    counts_cache: dict[str, np.ndarray],
+    seed: int = 0,
+    projection: str = "auto",
+) -> dict[str, Any]:
     """Measures and 2-D points of one model (a release, the base model ...)."""
     from transformers import AutoModel
 
@@ -63,8 +69,10 @@ def analyse_model(model_dir: str | Path, corpus_files: Sequence[str], sentences:
     counts = counts_cache[vocab_key]
     special = tokenizer.all_special_ids
     model = AutoModel.from_pretrained(str(model_dir))
-    result: dict[str, Any] = {"vocab_size": len(tokenizer),
-                              "buckets": {b.label: len(b.token_ids) for b in frequency_buckets(counts, exclude=special)}}
+    result: dict[str, Any] = {
+        "vocab_size": len(tokenizer),
+        "buckets": {b.label: len(b.token_ids) for b in frequency_buckets(counts, exclude=special)},
+    }
     embeddings = input_embeddings(model).numpy()[: len(tokenizer)]
     rare, frequent = rare_and_frequent(counts, special)
     result["input"] = representation_measures(embeddings, rare, frequent)
@@ -125,14 +133,16 @@ def analyse_study(args: StudyArguments, figures_dir: str | Path) -> dict[str, An
             measures = read_json(cache) if cache.is_file() else None
             wanted = (MEASURES_VERSION, args.analysis_projection, len(sentences))
             if measures is None or tuple(measures.get("cache_key") or ()) != wanted:
-                measures = analyse_model(model_dir, corpus, sentences, counts_cache, seed=args.seed,
-                                         projection=args.analysis_projection)
+                measures = analyse_model(
+                    model_dir, corpus, sentences, counts_cache, seed=args.seed, projection=args.analysis_projection
+                )
                 data_args = arm_data_arguments(args, row) if row != BASE_ROW else None
                 if data_args is not None:  # the base model has no pre-training split (and MiniLM no MLM head)
                     from ..analysis.token_kind_loss import heldout_loss_by_token_kind
 
                     measures["heldout_by_token_kind"] = heldout_loss_by_token_kind(
-                        model_dir, args.model_name_or_path, data_args, seed=args.seed)
+                        model_dir, args.model_name_or_path, data_args, seed=args.seed
+                    )
                 measures["cache_key"] = list(wanted)
                 write_json_atomic(cache, measures)
             everything.setdefault(row, {})[target] = measures
@@ -141,9 +151,17 @@ def analyse_study(args: StudyArguments, figures_dir: str | Path) -> dict[str, An
         if row == BASE_ROW:
             continue
         panels = ([{"title": "base", **base}] if base else []) + [{"title": t, **m} for t, m in targets.items()]
-        plot_projection_panels(panels, Path(figures_dir) / f"representations_{row}.png",
-                               f"{row}: tokens coloured by corpus frequency ({panels[-1]['projection']})",
-                               rows=("input", "contextual"))
+        plot_projection_panels(
+            panels,
+            Path(figures_dir) / f"representations_{row}.png",
+            f"{row}: tokens coloured by corpus frequency ({panels[-1]['projection']})",
+            rows=("input", "contextual"),
+        )
     # Only the numbers go into results.json; the points stay in the per-model cache.
-    return {row: {t: {k: v for k, v in m.items() if not k.endswith(("_points", "_log_counts")) and k != "cache_key"}
-                  for t, m in targets.items()} for row, targets in everything.items()}
+    return {
+        row: {
+            t: {k: v for k, v in m.items() if not k.endswith(("_points", "_log_counts")) and k != "cache_key"}
+            for t, m in targets.items()
+        }
+        for row, targets in everything.items()
+    }

@@ -27,5 +27,6 @@ def read_done(directory: str | os.PathLike) -> dict[str, Any]:
 
 def mark_done(directory: str | os.PathLike, summary: dict[str, Any]) -> Path:
     """Write the mark with ``summary`` (what the unit produced, how long it took) and the time it finished."""
-    return write_json_atomic(Path(directory) / DONE_FILE, {**summary, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                                  time.gmtime())})
+    return write_json_atomic(
+        Path(directory) / DONE_FILE, {**summary, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    )

@@ -20,7 +20,8 @@ from .runner import StudyLayout
 def _trainer_state(run_dir: Path) -> dict[str, Any] | None:
     """The newest trainer state of a run: the final one, else its newest checkpoint's (a run in progress)."""
     candidates = [run_dir / "trainer_state.json"] + sorted(
-        run_dir.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1]), reverse=True)
+        run_dir.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1]), reverse=True
+    )
     for path in candidates:
         if path.is_file():
             return read_json(path)
@@ -50,16 +51,27 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
             continue
         histories[name] = state["log_history"]
         ends, versions = _phase_ends(row)
-        path = plot_training_curves(state["log_history"], figures_dir / f"loss_{name}.png", ends, versions,
-                                    title=f"{name}: {row['init_strategy']}, {row.get('curriculum')}")
+        path = plot_training_curves(
+            state["log_history"],
+            figures_dir / f"loss_{name}.png",
+            ends,
+            versions,
+            title=f"{name}: {row['init_strategy']}, {row.get('curriculum')}",
+        )
         if path:
             written.append(path)
 
     # A reference study's rows (--reference_results) keep no log history here: their releases' held-out loss
     # (the same phase's own masking) is drawn at each phase's end instead.
-    released = {name: [(r["global_step"], r["heldout_mlm_loss"]) for r in row["pretraining"]["releases"]
-                       if r.get("heldout_mlm_loss") is not None]
-                for name, row in rows.items() if row.get("reference") and (row.get("pretraining") or {}).get("releases")}
+    released = {
+        name: [
+            (r["global_step"], r["heldout_mlm_loss"])
+            for r in row["pretraining"]["releases"]
+            if r.get("heldout_mlm_loss") is not None
+        ]
+        for name, row in rows.items()
+        if row.get("reference") and (row.get("pretraining") or {}).get("releases")
+    }
     if histories or released:
         figure, ax = plt.subplots(figsize=(7, 4))
         for name, history in histories.items():
@@ -79,7 +91,7 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
         figure, ax = plt.subplots(figsize=(7, 3.5))
         width = 0.8 / len(fractions)
         phases: dict[str, dict[str, Any]] = {}  # every version any arm released, in order; a single-phase arm's
-        for releases in fractions.values():      # one release sits above its own version
+        for releases in fractions.values():  # one release sits above its own version
             for r in releases:
                 phases.setdefault(r["version"], r)
         slots = sorted(phases, key=lambda v: [int(p) if p.isdigit() else p for p in v.split(".")])
@@ -127,8 +139,14 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
             for name, points in curves.items():
                 mine = [p for p in points if p[0] == dataset]
                 if mine:
-                    ax.errorbar([p[1] for p in mine], [p[2] for p in mine], yerr=[p[3] for p in mine], marker="o",
-                                capsize=3, label=name)
+                    ax.errorbar(
+                        [p[1] for p in mine],
+                        [p[2] for p in mine],
+                        yerr=[p[3] for p in mine],
+                        marker="o",
+                        capsize=3,
+                        label=name,
+                    )
             ax.set_xlabel("pre-training step")
             ax.set_ylabel("test F1 %")
             ax.set_title(dataset)

@@ -37,11 +37,20 @@ def _pretraining_summary(run_dir: Path, finished: bool) -> dict[str, Any]:
         releases = [ReleaseInfo.load(p) for p in find_releases(run_dir)]
     except FileNotFoundError:
         releases = []
-    summary["releases"] = [{"version": r.version, "global_step": r.global_step, "steps": r.steps,
-                            "masking_unit": r.masking_unit, "masking_rate": r.masking_rate, "corruption": r.corruption,
-                            "realised_masked_fraction": r.realised_masked_fraction,
-                            "heldout_mlm_loss": r.heldout_mlm_loss, "training_tokens": r.training_tokens}
-                           for r in releases]
+    summary["releases"] = [
+        {
+            "version": r.version,
+            "global_step": r.global_step,
+            "steps": r.steps,
+            "masking_unit": r.masking_unit,
+            "masking_rate": r.masking_rate,
+            "corruption": r.corruption,
+            "realised_masked_fraction": r.realised_masked_fraction,
+            "heldout_mlm_loss": r.heldout_mlm_loss,
+            "training_tokens": r.training_tokens,
+        }
+        for r in releases
+    ]
     if (run_dir / "train_results.json").is_file():
         summary["train_metrics"] = read_json(run_dir / "train_results.json")
     return summary
@@ -61,21 +70,29 @@ def reference_rows(path: str | Path, wanted: list[str] | None, study: dict[str, 
         raise FileNotFoundError(f"--reference_results {path}: no such file") from None
     except ValueError as error:
         raise ValueError(f"--reference_results {path}: not JSON ({error})") from None
-    if not isinstance(reference, dict) or not isinstance(reference.get("study"), dict) \
-            or not isinstance(reference.get("rows"), dict):
+    if (
+        not isinstance(reference, dict)
+        or not isinstance(reference.get("study"), dict)
+        or not isinstance(reference.get("rows"), dict)
+    ):
         raise ValueError(f"--reference_results {path}: not a study's results.json (needs 'study' and 'rows')")
     theirs, rows = reference["study"], reference["rows"]
     for key in REFERENCE_KEYS:
         ours = json.loads(json.dumps(study[key]))  # as it would read back from a results.json
         if theirs.get(key) != ours:
-            raise ValueError(f"--reference_results {path}: its {key} {theirs.get(key)!r} differs from this study's "
-                             f"{ours!r}; paired differences would compare unlike runs")
+            raise ValueError(
+                f"--reference_results {path}: its {key} {theirs.get(key)!r} differs from this study's "
+                f"{ours!r}; paired differences would compare unlike runs"
+            )
     unknown = sorted(set(wanted or []) - set(rows))
     if unknown:
         raise ValueError(f"--reference_rows {unknown}: not rows of {path} (rows: {list(rows)})")
     label = path.parent.name or str(path)
-    return {f"{name} [{label}]": {**row, "reference": {"results": str(path), "row": name}}
-            for name, row in rows.items() if not wanted or name in wanted}
+    return {
+        f"{name} [{label}]": {**row, "reference": {"results": str(path), "row": name}}
+        for name, row in rows.items()
+        if not wanted or name in wanted
+    }
 
 
 def _base_row(rows: dict[str, Any], reference: dict[str, Any] | None = None) -> str | None:
@@ -83,8 +100,15 @@ def _base_row(rows: dict[str, Any], reference: dict[str, Any] | None = None) -> 
     study's base; otherwise this study's base row, else a reference study's."""
     if reference is None and BASE_ROW in rows:
         return BASE_ROW
-    return next((name for name, row in rows.items() if (row.get("reference") or {}).get("row") == BASE_ROW
-                 and (reference is None or row["reference"]["results"] == reference["results"])), None)
+    return next(
+        (
+            name
+            for name, row in rows.items()
+            if (row.get("reference") or {}).get("row") == BASE_ROW
+            and (reference is None or row["reference"]["results"] == reference["results"])
+        ),
+        None,
+    )
 
 
 def collect_results(args: StudyArguments) -> dict[str, Any]:
@@ -97,8 +121,9 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
     names = ([BASE_ROW] if show_base else []) + [a.name for a in args.arm_configs]
     arms = {a.name: a for a in args.arm_configs}
     for name in names:
-        row: dict[str, Any] = {"init_strategy": "base (no further pre-training)" if name == BASE_ROW else
-                               arms[name].init_strategy}
+        row: dict[str, Any] = {
+            "init_strategy": "base (no further pre-training)" if name == BASE_ROW else arms[name].init_strategy
+        }
         if name in arms:
             arm = arms[name]
             row["curriculum"] = arm.curriculum_text
@@ -117,17 +142,25 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
             ner.setdefault(target, {})[dataset] = aggregated
         row["ner"] = ner
         rows[name] = row
-    study = {"model_name_or_path": args.base_model_hub_id or Path(args.model_name_or_path).name,
-             "token_budget": args.token_budget, "seed": args.seed,
-             "ner_datasets": [Path(d).name for d in args.ner_data_dirs], "ner_seeds": list(args.ner_seeds),
-             "ner_args": args.ner_run_args, "evaluate_checkpoints": list(args.evaluate_checkpoints),
-             "evaluate_every_steps": args.evaluate_every_steps,
-             "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs}}
+    study = {
+        "model_name_or_path": args.base_model_hub_id or Path(args.model_name_or_path).name,
+        "token_budget": args.token_budget,
+        "seed": args.seed,
+        "ner_datasets": [Path(d).name for d in args.ner_data_dirs],
+        "ner_seeds": list(args.ner_seeds),
+        "ner_args": args.ner_run_args,
+        "evaluate_checkpoints": list(args.evaluate_checkpoints),
+        "evaluate_every_steps": args.evaluate_every_steps,
+        "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs},
+    }
     if args.reference_results:  # first, so that every pair reads "this study's row − the earlier one"
         study["reference_results"] = str(args.reference_results)
         rows = {**reference_rows(args.reference_results, args.reference_rows, study), **rows}
-    return {"study": study, "rows": rows,
-            "paired": paired_differences(rows, [Path(d).name for d in args.ner_data_dirs])}
+    return {
+        "study": study,
+        "rows": rows,
+        "paired": paired_differences(rows, [Path(d).name for d in args.ner_data_dirs]),
+    }
 
 
 def paired_differences(rows: dict[str, Any], datasets: list[str], target: str = "final") -> list[dict[str, Any]]:
@@ -138,16 +171,20 @@ def paired_differences(rows: dict[str, Any], datasets: list[str], target: str = 
     names = list(rows)
     pairs = []
     for i, earlier in enumerate(names):
-        for later in names[i + 1:]:
-            if rows[later].get("reference") and (rows[earlier].get("reference") or {}).get("row") not in (None, BASE_ROW):
+        for later in names[i + 1 :]:
+            if rows[later].get("reference") and (rows[earlier].get("reference") or {}).get("row") not in (
+                None,
+                BASE_ROW,
+            ):
                 continue
             for dataset in datasets:
                 cell = rows[later]["ner"].get(target, {}).get(dataset)
                 reference = rows[earlier]["ner"].get(target, {}).get(dataset)
                 difference = paired_seed_difference(cell, reference) if cell and reference else None
                 if difference:
-                    pairs.append({"row": later, "reference": earlier, "target": target, "dataset": dataset,
-                                  **difference})
+                    pairs.append(
+                        {"row": later, "reference": earlier, "target": target, "dataset": dataset, **difference}
+                    )
     return pairs
 
 
@@ -183,8 +220,11 @@ def _final_loss(row: dict[str, Any]) -> Any:
 def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = None) -> str:
     study, rows = results["study"], results["rows"]
     datasets = study["ner_datasets"]
-    lines = [f"# Study: {study['model_name_or_path']}, {study['token_budget']:,} training tokens per arm, "
-             f"seed {study['seed']}", ""]
+    lines = [
+        f"# Study: {study['model_name_or_path']}, {study['token_budget']:,} training tokens per arm, "
+        f"seed {study['seed']}",
+        "",
+    ]
     lines += ["## NER of each arm's final model (test F1 %, mean ± std over seeds; paper Tables 2 and 7)", ""]
     header = ["row", "initialisation", "curriculum", "steps", "held-out MLM loss"]
     for dataset in datasets:
@@ -193,68 +233,125 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
     base = _base_row(rows)
     for name, row in rows.items():
         pre = row.get("pretraining")
-        status = "" if name == base or row.get("reference") or (pre and pre["finished"]) else \
-            (" (training)" if pre else " (not run)")
+        status = (
+            ""
+            if name == base or row.get("reference") or (pre and pre["finished"])
+            else (" (training)" if pre else " (not run)")
+        )
         row_base = _base_row(rows, row.get("reference"))
-        cells = [f"{name}{status}", row["init_strategy"], row.get("curriculum", NOT_RUN),
-                 str(row.get("max_steps", 0)), _num(_final_loss(row))]
+        cells = [
+            f"{name}{status}",
+            row["init_strategy"],
+            row.get("curriculum", NOT_RUN),
+            str(row.get("max_steps", 0)),
+            _num(_final_loss(row)),
+        ]
         for dataset in datasets:
             cell = row["ner"].get("final", {}).get(dataset)
             cells += [_pm(cell, "test_f1"), _pm(cell, "eval_f1")]
             cells.append(_paired_cell(results, name, row_base, dataset) if row_base else NOT_RUN)
         lines.append("| " + " | ".join(cells) + " |")
     # (a reference study's rows against its own base are the column above)
-    arm_pairs = [p for p in results.get("paired", []) if base not in (p["row"], p["reference"])
-                 and not (rows[p["row"]].get("reference") and rows[p["reference"]].get("reference"))]
+    arm_pairs = [
+        p
+        for p in results.get("paired", [])
+        if base not in (p["row"], p["reference"])
+        and not (rows[p["row"]].get("reference") and rows[p["reference"]].get("reference"))
+    ]
     if arm_pairs:
-        lines += ["", "## Arms against each other (test F1 %, paired by fine-tuning seed: mean ± std of the "
-                  "differences)", "", "| difference | dataset | mean ± std | per seed |", "|---|---|---|---|"]
+        lines += [
+            "",
+            "## Arms against each other (test F1 %, paired by fine-tuning seed: mean ± std of the differences)",
+            "",
+            "| difference | dataset | mean ± std | per seed |",
+            "|---|---|---|---|",
+        ]
         for pair in arm_pairs:
             per_seed = ", ".join(f"{100 * d:+.2f} (seed {s})" for s, d in zip(pair["seeds"], pair["differences"]))
-            lines.append(f"| {pair['row']} − {pair['reference']} | {pair['dataset']} | "
-                         f"{_plus_minus(pair)} | {per_seed} |")
-    lines += ["", "## Phase by phase (paper Table 5): releases of each arm", "",
-              "| arm | release | masking | steps | realised masked fraction | held-out MLM loss (own masking) | "
-              + " | ".join(f"{d} test F1" for d in datasets) + " |",
-              "|" + "---|" * (6 + len(datasets))]
+            lines.append(
+                f"| {pair['row']} − {pair['reference']} | {pair['dataset']} | {_plus_minus(pair)} | {per_seed} |"
+            )
+    lines += [
+        "",
+        "## Phase by phase (paper Table 5): releases of each arm",
+        "",
+        "| arm | release | masking | steps | realised masked fraction | held-out MLM loss (own masking) | "
+        + " | ".join(f"{d} test F1" for d in datasets)
+        + " |",
+        "|" + "---|" * (6 + len(datasets)),
+    ]
     for name, row in rows.items():
-        for release in ((row.get("pretraining") or {}).get("releases") or []):
-            masking = (f"{release['masking_unit']} {release['masking_rate']:.2f}"
-                       f"{'' if release['corruption'] else ', all [MASK]'}")
+        for release in (row.get("pretraining") or {}).get("releases") or []:
+            masking = (
+                f"{release['masking_unit']} {release['masking_rate']:.2f}"
+                f"{'' if release['corruption'] else ', all [MASK]'}"
+            )
             target = row["ner"].get(f"v{release['version']}", {})
-            lines.append(f"| {name} | v{release['version']} | {masking} | {release['global_step']} | "
-                         f"{_num(release['realised_masked_fraction'], 4)} | {_num(release['heldout_mlm_loss'])} | "
-                         + " | ".join(_pm(target.get(d), "test_f1") for d in datasets) + " |")
-    step_rows = [(name, target, row["ner"][target]) for name, row in rows.items() for target in row["ner"]
-                 if target.startswith("step_")]
+            lines.append(
+                f"| {name} | v{release['version']} | {masking} | {release['global_step']} | "
+                f"{_num(release['realised_masked_fraction'], 4)} | {_num(release['heldout_mlm_loss'])} | "
+                + " | ".join(_pm(target.get(d), "test_f1") for d in datasets)
+                + " |"
+            )
+    step_rows = [
+        (name, target, row["ner"][target])
+        for name, row in rows.items()
+        for target in row["ner"]
+        if target.startswith("step_")
+    ]
     if step_rows:
-        lines += ["", "## NER per pre-training checkpoint (paper Figure 3)", "",
-                  "| arm | step | " + " | ".join(f"{d} test F1" for d in datasets) + " |",
-                  "|" + "---|" * (2 + len(datasets))]
+        lines += [
+            "",
+            "## NER per pre-training checkpoint (paper Figure 3)",
+            "",
+            "| arm | step | " + " | ".join(f"{d} test F1" for d in datasets) + " |",
+            "|" + "---|" * (2 + len(datasets)),
+        ]
         for name, target, cells in sorted(step_rows, key=lambda r: (r[0], int(r[1].split("_")[1]))):
-            lines.append(f"| {name} | {target.split('_')[1]} | " + " | ".join(_pm(cells.get(d), "test_f1")
-                                                                            for d in datasets) + " |")
+            lines.append(
+                f"| {name} | {target.split('_')[1]} | "
+                + " | ".join(_pm(cells.get(d), "test_f1") for d in datasets)
+                + " |"
+            )
     if analysis:
         from ..analysis.report import analysis_table
 
         lines += ["", "## Representations of rare and frequent tokens (paper Figure 5)", "", analysis_table(analysis)]
-        kinds = [(row, target, m["heldout_by_token_kind"]) for row, targets in analysis.items()
-                 for target, m in targets.items() if m.get("heldout_by_token_kind")]
+        kinds = [
+            (row, target, m["heldout_by_token_kind"])
+            for row, targets in analysis.items()
+            for target, m in targets.items()
+            if m.get("heldout_by_token_kind")
+        ]
         if kinds:
-            lines += ["", "## Held-out MLM loss on new and old tokens (one masking for all: tokens 15 %, 80/10/10, "
-                      "seeded; bioptimus_hf/analysis/token_kind_loss.py)", "",
-                      "| arm | release | loss on new-token targets (positions) | loss on old-token targets (positions) "
-                      "| all |", "|---|---|---|---|---|"]
+            lines += [
+                "",
+                "## Held-out MLM loss on new and old tokens (one masking for all: tokens 15 %, 80/10/10, "
+                "seeded; bioptimus_hf/analysis/token_kind_loss.py)",
+                "",
+                "| arm | release | loss on new-token targets (positions) | loss on old-token targets (positions) "
+                "| all |",
+                "|---|---|---|---|---|",
+            ]
             for row, target, split in kinds:
-                lines.append(f"| {row} | {target} | {_num(split['new']['loss'])} ({split['new']['positions']}) | "
-                             f"{_num(split['old']['loss'])} ({split['old']['positions']}) | {_num(split['all']['loss'])} |")
+                lines.append(
+                    f"| {row} | {target} | {_num(split['new']['loss'])} ({split['new']['positions']}) | "
+                    f"{_num(split['old']['loss'])} ({split['old']['positions']}) | {_num(split['all']['loss'])} |"
+                )
     if study.get("reference_results"):
-        lines += ["", f"Rows named 'row [folder]' come from an earlier study, {study['reference_results']} (same base "
-                  "model, token budget and NER arguments; possibly another machine): they were not run again here."]
-    lines += ["", f"NER: {', '.join(datasets) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
-              f"{study['ner_args']}. '{NOT_RUN}': not run (yet).",
-              "Held-out MLM loss: per masked token of the row's own tokenization (its last release), so rows with "
-              "the base vocabulary (continued) and rows with the new vocabulary are not directly comparable.", ""]
+        lines += [
+            "",
+            f"Rows named 'row [folder]' come from an earlier study, {study['reference_results']} (same base "
+            "model, token budget and NER arguments; possibly another machine): they were not run again here.",
+        ]
+    lines += [
+        "",
+        f"NER: {', '.join(datasets) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
+        f"{study['ner_args']}. '{NOT_RUN}': not run (yet).",
+        "Held-out MLM loss: per masked token of the row's own tokenization (its last release), so rows with "
+        "the base vocabulary (continued) and rows with the new vocabulary are not directly comparable.",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -63,8 +63,11 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
     ``step_400`` ...), in training order."""
     targets: dict[str, Path] = {}
     if "steps" in kinds and every_steps:
-        steps = sorted((int(p.name.split("-")[1]), p) for p in pretraining_dir.glob("checkpoint-*")
-                       if p.name.split("-")[1].isdigit())
+        steps = sorted(
+            (int(p.name.split("-")[1]), p)
+            for p in pretraining_dir.glob("checkpoint-*")
+            if p.name.split("-")[1].isdigit()
+        )
         targets.update({f"step_{s}": p for s, p in steps if s % every_steps == 0})
     if "releases" in kinds:
         try:
@@ -111,9 +114,14 @@ class StudyRunner:
             files = self.args.tokenizer_train_files or self.args.corpus_files()
             if not files:
                 raise ValueError("--tokenizer_train_files (or a shared train_file) is needed to train the tokenizer")
-            self.units.train_tokenizer({
-                "train_files": files, "base_tokenizer": self.args.model_name_or_path,
-                "vocab_size": self.args.tokenizer_vocab_size, "output_dir": str(path)})
+            self.units.train_tokenizer(
+                {
+                    "train_files": files,
+                    "base_tokenizer": self.args.model_name_or_path,
+                    "vocab_size": self.args.tokenizer_vocab_size,
+                    "output_dir": str(path),
+                }
+            )
             self.computed["tokenizer"] += 1
         return str(path)
 
@@ -127,10 +135,15 @@ class StudyRunner:
         if not (path / INIT_REPORT_NAME).is_file():  # bioptimus-init-embeddings writes the directory all at once
             init_args = {k: v for k, v in arm.args.items() if k in INIT_KEYS or k.startswith("init_")}
             init_args.setdefault("init_corpus_files", arm.args.get("train_file"))
-            self.units.initialize({
-                **init_args, "model_name_or_path": self.args.model_name_or_path, "tokenizer_name": tokenizer,
-                "output_dir": str(path), "seed": self.args.seed,
-            })
+            self.units.initialize(
+                {
+                    **init_args,
+                    "model_name_or_path": self.args.model_name_or_path,
+                    "tokenizer_name": tokenizer,
+                    "output_dir": str(path),
+                    "seed": self.args.seed,
+                }
+            )
             self.computed[f"init:{arm.init_key}"] += 1
         return path
 
@@ -142,8 +155,9 @@ class StudyRunner:
             # The start model is already initialised: train on from it with its own (new) vocabulary.
             for key in [k for k in args if k in INIT_KEYS or k.startswith("init_")]:
                 del args[key]
-            args.update(model_name_or_path=str(start_model), tokenizer_name=str(start_model),
-                        init_strategy="continued")
+            args.update(
+                model_name_or_path=str(start_model), tokenizer_name=str(start_model), init_strategy="continued"
+            )
         else:
             args["model_name_or_path"] = self.args.model_name_or_path
         if self.args.base_model_hub_id:
@@ -151,8 +165,13 @@ class StudyRunner:
         if "steps" in self.args.evaluate_checkpoints:
             args["save_steps"] = self.args.evaluate_every_steps
             args.pop("save_total_limit", None)  # every evaluated checkpoint must stay
-        args.update(output_dir=str(self.layout.pretraining(arm.name)), max_steps=arm.max_steps(self.args.token_budget),
-                    seed=self.args.seed, overwrite_output_dir=True, do_train=True)
+        args.update(
+            output_dir=str(self.layout.pretraining(arm.name)),
+            max_steps=arm.max_steps(self.args.token_budget),
+            seed=self.args.seed,
+            overwrite_output_dir=True,
+            do_train=True,
+        )
         return args
 
     def pretrain(self, arm: ArmConfig, tokenizer: str) -> Path:
@@ -163,16 +182,25 @@ class StudyRunner:
             return run_dir
         start_model = self.start_model(arm, tokenizer)
         args = self.pretraining_args(arm, start_model)
-        write_json_atomic(arm_dir / "pretraining_args.json", {"arm": arm.name, "init_strategy": arm.init_strategy,
-                                                              "init_key": arm.init_key, "args": args})
+        write_json_atomic(
+            arm_dir / "pretraining_args.json",
+            {"arm": arm.name, "init_strategy": arm.init_strategy, "init_key": arm.init_key, "args": args},
+        )
         logger.info("study: pre-training arm %s (%d steps)", arm.name, args["max_steps"])
         started = time.perf_counter()
         # Resumes from the last complete checkpoint of run_dir; --overwrite_output_dir only matters when there is
         # none (an attempt killed before its first checkpoint).
         self.units.pretrain(args)
         self.computed[f"pretrain:{arm.name}"] += 1
-        mark_done(arm_dir, {"arm": arm.name, "max_steps": args["max_steps"],
-                            "token_budget": self.args.token_budget, "seconds_this_attempt": time.perf_counter() - started})
+        mark_done(
+            arm_dir,
+            {
+                "arm": arm.name,
+                "max_steps": args["max_steps"],
+                "token_budget": self.args.token_budget,
+                "seconds_this_attempt": time.perf_counter() - started,
+            },
+        )
         self._progress()
         return run_dir
 
@@ -188,14 +216,29 @@ class StudyRunner:
                         continue
                     logger.info("study: NER %s/%s on %s, seed %d", row, target, dataset, seed)
                     started = time.perf_counter()
-                    self.units.fine_tune_ner({
-                        "save_model": False, "report_to": "none", **self.args.ner_run_args,
-                        "model_name_or_path": str(model_dir), "model_name": f"{row}/{target}",
-                        "data_dir": data_dir, "output_dir": str(run_dir), "seeds": str(seed),
-                    })
+                    self.units.fine_tune_ner(
+                        {
+                            "save_model": False,
+                            "report_to": "none",
+                            **self.args.ner_run_args,
+                            "model_name_or_path": str(model_dir),
+                            "model_name": f"{row}/{target}",
+                            "data_dir": data_dir,
+                            "output_dir": str(run_dir),
+                            "seeds": str(seed),
+                        }
+                    )
                     self.computed[f"ner:{row}/{target}/{dataset}/{seed}"] += 1
-                    mark_done(run_dir, {"row": row, "target": target, "dataset": dataset, "seed": seed,
-                                        "seconds": time.perf_counter() - started})
+                    mark_done(
+                        run_dir,
+                        {
+                            "row": row,
+                            "target": target,
+                            "dataset": dataset,
+                            "seed": seed,
+                            "seconds": time.perf_counter() - started,
+                        },
+                    )
                     self._progress()
 
     # ------------------------------------------------------------------ the whole study
@@ -215,8 +258,9 @@ class StudyRunner:
             self.ner(BASE_ROW, {"final": Path(self.args.model_name_or_path)})
         for arm in self.args.selected_arms:
             run_dir = self.pretrain(arm, tokenizer)
-            self.ner(arm.name, checkpoint_targets(run_dir, self.args.evaluate_checkpoints,
-                                                  self.args.evaluate_every_steps))
+            self.ner(
+                arm.name, checkpoint_targets(run_dir, self.args.evaluate_checkpoints, self.args.evaluate_every_steps)
+            )
 
     def _progress(self) -> None:
         if self.on_progress is not None:
@@ -232,6 +276,11 @@ def finished_ner_runs(layout: StudyLayout, row: str) -> list[dict[str, Any]]:
         run_dir = mark.parent
         done = read_done(run_dir)
         results = load_results(str(run_dir))
-        runs.append({**done, "result": results["per_seed"][0], "run_info": {k: v for k, v in results.items()
-                                                                           if k not in ("per_seed",)}})
+        runs.append(
+            {
+                **done,
+                "result": results["per_seed"][0],
+                "run_info": {k: v for k, v in results.items() if k not in ("per_seed",)},
+            }
+        )
     return runs

@@ -63,14 +63,17 @@ class ArmConfig:
         data = dict(data)
         name = str(data.pop("name", "") or "")
         if not _NAME.match(name):
-            raise ValueError(f"--arms: every arm needs a 'name' made of letters, digits, '_', '-', '.', '+'; got "
-                             f"{name!r}")
+            raise ValueError(
+                f"--arms: every arm needs a 'name' made of letters, digits, '_', '-', '.', '+'; got {name!r}"
+            )
         if name == BASE_ROW:
             raise ValueError(f"--arms: {BASE_ROW!r} is the base model's row (--include_base), not an arm name")
         owned = sorted(set(data) & set(STUDY_OWNED_ARGS))
         if owned:
-            raise ValueError(f"--arms: arm {name!r} sets {owned}, which the study sets itself (token budget, seed, "
-                             "base model, tokenizer, output directory)")
+            raise ValueError(
+                f"--arms: arm {name!r} sets {owned}, which the study sets itself (token budget, seed, "
+                "base model, tokenizer, output directory)"
+            )
         return cls(name, {**shared, **data})
 
     @property
@@ -93,7 +96,9 @@ class ArmConfig:
     def curriculum_text(self) -> str:
         """The arm's curriculum for tables: the curriculum or its single phase, after the lexical warm-up if any."""
         single = self.args.get("single_phase")
-        text = f"single phase v{single}" if single not in (None, "all") else str(self.args.get("curriculum", "bioptimus"))
+        text = (
+            f"single phase v{single}" if single not in (None, "all") else str(self.args.get("curriculum", "bioptimus"))
+        )
         warmup = self.args.get("lexical_warmup_steps")
         if warmup:
             amount = f"{100 * float(warmup):g}%" if float(warmup) < 1 else f"{int(float(warmup))} steps"
@@ -121,18 +126,25 @@ class StudyArguments:
 
     output_dir: str = field(metadata={"help": "Where arms train, NER runs and the study's results go."})
     model_name_or_path: str = field(metadata={"help": "The base model every arm starts from (Hub id or directory)."})
-    token_budget: int = field(metadata={"help": "Training tokens of every arm (max_steps = budget / tokens per step)."})
+    token_budget: int = field(
+        metadata={"help": "Training tokens of every arm (max_steps = budget / tokens per step)."}
+    )
     arms: list[str] = field(
         default_factory=list,
-        metadata={"help": "The arms: mappings with a 'name' and run_pretraining.py arguments (yaml list of mappings)."},
+        metadata={
+            "help": "The arms: mappings with a 'name' and run_pretraining.py arguments (yaml list of mappings)."
+        },
     )
     pretraining_args: str | None = field(
         default=None, metadata={"help": "run_pretraining.py arguments shared by every arm (a mapping)."}
     )
     base_model_hub_id: str | None = field(default=None, metadata={"help": "The base model's Hub id, for model cards."})
     tokenizer_name: str | None = field(
-        default=None, metadata={"help": "The new vocabulary of every new-vocabulary arm (default: trained once into "
-                                        "<output_dir>/tokenizer from --tokenizer_train_files)."},
+        default=None,
+        metadata={
+            "help": "The new vocabulary of every new-vocabulary arm (default: trained once into "
+            "<output_dir>/tokenizer from --tokenizer_train_files)."
+        },
     )
     tokenizer_train_files: list[str] | None = field(
         default=None, metadata={"help": "Corpus the study's tokenizer is trained on (default: the arms' train_file)."}
@@ -141,18 +153,25 @@ class StudyArguments:
     seed: int = field(default=42, metadata={"help": "Seed of every arm (initialisation, data order, masking)."})
     include_base: bool = field(default=True, metadata={"help": "Evaluate the base model as a row of every table."})
     only_arms: list[str] | None = field(
-        default=None, metadata={"help": f"Run only these arms (names) this time; the others keep their results. "
-                                        f"'{BASE_ROW}' alone: only the base row's NER runs (with --include_base)."}
+        default=None,
+        metadata={
+            "help": f"Run only these arms (names) this time; the others keep their results. "
+            f"'{BASE_ROW}' alone: only the base row's NER runs (with --include_base)."
+        },
     )
     ner_data_dirs: list[str] = field(
         default_factory=list, metadata={"help": "NER datasets (CoNLL directories with train/devel/test.tsv)."}
     )
-    ner_seeds: list[int] = field(default_factory=lambda: [1, 2, 3], metadata={"help": "Fine-tuning seeds of each NER run."})
+    ner_seeds: list[int] = field(
+        default_factory=lambda: [1, 2, 3], metadata={"help": "Fine-tuning seeds of each NER run."}
+    )
     ner_args: str | None = field(default=None, metadata={"help": "run_ner.py arguments of every NER run (a mapping)."})
     evaluate_checkpoints: list[str] = field(
         default_factory=lambda: ["final"],
-        metadata={"help": f"What of each arm NER evaluates, any of {CHECKPOINT_KINDS}: the final model, every phase "
-                          "release, every --evaluate_every_steps checkpoint (Figure-3 curves)."},
+        metadata={
+            "help": f"What of each arm NER evaluates, any of {CHECKPOINT_KINDS}: the final model, every phase "
+            "release, every --evaluate_every_steps checkpoint (Figure-3 curves)."
+        },
     )
     evaluate_every_steps: int | None = field(
         default=None, metadata={"help": "With 'steps': keep and evaluate a checkpoint every N optimizer steps."}
@@ -164,29 +183,38 @@ class StudyArguments:
         default=2000, metadata={"help": "Sentences encoded for contextual word representations."}
     )
     analysis_projection: str = field(
-        default="auto", metadata={"help": "2-D projection of the figures: tsne (scikit-learn), pca, or auto (t-SNE "
-                                          "when scikit-learn is installed)."},
+        default="auto",
+        metadata={
+            "help": "2-D projection of the figures: tsne (scikit-learn), pca, or auto (t-SNE "
+            "when scikit-learn is installed)."
+        },
     )
     skip_analysis: bool = field(default=False, metadata={"help": "Do not run the representation analysis."})
     report_only: bool = field(
         default=False,
-        metadata={"help": "Train and fine-tune nothing: rewrite results.json, results.md and the figures from the "
-                          "finished work (e.g. while other jobs run arms), with the analysis unless --skip_analysis."},
+        metadata={
+            "help": "Train and fine-tune nothing: rewrite results.json, results.md and the figures from the "
+            "finished work (e.g. while other jobs run arms), with the analysis unless --skip_analysis."
+        },
     )
     prepare_only: bool = field(
         default=False,
-        metadata={"help": "Train the tokenizer and the start models the selected arms share, then stop: the arms can "
-                          "then run as separate jobs at once (--only_arms A --include_base false, one per job)."},
+        metadata={
+            "help": "Train the tokenizer and the start models the selected arms share, then stop: the arms can "
+            "then run as separate jobs at once (--only_arms A --include_base false, one per job)."
+        },
     )
     results_dir: str | None = field(
         default=None, metadata={"help": "Where results.json, results.md and figures go (default: <output_dir>/study)."}
     )
     reference_results: str | None = field(
         default=None,
-        metadata={"help": "results.json of an earlier study: its rows join the tables (named 'row [its folder]') and "
-                          "this study's rows are paired with them by fine-tuning seed, instead of training them again. "
-                          "It must share the base model, token budget and NER arguments (checked); its machine may "
-                          "differ (docs/study.md)."},
+        metadata={
+            "help": "results.json of an earlier study: its rows join the tables (named 'row [its folder]') and "
+            "this study's rows are paired with them by fine-tuning seed, instead of training them again. "
+            "It must share the base model, token budget and NER arguments (checked); its machine may "
+            "differ (docs/study.md)."
+        },
     )
     reference_rows: list[str] | None = field(
         default=None, metadata={"help": "Rows of --reference_results to show and pair with (default: all of them)."}

@@ -117,8 +117,13 @@ class InjectedFailure:
 class FakeHub:
     """Start with ``with FakeHub(token=...) as hub:``; ``hub.url`` is the endpoint."""
 
-    def __init__(self, token: str | None = None, user: str = "fake-user", orgs: tuple[str, ...] = ("acme",),
-                 lifetime_s: float = 120.0):
+    def __init__(
+        self,
+        token: str | None = None,
+        user: str = "fake-user",
+        orgs: tuple[str, ...] = ("acme",),
+        lifetime_s: float = 120.0,
+    ):
         self.token, self.user, self.orgs, self.lifetime_s = token, user, orgs, lifetime_s
         self.repos: dict[str, Repo] = {}
         self.lfs_store: dict[str, bytes] = {}
@@ -164,8 +169,9 @@ class FakeHub:
         return f"http://{host}:{port}"
 
     # ---------------------------------------------------------------- test helpers
-    def fail(self, method: str, path_pattern: str, status: int = 500, times: int = 1,
-             body_pattern: str | None = None) -> None:
+    def fail(
+        self, method: str, path_pattern: str, status: int = 500, times: int = 1, body_pattern: str | None = None
+    ) -> None:
         """Answer the next `times` requests matching (method, regex on the path[, regex on the body]) with `status`."""
         with self._lock:
             self.failures.append(InjectedFailure(method, path_pattern, status, times, body_pattern))
@@ -185,8 +191,9 @@ class FakeHub:
     def _new_commit(self, repo: Repo, parent: Commit | None, message: str, files: dict[str, StoredFile]) -> Commit:
         self._commit_counter += 1
         listing = json.dumps(sorted((p, f.oid) for p, f in files.items()))
-        oid = hashlib.sha1(f"{repo.repo_id}|{parent.oid if parent else ''}|{message}|{listing}|{self._commit_counter}"
-                           .encode()).hexdigest()
+        oid = hashlib.sha1(
+            f"{repo.repo_id}|{parent.oid if parent else ''}|{message}|{listing}|{self._commit_counter}".encode()
+        ).hexdigest()
         commit = Commit(oid=oid, parent=parent.oid if parent else None, message=message, files=files)
         repo.commits[oid] = commit
         return commit
@@ -243,8 +250,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send(self, status: int, payload=None, headers: dict | None = None, raw: bytes | None = None,
-              method: str = "GET") -> None:
+    def _send(
+        self, status: int, payload=None, headers: dict | None = None, raw: bytes | None = None, method: str = "GET"
+    ) -> None:
         body = raw if raw is not None else (json.dumps(payload).encode() if payload is not None else b"")
         self.send_response(status)
         if raw is None:
@@ -271,9 +279,15 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             with fake._lock:
                 for failure in fake.failures:
-                    if (failure.times > 0 and failure.method == method and re.search(failure.path_pattern, path)
-                            and (failure.body_pattern is None
-                                 or re.search(failure.body_pattern, (body or b"").decode("utf-8", "replace")))):
+                    if (
+                        failure.times > 0
+                        and failure.method == method
+                        and re.search(failure.path_pattern, path)
+                        and (
+                            failure.body_pattern is None
+                            or re.search(failure.body_pattern, (body or b"").decode("utf-8", "replace"))
+                        )
+                    ):
                         failure.times -= 1
                         raise HubError(failure.status, "injected failure")
                 status, payload, headers, raw = self._route(method, path, query, body, split.path)
@@ -312,19 +326,45 @@ class _Handler(BaseHTTPRequestHandler):
         if m and method == "GET":
             repo = fake._repo(m["repo"], authorized)
             commit = fake._revision(repo, m["rev"] or "main")
-            return 200, {"id": repo.repo_id, "modelId": repo.repo_id, "private": repo.private, "sha": commit.oid,
-                         "siblings": [{"rfilename": p} for p in sorted(commit.files)], "tags": [],
-                         "downloads": 0, "likes": 0}, None, None
-        m = re.fullmatch(rf"/api/models/{_REPO}/(?P<verb>refs|branch|tag|tree|paths-info|preupload|commit)(?:/(?P<rest>.*))?",
-                         path)
+            return (
+                200,
+                {
+                    "id": repo.repo_id,
+                    "modelId": repo.repo_id,
+                    "private": repo.private,
+                    "sha": commit.oid,
+                    "siblings": [{"rfilename": p} for p in sorted(commit.files)],
+                    "tags": [],
+                    "downloads": 0,
+                    "likes": 0,
+                },
+                None,
+                None,
+            )
+        m = re.fullmatch(
+            rf"/api/models/{_REPO}/(?P<verb>refs|branch|tag|tree|paths-info|preupload|commit)(?:/(?P<rest>.*))?", path
+        )
         if m:
             repo = fake._repo(m["repo"], authorized)
             verb, rest = m["verb"], m["rest"] or ""
             if verb == "refs" and method == "GET":
+
                 def refs(kind, items):
-                    return [{"name": n, "ref": f"refs/{kind}/{n}", "targetCommit": oid} for n, oid in sorted(items.items())]
-                return 200, {"branches": refs("heads", repo.branches), "tags": refs("tags", repo.tags),
-                             "converts": [], "pullRequests": []}, None, None
+                    return [
+                        {"name": n, "ref": f"refs/{kind}/{n}", "targetCommit": oid} for n, oid in sorted(items.items())
+                    ]
+
+                return (
+                    200,
+                    {
+                        "branches": refs("heads", repo.branches),
+                        "tags": refs("tags", repo.tags),
+                        "converts": [],
+                        "pullRequests": [],
+                    },
+                    None,
+                    None,
+                )
             if verb == "branch":
                 return self._branch(repo, method, rest, body)
             if verb == "tag":
@@ -389,8 +429,9 @@ class _Handler(BaseHTTPRequestHandler):
             raise HubError(409, "You already created this model repo", extra={"url": f"{endpoint}/{repo_id}"})
         private = payload.get("visibility") == "private" or bool(payload.get("private"))
         repo = Repo(repo_id=repo_id, private=private)
-        first = fake._new_commit(repo, None, "initial commit",
-                                 {".gitattributes": StoredFile(GITATTRIBUTES, size=len(GITATTRIBUTES))})
+        first = fake._new_commit(
+            repo, None, "initial commit", {".gitattributes": StoredFile(GITATTRIBUTES, size=len(GITATTRIBUTES))}
+        )
         repo.branches["main"] = first.oid
         fake.repos[repo_id] = repo
         return 200, {"url": f"{endpoint}/{repo_id}", "name": repo_id, "id": repo_id}, None, None
@@ -421,8 +462,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _file_entry(path: str, stored: StoredFile) -> dict:
         entry = {"type": "file", "oid": stored.oid, "size": stored.size, "path": path}
         if stored.lfs_sha256 is not None:
-            entry["lfs"] = {"oid": stored.lfs_sha256, "size": stored.size,
-                            "pointerSize": len(lfs_pointer(stored.lfs_sha256, stored.size))}
+            entry["lfs"] = {
+                "oid": stored.lfs_sha256,
+                "size": stored.size,
+                "pointerSize": len(lfs_pointer(stored.lfs_sha256, stored.size)),
+            }
         return entry
 
     def _tree(self, commit: Commit, prefix: str) -> list[dict]:
@@ -435,8 +479,10 @@ class _Handler(BaseHTTPRequestHandler):
             for depth in range(len(prefix.split("/")) if prefix else 0, len(relative_parts) - 1):
                 folders.add("/".join(relative_parts[: depth + 1]))
             entries.append(self._file_entry(path, commit.files[path]))
-        entries += [{"type": "directory", "oid": hashlib.sha1(f.encode()).hexdigest(), "size": 0, "path": f}
-                    for f in sorted(folders)]
+        entries += [
+            {"type": "directory", "oid": hashlib.sha1(f.encode()).hexdigest(), "size": 0, "path": f}
+            for f in sorted(folders)
+        ]
         return entries
 
     def _preupload(self, repo, revision, payload):
@@ -498,8 +544,17 @@ class _Handler(BaseHTTPRequestHandler):
         commit = fake._new_commit(repo, parent, header["summary"], files)
         repo.branches[branch] = commit.oid
         fake.commit_messages.append((repo.repo_id, branch, header["summary"]))
-        return 200, {"success": True, "commitOid": commit.oid, "commitUrl": f"{endpoint}/{repo.repo_id}/commit/{commit.oid}",
-                     "pullRequestUrl": None}, None, None
+        return (
+            200,
+            {
+                "success": True,
+                "commitOid": commit.oid,
+                "commitUrl": f"{endpoint}/{repo.repo_id}/commit/{commit.oid}",
+                "pullRequestUrl": None,
+            },
+            None,
+            None,
+        )
 
     def _resolve(self, repo_id, revision, file_path, authorized):
         fake = self.fake

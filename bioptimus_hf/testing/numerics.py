@@ -145,7 +145,9 @@ def normwise_relative_error(actual: torch.Tensor, expected: torch.Tensor) -> flo
     return difference / scale
 
 
-def assert_close_normwise(actual: torch.Tensor, expected: torch.Tensor, tolerance: float, what: str = "values") -> float:
+def assert_close_normwise(
+    actual: torch.Tensor, expected: torch.Tensor, tolerance: float, what: str = "values"
+) -> float:
     """Fail, naming ``what``, the error and the bound, when the normwise relative error exceeds
     ``tolerance``; return the error (tests may also check it is not suspiciously zero)."""
     error = normwise_relative_error(actual, expected)

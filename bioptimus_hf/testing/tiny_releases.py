@@ -43,23 +43,35 @@ def tiny_run_args(**overrides) -> dict:
     return run
 
 
-def make_release(release_dir: Path, phase_index: int, seed: int = 0, run: dict | None = None,
-                 heldout: bool = True) -> Path:
+def make_release(
+    release_dir: Path, phase_index: int, seed: int = 0, run: dict | None = None, heldout: bool = True
+) -> Path:
     """Write one release: tiny random BertForMaskedLM, tokenizer and bioptimus_phase.json (no README)."""
     release_dir = Path(release_dir)
     release_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed + phase_index)
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
     BertForMaskedLM(config).save_pretrained(release_dir)
     BertTokenizer(vocab={token: i for i, token in enumerate(VOCAB)}).save_pretrained(release_dir)
     phase = TINY_CURRICULUM[phase_index]
     start = sum(p["steps"] for p in TINY_CURRICULUM[:phase_index])
     ReleaseInfo(
-        version=phase["version"], phase_index=phase_index,
-        masking_unit=phase["masking_unit"], masking_rate=phase["masking_rate"],
-        corruption=phase["corruption"], steps=phase["steps"], start_step=start,
-        end_step=start + phase["steps"], global_step=start + phase["steps"],
+        version=phase["version"],
+        phase_index=phase_index,
+        masking_unit=phase["masking_unit"],
+        masking_rate=phase["masking_rate"],
+        corruption=phase["corruption"],
+        steps=phase["steps"],
+        start_step=start,
+        end_step=start + phase["steps"],
+        global_step=start + phase["steps"],
         realised_masked_fraction=0.1501,
         heldout_mlm_loss=2.3125 - 0.1 * phase_index if heldout else None,
         heldout_perplexity=10.1 if heldout else None,

@@ -41,7 +41,8 @@ def retain_freed_memory() -> str:
     trim_ok = libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1
     no_mmap_ok = libc.mallopt(M_MMAP_MAX, 0) == 1
     if not (mmap_ok and trim_ok and no_mmap_ok):
-        return (f"glibc refused mallopt (mmap threshold: {mmap_ok}, trim threshold: {trim_ok}, "
-                f"no mmap: {no_mmap_ok})")
-    return (f"glibc keeps freed memory (mmap threshold {MMAP_THRESHOLD_BYTES // 2**20} MiB, "
-            f"trim threshold {TRIM_THRESHOLD_BYTES // 2**20} MiB, larger blocks from the heap too)")
+        return f"glibc refused mallopt (mmap threshold: {mmap_ok}, trim threshold: {trim_ok}, no mmap: {no_mmap_ok})"
+    return (
+        f"glibc keeps freed memory (mmap threshold {MMAP_THRESHOLD_BYTES // 2**20} MiB, "
+        f"trim threshold {TRIM_THRESHOLD_BYTES // 2**20} MiB, larger blocks from the heap too)"
+    )

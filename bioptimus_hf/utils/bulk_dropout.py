@@ -107,22 +107,26 @@ class BulkDropout(nn.Dropout):
         return bulk_dropout(input, self.p, self.training)
 
 
-def sdpa_with_bulk_dropout(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
-                           is_causal=None, **kwargs):
+def sdpa_with_bulk_dropout(
+    module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, is_causal=None, **kwargs
+):
     """transformers' attention-interface signature: bulk dropout on the probabilities, else its SDPA."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     # Causal as SDPA reads it (the flag, else the module's, where no mask carries it): left to SDPA
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     plain_case = (
-        dropout == 0.0 or query.device.type != "cpu" or (causal and attention_mask is None and query.shape[2] > 1)
+        dropout == 0.0
+        or query.device.type != "cpu"
+        or (causal and attention_mask is None and query.shape[2] > 1)
         or getattr(module, "num_key_value_groups", 1) > 1
         or any(kwargs.get(name) is not None for name in ("position_bias", "softcap", "s_aux", "sinks"))
         or kwargs.get("output_attentions", False)
     )
     if plain_case:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      is_causal=is_causal, **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
+        )
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     # In the inputs' dtype (bf16 under autocast, whose float32 softmax would double the traffic of the largest
     # tensors here): the products accumulate in float32 and so does softmax's CPU kernel, as in SDPA's fused one.

@@ -92,7 +92,9 @@ def is_gzip(path: str | os.PathLike) -> bool:
 
 def _require_file(path: Path) -> None:
     if not path.is_file():
-        raise FileNotFoundError(f"corpus file {path} does not exist" if not path.exists() else f"corpus file {path} is not a file")
+        raise FileNotFoundError(
+            f"corpus file {path} does not exist" if not path.exists() else f"corpus file {path} is not a file"
+        )
 
 
 def iter_lines(

@@ -153,13 +153,19 @@ def resolve_bf16(training_args, if_supported: bool, allow_emulated: bool):
     if wanted and not use:
         logging.getLogger(__name__).warning(
             "bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32 "
-            "(--allow_emulated_bf16 true to use emulated bf16)", training_args.device)
+            "(--allow_emulated_bf16 true to use emulated bf16)",
+            training_args.device,
+        )
     if use == training_args.bf16 and (use or not training_args.bf16_full_eval):
         return training_args
     # transformers refuses bf16 without a GPU unless --use_cpu says the CPU is meant
     on_cpu = use and training_args.device.type == "cpu"
-    return dataclasses.replace(training_args, bf16=use, bf16_full_eval=training_args.bf16_full_eval and use,
-                               use_cpu=training_args.use_cpu or on_cpu)
+    return dataclasses.replace(
+        training_args,
+        bf16=use,
+        bf16_full_eval=training_args.bf16_full_eval and use,
+        use_cpu=training_args.use_cpu or on_cpu,
+    )
 
 
 def trainer_precision_flags() -> list[str]:

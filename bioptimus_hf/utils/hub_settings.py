@@ -53,21 +53,34 @@ def take_hub_settings(training_args: Any, *, what: str, allow_revision: bool = T
     try:
         validate_repo_id(repo_id)
     except HFValidationError:
-        source = (f"--hub_model_id {repo_id!r}" if training_args.hub_model_id
-                  else f"the name of --output_dir ({repo_id!r}), which the repository is named after,")
+        source = (
+            f"--hub_model_id {repo_id!r}"
+            if training_args.hub_model_id
+            else f"the name of --output_dir ({repo_id!r}), which the repository is named after,"
+        )
         raise ValueError(f"--push_to_hub: {source} is not a valid Hub repository id; give --hub_model_id ORG/NAME")
     strategy = str(getattr(training_args.hub_strategy, "value", training_args.hub_strategy))
     if strategy not in PUBLISHING_STRATEGIES:
-        raise ValueError(f"--hub_strategy {strategy}: this script publishes {what}, never checkpoints; use "
-                         "every_save (the default) or end")
+        raise ValueError(
+            f"--hub_strategy {strategy}: this script publishes {what}, never checkpoints; use "
+            "every_save (the default) or end"
+        )
     if training_args.hub_revision and not allow_revision:
-        raise ValueError(f"--hub_revision {training_args.hub_revision}: this script publishes {what} on their "
-                         "own branches and tags v0.k (main holds the latest); drop --hub_revision")
+        raise ValueError(
+            f"--hub_revision {training_args.hub_revision}: this script publishes {what} on their "
+            "own branches and tags v0.k (main holds the latest); drop --hub_revision"
+        )
     if not (training_args.hub_token or get_token()):
-        raise ValueError("--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN or run "
-                         "`hf auth login`")
-    settings = HubSettings(repo_id=repo_id, private=training_args.hub_private_repo, token=training_args.hub_token,
-                           strategy=strategy, revision=training_args.hub_revision)
+        raise ValueError(
+            "--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN or run `hf auth login`"
+        )
+    settings = HubSettings(
+        repo_id=repo_id,
+        private=training_args.hub_private_repo,
+        token=training_args.hub_token,
+        strategy=strategy,
+        revision=training_args.hub_revision,
+    )
     training_args.push_to_hub = False
     training_args.hub_token = None
     return settings

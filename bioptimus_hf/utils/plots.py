@@ -47,9 +47,14 @@ def loss_series(log_history: Sequence[Mapping[str, Any]]) -> dict[str, list[tupl
     return series
 
 
-def plot_training_curves(log_history: Sequence[Mapping[str, Any]], path: str | os.PathLike,
-                         phase_ends: Sequence[int] = (), versions: Sequence[str] = (), title: str | None = None,
-                         ax=None) -> Path | None:
+def plot_training_curves(
+    log_history: Sequence[Mapping[str, Any]],
+    path: str | os.PathLike,
+    phase_ends: Sequence[int] = (),
+    versions: Sequence[str] = (),
+    title: str | None = None,
+    ax=None,
+) -> Path | None:
     """Draw the run's curves into ``path`` (or onto ``ax``); returns the file written, None without matplotlib
     or without any logged loss."""
     if not have_matplotlib():
@@ -72,8 +77,15 @@ def plot_training_curves(log_history: Sequence[Mapping[str, Any]], path: str | o
     for index, end in enumerate(phase_ends):
         ax.axvline(end, color="grey", linestyle=":", linewidth=1)
         if index < len(versions):
-            ax.text((start + end) / 2, 1.0, f"v{versions[index]}", transform=ax.get_xaxis_transform(),
-                    ha="center", va="bottom", fontsize=8)
+            ax.text(
+                (start + end) / 2,
+                1.0,
+                f"v{versions[index]}",
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
         start = end
     if series["learning_rate"]:
         rate_axis = ax.twinx()

@@ -52,7 +52,10 @@ def max_config_tokens(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBa
         with torch.device("meta"):
             model = AutoModel.from_config(config)
     except (ValueError, KeyError, TypeError, NotImplementedError) as error:
-        logger.warning("could not build %s on the meta device to read its position offset (%s); assuming none",
-                       type(config).__name__, error)
+        logger.warning(
+            "could not build %s on the meta device to read its position offset (%s); assuming none",
+            type(config).__name__,
+            error,
+        )
         return _smallest_limit(getattr(config, "max_position_embeddings", None), 0, tokenizer)
     return max_model_tokens(model, tokenizer)

@@ -52,20 +52,27 @@ class TokenizerFamily:
         return self.model_type == "WordPiece"
 
 
-_NO_CHARACTER_LIMIT = ("the Unigram trainer keeps every character of the corpus (a vocabulary smaller than the "
-                       "alphabet plus the special tokens is refused)")
+_NO_CHARACTER_LIMIT = (
+    "the Unigram trainer keeps every character of the corpus (a vocabulary smaller than the "
+    "alphabet plus the special tokens is refused)"
+)
 TOKENIZER_FAMILIES: dict[str, TokenizerFamily] = {
     family.name: family
     for family in (
         TokenizerFamily(
-            "wordpiece", "WordPiece", 'word-initial pieces plain, continuation pieces "##"',
+            "wordpiece",
+            "WordPiece",
+            'word-initial pieces plain, continuation pieces "##"',
             "BERT, PubMedBERT, BioBERT, MiniLM",
             # tokenizers.BertWordPieceTokenizer's defaults
             trainer_defaults={"min_frequency": 2, "limit_alphabet": 1000},
         ),
         TokenizerFamily(
-            "byte_level_bpe", "BPE", '"Ġ" (the space byte) starts a word that follows a space; no marker is a '
-            "continuation or the first word of a text", "RoBERTa, BioMed-RoBERTa, ModernBERT, GPT-2",
+            "byte_level_bpe",
+            "BPE",
+            '"Ġ" (the space byte) starts a word that follows a space; no marker is a '
+            "continuation or the first word of a text",
+            "RoBERTa, BioMed-RoBERTa, ModernBERT, GPT-2",
             trainer_defaults={"min_frequency": 2},  # tokenizers.ByteLevelBPETokenizer's default
             trainer_options_not_applicable={
                 "limit_alphabet": "the alphabet of byte-level BPE is the 256 byte symbols, all always kept",
@@ -73,16 +80,20 @@ TOKENIZER_FAMILIES: dict[str, TokenizerFamily] = {
             fixed_alphabet_size=256,
         ),
         TokenizerFamily(
-            "sentencepiece_unigram", "Unigram", '"▁" starts a word; no marker is a continuation',
+            "sentencepiece_unigram",
+            "Unigram",
+            '"▁" starts a word; no marker is a continuation',
             "XLM-R, DeBERTa-v3, ALBERT",
             trainer_options_not_applicable={
                 "min_frequency": "the Unigram trainer prunes a seed vocabulary by corpus likelihood; it has no "
-                                 "pair-frequency threshold",
+                "pair-frequency threshold",
                 "limit_alphabet": _NO_CHARACTER_LIMIT,
             },
         ),
         TokenizerFamily(
-            "sentencepiece_bpe", "BPE", '"▁" starts a word; no marker is a continuation',
+            "sentencepiece_bpe",
+            "BPE",
+            '"▁" starts a word; no marker is a continuation',
             "SentencePiece BPE models",
             trainer_defaults={"min_frequency": 2, "limit_alphabet": 1000},
         ),

@@ -69,7 +69,9 @@ def _distribution(values: Sequence[int]) -> dict:
     }
 
 
-def set_special_token_ids(config, tokenizer: PreTrainedTokenizerBase, base_to_new: Mapping[int, int] | None = None) -> None:
+def set_special_token_ids(
+    config, tokenizer: PreTrainedTokenizerBase, base_to_new: Mapping[int, int] | None = None
+) -> None:
     """The config's special-token ids follow the new vocabulary: ``pad_token_id`` is the tokenizer's, and the
     ``bos``, ``eos``, ``cls`` and ``sep`` ids a base config names (RoBERTa's, ModernBERT's) move with their token
     (``base_to_new``: base id -> new id of the copied rows), else take the tokenizer's id for that role, else
@@ -205,7 +207,7 @@ class ContextualizedEmbeddingInitializer:
             return ids or [self.base_tokenizer.unk_token_id]
         prefix = getattr(self.base_tokenizer.backend_tokenizer.model, "continuing_subword_prefix", "##") or "##"
         if token.startswith(prefix) and len(token) > len(prefix):
-            text, pieces, start = token[len(prefix):], [], 0
+            text, pieces, start = token[len(prefix) :], [], 0
             while start < len(text):
                 for end in range(len(text), start, -1):
                     piece_id = self.base_vocab.get(prefix + text[start:end])
@@ -233,8 +235,13 @@ class ContextualizedEmbeddingInitializer:
             sampled[token_id] = rng.sample(found, limit) if len(found) > limit else found
         return sampled
 
-    def sampled_contexts(self, strategy: str, corpus_files: Sequence[str] | None,
-                         contexts: Mapping[int, Sequence[Any]] | None, report: dict) -> dict[int, list[Any]]:
+    def sampled_contexts(
+        self,
+        strategy: str,
+        corpus_files: Sequence[str] | None,
+        contexts: Mapping[int, Sequence[Any]] | None,
+        report: dict,
+    ) -> dict[int, list[Any]]:
         """The contexts a context-based strategy uses: ``contexts`` if given, else a qik-find search of
         ``corpus_files`` (its statistics and time go into ``report``); then at most ``max_contexts_per_token``
         of each token's, sampled with the run's seed."""
@@ -252,17 +259,19 @@ class ContextualizedEmbeddingInitializer:
         from .qikfind import find_contexts
 
         # Under torchrun/accelerate the search runs once, on the main process, and every rank gets its result.
-        contexts, stats = share_from_main(lambda: find_contexts(
-            list(corpus_files),
-            self.new_tokenizer,
-            list(self.targets),
-            max_per_token=self.config.max_contexts_per_token,
-            seed=self.seed,
-            max_context_chars=self.config.max_context_chars,
-            num_threads=self.config.init_num_threads,
-            progress=self.progress,
-            return_stats=True,
-        ))
+        contexts, stats = share_from_main(
+            lambda: find_contexts(
+                list(corpus_files),
+                self.new_tokenizer,
+                list(self.targets),
+                max_per_token=self.config.max_contexts_per_token,
+                seed=self.seed,
+                max_context_chars=self.config.max_context_chars,
+                num_threads=self.config.init_num_threads,
+                progress=self.progress,
+                return_stats=True,
+            )
+        )
         return contexts, asdict(stats)
 
     def contextualized_vectors(self, contexts: Mapping[int, Sequence[Any]]) -> tuple[dict[int, torch.Tensor], dict]:
@@ -328,16 +337,21 @@ class ContextualizedEmbeddingInitializer:
         offset = 1 if tokenizer.cls_token_id is not None else 0
         # Distributed: each rank encodes its share of the sequences; the sums are added up after the loop.
         local_keys = shard(keys)
-        batches = [local_keys[i : i + self.config.init_batch_size]
-                   for i in range(0, len(local_keys), self.config.init_batch_size)]
+        batches = [
+            local_keys[i : i + self.config.init_batch_size]
+            for i in range(0, len(local_keys), self.config.init_batch_size)
+        ]
         encoded_tokens = 0
         with torch.inference_mode():
             for batch_keys in progress_bar(batches, enabled=self.progress, desc="Encoding contexts"):
                 rows = []
                 for s, first in batch_keys:
                     ids = encoded_ids[s][first : first + window]
-                    rows.append(([tokenizer.cls_token_id] if offset else []) + ids + (
-                        [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []))
+                    rows.append(
+                        ([tokenizer.cls_token_id] if offset else [])
+                        + ids
+                        + ([tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else [])
+                    )
                 length = max(len(r) for r in rows)
                 input_ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
                 attention_mask = torch.zeros((len(rows), length), dtype=torch.long)
@@ -420,7 +434,9 @@ class ContextualizedEmbeddingInitializer:
         input_weight = model.get_input_embeddings().weight.detach().float().cpu().clone()
         output_layer = model.get_output_embeddings()
         if output_layer is None:
-            raise ValueError(f"The base model {type(model).__name__} has no MLM output layer; load it with AutoModelForMaskedLM.")
+            raise ValueError(
+                f"The base model {type(model).__name__} has no MLM output layer; load it with AutoModelForMaskedLM."
+            )
         tied = output_layer.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
         output_weight = None if tied else output_layer.weight.detach().float().cpu().clone()
         base_bias = output_layer.bias.detach().float().cpu().clone() if output_layer.bias is not None else None
@@ -459,7 +475,9 @@ class ContextualizedEmbeddingInitializer:
         generator = torch.Generator().manual_seed(self.seed)
         std = getattr(model.config, "initializer_range", 0.02)
         new_input = torch.empty(new_size, input_weight.shape[1]).normal_(0.0, std, generator=generator)
-        new_output = None if tied else torch.empty(new_size, output_weight.shape[1]).normal_(0.0, std, generator=generator)
+        new_output = (
+            None if tied else torch.empty(new_size, output_weight.shape[1]).normal_(0.0, std, generator=generator)
+        )
         new_bias = torch.zeros(new_size) if base_bias is not None else None
         for new_id, base_id in self.copied.items():
             new_input[new_id] = input_weight[base_id]
@@ -546,7 +564,9 @@ def build_initialized_model(
     load = {"cache_dir": args.cache_dir, "revision": args.model_revision}
     if strategy.name == "scratch":
         if (config_name or base) is None:
-            raise ValueError("init strategy 'scratch' needs a config (--config_name) or a base model (--model_name_or_path)")
+            raise ValueError(
+                "init strategy 'scratch' needs a config (--config_name) or a base model (--model_name_or_path)"
+            )
         if tokenizer_name_or_path is None:
             raise ValueError("init strategy 'scratch' needs the new vocabulary (--tokenizer_name)")
         tokenizer = load_fast_tokenizer(tokenizer_name_or_path, **load)
@@ -583,16 +603,18 @@ def build_initialized_model(
     base_tokenizer = load_fast_tokenizer(base, **load)
     new_tokenizer = load_fast_tokenizer(tokenizer_name_or_path, **load)
     model = load_base_model(base, args)
-    initializer = ContextualizedEmbeddingInitializer(model, base_tokenizer, new_tokenizer, args, seed=seed,
-                                                     progress=progress)
+    initializer = ContextualizedEmbeddingInitializer(
+        model, base_tokenizer, new_tokenizer, args, seed=seed, progress=progress
+    )
     model, report = initializer.initialize(corpus_files=args.init_corpus_files, contexts=contexts)
     report["base_model"] = str(base)
     report["new_tokenizer"] = str(tokenizer_name_or_path)
     return model, new_tokenizer, _finish(report, started)
 
 
-def start_model_provenance(model_name_or_path: str | None, tokenizer_name_or_path: str | None,
-                           init_strategy: str) -> tuple[str, str | None, str | None]:
+def start_model_provenance(
+    model_name_or_path: str | None, tokenizer_name_or_path: str | None, init_strategy: str
+) -> tuple[str, str | None, str | None]:
     """``(init strategy, base model, tokenizer)`` a run's records and cards should state.
 
     A run that continues (``--init_strategy continued``) from a checkpoint written by

@@ -44,8 +44,12 @@ def focus_rows(initializer, input_weight, corpus_files=None, contexts=None) -> N
     files = check_corpus_files(corpus_files, what="initialisation corpus").files
     timings = {}
     text_path = _one_text_file(files)
-    fasttext_settings = {"epochs": cfg.focus_fasttext_epochs, "dim": cfg.focus_fasttext_dim,
-                         "min_count": cfg.focus_fasttext_min_count, "processes": cfg.init_num_threads}
+    fasttext_settings = {
+        "epochs": cfg.focus_fasttext_epochs,
+        "dim": cfg.focus_fasttext_dim,
+        "min_count": cfg.focus_fasttext_min_count,
+        "processes": cfg.init_num_threads,
+    }
     t0 = time.perf_counter()
     fasttext_model = load_fasttext(initializer.new_tokenizer, target_training_data_path=text_path, **fasttext_settings)
     timings["fasttext"] = time.perf_counter() - t0
@@ -66,8 +70,14 @@ def focus_rows(initializer, input_weight, corpus_files=None, contexts=None) -> N
     tokens = initializer.new_tokenizer.convert_ids_to_tokens(list(initializer.targets))
     rare = {t for t, token in zip(initializer.targets, tokens) if is_very_rare_token(token, fasttext_model)}
     learnt = {t: rows[t].float().cpu() for t in initializer.targets if t not in rare}
-    report = {"focus": {"focus_tokens": len(learnt), "without_fasttext_vector": len(rare), **fasttext_settings,
-                        "timings_s": timings}}
+    report = {
+        "focus": {
+            "focus_tokens": len(learnt),
+            "without_fasttext_vector": len(rare),
+            **fasttext_settings,
+            "timings_s": timings,
+        }
+    }
     return NewRows(input=learnt, report=report)
 
 

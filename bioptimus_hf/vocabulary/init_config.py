@@ -84,10 +84,15 @@ class EmbeddingInitArguments:
     )
     init_corpus_files: list[str] | None = field(
         default=None,
-        metadata={"help": "Corpus searched for contexts of new tokens (contextualized, token_distillation; the "
-                          "fastText corpus of focus; default: the training text files).", "aliases": ["--corpus_files"]},
+        metadata={
+            "help": "Corpus searched for contexts of new tokens (contextualized, token_distillation; the "
+            "fastText corpus of focus; default: the training text files).",
+            "aliases": ["--corpus_files"],
+        },
     )
-    max_contexts_per_token: int = field(default=20, metadata={"help": "Contexts sampled per new token (the paper: 20)."})
+    max_contexts_per_token: int = field(
+        default=20, metadata={"help": "Contexts sampled per new token (the paper: 20)."}
+    )
     init_norm_match: bool = field(
         default=True,
         metadata={
@@ -97,9 +102,12 @@ class EmbeddingInitArguments:
         },
     )
     init_batch_size: int = field(
-        default=32, metadata={"help": "Sentences per base-model forward pass (contextualized).", "aliases": ["--batch_size"]}
+        default=32,
+        metadata={"help": "Sentences per base-model forward pass (contextualized).", "aliases": ["--batch_size"]},
     )
-    init_device: str | None = field(default=None, metadata={"help": "Device of those forward passes (default: cuda if any)."})
+    init_device: str | None = field(
+        default=None, metadata={"help": "Device of those forward passes (default: cuda if any)."}
+    )
     init_precision: str = field(
         default="auto",
         metadata={
@@ -109,8 +117,12 @@ class EmbeddingInitArguments:
             "choices": list(PRECISION_CHOICES),
         },
     )
-    init_num_threads: int | None = field(default=None, metadata={"help": "Threads of the context search (default: all)."})
-    max_context_chars: int = field(default=1000, metadata={"help": "Longer sentences are cut into chunks (code points)."})
+    init_num_threads: int | None = field(
+        default=None, metadata={"help": "Threads of the context search (default: all)."}
+    )
+    max_context_chars: int = field(
+        default=1000, metadata={"help": "Longer sentences are cut into chunks (code points)."}
+    )
     max_context_tokens: int | None = field(
         default=None, metadata={"help": "Longest base-token window encoded (default: the base model's maximum)."}
     )
@@ -123,16 +135,22 @@ class EmbeddingInitArguments:
     )
     distill_layer: int = field(
         default=-1,
-        metadata={"help": "token_distillation: hidden-state layer matched by the MSE (0 = embeddings output, "
-                          "-1 = last layer)."},
+        metadata={
+            "help": "token_distillation: hidden-state layer matched by the MSE (0 = embeddings output, "
+            "-1 = last layer)."
+        },
     )
     focus_fasttext_epochs: int = field(default=3, metadata={"help": "focus: epochs of the auxiliary fastText model."})
-    focus_fasttext_dim: int = field(default=100, metadata={"help": "focus: dimension of the auxiliary fastText model."})
+    focus_fasttext_dim: int = field(
+        default=100, metadata={"help": "focus: dimension of the auxiliary fastText model."}
+    )
     focus_fasttext_min_count: int = field(
         default=10, metadata={"help": "focus: rarer new tokens get no fastText vector and fall back to averaged."}
     )
     cache_dir: str | None = field(default=None, metadata={"help": "Where Hub downloads are cached."})
-    model_revision: str = field(default="main", metadata={"help": "Revision (branch, tag or commit) of the base model."})
+    model_revision: str = field(
+        default="main", metadata={"help": "Revision (branch, tag or commit) of the base model."}
+    )
 
     def __post_init__(self):
         if self.init_strategy not in INIT_STRATEGIES:

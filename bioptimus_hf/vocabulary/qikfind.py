@@ -77,6 +77,7 @@ class UnsupportedTokenizerError(ValueError):
         self.family = family
         self.reason = reason
 
+
 # The splitter's character classes come from one generated table that the Rust backend compiles in too
 # (scripts/generate_unicode_tables.py), so that neither backend depends on its own Unicode version.
 # White_Space: Python's str.isspace() also accepts U+001C..U+001F, so it is not used.
@@ -171,6 +172,7 @@ class _BottomK:
 # --------------------------------------------------------------------------------------------------
 # Reading and sentence splitting
 
+
 def _iter_lines(paths: list[Path], stats: QikFindStats, progress) -> Iterator[str]:
     """The shared corpus reader, its counts mirrored into the search's stats (as the Rust backend reports them)."""
     read = CorpusReadStats()
@@ -232,7 +234,6 @@ def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str]
 
 # --------------------------------------------------------------------------------------------------
 # Tokenizer
-
 
 
 # --------------------------------------------------------------------------------------------------
@@ -307,7 +308,9 @@ def _rust_tokenizer(backend_tokenizer):
     return _qikfind.Tokenizer(backend_tokenizer.to_str())
 
 
-def _rust_backend(paths, rust_tokenizer, targets, max_per_token, seed, max_context_chars, num_threads, progress, stats):
+def _rust_backend(
+    paths, rust_tokenizer, targets, max_per_token, seed, max_context_chars, num_threads, progress, stats
+):
     from bioptimus_hf import _qikfind
 
     callback = None
@@ -410,16 +413,24 @@ def find_contexts(
 
     bar = None  # None: the Rust backend is given no callback to report to
     if progress_enabled(progress):
-        bar = progress_bar(total=sum(p.stat().st_size for p in paths), unit="B", unit_scale=True,
-                           desc=f"qik-find ({backend})")
+        bar = progress_bar(
+            total=sum(p.stat().st_size for p in paths), unit="B", unit_scale=True, desc=f"qik-find ({backend})"
+        )
 
     stats = QikFindStats(backend=backend)
     started = time.perf_counter()
     try:
         if backend == "rust":
             contexts = _rust_backend(
-                paths, rust_tokenizer, targets, max_per_token, seed, max_context_chars,
-                num_threads, bar, stats,
+                paths,
+                rust_tokenizer,
+                targets,
+                max_per_token,
+                seed,
+                max_context_chars,
+                num_threads,
+                bar,
+                stats,
             )
         else:
             contexts = _python_backend(

@@ -53,7 +53,11 @@ def _pairs(initializer, contexts, window):
                 first = min(max(positions[0] - (window - span) // 2, 0), len(ids) - window)
             last = min(positions[-1], first + window - 1)
             pairs[token_id].append(
-                (prefix + ids[first : first + window] + suffix, positions[0] - first + len(prefix), last - first + len(prefix))
+                (
+                    prefix + ids[first : first + window] + suffix,
+                    positions[0] - first + len(prefix),
+                    last - first + len(prefix),
+                )
             )
     return pairs, without_overlap
 
@@ -73,7 +77,9 @@ def _blocks(pairs, batch_size):
 
 
 def _padded(tokenizer, rows):
-    batch = tokenizer.pad({"input_ids": rows}, padding=True, padding_side="right", return_tensors="pt")  # slots index from the left
+    batch = tokenizer.pad(
+        {"input_ids": rows}, padding=True, padding_side="right", return_tensors="pt"
+    )  # slots index from the left
     return batch["input_ids"], batch["attention_mask"]
 
 
@@ -159,11 +165,24 @@ def token_distillation_rows(initializer, input_weight, corpus_files=None, contex
         blocks = list(_blocks(pairs, cfg.init_batch_size))
         for block in progress_bar(blocks, enabled=initializer.progress, desc="Token distillation"):
             learnt, first, last, count = distill_block(
-                model, tokenizer, block, pairs, start_rows, steps=cfg.distill_steps, lr=cfg.distill_learning_rate,
-                layer=cfg.distill_layer, pad_id=pad_id, device=device, use_bf16=use_bf16,
+                model,
+                tokenizer,
+                block,
+                pairs,
+                start_rows,
+                steps=cfg.distill_steps,
+                lr=cfg.distill_learning_rate,
+                layer=cfg.distill_layer,
+                pad_id=pad_id,
+                device=device,
+                use_bf16=use_bf16,
             )
             rows.update(learnt)
-            first_total, last_total, sequences_total = first_total + first * count, last_total + last * count, sequences_total + count
+            first_total, last_total, sequences_total = (
+                first_total + first * count,
+                last_total + last * count,
+                sequences_total + count,
+            )
     finally:
         for parameter, flag in zip(model.parameters(), flags):
             parameter.requires_grad_(flag)

@@ -45,8 +45,10 @@ logger = logging.getLogger(__name__)
 
 COVERAGE_REPORT_NAME = "coverage_report.json"
 # What a "word" of the coverage report is, the same for every family (written into the report).
-COVERAGE_WORDS = ("whitespace-separated words of the sampled lines; a token counts for the word its character span "
-                  "starts in (a leading space or \u2581 counts for the word it marks)")
+COVERAGE_WORDS = (
+    "whitespace-separated words of the sampled lines; a token counts for the word its character span "
+    "starts in (a leading space or \u2581 counts for the word it marks)"
+)
 _WORD = re.compile(r"\S+")
 
 
@@ -70,7 +72,9 @@ def _check_vocab_size(vocab_size: int, base: PreTrainedTokenizerBase, family: To
     always_kept = specials + family.fixed_alphabet_size
     if vocab_size > always_kept:
         return
-    alphabet = f"the {family.fixed_alphabet_size} byte symbols of {family.name} and " if family.fixed_alphabet_size else ""
+    alphabet = (
+        f"the {family.fixed_alphabet_size} byte symbols of {family.name} and " if family.fixed_alphabet_size else ""
+    )
     raise ValueError(
         f"--vocab_size {vocab_size} leaves no room for a vocabulary: {alphabet}the base tokenizer's {specials} special "
         f"tokens ({', '.join(base.all_special_tokens)}) are always kept. Use --vocab_size {always_kept + 1} or more"
@@ -127,7 +131,9 @@ def train_tokenizer(
     stats = stats if stats is not None else CorpusReadStats()
     try:
         new = base.train_new_from_iterator(
-            _batched(iter_text_lines(files, stats)), vocab_size=vocab_size, show_progress=show_progress,
+            _batched(iter_text_lines(files, stats)),
+            vocab_size=vocab_size,
+            show_progress=show_progress,
             **trainer_options,
         )
     except Exception as error:  # the Unigram trainer raises a bare Exception for this one
@@ -140,7 +146,11 @@ def train_tokenizer(
     if len(new) > vocab_size:
         # The WordPiece and BPE trainers keep every initial character (up to limit_alphabet) and the special
         # tokens, whatever the requested size: a vocabulary larger than asked for would be mislabelled.
-        limit = f", at most --limit_alphabet {trainer_options['limit_alphabet']}" if "limit_alphabet" in trainer_options else ""
+        limit = (
+            f", at most --limit_alphabet {trainer_options['limit_alphabet']}"
+            if "limit_alphabet" in trainer_options
+            else ""
+        )
         raise ValueError(
             f"--vocab_size {vocab_size} is smaller than the corpus alphabet plus the special tokens: the trainer "
             f"returned {len(new)} entries (initial characters are always kept{limit}). Use --vocab_size {len(new)} or "
@@ -195,21 +205,32 @@ def extend_tokenizer(
         except ValueError:
             raise ValueError(f"--vocab_size {vocab_size!r} is neither a number nor 'auto'") from None
         if vocab_size <= base_size:
-            raise ValueError(f"--vocab_size {vocab_size} leaves nothing to add to the base's {base_size} entries with "
-                             f"--vocabulary_mode extend (the total, base included). Use --vocab_size "
-                             f"{base_size + 1} or more, or auto")
+            raise ValueError(
+                f"--vocab_size {vocab_size} leaves nothing to add to the base's {base_size} entries with "
+                f"--vocabulary_mode extend (the total, base included). Use --vocab_size "
+                f"{base_size + 1} or more, or auto"
+            )
     if auto_threshold <= 0:
         raise ValueError(f"--auto_vocab_threshold {auto_threshold} must be positive (a relative improvement)")
     candidate_size = candidate_vocab_size or (2 * base_size if auto else vocab_size)
     files = check_corpus_files(files, what="tokenizer training corpus").files
-    candidate = train_tokenizer(files, base, vocab_size=candidate_size, min_frequency=min_frequency,
-                                limit_alphabet=limit_alphabet, show_progress=show_progress, stats=stats,
-                                warn_not_carried_over=False)
+    candidate = train_tokenizer(
+        files,
+        base,
+        vocab_size=candidate_size,
+        min_frequency=min_frequency,
+        limit_alphabet=limit_alphabet,
+        show_progress=show_progress,
+        stats=stats,
+        warn_not_carried_over=False,
+    )
     lines = _sample_lines(files, sample_lines, seed)
     extension = VocabularyExtension(base, candidate, lines)
     if not len(extension):
-        raise ValueError(f"the {candidate_size}-entry vocabulary trained on the corpus has nothing the base lacks: "
-                         "there is no domain token to add (a larger --candidate_vocab_size or corpus)")
+        raise ValueError(
+            f"the {candidate_size}-entry vocabulary trained on the corpus has nothing the base lacks: "
+            "there is no domain token to add (a larger --candidate_vocab_size or corpus)"
+        )
     steps: list[dict] = []
     if auto:
         step = auto_step or max(1, base_size // 10)
@@ -221,10 +242,21 @@ def extend_tokenizer(
             trial = min(added + step, len(extension))
             current = _tokens_per_word(extension.build(trial), lines)
             improvement = (previous - current) / previous if previous else 0.0
-            steps.append({"added_tokens": trial, "vocab_size": base_size + trial, "tokens_per_word": current,
-                          "improvement": improvement})
-            logger.info("vocabulary growth: +%d tokens (%d in all): %.4f tokens per word, %.2f%% fewer than the step "
-                        "before", trial, base_size + trial, current, 100 * improvement)
+            steps.append(
+                {
+                    "added_tokens": trial,
+                    "vocab_size": base_size + trial,
+                    "tokens_per_word": current,
+                    "improvement": improvement,
+                }
+            )
+            logger.info(
+                "vocabulary growth: +%d tokens (%d in all): %.4f tokens per word, %.2f%% fewer than the step before",
+                trial,
+                base_size + trial,
+                current,
+                100 * improvement,
+            )
             if improvement < auto_threshold:
                 break
             added, previous = trial, current
@@ -232,8 +264,13 @@ def extend_tokenizer(
     else:
         added = min(vocab_size - base_size, len(extension))
         if added < vocab_size - base_size:
-            logger.warning("--vocab_size %d: the candidate vocabulary has only %d tokens to add; the extended "
-                           "vocabulary has %d entries", vocab_size, added, base_size + added)
+            logger.warning(
+                "--vocab_size %d: the candidate vocabulary has only %d tokens to add; the extended "
+                "vocabulary has %d entries",
+                vocab_size,
+                added,
+                base_size + added,
+            )
     tokenizer = extension.build(added)
     if output_dir is not None:
         save_tokenizer(tokenizer, output_dir)
@@ -339,8 +376,9 @@ def coverage_report(
     vocabularies = {"base": base, **(compared or {"new": new_tokenizer})}
     measured = {"corpus": {name: vocabulary_measures(t, base, lines) for name, t in vocabularies.items()}}
     if heldout_files:
-        heldout = _sample_lines(check_corpus_files(heldout_files, what="held-out text (--heldout_files)").files,
-                                sample_lines, seed)
+        heldout = _sample_lines(
+            check_corpus_files(heldout_files, what="held-out text (--heldout_files)").files, sample_lines, seed
+        )
         measured["heldout"] = {name: vocabulary_measures(t, base, heldout) for name, t in vocabularies.items()}
     return {
         "family": family.name,

@@ -77,8 +77,10 @@ class VocabularyExtension:
     def __init__(self, base: PreTrainedTokenizerBase, candidate: PreTrainedTokenizerBase, lines: Sequence[str]):
         self.base, self.family = base, tokenizer_family(base)
         if tokenizer_family(candidate) != self.family:
-            raise ValueError(f"the candidate vocabulary is {tokenizer_family(candidate).name}, the base "
-                             f"{self.family.name}: an extension adds entries of the base's own family")
+            raise ValueError(
+                f"the candidate vocabulary is {tokenizer_family(candidate).name}, the base "
+                f"{self.family.name}: an extension adds entries of the base's own family"
+            )
         self.base_size = _check_contiguous_ids(base)
         self.usefulness = USEFULNESS[self.family.model_type]
         base_vocab = base.get_vocab()
@@ -89,12 +91,16 @@ class VocabularyExtension:
         else:
             counts = _emissions(candidate, lines)
             id_to_token = {i: t for t, i in candidate.get_vocab().items()}
-            scores = (dict(candidate_model["vocab"])
-                      if self.family.model_type == "Unigram" else {})
+            scores = dict(candidate_model["vocab"]) if self.family.model_type == "Unigram" else {}
             special = set(candidate.all_special_tokens)
             # Most emitted first; ties (and never-emitted entries) in the candidate's id order.
-            ranked = sorted(((-counts.get(i, 0), i) for t, i in candidate.get_vocab().items()
-                             if t not in base_vocab and t not in special))
+            ranked = sorted(
+                (
+                    (-counts.get(i, 0), i)
+                    for t, i in candidate.get_vocab().items()
+                    if t not in base_vocab and t not in special
+                )
+            )
             self.additions = [id_to_token[i] for _, i in ranked]
             self.scores = scores
 
@@ -122,8 +128,11 @@ class VocabularyExtension:
         # Added tokens past the model's entries (DeBERTa-v3's [MASK], ModernBERT's extra tokens) get their ids from
         # tokenizers after the model's when it loads: they become model entries at their ids first (tokenizers maps
         # an added token found in the model to the model's id; they are matched before the model all the same).
-        outside = {entry["id"]: entry["content"] for entry in pipeline.get("added_tokens", [])
-                   if entry["content"] not in (model["vocab"] if isinstance(model["vocab"], dict) else ())}
+        outside = {
+            entry["id"]: entry["content"]
+            for entry in pipeline.get("added_tokens", [])
+            if entry["content"] not in (model["vocab"] if isinstance(model["vocab"], dict) else ())
+        }
         if self.family.model_type == "Unigram":  # ids are list positions
             for missing in range(len(model["vocab"]), self.base_size):
                 model["vocab"].append([outside[missing], 0.0])
@@ -172,5 +181,7 @@ def check_base_kept(base: PreTrainedTokenizerBase, extended: PreTrainedTokenizer
     """Every base entry keeps its string and id, and the special tokens their roles (else a ValueError)."""
     changed = changed_base_ids(base, extended)
     if changed or base.all_special_tokens != extended.all_special_tokens:
-        raise ValueError(f"the extended vocabulary changed {changed} base entries or the special tokens "
-                         f"({base.all_special_tokens} -> {extended.all_special_tokens})")
+        raise ValueError(
+            f"the extended vocabulary changed {changed} base entries or the special tokens "
+            f"({base.all_special_tokens} -> {extended.all_special_tokens})"
+        )

@@ -42,10 +42,12 @@ class SpanF1(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({
-                "predictions": datasets.Sequence(datasets.Value("string")),
-                "references": datasets.Sequence(datasets.Value("string")),
-            }),
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Sequence(datasets.Value("string")),
+                    "references": datasets.Sequence(datasets.Value("string")),
+                }
+            ),
         )
 
     def _compute(self, predictions, references, scheme="BIO", reference_scheme=None):
