@@ -66,7 +66,28 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
     check_multi_process_launch(parsed)
+    check_torch_compile_supported(parsed)
     return parsed
+
+
+# The install allows older torch (setup.cfg, docs/install.md); torch.compile of our models needs this one:
+# torch 2.6's dynamo fails on transformers' forward wrappers and lacks recompile_limit (static_shapes.py).
+TORCH_COMPILE_MIN_VERSION = "2.7.1"
+
+
+def check_torch_compile_supported(parsed) -> None:
+    """Refuse ``--torch_compile true`` on a torch older than :data:`TORCH_COMPILE_MIN_VERSION`, naming both."""
+    import torch
+    from transformers import TrainingArguments
+
+    if torch.__version__ >= TORCH_COMPILE_MIN_VERSION:  # TorchVersion compares as a version, local part aside
+        return
+    for args in parsed:
+        if isinstance(args, TrainingArguments) and args.torch_compile:
+            raise SystemExit(
+                f"error: --torch_compile needs torch >= {TORCH_COMPILE_MIN_VERSION}, this is torch {torch.__version__}; "
+                "upgrade torch or leave --torch_compile off"
+            )
 
 
 def check_multi_process_launch(parsed) -> None:
