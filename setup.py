@@ -1,8 +1,12 @@
-"""Build hook for the optional Rust extension ``bioptimus_hf._qikfind``; metadata lives in setup.cfg.
+"""Build hook for the Rust extension ``bioptimus_hf._qikfind``; metadata lives in setup.cfg.
 
 Where cargo is missing the extension is skipped (``optional=True``) and qik-find runs its pure-Python
-backend. On our offline machines ``scripts/cargo_env.sh`` points cargo at Debian's packaged crates.
+backend. ``BIOPTIMUS_REQUIRE_QIKFIND=1`` (set by ``scripts/build_wheel.sh``) makes a failed Rust build fail
+the install instead, so that a distributed wheel always carries the extension. On our offline machines
+``scripts/cargo_env.sh`` points cargo at Debian's packaged crates.
 """
+
+import os
 
 from setuptools import setup
 from setuptools_rust import Binding, RustExtension
@@ -15,7 +19,7 @@ setup(
             path="rust/Cargo.toml",
             binding=Binding.PyO3,
             features=["python"],
-            optional=True,
+            optional=os.environ.get("BIOPTIMUS_REQUIRE_QIKFIND") != "1",
             # Release profile even for editable installs: a debug build scans ~20x slower.
             debug=False,
         )

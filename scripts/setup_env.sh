@@ -13,11 +13,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY=$ROOT/.venv/bin/python
 "$VPY" -m pip install -q --upgrade pip
-# The pinned CPU wheel first: an unpinned torch would pull several GB of CUDA packages.
-"$VPY" -m pip install -q torch==2.13.0
+# The newest tested versions (constraints/latest.txt), torch first: its pinned CPU wheel, as an unpinned
+# torch would pull several GB of CUDA packages.
+"$VPY" -m pip install -q -c constraints/latest.txt torch
 
 if command -v cargo >/dev/null 2>&1; then
   source scripts/cargo_env.sh
 fi
-"$VPY" -m pip install -q -e ".[test,demo]"
+"$VPY" -m pip install -q -c constraints/latest.txt -e ".[test,demo]"
 "$VPY" -c "import bioptimus_hf; print('bioptimus_hf', bioptimus_hf.__version__, 'installed in', '$ROOT/.venv')"

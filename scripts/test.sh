@@ -17,6 +17,9 @@ fi
 # installs (deepfocus builds fasttext from source); elsewhere its test skips and the rest still runs.
 .venv/bin/python -m pip install -q -e ".[focus]" >/dev/null 2>&1 \
   || echo "test.sh: the [focus] extra (deepfocus) did not install; its test will be skipped" >&2
+# Lint and format as the Hugging Face projects do (pyproject.toml's [tool.ruff]); a violation fails the run.
+.venv/bin/ruff check --quiet . && .venv/bin/ruff format --check --quiet . \
+  || { echo "test.sh: ruff found the above (fix: .venv/bin/ruff check --fix . && .venv/bin/ruff format .)" >&2; exit 1; }
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # Pass 1 in parallel (pytest-xdist): most of the suite waits on subprocess start-up (torchrun, the run_*.py
 # scripts), so two workers halve its time even on two cores; conftest.py gives each worker its share of

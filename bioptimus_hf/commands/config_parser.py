@@ -51,6 +51,7 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
     with exit_on_bad_input(ValueError):
         parsed = parser.parse_args_into_dataclasses(args=argv)
     check_multi_process_launch(parsed)
+    check_torch_compile_supported(parsed)
     return parsed
 
 
@@ -60,6 +61,26 @@ def parse_mapping(dataclass_types, mapping: dict):
     ``"0.4"``, ``"true"`` for a ``bool`` is ``True``), the same aliases, the same refusals (an unknown name
     is an error naming it). How the study hands its arms' settings to the library."""
     return parse_args(dataclass_types, mapping_to_argv(mapping))
+
+
+# The install allows older torch (setup.cfg, docs/install.md); torch.compile of our models needs this one:
+# torch 2.6's dynamo fails on transformers' forward wrappers and lacks recompile_limit (static_shapes.py).
+TORCH_COMPILE_MIN_VERSION = "2.7.1"
+
+
+def check_torch_compile_supported(parsed) -> None:
+    """Refuse ``--torch_compile true`` on a torch older than :data:`TORCH_COMPILE_MIN_VERSION`, naming both."""
+    import torch
+    from transformers import TrainingArguments
+
+    if torch.__version__ >= TORCH_COMPILE_MIN_VERSION:  # TorchVersion compares as a version, local part aside
+        return
+    for args in parsed:
+        if isinstance(args, TrainingArguments) and args.torch_compile:
+            raise SystemExit(
+                f"error: --torch_compile needs torch >= {TORCH_COMPILE_MIN_VERSION}, this is torch {torch.__version__}; "
+                "upgrade torch or leave --torch_compile off"
+            )
 
 
 def check_multi_process_launch(parsed) -> None:
