@@ -691,6 +691,8 @@ def test_run_pretraining_serves_a_roberta_and_records_it(monkeypatch, tmp_path, 
         "false",
         "--curriculum",
         _two_phase_curriculum(tmp_path),
+        "--log_level",  # the run's own INFO lines, as a user asks for them
+        "info",
     ]
     monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
     with caplog.at_level(logging.INFO):
