@@ -23,6 +23,7 @@ from typing import Iterator
 
 from ..ner.tagger import PRECISIONS, NerTagger
 from ..utils.allocator import retain_freed_memory
+from ..utils.cli import exit_on_bad_input
 from .config_parser import parse_args
 
 
@@ -89,32 +90,35 @@ class _Lines:
 
 def main(argv: list[str] | None = None) -> None:
     (args,) = parse_args((TagArguments,), argv, description=__doc__)
-    if args.input_file and not os.path.isfile(args.input_file):
-        raise SystemExit(f"error: --input_file {args.input_file}: no such file")
+    with exit_on_bad_input():
+        if args.input_file and not os.path.isfile(args.input_file):
+            raise FileNotFoundError(f"--input_file {args.input_file}: no such file")
+        try:
+            tagger = NerTagger(
+                args.model_name_or_path,
+                args.max_seq_length,
+                args.stride,
+                args.batch_size,
+                precision=args.precision,
+                chunk_size=args.chunk_size,
+                revision=args.revision,
+            )
+        except OSError as error:  # transformers' "not a folder, not on the Hub (at that revision)", with advice lines
+            model = args.model_name_or_path + (f" --revision {args.revision}" if args.revision else "")
+            raise ValueError(f"--model_name_or_path {model}: {str(error).splitlines()[0]}") from None
     lines = _Lines(args.input_file) if args.input_file else None
-    try:
-        tagger = NerTagger(
-            args.model_name_or_path,
-            args.max_seq_length,
-            args.stride,
-            args.batch_size,
-            precision=args.precision,
-            chunk_size=args.chunk_size,
-            revision=args.revision,
-        )
-    except OSError as error:  # transformers' "not a folder, not on the Hub (at that revision)", with advice lines
-        model = args.model_name_or_path + (f" --revision {args.revision}" if args.revision else "")
-        raise SystemExit(f"error: --model_name_or_path {model}: {str(error).splitlines()[0]}") from None
     if args.retain_freed_memory and tagger.device.type == "cpu":
         retain_freed_memory()  # a no-op, saying so, where the C library is not glibc
     partial = f"{args.output_file}.partial" if args.output_file else None
     out = open(partial, "w", encoding="utf-8") if partial else sys.stdout
     try:
-        results = tagger.tag_stream(lines, progress=True) if lines else iter([tagger(args.text)])
-        for line_number, found in enumerate(results, start=1):
-            out.write(json.dumps({"line": line_number, "entities": found}, ensure_ascii=False) + "\n")
-    except UnicodeDecodeError as error:
-        raise SystemExit(f"error: --input_file {args.input_file}, line {lines.line_number + 1}: {error}") from None
+        with exit_on_bad_input():
+            try:
+                results = tagger.tag_stream(lines, progress=True) if lines else iter([tagger(args.text)])
+                for line_number, found in enumerate(results, start=1):
+                    out.write(json.dumps({"line": line_number, "entities": found}, ensure_ascii=False) + "\n")
+            except UnicodeDecodeError as error:  # named with its file and line
+                raise ValueError(f"--input_file {args.input_file}, line {lines.line_number + 1}: {error}") from None
     finally:
         if out is not sys.stdout:
             out.close()
