@@ -1,11 +1,10 @@
 import copy
 import json
 import os
-from typing import NamedTuple
 
 import pytest
 import torch
-from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM, BertTokenizer
+from transformers import AutoModelForMaskedLM, AutoTokenizer, BertTokenizer
 
 from bioptimus_hf.commands.init_embeddings import run as run_cli
 from bioptimus_hf.testing.numerics import (
@@ -20,66 +19,19 @@ from bioptimus_hf.utils import hardware
 from bioptimus_hf.utils.hardware import resolve_precision
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
-from conftest import python_path, run_launcher
-
-
-def init_args(strategy="contextualized", **kwargs):
-    return EmbeddingInitArguments(init_strategy=strategy, **kwargs)
-
-
-LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
-BASE_VOCAB = (
-    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    + list(LETTERS + "-.,()")
-    + ["##" + c for c in LETTERS]
-    + ["the", "of", "cell", "cells", "kin", "##ase", "receptor"]
+from helpers import python_path, run_launcher
+from helpers.embedding_init import (
+    LETTERS,
+    NEW_TOKENS,
+    NEW_VOCAB,
+    ctx,
+    float64_copy,
+    hand_contextualized,
+    init_args,
+    make_base,
+    make_tokenizer,
+    run,
 )
-# Specials in another order, shared tokens at other ids, and new biomedical tokens.
-NEW_VOCAB = (
-    ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"]
-    + list("abcdefghijklmnopqrstuvwxyz.")
-    + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
-    + ["the", "cells", "receptor", "kinase", "interleukin", "##kinase", "thymus", "##ase"]
-)
-NEW_TOKENS = ["kinase", "interleukin", "##kinase", "thymus"]
-
-
-class Context(NamedTuple):  # the shape of bioptimus_hf.vocabulary.qikfind.Context
-    sentence: str
-    start: int
-    end: int
-    sentence_index: int
-
-
-def ctx(sentence, word, index=0, occurrence=0):
-    start = -1
-    for _ in range(occurrence + 1):
-        start = sentence.index(word, start + 1)
-    return Context(sentence, start, start + len(word), index)
-
-
-def make_tokenizer(vocab, path, **kwargs):
-    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}, **kwargs)
-    tokenizer.save_pretrained(str(path))
-    return AutoTokenizer.from_pretrained(str(path))
-
-
-def make_base(tmp_path, tie=True, max_positions=64):
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(BASE_VOCAB),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=max_positions,
-        tie_word_embeddings=tie,
-    )
-    model = BertForMaskedLM(config).eval()
-    with torch.no_grad():  # a non-zero bias, so copying it is visible
-        model.get_output_embeddings().bias.copy_(torch.randn(len(BASE_VOCAB)))
-    tokenizer = make_tokenizer(BASE_VOCAB, tmp_path / "base_tok", model_max_length=max_positions)
-    return model, tokenizer
 
 
 @pytest.fixture
@@ -87,13 +39,6 @@ def setup(tmp_path):
     model, base_tok = make_base(tmp_path)
     new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
     return model, base_tok, new_tok
-
-
-def run(model, base_tok, new_tok, strategy, contexts=None, norm_match=False, **kwargs):
-    config = init_args(strategy, init_device="cpu", init_norm_match=norm_match, **kwargs)
-    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, config, progress=False)
-    out, report = initializer.initialize(contexts=contexts)
-    return initializer, out, report
 
 
 def test_shared_rows_and_bias_copied_exactly(setup):
@@ -132,30 +77,6 @@ def test_averaged_rows_are_means_of_base_pieces(setup):
         row = out.get_input_embeddings().weight[new_ids[token]]
         assert torch.allclose(row, base_in[ids].mean(0), atol=1e-6), token
         assert torch.isclose(out.get_output_embeddings().bias[new_ids[token]], base_bias[ids].mean(), atol=1e-6)
-
-
-def float64_copy(model):
-    """The reference model: exact claims are checked against float64 (bioptimus_hf/testing/numerics.py)."""
-    return copy.deepcopy(model).double().eval()
-
-
-def hand_contextualized(reference, base_tok, context, linear_outputs=None, drop_last_piece=False):
-    """Reference: encode [CLS] sentence [SEP] with ``reference`` (a float64 copy of the base), mean the
-    last-layer states of the sub-tokens overlapping the span. The root-mean-square outputs of its linear
-    layers are appended to ``linear_outputs`` (the bound's contribution scale). ``drop_last_piece``
-    computes what the bug of forgetting the span's last sub-token would give."""
-    enc = base_tok(context.sentence, return_offsets_mapping=True)
-    positions = [
-        i for i, (a, b) in enumerate(enc["offset_mapping"]) if b > a and a < context.end and b > context.start
-    ]
-    if drop_last_piece:
-        assert len(positions) > 1, "a one-piece span has no piece to forget"
-        positions = positions[:-1]
-    with torch.no_grad(), recorded_linear_outputs(reference) as sizes:
-        states = reference.bert(input_ids=torch.tensor([enc["input_ids"]])).last_hidden_state[0]
-    if linear_outputs is not None:
-        linear_outputs.extend(sizes)
-    return states[positions].mean(0)
 
 
 # float32 and bf16 asked for explicitly run on every CPU (bf16 emulated where not native); `auto` is the
@@ -480,7 +401,7 @@ def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, t
 
     import run_pretraining
     from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
-    from conftest import corpus_lines
+    from helpers import corpus_lines
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(150, start=5000)) + "\n", encoding="utf-8")

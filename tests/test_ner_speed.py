@@ -17,7 +17,10 @@ from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.ner.trainer import NerTrainer
 from bioptimus_hf.testing.numerics import encoder_tolerance
 from bioptimus_hf.utils import hardware
-from ner_helpers import TAGGER_LABELS, build_tiny_bert, build_tiny_tagger, one_thread, synthetic_sentences  # noqa: F401
+from helpers.ner import TAGGER_LABELS, build_tiny_tagger, synthetic_sentences
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 LABELS = TAGGER_LABELS

@@ -6,12 +6,20 @@ import pytest
 import torch
 
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from test_embedding_init import NEW_TOKENS, NEW_VOCAB, ctx, init_args, make_base, make_tokenizer, run
+from helpers.embedding_init import (
+    NEW_TOKENS,
+    NEW_VOCAB,
+    S1,
+    contexts_of,
+    ctx,
+    init_args,
+    make_base,
+    make_tokenizer,
+    run,
+)
 
 
 NEW_STRATEGIES = ("mean_cov", "token_distillation")
-S1 = "the kinase of the thymus cells"
-S2 = "interleukin receptor kinase"
 
 
 @pytest.fixture
@@ -19,16 +27,6 @@ def setup(tmp_path):
     model, base_tok = make_base(tmp_path)
     new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
     return model, base_tok, new_tok
-
-
-def contexts_of(new_tok):
-    ids = new_tok.get_vocab()
-    return {
-        ids["kinase"]: [ctx(S1, "kinase", 0), ctx(S2, "kinase", 1)],
-        ids["thymus"]: [ctx(S1, "thymus", 0)],
-        ids["interleukin"]: [ctx(S2, "interleukin", 1)],
-        ids["##kinase"]: [],  # never found -> averaged fallback
-    }
 
 
 def hand_objective(model, base_tok, row, context, layer=-1):
