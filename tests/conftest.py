@@ -98,6 +98,24 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def init_setup(tmp_path):
+    """(tiny base BERT, its tokenizer, the new tokenizer) of the new-token initialisation tests."""
+    from helpers.embedding_init import NEW_VOCAB, make_base, make_tokenizer
+
+    model, base_tok = make_base(tmp_path)
+    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
+    return model, base_tok, new_tok
+
+
+@pytest.fixture(scope="module")
+def tagging_model(tmp_path_factory):
+    """A tiny random token classifier tagging plenty of entities (``helpers.ner.build_tiny_tagger``)."""
+    from helpers.ner import build_tiny_tagger
+
+    return build_tiny_tagger(str(tmp_path_factory.mktemp("tagger") / "model"))
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer_dir(tmp_path_factory):
     from tokenizers import BertWordPieceTokenizer

@@ -26,15 +26,10 @@ from bioptimus_hf.testing.numerics import (
     recorded_linear_outputs,
 )
 from bioptimus_hf.utils.hardware import resolve_precision
-from helpers.ner import build_tiny_bert, build_tiny_tagger, tagging_texts, write_dataset_dir
+from helpers.ner import build_tiny_bert, tagging_texts, write_dataset_dir
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(scope="module")
-def tagging_model(tmp_path_factory):
-    return build_tiny_tagger(str(tmp_path_factory.mktemp("bf16") / "model"))
 
 
 @pytest.mark.parametrize("precision", ["bf16", "bf16-autocast", pytest.param("auto", marks=pytest.mark.precision)])

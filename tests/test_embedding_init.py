@@ -34,15 +34,8 @@ from helpers.embedding_init import (
 )
 
 
-@pytest.fixture
-def setup(tmp_path):
-    model, base_tok = make_base(tmp_path)
-    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
-    return model, base_tok, new_tok
-
-
-def test_shared_rows_and_bias_copied_exactly(setup):
-    model, base_tok, new_tok = setup
+def test_shared_rows_and_bias_copied_exactly(init_setup):
+    model, base_tok, new_tok = init_setup
     base_in = model.get_input_embeddings().weight.detach().clone()
     base_bias = model.get_output_embeddings().bias.detach().clone()
     _, out, report = run(model, base_tok, new_tok, "averaged")
@@ -59,8 +52,8 @@ def test_shared_rows_and_bias_copied_exactly(setup):
     assert out.config.pad_token_id == new_tok.pad_token_id
 
 
-def test_averaged_rows_are_means_of_base_pieces(setup):
-    model, base_tok, new_tok = setup
+def test_averaged_rows_are_means_of_base_pieces(init_setup):
+    model, base_tok, new_tok = init_setup
     base_in = model.get_input_embeddings().weight.detach().clone()
     base_bias = model.get_output_embeddings().bias.detach().clone()
     _, out, _ = run(model, base_tok, new_tok, "averaged")
@@ -99,8 +92,8 @@ def check_row(row, expected, linear_outputs, config, precision, what, bug=None):
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_contextualized_rows_match_hand_computation(setup, precision):
-    model, base_tok, new_tok = setup
+def test_contextualized_rows_match_hand_computation(init_setup, precision):
+    model, base_tok, new_tok = init_setup
     reference = float64_copy(model)
     new_ids = new_tok.get_vocab()
     s1 = "the kinase of the thymus cells"
@@ -138,8 +131,8 @@ def test_contextualized_rows_match_hand_computation(setup, precision):
     assert report["contexts_per_token_found"]["min"] == 1
 
 
-def test_contexts_capped_per_token_with_seeded_sample(setup):
-    model, base_tok, new_tok = setup
+def test_contexts_capped_per_token_with_seeded_sample(init_setup):
+    model, base_tok, new_tok = init_setup
     kinase = new_tok.get_vocab()["kinase"]
     sentences = [f"the kinase {c} cells" for c in LETTERS[:30]]
     contexts = {kinase: [ctx(s, "kinase", i) for i, s in enumerate(sentences)]}
@@ -184,8 +177,8 @@ def test_long_sentence_cropped_to_model_length(tmp_path, precision):
     )
 
 
-def test_random_rows_follow_initializer_range(setup):
-    model, base_tok, new_tok = setup
+def test_random_rows_follow_initializer_range(init_setup):
+    model, base_tok, new_tok = init_setup
     _, out, report = run(model, base_tok, new_tok, "random")
     ids = [new_tok.get_vocab()[t] for t in NEW_TOKENS]
     rows = out.get_input_embeddings().weight[ids]
@@ -194,8 +187,8 @@ def test_random_rows_follow_initializer_range(setup):
     assert report["counts"]["random"] == len(NEW_TOKENS)
 
 
-def test_norm_match_rescales_to_base_norms(setup):
-    model, base_tok, new_tok = setup
+def test_norm_match_rescales_to_base_norms(init_setup):
+    model, base_tok, new_tok = init_setup
     base_norms = model.get_input_embeddings().weight.detach()[5:].norm(dim=1)
     new_ids = new_tok.get_vocab()
     s = "interleukin kinase the thymus"
@@ -207,8 +200,8 @@ def test_norm_match_rescales_to_base_norms(setup):
     assert report["norm_match"]["contextualized_norm_mean_before"] > 2 * base_norms.mean().item()
 
 
-def test_tied_after_init_and_after_save_load(setup, tmp_path):
-    model, base_tok, new_tok = setup
+def test_tied_after_init_and_after_save_load(init_setup, tmp_path):
+    model, base_tok, new_tok = init_setup
     _, out, _ = run(model, base_tok, new_tok, "averaged")
     assert out.get_output_embeddings().weight.data_ptr() == out.get_input_embeddings().weight.data_ptr()
     out.save_pretrained(tmp_path / "ckpt")
@@ -244,8 +237,8 @@ def test_special_tokens_mapped_by_role(tmp_path):
     assert torch.equal(row, base_in[base_tok.mask_token_id])
 
 
-def test_bad_inputs_give_clear_errors(tmp_path, setup):
-    model, base_tok, new_tok = setup
+def test_bad_inputs_give_clear_errors(tmp_path, init_setup):
+    model, base_tok, new_tok = init_setup
     cased = make_tokenizer(NEW_VOCAB, tmp_path / "cased_tok", do_lower_case=False)
     with pytest.raises(ValueError, match="normalises text differently"):
         ContextualizedEmbeddingInitializer(model, base_tok, cased, init_args())
@@ -266,8 +259,8 @@ def test_bad_inputs_give_clear_errors(tmp_path, setup):
         ContextualizedEmbeddingInitializer(model, base_tok, new_tok, init_args("continued"))
 
 
-def test_build_and_cli_round_trip(tmp_path, setup):
-    model, base_tok, new_tok = setup
+def test_build_and_cli_round_trip(tmp_path, init_setup):
+    model, base_tok, new_tok = init_setup
     base_dir = tmp_path / "base"
     model.save_pretrained(base_dir)
     base_tok.save_pretrained(base_dir)
@@ -310,8 +303,8 @@ def test_build_and_cli_round_trip(tmp_path, setup):
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, setup, precision):
-    model, base_tok, new_tok = setup
+def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, init_setup, precision):
+    model, base_tok, new_tok = init_setup
     reference = float64_copy(model)
     corpus = tmp_path / "corpus.txt"
     lines = [f"The kinase {c} binds the receptor." for c in "abcdefghijklmnopqrstuvwxy"]  # 25 sentences
@@ -351,8 +344,8 @@ def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, 
     )
 
 
-def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, setup):
-    model, base_tok, _ = setup
+def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, init_setup):
+    model, base_tok, _ = init_setup
     base_dir = tmp_path / "base"
     model.save_pretrained(base_dir)
     base_tok.save_pretrained(base_dir)
@@ -452,11 +445,11 @@ def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, t
 
 
 @pytest.mark.parametrize("strategy", ["continued", "random", "averaged", "contextualized", "scratch"])
-def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, tmp_path, setup, strategy):
+def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, tmp_path, init_setup, strategy):
     """--cache_dir and --model_revision reach every load of the base model, whatever the strategy."""
     import transformers
 
-    model, base_tok, _ = setup
+    model, base_tok, _ = init_setup
     base_dir = tmp_path / "base"
     model.save_pretrained(base_dir)
     base_tok.save_pretrained(base_dir)
@@ -557,11 +550,11 @@ def _contextualized_rows(model, base_tok, new_tok, precision):
     return out.get_input_embeddings().weight[ids].detach(), report
 
 
-def test_auto_init_precision_takes_the_float32_or_the_bf16_path_as_the_hardware_report_says(setup, monkeypatch):
+def test_auto_init_precision_takes_the_float32_or_the_bf16_path_as_the_hardware_report_says(init_setup, monkeypatch):
     """Both branches of `auto` on every machine: the hardware report is faked through the environment
     switches, and each branch is the explicit path bit for bit (their numbers are checked against float64
     in test_contextualized_rows_match_hand_computation)."""
-    model, base_tok, new_tok = setup
+    model, base_tok, new_tok = init_setup
     float32_rows, report = _contextualized_rows(model, base_tok, new_tok, "float32")
     bf16_rows, bf16_report = _contextualized_rows(model, base_tok, new_tok, "bf16")
     assert (report["forward"]["bf16"], bf16_report["forward"]["bf16"]) == (False, True)
