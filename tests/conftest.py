@@ -1,6 +1,6 @@
 """Fixtures and hooks shared by the test files: a tiny WordPiece tokenizer trained on real corpus lines and a tiny
-random BERT; ``make_corpus``, a corpus file of as many lines as a test asks; ``one_thread``. Plain functions the
-tests share live in ``tests/helpers/``, never here.
+random BERT; ``make_corpus``, a corpus file of as many lines as a test asks; ``one_thread``; ``init_setup`` and
+``tagging_model`` (tests/README.md). Plain functions the tests share live in ``tests/helpers/``, never here.
 
 Precision is pinned, not hoped for: every test runs with ``auto`` resolving to float32 (the autouse
 fixture ``pinned_precision`` sets ``BIOPTIMUS_DISABLE_BF16=1``, which subprocesses inherit), whatever
