@@ -61,7 +61,7 @@ from bioptimus_hf.vocabulary.qikfind import find_contexts
 if not Path(bioptimus_hf.__file__).is_relative_to(sys.prefix):
     sys.exit(f"test_floor.sh: bioptimus_hf was imported from {bioptimus_hf.__file__}, not the installed wheel")
 sys.path.insert(0, tests_dir)
-from ner_helpers import build_tiny_bert  # the tests' tiny random BERT and its tokenizer
+from helpers.ner import build_tiny_bert  # the tests' tiny random BERT and its tokenizer
 
 build_tiny_bert("tiny_bert")
 from transformers import AutoTokenizer

@@ -1,5 +1,6 @@
-"""Shared fixtures: a tiny WordPiece tokenizer trained on real corpus lines and a tiny random BERT; and
-``run_launcher``, which runs a ``torchrun`` command and stops its workers too when it hangs.
+"""Fixtures and hooks shared by the test files: a tiny WordPiece tokenizer trained on real corpus lines and a tiny
+random BERT; ``make_corpus``, a corpus file of as many lines as a test asks; ``one_thread``; ``init_setup`` and
+``tagging_model`` (tests/README.md). Plain functions the tests share live in ``tests/helpers/``, never here.
 
 Precision is pinned, not hoped for: every test runs with ``auto`` resolving to float32 (the autouse
 fixture ``pinned_precision`` sets ``BIOPTIMUS_DISABLE_BF16=1``, which subprocesses inherit), whatever
@@ -10,7 +11,6 @@ See tests/README.md.
 """
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,10 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV
-
-
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-CORPUS = DATA_DIR / "corpus" / "pubmed_sentences.txt"
+from helpers import corpus_lines, write_corpus
 
 
 def pytest_configure(config):
@@ -78,47 +75,45 @@ def pinned_precision(request, monkeypatch):
         monkeypatch.setenv(DISABLE_BF16_ENV, "1")
 
 
-def run_launcher(command, env, timeout, cwd=None) -> subprocess.CompletedProcess:
-    """Run a launcher command (``python -m torch.distributed.run ...``) and capture its output.
+@pytest.fixture
+def make_corpus(tmp_path):
+    """``make_corpus(lines=600, start=0, bad_byte=False)``: ``tmp_path/corpus.txt`` holding that many lines of
+    the shared corpus (``helpers.write_corpus``); each test file asks for the data its tests were written for."""
 
-    ``subprocess.run(timeout=...)`` SIGKILLs the launcher alone; torchrun starts each worker in its own
-    session, so a hung worker outlived the test and slowed the rest of the suite. On timeout this sends
-    SIGTERM, which torchrun forwards to its workers, then fails the test with the launcher's stderr.
-    """
-    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.terminate()
-        try:
-            stdout, stderr = process.communicate(timeout=60)  # torchrun gives its workers 30 s after SIGTERM
-        except subprocess.TimeoutExpired:
-            process.kill()  # orphans the workers, which keep the pipes open: do not read them
-            process.wait()
-            stderr = "(not read: the launcher ignored SIGTERM)"
-        pytest.fail(
-            f"the launcher did not finish within {timeout} s and was stopped with its workers; "
-            f"its stderr ends:\n{stderr[-3000:]}"
-        )
-    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+    def make(lines: int = 600, start: int = 0, bad_byte: bool = False) -> Path:
+        return write_corpus(tmp_path / "corpus.txt", lines, start, bad_byte)
+
+    return make
 
 
-def python_path(*directories) -> str:
-    """PYTHONPATH for a test's subprocess: ``directories`` first, then the caller's own PYTHONPATH (where an
-    environment puts packages, e.g. a GPU image's carried site-packages), never replacing it."""
-    inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
-    return os.pathsep.join([str(d) for d in directories] + inherited)
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a module of tiny matrices, where extra threads only add contention (NER modules ask
+    for it with ``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
-def corpus_lines(n: int, start: int = 0) -> list[str]:
-    lines = []
-    with open(CORPUS, encoding="utf-8") as handle:
-        for i, line in enumerate(handle):
-            if i >= start + n:
-                break
-            if i >= start:
-                lines.append(line.rstrip("\n"))
-    return lines
+@pytest.fixture
+def init_setup(tmp_path):
+    """(tiny base BERT, its tokenizer, the new tokenizer) of the new-token initialisation tests."""
+    from helpers.embedding_init import NEW_VOCAB, make_base, make_tokenizer
+
+    model, base_tok = make_base(tmp_path)
+    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
+    return model, base_tok, new_tok
+
+
+@pytest.fixture(scope="module")
+def tagging_model(tmp_path_factory):
+    """A tiny random token classifier tagging plenty of entities (``helpers.ner.build_tiny_tagger``)."""
+    from helpers.ner import build_tiny_tagger
+
+    return build_tiny_tagger(str(tmp_path_factory.mktemp("tagger") / "model"))
 
 
 @pytest.fixture(scope="session")

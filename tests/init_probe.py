@@ -10,7 +10,7 @@ import torch
 import bioptimus_hf.vocabulary.qikfind as qikfind
 from bioptimus_hf.utils.distributed import close_process_group
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from test_embedding_init import NEW_VOCAB, init_args, make_base, make_tokenizer
+from helpers.embedding_init import NEW_VOCAB, init_args, make_base, make_tokenizer
 
 
 INIT_SETTINGS = dict(

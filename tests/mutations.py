@@ -129,7 +129,7 @@ def main() -> int:
             ),
         )
         shared = Path(ROOT).parent / "shared"
-        if shared.is_dir():  # the corpus the fixtures read sits beside the checkout (tests/conftest.py)
+        if shared.is_dir():  # the corpus the fixtures read sits beside the checkout (tests/helpers/__init__.py)
             (copy.parent / "shared").symlink_to(shared)
         source = (copy / path).read_text()
         assert source.count(old) == 1, f"{name}: the code to mutate is no longer in {path}"

@@ -26,16 +26,10 @@ from bioptimus_hf.testing.numerics import (
     recorded_linear_outputs,
 )
 from bioptimus_hf.utils.hardware import resolve_precision
-from ner_helpers import build_tiny_bert, build_tiny_tagger, one_thread, synthetic_sentences, write_dataset_dir  # noqa: F401
+from helpers.ner import build_tiny_bert, tagging_texts, write_dataset_dir
 
 
-@pytest.fixture(scope="module")
-def tagging_model(tmp_path_factory):
-    return build_tiny_tagger(str(tmp_path_factory.mktemp("bf16") / "model"))
-
-
-def corpus():
-    return [" ".join(tokens) for tokens, _ in synthetic_sentences(30, 11)]
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("precision", ["bf16", "bf16-autocast", pytest.param("auto", marks=pytest.mark.precision)])
@@ -43,7 +37,7 @@ def test_tagger_logits_within_the_bound_and_decisions_with_margin_equal_float64(
     tagger = NerTagger(tagging_model, max_seq_length=16, stride=4, batch_size=8, precision=precision)
     dtype = torch.bfloat16 if tagger.precision.startswith("bf16") else torch.float32
     reference = AutoModelForTokenClassification.from_pretrained(tagging_model).double().eval()
-    _, encoding = tagger.encode(corpus())
+    _, encoding = tagger.encode(tagging_texts())
     windows = encoding.columns["input_ids"]
     labels, _ = tagger.predict_windows(windows)  # the tagger's own decisions, batched across windows
     decided = with_margin = 0
@@ -73,7 +67,7 @@ def test_tagger_bound_sees_a_swapped_window(tagging_model):
     """The bound is tight enough to fail on a real bug: another window's logits in this window's place."""
     tagger = NerTagger(tagging_model, max_seq_length=16, stride=4, precision="bf16")
     reference = AutoModelForTokenClassification.from_pretrained(tagging_model).double().eval()
-    _, encoding = tagger.encode(corpus()[:2])
+    _, encoding = tagger.encode(tagging_texts()[:2])
     first, second = encoding.columns["input_ids"][:2]
     width = min(len(first), len(second))
     with torch.no_grad(), recorded_linear_outputs(reference) as sizes:

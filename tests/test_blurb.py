@@ -3,7 +3,6 @@ type on a tiny random BERT, seeds and resume, the recipe as defaults, the shared
 each bad-input message."""
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +23,12 @@ from bioptimus_hf.blurb.metrics import (
     sentence_similarity_scores,
 )
 from bioptimus_hf.blurb.tasks import TASK_TYPES
-from conftest import DATA_DIR
-from ner_helpers import build_tiny_bert, one_thread  # noqa: F401
+from helpers import DATA_DIR
+from helpers.blurb import write_jsonl, write_task_dir
+from helpers.ner import build_tiny_bert
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 FAST = [
@@ -46,7 +49,6 @@ FAST = [
     "--save_model",
     "false",
 ]
-WORDS = "the patients were treated with aspirin cisplatin risk gene protein cancer disease study cells".split()
 
 
 # ---------------------------------------------------------------- metrics, by hand
@@ -101,52 +103,6 @@ def test_the_shared_datasets_are_recognised():
 
 
 # ---------------------------------------------------------------- tiny data and model
-
-
-def _sentence(rng, length=6):
-    return " ".join(rng.choice(WORDS, length))
-
-
-def _rows(task, count, rng):
-    rows = []
-    for i in range(count):
-        if task == "relation_extraction":
-            label = ["DDI-false", "DDI-effect", "DDI-advise"][i % 3]
-            rows.append({"id": f"r{i}", "sentence": _sentence(rng), "label": label})
-        elif task == "sentence_similarity":
-            rows.append({"id": str(i), "sentence1": _sentence(rng), "sentence2": _sentence(rng), "score": i % 5 * 0.8})
-        elif task == "document_classification":
-            rows.append(
-                {
-                    "id": f"{i // 2}_s{i % 2}",
-                    "document_id": str(i // 2),
-                    "sentence": _sentence(rng),
-                    "labels": [["angiogenesis"], [], ["immune", "angiogenesis"]][i % 3],
-                }
-            )
-        else:
-            # the first question alone is longer than the model's 64 positions: the pair is still cut to fit
-            rows.append(
-                {
-                    "id": str(i),
-                    "question": _sentence(rng, 70 if i == 0 else 4),
-                    "context": _sentence(rng, 12),
-                    "label": ["yes", "no", "maybe"][i % 3],
-                }
-            )
-    return rows
-
-
-def write_jsonl(path, rows):
-    Path(path).write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-
-
-def write_task_dir(directory, task, sizes=(8, 6, 6)):
-    os.makedirs(directory, exist_ok=True)
-    rng = np.random.default_rng(sizes)
-    for split, size in zip(("train", "dev", "test"), sizes):
-        write_jsonl(os.path.join(directory, f"{split}.jsonl"), _rows(task, size, rng))
-    return str(directory)
 
 
 @pytest.fixture(scope="module")

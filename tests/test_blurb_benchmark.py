@@ -21,8 +21,11 @@ from bioptimus_hf.releases.blurb_results import HUB_TASKS, load_blurb_table
 from bioptimus_hf.releases.card import render_release_card, validate_card
 from bioptimus_hf.testing.tiny_releases import make_release
 from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV
-from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401
-from test_blurb import write_task_dir
+from helpers.blurb import write_task_dir
+from helpers.ner import build_tiny_bert, write_dataset_dir
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 ROOT = Path(__file__).resolve().parents[1]

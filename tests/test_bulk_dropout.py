@@ -21,7 +21,7 @@ from bioptimus_hf.utils.bulk_dropout import (
     disable_bulk_dropout,
     enable_bulk_dropout,
 )
-from test_masked_lm import ARCHITECTURES, _tolerances, architecture_batch, tiny_model
+from helpers.masked_lm import ARCHITECTURES, architecture_batch, tiny_model, tolerances
 
 
 @pytest.mark.parametrize("keep", [0.9, 0.8, 0.5])
@@ -172,7 +172,7 @@ def test_every_dropout_of_the_model_is_transformers_own_with_the_bulk_masks(name
     expected.loss.backward()
     assert next(replay, None) is None, "run B made fewer dropout calls than run A"
 
-    loss_tolerance, grad_tolerance = _tolerances(model)
+    loss_tolerance, grad_tolerance = tolerances(model)
     assert out.loss.item() == pytest.approx(expected.loss.item(), rel=loss_tolerance)
     grads = {key: p.grad for key, p in model.named_parameters() if p.grad is not None}
     expected_grads = {key: p.grad for key, p in reference.named_parameters() if p.grad is not None}

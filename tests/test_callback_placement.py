@@ -8,7 +8,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, TrainerCa
 
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
-from conftest import corpus_lines
+from helpers import corpus_lines
 from phase_probe import PROBE_PHASES, probe_dataset
 
 

@@ -6,7 +6,7 @@ import torch
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
-from conftest import corpus_lines
+from helpers import corpus_lines
 
 
 def _features(tokenizer, n_lines=600, block=128, packed=True, start=0):

@@ -17,8 +17,11 @@ from bioptimus_hf.commands import dispatch
 from bioptimus_hf.commands import ner as ner_command
 from bioptimus_hf.commands import pretrain as pretrain_command
 from bioptimus_hf.utils.cli import exit_on_bad_input
-from conftest import python_path
-from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401  (one_thread: autouse fixture)
+from helpers import python_path
+from helpers.ner import build_tiny_bert, write_dataset_dir
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 ROOT = Path(__file__).resolve().parent.parent

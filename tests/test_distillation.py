@@ -20,7 +20,7 @@ from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from bioptimus_hf.releases.card import validate_card
 from bioptimus_hf.releases.record import ReleaseInfo
-from conftest import corpus_lines
+from helpers import corpus_lines
 
 
 @pytest.fixture(scope="module")

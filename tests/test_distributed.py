@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bioptimus_hf.utils.distributed import close_process_group, rank_and_world
-from conftest import corpus_lines, python_path, run_launcher
+from helpers import corpus_lines, python_path, run_launcher
 
 
 def test_close_process_group_without_a_group_does_nothing():

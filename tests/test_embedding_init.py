@@ -1,11 +1,10 @@
 import copy
 import json
 import os
-from typing import NamedTuple
 
 import pytest
 import torch
-from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM, BertTokenizer
+from transformers import AutoModelForMaskedLM, AutoTokenizer, BertTokenizer
 
 from bioptimus_hf.commands.init_embeddings import run as run_cli
 from bioptimus_hf.testing.numerics import (
@@ -20,84 +19,23 @@ from bioptimus_hf.utils import hardware
 from bioptimus_hf.utils.hardware import resolve_precision
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
-from conftest import python_path, run_launcher
-
-
-def init_args(strategy="contextualized", **kwargs):
-    return EmbeddingInitArguments(init_strategy=strategy, **kwargs)
-
-
-LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
-BASE_VOCAB = (
-    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    + list(LETTERS + "-.,()")
-    + ["##" + c for c in LETTERS]
-    + ["the", "of", "cell", "cells", "kin", "##ase", "receptor"]
+from helpers import python_path, run_launcher
+from helpers.embedding_init import (
+    LETTERS,
+    NEW_TOKENS,
+    NEW_VOCAB,
+    ctx,
+    float64_copy,
+    hand_contextualized,
+    init_args,
+    make_base,
+    make_tokenizer,
+    run,
 )
-# Specials in another order, shared tokens at other ids, and new biomedical tokens.
-NEW_VOCAB = (
-    ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"]
-    + list("abcdefghijklmnopqrstuvwxyz.")
-    + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
-    + ["the", "cells", "receptor", "kinase", "interleukin", "##kinase", "thymus", "##ase"]
-)
-NEW_TOKENS = ["kinase", "interleukin", "##kinase", "thymus"]
 
 
-class Context(NamedTuple):  # the shape of bioptimus_hf.vocabulary.qikfind.Context
-    sentence: str
-    start: int
-    end: int
-    sentence_index: int
-
-
-def ctx(sentence, word, index=0, occurrence=0):
-    start = -1
-    for _ in range(occurrence + 1):
-        start = sentence.index(word, start + 1)
-    return Context(sentence, start, start + len(word), index)
-
-
-def make_tokenizer(vocab, path, **kwargs):
-    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}, **kwargs)
-    tokenizer.save_pretrained(str(path))
-    return AutoTokenizer.from_pretrained(str(path))
-
-
-def make_base(tmp_path, tie=True, max_positions=64):
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(BASE_VOCAB),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=max_positions,
-        tie_word_embeddings=tie,
-    )
-    model = BertForMaskedLM(config).eval()
-    with torch.no_grad():  # a non-zero bias, so copying it is visible
-        model.get_output_embeddings().bias.copy_(torch.randn(len(BASE_VOCAB)))
-    tokenizer = make_tokenizer(BASE_VOCAB, tmp_path / "base_tok", model_max_length=max_positions)
-    return model, tokenizer
-
-
-@pytest.fixture
-def setup(tmp_path):
-    model, base_tok = make_base(tmp_path)
-    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
-    return model, base_tok, new_tok
-
-
-def run(model, base_tok, new_tok, strategy, contexts=None, norm_match=False, **kwargs):
-    config = init_args(strategy, init_device="cpu", init_norm_match=norm_match, **kwargs)
-    initializer = ContextualizedEmbeddingInitializer(model, base_tok, new_tok, config, progress=False)
-    out, report = initializer.initialize(contexts=contexts)
-    return initializer, out, report
-
-
-def test_shared_rows_and_bias_copied_exactly(setup):
-    model, base_tok, new_tok = setup
+def test_shared_rows_and_bias_copied_exactly(init_setup):
+    model, base_tok, new_tok = init_setup
     base_in = model.get_input_embeddings().weight.detach().clone()
     base_bias = model.get_output_embeddings().bias.detach().clone()
     _, out, report = run(model, base_tok, new_tok, "averaged")
@@ -114,8 +52,8 @@ def test_shared_rows_and_bias_copied_exactly(setup):
     assert out.config.pad_token_id == new_tok.pad_token_id
 
 
-def test_averaged_rows_are_means_of_base_pieces(setup):
-    model, base_tok, new_tok = setup
+def test_averaged_rows_are_means_of_base_pieces(init_setup):
+    model, base_tok, new_tok = init_setup
     base_in = model.get_input_embeddings().weight.detach().clone()
     base_bias = model.get_output_embeddings().bias.detach().clone()
     _, out, _ = run(model, base_tok, new_tok, "averaged")
@@ -132,30 +70,6 @@ def test_averaged_rows_are_means_of_base_pieces(setup):
         row = out.get_input_embeddings().weight[new_ids[token]]
         assert torch.allclose(row, base_in[ids].mean(0), atol=1e-6), token
         assert torch.isclose(out.get_output_embeddings().bias[new_ids[token]], base_bias[ids].mean(), atol=1e-6)
-
-
-def float64_copy(model):
-    """The reference model: exact claims are checked against float64 (bioptimus_hf/testing/numerics.py)."""
-    return copy.deepcopy(model).double().eval()
-
-
-def hand_contextualized(reference, base_tok, context, linear_outputs=None, drop_last_piece=False):
-    """Reference: encode [CLS] sentence [SEP] with ``reference`` (a float64 copy of the base), mean the
-    last-layer states of the sub-tokens overlapping the span. The root-mean-square outputs of its linear
-    layers are appended to ``linear_outputs`` (the bound's contribution scale). ``drop_last_piece``
-    computes what the bug of forgetting the span's last sub-token would give."""
-    enc = base_tok(context.sentence, return_offsets_mapping=True)
-    positions = [
-        i for i, (a, b) in enumerate(enc["offset_mapping"]) if b > a and a < context.end and b > context.start
-    ]
-    if drop_last_piece:
-        assert len(positions) > 1, "a one-piece span has no piece to forget"
-        positions = positions[:-1]
-    with torch.no_grad(), recorded_linear_outputs(reference) as sizes:
-        states = reference.bert(input_ids=torch.tensor([enc["input_ids"]])).last_hidden_state[0]
-    if linear_outputs is not None:
-        linear_outputs.extend(sizes)
-    return states[positions].mean(0)
 
 
 # float32 and bf16 asked for explicitly run on every CPU (bf16 emulated where not native); `auto` is the
@@ -178,8 +92,8 @@ def check_row(row, expected, linear_outputs, config, precision, what, bug=None):
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_contextualized_rows_match_hand_computation(setup, precision):
-    model, base_tok, new_tok = setup
+def test_contextualized_rows_match_hand_computation(init_setup, precision):
+    model, base_tok, new_tok = init_setup
     reference = float64_copy(model)
     new_ids = new_tok.get_vocab()
     s1 = "the kinase of the thymus cells"
@@ -217,8 +131,8 @@ def test_contextualized_rows_match_hand_computation(setup, precision):
     assert report["contexts_per_token_found"]["min"] == 1
 
 
-def test_contexts_capped_per_token_with_seeded_sample(setup):
-    model, base_tok, new_tok = setup
+def test_contexts_capped_per_token_with_seeded_sample(init_setup):
+    model, base_tok, new_tok = init_setup
     kinase = new_tok.get_vocab()["kinase"]
     sentences = [f"the kinase {c} cells" for c in LETTERS[:30]]
     contexts = {kinase: [ctx(s, "kinase", i) for i, s in enumerate(sentences)]}
@@ -263,8 +177,8 @@ def test_long_sentence_cropped_to_model_length(tmp_path, precision):
     )
 
 
-def test_random_rows_follow_initializer_range(setup):
-    model, base_tok, new_tok = setup
+def test_random_rows_follow_initializer_range(init_setup):
+    model, base_tok, new_tok = init_setup
     _, out, report = run(model, base_tok, new_tok, "random")
     ids = [new_tok.get_vocab()[t] for t in NEW_TOKENS]
     rows = out.get_input_embeddings().weight[ids]
@@ -273,8 +187,8 @@ def test_random_rows_follow_initializer_range(setup):
     assert report["counts"]["random"] == len(NEW_TOKENS)
 
 
-def test_norm_match_rescales_to_base_norms(setup):
-    model, base_tok, new_tok = setup
+def test_norm_match_rescales_to_base_norms(init_setup):
+    model, base_tok, new_tok = init_setup
     base_norms = model.get_input_embeddings().weight.detach()[5:].norm(dim=1)
     new_ids = new_tok.get_vocab()
     s = "interleukin kinase the thymus"
@@ -286,8 +200,8 @@ def test_norm_match_rescales_to_base_norms(setup):
     assert report["norm_match"]["contextualized_norm_mean_before"] > 2 * base_norms.mean().item()
 
 
-def test_tied_after_init_and_after_save_load(setup, tmp_path):
-    model, base_tok, new_tok = setup
+def test_tied_after_init_and_after_save_load(init_setup, tmp_path):
+    model, base_tok, new_tok = init_setup
     _, out, _ = run(model, base_tok, new_tok, "averaged")
     assert out.get_output_embeddings().weight.data_ptr() == out.get_input_embeddings().weight.data_ptr()
     out.save_pretrained(tmp_path / "ckpt")
@@ -323,8 +237,8 @@ def test_special_tokens_mapped_by_role(tmp_path):
     assert torch.equal(row, base_in[base_tok.mask_token_id])
 
 
-def test_bad_inputs_give_clear_errors(tmp_path, setup):
-    model, base_tok, new_tok = setup
+def test_bad_inputs_give_clear_errors(tmp_path, init_setup):
+    model, base_tok, new_tok = init_setup
     cased = make_tokenizer(NEW_VOCAB, tmp_path / "cased_tok", do_lower_case=False)
     with pytest.raises(ValueError, match="normalises text differently"):
         ContextualizedEmbeddingInitializer(model, base_tok, cased, init_args())
@@ -345,8 +259,8 @@ def test_bad_inputs_give_clear_errors(tmp_path, setup):
         ContextualizedEmbeddingInitializer(model, base_tok, new_tok, init_args("continued"))
 
 
-def test_build_and_cli_round_trip(tmp_path, setup):
-    model, base_tok, new_tok = setup
+def test_build_and_cli_round_trip(tmp_path, init_setup):
+    model, base_tok, new_tok = init_setup
     base_dir = tmp_path / "base"
     model.save_pretrained(base_dir)
     base_tok.save_pretrained(base_dir)
@@ -389,8 +303,8 @@ def test_build_and_cli_round_trip(tmp_path, setup):
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, setup, precision):
-    model, base_tok, new_tok = setup
+def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, init_setup, precision):
+    model, base_tok, new_tok = init_setup
     reference = float64_copy(model)
     corpus = tmp_path / "corpus.txt"
     lines = [f"The kinase {c} binds the receptor." for c in "abcdefghijklmnopqrstuvwxy"]  # 25 sentences
@@ -430,8 +344,8 @@ def test_contextualized_from_corpus_with_bad_bytes_and_missing_tokens(tmp_path, 
     )
 
 
-def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, setup):
-    model, base_tok, _ = setup
+def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, init_setup):
+    model, base_tok, _ = init_setup
     base_dir = tmp_path / "base"
     model.save_pretrained(base_dir)
     base_tok.save_pretrained(base_dir)
@@ -480,7 +394,7 @@ def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, t
 
     import run_pretraining
     from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
-    from conftest import corpus_lines
+    from helpers import corpus_lines
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(150, start=5000)) + "\n", encoding="utf-8")
@@ -531,11 +445,11 @@ def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, t
 
 
 @pytest.mark.parametrize("strategy", ["continued", "random", "averaged", "contextualized", "scratch"])
-def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, tmp_path, setup, strategy):
+def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, tmp_path, init_setup, strategy):
     """--cache_dir and --model_revision reach every load of the base model, whatever the strategy."""
     import transformers
 
-    model, base_tok, _ = setup
+    model, base_tok, _ = init_setup
     base_dir = tmp_path / "base"
     model.save_pretrained(base_dir)
     base_tok.save_pretrained(base_dir)
@@ -636,11 +550,11 @@ def _contextualized_rows(model, base_tok, new_tok, precision):
     return out.get_input_embeddings().weight[ids].detach(), report
 
 
-def test_auto_init_precision_takes_the_float32_or_the_bf16_path_as_the_hardware_report_says(setup, monkeypatch):
+def test_auto_init_precision_takes_the_float32_or_the_bf16_path_as_the_hardware_report_says(init_setup, monkeypatch):
     """Both branches of `auto` on every machine: the hardware report is faked through the environment
     switches, and each branch is the explicit path bit for bit (their numbers are checked against float64
     in test_contextualized_rows_match_hand_computation)."""
-    model, base_tok, new_tok = setup
+    model, base_tok, new_tok = init_setup
     float32_rows, report = _contextualized_rows(model, base_tok, new_tok, "float32")
     bf16_rows, bf16_report = _contextualized_rows(model, base_tok, new_tok, "bf16")
     assert (report["forward"]["bf16"], bf16_report["forward"]["bf16"]) == (False, True)

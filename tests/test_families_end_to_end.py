@@ -1,7 +1,7 @@
 """The whole recipe per tokenizer family (issue 33): vocabulary (bioptimus-train-tokenizer) -> contextualized
 initialisation -> a 2-phase curriculum (run_pretraining.py) -> releases -> from_pretrained -> NER (run_ner.py),
 for a tiny WordPiece BERT, byte-level-BPE RoBERTa, byte-level-BPE ModernBERT and SentencePiece-Unigram DeBERTa
-(its Unigram vocabulary trained in the test). Bases: tests/family_helpers.py."""
+(its Unigram vocabulary trained in the test). Bases: tests/helpers/families.py."""
 
 import json
 
@@ -13,8 +13,11 @@ import run_ner
 import run_pretraining
 from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
 from bioptimus_hf.utils.tokenizer_families import tokenizer_family
-from family_helpers import FAMILY_OF_BASE, build_base, write_corpus
-from ner_helpers import one_thread, write_dataset_dir  # noqa: F401
+from helpers.families import FAMILY_OF_BASE, build_base, write_corpus
+from helpers.ner import write_dataset_dir
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 ARCHITECTURES = {

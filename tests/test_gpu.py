@@ -9,6 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, BertConfig, BertForMaskedLM
 
+import run_pretraining
 from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
 from bioptimus_hf.testing.numerics import (
@@ -19,10 +20,18 @@ from bioptimus_hf.testing.numerics import (
 )
 from bioptimus_hf.utils.hardware import resolve_precision
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from ner_helpers import build_tiny_tagger
-from test_bf16_paths import corpus as tagging_texts
-from test_embedding_init import NEW_VOCAB, ctx, float64_copy, hand_contextualized, init_args, make_base, make_tokenizer
-from test_run_pretraining import base_args, run
+from helpers import run_script
+from helpers.embedding_init import (
+    NEW_VOCAB,
+    ctx,
+    float64_copy,
+    hand_contextualized,
+    init_args,
+    make_base,
+    make_tokenizer,
+)
+from helpers.ner import build_tiny_tagger, tagging_texts
+from helpers.pretraining import base_args
 
 
 pytestmark = [pytest.mark.gpu, pytest.mark.precision]
@@ -97,12 +106,13 @@ def test_tagger_on_the_gpu_with_auto_precision(tmp_path):
 
 
 def test_run_pretraining_on_the_gpu_in_bf16_writes_loadable_releases(
-    monkeypatch, tmp_path, tiny_model_dir, pretraining_corpus
+    monkeypatch, tmp_path, tiny_model_dir, make_corpus
 ):
     out = tmp_path / "out"
-    run(
+    run_script(
         monkeypatch,
-        base_args(tiny_model_dir, pretraining_corpus, out)
+        run_pretraining,
+        base_args(tiny_model_dir, make_corpus(600, bad_byte=True), out)
         + ["--bf16", "true", "--max_steps", 8, "--logging_steps", 1],
     )
     losses = [e["loss"] for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in e]

@@ -23,7 +23,7 @@ from bioptimus_hf.releases.publisher import make_release_publisher
 from bioptimus_hf.releases.record import find_releases
 from bioptimus_hf.testing.fake_hub import FakeHub
 from bioptimus_hf.testing.tiny_releases import make_run
-from conftest import python_path
+from helpers import python_path
 
 
 # huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.

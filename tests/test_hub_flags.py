@@ -25,12 +25,15 @@ from bioptimus_hf.releases.publisher import make_release_publisher
 from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
 from bioptimus_hf.testing.fake_hub import FakeHub
 from bioptimus_hf.testing.tiny_releases import make_run
-from conftest import corpus_lines
-from ner_helpers import build_tiny_bert, one_thread, write_dataset_dir  # noqa: F401
+from helpers import corpus_lines
+from helpers.ner import build_tiny_bert, write_dataset_dir
 
 
 # huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.
-pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning")
+pytestmark = [
+    pytest.mark.usefixtures("one_thread"),
+    pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning"),
+]
 
 TOKEN = "hf_FAKEtoken_flags_do_not_leak_5521"
 VERSIONS = ("v0.1", "v0.2", "v0.3", "v0.4")

@@ -26,9 +26,9 @@ from bioptimus_hf.pretraining.lexical_warmup import (
 from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
 from bioptimus_hf.pretraining.phases import Curriculum, PhaseSchedule, resolve_phase_steps
 from bioptimus_hf.releases.record import LexicalWarmupFacts, ReleaseInfo, RunFacts
-from conftest import corpus_lines, python_path, run_launcher
+from helpers import corpus_lines, python_path, run_launcher, run_script
+from helpers.masked_lm import ARCHITECTURES, architecture_batch, tiny_model
 from phase_probe import probe_dataset
-from test_masked_lm import ARCHITECTURES, architecture_batch, tiny_model
 from warmup_probe import run_warmup_probe, tiny_bert
 
 
@@ -272,16 +272,9 @@ def test_resume_inside_or_across_the_warmup_equals_the_unbroken_run(
 
 
 # ------------------------------------------------------------------------------------------ run_pretraining.py
-def _run(monkeypatch, argv):
-    monkeypatch.setattr(sys, "argv", ["run_pretraining.py", *map(str, argv)])
-    run_pretraining.main()
-
-
 @pytest.fixture
-def corpus(tmp_path):
-    path = tmp_path / "corpus.txt"
-    path.write_text("\n".join(corpus_lines(600)) + "\n")
-    return path
+def corpus(make_corpus):
+    return make_corpus(600)
 
 
 def _args(model_dir, corpus, out, *extra):
@@ -366,7 +359,7 @@ def test_run_pretraining_warms_up_releases_the_curriculum_and_says_so(
         from torch._dynamo.utils import counters
 
         counters.clear()
-    _run(monkeypatch, _args(tiny_model_dir, corpus, out, *extra))
+    run_script(monkeypatch, run_pretraining, _args(tiny_model_dir, corpus, out, *extra))
     if mode == "compile":
         # One graph for the warm-up (the body frozen), one more at its end (requires_grad is in the guards).
         assert counters["stats"]["unique_graphs"] == 2, dict(counters["stats"])
@@ -486,20 +479,22 @@ def test_run_pretraining_refuses_a_warmup_longer_than_the_run_before_loading_any
     monkeypatch.setattr(embedding_init, "build_initialized_model", must_not_load)
     out = tmp_path / "out"
     with pytest.raises(SystemExit, match="--lexical_warmup_steps 16 is 16 steps of a run of --max_steps 16"):
-        _run(monkeypatch, _args(tiny_model_dir, corpus, out, "--lexical_warmup_steps", 16))
+        run_script(monkeypatch, run_pretraining, _args(tiny_model_dir, corpus, out, "--lexical_warmup_steps", 16))
     with pytest.raises(SystemExit, match="--ddp_find_unused_parameters true"):
-        _run(monkeypatch, _args(tiny_model_dir, corpus, out, "--ddp_find_unused_parameters", "false"))
+        run_script(
+            monkeypatch, run_pretraining, _args(tiny_model_dir, corpus, out, "--ddp_find_unused_parameters", "false")
+        )
     with pytest.raises(
         SystemExit,
         match=r"--lexical_warmup_release 0.2 is a version of the curriculum "
         r"\(0.1, 0.2, 0.3, 0.4\): give the warm-up's release its own",
     ):
-        _run(monkeypatch, _args(tiny_model_dir, corpus, out, "--lexical_warmup_release", "0.2"))
+        run_script(monkeypatch, run_pretraining, _args(tiny_model_dir, corpus, out, "--lexical_warmup_release", "0.2"))
     without_warmup = _args(tiny_model_dir, corpus, out, "--lexical_warmup_release", "0.0")
     at = without_warmup.index("--lexical_warmup_steps")
     del without_warmup[at : at + 2]
     with pytest.raises((SystemExit, ValueError), match="--lexical_warmup_release 0.0: there is no warm-up to release"):
-        _run(monkeypatch, without_warmup)
+        run_script(monkeypatch, run_pretraining, without_warmup)
     assert not out.exists()
 
 

@@ -10,7 +10,7 @@ from bioptimus_hf.ner.encoding import IGNORE_INDEX, encode_split
 from bioptimus_hf.ner.evaluation import span_scores
 from bioptimus_hf.ner.schemes import convert_tags, detect_scheme, label_list, spans_to_tags, tags_to_spans
 from bioptimus_hf.ner.windows import Window, merge_window_predictions, plan_windows
-from ner_helpers import build_tiny_bert, synthetic_sentences, write_tsv
+from helpers.ner import build_tiny_bert, synthetic_sentences, write_tsv
 
 
 @pytest.fixture(scope="module")

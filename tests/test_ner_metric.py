@@ -16,7 +16,10 @@ from bioptimus_hf.ner.conll import Sentence
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import SPAN_F1, load_span_f1, predicted_spans, span_scores
 from bioptimus_hf.ner.schemes import label_list, spans_to_tags, tags_to_spans
-from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences  # noqa: F401
+from helpers.ner import build_tiny_bert, synthetic_sentences
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

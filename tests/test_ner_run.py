@@ -19,8 +19,11 @@ from bioptimus_hf.ner.model_card import pipeline_caveat
 from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, paired_seed_difference, write_results
 from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.releases.ner_results import model_index
-from conftest import python_path, run_launcher
-from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_dataset_dir, write_tsv  # noqa: F401
+from helpers import python_path, run_launcher
+from helpers.ner import build_tiny_bert, synthetic_sentences, write_dataset_dir, write_tsv
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 FAST = [

@@ -17,15 +17,13 @@ from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.ner.trainer import NerTrainer
 from bioptimus_hf.testing.numerics import encoder_tolerance
 from bioptimus_hf.utils import hardware
-from ner_helpers import TAGGER_LABELS, build_tiny_bert, build_tiny_tagger, one_thread, synthetic_sentences  # noqa: F401
+from helpers.ner import TAGGER_LABELS, synthetic_sentences
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 LABELS = TAGGER_LABELS
-
-
-@pytest.fixture(scope="module")
-def tagging_model(tmp_path_factory):
-    return build_tiny_tagger(str(tmp_path_factory.mktemp("speed") / "model"))
 
 
 def texts():

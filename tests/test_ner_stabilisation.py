@@ -21,7 +21,10 @@ from bioptimus_hf.ner.stabilisation import (
     layerwise_lr_param_groups,
     reinitialize_top_layers,
 )
-from ner_helpers import build_tiny_bert, one_thread, synthetic_sentences, write_tsv  # noqa: F401
+from helpers.ner import build_tiny_bert, synthetic_sentences, write_tsv
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 NUM_LAYERS = 3

@@ -16,7 +16,10 @@ from bioptimus_hf.ner import tagger as tagger_module
 from bioptimus_hf.ner.model_card import model_card, pipeline_caveat, write_model_card
 from bioptimus_hf.ner.schemes import label_list
 from bioptimus_hf.ner.tagger import NerTagger
-from ner_helpers import build_tiny_bert, one_thread  # noqa: F401
+from helpers.ner import build_tiny_bert
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 KEYS = ["entity_group", "score", "word", "start", "end"]

@@ -6,29 +6,20 @@ import pytest
 import torch
 
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from test_embedding_init import NEW_TOKENS, NEW_VOCAB, ctx, init_args, make_base, make_tokenizer, run
+from helpers.embedding_init import (
+    NEW_TOKENS,
+    NEW_VOCAB,
+    S1,
+    contexts_of,
+    ctx,
+    init_args,
+    make_base,
+    make_tokenizer,
+    run,
+)
 
 
 NEW_STRATEGIES = ("mean_cov", "token_distillation")
-S1 = "the kinase of the thymus cells"
-S2 = "interleukin receptor kinase"
-
-
-@pytest.fixture
-def setup(tmp_path):
-    model, base_tok = make_base(tmp_path)
-    new_tok = make_tokenizer(NEW_VOCAB, tmp_path / "new_tok")
-    return model, base_tok, new_tok
-
-
-def contexts_of(new_tok):
-    ids = new_tok.get_vocab()
-    return {
-        ids["kinase"]: [ctx(S1, "kinase", 0), ctx(S2, "kinase", 1)],
-        ids["thymus"]: [ctx(S1, "thymus", 0)],
-        ids["interleukin"]: [ctx(S2, "interleukin", 1)],
-        ids["##kinase"]: [],  # never found -> averaged fallback
-    }
 
 
 def hand_objective(model, base_tok, row, context, layer=-1):
@@ -47,8 +38,8 @@ def hand_objective(model, base_tok, row, context, layer=-1):
     return ((student[student_kept] - teacher[kept]) ** 2).mean().item()
 
 
-def test_token_distillation_reduces_its_objective_and_freezes_the_model(setup):
-    model, base_tok, new_tok = setup
+def test_token_distillation_reduces_its_objective_and_freezes_the_model(init_setup):
+    model, base_tok, new_tok = init_setup
     reference = copy.deepcopy(model)
     contexts = contexts_of(new_tok)
     _, averaged, _ = run(copy.deepcopy(model), base_tok, new_tok, "averaged")
@@ -76,8 +67,8 @@ def test_token_distillation_reduces_its_objective_and_freezes_the_model(setup):
     assert all(p.requires_grad for p in out.parameters())  # the caller's flags restored
 
 
-def test_token_distillation_layer_setting_changes_the_target(setup):
-    model, base_tok, new_tok = setup
+def test_token_distillation_layer_setting_changes_the_target(init_setup):
+    model, base_tok, new_tok = init_setup
     contexts = {new_tok.get_vocab()["thymus"]: [ctx(S1, "thymus")]}
     _, last, _ = run(copy.deepcopy(model), base_tok, new_tok, "token_distillation", contexts=contexts, distill_steps=3)
     _, first, report = run(
@@ -88,8 +79,8 @@ def test_token_distillation_layer_setting_changes_the_target(setup):
     assert not torch.equal(last.get_input_embeddings().weight[row], first.get_input_embeddings().weight[row])
 
 
-def test_mean_cov_rows_have_the_base_mean(setup):
-    model, base_tok, new_tok = setup
+def test_mean_cov_rows_have_the_base_mean(init_setup):
+    model, base_tok, new_tok = init_setup
     base_in = model.get_input_embeddings().weight.detach().clone()
     base_bias = model.get_output_embeddings().bias.detach().clone()
     _, out, report = run(model, base_tok, new_tok, "mean_cov")
@@ -114,8 +105,8 @@ def test_mean_cov_untied_output_rows(tmp_path):
 
 
 @pytest.mark.parametrize("strategy", NEW_STRATEGIES)
-def test_new_strategies_copy_shared_rows_exactly(setup, strategy):
-    model, base_tok, new_tok = setup
+def test_new_strategies_copy_shared_rows_exactly(init_setup, strategy):
+    model, base_tok, new_tok = init_setup
     base_in = model.get_input_embeddings().weight.detach().clone()
     base_bias = model.get_output_embeddings().bias.detach().clone()
     _, out, report = run(model, base_tok, new_tok, strategy, contexts=contexts_of(new_tok), distill_steps=2)
@@ -132,8 +123,8 @@ def test_new_strategies_copy_shared_rows_exactly(setup, strategy):
 
 
 @pytest.mark.parametrize("strategy", NEW_STRATEGIES)
-def test_new_strategies_refuse_other_casing(tmp_path, setup, strategy):
-    model, base_tok, _ = setup
+def test_new_strategies_refuse_other_casing(tmp_path, init_setup, strategy):
+    model, base_tok, _ = init_setup
     cased = make_tokenizer(NEW_VOCAB, tmp_path / "cased_tok", do_lower_case=False)
     with pytest.raises(ValueError, match="normalises text differently"):
         ContextualizedEmbeddingInitializer(model, base_tok, cased, init_args(strategy))
@@ -146,8 +137,8 @@ def test_distillation_settings_validated():
         init_args("token_distillation", distill_learning_rate=0.0)
 
 
-def test_token_distillation_needs_a_corpus(setup):
-    model, base_tok, new_tok = setup
+def test_token_distillation_needs_a_corpus(init_setup):
+    model, base_tok, new_tok = init_setup
     initializer = ContextualizedEmbeddingInitializer(
         model, base_tok, new_tok, init_args("token_distillation"), progress=False
     )
@@ -156,19 +147,19 @@ def test_token_distillation_needs_a_corpus(setup):
 
 
 @pytest.mark.parametrize("strategy", ["focus"])
-def test_focus_refuses_other_casing_without_needing_deepfocus(tmp_path, setup, strategy):
-    model, base_tok, _ = setup
+def test_focus_refuses_other_casing_without_needing_deepfocus(tmp_path, init_setup, strategy):
+    model, base_tok, _ = init_setup
     cased = make_tokenizer(NEW_VOCAB, tmp_path / "cased_tok", do_lower_case=False)
     with pytest.raises(ValueError, match="normalises text differently"):
         ContextualizedEmbeddingInitializer(model, base_tok, cased, init_args(strategy))
 
 
-def test_focus_through_deepfocus_copies_shared_rows_and_falls_back(tmp_path, setup, monkeypatch):
+def test_focus_through_deepfocus_copies_shared_rows_and_falls_back(tmp_path, init_setup, monkeypatch):
     pytest.importorskip("deepfocus")
     import deepfocus.fasttext_embs
 
     monkeypatch.setattr(deepfocus.fasttext_embs, "CACHE_DIR", tmp_path / "deepfocus_cache")
-    model, base_tok, new_tok = setup
+    model, base_tok, new_tok = init_setup
     base_in = model.get_input_embeddings().weight.detach().clone()
     corpus = tmp_path / "corpus.txt"  # "thymus" never occurs: no fastText vector -> averaged
     corpus.write_text(

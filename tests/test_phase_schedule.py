@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import corpus_lines, python_path, run_launcher
+from helpers import corpus_lines, python_path, run_launcher
 from phase_probe import probe_dataset, run_probe
 
 

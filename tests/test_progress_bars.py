@@ -10,8 +10,7 @@ from bioptimus_hf.commands.init_embeddings import run as run_init_command
 from bioptimus_hf.utils.distributed import is_main_process
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.qikfind import find_contexts, rust_available
-from test_embedding_init import NEW_VOCAB, init_args, make_base, make_tokenizer
-from test_new_init_strategies import contexts_of
+from helpers.embedding_init import NEW_VOCAB, contexts_of, init_args, make_base, make_tokenizer
 
 
 MODES = ["main", "disabled", "other_rank", "hf_bars_off"]

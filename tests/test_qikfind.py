@@ -80,9 +80,9 @@ def trained_tokenizer(corpus, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bpe_dirs(corpus, tmp_path_factory):
-    """{config: directory with a tokenizer.json}: byte-level BPE tokenizers (tests/qikfind_helpers.py) trained on
+    """{config: directory with a tokenizer.json}: byte-level BPE tokenizers (tests/helpers/qikfind.py) trained on
     the corpus' real lines."""
-    from qikfind_helpers import BPE_CONFIGS, train_byte_level_bpe
+    from helpers.qikfind import BPE_CONFIGS, train_byte_level_bpe
 
     lines = [s for _, s in _all_sentences(corpus)]
     out = {}
@@ -368,7 +368,7 @@ def _unsupported_tokenizers(corpus, tmp_path) -> dict:
 
     from tokenizers import SentencePieceBPETokenizer, SentencePieceUnigramTokenizer
 
-    from qikfind_helpers import train_byte_level_bpe
+    from helpers.qikfind import train_byte_level_bpe
 
     lines = [s for _, s in _all_sentences(corpus)][:400]
     made = {}

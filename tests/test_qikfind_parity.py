@@ -460,15 +460,15 @@ def test_unreadable_corpus_file_names_the_file(tmp_path, tokenizer_dir):
 
 # ------------------------------------------------------------------------------------------ byte-level BPE
 #
-# The second family the Rust backend serves (tokenizers trained here on corpus lines: tests/qikfind_helpers.py).
+# The second family the Rust backend serves (tokenizers trained here on corpus lines: tests/helpers/qikfind.py).
 # The reference is the `tokenizers` library's own encoding: ids and character offsets, trimming included.
 
 
 @pytest.fixture(scope="module")
 def bpe_tokenizers():
     """{config: tokenizer.json text}: byte-level BPE tokenizers trained on 2,000 corpus lines."""
-    from conftest import corpus_lines
-    from qikfind_helpers import BPE_CONFIGS, train_byte_level_bpe
+    from helpers import corpus_lines
+    from helpers.qikfind import BPE_CONFIGS, train_byte_level_bpe
 
     lines = corpus_lines(2000)
     return {config: train_byte_level_bpe(lines, config) for config in BPE_CONFIGS}
@@ -621,7 +621,7 @@ def test_byte_level_bpe_matches_tokenizers_on_all_of_unicode(bpe_tokenizers):
 def test_byte_level_bpe_matches_tokenizers_on_a_unicode_fuzz(config, bpe_tokenizers):
     """4,000 seeded random strings (scripts, marks, emoji, controls, whitespace runs, CJK, contractions, added
     tokens with spaces), and real corpus lines."""
-    from conftest import corpus_lines
+    from helpers import corpus_lines
 
     texts = _bpe_fuzz(4000, seed=17) + corpus_lines(300, start=5000)
     mismatches = _compare_bpe(bpe_tokenizers[config], texts, "fuzz")

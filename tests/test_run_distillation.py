@@ -14,7 +14,7 @@ from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 import run_distillation
 from bioptimus_hf.releases.hub import publish_releases
 from bioptimus_hf.releases.record import ReleaseInfo, find_releases
-from conftest import corpus_lines, python_path, run_launcher
+from helpers import corpus_lines, python_path, run_launcher, run_script, write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +37,7 @@ def teacher_dir(tmp_path_factory, tiny_tokenizer):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    path.write_text("\n".join(corpus_lines(400)) + "\n")
-    return path
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.txt", 400)
 
 
 def projection_at(checkpoint):
@@ -47,15 +45,11 @@ def projection_at(checkpoint):
         return handle.get_tensor("bioptimus_distillation_projection.weight")
 
 
-def run(monkeypatch, argv):
-    monkeypatch.setattr(sys, "argv", ["run_distillation.py", *map(str, argv)])
-    run_distillation.main()
-
-
 def test_the_issue_interface_leaves_a_loadable_student(monkeypatch, tmp_path, teacher_dir, corpus):
     out = tmp_path / "O"
-    run(
+    run_script(
         monkeypatch,
+        run_distillation,
         [
             "--teacher_model_name_or_path",
             teacher_dir,
@@ -136,7 +130,7 @@ def test_tinybiobert_resumes_with_its_projection(monkeypatch, tmp_path, teacher_
         "--log_level",
         "info",
     ]
-    run(monkeypatch, args)
+    run_script(monkeypatch, run_distillation, args)
     with safe_open(str(out / "checkpoint-2" / "model.safetensors"), "pt") as handle:
         saved = {k: handle.get_tensor(k) for k in handle.keys() if "projection" in k}
     assert saved["bioptimus_distillation_projection.weight"].shape == (32, 16)  # W_p travels in checkpoints
@@ -146,7 +140,7 @@ def test_tinybiobert_resumes_with_its_projection(monkeypatch, tmp_path, teacher_
     for later in ("checkpoint-3", "checkpoint-4", "student"):
         shutil.rmtree(out / later)
     with caplog.at_level("INFO"):
-        run(monkeypatch, args)
+        run_script(monkeypatch, run_distillation, args)
     assert re.search(r"resuming training at \S*checkpoint-2\b", caplog.text)
     # Only the tied decoder (never saved separately) may be reported missing; the projection never.
     missing = [line for line in caplog.text.splitlines() if "missing keys" in line.lower()]
@@ -174,8 +168,9 @@ def test_tinybiobert_resumes_with_its_projection(monkeypatch, tmp_path, teacher_
 def test_bad_configurations_stop_before_any_step(monkeypatch, tmp_path, teacher_dir, corpus, extra, message, capsys):
     out = tmp_path / "O"
     with pytest.raises(SystemExit, match=message if "invalid choice" not in message else None) as stopped:
-        run(
+        run_script(
             monkeypatch,
+            run_distillation,
             [
                 "--teacher_model_name_or_path",
                 teacher_dir,
@@ -203,8 +198,9 @@ def test_a_different_tokenizer_is_refused(monkeypatch, tmp_path, teacher_dir, co
     other = tmp_path / "other_tok"
     BertTokenizerFast(vocab=str(tmp_path / "vocab.txt")).save_pretrained(other)
     with pytest.raises(SystemExit, match="is not the teacher's vocabulary"):
-        run(
+        run_script(
             monkeypatch,
+            run_distillation,
             [
                 "--teacher_model_name_or_path",
                 teacher_dir,

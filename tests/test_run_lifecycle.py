@@ -12,22 +12,15 @@ import torch
 
 import run_pretraining
 from bioptimus_hf.pretraining.run_lifecycle import OutputDirLock, last_complete_checkpoint
-from conftest import corpus_lines, python_path
+from helpers import corpus_lines, python_path, run_script
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(monkeypatch, argv):
-    monkeypatch.setattr(sys, "argv", ["run_pretraining.py", *map(str, argv)])
-    run_pretraining.main()
-
-
 @pytest.fixture
-def corpus(tmp_path):
-    path = tmp_path / "corpus.txt"
-    path.write_text("\n".join(corpus_lines(400)) + "\n", encoding="utf-8")
-    return path
+def corpus(make_corpus):
+    return make_corpus(400)
 
 
 def args(model_dir, corpus, out, *extra, do_train=True):
@@ -70,10 +63,12 @@ def _snapshot(releases: Path) -> dict:
 def test_a_run_without_do_train_resumes_like_one_with_it(monkeypatch, tmp_path, tiny_model_dir, corpus):
     """Training always runs, so the output-dir guard and checkpoint detection must not depend on --do_train."""
     out = tmp_path / "out"
-    run(monkeypatch, args(tiny_model_dir, corpus, out, do_train=False))
+    run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out, do_train=False))
     before = _snapshot(out / "releases")
     assert sorted({k.split("/")[0] for k in before}) == ["v0.1", "v0.2", "v0.3", "v0.4"]
-    run(monkeypatch, args(tiny_model_dir, corpus, out, do_train=False))  # finished: resumes at step 8, nothing to do
+    run_script(
+        monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out, do_train=False)
+    )  # finished: resumes at step 8, nothing to do
     assert _snapshot(out / "releases") == before
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 8
@@ -83,16 +78,18 @@ def test_a_second_run_on_the_same_output_dir_is_refused(monkeypatch, tmp_path, t
     out = tmp_path / "busy"
     with OutputDirLock(out):
         with pytest.raises(SystemExit, match=rf"in use by process {os.getpid()} on .*another --output_dir"):
-            run(monkeypatch, args(tiny_model_dir, corpus, out))
+            run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out))
     assert not (out / "releases").exists()
-    run(monkeypatch, args(tiny_model_dir, corpus, out))  # released: the run goes ahead
+    run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out))  # released: the run goes ahead
     assert (out / "releases" / "v0.4").is_dir()
 
 
 def test_resume_under_another_schedule_is_refused_unless_allowed(monkeypatch, tmp_path, tiny_model_dir, corpus):
     out = tmp_path / "out"
     first = args(tiny_model_dir, corpus, out, "--max_steps", 6, "--phase_steps", 0.25, 0.25, 0.25, 0.25)
-    run(monkeypatch, first)  # steps 2/2/1/1 (largest remainder); checkpoints at phase ends 2, 4, 5, 6
+    run_script(
+        monkeypatch, run_pretraining, first
+    )  # steps 2/2/1/1 (largest remainder); checkpoints at phase ends 2, 4, 5, 6
     (out / "checkpoint-6").rename(out / "checkpoint-6.moved")  # as if the run had stopped after step 5
     v01 = _snapshot(out / "releases" / "v0.1")
     changed = args(tiny_model_dir, corpus, out, "--max_steps", 12, "--phase_steps", 0.25, 0.25, 0.25, 0.25)
@@ -101,9 +98,9 @@ def test_resume_under_another_schedule_is_refused_unless_allowed(monkeypatch, tm
         match=r"checkpoint-5 was trained under another curriculum schedule \(steps per "
         r"phase \[2, 2, 1, 1\] -> \[3, 3, 3, 3\]; max_steps 6 -> 12\)",
     ):
-        run(monkeypatch, changed)
+        run_script(monkeypatch, run_pretraining, changed)
     assert _snapshot(out / "releases" / "v0.1") == v01  # nothing rewritten
-    run(monkeypatch, changed + ["--allow_schedule_change", "true"])
+    run_script(monkeypatch, run_pretraining, changed + ["--allow_schedule_change", "true"])
     info = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
     assert info["schedule_changes"] == [
         {"step": 5, "description": "steps per phase [2, 2, 1, 1] -> [3, 3, 3, 3]; max_steps 6 -> 12"}
@@ -116,7 +113,9 @@ def test_resume_under_another_schedule_is_refused_unless_allowed(monkeypatch, tm
 
 def test_phases_past_max_steps_are_refused(monkeypatch, tmp_path, tiny_model_dir, corpus):
     with pytest.raises(SystemExit, match=r"add up to 12 steps but the run has max_steps=8.*never run"):
-        run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "o", "--phase_steps", 3, 3, 3, 3))
+        run_script(
+            monkeypatch, run_pretraining, args(tiny_model_dir, corpus, tmp_path / "o", "--phase_steps", 3, 3, 3, 3)
+        )
 
 
 # Runs run_pretraining in a child that kills itself (SIGKILL) while the Trainer saves checkpoint-8's
@@ -152,7 +151,7 @@ def test_a_half_written_checkpoint_is_skipped_on_resume(monkeypatch, tmp_path, t
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert (out / "checkpoint-8").is_dir() and (out / "checkpoint-4" / "trainer_state.json").is_file()
     with caplog.at_level("WARNING"):
-        run(monkeypatch, argv)
+        run_script(monkeypatch, run_pretraining, argv)
     assert "checkpoint-8 is incomplete" in caplog.text and "set aside as checkpoint-8.incomplete" in caplog.text
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 12
     assert [p.name for p in sorted((out / "releases").iterdir())] == ["v0.1", "v0.2", "v0.3", "v0.4"]
@@ -195,7 +194,7 @@ def test_a_killed_run_resumed_from_its_checkpoint_releases_what_the_unbroken_run
     """Killed mid-phase and resumed, a run must release the unbroken run's models bit for bit: the masks (keyed by
     batch, collator module docstring), dropout, data order and optimizer all come back with the checkpoint."""
     extra = ["--max_steps", 12, "--phase_steps", 3, 3, 3, 3, "--max_eval_samples", 0]
-    run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "unbroken", *extra))
+    run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, tmp_path / "unbroken", *extra))
     out = tmp_path / "killed"
     argv = [str(a) for a in args(tiny_model_dir, corpus, out, *extra)]
     env = dict(os.environ, PYTHONPATH=python_path(REPO_ROOT, REPO_ROOT / "tests"))
@@ -210,7 +209,7 @@ def test_a_killed_run_resumed_from_its_checkpoint_releases_what_the_unbroken_run
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert last_complete_checkpoint(out).name == "checkpoint-4"
     assert [p.name for p in (out / "releases").iterdir()] == ["v0.1"]  # phase 0.2 was under way
-    run(monkeypatch, argv)
+    run_script(monkeypatch, run_pretraining, argv)
     expected, resumed = _release_weights_and_masking(tmp_path / "unbroken"), _release_weights_and_masking(out)
     assert sorted(resumed) == sorted(expected) == ["v0.1", "v0.2", "v0.3", "v0.4"]
     for version, (weights, masking, facts) in expected.items():
@@ -225,8 +224,16 @@ def test_a_killed_run_resumed_from_its_checkpoint_releases_what_the_unbroken_run
 def test_the_releases_do_not_depend_on_the_dataloader_workers(monkeypatch, tmp_path, tiny_model_dir, corpus):
     """Keyed masks are drawn wherever a batch is collated; dropout and data order come from the main process."""
     extra = ["--max_steps", 6, "--phase_steps", 2, 2, 1, 1, "--max_eval_samples", 0]
-    run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "inline", *extra, "--dataloader_num_workers", 0))
-    run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "workers", *extra, "--dataloader_num_workers", 2))
+    run_script(
+        monkeypatch,
+        run_pretraining,
+        args(tiny_model_dir, corpus, tmp_path / "inline", *extra, "--dataloader_num_workers", 0),
+    )
+    run_script(
+        monkeypatch,
+        run_pretraining,
+        args(tiny_model_dir, corpus, tmp_path / "workers", *extra, "--dataloader_num_workers", 2),
+    )
     inline, workers = (
         _release_weights_and_masking(tmp_path / "inline"),
         _release_weights_and_masking(tmp_path / "workers"),
@@ -244,11 +251,11 @@ def test_a_checkpoint_resumed_under_another_masking_stream_says_so(
     import shutil
 
     first = tmp_path / "sequential"
-    run(monkeypatch, args(tiny_model_dir, corpus, first, "--masking_stream", "sequential"))
+    run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, first, "--masking_stream", "sequential"))
     out = tmp_path / "resumed"
     shutil.copytree(first / "checkpoint-4", out / "checkpoint-4")
     with caplog.at_level("WARNING"):
-        run(monkeypatch, args(tiny_model_dir, corpus, out))  # the default: keyed
+        run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out))  # the default: keyed
     assert "at step 4: masking stream sequential -> keyed (--masking_stream sequential keeps" in caplog.text
     for version in ("v0.3", "v0.4"):
         record = json.loads((out / "releases" / version / "bioptimus_phase.json").read_text())
@@ -273,12 +280,12 @@ def test_json_lines_and_csv_corpora_train(monkeypatch, tmp_path, tiny_model_dir,
             writer.writerow(["id", "abstract"])
             writer.writerows(enumerate(lines))
     out = tmp_path / "out"
-    run(monkeypatch, args(tiny_model_dir, path, out, "--text_column_name", "abstract"))
+    run_script(monkeypatch, run_pretraining, args(tiny_model_dir, path, out, "--text_column_name", "abstract"))
     assert (out / "releases" / "v0.4" / "model.safetensors").is_file()
     with pytest.raises(
         SystemExit, match=rf"--text_column_name 'text' not in the columns of .*corpus.{kind}: \['id', 'abstract'\]"
     ):
-        run(monkeypatch, args(tiny_model_dir, path, tmp_path / "o2"))
+        run_script(monkeypatch, run_pretraining, args(tiny_model_dir, path, tmp_path / "o2"))
 
 
 def test_mixed_corpus_kinds_are_refused(monkeypatch, tmp_path, tiny_model_dir, corpus):
@@ -287,19 +294,21 @@ def test_mixed_corpus_kinds_are_refused(monkeypatch, tmp_path, tiny_model_dir, c
     argv = args(tiny_model_dir, corpus, tmp_path / "o")
     argv[argv.index("--train_file") + 1 : argv.index("--train_file") + 2] = [corpus, other]
     with pytest.raises(SystemExit, match=r"mixes corpus kinds \(text: .*corpus.txt; json: .*more.jsonl\)"):
-        run(monkeypatch, argv)
+        run_script(monkeypatch, run_pretraining, argv)
 
 
 def test_binary_and_one_line_corpora(monkeypatch, tmp_path, tiny_model_dir, caplog):
     binary = tmp_path / "weights.txt"
     binary.write_bytes(bytes(range(256)) * 50)
     with pytest.raises(SystemExit, match=r"weights.txt: \d+ of \d+ lines read .* not UTF-8"):
-        run(monkeypatch, args(tiny_model_dir, binary, tmp_path / "o1"))
+        run_script(monkeypatch, run_pretraining, args(tiny_model_dir, binary, tmp_path / "o1"))
     one_line = tmp_path / "one.txt"
     one_line.write_text(" ".join(corpus_lines(60)) + "\n")  # one long line: enough tokens for a few blocks
     with caplog.at_level("WARNING"):
-        run(
-            monkeypatch, args(tiny_model_dir, one_line, tmp_path / "o2", "--max_steps", 4, "--phase_steps", 1, 1, 1, 1)
+        run_script(
+            monkeypatch,
+            run_pretraining,
+            args(tiny_model_dir, one_line, tmp_path / "o2", "--max_steps", 4, "--phase_steps", 1, 1, 1, 1),
         )
     assert "too few to hold out" in caplog.text
     info = json.loads((tmp_path / "o2" / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
@@ -310,5 +319,9 @@ def test_a_phase_version_cannot_escape_output_dir(monkeypatch, tmp_path, tiny_mo
     curriculum = tmp_path / "evil.yaml"
     curriculum.write_text("- {version: '../../escaped', masking_unit: token, masking_rate: 0.15}\n")
     with pytest.raises(SystemExit, match=r"phase 1: release version '../../escaped' is not allowed"):
-        run(monkeypatch, args(tiny_model_dir, corpus, tmp_path / "o", "--curriculum", curriculum, "--phase_steps", 8))
+        run_script(
+            monkeypatch,
+            run_pretraining,
+            args(tiny_model_dir, corpus, tmp_path / "o", "--curriculum", curriculum, "--phase_steps", 8),
+        )
     assert not (tmp_path / "escaped").exists()

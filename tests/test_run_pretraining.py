@@ -9,47 +9,13 @@ from transformers import AutoModelForMaskedLM
 
 import run_pretraining
 from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off
-from conftest import corpus_lines, python_path, run_launcher
-
-
-def run(monkeypatch, argv):
-    monkeypatch.setattr(sys, "argv", ["run_pretraining.py", *map(str, argv)])
-    run_pretraining.main()
+from helpers import corpus_lines, python_path, run_launcher, run_script
+from helpers.pretraining import base_args
 
 
 @pytest.fixture
-def corpus(tmp_path):
-    path = tmp_path / "corpus.txt"
-    path.write_bytes(("\n".join(corpus_lines(600)) + "\n").encode() + b"a line with a bad \xff byte\n")
-    return path
-
-
-def base_args(model_dir, corpus, out):
-    return [
-        "--model_name_or_path",
-        model_dir,
-        "--train_file",
-        corpus,
-        "--output_dir",
-        out,
-        "--do_train",
-        "--max_steps",
-        12,
-        "--per_device_train_batch_size",
-        4,
-        "--max_seq_length",
-        32,
-        "--report_to",
-        "none",
-        "--max_eval_samples",
-        16,
-        "--logging_steps",
-        2,
-        "--disable_tqdm",
-        "true",
-        "--save_steps",
-        100,
-    ]
+def corpus(make_corpus):
+    return make_corpus(600, bad_byte=True)
 
 
 def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir, corpus):
@@ -58,7 +24,11 @@ def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir
     out = tmp_path / "out"
     # 16 rows a step: a whole-word phase lands within half a word of its budget per row (a token of ~30 is 3 %),
     # so the one- and two-step phases need that many rows for their fractions to sit well inside the bounds below
-    run(monkeypatch, [config, *base_args(tiny_model_dir, corpus, out), "--per_device_train_batch_size", 16])
+    run_script(
+        monkeypatch,
+        run_pretraining,
+        [config, *base_args(tiny_model_dir, corpus, out), "--per_device_train_batch_size", 16],
+    )
     releases = sorted(p.name for p in (out / "releases").iterdir())
     assert releases == ["v0.1", "v0.2", "v0.3", "v0.4"]
     ends = []
@@ -96,8 +66,9 @@ def test_end_to_end_releases_four_versions(monkeypatch, tmp_path, tiny_model_dir
 
 def test_streaming_corpus(monkeypatch, tmp_path, tiny_model_dir, corpus):
     out = tmp_path / "out"
-    run(
+    run_script(
         monkeypatch,
+        run_pretraining,
         base_args(tiny_model_dir, corpus, out) + ["--streaming", "true", "--max_steps", 8, "--bulk_dropout", "false"],
     )
     info = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
@@ -121,10 +92,10 @@ def test_line_by_line_chunks_long_lines(monkeypatch, tmp_path, tiny_model_dir, c
         0,
     ]
     with pytest.raises(SystemExit, match="each phase needs a positive number of steps"):
-        run(monkeypatch, args)
+        run_script(monkeypatch, run_pretraining, args)
     args[-4:] = [3, 3, 3, 3]
     with caplog.at_level("WARNING"):
-        run(monkeypatch, args)
+        run_script(monkeypatch, run_pretraining, args)
     assert "were chunked into" in caplog.text
     assert (out / "releases" / "v0.4").is_dir()
 
@@ -146,7 +117,7 @@ def test_bad_input_fails_before_training(monkeypatch, tmp_path, tiny_model_dir, 
     args = base_args(tiny_model_dir, corpus, out)
     change(args, tmp_path)
     with pytest.raises(SystemExit, match=message):
-        run(monkeypatch, args)
+        run_script(monkeypatch, run_pretraining, args)
     assert not (out / "releases").exists()
 
 
@@ -169,26 +140,31 @@ def test_tokenizer_without_mask_token_and_existing_output_are_refused(monkeypatc
     tokenizer.mask_token = None
     tokenizer.save_pretrained(no_mask)
     with pytest.raises(SystemExit, match="has no mask token"):
-        run(monkeypatch, base_args(tiny_model_dir, corpus, tmp_path / "o1") + ["--tokenizer_name", no_mask])
+        run_script(
+            monkeypatch,
+            run_pretraining,
+            base_args(tiny_model_dir, corpus, tmp_path / "o1") + ["--tokenizer_name", no_mask],
+        )
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "precious.txt").write_text("keep me")
     with pytest.raises(SystemExit, match="is not empty .* but holds no complete checkpoint"):
-        run(monkeypatch, base_args(tiny_model_dir, corpus, occupied))
+        run_script(monkeypatch, run_pretraining, base_args(tiny_model_dir, corpus, occupied))
     assert (occupied / "precious.txt").read_text() == "keep me"
 
 
 def test_cards_name_the_base_model_without_local_paths(monkeypatch, tmp_path, tiny_model_dir, corpus):
     """A local base model appears as its folder name (or the Hub id given), never as an absolute path."""
     out = tmp_path / "out"
-    run(monkeypatch, base_args(tiny_model_dir, corpus, out) + ["--max_steps", 10])
+    run_script(monkeypatch, run_pretraining, base_args(tiny_model_dir, corpus, out) + ["--max_steps", 10])
     card = (out / "releases" / "v0.4" / "README.md").read_text()
     phase = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
     assert str(tmp_path) not in card and str(tmp_path) not in json.dumps(phase)
     assert f"Base model: `{tiny_model_dir.name}`" in card
     out2 = tmp_path / "out2"
-    run(
+    run_script(
         monkeypatch,
+        run_pretraining,
         base_args(tiny_model_dir, corpus, out2) + ["--max_steps", 10, "--base_model_hub_id", "acme/tiny-bert"],
     )
     card = (out2 / "releases" / "v0.4" / "README.md").read_text()
@@ -253,8 +229,9 @@ def test_bf16_on_cpu_with_masked_only_head_and_curriculum(monkeypatch, tmp_path,
         pytest.skip("this torch build cannot run bf16 on the CPU")
     out = tmp_path / "out"
     # transformers refuses --bf16 without a GPU unless --use_cpu is given explicitly.
-    run(
+    run_script(
         monkeypatch,
+        run_pretraining,
         base_args(tiny_model_dir, corpus, out)
         + ["--bf16", "true", "--use_cpu", "true", "--max_steps", 8, "--logging_steps", 1],
     )
@@ -293,7 +270,11 @@ def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initiali
         ]
     )
     out = tmp_path / "out"
-    run(monkeypatch, base_args(start, corpus, out) + ["--init_strategy", "continued", "--max_steps", 10])
+    run_script(
+        monkeypatch,
+        run_pretraining,
+        base_args(start, corpus, out) + ["--init_strategy", "continued", "--max_steps", 10],
+    )
     phase = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
     assert phase["run"]["init_strategy"] == "averaged"
     assert phase["run"]["base_model"] == tiny_model_dir.name
@@ -309,8 +290,9 @@ def test_torch_compile_releases_plain_models_equal_to_the_final_weights(monkeypa
     from safetensors.torch import load_file
 
     out = tmp_path / "out"
-    run(
+    run_script(
         monkeypatch,
+        run_pretraining,
         base_args(tiny_model_dir, corpus, out)
         + ["--torch_compile", "true", "--use_cpu", "true", "--max_steps", 10, "--logging_nan_inf_filter", "false"],
     )

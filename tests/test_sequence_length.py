@@ -19,8 +19,8 @@ from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.pretraining.data import load_pretraining_datasets
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.utils.sequence_length import max_config_tokens, max_model_tokens, position_offset
-from conftest import corpus_lines
-from family_helpers import _bert_tokenizer, _roberta_tokenizer, _tiny
+from helpers import corpus_lines
+from helpers.families import _bert_tokenizer, _roberta_tokenizer, _tiny
 
 
 NO_LIMIT = int(1e30)  # what transformers reports for a tokenizer saved without model_max_length

@@ -12,7 +12,7 @@ from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import CurriculumPhase
 from bioptimus_hf.pretraining.static_shapes import masked_positions, masked_positions_bucket, overflow_size
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
-from conftest import corpus_lines
+from helpers import corpus_lines
 
 
 PHASES = (

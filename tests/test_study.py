@@ -18,8 +18,11 @@ from bioptimus_hf.commands import pretrain as pretrain_command
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.study.done_marks import DONE_FILE
 from bioptimus_hf.study.study_config import StudyArguments
-from conftest import corpus_lines
-from ner_helpers import one_thread, write_dataset_dir  # noqa: F401  (one_thread: autouse fixture)
+from helpers import corpus_lines
+from helpers.ner import write_dataset_dir
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def study_config(tmp_path, model_dir, **overrides) -> str:

@@ -9,7 +9,7 @@ from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
 from bioptimus_hf.analysis.token_kind_loss import heldout_loss_by_token_kind, loss_by_token_kind, new_token_mask
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
-from conftest import corpus_lines
+from helpers import corpus_lines
 
 
 BASE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "of", "cell", "##s", "kin", "##ase"]

@@ -1,7 +1,7 @@
 """Every tokenizer family through the first stage and the word-level contracts (issue 33): family detection,
 vocabulary training that keeps the base's pipeline, a coverage report that means the same per family, the
 `averaged` decomposition and contextualised rows per family, whole-word masking from word ids, NER words, and
-the refusals at start. Bases: tests/family_helpers.py (tiny, built in code)."""
+the refusals at start. Bases: tests/helpers/families.py (tiny, built in code)."""
 
 import copy
 import json
@@ -33,8 +33,8 @@ from bioptimus_hf.utils.tokenizer_families import (
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
-from conftest import corpus_lines
-from family_helpers import BASE_LINES, BASES, FAMILY_OF_BASE, build_base, write_corpus
+from helpers import corpus_lines
+from helpers.families import BASE_LINES, BASES, FAMILY_OF_BASE, build_base, write_corpus
 
 
 NEW_VOCAB_SIZE = 520
@@ -56,7 +56,7 @@ CONTINUATION = {
 
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory):
-    """{base: (base directory, new tokenizer directory, corpus)} for every base of family_helpers."""
+    """{base: (base directory, new tokenizer directory, corpus)} for every base of helpers.families."""
     root = tmp_path_factory.mktemp("families")
     corpus = write_corpus(root / "corpus.txt", lines=400)
     built = {}

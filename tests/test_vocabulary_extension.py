@@ -1,5 +1,5 @@
 """Extending a base vocabulary (bioptimus-train-tokenizer --vocabulary_mode extend) on a WordPiece BERT, a byte-level
-BPE RoBERTa and a SentencePiece Unigram DeBERTa base (tests/family_helpers.py; the extension itself on a
+BPE RoBERTa and a SentencePiece Unigram DeBERTa base (tests/helpers/families.py; the extension itself on a
 SentencePiece BPE base too): the base kept entry for entry, the domain tokens appended the way each family's model
 works, the coverage report, every init strategy copying the base rows bit for bit, and the whole recipe to a release
 that reloads with from_pretrained."""
@@ -18,8 +18,8 @@ from bioptimus_hf.vocabulary import focus_init, qikfind
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import extend_tokenizer
-from conftest import corpus_lines
-from family_helpers import BASE_VOCAB_SIZE, build_base, write_corpus
+from helpers import corpus_lines
+from helpers.families import BASE_VOCAB_SIZE, build_base, write_corpus
 
 
 FAMILIES = {"bert": "wordpiece", "roberta": "byte_level_bpe", "deberta": "sentencepiece_unigram"}

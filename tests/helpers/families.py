@@ -50,7 +50,8 @@ from transformers import (
     XLMRobertaForMaskedLM,
 )
 
-from conftest import corpus_lines
+from helpers import corpus_lines
+from helpers import write_corpus as write_corpus_lines
 
 
 BASES = ("bert", "roberta", "modernbert", "deberta", "sentencepiece_bpe")
@@ -231,5 +232,4 @@ def build_base(base: str, directory: Path) -> Path:
 
 def write_corpus(path: Path, lines: int = 600, start: int = BASE_LINES) -> Path:
     """Corpus lines the bases never saw (the new vocabulary's and the contexts' corpus)."""
-    path.write_text("\n".join(corpus_lines(lines, start)) + "\n", encoding="utf-8")
-    return path
+    return write_corpus_lines(path, lines, start)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import random
 
-import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
@@ -17,15 +16,6 @@ WORDS = (
 DISEASES = [["breast", "cancer"], ["colon", "tumour"], ["deficiency"], ["breast", "tumour", "syndrome"]]
 CHEMICALS = [["aspirin"], ["cisplatin"], ["dopamine"]]
 FILLER = ["the", "patients", "were", "treated", "with", "a", "study", "of", "risk", "in", "cells", ","]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: extra threads only add contention (autouse in every module that imports it)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def build_tiny_bert(directory: str, num_layers: int = 2, max_len: int = 64) -> str:
@@ -104,3 +94,8 @@ def write_dataset_dir(directory: str, sizes=(60, 20, 20), types=("Disease", "Che
     for seed, (split, size) in enumerate(zip(("train", "devel", "test"), sizes)):
         write_tsv(os.path.join(directory, f"{split}.tsv"), synthetic_sentences(size, seed, types))
     return directory
+
+
+def tagging_texts() -> list[str]:
+    """The texts the tagger tests tag: 30 synthetic sentences, as running text."""
+    return [" ".join(tokens) for tokens, _ in synthetic_sentences(30, 11)]
