@@ -20,7 +20,7 @@ FLOOR_TESTS=(
   tests/test_release_record.py tests/test_model_card.py tests/test_hub.py
   tests/test_ner_data.py tests/test_ner_run.py
   tests/test_run_distillation.py tests/test_study.py tests/test_token_kind_loss.py
-  tests/test_supported_versions.py
+  tests/test_blurb.py tests/test_supported_versions.py
 )
 # Left out at the floor: torch.compile (needs torch 2.7.1, refused in one line below it), and the fake Hub
 # answering ModelCard.validate, which posts to HF_ENDPOINT only from huggingface_hub 2.2 (to huggingface.co,

@@ -23,7 +23,7 @@ USED_WITHOUT_IMPORT = {
     "evaluate": "the NER metric is an evaluate module",
 }
 # Imported behind a guard that falls back without them (docs/install.md).
-OPTIONAL_IMPORTS = {"scikit-learn": "t-SNE in analysis/projection.py, else PCA"}
+OPTIONAL_IMPORTS: dict[str, str] = {}
 
 
 def setup_cfg() -> configparser.ConfigParser:
