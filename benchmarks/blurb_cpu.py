@@ -29,24 +29,43 @@ from dataclasses import fields
 
 import yaml
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-import run_blurb
-from bioptimus_hf.ner.stabilisation import StabilisationArguments
+import run_blurb  # noqa: E402  (the repository's script, beside benchmarks/)
+from _results import ResultTarget, output_help  # noqa: E402
+from bioptimus_hf.ner.stabilisation import StabilisationArguments  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import ResultTarget, output_help
 
 STABILISED_CONFIG = os.path.join(ROOT, "configs", "ner_stabilised.yaml")
 # Per dataset: first N training / dev / test rows (None = all), epochs, input tokens, batch size.
-_SUBSET = {"max_train_samples": 256, "max_eval_samples": 100, "max_test_samples": 300, "num_train_epochs": 1,
-           "max_seq_length": 128, "per_device_train_batch_size": 16}
+_SUBSET = {
+    "max_train_samples": 256,
+    "max_eval_samples": 100,
+    "max_test_samples": 300,
+    "num_train_epochs": 1,
+    "max_seq_length": 128,
+    "per_device_train_batch_size": 16,
+}
 BUDGETS = {
-    "BIOSSES": {"max_train_samples": None, "max_eval_samples": None, "max_test_samples": None,
-                "num_train_epochs": 6, "max_seq_length": 128, "per_device_train_batch_size": 8},
-    "PubMedQA": {"max_train_samples": 160, "max_eval_samples": None, "max_test_samples": 200,
-                 "num_train_epochs": 2, "max_seq_length": 128, "per_device_train_batch_size": 16},
+    "BIOSSES": {
+        "max_train_samples": None,
+        "max_eval_samples": None,
+        "max_test_samples": None,
+        "num_train_epochs": 6,
+        "max_seq_length": 128,
+        "per_device_train_batch_size": 8,
+    },
+    "PubMedQA": {
+        "max_train_samples": 160,
+        "max_eval_samples": None,
+        "max_test_samples": 200,
+        "num_train_epochs": 2,
+        "max_seq_length": 128,
+        "per_device_train_batch_size": 16,
+    },
     # GAD's first test rows are 94 % positive: its whole test set is scored.
     "GAD": {**_SUBSET, "max_test_samples": None},
     # HoC's first 416 training rows are the first to hold every label of dev and test (run_blurb.py refuses less).
@@ -54,8 +73,15 @@ BUDGETS = {
     "DDI": _SUBSET,
 }
 # In the order they run: the stabilisation comparison on the two small sets first.
-GRID = [("PubMedQA", "plain"), ("PubMedQA", "stabilised"), ("BIOSSES", "plain"), ("BIOSSES", "stabilised"),
-        ("GAD", "plain"), ("HoC", "plain"), ("DDI", "plain")]
+GRID = [
+    ("PubMedQA", "plain"),
+    ("PubMedQA", "stabilised"),
+    ("BIOSSES", "plain"),
+    ("BIOSSES", "stabilised"),
+    ("GAD", "plain"),
+    ("HoC", "plain"),
+    ("DDI", "plain"),
+]
 ARMS = ("plain", "stabilised")
 
 
@@ -74,12 +100,34 @@ def stabilisation_flags(config: str = STABILISED_CONFIG) -> list[str]:
 
 
 def run_argv(model: str, model_name: str, dataset: str, arm: str, args) -> list[str]:
-    argv = ["--model_name_or_path", model, "--model_name", model_name,
-            "--data_dir", os.path.join(args.data_root, dataset),
-            "--output_dir", os.path.join(args.work_dir, model_name, dataset, arm),
-            "--seeds", args.seeds, "--learning_rate", str(args.learning_rate),
-            "--save_strategy", "no", "--save_model", "false", "--report_to", "none", "--disable_tqdm", "true",
-            "--logging_steps", "10", "--use_cpu", "true", "--per_device_eval_batch_size", "32"]
+    argv = [
+        "--model_name_or_path",
+        model,
+        "--model_name",
+        model_name,
+        "--data_dir",
+        os.path.join(args.data_root, dataset),
+        "--output_dir",
+        os.path.join(args.work_dir, model_name, dataset, arm),
+        "--seeds",
+        args.seeds,
+        "--learning_rate",
+        str(args.learning_rate),
+        "--save_strategy",
+        "no",
+        "--save_model",
+        "false",
+        "--report_to",
+        "none",
+        "--disable_tqdm",
+        "true",
+        "--logging_steps",
+        "10",
+        "--use_cpu",
+        "true",
+        "--per_device_eval_batch_size",
+        "32",
+    ]
     for name, value in BUDGETS[dataset].items():
         if value is not None:
             argv += [f"--{name}", str(value)]
@@ -87,8 +135,12 @@ def run_argv(model: str, model_name: str, dataset: str, arm: str, args) -> list[
 
 
 def figures_of(results: dict) -> dict:
-    return {"metric": results["metric"], "test_pct": round(100 * results["test_score"], 1),
-            "test_std_pct": round(100 * results["test_score_std"], 1), "seeds": len(results["seeds"])}
+    return {
+        "metric": results["metric"],
+        "test_pct": round(100 * results["test_score"], 1),
+        "test_std_pct": round(100 * results["test_score_std"], 1),
+        "seeds": len(results["seeds"]),
+    }
 
 
 def parse_only(text: str | None) -> list[tuple[str, str]]:
@@ -98,8 +150,10 @@ def parse_only(text: str | None) -> list[tuple[str, str]]:
     for item in text.split(","):
         dataset, _, arm = item.partition(":")
         if dataset not in BUDGETS or arm not in ARMS:
-            raise SystemExit(f"error: --only {item}: expected DATASET:ARM with DATASET in {', '.join(BUDGETS)} "
-                             f"and ARM in {', '.join(ARMS)}")
+            raise SystemExit(
+                f"error: --only {item}: expected DATASET:ARM with DATASET in {', '.join(BUDGETS)} "
+                f"and ARM in {', '.join(ARMS)}"
+            )
         grid.append((dataset, arm))
     return grid
 
@@ -110,8 +164,12 @@ def main() -> None:
     parser.add_argument("--model_name", default="all-MiniLM-L6-v2", help="its name in the results")
     parser.add_argument("--data_root", default=os.path.join(ROOT, "..", "shared", "data", "blurb"))
     parser.add_argument("--seeds", default="1,2,3")
-    parser.add_argument("--learning_rate", type=float, default=1e-4,
-                        help="above the recipe's 3e-5: the budget has few steps (a small model takes it)")
+    parser.add_argument(
+        "--learning_rate",
+        type=float,
+        default=1e-4,
+        help="above the recipe's 3e-5: the budget has few steps (a small model takes it)",
+    )
     parser.add_argument("--only", default=None, help="comma-separated DATASET:ARM runs of the grid (default: all)")
     parser.add_argument("--work_dir", default="/tmp/bioptimus_blurb_cpu")
     parser.add_argument("--output", default="blurb_cpu", help=output_help("blurb_cpu"))
@@ -137,15 +195,26 @@ def main() -> None:
         runs[f"{dataset}:{arm}"] = {  # the command of the seeds merged (a rerun with --seeds may have added some)
             "command": "python run_blurb.py " + " ".join(run_argv(model, args.model_name, dataset, arm, merged)),
             "budget": BUDGETS[dataset],
-            "num_rows": results["num_rows"], "stabilisation": results["stabilisation"],
-            "learning_rate": results["learning_rate"], "max_seq_length": results["max_seq_length"],
+            "num_rows": results["num_rows"],
+            "stabilisation": results["stabilisation"],
+            "learning_rate": results["learning_rate"],
+            "max_seq_length": results["max_seq_length"],
             "train_runtime_s": [seed.get("train_runtime_s") for seed in results["per_seed"]],
-            "per_seed": results["per_seed"], "eval_score": results.get("eval_score"),
-            "eval_score_std": results.get("eval_score_std"), "test_score": results["test_score"],
-            "test_score_std": results["test_score_std"], "bf16": results["bf16"]}
-        detail = {"benchmark": f"{args.model_name} BLURB beyond NER, CPU budget", "model": args.model_name,
-                  "setting": vars(args), "threads": os.environ.get("OMP_NUM_THREADS"),
-                  "load_average_1_5_15_min": os.getloadavg(), "runs": runs}
+            "per_seed": results["per_seed"],
+            "eval_score": results.get("eval_score"),
+            "eval_score_std": results.get("eval_score_std"),
+            "test_score": results["test_score"],
+            "test_score_std": results["test_score_std"],
+            "bf16": results["bf16"],
+        }
+        detail = {
+            "benchmark": f"{args.model_name} BLURB beyond NER, CPU budget",
+            "model": args.model_name,
+            "setting": vars(args),
+            "threads": os.environ.get("OMP_NUM_THREADS"),
+            "load_average_1_5_15_min": os.getloadavg(),
+            "runs": runs,
+        }
         target.write({"model": args.model_name, **figures}, detail=detail)
 
 

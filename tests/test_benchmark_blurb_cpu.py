@@ -10,6 +10,7 @@ import yaml
 
 import run_blurb
 
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 spec = importlib.util.spec_from_file_location("blurb_cpu", os.path.join(ROOT, "benchmarks", "blurb_cpu.py"))
 blurb_cpu = importlib.util.module_from_spec(spec)
@@ -28,9 +29,12 @@ def test_the_stabilised_arm_runs_with_configs_ner_stabilised_yaml_values(tmp_pat
     _, _, stabilisation, training = parsed(tmp_path, "BIOSSES", "stabilised")
     with open(os.path.join(ROOT, "configs", "ner_stabilised.yaml"), encoding="utf-8") as handle:
         config = yaml.safe_load(handle)
-    assert (stabilisation.freeze_embeddings, stabilisation.freeze_layers, stabilisation.layerwise_lr_decay,
-            stabilisation.reinit_layers) == (config["freeze_embeddings"], config["freeze_layers"],
-                                             config["layerwise_lr_decay"], config["reinit_layers"])
+    assert (
+        stabilisation.freeze_embeddings,
+        stabilisation.freeze_layers,
+        stabilisation.layerwise_lr_decay,
+        stabilisation.reinit_layers,
+    ) == (config["freeze_embeddings"], config["freeze_layers"], config["layerwise_lr_decay"], config["reinit_layers"])
     assert stabilisation.layerwise_lr_decay < 1 and stabilisation.reinit_layers >= 1
     assert stabilisation.seeds == "1,2" and training.learning_rate == 1e-4
 
@@ -39,9 +43,16 @@ def test_the_plain_arm_runs_the_budget_without_stabilisation(tmp_path):
     _, data, stabilisation, training = parsed(tmp_path, "PubMedQA", "plain")
     budget = blurb_cpu.BUDGETS["PubMedQA"]
     assert (stabilisation.layerwise_lr_decay, stabilisation.reinit_layers, stabilisation.freeze_embeddings) == (
-        1.0, 0, False)
+        1.0,
+        0,
+        False,
+    )
     assert (data.max_train_samples, data.max_eval_samples, data.max_test_samples, data.max_seq_length) == (
-        budget["max_train_samples"], budget["max_eval_samples"], budget["max_test_samples"], budget["max_seq_length"])
+        budget["max_train_samples"],
+        budget["max_eval_samples"],
+        budget["max_test_samples"],
+        budget["max_seq_length"],
+    )
     assert training.num_train_epochs == budget["num_train_epochs"]
     assert training.output_dir == str(tmp_path / "work" / "m" / "PubMedQA" / "plain")
 
