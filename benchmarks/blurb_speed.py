@@ -17,8 +17,9 @@ short warm-up run (``--warmup_run_steps``, a few test rows) precedes the timed o
 ``Trainer.predict`` are timed alike in both arms (wall and process CPU seconds). Training throughput is
 ``max_steps * batch size / train seconds``; prediction throughput is test rows / seconds of the test ``predict``.
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. nice -n 10 python benchmarks/blurb_speed.py --rounds 3 \\
-        # -> benchmarks/results/<machine kind>/blurb_speed.json
+    HF_HUB_OFFLINE=1 PYTHONPATH=. nice -n 10 python benchmarks/blurb_speed.py --rounds 3 --section float32
+    HF_HUB_OFFLINE=1 PYTHONPATH=. nice -n 10 python benchmarks/blurb_speed.py --rounds 3 --section bf16 \\
+        --arms ours+bf16,example+bf16   # -> benchmarks/results/<machine kind>/blurb_speed.json
 """
 
 from __future__ import annotations
@@ -256,8 +257,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--train_rows", type=int, default=512)
     parser.add_argument("--eval_rows", type=int, default=64, help="dev rows ours predicts and scores (untimed)")
-    parser.add_argument("--test_rows", type=int, default=256, help="test rows predicted (timed)")
-    parser.add_argument("--steps", type=int, default=16, help="timed training steps")
+    parser.add_argument("--test_rows", type=int, default=128, help="test rows predicted (timed)")
+    parser.add_argument("--steps", type=int, default=6, help="timed training steps")
     parser.add_argument("--warmup_run_steps", type=int, default=2, help="steps of the untimed run before")
     parser.add_argument("--batch_size", type=int, default=32, help="GAD's recipe")
     parser.add_argument("--eval_batch_size", type=int, default=8, help="both defaults")
