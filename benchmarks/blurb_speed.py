@@ -222,6 +222,8 @@ def speedup(faster: list[dict], baseline: list[dict], key: str) -> dict:
     rounds = [x[key] / y[key] for x, y in zip(faster, baseline)]
     return {
         "ratio": round(math.exp(statistics.fmean(math.log(r) for r in rounds)), 2),
+        # on a shared machine one round slowed by another job moves the mean; the median is the robust figure
+        "median_round_ratio": round(statistics.median(rounds), 2),
         "rounds": [round(r, 2) for r in rounds],
     }
 
