@@ -14,7 +14,7 @@ DOCS = ROOT / "docs"
 # Lines each doc may have (None: only the total applies); every file in docs/ must be listed.
 LINE_BUDGETS = {
     "ARCHITECTURE.md": None,
-    "blurb.md": 220,
+    "blurb.md": 240,
     "curriculum.md": 150,
     "distillation.md": 260,
     "guarantees.md": 60,
