@@ -209,6 +209,8 @@ def test_run_pretraining_compiles_once_per_phase_with_the_eager_losses(monkeypat
             compiled,
             "--torch_compile_backend",
             "inductor",
+            "--log_level",  # the run's own INFO lines, as a user asks for them
+            "info",
         ]
         monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
         with caplog.at_level(logging.INFO):
