@@ -566,3 +566,95 @@ def test_a_warmup_arm_trains_in_the_study_and_its_releases_say_so(tmp_path, tiny
         "| continued+warmup | continued | lexical warm-up (25%), then bioptimus | 8 |"
         in (tmp_path / "study" / "study" / "results.md").read_text()
     )
+
+
+def test_a_study_can_extend_the_base_vocabulary_instead_of_replacing_it(tmp_path, tiny_model_dir):
+    """tokenizer_args {vocabulary_mode: extend}: the study's vocabulary keeps every base id, the start model keeps
+    every base row bit for bit, and the report names the vocabulary of the new-vocabulary arms."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    config = study_config(
+        tmp_path,
+        tiny_model_dir,
+        tokenizer_vocab_size="auto",
+        tokenizer_args={"vocabulary_mode": "extend", "auto_vocab_step": 50},
+        arms=[{"name": "continued"}, {"name": "extended+averaged", "init_strategy": "averaged"}],
+    )
+    assert run_study.main([config, "--prepare_only", "true"]) is None
+    study = tmp_path / "study"
+    report = json.loads((study / "tokenizer" / "coverage_report.json").read_text())
+    assert report["vocabulary_mode"] == "extend" and report["added_tokens"] > 0
+    base_tokenizer, extended = (
+        AutoTokenizer.from_pretrained(tiny_model_dir),
+        AutoTokenizer.from_pretrained(study / "tokenizer"),
+    )
+    assert len(extended) == len(base_tokenizer) + report["added_tokens"]
+    base_vocab = base_tokenizer.get_vocab()
+    assert {t: i for t, i in extended.get_vocab().items() if t in base_vocab} == base_vocab
+    base_rows = AutoModelForMaskedLM.from_pretrained(tiny_model_dir).get_input_embeddings().weight
+    start_rows = AutoModelForMaskedLM.from_pretrained(study / "init" / "averaged").get_input_embeddings().weight
+    assert start_rows.shape[0] == len(extended)
+    assert torch.equal(start_rows[: len(base_tokenizer)], base_rows)
+
+    results = run_study.main([config, "--report_only", "true", "--skip_analysis", "true"])
+    vocabulary = {"mode": "extend", "vocab_size": len(extended), "added_tokens": report["added_tokens"]}
+    assert results["study"]["vocabulary"] == vocabulary
+    assert results["rows"]["extended+averaged"]["vocabulary"] == vocabulary
+    assert "vocabulary" not in results["rows"]["continued"]
+    table = (study / "study" / "results.md").read_text()
+    assert f"| extended+averaged (not run) | averaged, base vocabulary + {report['added_tokens']:,} tokens |" in table
+
+
+@pytest.mark.parametrize(
+    "tokenizer_args, message",
+    [
+        ({"vocab_size": 100}, "--tokenizer_args sets 'vocab_size', which the study sets itself"),
+        ({"output_dir": "x"}, "--tokenizer_args sets 'output_dir'"),
+    ],
+)
+def test_study_tokenizer_args_may_not_set_what_the_study_sets(tmp_path, tokenizer_args, message):
+    path = tmp_path / "study.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "model_name_or_path": "m",
+                "output_dir": str(tmp_path),
+                "token_budget": 10,
+                "arms": [{"name": "a"}],
+                "tokenizer_args": tokenizer_args,
+            }
+        )
+    )
+    with pytest.raises(SystemExit, match=message):
+        parse_args((StudyArguments,), [str(path)])
+
+
+def test_the_extended_vocabulary_study_is_paired_with_study_cpu_s_results():
+    """configs/study_cpu_extended.yaml trains only the extended arms: study_cpu.yaml's budget, shared pre-training
+    arguments, contextualized/averaged initialisation arguments and NER recipe, so that its rows pair with that
+    study's (the reference passes the pairing check)."""
+    from pathlib import Path
+
+    from bioptimus_hf.study.results import reference_rows
+
+    root = Path(run_study.__file__).parent
+    (full,) = parse_args((StudyArguments,), [str(root / "configs" / "study_cpu.yaml"), "--model_name_or_path", "b"])
+    (extended,) = parse_args(
+        (StudyArguments,), [str(root / "configs" / "study_cpu_extended.yaml"), "--model_name_or_path", "b"]
+    )
+    assert extended.tokenizer_run_args["vocabulary_mode"] == "extend" and extended.tokenizer_vocab_size == "auto"
+    arms = {a.name: a for a in full.arm_configs}
+    for arm in extended.arm_configs:
+        replaced = arms[arm.name.removeprefix("extended+")]
+        assert (arm.args, arm.init_key) == (replaced.args, replaced.init_key)
+    for key in ("token_budget", "seed", "shared_pretraining_args", "ner_run_args", "ner_seeds", "base_model_hub_id"):
+        assert getattr(extended, key) == getattr(full, key), key
+    assert sorted(extended.ner_data_dirs) == sorted(full.ner_data_dirs)
+    study = {
+        "model_name_or_path": extended.base_model_hub_id,
+        "token_budget": extended.token_budget,
+        "ner_args": extended.ner_run_args,
+    }
+    rows = reference_rows(root / extended.reference_results, extended.reference_rows, study)
+    assert list(rows) == [f"{row} [study_cpu]" for row in ("base", "continued", "averaged", "contextualized")]

@@ -111,6 +111,35 @@ def _base_row(rows: dict[str, Any], reference: dict[str, Any] | None = None) -> 
     )
 
 
+def _study_vocabulary(args: StudyArguments, layout: StudyLayout) -> dict[str, Any]:
+    """The new-vocabulary arms' vocabulary: replaced or extended, its size and added tokens once trained."""
+    from ..vocabulary.tokenizer_training import COVERAGE_REPORT_NAME
+
+    vocabulary: dict[str, Any] = {
+        "mode": args.tokenizer_run_args.get("vocabulary_mode", "replace"),
+        "vocab_size": args.tokenizer_vocab_size,
+    }
+    report_file = Path(args.tokenizer_name or layout.tokenizer) / COVERAGE_REPORT_NAME
+    if report_file.is_file():
+        report = read_json(report_file)
+        vocabulary["mode"] = report.get("vocabulary_mode", vocabulary["mode"])
+        vocabulary["vocab_size"] = report.get("new_vocab_size", vocabulary["vocab_size"])
+        if "added_tokens" in report:
+            vocabulary["added_tokens"] = report["added_tokens"]
+    return vocabulary
+
+
+def _initialisation_text(row: dict[str, Any]) -> str:
+    """The table's initialisation cell: the strategy, and the vocabulary when it extends the base's."""
+    vocabulary = row.get("vocabulary") or {}
+    if vocabulary.get("mode") != "extend":
+        return row["init_strategy"]
+    added = vocabulary.get("added_tokens")
+    return (
+        f"{row['init_strategy']}, base vocabulary + {added:,} tokens" if added else f"{row['init_strategy']}, extended"
+    )
+
+
 def collect_results(args: StudyArguments) -> dict[str, Any]:
     """Everything the study has finished so far, as one JSON-able dict."""
     layout = StudyLayout(args.output_dir)
@@ -120,12 +149,15 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
     show_base = args.include_base or bool(finished_ner_runs(layout, BASE_ROW))
     names = ([BASE_ROW] if show_base else []) + [a.name for a in args.arm_configs]
     arms = {a.name: a for a in args.arm_configs}
+    vocabulary = _study_vocabulary(args, layout)
     for name in names:
         row: dict[str, Any] = {
             "init_strategy": "base (no further pre-training)" if name == BASE_ROW else arms[name].init_strategy
         }
         if name in arms:
             arm = arms[name]
+            if arm.init_strategy != "continued":
+                row["vocabulary"] = vocabulary
             row["curriculum"] = arm.curriculum_text
             row["max_steps"] = arm.max_steps(args.token_budget)
             row["tokens"] = row["max_steps"] * arm.tokens_per_step()
@@ -152,6 +184,7 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
         "evaluate_checkpoints": list(args.evaluate_checkpoints),
         "evaluate_every_steps": args.evaluate_every_steps,
         "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs},
+        "vocabulary": vocabulary,
     }
     if args.reference_results:  # first, so that every pair reads "this study's row − the earlier one"
         study["reference_results"] = str(args.reference_results)
@@ -241,7 +274,7 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
         row_base = _base_row(rows, row.get("reference"))
         cells = [
             f"{name}{status}",
-            row["init_strategy"],
+            _initialisation_text(row),
             row.get("curriculum", NOT_RUN),
             str(row.get("max_steps", 0)),
             _num(_final_loss(row)),

@@ -116,6 +116,7 @@ class StudyRunner:
                 raise ValueError("--tokenizer_train_files (or a shared train_file) is needed to train the tokenizer")
             self.units.train_tokenizer(
                 {
+                    **self.args.tokenizer_run_args,
                     "train_files": files,
                     "base_tokenizer": self.args.model_name_or_path,
                     "vocab_size": self.args.tokenizer_vocab_size,

@@ -149,7 +149,20 @@ class StudyArguments:
     tokenizer_train_files: list[str] | None = field(
         default=None, metadata={"help": "Corpus the study's tokenizer is trained on (default: the arms' train_file)."}
     )
-    tokenizer_vocab_size: int = field(default=30522, metadata={"help": "Size of the trained vocabulary."})
+    tokenizer_vocab_size: str = field(
+        default="30522",
+        metadata={
+            "help": "Size of the trained vocabulary (with vocabulary_mode extend in --tokenizer_args: the total, "
+            "base included, or 'auto')."
+        },
+    )
+    tokenizer_args: str | None = field(
+        default=None,
+        metadata={
+            "help": "Further bioptimus train-tokenizer arguments of the study's vocabulary (a mapping), e.g. "
+            "{vocabulary_mode: extend, auto_vocab_step: 2000}: the base vocabulary extended instead of replaced."
+        },
+    )
     seed: int = field(default=42, metadata={"help": "Seed of every arm (initialisation, data order, masking)."})
     include_base: bool = field(default=True, metadata={"help": "Evaluate the base model as a row of every table."})
     only_arms: list[str] | None = field(
@@ -245,6 +258,16 @@ class StudyArguments:
             raise ValueError(f"--evaluate_checkpoints {bad}: expected any of {CHECKPOINT_KINDS}")
         if "steps" in self.evaluate_checkpoints and not (self.evaluate_every_steps or 0) > 0:
             raise ValueError("--evaluate_checkpoints steps needs --evaluate_every_steps N > 0")
+        self.tokenizer_vocab_size = str(self.tokenizer_vocab_size)
+        self.tokenizer_run_args = _mapping(self.tokenizer_args, "tokenizer_args")
+        for key in ("train_files", "base_tokenizer", "output_dir", "vocab_size"):
+            if key in self.tokenizer_run_args:
+                raise ValueError(
+                    f"--tokenizer_args sets {key!r}, which the study sets itself (--tokenizer_train_files, "
+                    "--model_name_or_path, --output_dir, --tokenizer_vocab_size)"
+                )
+        if self.tokenizer_name and self.tokenizer_run_args:
+            raise ValueError("--tokenizer_args trains the study's vocabulary; --tokenizer_name gives one: use one")
         self.ner_run_args = _mapping(self.ner_args, "ner_args")
         for key in ("model_name_or_path", "output_dir", "data_dir", "seeds", "seed"):
             if key in self.ner_run_args:
