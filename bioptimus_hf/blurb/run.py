@@ -10,11 +10,12 @@ from dataclasses import asdict
 
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingArguments
 
+from ..ner.fine_tuning_config import FineTuningModelArguments
 from ..ner.stabilisation import StabilisationArguments
 from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
-from .blurb_config import BlurbDataArguments, BlurbModelArguments, recipe_for, recipe_training_arguments
+from .blurb_config import BlurbDataArguments, recipe_for, recipe_training_arguments
 from .data import load_blurb_data, read_task_type
 from .encoding import encode_rows
 from .finetune import BlurbTask, fine_tune_seeds
@@ -24,7 +25,7 @@ from .tasks import RELATION_EXTRACTION
 
 
 logger = logging.getLogger(__name__)
-ARGUMENTS = (BlurbModelArguments, BlurbDataArguments, StabilisationArguments)
+ARGUMENTS = (FineTuningModelArguments, BlurbDataArguments, StabilisationArguments)
 
 
 def fill_recipe_length(data_args: BlurbDataArguments) -> BlurbDataArguments:
@@ -47,7 +48,7 @@ def blurb_arguments_from_dict(values: dict):
 
 
 def run_blurb_task(
-    model_args: BlurbModelArguments,
+    model_args: FineTuningModelArguments,
     data_args: BlurbDataArguments,
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,

@@ -37,6 +37,7 @@ from bioptimus_hf.ner.conll import (
 )
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.fine_tuning import fine_tune_seeds
+from bioptimus_hf.ner.fine_tuning_config import FineTuningModelArguments
 from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
 from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
 from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
@@ -54,36 +55,13 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class ModelArguments:
-    model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
-    tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer, if not the model's."})
-    model_name: str | None = field(
-        default=None, metadata={"help": "Name for results tables and the model-index (default: the path's basename)."}
-    )
-    ignore_mismatched_sizes: bool = field(
-        default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
-    )
-    save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
-    bf16_if_supported: bool = field(
-        default=False,
-        metadata={
-            "help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
-            "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine (the configs set it)."
-        },
-    )
+class ModelArguments(FineTuningModelArguments):
     bulk_dropout: bool = field(
         default=False,
         metadata={
             "help": BULK_DROPOUT_HELP + " Default: off here, so a seed's fine-tuning follows torch's stream as "
             "transformers' own scripts do: the gain is small (1.06-1.08x on 2 cores, "
             "benchmarks/ner_training_dropout.py)."
-        },
-    )
-    allow_emulated_bf16: bool = field(
-        default=False,
-        metadata={
-            "help": "Use bf16 even where the device only emulates it (same numerics, slower): to check results. "
-            "Default: bf16 falls back to float32 there, with a warning."
         },
     )
 
