@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict
 
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingArguments
 
 from ..ner.fine_tuning_config import FineTuningModelArguments
+from ..ner.results import run_settings
 from ..ner.stabilisation import StabilisationArguments
 from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
@@ -96,15 +96,7 @@ def run_blurb_task(
         "negative_label": negative,
         "max_seq_length": max_length,
         "num_rows": {name: len(split.rows) for name, split in data.splits().items()},
-        "stabilisation": {k: v for k, v in asdict(stab_args).items() if k != "seeds"},
-        "learning_rate": training_args.learning_rate,
-        "num_train_epochs": training_args.num_train_epochs,
-        "max_steps": training_args.max_steps,
-        "warmup_steps": training_args.warmup_steps,
-        "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
-        "train_batch_size": training_args.per_device_train_batch_size,
-        "world_size": training_args.world_size,
-        "bf16": training_args.bf16,
+        **run_settings(stab_args, training_args),
     }
     fine_tune_seeds(
         stab_args.seed_list(training_args.seed),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import transformers
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
@@ -40,7 +40,7 @@ from bioptimus_hf.ner.fine_tuning import fine_tune_seeds
 from bioptimus_hf.ner.fine_tuning_config import FineTuningModelArguments
 from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
 from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
-from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
+from bioptimus_hf.ner.results import merge_seed_results, run_settings, write_run_outputs, write_seed_result
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import StabilisationArguments
 from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, use_bulk_dropout
@@ -287,15 +287,7 @@ def fine_tune_ner(
             "devel": len(devel.repaired_lines),
             "test": len(test.repaired_lines) if test else 0,
         },
-        "stabilisation": {k: v for k, v in asdict(stab_args).items() if k != "seeds"},
-        "learning_rate": training_args.learning_rate,
-        "num_train_epochs": training_args.num_train_epochs,
-        "max_steps": training_args.max_steps,
-        "warmup_steps": training_args.warmup_steps,
-        "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
-        "train_batch_size": training_args.per_device_train_batch_size,
-        "world_size": training_args.world_size,  # processes; the batch is train_batch_size × world_size × accumulation
-        "bf16": training_args.bf16,  # after resolve_bf16: what actually ran
+        **run_settings(stab_args, training_args),
         "dropout_masks": "bulk" if bulk_dropout else "torch",
         "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),
