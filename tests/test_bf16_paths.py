@@ -26,7 +26,7 @@ from bioptimus_hf.testing.numerics import (
     recorded_linear_outputs,
 )
 from bioptimus_hf.utils.hardware import resolve_precision
-from helpers.ner import build_tiny_bert, tagging_texts, write_dataset_dir
+from helpers.ner import LEARNING_NER, build_tiny_bert, quick_ner_flags, tagging_texts, write_dataset_dir
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -118,30 +118,7 @@ def test_masked_only_head_under_bf16_autocast_matches_the_float64_standard_head(
     assert normwise_relative_error(expected.roll(1, dims=0), expected) > 3 * bound
 
 
-FAST = [
-    "--num_train_epochs",
-    "8",
-    "--learning_rate",
-    "5e-3",
-    "--per_device_train_batch_size",
-    "8",
-    "--warmup_steps",
-    "0.1",
-    "--report_to",
-    "none",
-    "--save_strategy",
-    "no",
-    "--disable_tqdm",
-    "true",
-    "--use_cpu",
-    "true",
-    "--max_seq_length",
-    "16",
-    "--window_stride",
-    "4",
-    "--seeds",
-    "1",
-]
+FAST = quick_ner_flags(**LEARNING_NER, seeds=1)
 
 
 @pytest.mark.parametrize(

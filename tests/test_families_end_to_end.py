@@ -14,7 +14,7 @@ import run_pretraining
 from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
 from bioptimus_hf.utils.tokenizer_families import tokenizer_family
 from helpers.families import FAMILY_OF_BASE, build_base, write_corpus
-from helpers.ner import write_dataset_dir
+from helpers.ner import quick_ner_flags, write_dataset_dir
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -31,28 +31,9 @@ TWO_PHASES = (
     '[{version: "0.1", masking_unit: token, masking_rate: 0.15, corruption: true},'
     ' {version: "0.2", masking_unit: word, masking_rate: 0.2, corruption: false}]\n'
 )
-NER_FAST = [
-    "--num_train_epochs",
-    "2",
-    "--learning_rate",
-    "5e-3",
-    "--per_device_train_batch_size",
-    "8",
-    "--report_to",
-    "none",
-    "--save_strategy",
-    "no",
-    "--disable_tqdm",
-    "true",
-    "--use_cpu",
-    "true",
-    "--max_seq_length",
-    "24",
-    "--window_stride",
-    "4",
-    "--seeds",
-    "1",
-]
+NER_FAST = quick_ner_flags(
+    num_train_epochs=2, learning_rate=5e-3, per_device_train_batch_size=8, max_seq_length=24, seeds=1
+)
 
 
 @pytest.fixture(scope="module")

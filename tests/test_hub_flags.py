@@ -26,7 +26,7 @@ from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_relea
 from bioptimus_hf.testing.fake_hub import FakeHub
 from bioptimus_hf.testing.tiny_releases import make_run
 from helpers import corpus_lines
-from helpers.ner import build_tiny_bert, write_dataset_dir
+from helpers.ner import build_tiny_bert, quick_ner_flags, write_dataset_dir
 
 
 # huggingface_hub's own LFS upload passes a file object as `data=`, which httpx2 deprecates: not ours.
@@ -371,28 +371,7 @@ def test_run_distillation_push_to_hub_publishes_a_loadable_student(monkeypatch, 
 
 
 # ------------------------------------------------------------------------------- run_ner.py
-NER_QUICK = [
-    "--seeds",
-    "1,2",
-    "--max_steps",
-    "4",
-    "--learning_rate",
-    "5e-3",
-    "--report_to",
-    "none",
-    "--save_strategy",
-    "no",
-    "--max_seq_length",
-    "16",
-    "--window_stride",
-    "4",
-    "--use_cpu",
-    "true",
-    "--disable_tqdm",
-    "true",
-    "--model_name",
-    "tiny-bert",
-]
+NER_QUICK = quick_ner_flags(seeds="1,2", max_steps=4, learning_rate=5e-3, model_name="tiny-bert")
 
 
 def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_its_card(tmp_path, hub):

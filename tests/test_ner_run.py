@@ -20,34 +20,21 @@ from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, pai
 from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.releases.ner_results import model_index
 from helpers import python_path, run_launcher
-from helpers.ner import build_tiny_bert, synthetic_sentences, write_dataset_dir, write_tsv
+from helpers.ner import (
+    LEARNING_NER,
+    QUICK_NER,
+    build_tiny_bert,
+    quick_ner_flags,
+    synthetic_sentences,
+    write_dataset_dir,
+    write_tsv,
+)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-FAST = [
-    "--num_train_epochs",
-    "8",
-    "--learning_rate",
-    "5e-3",
-    "--per_device_train_batch_size",
-    "8",
-    "--warmup_steps",
-    "0.1",
-    "--report_to",
-    "none",
-    "--save_strategy",
-    "no",
-    "--disable_tqdm",
-    "true",
-    "--use_cpu",
-    "true",
-    "--max_seq_length",
-    "16",
-    "--window_stride",
-    "4",
-]
+FAST = quick_ner_flags(**LEARNING_NER)
 
 
 @pytest.fixture(scope="module")
@@ -210,30 +197,9 @@ def test_bulk_dropout_trains_reproducibly_is_recorded_and_saves_a_standard_model
     from transformers import AutoModelForTokenClassification
 
     _, model, data = tiny
-    quick = [
-        "--model_name_or_path",
-        model,
-        "--data_dir",
-        data,
-        "--seeds",
-        "1",
-        "--max_steps",
-        "3",
-        "--learning_rate",
-        "5e-3",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--max_seq_length",
-        "16",
-        "--window_stride",
-        "4",
-        "--use_cpu",
-        "true",
-        "--disable_tqdm",
-        "true",
-    ]
+    quick = ["--model_name_or_path", model, "--data_dir", data] + quick_ner_flags(
+        seeds=1, max_steps=3, learning_rate=5e-3
+    )
     weights, recorded = {}, {}
     for name, flag in (("bulk", "true"), ("bulk_again", "true"), ("torch", "false")):
         output = tmp_path / name
@@ -267,8 +233,7 @@ def test_bioul_training_from_a_datasets_dir_and_yaml_config(tiny, tmp_path):
         str(tmp_path / "ds")
     )
     config = tmp_path / "ner.yaml"
-    options = dict(zip(FAST[::2], FAST[1::2]))
-    options = {key[2:]: value for key, value in options.items()}
+    options = {**QUICK_NER, **LEARNING_NER}
     options.update(
         model_name_or_path=model,
         dataset_name=str(tmp_path / "ds"),
@@ -402,26 +367,7 @@ def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path, monkeypatch):
 
     monkeypatch.setattr(subprocess, "Popen", no_subprocess)  # every job is fine-tuned in this process
     output = tmp_path / "cmp"
-    quick = [
-        "--seeds",
-        "1",
-        "--max_steps",
-        "2",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--save_model",
-        "false",
-        "--max_seq_length",
-        "16",
-        "--window_stride",
-        "4",
-        "--use_cpu",
-        "true",
-        "--disable_tqdm",
-        "true",
-    ]
+    quick = quick_ner_flags(seeds=1, max_steps=2, save_model=False)
     args = ["--models", f"tiny={model}", "--datasets", data, "--output_dir", str(output), "--"] + quick
     table = compare_ner.run(args)
     results_file = output / "tiny" / "data" / "all_results.json"
@@ -439,26 +385,7 @@ def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
     import shutil
 
     _, model, data = tiny
-    quick = [
-        "--max_steps",
-        "3",
-        "--learning_rate",
-        "5e-3",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--save_model",
-        "false",
-        "--max_seq_length",
-        "16",
-        "--window_stride",
-        "4",
-        "--use_cpu",
-        "true",
-        "--disable_tqdm",
-        "true",
-    ]
+    quick = quick_ner_flags(max_steps=3, learning_rate=5e-3, save_model=False)
     one_run_dir = str(tmp_path / "one_run")
     one_run = run_ner.main(
         [
@@ -526,30 +453,9 @@ def test_hub_style_parquet_dataset_trains_like_the_tsv_files(tiny, tmp_path):
             },
             features=features,
         ).to_parquet(str(parquet_dir / f"{hub_split}.parquet"))
-    quick = [
-        "--model_name_or_path",
-        model,
-        "--seeds",
-        "1",
-        "--max_steps",
-        "3",
-        "--learning_rate",
-        "5e-3",
-        "--report_to",
-        "none",
-        "--save_strategy",
-        "no",
-        "--save_model",
-        "false",
-        "--max_seq_length",
-        "16",
-        "--window_stride",
-        "4",
-        "--use_cpu",
-        "true",
-        "--disable_tqdm",
-        "true",
-    ]
+    quick = ["--model_name_or_path", model] + quick_ner_flags(
+        seeds=1, max_steps=3, learning_rate=5e-3, save_model=False
+    )
     from_tsv = run_ner.main(quick + ["--data_dir", tsv_dir, "--output_dir", str(tmp_path / "out_tsv")])
     from_parquet = run_ner.main(quick + ["--dataset_name", str(parquet_dir), "--output_dir", str(tmp_path / "out_pq")])
     assert from_parquet["entity_types"] == from_tsv["entity_types"] == ["Chemical", "Disease"]

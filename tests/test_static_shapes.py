@@ -13,6 +13,7 @@ from bioptimus_hf.pretraining.phases import CurriculumPhase
 from bioptimus_hf.pretraining.static_shapes import masked_positions, masked_positions_bucket, overflow_size
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from helpers import corpus_lines
+from helpers.pretraining import curriculum_run_flags
 
 
 PHASES = (
@@ -166,51 +167,22 @@ def test_run_pretraining_compiles_once_per_phase_with_the_eager_losses(monkeypat
         out = tmp_path / f"out_{compiled}"
         argv = [
             "run_pretraining.py",
-            "--model_name_or_path",
-            model_dir,
-            "--train_file",
-            corpus,
-            "--output_dir",
-            out,
-            "--do_train",
-            "--max_steps",
-            9,
-            "--phase_steps",
-            3,
-            3,
-            3,
-            "--per_device_train_batch_size",
-            4,
-            "--max_seq_length",
-            32,
-            "--report_to",
-            "none",
-            "--validation_split_percentage",
-            0,
-            "--logging_steps",
-            1,
-            "--disable_tqdm",
-            "true",
-            "--save_strategy",
-            "no",
-            "--seed",
-            5,
-            "--use_cpu",
-            "true",
-            "--bf16",
-            "false",
-            "--optim",
-            "sgd",
-            "--learning_rate",
-            0.5,
-            "--curriculum",
-            curriculum,
-            "--torch_compile",
-            compiled,
-            "--torch_compile_backend",
-            "inductor",
-            "--log_level",  # the run's own INFO lines, as a user asks for them
-            "info",
+            *curriculum_run_flags(
+                model_dir,
+                corpus,
+                out,
+                (3, 3, 3),
+                logging_steps=1,
+                seed=5,
+                use_cpu=True,
+                bf16=False,
+                optim="sgd",
+                learning_rate=0.5,
+                curriculum=curriculum,
+                torch_compile=compiled,
+                torch_compile_backend="inductor",
+                log_level="info",  # the run's own INFO lines, as a user asks for them
+            ),
         ]
         monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
         with caplog.at_level(logging.INFO):

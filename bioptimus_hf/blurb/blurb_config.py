@@ -1,4 +1,5 @@
-"""The flags of ``run_blurb.py`` and the default fine-tuning recipe of each task type: the one place they are set.
+"""The data flags of ``run_blurb.py`` and the default fine-tuning recipe of each task type: the one place they are
+set. Its model and precision flags are every fine-tuning command's (:mod:`bioptimus_hf.ner.fine_tuning_config`).
 
 The recipe follows the PubMedBERT paper (Gu et al. 2021, section 6.2): Adam with a linear warm-up over the
 first 10 % of steps then a linear decay, dropout 0.1 (the models' own), learning rate, batch size and epochs
@@ -85,29 +86,6 @@ globals().update({cls.__name__: cls for cls in RECIPE_TRAINING_ARGUMENTS.values(
 
 def recipe_training_arguments(task: TaskType) -> type[TrainingArguments]:
     return RECIPE_TRAINING_ARGUMENTS[task.name]
-
-
-@dataclass
-class BlurbModelArguments:
-    model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
-    tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer, if not the model's."})
-    model_name: str | None = field(
-        default=None, metadata={"help": "Name for results tables (default: the path's basename)."}
-    )
-    ignore_mismatched_sizes: bool = field(
-        default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
-    )
-    save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
-    bf16_if_supported: bool = field(
-        default=False,
-        metadata={
-            "help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX "
-            "or AVX512-BF16, Ampere+ GPU), else in float32."
-        },
-    )
-    allow_emulated_bf16: bool = field(
-        default=False, metadata={"help": "Use bf16 even where the device only emulates it (same numerics, slower)."}
-    )
 
 
 @dataclass

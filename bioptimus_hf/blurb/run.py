@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict
 
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingArguments
 
+from ..ner.fine_tuning_config import FineTuningModelArguments
+from ..ner.results import run_settings
 from ..ner.stabilisation import StabilisationArguments
 from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
-from .blurb_config import BlurbDataArguments, BlurbModelArguments, recipe_for, recipe_training_arguments
+from .blurb_config import BlurbDataArguments, recipe_for, recipe_training_arguments
 from .data import load_blurb_data, read_task_type
 from .encoding import encode_rows
 from .finetune import BlurbTask, fine_tune_seeds
@@ -24,7 +25,7 @@ from .tasks import RELATION_EXTRACTION
 
 
 logger = logging.getLogger(__name__)
-ARGUMENTS = (BlurbModelArguments, BlurbDataArguments, StabilisationArguments)
+ARGUMENTS = (FineTuningModelArguments, BlurbDataArguments, StabilisationArguments)
 
 
 def fill_recipe_length(data_args: BlurbDataArguments) -> BlurbDataArguments:
@@ -47,7 +48,7 @@ def blurb_arguments_from_dict(values: dict):
 
 
 def run_blurb_task(
-    model_args: BlurbModelArguments,
+    model_args: FineTuningModelArguments,
     data_args: BlurbDataArguments,
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
@@ -95,15 +96,7 @@ def run_blurb_task(
         "negative_label": negative,
         "max_seq_length": max_length,
         "num_rows": {name: len(split.rows) for name, split in data.splits().items()},
-        "stabilisation": {k: v for k, v in asdict(stab_args).items() if k != "seeds"},
-        "learning_rate": training_args.learning_rate,
-        "num_train_epochs": training_args.num_train_epochs,
-        "max_steps": training_args.max_steps,
-        "warmup_steps": training_args.warmup_steps,
-        "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
-        "train_batch_size": training_args.per_device_train_batch_size,
-        "world_size": training_args.world_size,
-        "bf16": training_args.bf16,
+        **run_settings(stab_args, training_args),
     }
     fine_tune_seeds(
         stab_args.seed_list(training_args.seed),

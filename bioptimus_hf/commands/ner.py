@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import transformers
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
@@ -37,9 +37,10 @@ from bioptimus_hf.ner.conll import (
 )
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.fine_tuning import fine_tune_seeds
+from bioptimus_hf.ner.fine_tuning_config import FineTuningModelArguments
 from bioptimus_hf.ner.hub_data import check_string_tags, load_ner_dataset
 from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
-from bioptimus_hf.ner.results import merge_seed_results, write_run_outputs, write_seed_result
+from bioptimus_hf.ner.results import merge_seed_results, run_settings, write_run_outputs, write_seed_result
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import StabilisationArguments
 from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, use_bulk_dropout
@@ -54,36 +55,13 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class ModelArguments:
-    model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
-    tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer, if not the model's."})
-    model_name: str | None = field(
-        default=None, metadata={"help": "Name for results tables and the model-index (default: the path's basename)."}
-    )
-    ignore_mismatched_sizes: bool = field(
-        default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
-    )
-    save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
-    bf16_if_supported: bool = field(
-        default=False,
-        metadata={
-            "help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
-            "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine (the configs set it)."
-        },
-    )
+class ModelArguments(FineTuningModelArguments):
     bulk_dropout: bool = field(
         default=False,
         metadata={
             "help": BULK_DROPOUT_HELP + " Default: off here, so a seed's fine-tuning follows torch's stream as "
             "transformers' own scripts do: the gain is small (1.06-1.08x on 2 cores, "
             "benchmarks/ner_training_dropout.py)."
-        },
-    )
-    allow_emulated_bf16: bool = field(
-        default=False,
-        metadata={
-            "help": "Use bf16 even where the device only emulates it (same numerics, slower): to check results. "
-            "Default: bf16 falls back to float32 there, with a warning."
         },
     )
 
@@ -309,15 +287,7 @@ def fine_tune_ner(
             "devel": len(devel.repaired_lines),
             "test": len(test.repaired_lines) if test else 0,
         },
-        "stabilisation": {k: v for k, v in asdict(stab_args).items() if k != "seeds"},
-        "learning_rate": training_args.learning_rate,
-        "num_train_epochs": training_args.num_train_epochs,
-        "max_steps": training_args.max_steps,
-        "warmup_steps": training_args.warmup_steps,
-        "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
-        "train_batch_size": training_args.per_device_train_batch_size,
-        "world_size": training_args.world_size,  # processes; the batch is train_batch_size × world_size × accumulation
-        "bf16": training_args.bf16,  # after resolve_bf16: what actually ran
+        **run_settings(stab_args, training_args),
         "dropout_masks": "bulk" if bulk_dropout else "torch",
         "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),

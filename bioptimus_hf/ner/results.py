@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import asdict
 from pathlib import Path
 from statistics import mean, stdev
 from typing import Any, Dict, Sequence
@@ -87,6 +88,22 @@ def write_results(output_dir: str, results: Dict[str, Any]) -> str:
 
 def seed_dir(output_dir: str, seed: int) -> str:
     return os.path.join(output_dir, f"seed_{seed}")
+
+
+def run_settings(stab_args, training_args) -> Dict[str, Any]:
+    """The fine-tuning settings a run records in its ``run_info`` (NER and BLURB alike): stabilisation, schedule,
+    batch per process, processes and whether bf16 ran (``training_args`` after ``resolve_bf16``)."""
+    return {
+        "stabilisation": {k: v for k, v in asdict(stab_args).items() if k != "seeds"},
+        "learning_rate": training_args.learning_rate,
+        "num_train_epochs": training_args.num_train_epochs,
+        "max_steps": training_args.max_steps,
+        "warmup_steps": training_args.warmup_steps,
+        "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
+        "train_batch_size": training_args.per_device_train_batch_size,
+        "world_size": training_args.world_size,  # processes; the batch is train_batch_size × world_size × accumulation
+        "bf16": training_args.bf16,
+    }
 
 
 def write_seed_result(output_dir: str, run: Dict[str, Any], run_info: Dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""Tiny models and CoNLL files for the NER tests (built in code: nothing is downloaded)."""
+"""Tiny models and CoNLL files for the NER tests (built in code: nothing is downloaded), and the flags of a short
+run_ner.py run on them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import random
 
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+from bioptimus_hf.utils.flags import mapping_to_argv
 
 
 WORDS = (
@@ -99,3 +102,22 @@ def write_dataset_dir(directory: str, sizes=(60, 20, 20), types=("Disease", "Che
 def tagging_texts() -> list[str]:
     """The texts the tagger tests tag: 30 synthetic sentences, as running text."""
     return [" ".join(tokens) for tokens, _ in synthetic_sentences(30, 11)]
+
+
+# run_ner.py's settings for a short CPU run on build_tiny_bert's model and write_dataset_dir's data: no checkpoints,
+# reports or progress bars; windows of 16 sub-tokens, so that the longer test sentences are split.
+QUICK_NER = {
+    "report_to": "none",
+    "save_strategy": "no",
+    "disable_tqdm": True,
+    "use_cpu": True,
+    "max_seq_length": 16,
+    "window_stride": 4,
+}
+# Enough training for the tiny BERT to learn write_dataset_dir's entities (the tests that check F1 use it).
+LEARNING_NER = {"num_train_epochs": 8, "learning_rate": 5e-3, "per_device_train_batch_size": 8, "warmup_steps": 0.1}
+
+
+def quick_ner_flags(**settings) -> list[str]:
+    """run_ner.py's flags for :data:`QUICK_NER` with ``settings`` over it (a setting of ``None`` leaves its flag out)."""
+    return mapping_to_argv({**QUICK_NER, **settings})
