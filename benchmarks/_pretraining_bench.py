@@ -836,7 +836,8 @@ def _collect(process, output, tag, arm, log, started) -> dict:
     )
     print(
         f"[{tag}] {arm}: {result['tokens_per_second']:.0f} tokens/s wall, {result['tokens_per_cpu_second']:.0f} tokens/CPU-s, "
-        f"{result['seconds_per_step']:.2f} s/step, useful {result['useful_tflops']:.3f} TFLOP/s{mfu}, "
+        + (f"{result['words_per_second']:.0f} words/s, " if result.get("words_per_second") else "")
+        + f"{result['seconds_per_step']:.2f} s/step, useful {result['useful_tflops']:.3f} TFLOP/s{mfu}, "
         f"nominal {result['nominal_model_tflops']:.3f}, peak RSS {result['peak_rss_mib']:.0f} MiB, "
         f"load {result['load_average_1m_at_end']:.1f} ({time.time() - started:.0f}s)",
         flush=True,

