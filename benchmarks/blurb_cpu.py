@@ -34,8 +34,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-import run_blurb  # noqa: E402  (the repository's script, beside benchmarks/)
 from _results import ResultTarget, output_help  # noqa: E402
+from bioptimus_hf.blurb.results import merge_blurb_results  # noqa: E402
+from bioptimus_hf.commands import blurb_task  # noqa: E402  (run_blurb.py's command)
 from bioptimus_hf.ner.stabilisation import StabilisationArguments  # noqa: E402
 
 
@@ -184,10 +185,10 @@ def main() -> None:
         output_dir = os.path.join(args.work_dir, args.model_name, dataset, arm)
         if (dataset, arm) in grid:
             started = time.time()
-            results = run_blurb.main(argv)
+            results = blurb_task.run(argv)
             print(f"{dataset} {arm}: {time.time() - started:.0f} s", flush=True)
         elif os.path.isfile(os.path.join(output_dir, "all_results.json")):
-            results = run_blurb.merge_blurb_results(output_dir)
+            results = merge_blurb_results(output_dir)
         else:
             continue
         figures.setdefault(dataset, {})[arm] = figures_of(results)

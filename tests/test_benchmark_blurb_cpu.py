@@ -61,3 +61,41 @@ def test_only_names_a_run_outside_the_grid_in_one_line():
     assert blurb_cpu.parse_only("GAD:plain,BIOSSES:stabilised") == [("GAD", "plain"), ("BIOSSES", "stabilised")]
     with pytest.raises(SystemExit, match=r"^error: --only GAD:tuned: expected DATASET:ARM"):
         blurb_cpu.parse_only("GAD:tuned")
+
+
+def test_main_files_what_the_command_returns_and_what_an_earlier_run_finished(tmp_path, monkeypatch):
+    """The grid's runs go through the command's library function, whose results (not the console entry point's
+    None) are filed; a cell finished earlier is merged from its output directory."""
+    calls = []
+
+    def fake_run(argv):
+        calls.append(argv)
+        return {
+            "metric": "pearson",
+            "test_score": 0.25,
+            "test_score_std": 0.05,
+            "seeds": [1, 2],
+            "num_rows": {"train": 64},
+            "stabilisation": {},
+            "learning_rate": 1e-4,
+            "max_seq_length": 128,
+            "per_seed": [{"seed": 1, "train_runtime_s": 1.0}, {"seed": 2, "train_runtime_s": 2.0}],
+            "bf16": False,
+        }
+
+    finished = {**fake_run([]), "metric": "accuracy", "test_score": 0.5, "test_score_std": 0.0}
+    calls.clear()
+    monkeypatch.setattr(blurb_cpu.blurb_task, "run", fake_run)
+    monkeypatch.setattr(blurb_cpu, "merge_blurb_results", lambda output_dir: finished)
+    earlier = tmp_path / "work" / "m" / "PubMedQA" / "plain"
+    earlier.mkdir(parents=True)
+    (earlier / "all_results.json").write_text("{}")
+    output = tmp_path / "record.json"
+    argv = ["blurb_cpu.py", "--model_name_or_path", "model_dir", "--model_name", "m", "--work_dir"]
+    argv += [str(tmp_path / "work"), "--only", "BIOSSES:plain", "--seeds", "1,2", "--output", str(output)]
+    monkeypatch.setattr("sys.argv", argv)
+    blurb_cpu.main()
+    assert len(calls) == 1 and "--seeds" in calls[0]
+    figures = json.loads(output.read_text())["figures"]
+    assert figures["BIOSSES"]["plain"] == {"metric": "pearson", "test_pct": 25.0, "test_std_pct": 5.0, "seeds": 2}
+    assert figures["PubMedQA"]["plain"]["test_pct"] == 50.0
