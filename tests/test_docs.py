@@ -22,7 +22,7 @@ LINE_BUDGETS = {
     "qikfind.md": 200,
     "scale_out.md": 100,
     "study.md": 390,
-    "vocabulary_and_init.md": 400,
+    "vocabulary_and_init.md": 420,
     "speed.md": 400,
     "main_job.md": 80,
     "hub.md": 150,
