@@ -1,19 +1,30 @@
 """The BLURB benchmark as one command on a tiny random BERT: the table and the score's averaging against a hand
-computation from the seed files, resume (a second run trains nothing), the paired comparison of two tables, the
+computation from the seed files, resume (a second run trains nothing; an interrupted seed is trained again), the
+same seed files and table whether the jobs run side by side (worker processes) or one after another, a failing
+fine-tune reported while the others finish, the jobs' estimates and order, the paired comparison of two tables, the
 card's BLURB section and model-index entries, and the bad-input messages."""
 
 import json
+import logging
 import math
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import torch
 from huggingface_hub import metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from bioptimus_hf.blurb import finetune
-from bioptimus_hf.blurb.benchmark import benchmark_table
+from bioptimus_hf.blurb.benchmark import BenchmarkArguments, benchmark_table, find_datasets, pool_jobs, seed_jobs
 from bioptimus_hf.blurb.compare import compare_tables
+from bioptimus_hf.blurb.jobs import (
+    NerFineTuning,
+    encoder_parameters,
+    fine_tuning_memory_bytes,
+    job_estimates,
+)
 from bioptimus_hf.blurb.score import BLURB_DATASETS
 from bioptimus_hf.commands import blurb as blurb_command
 from bioptimus_hf.commands import compare_blurb
@@ -21,6 +32,7 @@ from bioptimus_hf.releases.blurb_results import HUB_TASKS, load_blurb_table
 from bioptimus_hf.releases.card import render_release_card, validate_card
 from bioptimus_hf.testing.tiny_releases import make_release
 from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV
+from bioptimus_hf.utils.job_pool import available_cores
 from helpers.blurb import write_task_dir
 from helpers.ner import build_tiny_bert, write_dataset_dir
 
@@ -76,12 +88,31 @@ def bench(tmp_path_factory):
         "8",
         "--model_name",
         "tiny",
+        "--jobs",
+        "1",
     ]
     with pytest.MonkeyPatch.context() as patch:  # float32, as conftest's pinned_precision (function-scoped)
         patch.delenv(FORCE_BF16_ENV, raising=False)
         patch.setenv(DISABLE_BF16_ENV, "1")
-        table = blurb_command.run(argv)
+        with one_torch_thread():
+            table = blurb_command.run(argv)
     return root, argv, table
+
+
+@contextmanager
+def one_torch_thread():
+    """One thread here, as each worker of a two-job pool has with OMP_NUM_THREADS=1: the same kernels both ways."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _with(argv, flag, value):
+    at = argv.index(flag) + 1
+    return argv[:at] + [value] + argv[at + 1 :]
 
 
 def _seed_score(out, dataset, seed):
@@ -154,6 +185,138 @@ def test_a_second_run_trains_nothing_and_a_lost_seed_alone_is_trained_again(benc
     again = blurb_command.run(argv)
     assert calls == {"blurb": 1, "ner": 1}
     assert again["datasets"] == table["datasets"]  # same seed, same data, same machine: the same scores
+
+
+TIMING_MARKS = ("runtime", "_per_s")  # seconds and rates: what differs between two runs of the same computation
+
+
+def _without_runtimes(record):
+    return {k: v for k, v in record.items() if not any(m in k for m in TIMING_MARKS) and k != "per_seed"}
+
+
+def test_side_by_side_jobs_write_the_files_and_table_of_one_after_another(bench, tmp_path, monkeypatch):
+    """Two worker processes, one thread each, against the fixture's run in this process with one thread: float32
+    on the same kernels, so every score, prediction and setting is the same; only the times differ."""
+    root, argv, table = bench
+    out = tmp_path / "out"
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    concurrent = blurb_command.run(_with(_with(argv, "--output_dir", str(out)), "--jobs", "2"))
+    assert concurrent == table
+    sequential = sorted((root / "out").glob("*/seed_*/seed_results.json"))
+    assert len(sequential) == 12
+    for path in sequential:
+        relative = path.relative_to(root / "out")
+        ours, theirs = json.loads((out / relative).read_text()), json.loads(path.read_text())
+        assert ours["run_info"] == theirs["run_info"]
+        assert _without_runtimes(ours["run"]) == _without_runtimes(theirs["run"]), relative
+        for predictions in path.parent.glob("*_predictions.*"):
+            assert (out / relative.parent / predictions.name).read_bytes() == predictions.read_bytes()
+    for dataset in [NER_SET, *SETS]:  # each dataset merged once all its seeds were done, as the last seed does
+        ours = json.loads((out / dataset / "all_results.json").read_text())
+        theirs = json.loads((root / "out" / dataset / "all_results.json").read_text())
+        assert ours["seeds"] == [1, 2] and _without_runtimes(ours) == _without_runtimes(theirs)
+    logs = sorted(path.name for path in (out / "logs").iterdir())
+    assert logs == sorted(f"{d}-seed_{s}.log" for d in [NER_SET, *SETS] for s in (1, 2))
+
+
+def test_an_interrupted_fine_tune_leaves_no_finished_seed(bench, tmp_path, monkeypatch):
+    root, argv, _ = bench
+    out = tmp_path / "out"
+    argv = _with(argv, "--output_dir", str(out))
+    argv = argv[: argv.index("--ner_dir")] + argv[argv.index("--ner_dir") + 4 :] + ["--datasets", "GAD"]
+    real_seed = finetune.fine_tune_seed
+    trained = []
+
+    def interrupted_at_seed_2(seed, *args, **kwargs):
+        trained.append(seed)
+        run = real_seed(seed, *args, **kwargs)  # trained and predicted, its results not yet written
+        if seed == 2:
+            raise KeyboardInterrupt
+        return run
+
+    monkeypatch.setattr(finetune, "fine_tune_seed", interrupted_at_seed_2)
+    with pytest.raises(KeyboardInterrupt):
+        blurb_command.run(argv)
+    assert (out / "GAD" / "seed_2" / "test_predictions.jsonl").exists()
+    assert (out / "GAD" / "seed_1" / "seed_results.json").exists()
+    assert not (out / "GAD" / "seed_2" / "seed_results.json").exists()
+    monkeypatch.setattr(finetune, "fine_tune_seed", real_seed)
+    table = blurb_command.run(argv)
+    assert trained == [1, 2] and table["datasets"][0]["per_seed"].keys() == {"1", "2"}
+    assert (out / "GAD" / "seed_2" / "seed_results.json").exists()
+
+
+def test_a_failing_fine_tune_is_one_line_and_the_others_finish(bench, tmp_path, caplog):
+    root, argv, _ = bench
+    config = tmp_path / "ner_bad.yaml"
+    config.write_text("max_seq_length: 32\nwindow_stride: 1000\nreport_to: none\n")
+    argv = _with(_with(argv, "--output_dir", str(tmp_path / "out")), "--ner_config", str(config))
+    argv += ["--datasets", NER_SET, "GAD", "--seeds", "1"]
+    argv.remove("2")  # the fixture's second seed
+    with caplog.at_level(logging.ERROR), pytest.raises(SystemExit) as error:
+        blurb_command.main(argv)
+    assert str(error.value) == (
+        f"error: 1 of 2 fine-tunes failed ({NER_SET} seed 1), each named with its error above: rerun the same "
+        "command to train only the missing seeds"
+    )
+    failed = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"{NER_SET} seed 1 failed: ")]
+    assert failed == [
+        f"{NER_SET} seed 1 failed: --window_stride 1000 must be in [0, 30): the window holds 30 "
+        "sub-tokens (--max_seq_length 32 minus the special tokens)"
+    ]
+    assert (tmp_path / "out" / "GAD" / "seed_1" / "seed_results.json").exists()  # the other job finished
+
+
+def test_encoder_parameter_count_is_the_models():
+    from transformers import BertConfig, BertModel
+
+    for config in (
+        BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64),
+        BertConfig(
+            vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536
+        ),  # all-MiniLM-L6-v2's shape
+    ):
+        assert encoder_parameters(config) == sum(p.numel() for p in BertModel(config).parameters())
+
+
+def test_jobs_are_estimated_and_ordered_longest_first(bench, tmp_path):
+    root, _, _ = bench
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(root / "model")
+    args = BenchmarkArguments(
+        model_name_or_path=str(root / "model"),
+        output_dir=str(tmp_path / "out"),
+        seeds=[1, 2],
+        blurb_dir=str(root / "blurb"),
+        ner_dir=str(root / "ner"),
+        ner_config=NER_CONFIG,
+        max_train_samples=8,
+    )
+    datasets = find_datasets(args.blurb_dir, args.ner_dir)
+    ner = NerFineTuning(
+        blurb_command.fine_tune_ner,
+        NER_CONFIG,
+        {"per_device_train_batch_size": 32, "max_seq_length": 512, "num_train_epochs": 20},
+    )
+    jobs = seed_jobs(args, datasets, ner)
+    assert [job.name for job in jobs[:3]] == [f"{NER_SET} seed 1", f"{NER_SET} seed 2", "BIOSSES seed 1"]
+    rows = {NER_SET: 8, "BIOSSES": 8, "DDI": 8, "GAD": 8, "HoC": 8, "PubMedQA": 8}
+    memory, work = job_estimates(jobs[0], rows[NER_SET], config, "cuda")
+    assert work == 8 * 20 * 64  # rows × epochs × length, the length capped by the model's 64 positions
+    assert memory == fine_tuning_memory_bytes(config, 32, 64, bf16=False)  # the config asks for no bf16
+    pooled, plan = pool_jobs(args, jobs, rows, device="cuda", gpu_memory=(10 * 2**30, 12 * 2**30))
+    # epochs × length: NER 20 × 64, PubMedQA 20 × 64, HoC 10 × 64, BIOSSES 30 × 64, DDI/GAD 5 × 64
+    order = [job.name for job in pooled]
+    assert order[:2] == ["BIOSSES seed 1", "BIOSSES seed 2"] and order[-4:] == [
+        "DDI seed 1",
+        "DDI seed 2",
+        "GAD seed 1",
+        "GAD seed 2",
+    ]
+    assert {job.memory_key for job in pooled} == set(rows) and plan.device == "cuda"
+    assert plan.slots == min(available_cores(), 12)
+    assert pooled[0].log_path == str(tmp_path / "out" / "logs" / "BIOSSES-seed_1.log")
 
 
 def test_seeds_fine_tuned_under_other_settings_are_not_mixed_in_one_row(bench, tmp_path):

@@ -1,30 +1,35 @@
 """The BLURB benchmark as one run: every dataset present fine-tuned over the same seeds, then one table.
 
-NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through ``run_ner.py``'s ``main`` with its BLURB
-config (``configs/ner_blurb.yaml``), one call per seed; the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
-:func:`bioptimus_hf.blurb.run.run_blurb_task` with their task type's recipe. ``--num_train_epochs``,
-``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset's runs go to
-``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a
-rerun resumes where the last one stopped. The table (``blurb_results.json``/``.md``, format owned by
-:mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the seeds asked for.
+NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through the NER fine-tuning the command hands down
+(``bioptimus ner`` with its BLURB config, ``configs/ner_blurb.yaml``); the others (``<blurb_dir>/<DATASET>/*.jsonl``)
+through :func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``,
+``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset × seed is one job
+(:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and memory allow
+(:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each dataset's runs go
+to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a
+rerun resumes where the last one stopped. Once its jobs are done, each dataset's seeds are merged
+(``all_results.json``) and the table (``blurb_results.json``/``.md``, format owned by
+:mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the seeds asked for: the same files
+and table whether the jobs ran side by side or one after another.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from statistics import mean, stdev
 from typing import Any
 
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
-from ..ner.results import SEED_RESULTS_FILE, seed_dir
+from ..ner.results import SEED_RESULTS_FILE, merge_seed_results, seed_dir, write_run_outputs
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
+from ..utils.job_pool import JOBS_HELP, DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
 from .data import load_blurb_data, read_task_type, split_path
-from .results import seed_finished
-from .run import blurb_arguments_from_dict, run_blurb_task
+from .jobs import DATA_OVERRIDES, TRAINING_OVERRIDES, NerFineTuning, SeedJob, job_estimates, run_seed_job
+from .results import merge_blurb_results, seed_finished, write_blurb_outputs
 from .score import NER, DatasetScore, blurb_score
 
 
@@ -67,8 +72,13 @@ class BenchmarkArguments:
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training rows."})
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N dev rows."})
     max_test_samples: int | None = field(default=None, metadata={"help": "Use only the first N test rows."})
+    jobs: str = field(default="auto", metadata={"help": JOBS_HELP})
+    disable_tqdm: bool = field(
+        default=False, metadata={"help": "No progress bars: the jobs' bar, and the fine-tunes' own."}
+    )
 
     def __post_init__(self):
+        parse_jobs(self.jobs)
         if not self.seeds:
             raise ValueError("--seeds: give at least one seed")
         if len(set(self.seeds)) != len(self.seeds):
@@ -130,12 +140,14 @@ def find_datasets(
     return found
 
 
-def check_datasets(datasets: Sequence[BenchmarkDataset]) -> None:
+def check_datasets(datasets: Sequence[BenchmarkDataset]) -> dict[str, int]:
     """Read and check every file before anything trains: a bad file of the last dataset is reported first, not
-    after hours of fine-tuning the others (the message names the file and line)."""
+    after hours of fine-tuning the others (the message names the file and line). Returns each dataset's number of
+    training rows (sentences for NER)."""
+    train_rows = {}
     for dataset in datasets:
         if dataset.task_type != NER:
-            load_blurb_data(dataset.data_dir)
+            train_rows[dataset.name] = len(load_blurb_data(dataset.data_dir).train.rows)
             continue
         splits = [
             read_conll(ner_split_path(dataset.data_dir, split))
@@ -144,52 +156,143 @@ def check_datasets(datasets: Sequence[BenchmarkDataset]) -> None:
         ]
         for other in splits[1:]:
             check_entity_types(splits[0], other)
+        train_rows[dataset.name] = len(splits[0].sentences)
+    return train_rows
 
 
 def _overrides(args: BenchmarkArguments) -> dict[str, Any]:
-    keys = ("num_train_epochs", "max_steps", "max_train_samples", "max_eval_samples", "max_test_samples")
+    keys = TRAINING_OVERRIDES + DATA_OVERRIDES
     return {key: getattr(args, key) for key in keys if getattr(args, key) is not None}
 
 
-# A NER fine-tune: ``bioptimus ner``'s library function, given its config file and the settings over it.
-NerUnit = Callable[[str, dict[str, Any]], Any]
+def seed_jobs(
+    args: BenchmarkArguments, datasets: Sequence[BenchmarkDataset], ner: NerFineTuning | None
+) -> list[SeedJob]:
+    """A job for each dataset × seed not finished yet, in dataset then seed order."""
+    jobs = []
+    for dataset in datasets:
+        output_dir = os.path.join(args.output_dir, dataset.name)
+        done = [seed for seed in args.seeds if seed_finished(output_dir, seed)]
+        if done:
+            logger.info("%s: seeds %s finished, skipped", dataset.name, done)
+        jobs += [
+            SeedJob(
+                dataset=dataset.name,
+                task_type=dataset.task_type,
+                data_dir=dataset.data_dir,
+                output_dir=output_dir,
+                seed=seed,
+                model_name_or_path=args.model_name_or_path,
+                model_name=args.name,
+                save_model=args.save_model,
+                overrides=_overrides(args),
+                disable_tqdm=True if args.disable_tqdm else None,
+                ner=ner if dataset.task_type == NER else None,
+            )
+            for seed in args.seeds
+            if seed not in done
+        ]
+    return jobs
 
 
-def _ner_settings(args: BenchmarkArguments, dataset: BenchmarkDataset, output_dir: str, seed: int) -> dict[str, Any]:
-    return {
-        "model_name_or_path": args.model_name_or_path,
-        "model_name": args.name,
-        "data_dir": dataset.data_dir,
-        "output_dir": output_dir,
-        "seeds": str(seed),
-        "save_model": args.save_model,
-        **_overrides(args),
-    }
+def _model_config(model_name_or_path: str):
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(model_name_or_path)
+    except (OSError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"--model_name_or_path {model_name_or_path}: no model config there ({first})") from None
 
 
-def run_dataset(args: BenchmarkArguments, dataset: BenchmarkDataset, fine_tune_ner: NerUnit) -> int:
-    """Fine-tune the seeds of ``dataset`` not finished yet; returns how many were trained."""
-    output_dir = os.path.join(args.output_dir, dataset.name)
-    todo = [seed for seed in args.seeds if not seed_finished(output_dir, seed)]
-    if not todo:
-        logger.info("%s: seeds %s finished, skipped", dataset.name, args.seeds)
-        return 0
+def pool_jobs(
+    args: BenchmarkArguments,
+    jobs: Sequence[SeedJob],
+    train_rows: Mapping[str, int],
+    device: str | None = None,
+    gpu_memory: tuple[int, int] | None = None,
+    cores: int | None = None,
+) -> tuple[list[Job], DevicePlan]:
+    """The seed jobs as the pool runs them, the longest first, and how this device runs them (``--jobs``);
+    ``device``, ``gpu_memory`` (free, total bytes) and ``cores`` default to this machine's."""
+    if device is None:
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    config = _model_config(args.model_name_or_path)
+    estimates = [job_estimates(job, train_rows[job.dataset], config, device) for job in jobs]
+    largest = max((memory for memory, _ in estimates), default=0)
+    plan = plan_device(parse_jobs(args.jobs), len(jobs), largest, device=device, cores=cores, gpu_memory=gpu_memory)
+    order = sorted(range(len(jobs)), key=lambda i: -estimates[i][1])  # stable: dataset then seed among equals
+    logs = os.path.join(args.output_dir, "logs") if plan.slots > 1 else None
+    if logs:  # side by side, each job's output goes to its log: the Trainer's bars would only clutter it
+        jobs = [replace(job, disable_tqdm=True) for job in jobs]
+    pooled = [
+        Job(
+            name=jobs[i].name,
+            function=run_seed_job,
+            argument=jobs[i],
+            memory_bytes=estimates[i][0],
+            memory_key=jobs[i].dataset,
+            log_path=os.path.join(logs, f"{jobs[i].dataset}-seed_{jobs[i].seed}.log") if logs else None,
+        )
+        for i in order
+    ]
+    return pooled, plan
+
+
+def merge_dataset(dataset: BenchmarkDataset, output_dir: str) -> dict[str, Any]:
+    """Every finished seed of ``output_dir`` merged into its ``all_results.json`` and ``results.md``, as the last
+    seed of a run one seed after another leaves them."""
     if dataset.task_type == NER:
-        for seed in todo:  # one call per seed: each writes its seed file as it ends
-            fine_tune_ner(args.ner_config, _ner_settings(args, dataset, output_dir, seed))
+        results = merge_seed_results(output_dir)
+        write_run_outputs(output_dir, results)
     else:
-        values = {
-            "model_name_or_path": args.model_name_or_path,
-            "model_name": args.name,
-            "data_dir": dataset.data_dir,
-            "output_dir": output_dir,
-            "seeds": ",".join(map(str, todo)),
-            "save_model": args.save_model,
-            "report_to": "none",
-            **_overrides(args),
-        }
-        run_blurb_task(*blurb_arguments_from_dict(values))
-    return len(todo)
+        results = merge_blurb_results(output_dir)
+        write_blurb_outputs(output_dir, results)
+    return results
+
+
+def run_jobs_of(
+    args: BenchmarkArguments,
+    datasets: Sequence[BenchmarkDataset],
+    jobs: Sequence[SeedJob],
+    train_rows: Mapping[str, int],
+) -> list[JobOutcome]:
+    """Run ``jobs`` (as ``--jobs`` says), then merge each dataset that trained a seed; returns the outcomes."""
+    if not jobs:
+        return []
+    pooled, plan = pool_jobs(args, jobs, train_rows)
+    if plan.slots > 1:
+        os.makedirs(os.path.join(args.output_dir, "logs"), exist_ok=True)
+    logger.info(
+        "%d fine-tunes, up to %d at once on %s (%d torch thread(s) each)",
+        len(pooled),
+        plan.slots,
+        plan.device,
+        plan.threads_per_job,
+    )
+
+    def done(outcome: JobOutcome) -> None:
+        if outcome.ok:
+            key = "test_f1" if outcome.job.argument.task_type == NER else "test_score"
+            score = outcome.result.get(key)
+            shown = f"test {100 * score:.2f}" if score is not None else "no test split"
+            logger.info("%s: %s, %.0f s", outcome.job.name, shown, outcome.seconds)
+
+    report = run_jobs(pooled, plan, progress=not args.disable_tqdm, description="BLURB fine-tunes", on_done=done)
+    trained = {outcome.job.argument.dataset for outcome in report.outcomes if outcome.ok}
+    for dataset in datasets:
+        if dataset.name in trained:
+            merge_dataset(dataset, os.path.join(args.output_dir, dataset.name))
+    if report.failures:
+        names = ", ".join(outcome.job.name for outcome in report.failures)
+        raise JobsFailed(
+            f"{len(report.failures)} of {len(pooled)} fine-tunes failed ({names}), each named with its error above"
+            + (f" and logged in {os.path.join(args.output_dir, 'logs')}" if plan.slots > 1 else "")
+            + ": rerun the same command to train only the missing seeds"
+        )
+    return report.outcomes
 
 
 def _std(values: Sequence[float]) -> float:
@@ -262,18 +365,18 @@ def write_benchmark_table(output_dir: str, table: dict[str, Any]) -> str:
     return markdown
 
 
-def run_benchmark(args: BenchmarkArguments, fine_tune_ner: NerUnit | None = None) -> dict[str, Any]:
-    """Every dataset present, each unfinished seed fine-tuned, then the table; returns it.
+def run_benchmark(args: BenchmarkArguments, ner: NerFineTuning | None = None) -> dict[str, Any]:
+    """Every dataset present, each unfinished seed fine-tuned (side by side as far as the device allows), then the
+    table; returns it.
 
-    ``fine_tune_ner(config, settings)``: ``bioptimus ner`` on its config file with ``settings`` over it (handed in
-    by the command: the NER command sits above this wing), needed when a NER set is present."""
+    ``ner``: how NER sets are fine-tuned (handed in by the command: the NER command sits above this wing), needed
+    when a NER set is present."""
     datasets = find_datasets(args.blurb_dir, args.ner_dir, args.datasets)
-    if fine_tune_ner is None and any(d.task_type == NER for d in datasets):
+    if ner is None and any(d.task_type == NER for d in datasets):
         raise ValueError("NER sets found but no NER runner given")
-    check_datasets(datasets)
+    train_rows = check_datasets(datasets)
     os.makedirs(args.output_dir, exist_ok=True)
-    for dataset in datasets:
-        run_dataset(args, dataset, fine_tune_ner)
+    run_jobs_of(args, datasets, seed_jobs(args, datasets, ner), train_rows)
     rows = [dataset_row(d, os.path.join(args.output_dir, d.name), args.seeds) for d in datasets]
     table = benchmark_table(rows, args.seeds, args.name, args.model_name_or_path)
     print(write_benchmark_table(args.output_dir, table))

@@ -54,6 +54,28 @@ def run_blurb_task(
     training_args: TrainingArguments,
 ) -> dict:
     """Fine-tune each unfinished seed, then merge every seed of ``output_dir``; returns ``all_results.json``'s dict."""
+    training_args = fine_tune_blurb_seeds(model_args, data_args, stab_args, training_args)
+
+    # 5. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
+    def merge_and_write() -> dict:
+        results = merge_blurb_results(training_args.output_dir)
+        print(write_blurb_outputs(training_args.output_dir, results))
+        return results
+
+    results = share_from_main(merge_and_write)
+    close_process_group()
+    return results
+
+
+def fine_tune_blurb_seeds(
+    model_args: FineTuningModelArguments,
+    data_args: BlurbDataArguments,
+    stab_args: StabilisationArguments,
+    training_args: TrainingArguments,
+) -> TrainingArguments:
+    """Steps 1-4 of :func:`run_blurb_task`: each unfinished seed fine-tuned, its ``seed_<s>/seed_results.json``
+    written as it ends, nothing merged (the benchmark merges a dataset once its concurrent seeds are done);
+    returns the training arguments as resolved (precision)."""
     # 1. precision: bf16 where the device has it natively
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
 
@@ -109,13 +131,4 @@ def run_blurb_task(
         model_args.save_model,
         model_args.ignore_mismatched_sizes,
     )
-
-    # 5. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
-    def merge_and_write() -> dict:
-        results = merge_blurb_results(training_args.output_dir)
-        print(write_blurb_outputs(training_args.output_dir, results))
-        return results
-
-    results = share_from_main(merge_and_write)
-    close_process_group()
-    return results
+    return training_args

@@ -6,7 +6,8 @@
 Every dataset present is fine-tuned over the seeds (NER with ``--ner_config``, the others with their task type's
 recipe; ``--num_train_epochs``, ``--max_steps``, ``--max_train_samples`` override both), a finished seed is never
 trained again, and ``blurb_results.md``/``.json`` give each dataset's mean ± std, each task type's average and the
-BLURB score over the task types present (docs/blurb.md).
+BLURB score over the task types present (docs/blurb.md). The dataset × seed fine-tunes run side by side on this
+device as far as its cores and memory allow (``--jobs auto``; ``--jobs 1``: one after another in this process).
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ from __future__ import annotations
 import logging
 
 from ..blurb.benchmark import BenchmarkArguments, run_benchmark
-from ..utils.cli import exit_on_bad_input
+from ..blurb.jobs import NerFineTuning
+from ..utils.cli import BAD_INPUT_ERRORS, exit_on_bad_input
+from ..utils.job_pool import JobsFailed
 from . import ner
 from .config_parser import parse_args, parse_mapping, read_config
 
 
 def fine_tune_ner(config: str | None, settings: dict) -> dict:
-    """``bioptimus ner`` in this process: its config file with ``settings`` over it."""
+    """``bioptimus ner`` in this process: its config file with ``settings`` over it (a benchmark job's NER
+    fine-tune; module-level, so that a worker process imports it by name)."""
     mapping = {**(read_config(config) if config else {}), **settings}
     return ner.fine_tune_ner(*parse_mapping(ner.ARGUMENT_TYPES, mapping))
 
@@ -28,10 +32,11 @@ def fine_tune_ner(config: str | None, settings: dict) -> dict:
 def run(argv: list[str] | None = None) -> dict:
     (args,) = parse_args((BenchmarkArguments,), argv, description=__doc__)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
-    return run_benchmark(args, fine_tune_ner)
+    ner = NerFineTuning(fine_tune_ner, args.ner_config, read_config(args.ner_config)) if args.ner_dir else None
+    return run_benchmark(args, ner)
 
 
-@exit_on_bad_input()
+@exit_on_bad_input(*BAD_INPUT_ERRORS, JobsFailed)
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (returns None so that the exit status is 0)."""
     run(argv)

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The whole BLURB table of all-MiniLM-L6-v2 on one lent GPU, its fine-tunes side by side (`bioptimus blurb --jobs
+# auto`): one call of the `device` tool, within its 10 minutes. Writes benchmarks/results/<kind>/
+# blurb_table_all-MiniLM-L6-v2.json (wall time, plan, table, seeds finished) and leaves it, the log and the
+# run's results.md files under $OUT.
+#
+#   bash benchmarks/gpu_carry.sh && bash benchmarks/blurb_gpu.sh carry   # here: build .carry/ (site, MiniLM, data)
+#   device run, carry [".carry"], command: bash benchmarks/blurb_gpu.sh
+#   DRY_RUN=1 bash benchmarks/blurb_gpu.sh     # anywhere: the jobs and an H100's plan, nothing trains
+#
+# The machine is bare and offline: .carry/site.tar.gz (newer transformers & co.), .carry/minilm/ and
+# .carry/minilm_weights/ come from benchmarks/gpu_carry.sh; .carry/blurb_data.tar.gz (../shared/data/blurb and
+# ../shared/data/ner, about 5 MB) from `carry` here. MiniLM's weights travel rounded to float16 (the float32 file
+# does not fit the call) and are widened back before use, as gpu_session.sh does. Only MiniLM: BERT-base's weights
+# (440 MB) cannot be carried. Settings: MODEL, BLURB_DIR, NER_DIR, SEEDS (default: the command's), DEADLINE_S
+# (default 480: the table stops there, whatever finished is filed).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/blurb_gpu_out}
+MODEL=${MODEL:-/tmp/minilm}
+BLURB_DIR=${BLURB_DIR:-../shared/data/blurb}
+NER_DIR=${NER_DIR:-../shared/data/ner}
+PY=${PY:-python3}
+seeds=()
+[ -n "${SEEDS:-}" ] && seeds=(--seeds $SEEDS)
+
+if [ "${1:-}" = carry ]; then
+  (cd .. && tar czf "$OLDPWD/.carry/blurb_data.tar.gz" shared/data/blurb shared/data/ner --transform 's,^shared/,,')
+  du -sh .carry/*
+  exit 0
+fi
+
+if [ -n "${DRY_RUN:-}" ]; then
+  exec $PY benchmarks/blurb_concurrency.py --mode table --dry_run --assume_gpu 79,80 --assume_cores 16 --model_name_or_path "$MODEL" \
+    --blurb_dir "$BLURB_DIR" --ner_dir "$NER_DIR" "${seeds[@]}"
+fi
+
+mkdir -p "$OUT" /tmp/site
+tar xzf .carry/site.tar.gz -C /tmp/site
+export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+export TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 MPLBACKEND=Agg
+[ -d ../shared/data/blurb ] || { mkdir -p ../shared && tar xzf .carry/blurb_data.tar.gz -C ../shared; }
+if [ ! -f "$MODEL/model.safetensors" ]; then
+  mkdir -p "$MODEL" && cp .carry/minilm/*.json .carry/minilm/vocab.txt "$MODEL/"
+  $PY - "$MODEL" <<'EOF'
+import sys
+from safetensors.torch import load_file, save_file
+weights = load_file(".carry/minilm_weights/model_fp16.safetensors")
+save_file({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, f"{sys.argv[1]}/model.safetensors",
+          metadata={"format": "pt"})
+EOF
+fi
+nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv
+$PY benchmarks/blurb_concurrency.py --mode table --model_name_or_path "$MODEL" --model_name all-MiniLM-L6-v2 \
+  --blurb_dir "$BLURB_DIR" --ner_dir "$NER_DIR" --deadline_s "${DEADLINE_S:-480}" --work_dir /tmp/blurb_gpu \
+  "${seeds[@]}" 2>&1 | tee "$OUT/blurb_gpu.log"
+cp benchmarks/results/*/blurb_table_*.json "$OUT/" 2>/dev/null
+(cd /tmp/blurb_gpu && tar czf "$OUT/blurb_gpu_runs.tar.gz" table.log table/blurb_results.* table/*/results.md \
+  table/logs 2>/dev/null)
+ls -la "$OUT"

@@ -1,0 +1,171 @@
+"""The BLURB benchmark's unit of work: one dataset × seed fine-tune as a picklable description (:class:`SeedJob`), the
+function a worker process runs it with (:func:`run_seed_job`), and what it is expected to cost: memory
+(:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the longest-first order).
+
+A job beyond NER builds ``run_blurb.py``'s typed arguments directly (the task type's recipe, the benchmark's
+overrides, ``--seeds <s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job calls the
+NER fine-tuning handed down by the command (:class:`NerFineTuning`: ``bioptimus ner``'s library function on its
+config file with the job's settings over it). Either writes ``<output_dir>/seed_<s>/seed_results.json`` as its last
+act, so a job stopped before its end leaves no seed that looks finished.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ner.fine_tuning_config import FineTuningModelArguments
+from ..ner.results import SEED_RESULTS_FILE, seed_dir
+from ..ner.stabilisation import StabilisationArguments
+from ..utils.files import read_json
+from .blurb_config import BlurbDataArguments, recipe_for, recipe_training_arguments
+from .data import read_task_type
+from .run import fill_recipe_length, fine_tune_blurb_seeds
+from .score import NER
+
+
+# The benchmark's flags that override every task's recipe, by the arguments they belong to.
+TRAINING_OVERRIDES = ("num_train_epochs", "max_steps")
+DATA_OVERRIDES = ("max_train_samples", "max_eval_samples", "max_test_samples")
+# A NER fine-tune: ``bioptimus ner``'s library function, given its config file and the settings over it.
+NerUnit = Callable[[str, dict[str, Any]], Any]
+# What NER fine-tuning takes where its config file is silent (run_ner.py's and TrainingArguments' defaults).
+NER_DEFAULTS = {"per_device_train_batch_size": 8, "max_seq_length": 512, "num_train_epochs": 3.0}
+
+
+@dataclass(frozen=True)
+class NerFineTuning:
+    """How the benchmark fine-tunes a NER set: ``function(config, settings)`` (module-level, so that a worker process
+    imports it by name), its config file, and the values that file holds (read for the estimates: batch, length,
+    epochs, precision)."""
+
+    function: NerUnit
+    config: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def value(self, name: str) -> Any:
+        return self.values.get(name, NER_DEFAULTS.get(name))
+
+
+@dataclass(frozen=True)
+class SeedJob:
+    """One dataset × seed fine-tune of the benchmark: everything a worker process needs to run it."""
+
+    dataset: str  # the data directory's name, and the run's under the benchmark's output_dir
+    task_type: str  # a key of score.BLURB_DATASETS
+    data_dir: str
+    output_dir: str  # the dataset's: the seed goes to <output_dir>/seed_<seed>/
+    seed: int
+    model_name_or_path: str
+    model_name: str
+    save_model: bool = False
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # TRAINING_OVERRIDES and DATA_OVERRIDES set
+    disable_tqdm: bool | None = None  # the Trainer's bars (None: its default)
+    ner: NerFineTuning | None = None  # for a NER set
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset} seed {self.seed}"
+
+    @property
+    def seed_results_path(self) -> str:
+        return os.path.join(seed_dir(self.output_dir, self.seed), SEED_RESULTS_FILE)
+
+
+def blurb_seed_arguments(job: SeedJob):
+    """``run_blurb.py``'s four argument objects for a job beyond NER, over its task type's recipe."""
+    task = read_task_type(job.data_dir)
+    model_args = FineTuningModelArguments(
+        model_name_or_path=job.model_name_or_path, model_name=job.model_name, save_model=job.save_model
+    )
+    data = {key: job.overrides[key] for key in DATA_OVERRIDES if job.overrides.get(key) is not None}
+    data_args = fill_recipe_length(BlurbDataArguments(data_dir=job.data_dir, **data))
+    training = {key: job.overrides[key] for key in TRAINING_OVERRIDES if job.overrides.get(key) is not None}
+    if job.disable_tqdm is not None:
+        training["disable_tqdm"] = job.disable_tqdm
+    training_args = recipe_training_arguments(task)(output_dir=job.output_dir, report_to="none", **training)
+    return model_args, data_args, StabilisationArguments(seeds=str(job.seed)), training_args
+
+
+def ner_seed_settings(job: SeedJob) -> dict[str, Any]:
+    """The settings a NER job gives ``bioptimus ner`` over its config file."""
+    settings = {
+        "model_name_or_path": job.model_name_or_path,
+        "model_name": job.model_name,
+        "data_dir": job.data_dir,
+        "output_dir": job.output_dir,
+        "seeds": str(job.seed),
+        "save_model": job.save_model,
+        **{key: value for key, value in job.overrides.items() if value is not None},
+    }
+    if job.disable_tqdm is not None:
+        settings["disable_tqdm"] = job.disable_tqdm
+    return settings
+
+
+def run_seed_job(job: SeedJob) -> dict[str, Any]:
+    """Fine-tune ``job``'s seed (nothing if its results exist); returns the seed's ``run`` record (its scores)."""
+    if job.task_type == NER:
+        if job.ner is None:
+            raise ValueError(f"{job.name}: a NER set, but no NER fine-tuning given")
+        job.ner.function(job.ner.config, ner_seed_settings(job))
+    else:
+        fine_tune_blurb_seeds(*blurb_seed_arguments(job))
+    return read_json(job.seed_results_path)["run"]
+
+
+def encoder_parameters(config) -> int:
+    """A BERT-like encoder's parameter count from its config: the embeddings (words, positions, token types, a layer
+    norm), per layer the attention's four h×h projections and the feed-forward's h×i pair with their biases and two
+    layer norms, and the pooler."""
+    hidden = config.hidden_size
+    intermediate = getattr(config, "intermediate_size", None) or 4 * hidden
+    positions = getattr(config, "max_position_embeddings", None) or 512
+    embeddings = (config.vocab_size + positions + (getattr(config, "type_vocab_size", None) or 0) + 2) * hidden
+    layer = 4 * hidden * hidden + 2 * hidden * intermediate + 9 * hidden + intermediate
+    return embeddings + config.num_hidden_layers * layer + hidden * hidden + hidden
+
+
+def fine_tuning_memory_bytes(config, batch_size: int, length: int, bf16: bool) -> int:
+    """Expected peak memory of fine-tuning an encoder with AdamW on batches of ``batch_size`` × ``length`` tokens:
+    16 bytes a parameter (float32 weights, gradients and Adam's two moments) plus the activations kept for the
+    backward pass, s·b·h·(34 + 5·a·s/h) bytes a layer with 16-bit activations (Korthikanti et al. 2022, "Reducing
+    Activation Recomputation in Large Transformer Models", section 4.1; twice that in float32). An upper estimate:
+    fused attention keeps less than the a·s² term counts."""
+    hidden, heads, layers = config.hidden_size, config.num_attention_heads, config.num_hidden_layers
+    per_layer = length * batch_size * hidden * (34 + 5 * heads * length / hidden)
+    activations = layers * per_layer * (1 if bf16 else 2)
+    return int(16 * encoder_parameters(config) + activations)
+
+
+def job_work(train_rows: int, epochs: float, max_steps: int | None, batch_size: int, length: int) -> float:
+    """A job's work in token positions trained (its order among the jobs: the longest first): ``max_steps``
+    batches where set, else ``epochs`` passes over ``train_rows``, each ``length`` tokens at most."""
+    rows = max_steps * batch_size if max_steps and max_steps > 0 else train_rows * epochs
+    return float(rows * length)
+
+
+def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> tuple[int, float]:
+    """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length
+    and epochs of its recipe (NER: of its config file) under the overrides, capped by the model's positions; bf16
+    activations on a GPU where the run asks for them (NER's ``bf16_if_supported``), else float32."""
+    if job.task_type == NER:
+        assert job.ner is not None
+        batch, length, epochs = (
+            job.ner.value(key) for key in ("per_device_train_batch_size", "max_seq_length", "num_train_epochs")
+        )
+        bf16 = bool(job.ner.value("bf16_if_supported"))
+    else:
+        recipe = recipe_for(read_task_type(job.data_dir), job.dataset)
+        batch, length, epochs = recipe.per_device_train_batch_size, recipe.max_seq_length, recipe.num_train_epochs
+        bf16 = FineTuningModelArguments.bf16_if_supported  # the benchmark leaves the default
+    length = min(int(length), getattr(model_config, "max_position_embeddings", None) or int(length))
+    rows = train_rows
+    if job.overrides.get("max_train_samples") is not None:
+        rows = min(rows, job.overrides["max_train_samples"])
+    if job.overrides.get("num_train_epochs") is not None:
+        epochs = job.overrides["num_train_epochs"]
+    memory = fine_tuning_memory_bytes(model_config, int(batch), length, bf16 and device == "cuda")
+    return memory, job_work(rows, float(epochs), job.overrides.get("max_steps"), int(batch), length)

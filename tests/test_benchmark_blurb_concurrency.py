@@ -1,0 +1,88 @@
+"""benchmarks/blurb_concurrency.py and benchmarks/blurb_gpu.sh: the command each run gets, and the dry run that
+lists the jobs and a plan (the GPU script's, for an H100, on this CPU), so that the GPU script is known to start."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bioptimus_hf.blurb.benchmark import BenchmarkArguments
+from bioptimus_hf.commands.config_parser import parse_args
+from helpers.blurb import write_task_dir
+from helpers.ner import build_tiny_bert, write_dataset_dir
+
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("blurb_concurrency", ROOT / "benchmarks" / "blurb_concurrency.py")
+blurb_concurrency = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(blurb_concurrency)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    model = build_tiny_bert(str(root / "model"))
+    write_task_dir(root / "blurb" / "GAD", "relation_extraction", sizes=(12, 6, 6))
+    write_task_dir(root / "blurb" / "BIOSSES", "sentence_similarity", sizes=(8, 6, 6))
+    write_dataset_dir(str(root / "ner" / "NCBI-disease-IOB"), sizes=(8, 4, 4))
+    return root, model
+
+
+def test_each_run_is_the_command_with_the_budget_and_its_jobs(data, tmp_path):
+    root, model = data
+    args = blurb_concurrency.parse_args(["--model_name_or_path", model, "--blurb_dir", str(root / "blurb")])
+    argv = blurb_concurrency.blurb_argv(args, str(tmp_path / "out"), "2")
+    (parsed,) = parse_args((BenchmarkArguments,), argv)
+    assert parsed.jobs == "2" and parsed.disable_tqdm and parsed.seeds == [1, 2, 3]
+    assert parsed.datasets == ["BIOSSES", "GAD", "PubMedQA"] and parsed.ner_dir is None
+    budget = blurb_concurrency.COMPARE_BUDGET
+    assert (parsed.max_train_samples, parsed.max_eval_samples, parsed.max_test_samples, parsed.num_train_epochs) == (
+        budget["max_train_samples"],
+        budget["max_eval_samples"],
+        budget["max_test_samples"],
+        budget["num_train_epochs"],
+    )
+    table = blurb_concurrency.parse_args(["--mode", "table", "--model_name_or_path", model])
+    (parsed,) = parse_args((BenchmarkArguments,), blurb_concurrency.blurb_argv(table, "out", "auto"))
+    assert parsed.max_train_samples is None and parsed.num_train_epochs is None and parsed.datasets is None
+    assert parsed.seeds == BenchmarkArguments.__dataclass_fields__["seeds"].default_factory()  # the command's
+
+
+def test_dry_run_lists_the_jobs_longest_first(data, capsys):
+    root, model = data
+    argv = ["--dry_run", "--model_name_or_path", model, "--blurb_dir", str(root / "blurb")]
+    blurb_concurrency.main(argv + ["--datasets", "BIOSSES", "GAD", "--seeds", "1", "2", "--assume_cores", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "4 jobs on cpu: up to 2 at once, 1 thread(s) each"
+    # 1 epoch over the first 8 / 12 rows at 64 tokens (the model's positions): GAD's 12 rows first
+    assert [line.split(" estimate")[0].strip() for line in lines[1:]] == [
+        "GAD seed 1",
+        "GAD seed 2",
+        "BIOSSES seed 1",
+        "BIOSSES seed 2",
+    ]
+
+
+def test_the_gpu_script_dry_run_plans_the_whole_table_for_an_h100(data):
+    root, model = data
+    env = dict(
+        os.environ,
+        DRY_RUN="1",
+        PY=sys.executable,
+        MODEL=model,
+        BLURB_DIR=str(root / "blurb"),
+        NER_DIR=str(root / "ner"),
+        SEEDS="1 2 3",
+        PYTHONPATH=str(ROOT),
+    )
+    done = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "blurb_gpu.sh")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "9 jobs on cuda: up to 9 at once, 1 thread(s) each, memory budget 75.0 GiB"
+    names = [line.split(" estimate")[0].strip() for line in lines[1:]]
+    assert sorted(names) == sorted(f"{d} seed {s}" for d in ("NCBI-disease-IOB", "GAD", "BIOSSES") for s in (1, 2, 3))
