@@ -53,7 +53,7 @@ from _results import ResultTarget, output_help  # noqa: E402
 
 COMPARE_DATASETS = ["BIOSSES", "GAD", "PubMedQA"]
 # The compare mode's budget: every dataset's first rows, an epoch count, so that one arm takes minutes on 2 cores.
-COMPARE_BUDGET = {"max_train_samples": 96, "max_eval_samples": 32, "max_test_samples": 64, "num_train_epochs": 1}
+COMPARE_BUDGET = {"max_train_samples": 64, "max_eval_samples": 32, "max_test_samples": 64, "num_train_epochs": 2}
 PLAN_LINE = re.compile(r"(\d+) fine-tunes, up to (\d+) at once on (\w+) \((\d+) torch thread")
 
 
