@@ -4,16 +4,16 @@
 # blurb_table_all-MiniLM-L6-v2.json (wall time, plan, table, seeds finished) and leaves it, the log and the
 # run's results.md files under $OUT.
 #
-#   bash benchmarks/gpu_carry.sh && bash benchmarks/blurb_gpu.sh carry   # here: build .carry/ (site, MiniLM, data)
-#   device run, carry [".carry"], command: bash benchmarks/blurb_gpu.sh
+#   bash benchmarks/gpu_carry.sh && bash benchmarks/blurb_gpu.sh carry   # here: build .carry/blurb/
+#   device run, carry [".carry/blurb"], command: bash benchmarks/blurb_gpu.sh
 #   DRY_RUN=1 bash benchmarks/blurb_gpu.sh     # anywhere: the jobs and an H100's plan, nothing trains
 #
-# The machine is bare and offline: .carry/site.tar.gz (newer transformers & co.), .carry/minilm/ and
-# .carry/minilm_weights/ come from benchmarks/gpu_carry.sh; .carry/blurb_data.tar.gz (../shared/data/blurb and
-# ../shared/data/ner, about 5 MB) from `carry` here. MiniLM's weights travel rounded to float16 (the float32 file
-# does not fit the call) and are widened back before use, as gpu_session.sh does. Only MiniLM: BERT-base's weights
-# (440 MB) cannot be carried. Settings: MODEL, BLURB_DIR, NER_DIR, SEEDS (default: the command's), DEADLINE_S
-# (default 480: the table stops there, whatever finished is filed).
+# The machine is bare and offline, and a call carries 64 MiB with the working tree (about 10 MiB): `carry`
+# recompresses what benchmarks/gpu_carry.sh builds (newer transformers & co., MiniLM's config, tokenizer and weights
+# rounded to float16) and ../shared/data/blurb + ../shared/data/ner with xz into .carry/blurb/ (about 47 MiB; with
+# gzip they do not fit). The weights are widened back to float32 before use, as gpu_session.sh does. Only MiniLM:
+# BERT-base's weights (440 MB) cannot be carried. Settings: MODEL, BLURB_DIR, NER_DIR, SEEDS (default: the
+# command's), DEADLINE_S (default 480: the table stops there, whatever finished is filed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/blurb_gpu_out}
@@ -25,27 +25,41 @@ seeds=()
 [ -n "${SEEDS:-}" ] && seeds=(--seeds $SEEDS)
 
 if [ "${1:-}" = carry ]; then
-  (cd .. && tar czf "$OLDPWD/.carry/blurb_data.tar.gz" shared/data/blurb shared/data/ner --transform 's,^shared/,,')
-  du -sh .carry/*
+  set -e
+  exclude=$(git rev-parse --git-path info/exclude)
+  mkdir -p "$(dirname "$exclude")" .carry/blurb
+  grep -qx '/.carry/' "$exclude" 2>/dev/null || echo '/.carry/' >> "$exclude"
+  zcat .carry/site.tar.gz | xz -9 > .carry/blurb/site.tar.xz
+  tar cJf .carry/blurb/minilm.tar.xz -C .carry minilm minilm_weights
+  (cd .. && tar cJf "$OLDPWD/.carry/blurb/data.tar.xz" shared/data/blurb shared/data/ner --transform 's,^shared/,,')
+  du -sh .carry/blurb/*
+  tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  echo "working tree + .carry/blurb: $(( (tree + $(du -sb .carry/blurb | cut -f1)) / 1048576 )) MiB (limit 64)"
   exit 0
 fi
 
 if [ -n "${DRY_RUN:-}" ]; then
-  exec $PY benchmarks/blurb_concurrency.py --mode table --dry_run --assume_gpu 79,80 --assume_cores 16 --model_name_or_path "$MODEL" \
-    --blurb_dir "$BLURB_DIR" --ner_dir "$NER_DIR" "${seeds[@]}"
+  exec $PY benchmarks/blurb_concurrency.py --mode table --dry_run --assume_gpu 79,80 --assume_cores 16 \
+    --model_name_or_path "$MODEL" --blurb_dir "$BLURB_DIR" --ner_dir "$NER_DIR" "${seeds[@]}"
 fi
 
-mkdir -p "$OUT" /tmp/site
-tar xzf .carry/site.tar.gz -C /tmp/site
+mkdir -p "$OUT" /tmp/site /tmp/carry
+unxz() {  # Python's lzma: no xz binary needed on the machine
+  $PY -c 'import sys, tarfile
+safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2], **safe)' "$1" "$2"
+}
+unxz .carry/blurb/site.tar.xz /tmp/site
+unxz .carry/blurb/minilm.tar.xz /tmp/carry
+[ -d ../shared/data/blurb ] || { mkdir -p ../shared && unxz .carry/blurb/data.tar.xz ../shared; }
 export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 export TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-[ -d ../shared/data/blurb ] || { mkdir -p ../shared && tar xzf .carry/blurb_data.tar.gz -C ../shared; }
 if [ ! -f "$MODEL/model.safetensors" ]; then
-  mkdir -p "$MODEL" && cp .carry/minilm/*.json .carry/minilm/vocab.txt "$MODEL/"
+  mkdir -p "$MODEL" && cp /tmp/carry/minilm/*.json /tmp/carry/minilm/vocab.txt "$MODEL/"
   $PY - "$MODEL" <<'EOF'
 import sys
 from safetensors.torch import load_file, save_file
-weights = load_file(".carry/minilm_weights/model_fp16.safetensors")
+weights = load_file("/tmp/carry/minilm_weights/model_fp16.safetensors")
 save_file({k: v.float() if v.is_floating_point() else v for k, v in weights.items()}, f"{sys.argv[1]}/model.safetensors",
           metadata={"format": "pt"})
 EOF

@@ -447,6 +447,7 @@ def test_the_hub_names_every_blurb_task_type():
         (["--blurb_dir", "/no/such/dir"], "--blurb_dir /no/such/dir: not a directory"),
         (["--ner_dir", ".", "--ner_config", "/no/config.yaml"], "--ner_config /no/config.yaml: no such file"),
         (["--blurb_dir", ".", "--seeds", "1", "1"], "--seeds 1 1: a seed is given twice"),
+        (["--blurb_dir", ".", "--jobs", "0"], "--jobs 0: give auto or a whole number of at least 1"),
     ],
 )
 def test_bad_benchmark_input_is_one_line(tmp_path, extra, message):
