@@ -266,11 +266,12 @@ def run_jobs_of(
     if plan.slots > 1:
         os.makedirs(os.path.join(args.output_dir, "logs"), exist_ok=True)
     logger.info(
-        "%d fine-tunes, up to %d at once on %s (%d torch thread(s) each)",
+        "%d fine-tunes, up to %d at once on %s (%d torch thread(s) each%s)",
         len(pooled),
         plan.slots,
         plan.device,
         plan.threads_per_job,
+        f"; {plan.memory_budget_bytes / 2**30:.1f} GiB of device memory" if plan.memory_budget_bytes else "",
     )
 
     def done(outcome: JobOutcome) -> None:
