@@ -11,6 +11,8 @@ from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from transformers import DistilBertConfig, DistilBertForMaskedLM, RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
 
+import run_distillation
+import run_ner
 import run_pretraining
 from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
 from bioptimus_hf.releases.lineage import local_checkpoint_text
@@ -404,3 +406,14 @@ def test_a_student_of_a_local_teacher_names_no_base_model_and_says_why(tmp_path)
     text = render_release_card(release)
     assert validate_card(text).data.base_model == "acme/teacher"
     assert "- Teacher: [`acme/teacher`](https://huggingface.co/acme/teacher)\n" in text
+
+
+@pytest.mark.parametrize("script", [run_pretraining, run_ner, run_distillation], ids=lambda m: m.__name__)
+def test_every_script_that_writes_a_base_model_takes_base_model_hub_id(script, capsys):
+    with pytest.raises(SystemExit) as done:
+        script.main(["--help"])
+    assert done.value.code == 0
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "--base_model_hub_id" in usage and "Never guessed" in usage
+    if script is run_distillation:  # the same field as --teacher_hub_id
+        assert re.search(r"--teacher_hub_id TEACHER_HUB_ID, (\S+ TEACHER_HUB_ID, )?--base_model_hub_id TEACHER", usage)
