@@ -36,7 +36,7 @@ def parse_args(argv: list[str] | None = None):
     _, data_args, _, _ = parse_config_and_flags(ARGUMENTS + (TrainingArguments,), argv)
     task = read_task_type(data_args.data_dir, data_args.task_type)
     model_args, data_args, stab_args, training_args = parse_config_and_flags(
-        ARGUMENTS + (recipe_training_arguments(task),), argv
+        ARGUMENTS + (recipe_training_arguments(task, data_args.data_dir),), argv
     )
     return model_args, fill_recipe_length(data_args), stab_args, training_args
 
