@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fcntl
 import json
 import os
 import statistics
@@ -484,6 +485,38 @@ def task_figures(task: str, runs: list[dict]) -> dict | None:
     return figures
 
 
+def dev_trial(output_dir: str) -> dict:
+    """A ``bioptimus blurb-task`` run of the recipe or budget search (one seed, scored on dev), as filed here: its
+    settings, dev scores and dev prediction distribution, and the command that reproduces it."""
+    with open(os.path.join(output_dir, "all_results.json"), encoding="utf-8") as handle:
+        results = json.load(handle)
+    (seed,) = results["seeds"]
+    with open(os.path.join(output_dir, f"seed_{seed}", "dev_predictions.jsonl"), encoding="utf-8") as handle:
+        predicted = [json.loads(line)["prediction"] for line in handle]
+    task = results["task_type"]
+    rows = results["num_rows"]
+    flags = {
+        "data_dir": f"../shared/data/blurb/{results['dataset']}",
+        "seeds": seed,
+        "learning_rate": results["learning_rate"],
+        "num_train_epochs": results["num_train_epochs"],
+        "per_device_train_batch_size": results["train_batch_size"],
+        "max_seq_length": results["max_seq_length"],
+        "max_train_samples": rows["train"],
+    }
+    return {
+        "dataset": results["dataset"],
+        "settings": {key: flags[key] for key in list(flags)[2:]},
+        "seed": seed,
+        "dev_pct": round(100 * results["eval_score"], 2),
+        "dev_metrics_pct": {k[5:]: round(100 * v, 2) for k, v in results.items() if k.startswith("eval_")
+                            and not k.endswith("_std") and k != "eval_score"},
+        "dev_prediction_distribution": prediction_distribution(task, {"test_predictions": predicted}),
+        "command": "python run_blurb.py --model_name_or_path <all-MiniLM-L6-v2> "
+        + " ".join(f"--{key} {value}" for key, value in flags.items()),
+    }  # fmt: skip
+
+
 def _run_key(task: str, arm: str, seed: int) -> str:
     return f"{task}/{arm}/seed_{seed}"
 
@@ -497,8 +530,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model_name", default="all-MiniLM-L6-v2")
     parser.add_argument("--max_runs", type=int, default=None, help="stop after this many new runs (a piece)")
     parser.add_argument("--output", default="blurb_peer", help=output_help("blurb_peer"))
+    parser.add_argument(
+        "--file_trials",
+        nargs="*",
+        default=[],
+        help="output directories of one-seed bioptimus blurb-task runs (the recipe's and the budgets' dev trials) "
+        "to file under dev_trials, named by their directory",
+    )
     args = parser.parse_args(argv)
-    tasks, arms = args.tasks.split(","), args.arms.split(",")
+    tasks, arms = [task for task in args.tasks.split(",") if task], args.arms.split(",")
     unknown = sorted(set(tasks) - set(ENTRIES)) + sorted(set(arms) - set(ARMS))
     if unknown:
         parser.error(f"unknown task type or arm: {', '.join(unknown)}")
@@ -506,32 +546,50 @@ def main(argv: list[str] | None = None) -> dict:
     model_path = args.model_name_or_path or minilm_dir()
     target = ResultTarget(args.output)
     fingerprint = target.machine["fingerprint"]
-    detail = {"model": args.model_name, "budgets": {}, "runs": {}}
-    if target.path.exists():
-        detail = read_result(target.path).get("detail") or detail
+    trials = {os.path.basename(os.path.normpath(trial)): dev_trial(trial) for trial in args.file_trials}
+    finished = _read_detail(target)["runs"]
     done = 0
     for task in tasks:
         budget = dataclasses.asdict(BUDGETS[task])
         for seed in seeds:
             for arm in arms:
                 key = _run_key(task, arm, seed)
-                kept = detail["runs"].get(key)
+                kept = finished.get(key)
                 if kept and kept["budget"] == budget and kept.get("model") == args.model_name:
                     continue
                 if args.max_runs is not None and done >= args.max_runs:
                     break
                 print(f"{key}: fine-tuning", flush=True)
                 run = run_one(task, arm, seed, model_path)
-                detail["runs"][key] = dict(run, model=args.model_name, machine_fingerprint=fingerprint)
                 done += 1
                 print(f"{key}: dev {run['dev']:.4f} test {run['test']:.4f} ({run['seconds']} s)", flush=True)
-                write(target, detail)
-    return write(target, detail)
+                record = dict(run, model=args.model_name, machine_fingerprint=fingerprint)
+                write(target, args.model_name, {key: record}, trials)
+    return write(target, args.model_name, {}, trials)
 
 
-def write(target: ResultTarget, detail: dict) -> dict:
+def _read_detail(target: ResultTarget) -> dict:
+    detail = read_result(target.path).get("detail") if target.path.exists() else None
+    return dict({"runs": {}, "dev_trials": {}}, **(detail or {}))
+
+
+def write(target: ResultTarget, model: str, runs: dict, trials: dict) -> dict:
+    """File ``runs`` and ``trials`` with those already in the results file, under a lock: pieces running side by
+    side each add their own."""
+    lock = os.path.join(tempfile.gettempdir(), "blurb_peer_" + target.path.name + ".lock")
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        detail = _read_detail(target)
+        detail["runs"].update(runs)
+        detail["dev_trials"].update(trials)
+        return _write(target, dict(detail, model=model))
+
+
+def _write(target: ResultTarget, detail: dict) -> dict:
     detail["budgets"] = {task: dataclasses.asdict(budget) for task, budget in BUDGETS.items()}
     figures = {"model": detail["model"], "device": "cpu, float32, OMP_NUM_THREADS=1"}
+    if detail.get("dev_trials"):
+        figures["dev_trials"] = {name: trial["dev_pct"] for name, trial in detail["dev_trials"].items()}
     for task in ENTRIES:
         runs = [run for key, run in detail["runs"].items() if key.startswith(task + "/")]
         task_result = task_figures(task, runs)

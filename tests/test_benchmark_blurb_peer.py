@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+import run_blurb
 from bioptimus_hf.blurb.data import load_blurb_data
 from bioptimus_hf.blurb.tasks import TASK_TYPES
 from helpers.blurb import write_task_dir
@@ -140,3 +141,23 @@ def test_a_rerun_skips_the_finished_runs(tiny, monkeypatch, tmp_path):
     assert calls[3:] == [("question_answering", "ours", 2)]
     assert figures["question_answering"]["seeds"] == 2 and figures["question_answering"]["agree"] is True
     assert blurb_peer.main(argv) == figures and len(calls) == 4
+
+
+def test_a_dev_trial_is_filed_with_its_scores_predictions_and_command(tiny, monkeypatch, tmp_path):
+    root, model, _ = tiny
+    trial = tmp_path / "hoc_a"
+    run_blurb_flags = ["--max_steps", "1", "--per_device_train_batch_size", "2", "--report_to", "none"]
+    run_blurb.run(
+        ["--model_name_or_path", model, "--data_dir", str(root / "blurb" / "document_classification"),
+         "--output_dir", str(trial), "--seeds", "1", "--save_model", "false", "--use_cpu", "true", *run_blurb_flags]
+    )  # fmt: skip
+    output = str(tmp_path / "peer.json")
+    figures = blurb_peer.main(
+        ["--tasks", "", "--model_name_or_path", model, "--output", output, "--file_trials", str(trial)]
+    )
+    filed = json.loads(open(output, encoding="utf-8").read())["detail"]["dev_trials"]["hoc_a"]
+    results = json.loads((trial / "all_results.json").read_text())
+    assert figures["dev_trials"] == {"hoc_a": round(100 * results["eval_score"], 2)} == {"hoc_a": filed["dev_pct"]}
+    assert filed["dev_prediction_distribution"]["documents"] == 3 and filed["seed"] == 1
+    assert filed["command"].startswith("python run_blurb.py --model_name_or_path <all-MiniLM-L6-v2> --data_dir ")
+    assert "--seeds 1 --learning_rate 5e-05 " in filed["command"]
