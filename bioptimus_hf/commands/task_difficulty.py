@@ -17,9 +17,15 @@ from dataclasses import dataclass, field
 from ..analysis.task_difficulty import corpus_blocks, difficulty_table, phase_losses, plot_difficulty
 from ..pretraining.curriculum_config import CurriculumArguments
 from ..utils.cli import exit_on_bad_input
+from ..utils.corpus_reader import check_corpus_files
 from ..utils.files import write_json_atomic
+from ..utils.model_reference import check_model_reference
 from ..utils.tokenizer_loader import load_fast_tokenizer
 from .config_parser import parse_args
+
+
+# The first bytes of each corpus file read to check it before a model loads (an empty or non-text file is refused).
+CORPUS_CHECK_BYTES = 1 << 20
 
 
 @dataclass
@@ -43,14 +49,18 @@ def run(argv: list[str] | None = None) -> dict:
     args, curriculum_args = parse_args((TaskDifficultyArguments, CurriculumArguments), argv, description=__doc__)
     from transformers import AutoModelForMaskedLM
 
+    # Cheap checks first: the corpus and every model's name, before any model loads.
+    check_corpus_files(args.corpus_files, max_check_bytes=CORPUS_CHECK_BYTES)
     curriculum = curriculum_args.build()
-    models = []
     named = [_split_label(entry, args.model_name_or_path) for entry in args.model_name_or_path]
+    for _, name in named:
+        check_model_reference(name, "model_name_or_path")
+    models = []
     for label, name in named:
         tokenizer = load_fast_tokenizer(name)
-        model = AutoModelForMaskedLM.from_pretrained(name)
         # Each model packs the corpus with its own tokenizer: the same text, its own blocks.
         blocks = corpus_blocks(args.corpus_files, tokenizer, args.max_seq_length, args.max_blocks)
+        model = AutoModelForMaskedLM.from_pretrained(name)
         rows = phase_losses(model, tokenizer, blocks, curriculum.phases, args.batch_size, args.seed)
         models.append({"model": name, "label": label, "blocks": len(blocks), "phases": rows})
         print(difficulty_table(label, rows))
