@@ -83,7 +83,7 @@ class CommandParser(HfArgumentParser):
     def error(self, message: str):
         # argparse says "argument --flag/--flag-twin: ..."; the flag once is enough, and the choices without
         # quotes (their quoting differs between Python versions)
-        message = re.sub(r"^argument (--\w+)(?:/--[\w-]+)*: ", r"\1: ", message)
+        message = re.sub(r"(--\w+)(?:/--[\w-]+)+", r"\1", re.sub(r"^argument ", "", message))
         choice = re.fullmatch(r"(.*)invalid choice: (.*) \(choose from (.*)\)", message)
         if choice:
             prefix, value, choices = choice.groups()

@@ -134,7 +134,7 @@ def ner_model_card(
             "",
             (
                 f"Entities in raw text, decoded with the training scheme (`config.ner_tagging_scheme`): "
-                f'`bioptimus-ner-tag --model {repo_id} --text "..."`.'
+                f'`bioptimus tag --model_name_or_path {repo_id} --text "..."`.'
             ),
             "",
             "## Fine-tuning",

@@ -32,7 +32,7 @@ def pipeline_caveat(scheme: str) -> str | None:
         f"this model was trained with {scheme} tags: transformers' pipeline('token-classification') knows only B- and "
         f"I- and reads {last}-X and {single}-X as types of their own, so it ends an entity before its last word "
         f"(B-X I-X {last}-X gives two entities) and merges adjacent single-word entities ({single}-X {single}-X "
-        "gives one). Tag it with bioptimus-ner-tag or bioptimus_hf.ner.tagger.NerTagger, which decode "
+        "gives one). Tag it with bioptimus tag or bioptimus_hf.ner.tagger.NerTagger, which decode "
         f"{scheme}."
     )
 
@@ -68,7 +68,7 @@ def model_card(base_model: str, dataset: str, scheme: str, labels: Iterable[str]
             "## Tagging",
             "",
             "```bash",
-            'bioptimus-ner-tag --model_name_or_path MODEL --text "Mutations in BRCA1 cause breast cancer."',
+            'bioptimus tag --model_name_or_path MODEL --text "Mutations in BRCA1 cause breast cancer."',
             "```",
             "",
             "(`MODEL`: this directory, or its Hub id with `--revision`), or `NerTagger(MODEL)(texts)` "
