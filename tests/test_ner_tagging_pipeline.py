@@ -201,6 +201,8 @@ def test_cli_takes_model_name_or_path_and_revision_and_writes_the_pipeline_shape
         tag_entities.main(["--model", directory, "--model_name_or_path", directory, "--text", "x"])
     with pytest.raises(SystemExit, match=r"^error: give --model_name_or_path \(a fine-tuned model directory"):
         tag_entities.main(["--text", "x"])
-    missing = str(tmp_path / "missing")
-    with pytest.raises(SystemExit, match=rf"^error: --model_name_or_path {missing} --revision v1: [^\n]+$"):
+    missing = str(tmp_path / "missing")  # no such folder, and not a Hub id either: refused as parsed
+    with pytest.raises(SystemExit, match=rf"^error: --model_name_or_path {missing}: neither a directory nor a Hub id"):
         tag_entities.main(["--model_name_or_path", missing, "--revision", "v1", "--text", "x"])
+    with pytest.raises(SystemExit, match=r"^error: --model_name_or_path acme/missing --revision v1: [^\n]+$"):
+        tag_entities.main(["--model_name_or_path", "acme/missing", "--revision", "v1", "--text", "x"])  # offline
