@@ -367,3 +367,52 @@ def test_a_long_command_function_and_argv_from_a_mapping_are_named(tmp_path):
     )
     assert long_functions(package / "commands") == ["bioptimus_hf/commands/pretrain.py:5 run (61 lines)"]
     assert argv_from_mappings(package) == ["bioptimus_hf/study/runner.py:2 calls parse_mapping"]
+
+
+# ------------------------------------------------------------------------------------------ the contract table
+def owner_modules(text: str) -> set[str]:
+    """``wing/module.py`` (or ``wing/folder/``) named in the owner column of the contract table; a bare
+    ``module.py`` in a cell belongs to the wing named before it in that cell."""
+    named = set()
+    for line in text.splitlines():
+        cells = line.split("|")
+        if not line.startswith("|") or len(cells) < 4:
+            continue
+        wing = None
+        for token in re.findall(r"`([^`]+)`", cells[2]):
+            if not re.fullmatch(r"[\w/.]+(\.py|/)", token):
+                continue
+            if "/" in token.rstrip("/"):
+                wing = token.split("/")[0]
+                named.add(token.rstrip("/"))
+            elif wing is not None:
+                named.add(f"{wing}/{token}")
+    return named
+
+
+def test_the_contract_table_names_modules_that_exist_and_every_settings_and_run_module():
+    named = owner_modules(ARCHITECTURE.read_text(encoding="utf-8"))
+    # outside the package: repository paths (`configs/accelerate/`, `rust/` beside a wing's module)
+    missing = sorted(
+        name
+        for name in named
+        if not any((base / name).exists() for base in (PACKAGE, ROOT)) and not (ROOT / name.split("/", 1)[1]).exists()
+    )
+    assert not missing, f"docs/ARCHITECTURE.md names modules that do not exist: {missing}"
+    contracts = sorted(
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name.endswith("_config.py") or path.name in ("run.py",) or path.name.endswith("_run.py")
+    )
+    unnamed = [module for module in contracts if module not in named and not module.startswith("commands/")]
+    assert not unnamed, f"settings and run modules missing from docs/ARCHITECTURE.md's table: {unnamed}"
+
+
+def test_the_table_is_read_cell_by_cell():
+    text = "| a | `ner/conll.py`, `schemes.py` | x |\n| b | `pretraining/data.py` + `tokenization.py` | `ner/x.py` |\n"
+    assert owner_modules(text) == {
+        "ner/conll.py",
+        "ner/schemes.py",
+        "pretraining/data.py",
+        "pretraining/tokenization.py",
+    }

@@ -264,3 +264,28 @@ def test_fine_tune_ner_trains_each_seed_under_a_copy_of_the_callers_arguments(tm
         assert (output / f"seed_{seed}" / "seed_results.json").is_file()
         assert (output / f"seed_{seed}" / "test_predictions.conll").is_file()
     assert sorted(p.name for p in output.iterdir() if p.is_dir()) == ["seed_3", "seed_5"]
+
+
+# ------------------------------------------------------------------------------------------ --help stays light
+HELP_PROBE = """
+import contextlib, io, sys
+from bioptimus_hf.commands import dispatch
+for name in sys.argv[1:]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            dispatch.main([name, "--help"])
+        except SystemExit:
+            pass
+runs = ("run", "bioptimus_trainer", "tagging_run", "fine_tuning", "embedding_init", "distillation_trainer")
+print(sorted(m for m in sys.modules if m == "datasets" or (m.startswith("bioptimus_hf.") and m.split(".")[-1] in runs)))
+"""
+
+
+def test_a_commands_help_loads_neither_datasets_nor_the_run(tmp_path):
+    """Commands import their settings (config modules) at module level and the run only when they run: ``--help``
+    of every stage's command loads neither ``datasets`` nor a wing's run module. (``blurb`` and ``blurb-task``
+    import the BLURB wing's runs at module level.)"""
+    light = [name for name in STAGES if name not in ("blurb", "blurb-task")]
+    result = run_python("-c", HELP_PROBE, *light, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
