@@ -131,14 +131,16 @@ class BioptimusTrainer(LexicalWarmupTrainer):
         # The start model (the paper's Table 1) and its tokenizer; the masked-only head, dropout masks, allocator.
         set_seed(args.seed)
         model_name = model if isinstance(model, str) or model is None else getattr(model, "name_or_path", None)
-        tokenizer_name = processing_class if isinstance(processing_class, str) else None
+        tokenizer_name = (
+            processing_class if isinstance(processing_class, str) else getattr(processing_class, "name_or_path", None)
+        )
         init_report = None
         if isinstance(model, PreTrainedModel):
             tokenizer = load_fast_tokenizer(processing_class or model_name, purpose="word ids")
         else:
             model, tokenizer, init_report = build_initialized_model(
                 model,
-                tokenizer_name,
+                processing_class,  # a name, a path or a tokenizer (load_fast_tokenizer takes each)
                 args,
                 seed=args.seed,
                 config_name=args.config_name,
