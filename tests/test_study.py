@@ -355,6 +355,30 @@ def test_bad_study_flags_are_refused(tmp_path, flags, message):
         parse_args((StudyArguments,), [str(path), *flags])
 
 
+@pytest.mark.parametrize(
+    "arm, message",
+    [
+        ({"masking_stream": "random"}, r"^error: argument --masking_stream: invalid choice: 'random'"),
+        ({"no_such_flag": 1}, r"^error: 'no_such_flag' is not an argument of PretrainingModelArguments"),
+        ({"max_seq_length": "long"}, r"^error: argument --max_seq_length: invalid int value: 'long'"),
+    ],
+)
+def test_an_arm_setting_the_run_refuses_ends_the_study_with_one_line(tmp_path, tiny_model_dir, arm, message):
+    """An arm's mapping becomes the run's dataclasses as a config file would: a value they refuse ends the study
+    with one line naming it, before anything trains."""
+    config = study_config(
+        tmp_path,
+        tiny_model_dir,
+        arms=[{"name": "a", "init_strategy": "continued", **arm}],
+        include_base=False,
+        ner_data_dirs=None,
+        skip_analysis=True,
+    )
+    with pytest.raises(SystemExit, match=message):
+        run_study.main([config])
+    assert not (tmp_path / "study" / "arms" / "a" / "pretraining").exists()
+
+
 def test_isotropy_measures_on_constructed_clouds():
     rng = np.random.default_rng(0)
     gaussian = rng.normal(size=(5000, 20))
