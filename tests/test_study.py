@@ -360,7 +360,10 @@ def test_bad_study_flags_are_refused(tmp_path, flags, message):
     [
         ({"masking_stream": "random"}, r"^error: argument --masking_stream: invalid choice: 'random'"),
         ({"no_such_flag": 1}, r"^error: 'no_such_flag' is not an argument of PretrainingModelArguments"),
-        ({"max_seq_length": "long"}, r"^error: argument --max_seq_length: invalid int value: 'long'"),
+        (
+            {"lexical_warmup_learning_rate": "fast"},
+            r"^error: argument --lexical_warmup_learning_rate: invalid float value: 'fast'",
+        ),
     ],
 )
 def test_an_arm_setting_the_run_refuses_ends_the_study_with_one_line(tmp_path, tiny_model_dir, arm, message):
