@@ -20,6 +20,7 @@ from transformers import TrainingArguments
 
 from ..pretraining.curriculum_config import CurriculumArguments
 from ..pretraining.data_config import PretrainingDataArguments
+from ..releases.lineage import base_model_hub_id_field
 from ..releases.release_config import ReleaseArguments
 from .recipes import (
     DISTILLATION_RECIPES,
@@ -318,8 +319,8 @@ class TeacherArguments:
     tokenizer_name: str | None = field(
         default=None, metadata={"help": "Tokenizer (default: the teacher's); it must be the teacher's vocabulary."}
     )
-    teacher_hub_id: str | None = field(
-        default=None, metadata={"help": "The teacher's Hub id for the card when the path is a local copy."}
+    teacher_hub_id: str | None = base_model_hub_id_field(
+        "the teacher", "--teacher_model_name_or_path", aliases=["--base_model_hub_id"]
     )
     student_version: str | None = field(
         default=None, metadata={"help": "Version of the student release (default: the last curriculum phase's)."}

@@ -18,8 +18,8 @@ from ..pretraining.callback import PhaseScheduleCallback
 from ..pretraining.data import load_pretraining_datasets
 from ..pretraining.data_config import PretrainingDataArguments
 from ..pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
+from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
-from ..releases.record import base_model_hub_id, public_name
 from ..releases.release_config import ReleaseArguments, resolve_release_hub
 from ..utils.cli import exit_on_bad_input
 from ..utils.distributed import close_process_group

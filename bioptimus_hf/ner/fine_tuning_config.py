@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
+from ..releases.lineage import base_model_hub_id_field
 from ..utils.bulk_dropout import BULK_DROPOUT_HELP
 
 
@@ -52,7 +53,8 @@ class FineTuningModelArguments:
 
 @dataclass
 class NerModelArguments(FineTuningModelArguments):
-    """``bioptimus ner``'s model flags: :class:`FineTuningModelArguments` and how dropout masks are drawn."""
+    """``bioptimus ner``'s model flags: :class:`FineTuningModelArguments`, how dropout masks are drawn and the base
+    model's Hub id for the cards."""
 
     bulk_dropout: bool = field(
         default=False,
@@ -62,6 +64,7 @@ class NerModelArguments(FineTuningModelArguments):
             "benchmarks/ner_training_dropout.py)."
         },
     )
+    base_model_hub_id: str | None = base_model_hub_id_field()
 
 
 @dataclass

@@ -148,6 +148,7 @@ def fine_tune_ner(
         bulk_dropout=bulk_dropout,
         model_name=model_name,
         dataset_name=dataset_name,
+        base_model_hub_id=model_args.base_model_hub_id,
     )
 
     # 4. The results: each seed's, then every seed of output_dir merged (all_results.json, results.md...).
@@ -186,5 +187,12 @@ def fine_tune_ner(
     results = share_from_main(write_and_merge)
     close_process_group()
     if hub is not None and training_args.process_index == 0:
-        push_best_seed(hub, base_output_dir, results, model_args.model_name_or_path, data_args.dataset_name)
+        push_best_seed(
+            hub,
+            base_output_dir,
+            results,
+            model_args.model_name_or_path,
+            data_args.dataset_name,
+            base_model_hub_id=model_args.base_model_hub_id,
+        )
     return results

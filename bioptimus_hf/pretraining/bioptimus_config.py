@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
+from ..releases.lineage import base_model_hub_id_field
 from ..releases.release_config import ReleaseArguments
 from ..utils.bulk_dropout import BULK_DROPOUT_HELP
 from ..vocabulary.init_config import EmbeddingInitArguments
@@ -62,13 +63,7 @@ class BioptimusConfig(
     ``bioptimus pretrain`` has always parsed them: initialisation, corpus, lexical warm-up, then the Trainer's own."""
 
     config_name: str | None = field(default=None, metadata={"help": "Architecture for --init_strategy scratch."})
-    base_model_hub_id: str | None = field(
-        default=None,
-        metadata={
-            "help": "The base model's Hub id, for model cards, when --model_name_or_path is a local copy "
-            "(default: the id recorded in its config.json, if any)."
-        },
-    )
+    base_model_hub_id: str | None = base_model_hub_id_field()
     masked_only_prediction: bool = field(
         default=True,
         metadata={

@@ -33,8 +33,8 @@ from typing import Any
 
 from transformers import PreTrainedModel, TrainingArguments, set_seed
 
+from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
-from ..releases.record import base_model_hub_id, public_name
 from ..releases.release_config import ReleaseHub, resolve_release_hub
 from ..utils.allocator import retain_freed_memory
 from ..utils.bulk_dropout import enable_bulk_dropout, use_bulk_dropout

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .hub import DEFAULT_COMMIT_MESSAGE, MODES
-from .record import normalise_version
+from .naming import normalise_version
 
 
 @dataclass
