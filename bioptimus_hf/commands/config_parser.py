@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import json
 import os
 import re
 import shlex
@@ -35,7 +36,6 @@ from transformers.hf_argparser import string_to_bool
 
 from ..utils.cli import exit_on_bad_input, exit_on_usage_error
 from ..utils.config_files import CONFIG_SUFFIXES, packaged_config_names, read_config  # noqa: F401  (importers)
-from ..utils.flags import mapping_to_argv
 from ..utils.model_reference import MODEL_REFERENCE_FIELDS, check_model_reference
 from .dispatch import COMMANDS, command_for_program
 
@@ -122,6 +122,25 @@ class CommandParser(HfArgumentParser):
         if unknown is not None:
             raise ValueError(f"config file {reference}: {self.unknown_flag_message(unknown, 'key')}")
         return mapping_to_argv(mapping)
+
+
+def mapping_to_argv(data: dict) -> list[str]:
+    """Flags for a mapping of argument names to values: how a config file becomes a command line (a config file's
+    values come before the flags given after it, which override them)."""
+    argv: list[str] = []
+    for key, value in data.items():
+        if value is None:
+            continue
+        flag = f"--{key}"
+        if isinstance(value, bool):
+            argv += [flag, str(value).lower()]
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, *[json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value]]
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
 
 
 def wrap_command(command: str, width: int, indent: str = "  ") -> str:
