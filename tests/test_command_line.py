@@ -170,9 +170,8 @@ def test_the_packaged_configs_are_the_repositorys(tmp_path):
 
 
 def test_pretrain_runs_a_packaged_config_with_flags_over_it(tmp_path, monkeypatch, tiny_model_dir):
-    pretrain = dispatch_module("pretrain")
     runs = []
-    monkeypatch.setattr(pretrain, "pretrain", lambda *arguments: runs.append(arguments))
+    monkeypatch.setattr("bioptimus_hf.pretraining.run.run_pretraining", lambda *arguments: runs.append(arguments))
     monkeypatch.chdir(tmp_path)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a line\n")
@@ -181,7 +180,7 @@ def test_pretrain_runs_a_packaged_config_with_flags_over_it(tmp_path, monkeypatc
         + ["--output_dir", "out", "--max_steps", "8"]
     )
     (arguments,) = runs
-    by_field = {field: args for args in arguments for field in vars(args)}  # h-runs may regroup the dataclasses
+    by_field = {field: args for args in arguments for field in vars(args)}  # whichever dataclass holds each flag
     model_args, data_args, training_args = by_field["model_name_or_path"], by_field["train_file"], arguments[-1]
     assert model_args.model_name_or_path == str(tiny_model_dir) and data_args.train_file == ["corpus.txt"]
     assert (training_args.output_dir, training_args.max_steps) == ("out", 8)
@@ -249,8 +248,10 @@ def test_every_path_flag_of_every_command_is_an_input_or_an_output():
         module = dispatch_module(name)
         for value in vars(module).values():
             for kind in value if isinstance(value, tuple) else (value,):
-                if isinstance(kind, type) and dataclasses.is_dataclass(kind) and kind is not TrainingArguments:
+                if isinstance(kind, type) and dataclasses.is_dataclass(kind):
                     names |= {f.name for f in dataclasses.fields(kind)}
+    assert {"train_file", "data_dir", "corpus_files", "base_tokenizer", "ner_config", "input_file"} <= names
+    names -= {f.name for f in dataclasses.fields(TrainingArguments)} - classified  # transformers' own, as listed
     unclassified = {n for n in names if looks_like_a_path.search(n)} - classified - not_paths
     assert not unclassified
 

@@ -63,6 +63,8 @@ NAME_OR_PATH_FIELDS = frozenset(
         "dataset_name",
         "curriculum",
         "deepspeed",
+        "fsdp_config",
+        "accelerator_config",
         "resume_from_checkpoint",
     }
 )
