@@ -105,7 +105,7 @@ def test_the_trainer_takes_plain_training_arguments_and_refuses_a_run_without_st
 
 
 # ------------------------------------------------------------------------------------------ settings from a mapping
-def test_a_mapping_gives_the_dataclasses_a_config_file_holding_it_gives(tmp_path):
+def test_a_mapping_gives_the_dataclasses_a_config_file_holding_it_gives(tmp_path, monkeypatch):
     """The study's way in: yaml values converted to each field's type, aliases, lists from one value, as
     ``bioptimus pretrain config.yaml`` parses the same mapping."""
     import yaml
@@ -126,8 +126,9 @@ def test_a_mapping_gives_the_dataclasses_a_config_file_holding_it_gives(tmp_path
     }
     config_file = tmp_path / "run.yaml"
     config_file.write_text(yaml.safe_dump(mapping))
+    monkeypatch.chdir(tmp_path)  # the config in the working directory: its relative paths mean the same
     from_mapping = configs_from_mapping(PRETRAINING_ARGUMENT_TYPES, mapping)
-    from_file = parse_args(PRETRAINING_ARGUMENT_TYPES, [str(config_file)])
+    from_file = parse_args(PRETRAINING_ARGUMENT_TYPES, [config_file.name])
     assert from_mapping[0] == from_file[0]
     assert from_mapping[1].to_dict() == from_file[1].to_dict()
     config = from_mapping[1]

@@ -452,7 +452,7 @@ def test_run_ner_push_to_hub_of_a_bioul_model_keeps_the_local_card_and_its_taggi
         assert "**Do not use transformers' pipeline for this model:** " + pipeline_caveat("BIOUL") in pushed.text
         assert "**BIOUL** tagging scheme" in pushed.text and "`U-Chemical`" in pushed.text
         assert f"the model of seed {seed}, the best devel F1" in pushed.text and "| mean ± std |" in pushed.text
-        assert f"bioptimus-ner-tag --model_name_or_path acme/bioul-{'given' if given else 'local'}" in pushed.text
+        assert f"bioptimus tag --model_name_or_path acme/bioul-{'given' if given else 'local'}" in pushed.text
         # everything the other seed's local card says, the pushed card says too: metadata and every line
         local = ModelCard((out / f"seed_{3 - seed}" / "README.md").read_text())
         assert local.data.to_dict().items() <= pushed.data.to_dict().items()

@@ -381,7 +381,7 @@ def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path, monkeypatch):
 
 
 def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
-    """bioptimus-ner-compare --seeds 1,2: each seed a job of its own, run separately (out of order), merged
+    """bioptimus compare --seeds 1,2: each seed a job of its own, run separately (out of order), merged
     with --results_only into the same table and all_results.json as one run_ner.py run with both seeds."""
     import shutil
 

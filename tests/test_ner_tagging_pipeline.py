@@ -150,7 +150,7 @@ def test_a_bioul_model_warns_at_load_what_the_pipeline_gets_wrong(tmp_path, capl
     ]
     caveat = pipeline_caveat("BIOUL")
     assert "B-X I-X L-X gives two entities" in caveat and "U-X U-X gives one" in caveat
-    assert "bioptimus-ner-tag" in caveat and "E-X" in pipeline_caveat("IOBES")
+    assert "bioptimus tag" in caveat and "E-X" in pipeline_caveat("IOBES")
 
 
 @pytest.mark.parametrize("scheme", ["IO", "BIO", "BIOUL"])
@@ -161,7 +161,7 @@ def test_the_model_card_says_how_to_tag_and_whether_the_pipeline_can(tmp_path, s
     assert card.data.pipeline_tag == "token-classification" and card.data.library_name == "transformers"
     assert "# v0.4 fine-tuned for NER on NCBI-disease-IOB" in card.text
     assert f"**{scheme}** tagging scheme" in card.text and all(f"`{label}`" in card.text for label in labels)
-    assert "bioptimus-ner-tag --model_name_or_path MODEL" in card.text
+    assert "bioptimus tag --model_name_or_path MODEL" in card.text
     if scheme == "BIOUL":
         assert "Do not use transformers' pipeline for this model:** " + pipeline_caveat(scheme) in card.text
     else:
@@ -202,6 +202,8 @@ def test_cli_takes_model_name_or_path_and_revision_and_writes_the_pipeline_shape
         tag_entities.main(["--model", directory, "--model_name_or_path", directory, "--text", "x"])
     with pytest.raises(SystemExit, match=r"^error: give --model_name_or_path \(a fine-tuned model directory"):
         tag_entities.main(["--text", "x"])
-    missing = str(tmp_path / "missing")
-    with pytest.raises(SystemExit, match=rf"^error: --model_name_or_path {missing} --revision v1: [^\n]+$"):
+    missing = str(tmp_path / "missing")  # no such folder, and not a Hub id either: refused as parsed
+    with pytest.raises(SystemExit, match=rf"^error: --model_name_or_path {missing}: neither a directory nor a Hub id"):
         tag_entities.main(["--model_name_or_path", missing, "--revision", "v1", "--text", "x"])
+    with pytest.raises(SystemExit, match=r"^error: --model_name_or_path acme/missing --revision v1: [^\n]+$"):
+        tag_entities.main(["--model_name_or_path", "acme/missing", "--revision", "v1", "--text", "x"])  # offline

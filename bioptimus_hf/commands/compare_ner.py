@@ -1,4 +1,4 @@
-"""``bioptimus compare`` (``bioptimus-ner-compare``): evaluate several models on several NER datasets with
+"""``bioptimus compare``: evaluate several models on several NER datasets with
 ``bioptimus ner``, one table.
 
     bioptimus compare --config configs/ner_blurb.yaml \

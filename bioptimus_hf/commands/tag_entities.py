@@ -1,7 +1,7 @@
-"""``bioptimus-ner-tag``: tag entities in raw text with a model fine-tuned by run_ner.py (JSON lines out).
+"""``bioptimus tag``: tag entities in raw text with a model fine-tuned by run_ner.py (JSON lines out).
 
-    bioptimus-ner-tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
-    bioptimus-ner-tag --model_name_or_path acme/ner-model --revision v1 --input_file abstracts.txt \
+    bioptimus tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
+    bioptimus tag --model_name_or_path acme/ner-model --revision v1 --input_file abstracts.txt \
         --output_file entities.jsonl
 
 One line per input line: ``{"line": n, "entities": [...]}``, each entity in the shape of transformers'

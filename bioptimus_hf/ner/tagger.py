@@ -9,8 +9,8 @@ aggregation_strategy="first")`` gives them (``entity_group``, ``score``, ``word`
 and BIO models the pipeline groups the same words; the tagger also decodes BIOUL models (a warning at load says
 what the pipeline gets wrong for them: ``ner/model_card.py``) and never truncates long abstracts.
 
-    bioptimus-ner-tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
-    bioptimus-ner-tag --model_name_or_path out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
+    bioptimus tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
+    bioptimus tag --model_name_or_path out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
 
 Speed (numbers in docs/ner.md): texts are taken in bounded chunks (``chunk_size``) from any iterable
 and results come out in input order as each chunk is done, so a PubMed-sized file never sits in
