@@ -26,6 +26,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = [
+    "prepare-corpus",
     "train-tokenizer",
     "init-embeddings",
     "pretrain",
@@ -102,6 +103,7 @@ def test_console_scripts_are_bioptimus_and_the_hyphenated_commands_on_the_same_m
         "bioptimus-publish": "publish",
         "bioptimus-ner-tag": "tag",
         "bioptimus-ner-compare": "compare",
+        "bioptimus-prepare-corpus": "prepare-corpus",
         "bioptimus-train-tokenizer": "train-tokenizer",
         "bioptimus-init-embeddings": "init-embeddings",
         "bioptimus-remove-layers": "remove-layers",

@@ -25,6 +25,7 @@ class Command:
 
 # In pipeline order: the one list of commands (help, dispatch, tests).
 COMMANDS: dict[str, Command] = {
+    "prepare-corpus": Command("prepare_corpus", "NLM's PubMed XML files (baseline, updates) to a sharded corpus"),
     "train-tokenizer": Command("train_tokenizer", "train a vocabulary of the base's family, with a coverage report"),
     "init-embeddings": Command("init_embeddings", "write a base model initialised for a new vocabulary"),
     "pretrain": Command("pretrain", "continued masked-LM pre-training through the curriculum, a release per phase"),
