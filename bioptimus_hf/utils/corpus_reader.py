@@ -20,8 +20,10 @@ through :func:`iter_lines`, so that they agree on what a line is and on how bad 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import os
+import tempfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -191,6 +193,29 @@ def _open_shard(path: Path):
 def _shard_stats(path: Path) -> CorpusReadStats:
     rows = _open_shard(path).metadata.num_rows
     return CorpusReadStats(files=[str(path)], lines=rows, nonempty_lines=rows, bytes=path.stat().st_size)
+
+
+@contextlib.contextmanager
+def plain_text_files(paths: Iterable[str | os.PathLike]) -> Iterator[list[Path]]:
+    """The corpus as files of plain lines, for a reader of text files only (qik-find's Rust backend): a prepared
+    corpus's shards are written as their lines (:func:`iter_lines`, so both readers see the same lines) to temporary
+    files under ``TMPDIR``, removed on exit; other files are given as they are."""
+    paths = expand_corpus_paths(paths)
+    if not any(is_shard_file(p) for p in paths):
+        yield paths
+        return
+    with tempfile.TemporaryDirectory(prefix="bioptimus-corpus-") as directory:
+        plain = []
+        for number, path in enumerate(paths):
+            if not is_shard_file(path):
+                plain.append(path)
+                continue
+            copy = Path(directory) / f"{number:05d}-{path.stem}.txt"
+            with open(copy, "w", encoding="utf-8") as out:
+                for line in iter_lines([path]):
+                    out.write(line + "\n")
+            plain.append(copy)
+        yield plain
 
 
 def iter_text_lines(paths: Iterable[str | os.PathLike], stats: CorpusReadStats | None = None) -> Iterator[str]:

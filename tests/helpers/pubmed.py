@@ -1,9 +1,14 @@
 """NLM-style PubMed files for the prepare-corpus tests: two baseline files, an update file, a truncated file, and
-the corpus they must give (``EXPECTED_TEXTS``, by PMID)."""
+the corpus they must give (``EXPECTED_TEXTS``, by PMID); a prepared corpus of shared-corpus sentences."""
 
 from pathlib import Path
+from xml.sax.saxutils import escape
 
+from bioptimus_hf.corpus.prepare import prepare_corpus
+from bioptimus_hf.corpus.prepare_config import PrepareCorpusArguments
 from bioptimus_hf.testing.pubmed_files import Record, write_pubmed_file
+
+from . import corpus_lines
 
 
 STRUCTURED = [
@@ -73,3 +78,21 @@ def write_pubmed_fixtures(directory: Path, truncated: bool = True) -> list[Path]
     if truncated:
         files.append(write_pubmed_file(directory / "pubmed25n0004.xml.gz", TRUNCATED, truncate_at=0.6))
     return files
+
+
+def write_prepared_corpus(directory: Path, citations: int = 200, files: int = 2, **settings) -> Path:
+    """``directory/prepared``: ``citations`` citations of three shared-corpus lines each (a title, a two-sentence
+    abstract) in ``files`` PubMed files, prepared in this process."""
+    lines = [escape(line) for line in corpus_lines(3 * citations)]  # plain text in XML
+    records = [
+        Record(i + 1, lines[3 * i], [(None, None, f"{lines[3 * i + 1]} {lines[3 * i + 2]}")]) for i in range(citations)
+    ]
+    per_file = -(-citations // files)
+    inputs = [
+        write_pubmed_file(directory / f"pubmed25n{f + 1:04d}.xml.gz", records[f * per_file : (f + 1) * per_file])
+        for f in range(files)
+    ]
+    output = directory / "prepared"
+    settings = {"num_workers": 1, "disable_tqdm": True, **settings}
+    prepare_corpus(PrepareCorpusArguments(input_files=[str(p) for p in inputs], output_dir=str(output), **settings))
+    return output
