@@ -22,7 +22,7 @@ from transformers import Trainer, TrainingArguments, set_seed
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments, LexicalWarmupArguments
-from bioptimus_hf.pretraining.data import load_pretraining_datasets, text_corpus_files
+from bioptimus_hf.pretraining.data import load_pretraining_datasets, shuffle_buffer_size, text_corpus_files
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.pretraining.lexical_warmup import (
     LexicalWarmup,
@@ -40,6 +40,7 @@ from bioptimus_hf.pretraining.run_lifecycle import (
     setup_logging,
 )
 from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
+from bioptimus_hf.pretraining.stream_resume import with_stream_resume
 from bioptimus_hf.releases.publisher import start_release_publisher
 from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
@@ -274,13 +275,17 @@ def pretrain(
     )
     # With a lexical warm-up, the Trainer freezes the body for it and runs its learning-rate schedule.
     trainer_class, warmup_kwargs = (LexicalWarmupTrainer, {"lexical_warmup": warmup}) if warmup else (Trainer, {})
-    trainer = trainer_class(
+    # A stream resumes from the loader state its checkpoint holds, not by reading every trained batch again.
+    trainer = with_stream_resume(trainer_class)(
         model=model,
         args=training_args,
         train_dataset=data.train,
         eval_dataset=data.eval,
         processing_class=tokenizer,
         data_collator=collator,
+        streaming_resume=data_args.streaming_resume,
+        shuffle_buffer_size=shuffle_buffer_size(data_args) if data_args.streaming else 0,
+        on_inexact_resume=[lambda step, text: callback.schedule_changes.append({"step": step, "description": text})],
         **warmup_kwargs,
     )
     trainer.add_callback(callback)
