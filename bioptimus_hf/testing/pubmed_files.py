@@ -85,7 +85,7 @@ def delete_xml(pmids) -> str:
 
 def pubmed_document(records: list[Record], deletions=()) -> str:
     body = "".join(record_xml(r) for r in records)
-    return HEADER + body + (delete_xml(deletions) if deletions else "") + FOOTER
+    return HEADER + body + (delete_xml(deletions) if len(deletions) else "") + FOOTER
 
 
 def write_pubmed_file(path: str | Path, records: list[Record], deletions=(), truncate_at: float | None = None) -> Path:
