@@ -2,8 +2,9 @@
 qik-find → a streaming run that is killed and resumed; seconds and peak memory of each stage, and the seconds a resume
 spends before its next step, from the loader state and by transformers' replay, against the step resumed at.
 
-    flock -x /tmp/bioptimus-cpu.lock env OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pubmed_scale.py \\
-        --work_dir /tmp/pubmed_scale --base_citations 10000 --scales 1 4 16 --resume_steps 100 400 1600
+    flock -s /tmp/bioptimus-cpu.lock env OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pubmed_scale.py \\
+        --work_dir /tmp/pubmed_scale --base_citations 4000 --scales 1 --resume_steps 50 200 600 --batch_size 8
+    # then --scales 4 and --scales 16 with --resume_steps 50 (each scale is its own section of the results)
 
 The corpus: ``base_citations × scale`` citations in baseline files of ``citations_per_file``, then one update file
 that re-issues ``update_fraction`` of them and deletes a fifth as many; titles and abstracts are sentences of
@@ -99,6 +100,9 @@ class PubmedScaleArguments:
     update_fraction: float = field(default=0.05, metadata={"help": "Share of citations an update file re-issues."})
     prepare_workers: int = field(default=2, metadata={"help": "prepare-corpus --num_workers."})
     vocab_size: int = field(default=30522, metadata={"help": "train-tokenizer --vocab_size."})
+    map_style_resume: bool = field(
+        default=True, metadata={"help": "Also resume a map-style run at the last step (first scale)."}
+    )
     resume_steps: list[int] = field(
         default_factory=lambda: [100, 400, 1600], metadata={"help": "Steps killed at and resumed from (first scale)."}
     )
@@ -161,6 +165,7 @@ def write_corpus(directory: Path, citations: int, args: PubmedScaleArguments, se
 
 def measure(command: list[str], env: dict | None = None) -> dict:
     """Run ``command``; wall seconds, the peak summed RSS of its process tree (MB), its PROBE line (if any)."""
+    load = [round(x, 2) for x in os.getloadavg()]  # other jobs on the machine when the stage starts
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     watched, peak = psutil.Process(process.pid), 0
@@ -176,7 +181,12 @@ def measure(command: list[str], env: dict | None = None) -> dict:
     probe = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("PROBE ")]
     if process.returncode not in (0, -9) or (process.returncode == -9 and not probe):
         raise SystemExit(f"error: {' '.join(command[:4])}... failed ({process.returncode}):\n{err[-3000:]}")
-    return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak / 2**20, 1), "probe": probe[-1] if probe else None}
+    return {
+        "seconds": round(seconds, 2),
+        "peak_rss_mb": round(peak / 2**20, 1),
+        "load_average": load,
+        "probe": probe[-1] if probe else None,
+    }
 
 
 def minilm_dir() -> str:
@@ -225,9 +235,9 @@ def run_flags(
             out,
             "--do_train",
             "--streaming",
-            "true",
+            str(streaming_resume != "map-style").lower(),
             "--streaming_resume",
-            streaming_resume,
+            "state" if streaming_resume == "map-style" else streaming_resume,
             "--max_steps",
             max_steps,
             "--per_device_train_batch_size",
@@ -270,6 +280,7 @@ def resume_arms(run_dir: Path, step: int, flags_for, scratch: Path, arms=("state
             "seconds_to_next_step": round(measured["probe"]["first_step"] - measured["probe"]["train"], 3),
             "wall_seconds": measured["seconds"],
             "peak_rss_mb": measured["peak_rss_mb"],
+            "load_average": measured["load_average"],
         }
         shutil.rmtree(copy)
     return found
@@ -344,6 +355,7 @@ def main():
         text_mb = json.loads((tokenizer / "coverage_report.json").read_text())["corpus"]["bytes"] / 2**20
         row["text_mb"] = round(text_mb, 1)
         row["vocabulary"] = {
+            "load_average": stage["load_average"],
             "seconds": stage["seconds"],
             "peak_rss_mb": stage["peak_rss_mb"],
             "text_mb_per_second": round(text_mb / stage["seconds"], 2),
@@ -351,6 +363,7 @@ def main():
 
         stage = measure([sys.executable, "-c", QIKFIND_STAGE, str(prepared), minilm_dir(), str(tokenizer)], env)
         row["qikfind"] = {
+            "load_average": stage["load_average"],
             "seconds": stage["seconds"],
             "peak_rss_mb": stage["peak_rss_mb"],
             **stage["probe"],
@@ -369,6 +382,7 @@ def main():
         times = stage["probe"]  # steps after the first (which compiles nothing, but warms the stream) per second
         steps_per_second = (max(kills) - 1) / (times[f"checkpoint-{max(kills)}"] - times["first_step"])
         row["streaming_run"] = {
+            "load_average": stage["load_average"],
             "steps": max(kills),
             "wall_seconds": stage["seconds"],
             "peak_rss_mb": stage["peak_rss_mb"],
@@ -376,7 +390,9 @@ def main():
             "tokens_per_second": round(steps_per_second * args.batch_size * args.max_seq_length),
         }
         row["resume"] = {str(step): resume_arms(run_dir, step, flags_for, here) for step in kills}
-        if index == 0:  # a map-style run's resume (the Trainer skips sampler indices) at the last step
+        if (
+            index == 0 and args.map_style_resume
+        ):  # a map-style run's resume (the Trainer skips sampler indices) at the last step
             map_dir = here / "map_run"
             measure([sys.executable, "-c", RUN_PROBE, str(max(kills)), "run", *flags_for(map_dir, "map-style")], env)
             arms = resume_arms(map_dir, max(kills), lambda out, arm: flags_for(out, "map-style"), here, ("map-style",))
