@@ -9,7 +9,7 @@ Update semantics equal to applying the files one after another in the order of t
 2. **merge** (main process): the PMIDs of every parsed file, in name order, as one sequence of events. A citation
    record is *current* when it is its PMID's last event, *replaced* when a later record of that PMID follows it,
    *deleted* when only ``DeleteCitation`` events follow. This is what the sequential application gives, whatever
-   order the files were parsed in; the merge holds two 4-byte integers per record of the corpus.
+   order the files were parsed in; the merge holds a few integers (~40 bytes) per record of the corpus.
 3. **write** (parallel, one task per input file): each file's current citations, less those the filters leave out
    (no abstract, language, too short; counted by reason), in a seeded random order, as ``DIR/<stem>.parquet``. A
    shard is written under a temporary name and renamed when complete; its metadata holds a key of everything it
