@@ -28,6 +28,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = [
+    "prepare-corpus",
     "train-tokenizer",
     "init-embeddings",
     "pretrain",

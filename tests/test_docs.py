@@ -19,6 +19,7 @@ LINE_BUDGETS = {
     "distillation.md": 260,
     "guarantees.md": 60,
     "pretraining.md": 90,
+    "pubmed.md": 75,
     "qikfind.md": 200,
     "scale_out.md": 100,
     "study.md": 390,

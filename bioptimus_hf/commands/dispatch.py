@@ -35,6 +35,17 @@ class Command:
 
 # In pipeline order: the one list of commands (help, dispatch, console scripts, README, tests).
 COMMANDS: dict[str, Command] = {
+    "prepare-corpus": Command(
+        "prepare_corpus",
+        "NLM's PubMed XML files (baseline, updates) to a sharded corpus",
+        "Turn NLM's PubMed baseline and update files (pubmed<yy>n<NNNN>.xml.gz) into a corpus every stage reads: "
+        "one record per citation (pmid, version, title then abstract as text, language, year), files applied in "
+        "name order so later versions replace earlier ones and DeleteCitation removes them, filters, Parquet shards "
+        "and manifest.json with counts that reconcile and checksums. A rerun skips finished shards. See "
+        "docs/pubmed.md.",
+        "bioptimus prepare-corpus --input_files pubmed/pubmed25n0001.xml.gz pubmed/pubmed25n0002.xml.gz "
+        "--output_dir corpus/pubmed",
+    ),
     "train-tokenizer": Command(
         "train_tokenizer",
         "train a vocabulary of the base's family, with a coverage report",

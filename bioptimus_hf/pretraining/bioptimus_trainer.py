@@ -50,11 +50,12 @@ from ..vocabulary.embedding_init import (
 from .bioptimus_config import BioptimusConfig
 from .callback import PhaseScheduleCallback
 from .collator import CurriculumDataCollator
-from .data import prepare_pretraining_datasets
+from .data import prepare_pretraining_datasets, shuffle_buffer_size
 from .lexical_warmup import LexicalWarmup, LexicalWarmupTrainer, lexical_parameters
 from .masked_lm import masked_only_status, use_masked_only_prediction
 from .phases import Curriculum, PhaseSchedule
 from .static_shapes import allow_compiled_shapes
+from .stream_resume import StreamResumeMixin
 
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ def as_bioptimus_config(args: TrainingArguments | None, model: Any) -> Bioptimus
     return BioptimusConfig(**{f.name: getattr(args, f.name) for f in fields(args) if f.init})
 
 
-class BioptimusTrainer(LexicalWarmupTrainer):
+class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
     """A ``Trainer`` for the curriculum on raw text (see the module docstring).
 
     Args:
@@ -226,6 +227,12 @@ class BioptimusTrainer(LexicalWarmupTrainer):
             eval_dataset=data.eval,
             processing_class=tokenizer,
             lexical_warmup=warmup,
+            # A stream resumes from the loader state its checkpoint holds, not by reading every trained batch again.
+            streaming_resume=args.streaming_resume,
+            shuffle_buffer_size=shuffle_buffer_size(args) if data.streaming else 0,
+            on_inexact_resume=[
+                lambda step, text: phase_callback.schedule_changes.append({"step": step, "description": text})
+            ],
             **kwargs,
         )
         self.add_callback(phase_callback)

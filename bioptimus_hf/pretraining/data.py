@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..utils.corpus_reader import CorpusFileError, CorpusReadStats, check_corpus_files
-from .data_config import CORPUS_BUILDERS, PretrainingDataArguments
+from ..utils.prepared_corpus import expand_corpus_paths, is_prepared_corpus_dir, read_manifest
+from .data_config import CORPUS_BUILDERS, DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from .tokenization import group_texts, tokenize_with_word_ids
 
 
@@ -42,10 +45,28 @@ def corpus_builder(files: list[str], flag: str = "--train_file") -> str:
     return next(iter(kinds))
 
 
+def corpus_files(files: list[str] | None) -> list[str]:
+    """``--train_file``/``--validation_file`` values with each prepared corpus directory replaced by its shards."""
+    return [str(path) for path in expand_corpus_paths(files or [])]
+
+
 def text_corpus_files(data_args: PretrainingDataArguments) -> list[str]:
-    """The plain-text training files (what the context search of the initialisation reads by default)."""
+    """The training files read as lines (text or a prepared corpus's shards): what the context search of the
+    initialisation reads by default."""
+    files = corpus_files(data_args.train_file)
+    return files if files and corpus_builder(files) in ("text", "parquet") else []
+
+
+def shuffle_buffer_size(data_args: PretrainingDataArguments) -> int:
+    """The streaming shuffle buffer: ``--shuffle_buffer_size``, else 0 for a prepared corpus whose rows were written
+    in a shuffled order (every training file is such a directory), else the default buffer."""
+    if data_args.shuffle_buffer_size is not None:
+        return data_args.shuffle_buffer_size
     files = list(data_args.train_file or [])
-    return files if files and corpus_builder(files) == "text" else []
+    prepared = bool(files) and all(is_prepared_corpus_dir(f) for f in files)
+    if prepared and all(read_manifest(f)["settings"].get("shuffle_rows") for f in files):
+        return 0
+    return DEFAULT_SHUFFLE_BUFFER_SIZE
 
 
 def check_pretraining_data(data_args: PretrainingDataArguments) -> CorpusReadStats | None:
@@ -54,7 +75,9 @@ def check_pretraining_data(data_args: PretrainingDataArguments) -> CorpusReadSta
         raise CorpusFileError("give a corpus: --train_file FILE [FILE ...] or --dataset_name NAME")
     if not data_args.train_file:
         return None
-    files = list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else [])
+    files = corpus_files(
+        list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else [])
+    )
     builder = corpus_builder(files, "--train_file/--validation_file")
     if builder != "text":
         for file in files:
@@ -73,10 +96,22 @@ def check_pretraining_data(data_args: PretrainingDataArguments) -> CorpusReadSta
 
 
 def _check_text_column(path: Path, builder: str, column: str) -> None:
-    """The first record of a JSON-lines or CSV file has the text column (read before any model is loaded)."""
+    """The first record of a JSON-lines or CSV file, or a Parquet file's schema, has the text column (read before
+    any model is loaded)."""
     import csv
     import json
 
+    if builder == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            columns = pq.read_schema(path).names
+        except (pa.ArrowException, OSError) as error:
+            raise CorpusFileError(f"corpus file {path}: not a readable Parquet file ({error})") from None
+        if column not in columns:
+            raise CorpusFileError(f"--text_column_name {column!r} not in the columns of {path}: {columns}")
+        return
     with open(path, encoding="utf-8", errors="replace", newline="") as handle:
         if builder == "csv":
             columns = next(csv.reader(handle), [])
@@ -113,12 +148,14 @@ def load_raw_corpus(data_args: PretrainingDataArguments, cache_dir: str | None, 
             data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir, streaming=data_args.streaming
         )
     else:
-        data_files = {"train": data_args.train_file}
+        train_files = corpus_files(data_args.train_file)
+        if data_args.streaming and shuffle_buffer_size(data_args) == 0:
+            # No buffer: the files (a prepared corpus's shards) are read in an order drawn from the seed.
+            train_files = [train_files[i] for i in np.random.default_rng(seed).permutation(len(train_files))]
+        data_files = {"train": train_files}
         if data_args.validation_file:
-            data_files["validation"] = data_args.validation_file
-        builder = corpus_builder(
-            list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else [])
-        )
+            data_files["validation"] = corpus_files([data_args.validation_file])
+        builder = corpus_builder(train_files + data_files.get("validation", []))
         kwargs = {"encoding_errors": "replace"} if builder == "text" else {}
         raw = load_dataset(
             builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming, **kwargs
@@ -254,7 +291,9 @@ def prepare_pretraining_datasets(
 
     train, held_out = tokenized["train"], tokenized.get("validation")
     if streaming:
-        train = train.shuffle(seed=training_args.seed, buffer_size=data_args.shuffle_buffer_size)
+        buffer = shuffle_buffer_size(data_args)
+        if buffer:
+            train = train.shuffle(seed=training_args.seed, buffer_size=buffer)
         if data_args.max_eval_samples and held_out is not None:
             held_out = held_out.take(data_args.max_eval_samples)
     else:

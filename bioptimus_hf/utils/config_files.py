@@ -41,6 +41,7 @@ INPUT_PATH_FIELDS = frozenset(
         "tokenizer_train_files",
         "analysis_corpus",
         "input_file",
+        "input_files",
         "data_dir",
         "blurb_dir",
         "ner_dir",
