@@ -40,6 +40,7 @@ STAGES = [
     "remove-layers",
     "task-difficulty",
     "study",
+    "plot",
 ]
 
 
@@ -108,6 +109,7 @@ def test_console_scripts_are_bioptimus_and_the_hyphenated_commands_on_the_same_m
         "bioptimus-task-difficulty": "task-difficulty",
         "bioptimus-blurb": "blurb",
         "bioptimus-blurb-compare": "blurb-compare",
+        "bioptimus-plot": "plot",
     }
     for target in scripts.values():
         module, function = target.split(":")

@@ -39,6 +39,7 @@ COMMANDS: dict[str, Command] = {
     "remove-layers": Command("remove_layers", "a model with its top layers removed"),
     "task-difficulty": Command("task_difficulty", "a model's MLM loss under each curriculum phase's masking"),
     "study": Command("study", "the paper's study: arms under one token budget, NER of each, tables, figures"),
+    "plot": Command("plot", "draw a finished run's figures again (its loss plot with the phases)"),
 }
 
 
