@@ -1,32 +1,35 @@
 """Which numbers in the docs are figures, and whether each one has its record under ``benchmarks/results/``.
 
-**A figure** is a number the docs state about speed, memory or quality. Outside code (fenced blocks and
-```inline``` spans), HTML comments, link targets and headings, it is
+**A figure** is a number the docs state about speed, memory or quality. Outside code (fenced blocks and inline
+spans), HTML comments, link targets, headings and the table render_table.py renders, it is
 
-1. a number with a unit of time (``ms``, ``s``, ``min``, ``h``, ``seconds``, ...), of speed (``×`` or ``x`` after
-   it, but not a dimension such as ``16 × 128``; anything per second: ``tokens/s``, ``TFLOP/s``), of memory
-   (``kB``, ``MB``, ``MiB``, ``GB``, ...) or a percentage (``%``); both ends of a range (``4–10 %``); a duration
+1. a number with a unit of time (``ms``, ``s``, ``min``, ``h``, ``seconds``, ``core-hours``...), of speed (``×`` or
+   ``x`` after it, but not a dimension such as ``16 × 128``; anything per second: ``tokens/s``, ``TFLOP/s``), of
+   memory (``kB``, ``MB``, ``MiB``, ``GB``...) or a percentage (``%``); both ends of a range (``4–10 %``); a duration
    in two units (``4 min 52 s``) is one figure;
 2. a decimal with two or more decimals (an F1 of ``82.84``, a loss of ``5.129``, a fraction of ``0.1497``), or
    either side of ``±``;
-3. any decimal in a table's body row.
+3. any decimal in a table's body row, and any number in a table column whose header names a measurement (``F1``,
+   ``loss``, ``time``, ``MFU``, ``%``, ``s``, ``words/s``...; a unit in the header is the numbers' unit).
 
-Numbers that are not measurements are listed in :data:`NOT_MEASUREMENTS`, by kind (versions, settings, sizes of
-the data, targets, machines); the list is short on purpose: a figure that is a measurement is recorded, not listed.
+Not figures: :data:`NOT_MEASUREMENTS`, by kind (versions, settings, sizes of the data, targets and statistical
+levels, machines). The list is short on purpose: a number that is a measurement gets a record, not an entry.
 
 **A figure has its record** when a marker names the results file it comes from:
 
 * a *figure marker* right before it, ``<!-- figure: KIND/FILE.json#path.in.the.record -->540k``: the number must
-  equal that value, rounded to the decimals it shows (``k``: thousands); or
-* a *block marker* before it in its block, ``<!-- figures: KIND/FILE.json#path -->`` (``#path`` optional; a ``.md``
-  or ``.json`` file under ``benchmarks/results/``): every figure after it, up to the next blank line (a table is
-  one block: put the marker in its header row) or the next block marker, must equal, at the decimals it shows,
-  one number of that file (under ``path``), read in the figure's unit: as it is, or ×100 for a fraction quoted as
-  a percentage, or converted between seconds, minutes and hours, or between bytes, MB and MiB. A figure written
-  ``~N`` or ``about N`` may differ by half of its last significant digit.
+  equal that value, rounded to the decimals it shows (``k``: thousands); render_table.py checks it; or
+* a *block marker* before it in its block, ``<!-- figures: KIND/FILE.json[#path] [KIND/OTHER.md ...] -->``: every
+  figure after it, up to the next blank line (a table is one block: put the marker in its header row) or the next
+  block marker, must equal, at the decimals it shows, a number of one of those files (of a JSON record under
+  ``path``; of a Markdown report, as its text shows it). A JSON number is read in the figure's unit: as it is,
+  ×100 for a fraction quoted as a percentage, converted between seconds, minutes and hours or between bytes, MB
+  and MiB; an unsigned figure matches either sign ("1.37 below the base" quotes −1.37); ``~N`` or ``about N`` may
+  differ by half of its last significant digit. A block marker names where the figures come from and catches a
+  figure that no longer matches: it cannot tell which of its file's numbers a figure is (a figure marker can).
 
-:func:`unrecorded_figures` names every figure without a record, :func:`stale_block_figures` every figure under a
-block marker that its file does not hold.
+:func:`figure_problems` names every figure without a record, every figure its block marker's files do not hold,
+and every block marker naming a file or key that does not exist.
 """
 
 from __future__ import annotations
