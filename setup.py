@@ -16,9 +16,9 @@ setup(
     rust_extensions=[
         RustExtension(
             "bioptimus_hf._qikfind",
-            path="rust/Cargo.toml",
+            # The binding crate (PyO3); the qikfind library crate it wraps is rust/ (one cargo workspace).
+            path="rust/bindings/python/Cargo.toml",
             binding=Binding.PyO3,
-            features=["python"],
             optional=os.environ.get("BIOPTIMUS_REQUIRE_QIKFIND") != "1",
             # Release profile even for editable installs: a debug build scans ~20x slower.
             debug=False,

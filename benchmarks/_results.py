@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 
 import _machine
-from bioptimus_hf.releases.record import public_name
+from bioptimus_hf.releases.lineage import public_name
 from bioptimus_hf.utils.files import read_json, write_json_atomic
 
 

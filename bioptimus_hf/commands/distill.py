@@ -37,8 +37,8 @@ from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets
 from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
+from bioptimus_hf.releases.lineage import base_model_hub_id, base_model_hub_id_field, public_name
 from bioptimus_hf.releases.publisher import start_release_publisher
-from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
 from bioptimus_hf.utils.cli import exit_on_bad_input
 from bioptimus_hf.utils.distributed import close_process_group
@@ -69,8 +69,8 @@ class TeacherArguments:
     tokenizer_name: Optional[str] = field(
         default=None, metadata={"help": "Tokenizer (default: the teacher's); it must be the teacher's vocabulary."}
     )
-    teacher_hub_id: Optional[str] = field(
-        default=None, metadata={"help": "The teacher's Hub id for the card when the path is a local copy."}
+    teacher_hub_id: Optional[str] = base_model_hub_id_field(
+        "the teacher", "--teacher_model_name_or_path", aliases=["--base_model_hub_id"]
     )
     student_version: Optional[str] = field(
         default=None, metadata={"help": "Version of the student release (default: the last curriculum phase's)."}

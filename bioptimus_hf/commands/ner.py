@@ -43,6 +43,7 @@ from bioptimus_hf.ner.hub_push import push_best_seed, take_ner_hub_settings
 from bioptimus_hf.ner.results import merge_seed_results, run_settings, write_run_outputs, write_seed_result
 from bioptimus_hf.ner.schemes import label_list, normalize_scheme
 from bioptimus_hf.ner.stabilisation import StabilisationArguments
+from bioptimus_hf.releases.lineage import base_model_hub_id_field
 from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, use_bulk_dropout
 from bioptimus_hf.utils.cli import exit_on_bad_input
 from bioptimus_hf.utils.distributed import close_process_group, share_from_main
@@ -64,6 +65,7 @@ class ModelArguments(FineTuningModelArguments):
             "benchmarks/ner_training_dropout.py)."
         },
     )
+    base_model_hub_id: str | None = base_model_hub_id_field()
 
 
 @dataclass
@@ -268,6 +270,7 @@ def fine_tune_ner(
         bulk_dropout=bulk_dropout,
         model_name=model_name,
         dataset_name=dataset_name,
+        base_model_hub_id=model_args.base_model_hub_id,
     )
 
     # 4. The results: each seed's, then every seed of output_dir merged (all_results.json, results.md...).
@@ -306,7 +309,14 @@ def fine_tune_ner(
     results = share_from_main(write_and_merge)
     close_process_group()
     if hub is not None and training_args.process_index == 0:
-        push_best_seed(hub, base_output_dir, results, model_args.model_name_or_path, data_args.dataset_name)
+        push_best_seed(
+            hub,
+            base_output_dir,
+            results,
+            model_args.model_name_or_path,
+            data_args.dataset_name,
+            base_model_hub_id=model_args.base_model_hub_id,
+        )
     return results
 
 

@@ -40,8 +40,8 @@ from bioptimus_hf.pretraining.run_lifecycle import (
     setup_logging,
 )
 from bioptimus_hf.pretraining.static_shapes import allow_compiled_shapes
+from bioptimus_hf.releases.lineage import base_model_hub_id, base_model_hub_id_field, public_name
 from bioptimus_hf.releases.publisher import start_release_publisher
-from bioptimus_hf.releases.record import base_model_hub_id, public_name
 from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
 from bioptimus_hf.utils.allocator import retain_freed_memory
 from bioptimus_hf.utils.bulk_dropout import BULK_DROPOUT_HELP, enable_bulk_dropout, use_bulk_dropout
@@ -71,13 +71,7 @@ class ModelArguments:
         default=None,
         metadata={"help": "Tokenizer of the run: the new (biomedical) vocabulary for every strategy but continued."},
     )
-    base_model_hub_id: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "The base model's Hub id, for model cards, when --model_name_or_path is a local copy "
-            "(default: the id recorded in its config.json, if any)."
-        },
-    )
+    base_model_hub_id: Optional[str] = base_model_hub_id_field()
     masked_only_prediction: bool = field(
         default=True,
         metadata={

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from huggingface_hub.errors import HfHubHTTPError
 
 from ..releases.hub import DEFAULT_COMMIT_MESSAGE, MODES, VersionReport, publish_releases
-from ..releases.record import normalise_version
+from ..releases.naming import normalise_version
 from ..utils.cli import exit_on_bad_input
 from .config_parser import parse_args
 

@@ -111,7 +111,7 @@ class LexicalWarmupArguments:
         if self.lexical_warmup_learning_rate is not None and not self.lexical_warmup_learning_rate > 0:
             raise ValueError(f"--lexical_warmup_learning_rate {self.lexical_warmup_learning_rate}: must be > 0")
         if self.lexical_warmup_release is not None:
-            from ..releases.record import normalise_version
+            from ..releases.naming import normalise_version
 
             if not self.lexical_warmup_steps:
                 raise ValueError(

@@ -67,8 +67,8 @@ class UnsupportedTokenizerError(ValueError):
     (Unigram, SentencePiece BPE, WordLevel, ...), or a part or option of a served family it does not
     reproduce (a normaliser other than BertNormalizer for WordPiece or none for byte-level BPE, BPE dropout
     or byte fallback, added tokens with flags the family does not handle). ``family`` names the family,
-    ``reason`` what is not reproduced. The extension raises this class (``rust/src/python.rs`` maps its
-    ``Error::UnsupportedTokenizer`` here); ``backend="auto"`` then falls back to the Python backend,
+    ``reason`` what is not reproduced. The extension raises this class (``rust/bindings/python/src/error.rs``
+    maps its ``Error::UnsupportedTokenizer`` here); ``backend="auto"`` then falls back to the Python backend,
     ``backend="rust"`` lets it propagate. Corrupt corpus files raise ``CorpusFileError``
     (``bioptimus_hf.utils.corpus_reader``) in both backends."""
 

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::utils::unicode::is_whitespace;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PostProcessor {
@@ -27,7 +28,7 @@ impl PostProcessor {
     }
 
     /// Trim the offsets `start..end` (byte offsets at character boundaries of `text`) of the token at
-    /// `index` in the encoding, whose string has `leading` / `trailing` spaces (`byte_level::space_counts`).
+    /// `index` in the encoding, whose string has `leading` / `trailing` spaces (`space_counts`).
     /// The reference trims character offsets; stepping over characters of `text` does the same on bytes.
     pub fn apply(
         &self,
@@ -55,6 +56,15 @@ impl PostProcessor {
             }
         }
     }
+}
+
+/// Leading and trailing characters of a token's string that the reference's offset trimming counts as
+/// spaces: 'Ġ' (the byte-level space) or whitespace (`char::is_whitespace` as the reference sees it).
+pub fn space_counts(token: &str) -> (usize, usize) {
+    let is_space = |c: &char| *c == 'Ġ' || is_whitespace(*c);
+    let leading = token.chars().take_while(is_space).count();
+    let trailing = token.chars().rev().take_while(is_space).count();
+    (leading, trailing)
 }
 
 fn collect(processor: &Value, trims: &mut Vec<bool>) -> Result<()> {
@@ -124,5 +134,7 @@ mod tests {
             PostProcessor::from_json(&serde_json::json!({"type": "Mystery"})),
             Err(Error::UnsupportedTokenizer { .. })
         ));
+        assert_eq!(space_counts("ĠĠa Ġ"), (2, 2));
+        assert_eq!(space_counts(" <mask>  "), (1, 2));
     }
 }

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::normalizer::Normalized;
-use crate::unicode::{is_punctuation, is_whitespace};
+use crate::normalizers::bert::Normalized;
+use crate::utils::unicode::{is_punctuation, is_whitespace};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BertPreTokenizer;
@@ -76,7 +76,7 @@ pub fn is_plain_ascii(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::normalizer::BertNormalizer;
+    use crate::normalizers::bert::BertNormalizer;
 
     #[test]
     fn splits_on_whitespace_and_isolates_punctuation() {

@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::reader::{check_file, read_file, Batch};
-use crate::sampling::{priority, BottomK};
-use crate::search::{unique_targets, SearchBuffers, TargetSearch};
-use crate::text::{decode_lossy, split_sentences};
+use crate::search::reader::{check_file, read_file, Batch};
+use crate::search::sampling::{priority, BottomK};
+use crate::search::target::{unique_targets, SearchBuffers, TargetSearch};
+use crate::search::text::{decode_lossy, split_sentences};
 use crate::tokenizer::Tokenizer;
 
 #[derive(Debug, Clone)]
@@ -451,7 +451,7 @@ mod tests {
             [b"alpha", b"Beta", b"gamma.", b"alphas", b"x!", b"Gamma", b"\xff", b"\xe2\x82", b"1", b"no"];
         let mut state = 12345u64;
         let mut next = |n: u64| {
-            state = crate::sampling::splitmix64(state);
+            state = crate::search::sampling::splitmix64(state);
             state % n
         };
         while text.len() < 5 * CHUNK_BYTES {
@@ -521,7 +521,7 @@ mod tests {
         for prefix in [false, true] {
             let roberta =
                 serde_json::json!({"type": "RobertaProcessing", "trim_offsets": true, "add_prefix_space": prefix});
-            let json = crate::byte_level_bpe::tests::tokenizer_json(&merges, prefix, roberta);
+            let json = crate::tokenizer::byte_level_bpe::tests::tokenizer_json(&merges, prefix, roberta);
             let tokenizer = Tokenizer::from_tokenizer_json(&json.to_string()).unwrap();
             let targets: Vec<u32> =
                 ["Ġbeta", "alp", "Ãģ", "Ġ", "!"].iter().map(|t| tokenizer.token_to_id(t).unwrap()).collect();

@@ -132,11 +132,8 @@ pub fn read_file(
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let counting = CountingReader { inner: file, counter: raw_bytes.clone() };
     let gzip = is_gzip(path);
-    let mut reader: Box<dyn Read> = if gzip {
-        Box::new(GzipMembers::new(BufReader::with_capacity(1 << 16, counting)))
-    } else {
-        Box::new(counting)
-    };
+    let mut reader: Box<dyn Read> =
+        if gzip { Box::new(GzipMembers::new(BufReader::with_capacity(1 << 16, counting))) } else { Box::new(counting) };
     // OS errors are I/O errors; anything else the decoder says is about the gzip data.
     let error = |e: std::io::Error| {
         if gzip && e.raw_os_error().is_none() {

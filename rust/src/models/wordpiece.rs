@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::hash::FxHashMap;
+use crate::utils::hash::FxHashMap;
 
 pub struct WordPiece {
     vocab: FxHashMap<String, u32>,

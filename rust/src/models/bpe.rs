@@ -18,9 +18,9 @@ use std::collections::BinaryHeap;
 
 use serde_json::Value;
 
-use crate::byte_level::byte_char;
 use crate::error::{Error, Result};
-use crate::hash::FxHashMap;
+use crate::pre_tokenizers::byte_level::byte_char;
+use crate::utils::hash::FxHashMap;
 
 pub struct Bpe {
     vocab: FxHashMap<String, u32>,
@@ -245,7 +245,7 @@ fn parse_merges(merges: Option<&Value>) -> Result<Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::byte_level::byte_char;
+    use crate::pre_tokenizers::byte_level::byte_char;
 
     fn model(merges: Value, extra: &[(&str, u32)]) -> Result<Bpe> {
         let mut vocab: serde_json::Map<String, Value> =

@@ -15,7 +15,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::text::is_space;
+use crate::utils::unicode::is_space;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddedToken {

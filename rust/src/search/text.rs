@@ -3,6 +3,7 @@
 //! `_sentence_classes.py`), never from their own Unicode version.
 
 use crate::generated::sentence_classes;
+use crate::utils::unicode::{in_ranges, is_space};
 
 /// Decode UTF-8, replacing each maximal invalid sub-sequence with U+FFFD (what
 /// `String::from_utf8_lossy` and Python's `errors="replace"` both do). Returns the text and the
@@ -36,21 +37,6 @@ pub fn decode_lossy(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, usize) {
             (std::borrow::Cow::Owned(out), replacements)
         }
     }
-}
-
-fn in_ranges(ranges: &[(u32, u32)], c: char) -> bool {
-    let code = c as u32;
-    let i = ranges.partition_point(|r| r.0 <= code);
-    i > 0 && code <= ranges[i - 1].1
-}
-
-/// Unicode White_Space, from the table both backends compile in (`generated/sentence_classes.rs`).
-#[inline]
-pub fn is_space(c: char) -> bool {
-    if c.is_ascii() {
-        return matches!(c, '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ');
-    }
-    in_ranges(sentence_classes::WHITE_SPACE, c)
 }
 
 /// An uppercase letter (Unicode Uppercase of the table's pinned version, not this Rust's) or an ASCII digit.

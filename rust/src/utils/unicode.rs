@@ -5,11 +5,14 @@
 //!   lowercase mapping, canonical decomposition, canonical combining class order;
 //! * from the `unicode_categories` crate, the one the reference itself uses (only ever released as
 //!   0.1.1): control/format/private-use (`is_other`), punctuation, non-spacing marks;
-//! * the CJK ideograph ranges of BERT's `_is_chinese_char`.
+//! * the CJK ideograph ranges of BERT's `_is_chinese_char`;
+//! * Unicode White_Space as the sentence splitter and the added tokens' `lstrip` / `rstrip` see it, from
+//!   the table both backends compile in (`generated/sentence_classes.rs`).
 
 use unicode_categories::UnicodeCategories;
 
 use crate::generated::bert_unicode as tables;
+use crate::generated::sentence_classes;
 
 /// `char::is_whitespace` as the reference sees it (tab, newline and carriage return included).
 #[inline]
@@ -117,6 +120,23 @@ pub fn combining_rank(c: char) -> u8 {
     } else {
         0
     }
+}
+
+/// Whether `c` is in one of `ranges` (sorted, disjoint, inclusive code point ranges).
+#[inline]
+pub fn in_ranges(ranges: &[(u32, u32)], c: char) -> bool {
+    let code = c as u32;
+    let i = ranges.partition_point(|r| r.0 <= code);
+    i > 0 && code <= ranges[i - 1].1
+}
+
+/// Unicode White_Space, from the table both backends compile in (`generated/sentence_classes.rs`).
+#[inline]
+pub fn is_space(c: char) -> bool {
+    if c.is_ascii() {
+        return matches!(c, '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ');
+    }
+    in_ranges(sentence_classes::WHITE_SPACE, c)
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::unicode::{
+use crate::utils::unicode::{
     combining_rank, decompose, is_chinese_char, is_control, is_mark_nonspacing, is_whitespace, lowercase,
 };
 

@@ -3,27 +3,23 @@
 //!
 //! 1. added tokens are cut out of the text (`added_vocabulary`: `lstrip`, `rstrip` and `normalized`
 //!    reproduced, `single_word` refused);
-//! 2. each segment between them is cut into pre-tokens (`byte_level`), with a prepended space if
+//! 2. each segment between them is cut into pre-tokens (`pre_tokenizers::byte_level`), with a prepended space if
 //!    `add_prefix_space`;
-//! 3. each pre-token's bytes are merged into tokens (`bpe`);
-//! 4. the post-processor may trim the offsets (`post_processor`).
+//! 3. each pre-token's bytes are merged into tokens (`models::bpe`);
+//! 4. the post-processor may trim the offsets (`processors`).
 //!
 //! A token's offsets are those of the original characters its bytes come from (a token holding part of
 //! a character's bytes spans the whole character; the prepended space is aligned to the segment's first
-//! character), then trimmed. `BpeSearch` finds the target tokens of a sentence as the corpus scan needs
-//! them: a byte-level prefilter, then the same steps with a per-thread cache of each pre-token's target
-//! tokens.
+//! character), then trimmed. The corpus scan's search (`search::byte_level_bpe`) runs the same steps.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use serde_json::Value;
 
-use crate::added_vocabulary::{AddedVocabulary, Flags, Piece};
-use crate::bpe::{Bpe, BpeBuffers};
-use crate::byte_level::{decode_byte_level, space_counts, ByteLevel, Unit, Word};
 use crate::error::{Error, Result};
-use crate::hash::FxHashMap;
-use crate::post_processor::PostProcessor;
-use crate::tokenizer::Token;
+use crate::models::bpe::{Bpe, BpeBuffers};
+use crate::pre_tokenizers::byte_level::{ByteLevel, Unit, Word};
+use crate::processors::trim_offsets::{space_counts, PostProcessor};
+use crate::tokenizer::added_vocabulary::{AddedVocabulary, Flags, Piece};
+use crate::tokenizer::token::Token;
 
 pub struct ByteLevelBpe {
     pub added: AddedVocabulary,
@@ -38,11 +34,11 @@ pub struct ByteLevelBpe {
 /// Reusable buffers for tokenizing (one per thread).
 #[derive(Default)]
 pub struct BpeScratch {
-    units: Vec<Unit>,
-    words: Vec<Word>,
-    bytes: Vec<u8>,
-    buffers: BpeBuffers,
-    pieces: Vec<(u32, u32, u32)>,
+    pub(crate) units: Vec<Unit>,
+    pub(crate) words: Vec<Word>,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) buffers: BpeBuffers,
+    pub(crate) pieces: Vec<(u32, u32, u32)>,
 }
 
 impl ByteLevelBpe {
@@ -128,7 +124,7 @@ impl ByteLevelBpe {
 
     /// Offsets of an added token found at `start..end` (spaces it strips included), trimmed.
     #[inline]
-    fn added_span(&self, text: &str, index: usize, mut start: usize, mut end: usize) -> (usize, usize) {
+    pub(crate) fn added_span(&self, text: &str, index: usize, mut start: usize, mut end: usize) -> (usize, usize) {
         if self.post_processor.trims() {
             // The token's string in the encoding is the text it matched, stripped spaces included.
             self.post_processor.apply(text, index, space_counts(&text[start..end]), &mut start, &mut end);
@@ -140,7 +136,7 @@ impl ByteLevelBpe {
     /// space, if any, then the word's bytes) in `segment` (at `base` in `text`), trimmed.
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn model_span(
+    pub(crate) fn model_span(
         &self,
         text: &str,
         base: usize,
@@ -167,7 +163,7 @@ impl ByteLevelBpe {
 
 /// The bytes of a pre-token, the prepended space included.
 #[inline]
-fn word_bytes(segment: &str, word: &Word, out: &mut Vec<u8>) {
+pub(crate) fn word_bytes(segment: &str, word: &Word, out: &mut Vec<u8>) {
     out.clear();
     if word.prefixed {
         out.push(b' ');
@@ -194,145 +190,10 @@ fn char_end(text: &str, i: usize) -> usize {
     end
 }
 
-// ------------------------------------------------------------------------------------------------ search
-
-/// Target tokens of one pre-token: (slot, first unit, end unit, token index within the pre-token).
-type WordTargets = Box<[(u32, u32, u32, u32)]>;
-
-/// Per-thread buffers of `BpeSearch::search`.
-#[derive(Default)]
-pub struct BpeSearchBuffers {
-    /// Target tokens of already-seen pre-tokens of up to `MAX_CACHED_BYTES`, by their bytes (cleared at
-    /// `MAX_WORDS`).
-    cache: FxHashMap<Box<[u8]>, WordTargets>,
-    scratch: BpeScratch,
-}
-
-const MAX_WORDS: usize = 1 << 20;
-/// Longer pre-tokens are not cached (as the reference's own cache): memory stays within a few hundred MB.
-const MAX_CACHED_BYTES: usize = 256;
-
-pub struct BpeSearch<'a> {
-    pub tokenizer: &'a ByteLevelBpe,
-    /// None: every sentence is a candidate (a target can be made of the prepended space alone).
-    prefilter: Option<AhoCorasick>,
-    slot_of: Vec<u32>,
-    /// Slot -> id.
-    ids: Vec<u32>,
-}
-
-impl<'a> BpeSearch<'a> {
-    /// `targets` must be distinct ids of the vocabulary; target i gets slot i.
-    pub fn new(tokenizer: &'a ByteLevelBpe, targets: &[u32]) -> Self {
-        let mut slot_of = vec![u32::MAX; tokenizer.vocab_size()];
-        for (slot, &t) in targets.iter().enumerate() {
-            slot_of[t as usize] = slot as u32;
-        }
-        // A sentence yields a target only if it holds the target's bytes: an added token's content, or a
-        // model token's bytes but for a leading space the pre-tokenizer may have prepended. A model token
-        // that is not made of byte-level characters is never produced.
-        let mut patterns: Vec<Vec<u8>> = Vec::new();
-        let mut every_sentence = false;
-        for (content, id) in tokenizer.added.tokens() {
-            if slot_of[id as usize] != u32::MAX {
-                patterns.push(content.as_bytes().to_vec());
-            }
-        }
-        for (token, id) in tokenizer.model.vocab() {
-            if slot_of[id as usize] == u32::MAX {
-                continue;
-            }
-            if let Some(mut bytes) = decode_byte_level(token) {
-                if tokenizer.pre_tokenizer.add_prefix_space && bytes.first() == Some(&b' ') {
-                    bytes.remove(0);
-                }
-                every_sentence |= bytes.is_empty();
-                patterns.push(bytes);
-            }
-        }
-        let prefilter = (!every_sentence).then(|| AhoCorasickBuilder::new().build(&patterns));
-        BpeSearch { tokenizer, prefilter, slot_of, ids: targets.to_vec() }
-    }
-
-    #[inline]
-    fn slot(&self, id: u32) -> u32 {
-        self.slot_of.get(id as usize).copied().unwrap_or(u32::MAX)
-    }
-
-    /// The target tokens of `sentence`, in order: (slot, start byte, end byte); false (and no hits) when
-    /// the prefilter rules the sentence out.
-    pub fn search(&self, sentence: &str, buffers: &mut BpeSearchBuffers, hits: &mut Vec<(u32, usize, usize)>) -> bool {
-        hits.clear();
-        if let Some(prefilter) = &self.prefilter {
-            if !prefilter.is_match(sentence.as_bytes()) {
-                return false;
-            }
-        }
-        let tokenizer = self.tokenizer;
-        let BpeSearchBuffers { cache, scratch } = buffers;
-        let BpeScratch { units, bytes, buffers, pieces, .. } = scratch;
-        // Only whether a token is the encoding's first matters (offset trimming), and every pre-token and
-        // added token has at least one token (all bytes are in the vocabulary).
-        let mut first_piece = true;
-        tokenizer.added.split(sentence, |piece| match piece {
-            Piece::Added(id, start, end) => {
-                let slot = self.slot(id);
-                if slot != u32::MAX {
-                    let (start, end) = tokenizer.added_span(sentence, !first_piece as usize, start, end);
-                    hits.push((slot, start, end));
-                }
-                first_piece = false;
-            }
-            Piece::Segment(segment, base) => {
-                tokenizer.pre_tokenizer.for_each_word(segment, units, |word| {
-                    let key: &[u8] = if word.prefixed {
-                        word_bytes(segment, &word, bytes);
-                        bytes.as_slice()
-                    } else {
-                        &segment.as_bytes()[word.start as usize..word.end as usize]
-                    };
-                    let mut emit = |targets: &[(u32, u32, u32, u32)]| {
-                        for &(slot, a, b, k) in targets {
-                            let index = if first_piece { k as usize } else { 1 };
-                            let id = self.ids[slot as usize];
-                            let (start, end) = tokenizer.model_span(sentence, base, segment, &word, a, b, id, index);
-                            hits.push((slot, start, end));
-                        }
-                    };
-                    match cache.get(key) {
-                        Some(targets) => emit(targets),
-                        None => {
-                            pieces.clear();
-                            tokenizer.model.tokenize(key, buffers, pieces);
-                            let targets: WordTargets = pieces
-                                .iter()
-                                .enumerate()
-                                .filter_map(|(k, &(id, a, b))| {
-                                    let slot = self.slot(id);
-                                    (slot != u32::MAX).then_some((slot, a, b, k as u32))
-                                })
-                                .collect();
-                            emit(&targets);
-                            if key.len() <= MAX_CACHED_BYTES {
-                                if cache.len() >= MAX_WORDS {
-                                    cache.clear();
-                                }
-                                cache.insert(key.into(), targets);
-                            }
-                        }
-                    }
-                    first_piece = false;
-                });
-            }
-        });
-        true
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::byte_level::byte_char;
+    use crate::pre_tokenizers::byte_level::byte_char;
 
     /// A byte-level BPE tokenizer.json: the 256 byte characters, then `extra` tokens with merges.
     pub(crate) fn tokenizer_json(merges: &[(&str, &str)], add_prefix_space: bool, post: Value) -> Value {
@@ -370,7 +231,7 @@ pub(crate) mod tests {
         items.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
     }
 
-    const MERGES: &[(&str, &str)] = &[("Ġ", "c"), ("Ġc", "a"), ("Ġca", "f"), ("e", "s"), ("Ã", "©")];
+    pub(crate) const MERGES: &[(&str, &str)] = &[("Ġ", "c"), ("Ġc", "a"), ("Ġca", "f"), ("e", "s"), ("Ã", "©")];
 
     #[test]
     fn tokens_and_offsets_of_the_original_characters() {
@@ -401,32 +262,6 @@ pub(crate) mod tests {
         with_prefix["add_prefix_space"] = Value::Bool(true);
         let t = ByteLevelBpe::from_json(&tokenizer_json(MERGES, true, with_prefix)).unwrap();
         assert_eq!(run(&t, "caf</s>1"), pairs(&[("Ġcaf", "caf"), ("</s>", "</s>"), ("Ġ", ""), ("1", "1")]));
-    }
-
-    #[test]
-    fn search_finds_what_tokenize_yields() {
-        let roberta = serde_json::json!({"type": "RobertaProcessing", "trim_offsets": true, "add_prefix_space": true});
-        for (prefix, post) in [(false, Value::Null), (true, roberta)] {
-            let t = ByteLevelBpe::from_json(&tokenizer_json(MERGES, prefix, post)).unwrap();
-            let ids: Vec<u32> = ["Ġcaf", "Ã©", "<mask>", "Ġ", "es"].iter().map(|s| t.token_to_id(s).unwrap()).collect();
-            let search = BpeSearch::new(&t, &ids);
-            let mut buffers = BpeSearchBuffers::default();
-            let long = format!("x{} es", "caf".repeat(200)); // a pre-token too long to cache
-            for text in ["caf cafés <mask> es", "cafés", "  <mask>1", "nothing", "</s>es caf", long.as_str()] {
-                let mut tokens = Vec::new();
-                t.tokenize(text, &mut BpeScratch::default(), &mut tokens);
-                let expected: Vec<(u32, usize, usize)> = tokens
-                    .iter()
-                    .filter_map(|k| ids.iter().position(|&id| id == k.id).map(|slot| (slot as u32, k.start, k.end)))
-                    .collect();
-                for _ in 0..2 {
-                    let mut hits = Vec::new();
-                    let candidate = search.search(text, &mut buffers, &mut hits);
-                    assert_eq!(hits, expected, "{text}");
-                    assert!(candidate || expected.is_empty());
-                }
-            }
-        }
     }
 
     #[test]

@@ -1,187 +1,24 @@
-//! The tokenizers qik-find reproduces, one per family, behind `Tokenizer`:
+//! `BertWordPiece`: the BERT tokenizer, as Hugging Face `tokenizers` runs a tokenizer.json with a
+//! `BertNormalizer`, a `BertPreTokenizer` and a `WordPiece` model (or a vocab.txt): added tokens cut out of
+//! the raw text (`added_vocabulary`), each segment between them normalised with alignments
+//! (`normalizers::bert`), split into words (`pre_tokenizers::bert`), each word cut into pieces
+//! (`models::wordpiece`).
 //!
-//! * `BertWordPiece`: the BERT tokenizer, as Hugging Face `tokenizers` runs a tokenizer.json with a
-//!   `BertNormalizer`, a `BertPreTokenizer` and a `WordPiece` model (or a vocab.txt): added tokens cut
-//!   out of the raw text (`added_vocabulary`), each segment between them normalised with alignments
-//!   (`normalizer`), split into words (`pre_tokenizer`), each word cut into pieces (`wordpiece`);
-//! * `ByteLevelBpe` (`byte_level_bpe`): GPT-2 / RoBERTa style byte-level BPE.
-//!
-//! Anything else is refused when loading, with `Error::UnsupportedTokenizer` naming the family and the
-//! reason (the `tokenizers` crate itself is not packaged for offline builds here, so every family is a
-//! re-implementation, and only what is reproduced exactly is served).
-//!
-//! Token offsets are byte offsets into the original text: for WordPiece, the alignment start of the
-//! token's first normalised character to the alignment end of its last.
+//! Token offsets are byte offsets into the original text: the alignment start of the token's first
+//! normalised character to the alignment end of its last.
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::added_vocabulary::{AddedVocabulary, Flags, Piece};
-use crate::byte_level_bpe::{BpeScratch, ByteLevelBpe};
 use crate::error::{Error, Result};
-use crate::normalizer::{BertNormalizer, Normalized};
-use crate::post_processor::PostProcessor;
-use crate::pre_tokenizer::BertPreTokenizer;
-use crate::wordpiece::{PieceBuffers, WordPiece};
-
-/// The tokenizer families the Rust backend serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    WordPiece,
-    ByteLevelBpe,
-}
-
-impl Family {
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::WordPiece => "WordPiece",
-            Family::ByteLevelBpe => "byte-level BPE",
-        }
-    }
-
-    /// What the family is made of, in a tokenizer.json.
-    pub fn description(self) -> &'static str {
-        match self {
-            Family::WordPiece => "BertNormalizer + BertPreTokenizer + WordPiece",
-            Family::ByteLevelBpe => "no normalizer + ByteLevel pre-tokenizer (GPT-2 pattern) + BPE",
-        }
-    }
-}
-
-/// A tokenizer of one of the families qik-find reproduces.
-pub enum Tokenizer {
-    WordPiece(BertWordPiece),
-    ByteLevelBpe(ByteLevelBpe),
-}
-
-impl Tokenizer {
-    /// From the text of a tokenizer.json; `Error::UnsupportedTokenizer` (family and reason) for what
-    /// no family here reproduces.
-    pub fn from_tokenizer_json(json: &str) -> Result<Self> {
-        let root: Value = serde_json::from_str(json)
-            .map_err(|e| Error::InvalidTokenizer(format!("tokenizer.json is not valid JSON: {e}")))?;
-        let family = family_of(&root)?;
-        match family {
-            Family::WordPiece => BertWordPiece::from_value(&root).map(Tokenizer::WordPiece),
-            Family::ByteLevelBpe => ByteLevelBpe::from_json(&root).map(Tokenizer::ByteLevelBpe),
-        }
-        .map_err(|e| e.in_family(family.name()))
-    }
-
-    /// From a tokenizer directory (or a tokenizer.json file): tokenizer.json if present, else a BERT
-    /// vocab.txt (see `BertWordPiece::from_dir`).
-    pub fn from_dir(dir: &Path) -> Result<Self> {
-        let json_path = if dir.is_file() { dir.to_path_buf() } else { dir.join("tokenizer.json") };
-        if json_path.is_file() {
-            let text = std::fs::read_to_string(&json_path).map_err(|e| Error::io(&json_path, e))?;
-            return Self::from_tokenizer_json(&text).map_err(|e| e.in_file(&json_path));
-        }
-        BertWordPiece::from_dir(dir).map(Tokenizer::WordPiece)
-    }
-
-    pub fn family(&self) -> Family {
-        match self {
-            Tokenizer::WordPiece(_) => Family::WordPiece,
-            Tokenizer::ByteLevelBpe(_) => Family::ByteLevelBpe,
-        }
-    }
-
-    pub fn vocab_size(&self) -> usize {
-        match self {
-            Tokenizer::WordPiece(t) => t.vocab_size(),
-            Tokenizer::ByteLevelBpe(t) => t.vocab_size(),
-        }
-    }
-
-    pub fn id_to_token(&self, id: u32) -> Option<&str> {
-        match self {
-            Tokenizer::WordPiece(t) => t.id_to_token(id),
-            Tokenizer::ByteLevelBpe(t) => t.id_to_token(id),
-        }
-    }
-
-    pub fn token_to_id(&self, token: &str) -> Option<u32> {
-        match self {
-            Tokenizer::WordPiece(t) => t.token_to_id(token),
-            Tokenizer::ByteLevelBpe(t) => t.token_to_id(token),
-        }
-    }
-
-    /// Tokenize `text` (no special tokens added), replacing `out` with tokens with byte offsets into `text`.
-    pub fn tokenize(&self, text: &str, scratch: &mut Scratch, out: &mut Vec<Token>) {
-        match self {
-            Tokenizer::WordPiece(t) => t.tokenize(text, scratch, out),
-            Tokenizer::ByteLevelBpe(t) => t.tokenize(text, &mut scratch.bpe, out),
-        }
-    }
-
-    /// The normalised text (WordPiece: the BertNormalizer's output; byte-level BPE has no normaliser).
-    pub fn normalize_str(&self, text: &str) -> String {
-        match self {
-            Tokenizer::WordPiece(t) => t.normalize_str(text),
-            Tokenizer::ByteLevelBpe(_) => text.to_string(),
-        }
-    }
-}
-
-fn type_of(part: &Value) -> &str {
-    match part {
-        Value::Null => "none",
-        _ => part.get("type").and_then(Value::as_str).unwrap_or("untyped"),
-    }
-}
-
-/// Which family a tokenizer.json belongs to, or why none here reproduces it.
-fn family_of(root: &Value) -> Result<Family> {
-    let model = root.get("model").unwrap_or(&Value::Null);
-    let pre_tokenizer = root.get("pre_tokenizer").unwrap_or(&Value::Null);
-    // tokenizer.json files from old versions may leave the model untyped: its fields tell.
-    let model_type = match model.get("type").and_then(Value::as_str) {
-        Some(t) => t,
-        None if model.get("merges").is_some() => "BPE",
-        None if model.get("max_input_chars_per_word").is_some() => "WordPiece",
-        None if model.get("vocab").map_or(false, Value::is_array) => "Unigram",
-        None => "untyped",
-    };
-    let pre_type = type_of(pre_tokenizer);
-    let contains = |name: &str| {
-        pre_type == name
-            || pre_tokenizer
-                .get("pretokenizers")
-                .and_then(Value::as_array)
-                .map_or(false, |items| items.iter().any(|p| type_of(p) == name))
-    };
-    let unsupported = |family: String, reason: String| Err(Error::UnsupportedTokenizer { family, reason });
-    let served = "the Rust backend serves WordPiece (BertNormalizer + BertPreTokenizer) and byte-level BPE \
-                  (ByteLevel pre-tokenizer)";
-    match model_type {
-        "WordPiece" => Ok(Family::WordPiece),
-        "BPE" if pre_type == "ByteLevel" => Ok(Family::ByteLevelBpe),
-        "BPE" if contains("ByteLevel") => unsupported(
-            "byte-level BPE with a custom split".into(),
-            format!("pre_tokenizer {pre_type} (a ByteLevel step after other splits, as Llama 3 or Qwen) is not reproduced; {served}"),
-        ),
-        "BPE" if contains("Metaspace") || model.get("byte_fallback").and_then(Value::as_bool) == Some(true) => unsupported(
-            "SentencePiece BPE".into(),
-            format!("Metaspace pre-tokenizer / byte fallback are not implemented; {served}"),
-        ),
-        "BPE" => unsupported(format!("BPE with pre_tokenizer {pre_type}"), format!("not implemented; {served}")),
-        "Unigram" => unsupported(
-            if contains("Metaspace") { "SentencePiece Unigram".into() } else { "Unigram".into() },
-            format!("the Unigram model is not implemented; {served}"),
-        ),
-        other => unsupported(format!("{other} model"), format!("not implemented; {served}")),
-    }
-}
-
-/// One token: id and byte offsets into the text given to `tokenize`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Token {
-    pub id: u32,
-    pub start: usize,
-    pub end: usize,
-}
+use crate::models::wordpiece::{PieceBuffers, WordPiece};
+use crate::normalizers::bert::{BertNormalizer, Normalized};
+use crate::pre_tokenizers::bert::BertPreTokenizer;
+use crate::processors::trim_offsets::PostProcessor;
+use crate::tokenizer::added_vocabulary::{AddedVocabulary, Flags, Piece};
+use crate::tokenizer::family::Family;
+use crate::tokenizer::token::Token;
 
 pub struct BertWordPiece {
     pub normalizer: BertNormalizer,
@@ -191,15 +28,13 @@ pub struct BertWordPiece {
     id_to_token: Vec<Option<String>>,
 }
 
-/// Reusable buffers for tokenizing (one per thread).
+/// Reusable buffers of `BertWordPiece::tokenize` (one per thread).
 #[derive(Default)]
-pub struct Scratch {
+pub struct WordPieceScratch {
     pub normalized: Normalized,
     pub words: Vec<(u32, u32)>,
     pub buffers: PieceBuffers,
     pub pieces: Vec<(u32, u32, u32)>,
-    pub lowered: String,
-    pub bpe: BpeScratch,
 }
 
 impl BertWordPiece {
@@ -283,7 +118,7 @@ impl BertWordPiece {
     }
 
     /// Tokenize `text` (no special tokens added), replacing `out` with tokens with byte offsets into `text`.
-    pub fn tokenize(&self, text: &str, scratch: &mut Scratch, out: &mut Vec<Token>) {
+    pub fn tokenize(&self, text: &str, scratch: &mut WordPieceScratch, out: &mut Vec<Token>) {
         out.clear();
         self.added.split(text, |piece| match piece {
             Piece::Added(id, start, end) => out.push(Token { id, start, end }),
@@ -299,14 +134,14 @@ impl BertWordPiece {
     }
 
     /// Normalise a segment into `scratch` and cut it into words.
-    pub(crate) fn normalize_and_split(&self, segment: &str, base: usize, scratch: &mut Scratch) {
+    pub(crate) fn normalize_and_split(&self, segment: &str, base: usize, scratch: &mut WordPieceScratch) {
         self.normalizer.normalize(segment, base, &mut scratch.normalized);
         self.pre_tokenizer.split(&scratch.normalized, &mut scratch.words);
     }
 
-    fn tokenize_segment(&self, segment: &str, base: usize, scratch: &mut Scratch, out: &mut Vec<Token>) {
+    fn tokenize_segment(&self, segment: &str, base: usize, scratch: &mut WordPieceScratch, out: &mut Vec<Token>) {
         self.normalize_and_split(segment, base, scratch);
-        let Scratch { normalized, words, buffers, pieces, .. } = scratch;
+        let WordPieceScratch { normalized, words, buffers, pieces, .. } = scratch;
         for &(first, last) in words.iter() {
             let (first, last) = (first as usize, last as usize);
             pieces.clear();
@@ -324,7 +159,7 @@ impl BertWordPiece {
 mod tests {
     use super::*;
 
-    pub(crate) fn tokenizer(lowercase: bool) -> BertWordPiece {
+    fn tokenizer(lowercase: bool) -> BertWordPiece {
         let vocab = [
             "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "inter", "##leukin", "##le", "il", "-", "2", "cafe", "caf",
             "##e", "a", "##b", "b", ".", "(", ")", "中", "文", "istanbul", "Cafe", "x", "##x",
@@ -346,7 +181,7 @@ mod tests {
 
     fn run(t: &BertWordPiece, text: &str) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        t.tokenize(text, &mut Scratch::default(), &mut out);
+        t.tokenize(text, &mut WordPieceScratch::default(), &mut out);
         out.iter().map(|k| (t.id_to_token(k.id).unwrap().to_string(), text[k.start..k.end].to_string())).collect()
     }
 
@@ -397,7 +232,7 @@ mod tests {
             pairs(&[("a", "a"), ("##b", "b"), ("b", "b"), ("a", "a"), ("##b", "b")])
         );
         let mut out = Vec::new();
-        t.tokenize("a\u{0}b", &mut Scratch::default(), &mut out);
+        t.tokenize("a\u{0}b", &mut WordPieceScratch::default(), &mut out);
         assert_eq!((out[1].start, out[1].end), (2, 3));
         // CJK ideographs become words of their own.
         assert_eq!(run(&t, "x中文x"), pairs(&[("x", "x"), ("中", "中"), ("文", "文"), ("x", "x")]));
@@ -413,42 +248,6 @@ mod tests {
         let t = tokenizer(false);
         // Accents kept: no "##é" piece, so "café" is one [UNK].
         assert_eq!(run(&t, "Cafe café"), pairs(&[("Cafe", "Cafe"), ("[UNK]", "café")]));
-    }
-
-    #[test]
-    fn families_are_named_when_served_and_when_refused() {
-        let family = |json: serde_json::Value| match Tokenizer::from_tokenizer_json(&json.to_string()) {
-            Ok(t) => Ok(t.family().name().to_string()),
-            Err(Error::UnsupportedTokenizer { family, reason }) => Err((family, reason)),
-            Err(other) => panic!("{other}"),
-        };
-        let bpe = crate::byte_level_bpe::tests::tokenizer_json(&[("a", "b")], true, Value::Null);
-        assert_eq!(family(bpe.clone()), Ok("byte-level BPE".to_string()));
-        let mut metaspace = bpe.clone();
-        metaspace["pre_tokenizer"] = serde_json::json!({"type": "Metaspace", "replacement": "▁"});
-        let (name, reason) = family(metaspace).unwrap_err();
-        assert_eq!(name, "SentencePiece BPE");
-        assert!(reason.contains("Metaspace") && reason.contains("serves WordPiece"), "{reason}");
-        let mut llama3 = bpe.clone();
-        llama3["pre_tokenizer"] = serde_json::json!({"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": "x"}}, {"type": "ByteLevel", "use_regex": false}]});
-        assert_eq!(family(llama3).unwrap_err().0, "byte-level BPE with a custom split");
-        let mut dropout = bpe.clone();
-        dropout["model"]["dropout"] = serde_json::json!(0.1);
-        let (name, reason) = family(dropout).unwrap_err();
-        assert_eq!((name.as_str(), reason.contains("dropout")), ("byte-level BPE", true));
-        let unigram = serde_json::json!({"pre_tokenizer": {"type": "Metaspace"}, "model": {"type": "Unigram", "vocab": [["a", 0.0]]}});
-        assert_eq!(family(unigram).unwrap_err().0, "SentencePiece Unigram");
-        let untyped = serde_json::json!({"model": {"vocab": [["a", 0.0]]}});
-        assert_eq!(family(untyped).unwrap_err().0, "Unigram");
-        let word_level = serde_json::json!({"model": {"type": "WordLevel", "vocab": {"a": 0}}});
-        assert_eq!(family(word_level).unwrap_err().0, "WordLevel model");
-        // WordPiece with a post-processor that trims offsets: refused.
-        let vocab: serde_json::Map<String, Value> = [("[UNK]".to_string(), Value::from(0))].into_iter().collect();
-        let trimming = serde_json::json!({"normalizer": {"type": "BertNormalizer"}, "pre_tokenizer": {"type": "BertPreTokenizer"},
-            "post_processor": {"type": "ByteLevel", "trim_offsets": true}, "model": {"type": "WordPiece", "vocab": vocab}});
-        let (name, reason) = family(trimming).unwrap_err();
-        assert_eq!((name.as_str(), reason.contains("trims offsets")), ("WordPiece", true));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The `ByteLevel` pre-tokenizer of GPT-2 and RoBERTa (Hugging Face `tokenizers`' `ByteLevel` with
-//! `use_regex: true`), and the offset trimming its post-processor does.
+//! `use_regex: true`), and the byte-level alphabet (`byte_char`) that the BPE model works on.
 //!
 //! Pre-tokenization of one segment (the text between added tokens):
 //!
@@ -11,21 +11,13 @@
 //!    here as a scanner over character classes (`Class`) read off the reference's regex engine
 //!    (`generated/byte_level_classes.rs`), so no regex crate and no Unicode version of this Rust is involved;
 //! 3. every byte of a piece becomes one character of the byte-level alphabet (`byte_char`), aligned to the
-//!    original character the byte belongs to. The BPE model (`bpe`) then works on these bytes.
+//!    original character the byte belongs to. The BPE model (`models::bpe`) then works on these bytes.
 
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+pub use crate::generated::byte_level_classes::Class;
 use crate::generated::byte_level_classes::CLASSES;
-
-/// The classes of the GPT-2 pattern: `\p{L}`, `\p{N}`, `\s`, and everything else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    Letter,
-    Number,
-    Whitespace,
-    Other,
-}
 
 const fn ascii_class(b: u8) -> Class {
     match b {
@@ -293,15 +285,6 @@ fn run_end<T: Text>(u: &T, from: usize, class: Class) -> usize {
     j
 }
 
-/// Leading and trailing characters of a token's string that the reference's offset trimming counts as
-/// spaces: 'Ġ' (the byte-level space) or whitespace (`char::is_whitespace` as the reference sees it).
-pub fn space_counts(token: &str) -> (usize, usize) {
-    let is_space = |c: &char| *c == 'Ġ' || crate::unicode::is_whitespace(*c);
-    let leading = token.chars().take_while(is_space).count();
-    let trailing = token.chars().rev().take_while(is_space).count();
-    (leading, trailing)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,7 +340,5 @@ mod tests {
         }
         assert_eq!(char_byte('中'), None);
         assert_eq!(decode_byte_level("ĠhÃ©"), Some(" hé".as_bytes().to_vec()));
-        assert_eq!(space_counts("ĠĠa Ġ"), (2, 2));
-        assert_eq!(space_counts(" <mask>  "), (1, 2));
     }
 }

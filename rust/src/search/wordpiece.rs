@@ -1,6 +1,5 @@
-//! Target search: which target tokens a sentence yields, and where, as fast as the corpus scan needs.
-//! `TargetSearch` is one family's search: `WordPieceSearch` here, `byte_level_bpe::BpeSearch` for
-//! byte-level BPE. The WordPiece search:
+//! The WordPiece family's target search: which target tokens a sentence yields, and where, as fast as the
+//! corpus scan needs.
 //!
 //! * `Prefilter`: an Aho–Corasick automaton over the targets' surface strings (without `##`) skips
 //!   sentences that cannot produce any target: searched on the raw sentence when it is plain ASCII, on
@@ -11,14 +10,11 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
-use crate::added_vocabulary::Piece;
-use crate::byte_level_bpe::{BpeSearch, BpeSearchBuffers};
-use crate::error::{Error, Result};
-use crate::hash::FxHashMap;
-use crate::tokenizer::{BertWordPiece, Scratch, Tokenizer};
-use crate::wordpiece::PieceBuffers;
-
-pub use crate::pre_tokenizer::is_plain_ascii;
+use crate::models::wordpiece::PieceBuffers;
+use crate::pre_tokenizers::bert::is_plain_ascii;
+use crate::tokenizer::added_vocabulary::Piece;
+use crate::tokenizer::bert_wordpiece::{BertWordPiece, WordPieceScratch};
+use crate::utils::hash::FxHashMap;
 
 pub struct Prefilter {
     /// None: every sentence is a candidate (`[UNK]` is a target: it has no surface).
@@ -93,53 +89,15 @@ impl WordCache {
     const MAX_WORDS: usize = 1 << 20;
 }
 
-/// The distinct target ids of `targets`, in first-seen order; an error for an id outside the vocabulary.
-pub fn unique_targets(tokenizer: &Tokenizer, targets: &[u32]) -> Result<Vec<u32>> {
-    let mut unique: Vec<u32> = Vec::with_capacity(targets.len());
-    for &t in targets {
-        if tokenizer.id_to_token(t).is_none() {
-            return Err(Error::InvalidArgument(format!("target id {t} is not in the tokenizer's vocabulary")));
-        }
-        if !unique.contains(&t) {
-            unique.push(t);
-        }
-    }
-    Ok(unique)
-}
-
-/// Per-thread buffers of `TargetSearch::search`.
+/// Per-thread buffers of `WordPieceSearch::search`.
 #[derive(Default)]
-pub struct SearchBuffers {
+pub struct WordPieceSearchBuffers {
     pub cache: WordCache,
-    pub scratch: Scratch,
+    pub scratch: WordPieceScratch,
+    /// The normalised sentence, for the prefilter.
     pub normalized: String,
-    pub bpe: BpeSearchBuffers,
-}
-
-/// The search of the tokenizer's family.
-pub enum TargetSearch<'a> {
-    WordPiece(WordPieceSearch<'a>),
-    ByteLevelBpe(BpeSearch<'a>),
-}
-
-impl<'a> TargetSearch<'a> {
-    /// `targets` must be distinct ids of the vocabulary (`unique_targets`); target i gets slot i.
-    pub fn new(tokenizer: &'a Tokenizer, targets: &[u32]) -> Self {
-        match tokenizer {
-            Tokenizer::WordPiece(t) => TargetSearch::WordPiece(WordPieceSearch::new(t, targets)),
-            Tokenizer::ByteLevelBpe(t) => TargetSearch::ByteLevelBpe(BpeSearch::new(t, targets)),
-        }
-    }
-
-    /// The target tokens of `sentence` as the corpus scan sees them, in order: (slot, start byte, end
-    /// byte); false (and no hits) when the prefilter rules the sentence out.
-    #[inline]
-    pub fn search(&self, sentence: &str, buffers: &mut SearchBuffers, hits: &mut Vec<(u32, usize, usize)>) -> bool {
-        match self {
-            TargetSearch::WordPiece(search) => search.search(sentence, buffers, hits),
-            TargetSearch::ByteLevelBpe(search) => search.search(sentence, &mut buffers.bpe, hits),
-        }
-    }
+    /// An ASCII word lowercased, for the cache.
+    pub lowered: String,
 }
 
 /// The targets of a WordPiece scan: `slot_of[id]` is the target's slot (position in the scan's target
@@ -167,13 +125,18 @@ impl<'a> WordPieceSearch<'a> {
 
     /// The target tokens of `sentence` as the corpus scan sees them, in order: (slot, start byte, end
     /// byte); false (and no hits) when the prefilter rules the sentence out.
-    pub fn search(&self, sentence: &str, buffers: &mut SearchBuffers, hits: &mut Vec<(u32, usize, usize)>) -> bool {
+    pub fn search(
+        &self,
+        sentence: &str,
+        buffers: &mut WordPieceSearchBuffers,
+        hits: &mut Vec<(u32, usize, usize)>,
+    ) -> bool {
         hits.clear();
         let plain_ascii = is_plain_ascii(sentence);
         if !self.prefilter.is_candidate(self.tokenizer, sentence, plain_ascii, &mut buffers.normalized) {
             return false;
         }
-        self.find(sentence, plain_ascii, &mut buffers.cache, &mut buffers.scratch, hits);
+        self.find(sentence, plain_ascii, buffers, hits);
         true
     }
 
@@ -182,8 +145,7 @@ impl<'a> WordPieceSearch<'a> {
         &self,
         sentence: &str,
         plain_ascii: bool,
-        cache: &mut WordCache,
-        scratch: &mut Scratch,
+        buffers: &mut WordPieceSearchBuffers,
         hits: &mut Vec<(u32, usize, usize)>,
     ) {
         hits.clear();
@@ -194,7 +156,7 @@ impl<'a> WordPieceSearch<'a> {
                     hits.push((slot, start, end));
                 }
             }
-            Piece::Segment(segment, base) => self.segment_targets(segment, base, plain_ascii, cache, scratch, hits),
+            Piece::Segment(segment, base) => self.segment_targets(segment, base, plain_ascii, buffers, hits),
         });
     }
 
@@ -203,13 +165,13 @@ impl<'a> WordPieceSearch<'a> {
         segment: &str,
         base: usize,
         plain_ascii: bool,
-        cache: &mut WordCache,
-        scratch: &mut Scratch,
+        buffers: &mut WordPieceSearchBuffers,
         hits: &mut Vec<(u32, usize, usize)>,
     ) {
         let tokenizer = self.tokenizer;
+        let WordPieceSearchBuffers { cache, scratch, lowered, .. } = buffers;
         if plain_ascii {
-            let Scratch { lowered, buffers, pieces, .. } = scratch;
+            let WordPieceScratch { buffers, pieces, .. } = scratch;
             tokenizer.pre_tokenizer.split_ascii(segment, |start, end| {
                 let word = &segment[start..end];
                 let key: &str = if tokenizer.normalizer.lowercase && word.bytes().any(|c| c.is_ascii_uppercase()) {
@@ -228,7 +190,7 @@ impl<'a> WordPieceSearch<'a> {
             return;
         }
         tokenizer.normalize_and_split(segment, base, scratch);
-        let Scratch { normalized, words, buffers, pieces, .. } = scratch;
+        let WordPieceScratch { normalized, words, buffers, pieces, .. } = scratch;
         for &(first, last) in words.iter() {
             let (first, last) = (first as usize, last as usize);
             let align = &normalized.align;
@@ -275,7 +237,7 @@ impl<'a> WordPieceSearch<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenizer::Token;
+    use crate::tokenizer::token::Token;
 
     fn tokenizer() -> BertWordPiece {
         let json = serde_json::json!({
@@ -294,18 +256,17 @@ mod tests {
         let t = tokenizer();
         let targets = [2, 3, 4, 7, 8, 11];
         let search = WordPieceSearch::new(&t, &targets);
-        let mut cache = WordCache::default();
-        let mut scratch = Scratch::default();
+        let mut buffers = WordPieceSearchBuffers::default();
         for text in ["Cafes x[MASK]ab.", "Cafés x中 ab İstanbul", "CAFE\u{301}S ab[MASK]", "nothing here"] {
             let mut tokens: Vec<Token> = Vec::new();
-            t.tokenize(text, &mut Scratch::default(), &mut tokens);
+            t.tokenize(text, &mut WordPieceScratch::default(), &mut tokens);
             let expected: Vec<(u32, usize, usize)> = tokens
                 .iter()
                 .filter_map(|k| targets.iter().position(|&id| id == k.id).map(|slot| (slot as u32, k.start, k.end)))
                 .collect();
             for _ in 0..2 {
                 let mut hits = Vec::new();
-                search.find(text, is_plain_ascii(text), &mut cache, &mut scratch, &mut hits);
+                search.find(text, is_plain_ascii(text), &mut buffers, &mut hits);
                 assert_eq!(hits, expected, "{text}");
             }
             let mut normalized = String::new();
