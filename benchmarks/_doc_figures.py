@@ -6,7 +6,7 @@ spans), HTML comments, link targets, headings and the table render_table.py rend
 1. a number with a unit of time (``ms``, ``s``, ``min``, ``h``, ``seconds``, ``core-hours``...), of speed (``×`` or
    ``x`` after it, but not a dimension such as ``16 × 128``; anything per second: ``tokens/s``, ``TFLOP/s``), of
    memory (``kB``, ``MB``, ``MiB``, ``GB``...) or a percentage (``%``); both ends of a range (``4–10 %``); a duration
-   in two units (``4 min 52 s``) is one figure;
+   in several units (``4 min 52 s``, ``1 h 57 min 35 s``) is one figure;
 2. a decimal with two or more decimals (an F1 of ``82.84``, a loss of ``5.129``, a fraction of ``0.1497``), or
    either side of ``±``;
 3. any decimal in a table's body row, and any number in a table column whose header names a measurement (``F1``,
@@ -91,6 +91,7 @@ WITH_UNIT = re.compile(
 )
 COMPOUND_DURATION = re.compile(
     rf"{_START}(?P<approx>(?:[~≈]|about )\s?)?(?P<a>\d+) ?(?P<ua>h|min) (?P<b>\d+) ?(?P<ub>min|s)\b"
+    r"(?: (?P<c>\d+) ?(?P<uc>s)\b)?"
 )
 DIMENSION = re.compile(r"\s?×\s?(?:\d|[A-Z]\d|[A-Z]\b)")
 _SECONDS = {"h": 3600, "min": 60, "s": 1}
@@ -205,6 +206,7 @@ def figures_in(text: str, allow: bool = True) -> list[Figure]:
             taken[match.start() : match.end()] = [True] * (match.end() - match.start())
     for match in COMPOUND_DURATION.finditer(plain):
         seconds = int(match["a"]) * _SECONDS[match["ua"]] + int(match["b"]) * _SECONDS[match["ub"]]
+        seconds += int(match["c"]) if match["c"] else 0
         add(match.start(), match.end(), float(seconds), 0, "s", bool(match["approx"]))
     for match in WITH_UNIT.finditer(plain):
         if match["unit"] == "×" and DIMENSION.match(

@@ -156,7 +156,10 @@ def test_every_figure_a_doc_states_has_its_record(path):
 @pytest.mark.parametrize(
     "text, figures",
     [
-        ("ran in 4 min 52 s, then 71 s and 0.5 ms", ["4 min 52 s", "71 s", "0.5 ms"]),
+        (
+            "ran in 4 min 52 s, then 71 s and 0.5 ms, 1 h 57 min 35 s",
+            ["4 min 52 s", "71 s", "0.5 ms", "1 h 57 min 35 s"],
+        ),
         ("13.9× faster, 10x the speed, 8,448 words/s, 0.9 TFLOP/s", ["13.9×", "10x", "8,448 words/s", "0.9 TFLOP/s"]),
         ("peak RSS 34.5 MB, 1.6 GiB; padding is 4–10 % of rows", ["34.5 MB", "1.6 GiB", "4", "10 %"]),
         ("held-out loss 7.662, F1 82.84 ± 0.88, fraction 0.1497", ["7.662", "82.84", "0.88", "0.1497"]),
