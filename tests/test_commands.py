@@ -15,7 +15,9 @@ import run_ner
 import run_pretraining
 from bioptimus_hf.commands import dispatch
 from bioptimus_hf.commands import ner as ner_command
-from bioptimus_hf.commands import pretrain as pretrain_command
+from bioptimus_hf.ner.run import fine_tune_ner
+from bioptimus_hf.pretraining import run as pretraining_run
+from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
 from bioptimus_hf.utils.cli import exit_on_bad_input
 from helpers import python_path
 from helpers.ner import build_tiny_bert, write_dataset_dir
@@ -124,12 +126,13 @@ def test_bioptimus_pretrain_and_the_script_parse_the_same_run(tmp_path, monkeypa
         f"output_dir: {tmp_path / 'out'}\nmax_steps: 8\nlearning_rate: 5.0e-4\n"
     )
     runs = []
-    monkeypatch.setattr(pretrain_command, "pretrain", lambda *arguments: runs.append(arguments))
+    monkeypatch.setattr(pretraining_run, "run_pretraining", lambda *arguments: runs.append(arguments))
     dispatch.main(["pretrain", str(config), "--seed", "7"])
     run_pretraining.main([str(config), "--seed", "7"])
     assert len(runs) == 2 and runs[0] == runs[1]
-    model_args, training_args = runs[0][0], runs[0][-1]
-    assert (model_args.model_name_or_path, training_args.seed, training_args.max_steps) == (str(tiny_model_dir), 7, 8)
+    model_args, config = runs[0]
+    assert (model_args.model_name_or_path, config.seed, config.max_steps) == (str(tiny_model_dir), 7, 8)
+    assert isinstance(config, BioptimusConfig) and config.learning_rate == 5e-4
 
 
 def test_bad_input_is_the_same_one_line_through_the_command_and_the_script(tmp_path, tiny_model_dir):
@@ -256,10 +259,35 @@ def test_fine_tune_ner_trains_each_seed_under_a_copy_of_the_callers_arguments(tm
         ]
     )
     training_args = arguments[-1]
-    results = ner_command.fine_tune_ner(*arguments)
+    results = fine_tune_ner(*arguments)
     assert (training_args.seed, training_args.output_dir) == (42, str(output))  # the caller's, untouched
     assert results["seeds"] == [3, 5] and [run["seed"] for run in results["per_seed"]] == [3, 5]
     for seed in (3, 5):
         assert (output / f"seed_{seed}" / "seed_results.json").is_file()
         assert (output / f"seed_{seed}" / "test_predictions.conll").is_file()
     assert sorted(p.name for p in output.iterdir() if p.is_dir()) == ["seed_3", "seed_5"]
+
+
+# ------------------------------------------------------------------------------------------ --help stays light
+HELP_PROBE = """
+import contextlib, io, sys
+from bioptimus_hf.commands import dispatch
+for name in sys.argv[1:]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            dispatch.main([name, "--help"])
+        except SystemExit:
+            pass
+runs = ("run", "bioptimus_trainer", "tagging_run", "fine_tuning", "embedding_init", "distillation_trainer")
+print(sorted(m for m in sys.modules if m == "datasets" or (m.startswith("bioptimus_hf.") and m.split(".")[-1] in runs)))
+"""
+
+
+def test_a_commands_help_loads_neither_datasets_nor_the_run(tmp_path):
+    """Commands import their settings (config modules) at module level and the run only when they run: ``--help``
+    of every stage's command loads neither ``datasets`` nor a wing's run module. (``blurb`` and ``blurb-task``
+    import the BLURB wing's runs at module level.)"""
+    light = [name for name in STAGES if name not in ("blurb", "blurb-task")]
+    result = run_python("-c", HELP_PROBE, *light, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 import json
 import os
 
@@ -471,19 +472,19 @@ def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, 
 
 def test_one_norm_match_default_everywhere():
     """The library, run_pretraining.py and the init command share one default (norm matching on)."""
-    from transformers import HfArgumentParser, TrainingArguments
+    from transformers import HfArgumentParser
 
-    import run_pretraining
-    from bioptimus_hf.commands.init_embeddings import InitCommandArguments
+    from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES
+    from bioptimus_hf.vocabulary.init_config import StartModelArguments
 
     library = EmbeddingInitArguments()
-    parsed = HfArgumentParser((run_pretraining.ModelArguments, EmbeddingInitArguments, TrainingArguments))
-    _, script, _ = parsed.parse_args_into_dataclasses(["--output_dir", "x"])
-    _, command = HfArgumentParser((InitCommandArguments, EmbeddingInitArguments)).parse_args_into_dataclasses(
+    _, script = HfArgumentParser(PRETRAINING_ARGUMENT_TYPES).parse_args_into_dataclasses(["--output_dir", "x"])
+    _, command = HfArgumentParser((StartModelArguments, EmbeddingInitArguments)).parse_args_into_dataclasses(
         ["--model_name_or_path", "m", "--output_dir", "x"]
     )
     assert library.init_norm_match is script.init_norm_match is command.init_norm_match is True
-    assert library == script == command
+    init_fields = [f.name for f in dataclasses.fields(EmbeddingInitArguments)]
+    assert {n: getattr(script, n) for n in init_fields} == dataclasses.asdict(library) == dataclasses.asdict(command)
 
 
 def test_two_gloo_ranks_split_the_sentences_and_match_one_process(tmp_path):

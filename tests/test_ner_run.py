@@ -146,10 +146,11 @@ def test_tagger_returns_character_offsets(two_seed_run):
 def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
     output, _ = two_seed_run
     from bioptimus_hf.commands import tag_entities
+    from bioptimus_hf.ner import tagging_run
 
     # The CLI keeps freed memory in its process on a CPU (by default); recorded here, not applied to pytest's process.
     applied = []
-    monkeypatch.setattr(tag_entities, "retain_freed_memory", lambda: applied.append(True))
+    monkeypatch.setattr(tagging_run, "retain_freed_memory", lambda: applied.append(True))
 
     source = tmp_path / "abstracts.txt"
     first = "the patients with breast cancer were treated with cisplatin ."

@@ -13,6 +13,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer, pipelin
 
 from bioptimus_hf.commands import tag_entities
 from bioptimus_hf.ner import tagger as tagger_module
+from bioptimus_hf.ner import tagging_run
 from bioptimus_hf.ner.model_card import model_card, pipeline_caveat, write_model_card
 from bioptimus_hf.ner.schemes import label_list
 from bioptimus_hf.ner.tagger import NerTagger
@@ -181,7 +182,7 @@ class _Spy:
 
 
 def test_cli_takes_model_name_or_path_and_revision_and_writes_the_pipeline_shape(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tag_entities, "retain_freed_memory", lambda: None)  # not in pytest's own process
+    monkeypatch.setattr(tagging_run, "retain_freed_memory", lambda: None)  # not in pytest's own process
     directory = build_word_labelled_model(str(tmp_path / "m"), "BIO", AGREEING["BIO"][0])
     calls = []
     monkeypatch.setattr(tagger_module, "AutoTokenizer", _Spy(AutoTokenizer, calls))

@@ -19,8 +19,10 @@
 
 The list itself is :data:`bioptimus_hf.commands.dispatch.COMMANDS`. Every command parses with
 :func:`bioptimus_hf.commands.config_parser.parse_args` (HfArgumentParser, a json/yaml config file first, flags
-overriding it) and ends bad input with one line (:func:`bioptimus_hf.utils.cli.exit_on_bad_input`). The long
-runs also have a function taking the parsed dataclasses, which the study and the comparison call:
-:func:`~.pretrain.pretrain`, :func:`~.ner.fine_tune_ner`, :func:`~.train_tokenizer.train_and_report`,
-:func:`~.init_embeddings.write_initialized_model`.
+overriding it) into its wing's argument dataclasses and calls its wing's run, which anyone can call with the same
+dataclasses: :func:`bioptimus_hf.pretraining.run.run_pretraining` (on
+:class:`~bioptimus_hf.pretraining.bioptimus_trainer.BioptimusTrainer`), :func:`bioptimus_hf.ner.run.fine_tune_ner`,
+:func:`bioptimus_hf.vocabulary.run.train_and_report`, :func:`bioptimus_hf.vocabulary.run.write_initialized_model`,
+:func:`bioptimus_hf.distillation.run.run_distillation`, :func:`bioptimus_hf.study.run.run_study`. Bad input ends with
+one line (:func:`bioptimus_hf.utils.cli.exit_on_bad_input`).
 """

@@ -24,34 +24,12 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import dataclass, field
 
 from ..ner.compare import compare_models, parse_models, plan_jobs
+from ..ner.compare_config import NerComparisonArguments
 from ..utils.cli import exit_on_bad_input
 from . import ner
 from .config_parser import parse_args
-
-
-@dataclass
-class CompareArguments:
-    models: str = field(metadata={"help": "Comma-separated name=path (or path) list of models."})
-    datasets: str = field(metadata={"help": "Comma-separated data directories (train/devel/test.tsv)."})
-    output_dir: str = field(metadata={"help": "Where each run and comparison.md/json go."})
-    config: str | None = field(default=None, metadata={"help": "`bioptimus ner` yaml/json config shared by all runs."})
-    rerun: bool = field(default=False, metadata={"help": "Repeat runs that already have all_results.json."})
-    results_only: bool = field(default=False, metadata={"help": "Only rebuild the table from existing runs."})
-    seeds: str | None = field(
-        default=None,
-        metadata={
-            "help": "Comma-separated fine-tuning seeds, each seed a job of its own (default: one job per "
-            "model x dataset with the config's seeds)."
-        },
-    )
-    job_index: int | None = field(
-        default=None,
-        metadata={"help": "Run only this job (0-based, in --list_jobs order), e.g. $SLURM_ARRAY_TASK_ID."},
-    )
-    list_jobs: bool = field(default=False, metadata={"help": "Print one shell command per job and exit."})
 
 
 def run(argv: list[str] | None = None) -> str | None:
@@ -62,43 +40,22 @@ def run(argv: list[str] | None = None) -> str | None:
     if "--" in argv:
         cut = argv.index("--")
         argv, ner_flags = argv[:cut], argv[cut + 1 :]
-    (args,) = parse_args((CompareArguments,), argv, description=__doc__)
-    datasets = [d for d in (p.strip() for p in args.datasets.split(",")) if d]
-    models = parse_models(args.models)
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()] if args.seeds else None
-    except ValueError:
-        raise ValueError(f"--seeds must be comma-separated integers, got {args.seeds!r}") from None
+    (args,) = parse_args((NerComparisonArguments,), argv, description=__doc__)
+    models, datasets, seeds = parse_models(args.models), args.dataset_list, args.seed_list
+    config = [args.config] if args.config else []
     if args.list_jobs:
         # Through the Python that listed them: the same installation runs every job.
-        command = [
-            sys.executable,
-            "-m",
-            "bioptimus_hf.commands",
-            "ner",
-            *([args.config] if args.config else []),
-            *ner_flags,
-        ]
+        command = [sys.executable, "-m", "bioptimus_hf.commands", "ner", *config, *ner_flags]
         commands = [shlex.join(command + job.flags(args.output_dir)) for job in plan_jobs(models, datasets, seeds)]
         print("\n".join(commands))
         return "\n".join(commands)
-    ner_arguments = None
-    if not args.results_only:
-        # The flags every job shares; each job then sets its model (this one stands in), dataset, output and seed.
-        ner_arguments = ner.parse_args(
-            [
-                *([args.config] if args.config else []),
-                *ner_flags,
-                "--model_name_or_path",
-                models[0][1] if models else "",
-            ]
-        )
+    # The flags every job shares; each job then sets its model (this one stands in), dataset, output and seed.
+    stand_in = ["--model_name_or_path", models[0][1] if models else ""]
     table = compare_models(
         models,
         datasets,
         args.output_dir,
-        ner_arguments=ner_arguments,
-        fine_tune=ner.fine_tune_ner,
+        ner_arguments=None if args.results_only else ner.parse_args([*config, *ner_flags, *stand_in]),
         rerun=args.rerun,
         results_only=args.results_only,
         seeds=seeds,

@@ -19,10 +19,28 @@ import yaml
 from transformers import HfArgumentParser
 
 from ..utils.cli import exit_on_bad_input
-from ..utils.flags import mapping_to_argv
 
 
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def mapping_to_argv(data: dict) -> list[str]:
+    """Flags for a mapping of argument names to values: how a config file becomes a command line (a config file's
+    values come before the flags given after it, which override them)."""
+    argv: list[str] = []
+    for key, value in data.items():
+        if value is None:
+            continue
+        flag = f"--{key}"
+        if isinstance(value, bool):
+            argv += [flag, str(value).lower()]
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, *[json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in value]]
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
 
 
 def read_config(path: str | Path) -> dict:

@@ -96,6 +96,7 @@ class PretrainingDatasets:
     train: Any
     eval: Any | None
     max_seq_length: int
+    streaming: bool = False  # ``IterableDataset``s, read lazily (``--streaming``)
 
 
 def _column_names(split: Any, default: str) -> list[str]:
@@ -156,18 +157,51 @@ def load_pretraining_datasets(
     cache_dir: str | None = None,
     model_max_tokens: int | None = None,
 ) -> PretrainingDatasets:
-    """Tokenized, packed (or line-by-line) train and held-out datasets; see the module docstring.
+    """Tokenized, packed (or line-by-line) train and held-out datasets of the corpus ``data_args`` name: the raw
+    corpus (:func:`load_raw_corpus`), then :func:`prepare_pretraining_datasets`."""
+    raw = load_raw_corpus(data_args, cache_dir, training_args.seed)
+    return prepare_pretraining_datasets(
+        raw["train"], raw.get("validation"), tokenizer, data_args, training_args, model_max_tokens=model_max_tokens
+    )
+
+
+def is_tokenized(split: Any) -> bool:
+    """Whether a split already holds what the curriculum collator reads (``input_ids`` with ``word_ids``)."""
+    columns = _column_names(split, "")
+    return "input_ids" in columns and "word_ids" in columns
+
+
+def prepare_pretraining_datasets(
+    train: Any,
+    held_out: Any | None,
+    tokenizer,
+    data_args: Any,
+    training_args: Any,
+    model_max_tokens: int | None = None,
+) -> PretrainingDatasets:
+    """Raw text splits (a ``datasets.Dataset`` or ``IterableDataset`` with a ``--text_column_name`` column) tokenized
+    with word ids and packed into blocks (or line by line), as ``run_mlm.py`` does: ``datasets.map`` with caching and
+    ``--preprocessing_num_workers``, or lazily for an ``IterableDataset`` (shuffled with ``--shuffle_buffer_size``).
+    ``data_args`` holds :class:`~.data_config.PretrainingDataArguments`' processing fields (``max_seq_length``,
+    ``line_by_line``, ``text_column_name``, ``max_train_samples``, ``max_eval_samples``...); splits already tokenized
+    (:func:`is_tokenized`) are kept as they are.
 
     ``model_max_tokens``: the longest sequence the model takes (:func:`bioptimus_hf.utils.sequence_length.max_model_tokens`);
     without it, the tokenizer's ``model_max_length`` alone caps ``--max_seq_length``."""
+    from datasets import IterableDataset
+
     limits = [x for x in (tokenizer.model_max_length, model_max_tokens) if x]
     max_seq_length = min([data_args.max_seq_length or min(limits), *limits])
-    raw = load_raw_corpus(data_args, cache_dir, training_args.seed)
-    streaming = data_args.streaming
+    streaming = isinstance(train, IterableDataset)
+    text_column = data_args.text_column_name
+    if not is_tokenized(train) and text_column not in _column_names(train, text_column):
+        raise ValueError(
+            f"--text_column_name {text_column!r} not in the dataset columns {_column_names(train, text_column)}"
+        )
 
     def tokenize(examples):
         return tokenize_with_word_ids(
-            examples, tokenizer, data_args.text_column_name, max_seq_length, line_by_line=data_args.line_by_line
+            examples, tokenizer, text_column, max_seq_length, line_by_line=data_args.line_by_line
         )
 
     def pack(examples):
@@ -183,14 +217,16 @@ def load_pretraining_datasets(
     )
     tokenized = {}
     with training_args.main_process_first(desc="tokenizing the corpus"):
-        for split_name in ("train", "validation"):
-            if split_name not in raw:
+        for split_name, split in (("train", train), ("validation", held_out)):
+            if split is None:
                 continue
-            split = raw[split_name]
+            if is_tokenized(split):
+                tokenized[split_name] = split
+                continue
             ds = split.map(
                 tokenize,
                 batched=True,
-                remove_columns=_column_names(split, data_args.text_column_name),
+                remove_columns=_column_names(split, text_column),
                 **map_kwargs,
                 **({} if streaming else {"desc": f"tokenizing {split_name}"}),
             )
@@ -233,4 +269,4 @@ def load_pretraining_datasets(
             held_out = held_out.select(range(min(len(held_out), data_args.max_eval_samples)))
         if held_out is not None and len(held_out) == 0:
             held_out = None
-    return PretrainingDatasets(train, held_out, max_seq_length)
+    return PretrainingDatasets(train, held_out, max_seq_length, streaming)

@@ -3,7 +3,8 @@
 ``run_pretraining.py``, the ``bioptimus-init-embeddings`` command and the library's
 :func:`~bioptimus_hf.vocabulary.embedding_init.build_initialized_model` all take an
 :class:`EmbeddingInitArguments`, so a default (say norm matching) cannot differ between them, and the
-model card describes a strategy with the text defined here.
+model card describes a strategy with the text defined here. :class:`StartModelArguments` say what a start model is
+built from and where it is written (``bioptimus init-embeddings``, a study's shared start models).
 """
 
 from __future__ import annotations
@@ -171,3 +172,23 @@ class EmbeddingInitArguments:
     @property
     def strategy(self) -> InitStrategy:
         return INIT_STRATEGIES[self.init_strategy]
+
+
+@dataclass
+class StartModelArguments:
+    """The base model and new vocabulary a start model is built from, and where it is written."""
+
+    model_name_or_path: str = field(metadata={"help": "Base masked-LM (path or Hub id).", "aliases": ["--base_model"]})
+    output_dir: str = field(metadata={"help": "Where the initialised checkpoint and init_report.json go."})
+    tokenizer_name: str | None = field(
+        default=None,
+        metadata={"help": "The new vocabulary (not needed for 'continued').", "aliases": ["--new_tokenizer"]},
+    )
+    config_name: str | None = field(
+        default=None, metadata={"help": "Architecture for 'scratch' (default: the base's)."}
+    )
+    seed: int = field(default=0, metadata={"help": "Seed of the context sample and of random rows."})
+    disable_tqdm: bool = field(
+        default=False,
+        metadata={"help": "No progress bars (as the Trainer's flag); they are drawn on the main process only."},
+    )
