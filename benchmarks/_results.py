@@ -17,6 +17,11 @@ Guarantees: a file holding another machine kind's results is never overwritten (
 one-line exit naming the file); runs recorded with another machine's fingerprint are never filed with this one's;
 local paths (``/tmp/...``, ``/work/...``, ``/root/...``, ``/home/...``) are written as their last component (a path
 inside this repository as its repository-relative path); the file is replaced atomically.
+
+The recorded ``command`` runs as written from the repository root (:func:`public_command`): a path inside the
+repository is repository-relative, the shared data ``../shared/...``, an installed package's files
+``$(python -c "import pkg, os; print(os.path.dirname(pkg.__file__))")/...``, and a scratch folder (``/tmp/x``,
+a home or work folder) ``$SCRATCH/x``: set ``SCRATCH`` to any folder of yours before running it.
 """
 
 from __future__ import annotations
@@ -50,12 +55,9 @@ class ResultsConflictError(SystemExit):
         self.message = message
 
 
-def public_path(path: str) -> str:
-    """How a result names a local path: repository-relative inside this or another checkout of the repository
-    (``configs/x.yaml``), ``../shared/...`` for the shared data beside it, else its last component."""
+def _checkout_relative(path: str) -> str | None:
+    """``path`` relative to this checkout of the repository or another one (from its top folder), else None."""
     parts = Path(os.path.normpath(path)).parts
-    if "shared" in parts:
-        return "/".join(("..", *parts[parts.index("shared") :]))
     try:
         return str(Path(os.path.normpath(path)).relative_to(ROOT))
     except ValueError:
@@ -63,7 +65,40 @@ def public_path(path: str) -> str:
     top = next((i for i, part in enumerate(parts) if part in _REPOSITORY_TOP and i > 1), None)
     if top is not None and ".venv" not in parts:
         return "/".join(parts[top:])
-    return public_name(path) or path
+    return None
+
+
+def public_path(path: str) -> str:
+    """How a result names a local path: repository-relative inside this or another checkout of the repository
+    (``configs/x.yaml``), ``../shared/...`` for the shared data beside it, else its last component."""
+    parts = Path(os.path.normpath(path)).parts
+    if "shared" in parts:
+        return "/".join(("..", *parts[parts.index("shared") :]))
+    inside = _checkout_relative(path)
+    return inside if inside is not None else public_name(path) or path
+
+
+SCRATCH = "$SCRATCH"
+
+
+def command_path(path: str) -> str:
+    """How a recorded command names a local path so that it runs as written (the module docstring's rules)."""
+    parts = Path(os.path.normpath(path)).parts
+    if "site-packages" in parts[:-1]:
+        package, rest = parts[parts.index("site-packages") + 1], parts[parts.index("site-packages") + 2 :]
+        if package.isidentifier():
+            where = f'$(python -c "import {package}, os; print(os.path.dirname({package}.__file__))")'
+            return "/".join((where, *rest))
+    if "shared" in parts or _checkout_relative(path) is not None:
+        return public_path(path)
+    names = [part for part in parts if part != os.sep]
+    skip = 2 if names[:2] == ["var", "tmp"] or names[0] in ("home", "work") else 1
+    return "/".join((SCRATCH, *names[skip:]))
+
+
+def public_command(command: str) -> str:
+    """``command`` with every local path made runnable as written (:func:`command_path`)."""
+    return LOCAL_PATH.sub(lambda match: command_path(match.group(0)), command)
 
 
 def public_value(value):
@@ -78,10 +113,11 @@ def public_value(value):
 
 
 def reproduce_command(argv: list[str] | None = None) -> str:
-    """The command line that ran this benchmark (``python benchmarks/<script>.py ...``), local paths made public."""
+    """The command line that ran this benchmark (``python benchmarks/<script>.py ...``), runnable as written from the
+    repository root (:func:`public_command`)."""
     argv = list(sys.argv if argv is None else argv)
     script = public_path(str(Path(argv[0]).resolve())) if argv else "?"
-    return public_value(shlex.join(["python", script, *argv[1:]]))
+    return public_command(shlex.join(["python", script, *argv[1:]]))
 
 
 def result_path(name: str, machine: dict) -> Path:
@@ -138,7 +174,7 @@ def build_record(
         "machine": machine,
         "commit": commit if commit is not None else (machine.get("git") or {}).get("commit"),
         "date": date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-        "command": command,
+        "command": public_command(command),
         "figures": figures,
     }
     if detail is not None:
@@ -163,11 +199,11 @@ def write_result(
     machine = machine or _machine.describe_machine()
     path = output_path(name_or_path, machine)
     check_writable(path, machine)
-    others = _run_fingerprints(detail) - {machine["fingerprint"]}
+    others = _run_fingerprints(detail) - {machine.get("fingerprint")}
     if others:
         raise ResultsConflictError(
             f"{path}: runs of machines {sorted(others)} given with results of "
-            f"{machine['fingerprint']} ({machine.get('label')}); they are never filed together"
+            f"{machine.get('fingerprint')} ({machine.get('label')}); they are never filed together"
         )
     record = build_record(figures, machine=machine, command=command or reproduce_command(), detail=detail)
     if section is not None:

@@ -93,7 +93,10 @@ QIKFIND_STAGE = textwrap.dedent("""
 
 @dataclass
 class PubmedScaleArguments:
-    work_dir: str = field(metadata={"help": "Scratch directory for the corpora, runs and checkpoints (removed)."})
+    work_dir: str = field(
+        default="pubmed_scale_work",
+        metadata={"help": "Scratch directory for the corpora, runs and checkpoints (removed)."},
+    )
     base_citations: int = field(default=10_000, metadata={"help": "Citations of the 1x corpus."})
     scales: list[int] = field(default_factory=lambda: [1, 4, 16], metadata={"help": "Multiples of the base size."})
     citations_per_file: int = field(default=2_500, metadata={"help": "Citations per baseline file."})
@@ -111,6 +114,82 @@ class PubmedScaleArguments:
     seed: int = field(default=0)
     keep: bool = field(default=False, metadata={"help": "Keep the work directory."})
     output_json: str = field(default="pubmed_scale", metadata={"help": output_help("pubmed_scale")})
+    project_only: bool = field(
+        default=False,
+        metadata={"help": "Measure nothing: compute the projection section from the scales already recorded."},
+    )
+
+
+# The whole baseline as the projection assumes it (NLM's orders of magnitude, not measured here), and the node.
+BASELINE_ASSUMPTIONS = {
+    "files": 1_200,
+    "citations_per_file": 30_000,
+    "gz_mb_per_file": 20,
+    "kept_share": 0.6,  # citations with an abstract that pass the filters
+    "characters_per_citation": 1_500,
+    "characters_per_token": 4.6,
+    "cpu_cores": 96,
+    "gpus": 8,
+    "tokenizer_sample_gb": 2,
+    "resume_step": 100_000,
+    "rank_batch_size": 32,
+}
+# The GPU record the pre-training pass is scaled from: BERT-base, bf16, compiled, one H100 (docs/speed.md).
+GPU_THROUGHPUT = ROOT / "benchmarks" / "results" / "gpu-h100" / "pretraining_throughput.json"
+
+
+def projection(scales: dict, settings: dict, machine: dict, gpu_tokens_per_s: float) -> dict:
+    """The whole baseline on one node, scaled from the recorded scales: per-process rates of the largest scale,
+    train-tokenizer's marginal rate between the two largest (its fixed start-up cost left out), and the replay cost
+    per batch at the first scale's last resume step."""
+    a = BASELINE_ASSUMPTIONS
+    sizes = sorted(scales, key=lambda name: scales[name]["citations"])
+    small, large = scales[sizes[-2]], scales[sizes[-1]]
+    text_mb = a["files"] * a["citations_per_file"] * a["kept_share"] * a["characters_per_citation"] / 1e6
+    prepare_rate = large["input_gz_mb"] / large["prepare_seconds"] / settings["prepare_workers"]
+    vocabulary_rate = (large["text_mb"] - small["text_mb"]) / (
+        large["vocabulary_seconds"] - small["vocabulary_seconds"]
+    )
+    qikfind_rate = large["text_mb"] / large["qikfind_seconds"] / machine["cpus_available"]
+    first = scales[sizes[0]]["resume_seconds_to_next_step"]
+    step = max(first, key=int)
+    replay_per_batch = (first[step]["replay"] - first[step]["state"]) / int(step)
+    batch_scale = a["rank_batch_size"] / settings["batch_size"]
+    tokens = text_mb * 1e6 / a["characters_per_token"]
+    return {
+        "assumptions": a,
+        "input_gb": a["files"] * a["gz_mb_per_file"] / 1e3,
+        "text_gb": round(text_mb / 1e3, 1),
+        "shards_share_of_text": round(large["shards_mb"] / large["text_mb"], 2),
+        "shards_gb": round(text_mb / 1e3 * large["shards_mb"] / large["text_mb"], 1),
+        "prepare_mb_per_second_per_worker": round(prepare_rate, 2),
+        "prepare_minutes": round(a["files"] * a["gz_mb_per_file"] / (prepare_rate * a["cpu_cores"]) / 60, 1),
+        "vocabulary_mb_per_second": round(vocabulary_rate, 2),
+        "vocabulary_hours_all_text": round(text_mb / vocabulary_rate / 3600, 1),
+        "vocabulary_minutes_sample": round(a["tokenizer_sample_gb"] * 1e3 / vocabulary_rate / 60),
+        "qikfind_mb_per_second_per_thread": round(qikfind_rate, 2),
+        "qikfind_minutes": round(text_mb / (qikfind_rate * a["cpu_cores"]) / 60, 1),
+        "tokens_g": round(tokens / 1e9, 1),
+        "pretraining_minutes_one_pass": round(tokens / (a["gpus"] * gpu_tokens_per_s) / 60),
+        "replay_ms_per_batch": round(replay_per_batch * 1e3, 1),
+        "replay_hours_per_rank_at_resume_step": round(replay_per_batch * batch_scale * a["resume_step"] / 3600, 1),
+    }
+
+
+def write_projection(target: ResultTarget) -> dict:
+    record = json.loads(target.path.read_text())
+    scales = {name: figures for name, figures in record["figures"].items() if name.startswith("x")}
+    gpu = json.loads(GPU_THROUGHPUT.read_text())["figures"]["static_shapes_bf16"]["ours+bf16+compile"]["tokens_per_s"]
+    if len(scales) < 2:
+        raise SystemExit(f"error: {target.path} records {len(scales)} scale(s); the projection needs two")
+    largest = max(scales, key=lambda name: scales[name]["citations"])
+    figures = projection(scales, record["detail"][largest]["settings"], record["machine"], gpu)
+    target.write(
+        figures,
+        detail={"from_scales": sorted(scales), "gpu_record": "gpu-h100/pretraining_throughput.json"},
+        section="projection",
+    )
+    return figures
 
 
 # --------------------------------------------------------------------------------------------------
@@ -289,6 +368,9 @@ def resume_arms(run_dir: Path, step: int, flags_for, scratch: Path, arms=("state
 def main():
     (args,) = parse_args((PubmedScaleArguments,), description=__doc__)
     target = ResultTarget(args.output_json)
+    if args.project_only:
+        print(json.dumps(write_projection(target)))
+        return
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     sentences = corpus_sentences()
@@ -420,6 +502,8 @@ def main():
             shutil.rmtree(here, ignore_errors=True)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+    if len([name for name in json.loads(target.path.read_text())["figures"] if name.startswith("x")]) >= 2:
+        write_projection(target)
 
 
 if __name__ == "__main__":

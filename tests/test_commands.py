@@ -43,6 +43,7 @@ STAGES = [
     "remove-layers",
     "task-difficulty",
     "study",
+    "plot",
 ]
 
 

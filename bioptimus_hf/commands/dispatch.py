@@ -187,6 +187,15 @@ COMMANDS: dict[str, Command] = {
         "bioptimus study study_cpu --model_name_or_path sentence-transformers/all-MiniLM-L6-v2",
         script="run_study.py",
     ),
+    "plot": Command(
+        "plot",
+        "draw a finished run's figures again (its loss plot with the phases)",
+        "Draw a finished pre-training run's figures again from its trainer_state.json and its releases' records: "
+        "training and held-out loss per step, the learning rate and where each curriculum phase ends, the picture "
+        "the release writer puts in every release (training_loss.png). A study's figures are drawn again by "
+        "bioptimus study CONFIG --report_only true. See docs/pretraining.md.",
+        "bioptimus plot outputs/demo_minilm --output_dir figures",
+    ),
 }
 
 # Console scripts kept under their former names; they run their command after a deprecation line.
