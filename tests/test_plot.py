@@ -71,7 +71,8 @@ def test_plot_writes_into_the_run_by_default_and_is_a_console_script(finished_ru
     dispatch.main(["plot", str(finished_run)])
     assert target.read_bytes()[:8] == PNG
     setup = (Path(__file__).resolve().parents[1] / "setup.cfg").read_text()
-    assert "bioptimus-plot = bioptimus_hf.commands.plot:main" in setup
+    assert "bioptimus-plot = bioptimus_hf.commands.dispatch:main" in setup
+    assert dispatch.command_for_program("/venv/bin/bioptimus-plot") == "plot"
 
 
 def test_a_run_without_releases_is_drawn_without_phases(tmp_path):
