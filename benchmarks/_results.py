@@ -44,7 +44,12 @@ RECORD_KEYS = ("machine", "commit", "date", "command", "figures")
 # An absolute path on a benchmark machine: never part of a result (it names someone's file system, not a figure).
 # Folders a path inside some checkout of this repository passes through, from which it is kept.
 _REPOSITORY_TOP = ("benchmarks", "configs", "docs", "outputs", "scripts", "tests", "model_cards")
-LOCAL_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|work|root|home|scratch|mnt|var/tmp)(?:/[^\s\"'`,;:()\[\]{}<>=]*)?")
+_PATH_REST = r"[^\s\"'`,;:()\[\]{}<>=]"
+# The folder holding this checkout (and the shared data beside it), wherever a machine keeps it (CI: /check/...).
+_CHECKOUT_PARENT = re.escape(str(ROOT.parent)) + rf"/{_PATH_REST}*|" if len(ROOT.parts) > 2 else ""
+LOCAL_PATH = re.compile(
+    rf"(?<![\w.~-])(?:{_CHECKOUT_PARENT}/(?:tmp|work|root|home|scratch|mnt|var/tmp)(?:/{_PATH_REST}*)?)"
+)
 
 
 class ResultsConflictError(SystemExit):
