@@ -358,11 +358,11 @@ def test_bad_study_flags_are_refused(tmp_path, flags, message):
 @pytest.mark.parametrize(
     "arm, message",
     [
-        ({"masking_stream": "random"}, r"^error: argument --masking_stream: invalid choice: 'random'"),
-        ({"no_such_flag": 1}, r"^error: 'no_such_flag' is not an argument of PretrainingModelArguments"),
+        ({"masking_stream": "random"}, r"^error: --masking_stream: invalid choice 'random'; choose from keyed"),
+        ({"no_such_flag": 1}, r"^error: unknown key no_such_flag; not an argument of PretrainingModelArguments"),
         (
             {"lexical_warmup_learning_rate": "fast"},
-            r"^error: argument --lexical_warmup_learning_rate: invalid float value: 'fast'",
+            r"^error: --lexical_warmup_learning_rate: invalid float value: 'fast'",
         ),
     ],
 )
