@@ -1,5 +1,6 @@
 """The Trainer-level API: ``BioptimusConfig`` + ``BioptimusTrainer`` on a raw text dataset release the curriculum's
-four models; the README's own-script example runs as written (its base model swapped for the suite's tiny BERT);
+four models; the README's own-script example and docs/curriculum.md's plain-``Trainer`` one run as written (their
+base model swapped for the suite's tiny BERT);
 ``bioptimus pretrain`` is the same trainer (the same corpus gives bit-identical releases); typed settings are built
 from a mapping as a config file holding it would give them."""
 
@@ -61,6 +62,22 @@ def test_the_readme_example_runs_as_written_to_four_releases(tmp_path, tiny_mode
     assert ends == [4, 12, 24, 40]  # 10/20/30/40% of max_steps 40
     model = AutoModelForMaskedLM.from_pretrained(releases / "v0.4")
     assert not any(p.isnan().any() for p in model.parameters())
+
+
+CURRICULUM_SECTION = "## Using the curriculum in your own Trainer script"
+
+
+def test_the_curriculum_docs_trainer_example_runs_as_written_to_four_releases(tmp_path, tiny_model_dir, monkeypatch):
+    """docs/curriculum.md's plain-``Trainer`` example, as written (its base model the suite's tiny BERT)."""
+    text = (ROOT / "docs" / "curriculum.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", text[text.index(CURRICULUM_SECTION) :], re.DOTALL).group(1)
+    assert code.count(README_BASE) == 1
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.replace(README_BASE, repr(str(tiny_model_dir))), "curriculum.md", "exec"), {})
+    releases = sorted((tmp_path / "out" / "releases").iterdir())
+    assert [p.name for p in releases] == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    ends = [json.loads((release / "bioptimus_phase.json").read_text())["end_step"] for release in releases]
+    assert ends == [4, 12, 24, 40]
 
 
 def _state(release: Path) -> dict[str, torch.Tensor]:
