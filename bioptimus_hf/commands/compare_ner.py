@@ -25,10 +25,8 @@ from __future__ import annotations
 import shlex
 import sys
 
-from ..ner.compare import compare_models, parse_models, plan_jobs
 from ..ner.compare_config import NerComparisonArguments
 from ..utils.cli import exit_on_bad_input
-from . import ner
 from .config_parser import parse_args
 
 
@@ -41,6 +39,9 @@ def run(argv: list[str] | None = None) -> str | None:
         cut = argv.index("--")
         argv, ner_flags = argv[:cut], argv[cut + 1 :]
     (args,) = parse_args((NerComparisonArguments,), argv, description=__doc__)
+    from ..ner.compare import compare_models, parse_models, plan_jobs  # the NER wing loads only to run
+    from . import ner
+
     models, datasets, seeds = parse_models(args.models), args.data_dirs, args.seeds
     config = [args.ner_config] if args.ner_config else []
     if args.list_jobs:
