@@ -27,29 +27,20 @@ a home or work folder) ``$SCRATCH/x``: set ``SCRATCH`` to any folder of yours be
 from __future__ import annotations
 
 import datetime
-import os
-import re
 import shlex
 import sys
 from pathlib import Path
 
 import _machine
-from bioptimus_hf.releases.lineage import public_name
+from bioptimus_hf.utils import public_paths
 from bioptimus_hf.utils.files import read_json, write_json_atomic
 
 
 ROOT = _machine.ROOT
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 RECORD_KEYS = ("machine", "commit", "date", "command", "figures")
-# An absolute path on a benchmark machine: never part of a result (it names someone's file system, not a figure).
-# Folders a path inside some checkout of this repository passes through, from which it is kept.
-_REPOSITORY_TOP = ("benchmarks", "configs", "docs", "outputs", "scripts", "tests", "model_cards")
-_PATH_REST = r"[^\s\"'`,;:()\[\]{}<>=]"
-# The folder holding this checkout (and the shared data beside it), wherever a machine keeps it (CI: /check/...).
-_CHECKOUT_PARENT = re.escape(str(ROOT.parent)) + rf"/{_PATH_REST}*|" if len(ROOT.parts) > 2 else ""
-LOCAL_PATH = re.compile(
-    rf"(?<![\w.~-])(?:{_CHECKOUT_PARENT}/(?:tmp|work|root|home|scratch|mnt|var/tmp)(?:/{_PATH_REST}*)?)"
-)
+# How a record names local paths (runnable as written, no one's file system): the library's one rule, for this checkout.
+LOCAL_PATH, SCRATCH = public_paths.local_path_pattern(ROOT), public_paths.SCRATCH
 
 
 class ResultsConflictError(SystemExit):
@@ -60,61 +51,24 @@ class ResultsConflictError(SystemExit):
         self.message = message
 
 
-def _checkout_relative(path: str) -> str | None:
-    """``path`` relative to this checkout of the repository or another one (from its top folder), else None."""
-    parts = Path(os.path.normpath(path)).parts
-    try:
-        return str(Path(os.path.normpath(path)).relative_to(ROOT))
-    except ValueError:
-        pass
-    top = next((i for i, part in enumerate(parts) if part in _REPOSITORY_TOP and i > 1), None)
-    if top is not None and ".venv" not in parts:
-        return "/".join(parts[top:])
-    return None
-
-
 def public_path(path: str) -> str:
-    """How a result names a local path: repository-relative inside this or another checkout of the repository
-    (``configs/x.yaml``), ``../shared/...`` for the shared data beside it, else its last component."""
-    parts = Path(os.path.normpath(path)).parts
-    if "shared" in parts:
-        return "/".join(("..", *parts[parts.index("shared") :]))
-    inside = _checkout_relative(path)
-    return inside if inside is not None else public_name(path) or path
-
-
-SCRATCH = "$SCRATCH"
+    """:func:`bioptimus_hf.utils.public_paths.public_path` for this checkout."""
+    return public_paths.public_path(path, ROOT)
 
 
 def command_path(path: str) -> str:
-    """How a recorded command names a local path so that it runs as written (the module docstring's rules)."""
-    parts = Path(os.path.normpath(path)).parts
-    if "site-packages" in parts[:-1]:
-        package, rest = parts[parts.index("site-packages") + 1], parts[parts.index("site-packages") + 2 :]
-        if package.isidentifier():
-            where = f'$(python -c "import {package}, os; print(os.path.dirname({package}.__file__))")'
-            return "/".join((where, *rest))
-    if "shared" in parts or _checkout_relative(path) is not None:
-        return public_path(path)
-    names = [part for part in parts if part != os.sep]
-    skip = 2 if names[:2] == ["var", "tmp"] or names[0] in ("home", "work") else 1
-    return "/".join((SCRATCH, *names[skip:]))
+    """:func:`bioptimus_hf.utils.public_paths.command_path` for this checkout."""
+    return public_paths.command_path(path, ROOT)
 
 
 def public_command(command: str) -> str:
     """``command`` with every local path made runnable as written (:func:`command_path`)."""
-    return LOCAL_PATH.sub(lambda match: command_path(match.group(0)), command)
+    return public_paths.public_command(command, ROOT)
 
 
 def public_value(value):
     """``value`` (JSON-like) with every local path in its strings replaced by :func:`public_path`."""
-    if isinstance(value, str):
-        return LOCAL_PATH.sub(lambda match: public_path(match.group(0)), value)
-    if isinstance(value, dict):
-        return {public_value(key): public_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [public_value(item) for item in value]
-    return value
+    return public_paths.public_value(value, ROOT)
 
 
 def reproduce_command(argv: list[str] | None = None) -> str:

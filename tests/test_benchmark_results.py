@@ -4,9 +4,12 @@ import importlib
 import json
 import os
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from bioptimus_hf.utils import public_paths
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -223,3 +226,18 @@ def test_each_recipe_of_the_worker_trains_what_it_says(tmp_path):
             2,
             str(tmp_path / "few"),
         )
+
+
+@pytest.mark.parametrize(
+    "path, named",
+    [
+        ("/check/work/main/configs/demo_minilm.yaml", "configs/demo_minilm.yaml"),
+        ("/check/work/shared/data/ner/NCBI-disease-IOB", "../shared/data/ner/NCBI-disease-IOB"),
+        ("/check/work/scratch-run/out", "$SCRATCH/work/scratch-run/out"),
+        ("/check/workspace/x", "/check/workspace/x"),  # beside the checkout's folder, not in it
+    ],
+)
+def test_a_checkout_kept_anywhere_is_named_as_in_work(path, named):
+    """CI keeps its clone in /check/work/main: the folder holding a checkout is local wherever it is."""
+    root = Path("/check/work/main")
+    assert public_paths.public_command(f"python x.py --in {path}", root) == f"python x.py --in {named}"

@@ -1,5 +1,6 @@
 """The Trainer-level API: ``BioptimusConfig`` + ``BioptimusTrainer`` on a raw text dataset release the curriculum's
-four models; the README's own-script example runs as written (its base model swapped for the suite's tiny BERT);
+four models; the README's own-script example and docs/curriculum.md's plain-``Trainer`` one run as written (their
+base model swapped for the suite's tiny BERT);
 ``bioptimus pretrain`` is the same trainer (the same corpus gives bit-identical releases); typed settings are built
 from a mapping as a config file holding it would give them."""
 
@@ -61,6 +62,22 @@ def test_the_readme_example_runs_as_written_to_four_releases(tmp_path, tiny_mode
     assert ends == [4, 12, 24, 40]  # 10/20/30/40% of max_steps 40
     model = AutoModelForMaskedLM.from_pretrained(releases / "v0.4")
     assert not any(p.isnan().any() for p in model.parameters())
+
+
+CURRICULUM_SECTION = "## Using the curriculum in your own Trainer script"
+
+
+def test_the_curriculum_docs_trainer_example_runs_as_written_to_four_releases(tmp_path, tiny_model_dir, monkeypatch):
+    """docs/curriculum.md's plain-``Trainer`` example, as written (its base model the suite's tiny BERT)."""
+    text = (ROOT / "docs" / "curriculum.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", text[text.index(CURRICULUM_SECTION) :], re.DOTALL).group(1)
+    assert code.count(README_BASE) == 1
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.replace(README_BASE, repr(str(tiny_model_dir))), "curriculum.md", "exec"), {})
+    releases = sorted((tmp_path / "out" / "releases").iterdir())
+    assert [p.name for p in releases] == ["v0.1", "v0.2", "v0.3", "v0.4"]
+    ends = [json.loads((release / "bioptimus_phase.json").read_text())["end_step"] for release in releases]
+    assert ends == [4, 12, 24, 40]
 
 
 def _state(release: Path) -> dict[str, torch.Tensor]:
@@ -141,11 +158,12 @@ def test_a_mapping_gives_the_dataclasses_a_config_file_holding_it_gives(tmp_path
 @pytest.mark.parametrize(
     "mapping, message",
     [
-        ({"output_dir": "o", "no_such_flag": 1}, r"'no_such_flag' is not an argument of PretrainingModelArguments"),
-        ({"output_dir": "o", "masking_stream": "random"}, r"argument --masking_stream: invalid choice: 'random'"),
-        ({"output_dir": "o", "max_steps": "many"}, r"argument --max_steps: invalid int value: 'many'"),
-        ({"output_dir": "o", "masked_only_prediction": "perhaps"}, r"argument --masked_only_prediction: Truthy"),
-        ({"output_dir": "o", "max_seq_length": [64, 128]}, r"argument --max_seq_length: expected one value, got 2"),
+        ({"output_dir": "o", "no_such_flag": 1}, r"^unknown key no_such_flag; not an argument of PretrainingModel"),
+        ({"output_dir": "o", "max_step": 1}, r"^unknown key max_step; did you mean max_steps\?$"),
+        ({"output_dir": "o", "masking_stream": "random"}, r"^--masking_stream: invalid choice 'random'; choose from"),
+        ({"output_dir": "o", "max_steps": "many"}, r"^--max_steps: invalid int value: 'many'$"),
+        ({"output_dir": "o", "masked_only_prediction": "perhaps"}, r"^--masked_only_prediction: Truthy"),
+        ({"output_dir": "o", "max_seq_length": [64, 128]}, r"^--max_seq_length: expected one value, got 2"),
         ({"output_dir": "o", "init_strategy": "magic"}, r"--init_strategy 'magic': expected one of"),
     ],
 )

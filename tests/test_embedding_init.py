@@ -283,11 +283,11 @@ def test_build_and_cli_round_trip(tmp_path, init_setup):
     out_dir = tmp_path / "cli_out"
     report = run_cli(
         [
-            "--base_model",
+            "--model_name_or_path",
             str(base_dir),
-            "--new_tokenizer",
+            "--tokenizer_name",
             new_dir,
-            "--strategy",
+            "--init_strategy",
             "averaged",
             "--output_dir",
             str(out_dir),
@@ -353,19 +353,19 @@ def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, init_setup):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The kinase binds the receptor.\nInterleukin acts on the thymus.\n", encoding="utf-8")
     common = [
-        "--base_model",
+        "--model_name_or_path",
         str(base_dir),
-        "--new_tokenizer",
+        "--tokenizer_name",
         str(tmp_path / "new_tok"),
-        "--strategy",
+        "--init_strategy",
         "contextualized",
-        "--corpus_files",
+        "--init_corpus_files",
         str(corpus),
         "--init_device",
         "cpu",
     ]
     default = run_cli(common + ["--output_dir", str(tmp_path / "default")])
-    raw = run_cli(common + ["--output_dir", str(tmp_path / "raw"), "--norm_match", "false"])
+    raw = run_cli(common + ["--output_dir", str(tmp_path / "raw"), "--init_norm_match", "false"])
     assert default["config"]["init_norm_match"] is True and "norm_match" in default
     assert raw["config"]["init_norm_match"] is False and "norm_match" not in raw
     reference_mean = default["norm_match"]["reference_norm_mean"]

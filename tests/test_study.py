@@ -17,6 +17,7 @@ from bioptimus_hf.ner import run as ner_run
 from bioptimus_hf.pretraining import run as pretraining_run
 from bioptimus_hf.study.done_marks import DONE_FILE
 from bioptimus_hf.study.study_config import StudyArguments
+from bioptimus_hf.utils.public_paths import public_command
 from helpers import corpus_lines
 from helpers.ner import write_dataset_dir
 
@@ -136,7 +137,7 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
         "representations_averaged_one_phase.png",
     ):
         assert (results_dir / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
-    assert (results_dir / "command.txt").read_text() == f"bioptimus study {config}\n"
+    assert (results_dir / "command.txt").read_text() == f"bioptimus study {public_command(str(config))}\n"
     # Each release carries its run's loss plot, linked from its card.
     release = study / "arms" / "continued" / "pretraining" / "releases" / "v0.2"
     assert (release / "training_loss.png").read_bytes()[:4] == b"\x89PNG"
@@ -355,14 +356,31 @@ def test_bad_study_flags_are_refused(tmp_path, flags, message):
         parse_args((StudyArguments,), [str(path), *flags])
 
 
+def test_command_txt_names_local_paths_as_a_record_does(tmp_path, monkeypatch):
+    """The command a study records reproduces it as written, naming no one's file system: the checkout's files
+    repository-relative, a scratch folder as $SCRATCH."""
+    from pathlib import Path
+
+    from bioptimus_hf.commands import study as study_command
+
+    commands = []
+    monkeypatch.setattr("bioptimus_hf.study.run.run_study", lambda args, command: commands.append(command))
+    config = Path(run_study.__file__).resolve().parent / "configs" / "study_cpu.yaml"
+    study_command.main([str(config), "--model_name_or_path", "base", "--output_dir", str(tmp_path / "study")])
+    scratch = "$SCRATCH/" + "/".join(tmp_path.parts[2:])  # /tmp/<rest> -> $SCRATCH/<rest>
+    assert commands == [
+        f"bioptimus study configs/study_cpu.yaml --model_name_or_path base --output_dir {scratch}/study"
+    ]
+
+
 @pytest.mark.parametrize(
     "arm, message",
     [
-        ({"masking_stream": "random"}, r"^error: argument --masking_stream: invalid choice: 'random'"),
-        ({"no_such_flag": 1}, r"^error: 'no_such_flag' is not an argument of PretrainingModelArguments"),
+        ({"masking_stream": "random"}, r"^error: --masking_stream: invalid choice 'random'; choose from keyed"),
+        ({"no_such_flag": 1}, r"^error: unknown key no_such_flag; not an argument of PretrainingModelArguments"),
         (
             {"lexical_warmup_learning_rate": "fast"},
-            r"^error: argument --lexical_warmup_learning_rate: invalid float value: 'fast'",
+            r"^error: --lexical_warmup_learning_rate: invalid float value: 'fast'",
         ),
     ],
 )

@@ -1,23 +1,23 @@
 """``bioptimus compare``: evaluate several models on several NER datasets with
 ``bioptimus ner``, one table.
 
-    bioptimus compare --config configs/ner_blurb.yaml \
-        --models v0.1=out/releases/v0.1,v0.4=out/releases/v0.4,base=path/to/bert \
-        --datasets ../shared/data/ner/NCBI-disease-IOB,../shared/data/ner/BC5CDR-chem-IOB \
-        --output_dir ner_comparison -- --seeds 1,2,3
+    bioptimus compare --ner_config ner_blurb \
+        --models v0.1=out/releases/v0.1 v0.4=out/releases/v0.4 base=path/to/bert \
+        --data_dirs ../shared/data/ner/NCBI-disease-IOB ../shared/data/ner/BC5CDR-chem-IOB \
+        --output_dir ner_comparison -- --seeds 1 2 3
 
 Everything after ``--`` is a ``bioptimus ner`` flag of every run (overriding the config); each job sets its own
 model, dataset, output directory and seed. The runs are fine-tuned in this process. Runs whose
 ``all_results.json`` already exists are not repeated (``--rerun`` forces them), so an interrupted
 comparison resumes; ``--results_only`` only rebuilds the table.
 
-Parallel jobs (several GPUs, a SLURM array): with ``--seeds 1,2,3`` every model × dataset × seed is a job
+Parallel jobs (several GPUs, a SLURM array): with ``--seeds 1 2 3`` every model × dataset × seed is a job
 of its own. ``--list_jobs`` prints one ``bioptimus ner`` command per job (for ``xargs -P``, GNU parallel...),
 ``--job_index i`` runs job i only; then ``--results_only`` merges the seeds into the same table as one sequential
 run:
 
-    bioptimus compare ... --seeds 1,2,3 --list_jobs | parallel -j 4 CUDA_VISIBLE_DEVICES='$(({%} - 1))' {}
-    bioptimus compare ... --seeds 1,2,3 --results_only
+    bioptimus compare ... --seeds 1 2 3 --list_jobs | parallel -j 4 CUDA_VISIBLE_DEVICES='$(({%} - 1))' {}
+    bioptimus compare ... --seeds 1 2 3 --results_only
 """
 
 from __future__ import annotations
@@ -25,10 +25,8 @@ from __future__ import annotations
 import shlex
 import sys
 
-from ..ner.compare import compare_models, parse_models, plan_jobs
 from ..ner.compare_config import NerComparisonArguments
 from ..utils.cli import exit_on_bad_input
-from . import ner
 from .config_parser import parse_args
 
 
@@ -41,8 +39,11 @@ def run(argv: list[str] | None = None) -> str | None:
         cut = argv.index("--")
         argv, ner_flags = argv[:cut], argv[cut + 1 :]
     (args,) = parse_args((NerComparisonArguments,), argv, description=__doc__)
-    models, datasets, seeds = parse_models(args.models), args.dataset_list, args.seed_list
-    config = [args.config] if args.config else []
+    from ..ner.compare import compare_models, parse_models, plan_jobs  # the NER wing loads only to run
+    from . import ner
+
+    models, datasets, seeds = parse_models(args.models), args.data_dirs, args.seeds
+    config = [args.ner_config] if args.ner_config else []
     if args.list_jobs:
         # Through the Python that listed them: the same installation runs every job.
         command = [sys.executable, "-m", "bioptimus_hf.commands", "ner", *config, *ner_flags]

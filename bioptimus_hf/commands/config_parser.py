@@ -8,6 +8,9 @@ What a user meets here:
 
 * help: the command's description and example from the registry (``commands/dispatch.py``), the config in the
   usage line, each flag once with its default once;
+* one convention per kind of flag (``utils/flag_spellings.py``): lists space-separated, ``--flag true|false`` for
+  every boolean (``--flag`` alone: true), and old spellings (a renamed flag, ``--seeds 1,2,3``) still parsed with
+  one line on stderr naming the new one, in a config file too;
 * a command line that cannot be parsed is one line and exit status 2 (``utils/cli.py``): an unknown flag names the
   nearest real one (prefix matching is off: ``--num_train_epoch`` is not ``--num_train_epochs``), a bad choice
   names the valid ones, no usage dump;
@@ -22,10 +25,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -34,8 +35,9 @@ import textwrap
 from transformers import HfArgumentParser
 from transformers.hf_argparser import string_to_bool
 
-from ..utils.cli import exit_on_bad_input, exit_on_usage_error
+from ..utils.cli import exit_on_bad_input, exit_on_usage_error, unknown_name_message, usage_message
 from ..utils.config_files import CONFIG_SUFFIXES, packaged_config_names, read_config  # noqa: F401  (importers)
+from ..utils.flag_spellings import FlagSpellings
 from ..utils.model_reference import MODEL_REFERENCE_FIELDS, check_model_reference
 from .dispatch import COMMANDS, command_for_program
 
@@ -78,17 +80,24 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class CommandParser(HfArgumentParser):
-    """HfArgumentParser without prefix matching, whose usage errors are one line (``utils/cli.py``)."""
+    """HfArgumentParser without prefix matching, whose usage errors are one line (``utils/cli.py``), where every
+    boolean reads alike and old spellings still parse (:attr:`spellings`)."""
+
+    def __init__(self, dataclass_types, **kwargs) -> None:
+        super().__init__(dataclass_types, **kwargs)
+        types = dataclass_types if isinstance(dataclass_types, (list, tuple)) else [dataclass_types]
+        self.spellings = FlagSpellings.of(types, self._actions)
+
+    def _add_dataclass_arguments(self, dtype) -> None:
+        super()._add_dataclass_arguments(dtype)
+        # HfArgumentParser gives `--flag` alone the value true for a bool field, not for an optional one
+        # (`bool | None`, default unset); here every boolean reads `--flag [true|false]`.
+        for action in self._actions:
+            if action.type is string_to_bool and action.nargs is None and action.option_strings:
+                action.nargs, action.const = "?", True
 
     def error(self, message: str):
-        # argparse says "argument --flag/--flag-twin: ..."; the flag once is enough, and the choices without
-        # quotes (their quoting differs between Python versions)
-        message = re.sub(r"(--\w+)(?:/--[\w-]+)+", r"\1", re.sub(r"^argument ", "", message))
-        choice = re.fullmatch(r"(.*)invalid choice: (.*) \(choose from (.*)\)", message)
-        if choice:
-            prefix, value, choices = choice.groups()
-            message = f"{prefix}invalid choice {value}; choose from {choices.replace(chr(39), '')}"
-        exit_on_usage_error(message)
+        exit_on_usage_error(usage_message(message))
 
     def parse_known_args(self, args=None, namespace=None):
         namespace, extras = super().parse_known_args(args, namespace)
@@ -108,15 +117,11 @@ class CommandParser(HfArgumentParser):
     def unknown_flag_message(self, flag: str, what: str = "flag") -> str:
         """``unknown flag --x; did you mean --y?`` (the nearest real flag, if one is near); a config's ``key`` is
         named without the dashes."""
-        bare = flag.removeprefix("--")
-        nearest = difflib.get_close_matches(f"--{bare}", self.flags(), n=1, cutoff=0.6)
-        dashes = "--" if what == "flag" else ""
-        hint = f"did you mean {dashes}{nearest[0][2:]}?" if nearest else f"{self.prog} --help lists the flags"
-        return f"unknown {what} {dashes}{bare}; {hint}"
+        return unknown_name_message(flag, self.flags(), what, f"{self.prog} --help lists the flags")
 
     def config_argv(self, reference: str) -> list[str]:
         """The flags of a config file (a path or a packaged config's name); a key that is no flag is bad input."""
-        mapping = read_config(reference)
+        mapping = self.spellings.modern_mapping(read_config(reference))
         flags = set(self.flags())
         unknown = next((key for key in mapping if f"--{key}" not in flags), None)
         if unknown is not None:
@@ -203,9 +208,11 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
     ``description`` is shown by a program that is not one of the registry's commands (theirs come from it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(dataclass_types, description)
+    config: list[str] = []
     if argv and not argv[0].startswith("-"):
         with exit_on_bad_input():
-            argv = parser.config_argv(argv[0]) + argv[1:]
+            config, argv = parser.config_argv(argv[0]), argv[1:]
+    argv = config + parser.spellings.modern_argv(argv)
     with exit_on_bad_input(ValueError):
         parsed = parser.parse_args_into_dataclasses(args=argv)
         check_model_references(parsed)

@@ -94,7 +94,7 @@ COMMANDS: dict[str, Command] = {
         "original gold spans, Tinn et al.'s stabilisation flags. all_results.json and results.md give the mean and "
         "standard deviation over the seeds. Modelled on transformers' run_ner.py; see docs/ner.md.",
         "bioptimus ner ner_blurb --model_name_or_path outputs/demo_minilm/releases/v0.4 "
-        "--data_dir ../shared/data/ner/NCBI-disease-IOB --output_dir ner/v0.4/NCBI-disease --seeds 1,2,3",
+        "--data_dir ../shared/data/ner/NCBI-disease-IOB --output_dir ner/v0.4/NCBI-disease --seeds 1 2 3",
         script="run_ner.py",
     ),
     "tag": Command(
@@ -114,9 +114,9 @@ COMMANDS: dict[str, Command] = {
         "paper's Table 5). Runs already finished are not repeated, so an interrupted comparison resumes; "
         "--list_jobs prints one bioptimus ner command per model, dataset and seed for parallel runs, and "
         "--results_only merges them. Flags after -- go to every bioptimus ner run. See docs/ner.md.",
-        "bioptimus compare --config ner_blurb --models v0.1=outputs/demo_minilm/releases/v0.1,"
-        "v0.4=outputs/demo_minilm/releases/v0.4 --datasets ../shared/data/ner/NCBI-disease-IOB "
-        "--output_dir ner_comparison -- --seeds 1,2,3",
+        "bioptimus compare --ner_config ner_blurb --models v0.1=outputs/demo_minilm/releases/v0.1 "
+        "v0.4=outputs/demo_minilm/releases/v0.4 --data_dirs ../shared/data/ner/NCBI-disease-IOB "
+        "--output_dir ner_comparison -- --seeds 1 2 3",
     ),
     "blurb-task": Command(
         "blurb_task",
@@ -126,7 +126,7 @@ COMMANDS: dict[str, Command] = {
         "(PubMedQA, BioASQ). The task type is read from the data, and its default recipe applies unless a config "
         "file or a flag sets a value. Modelled on transformers' run_glue.py; see docs/blurb.md.",
         "bioptimus blurb-task --model_name_or_path outputs/demo_minilm/releases/v0.4 "
-        "--data_dir ../shared/data/blurb/GAD --output_dir blurb/v0.4/GAD --seeds 1,2,3",
+        "--data_dir ../shared/data/blurb/GAD --output_dir blurb/v0.4/GAD --seeds 1 2 3",
         script="run_blurb.py",
     ),
     "blurb": Command(

@@ -6,7 +6,7 @@ with validation, training tagging scheme IO/BIO/BIOUL with span-level evaluation
 gold spans, windowing instead of truncation, Tinn et al. stabilisation flags and multi-seed reporting.
 
     bioptimus ner configs/ner_blurb.yaml                        # a yaml (or json) config file
-    bioptimus ner configs/ner_blurb.yaml --seeds 1,2 --num_train_epochs 1   # later flags override
+    bioptimus ner configs/ner_blurb.yaml --seeds 1 2 --num_train_epochs 1   # later flags override
     bioptimus ner --model_name_or_path M --data_dir ../shared/data/ner/NCBI-disease-IOB --output_dir out
 
 The run, its outputs and its refusals: :func:`bioptimus_hf.ner.run.fine_tune_ner`; the flags:

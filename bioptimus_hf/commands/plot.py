@@ -11,17 +11,10 @@ A study's figures are drawn again by bioptimus study CONFIG --report_only true.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 
-from ..pretraining.run_figures import draw_run_figures
+from ..pretraining.run_figures_config import PlotArguments
 from ..utils.cli import exit_on_bad_input
 from .config_parser import CONFIG_SUFFIXES, parse_args
-
-
-@dataclass
-class PlotArguments:
-    run_dir: str = field(metadata={"help": "The run's output_dir (trainer_state.json, releases/), or a checkpoint."})
-    output_dir: str | None = field(default=None, metadata={"help": "Where the figures go (default: RUN_DIR)."})
 
 
 def run(argv: list[str] | None = None) -> list[str]:
@@ -30,6 +23,8 @@ def run(argv: list[str] | None = None) -> list[str]:
     if argv and not argv[0].startswith("-") and not argv[0].endswith(CONFIG_SUFFIXES):
         argv = ["--run_dir", *argv]  # the positional RUN_DIR
     (args,) = parse_args((PlotArguments,), argv, description=__doc__)
+    from ..pretraining.run_figures import draw_run_figures  # matplotlib loads only to draw
+
     with exit_on_bad_input():
         written = [str(path) for path in draw_run_figures(args.run_dir, args.output_dir)]
     print("\n".join(written))

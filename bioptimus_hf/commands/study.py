@@ -10,8 +10,8 @@ token budget, NER of each, tables and figures.
 Run it again after an interruption: finished arms and NER runs are skipped, an interrupted arm resumes from
 its last checkpoint. ``<results_dir>`` (default ``<output_dir>/study``) gets ``results.json``,
 ``results.md`` (the paper's tables, base model and arms side by side), ``figures/*.png`` and
-``command.txt`` (the ``bioptimus study`` command that reproduces it); they are rewritten after every finished
-unit. See docs/study.md.
+``command.txt`` (the ``bioptimus study`` command that reproduces it, its local paths named as a record names them:
+``bioptimus_hf/utils/public_paths.py``); they are rewritten after every finished unit. See docs/study.md.
 """
 
 import logging
@@ -20,6 +20,7 @@ import sys
 
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.study.study_config import StudyArguments
+from bioptimus_hf.utils.public_paths import public_command
 
 
 def main(argv=None):
@@ -27,7 +28,7 @@ def main(argv=None):
     (:func:`bioptimus_hf.study.run.run_study`)."""
     (args,) = parse_args((StudyArguments,), argv, description=__doc__)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
-    command = shlex.join(["bioptimus", "study", *(sys.argv[1:] if argv is None else argv)])
+    command = public_command(shlex.join(["bioptimus", "study", *(sys.argv[1:] if argv is None else argv)]))
     from bioptimus_hf.study.run import run_study  # models and datasets load only to run
 
     return run_study(args, command)

@@ -25,10 +25,10 @@ from .results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_d
 logger = logging.getLogger(__name__)
 
 
-def parse_models(text: str) -> List[Tuple[str, str]]:
-    """``"a=path1,path2"`` -> ``[("a", "path1"), ("path2", "path2")]`` (name defaults to the basename)."""
+def parse_models(items: Sequence[str]) -> List[Tuple[str, str]]:
+    """``["a=path1", "path2"]`` -> ``[("a", "path1"), ("path2", "path2")]`` (name defaults to the basename)."""
     models = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
+    for item in filter(None, (part.strip() for part in items)):
         name, sep, path = item.partition("=")
         if not sep:
             name, path = os.path.basename(os.path.normpath(item)), item
@@ -99,7 +99,7 @@ class NerJob:
         return (
             dataclasses.replace(model_args, model_name_or_path=self.model_path, model_name=self.model),
             dataclasses.replace(data_args, data_dir=self.dataset),
-            stab_args if self.seed is None else dataclasses.replace(stab_args, seeds=str(self.seed)),
+            stab_args if self.seed is None else dataclasses.replace(stab_args, seeds=[self.seed]),
             dataclasses.replace(training_args, output_dir=self.directory(output_dir)),
         )
 

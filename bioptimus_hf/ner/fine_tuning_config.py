@@ -112,13 +112,13 @@ class StabilisationArguments:
     reinit_layers: int = field(
         default=0, metadata={"help": "Re-initialise the top K transformer layers (and pooler)."}
     )
-    seeds: str | None = field(
+    seeds: list[int] | None = field(
         default=None,
-        metadata={"help": "Comma-separated seeds, e.g. 1,2,3: one full fine-tune per seed (default: --seed)."},
+        metadata={"help": "Seeds, e.g. --seeds 1 2 3: one full fine-tune per seed (default: --seed)."},
     )
 
     def seed_list(self, default: int) -> list[int]:
-        return [int(s) for s in self.seeds.split(",")] if self.seeds else [default]
+        return list(self.seeds) if self.seeds else [default]
 
 
 # The arguments of a NER run, in the order ``bioptimus ner`` parses them and :func:`~.run.fine_tune_ner` takes them.

@@ -9,7 +9,7 @@ benchmark).
     results = fine_tune_ner(
         NerModelArguments(model_name_or_path="out/releases/v0.4"),
         NerDataArguments(data_dir="../shared/data/ner/NCBI-disease-IOB"),
-        StabilisationArguments(seeds="1,2,3"),
+        StabilisationArguments(seeds=[1, 2, 3]),
         TrainingArguments(output_dir="ner/NCBI-disease", num_train_epochs=3, report_to="none"),
     )
 

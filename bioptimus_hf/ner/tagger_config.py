@@ -3,7 +3,6 @@ in (:data:`PRECISIONS`; what ``auto`` picks is :class:`~.tagger.NerTagger`'s).""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 
@@ -17,20 +16,24 @@ PRECISIONS = ("auto", "float32", "bf16", "bf16-autocast")
 class TaggingArguments:
     """What to tag with which fine-tuned model, where the JSON lines go, and how the model runs."""
 
+    # old spellings, still parsed with a deprecation line (utils/flag_spellings.py)
+    renamed_flags = {"--model": "--model_name_or_path", "--stride": "--window_stride"}
+
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "A fine-tuned model: a directory (e.g. <output_dir>/seed_1) or a Hub id."}
     )
     revision: str | None = field(
         default=None, metadata={"help": "Branch, tag or commit of the model (Hub ids), for every from_pretrained."}
     )
-    model: str | None = field(default=None, metadata={"help": "Deprecated spelling of --model_name_or_path."})
     text: str | None = field(default=None, metadata={"help": "One text to tag."})
     input_file: str | None = field(
         default=None, metadata={"help": "A file of texts, one per line (blank lines kept)."}
     )
     output_file: str | None = field(default=None, metadata={"help": "Write JSON lines here (default: stdout)."})
-    max_seq_length: int = field(default=512)
-    stride: int = field(default=32)
+    max_seq_length: int = field(default=512, metadata={"help": "Window size in sub-tokens (at most the model's)."})
+    window_stride: int = field(
+        default=32, metadata={"help": "Maximum overlap, in sub-tokens, of consecutive windows."}
+    )
     batch_size: int = field(default=32, metadata={"help": "Windows per forward pass."})
     chunk_size: int = field(default=256, metadata={"help": "Texts read, sorted by length and tagged together."})
     precision: str = field(
@@ -50,11 +53,6 @@ class TaggingArguments:
     )
 
     def __post_init__(self):
-        if self.model is not None:
-            if self.model_name_or_path is not None:
-                raise ValueError("give --model_name_or_path only (--model is its deprecated spelling)")
-            warnings.warn("--model is deprecated: use --model_name_or_path", FutureWarning, stacklevel=2)
-            self.model_name_or_path, self.model = self.model, None
         if self.model_name_or_path is None:
             raise ValueError("give --model_name_or_path (a fine-tuned model directory or Hub id)")
         if (self.text is None) == (self.input_file is None):

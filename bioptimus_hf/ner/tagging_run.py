@@ -50,7 +50,7 @@ def run_tagging(args: TaggingArguments) -> None:
             tagger = NerTagger(
                 args.model_name_or_path,
                 args.max_seq_length,
-                args.stride,
+                args.window_stride,
                 args.batch_size,
                 precision=args.precision,
                 chunk_size=args.chunk_size,

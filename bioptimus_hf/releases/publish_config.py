@@ -12,6 +12,9 @@ from .naming import normalise_version
 class PublishArguments:
     """Arguments of ``bioptimus-publish``."""
 
+    # the Trainer's names for the same settings replaced these (still parsed, with a deprecation line)
+    renamed_flags = {"--repo_id": "--hub_model_id", "--private": "--hub_private_repo"}
+
     run_dir: str = field(
         metadata={
             "help": "A training output_dir (holding releases/v0.k/), its releases/ folder, "
@@ -20,10 +23,9 @@ class PublishArguments:
     )
     hub_model_id: str = field(
         metadata={
-            "aliases": ["--repo_id"],
             "help": "Hub repository, as the Trainer's --hub_model_id: 'org/name', or "
             "'name' (with --organization, else your user's). With --mode repos, "
-            "version 0.k goes to '<hub_model_id>-v0.k'. --repo_id: an alias.",
+            "version 0.k goes to '<hub_model_id>-v0.k'.",
         }
     )
     organization: str | None = field(default=None, metadata={"help": "Namespace when --hub_model_id has none."})
@@ -42,8 +44,7 @@ class PublishArguments:
     hub_private_repo: bool = field(
         default=False,
         metadata={
-            "aliases": ["--private"],
-            "help": "Create new repositories as private (an existing one keeps its visibility). --private: an alias.",
+            "help": "Create new repositories as private (an existing one keeps its visibility).",
         },
     )
     hub_token: str | None = field(

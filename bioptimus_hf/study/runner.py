@@ -230,7 +230,7 @@ class StudyRunner:
                         "model_name": f"{row}/{target}",
                         "data_dir": data_dir,
                         "output_dir": str(run_dir),
-                        "seeds": str(seed),
+                        "seeds": [seed],
                     }
                     fine_tune_ner(*typed_settings(NER_ARGUMENT_TYPES, settings))
                     self.computed[f"ner:{row}/{target}/{dataset}/{seed}"] += 1

@@ -14,7 +14,10 @@ input, not the whole run: a ``ValueError`` from deep inside training is a bug an
 
 from __future__ import annotations
 
+import difflib
+import re
 import sys
+from collections.abc import Iterable
 from contextlib import contextmanager
 from typing import NoReturn
 
@@ -35,6 +38,28 @@ def exit_on_bad_input(*errors: type[BaseException]):
         yield
     except caught as error:
         raise SystemExit(f"error: {error}") from None
+
+
+def usage_message(message: str) -> str:
+    """argparse's wording of a refused flag value as every command and mapping words it: the flag named once
+    (``--flag``, not ``argument --flag/--flag-twin``), a bad choice with the valid ones unquoted
+    (``--mode: invalid choice 'x'; choose from a, b``)."""
+    message = re.sub(r"(--\w+)(?:/--[\w-]+)+", r"\1", re.sub(r"^argument ", "", message))
+    choice = re.fullmatch(r"(.*)invalid choice: (.*) \(choose from (.*)\)", message)
+    if choice:
+        prefix, value, choices = choice.groups()
+        message = f"{prefix}invalid choice {value}; choose from {choices.replace(chr(39), '')}"
+    return message
+
+
+def unknown_name_message(name: str, known: Iterable[str], what: str = "flag", otherwise: str = "") -> str:
+    """``unknown flag --x; did you mean --y?`` (the nearest of ``known``, if one is near; else ``otherwise``); a
+    config's or a mapping's ``key`` is named without the dashes."""
+    bare = name.removeprefix("--")
+    dashes = "--" if what == "flag" else ""
+    nearest = difflib.get_close_matches(f"--{bare}", [f"--{k.removeprefix('--')}" for k in known], n=1, cutoff=0.6)
+    hint = f"did you mean {dashes}{nearest[0][2:]}?" if nearest else otherwise
+    return f"unknown {what} {dashes}{bare}; {hint}"
 
 
 def exit_on_usage_error(message: str) -> NoReturn:

@@ -43,6 +43,7 @@ INPUT_PATH_FIELDS = frozenset(
         "input_file",
         "input_files",
         "data_dir",
+        "data_dirs",
         "blurb_dir",
         "ner_dir",
         "ner_data_dirs",

@@ -4,9 +4,11 @@ A study arm (``{init_strategy: averaged, single_phase: "0.4", learning_rate: 5.0
 comparison shares, or any caller's settings become the same dataclasses a config file holding that mapping would
 give: :func:`configs_from_mapping` converts each value with the type ``HfArgumentParser`` gives its field (a yaml
 ``0.4`` for a ``str`` field is ``"0.4"``, ``"true"`` for a ``bool`` is ``True``, one value for a ``list`` field is a
-list of one), honours the fields' aliases and choices, and refuses an unknown name or a missing required one with
-a ``ValueError`` naming it. No argv is built and parsed again: each value is converted on its own and the
-dataclasses are constructed directly.
+list of one), honours the fields' aliases and choices and the old spellings (``utils/flag_spellings.py``: a
+renamed key, ``seeds: "1,2,3"``, each with its deprecation line), and refuses an unknown name, a bad value or a
+missing required name with a ``ValueError`` worded as the parser words the same refusal (``--masking_stream: invalid
+choice 'x'; choose from keyed, sequential``). No argv is built and parsed again: each value is converted on its own
+and the dataclasses are constructed directly.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from .cli import unknown_name_message, usage_message
+from .flag_spellings import FlagSpellings
 
 
 def _as_text(value: Any) -> str:
@@ -31,7 +36,7 @@ def _converted(action: argparse.Action, name: str, value: Any) -> Any:
     """``value`` converted by ``action``'s type (each item for a list field), checked against its choices."""
     many = action.nargs in ("+", "*")
     if isinstance(value, (list, tuple)) and not many:
-        raise ValueError(f"argument --{name}: expected one value, got {len(value)} ({list(value)!r})")
+        raise ValueError(f"--{name}: expected one value, got {len(value)} ({list(value)!r})")
     items = list(value) if many and isinstance(value, (list, tuple)) else [value]
     converted = []
     for item in items:
@@ -39,13 +44,13 @@ def _converted(action: argparse.Action, name: str, value: Any) -> Any:
         try:
             result = action.type(text) if action.type is not None else text
         except argparse.ArgumentTypeError as error:
-            raise ValueError(f"argument --{name}: {error}") from None
+            raise ValueError(usage_message(f"argument --{name}: {error}")) from None
         except (TypeError, ValueError):
             kind = getattr(action.type, "__name__", repr(action.type))
-            raise ValueError(f"argument --{name}: invalid {kind} value: {text!r}") from None
+            raise ValueError(usage_message(f"argument --{name}: invalid {kind} value: {text!r}")) from None
         if action.choices is not None and result not in action.choices:
             choices = ", ".join(map(repr, action.choices))
-            raise ValueError(f"argument --{name}: invalid choice: {result!r} (choose from {choices})")
+            raise ValueError(usage_message(f"argument --{name}: invalid choice: {result!r} (choose from {choices})"))
         converted.append(result)
     return converted if many else converted[0]
 
@@ -65,11 +70,13 @@ def configs_from_mapping(dataclass_types: Sequence[type], mapping: Mapping[str, 
         for option in action.option_strings:
             actions.setdefault(option.lstrip("-"), action)
     values: dict[str, Any] = {}
-    for name, value in mapping.items():
+    for name, value in FlagSpellings.of(dataclass_types, parser._actions).modern_mapping(mapping).items():
         action = actions.get(name)
         if action is None:
             known = ", ".join(t.__name__ for t in dataclass_types)
-            raise ValueError(f"{name!r} is not an argument of {known}")
+            raise ValueError(
+                unknown_name_message(name, [k for k in actions if "-" not in k], "key", f"not an argument of {known}")
+            )
         if value is not None:
             values[action.dest] = _converted(action, name, value)
     built = []
