@@ -112,7 +112,7 @@ def run_argv(model: str, model_name: str, dataset: str, arm: str, args) -> list[
         "--output_dir",
         os.path.join(args.work_dir, model_name, dataset, arm),
         "--seeds",
-        args.seeds,
+        *args.seeds.split(","),
         "--learning_rate",
         str(args.learning_rate),
         "--save_strategy",

@@ -327,7 +327,7 @@ def ours_sequence_classification(task: str, budget: Budget, model_path: str, see
         "model_name_or_path": model_path,
         "data_dir": data_dir(task, budget),
         "output_dir": output_dir,
-        "seeds": str(seed),
+        "seeds": [seed],
         "learning_rate": budget.learning_rate,
         "per_device_train_batch_size": budget.batch_size,
         "per_device_eval_batch_size": 64,

@@ -156,7 +156,7 @@ def test_seeds_give_mean_and_std_and_a_rerun_skips_finished_seeds(tiny, tmp_path
     run(model, data["question_answering"], tmp_path, "--seeds", "1")
     first = tmp_path / "seed_1" / "seed_results.json"
     before = (first.read_bytes(), first.stat().st_mtime_ns)
-    results = run(model, data["question_answering"], tmp_path, "--seeds", "1,2")
+    results = run(model, data["question_answering"], tmp_path, "--seeds", "1", "2")
     assert (first.read_bytes(), first.stat().st_mtime_ns) == before  # seed 1 not fine-tuned again
     assert results["seeds"] == [1, 2]
     scores = [seed["test_accuracy"] for seed in results["per_seed"]]

@@ -315,7 +315,7 @@ def test_a_bad_file_of_any_dataset_stops_the_run_before_anything_trains(tmp_path
     (bad / "test.jsonl").write_text('{"id": "1", "question": "q", "context": "c", "label": "yes"}\n[1]\n')
     argv = [
         "--model_name_or_path",
-        "no/model/needed",
+        "acme/no-model-needed",  # a Hub id never loaded: the data is checked first
         "--output_dir",
         str(tmp_path / "out"),
         "--blurb_dir",

@@ -96,7 +96,9 @@ def test_each_unit_predicts_its_own_rows_and_records_the_unit(tiny_model, tmp_pa
         assert [json.loads(line)["id"] for line in lines] == ids
     with pytest.raises(SystemExit):
         run_blurb.parse_args(argv + ["--document_unit", "abstract"])
-    assert "--document_unit/--document-unit: invalid choice: 'abstract' (choose from" in capsys.readouterr().err
+    assert (
+        "error: --document_unit: invalid choice 'abstract'; choose from document, sentence" in capsys.readouterr().err
+    )
 
 
 # ---------------------------------------------------------------- recipes
@@ -111,8 +113,8 @@ def test_every_recipe_value_names_its_source_and_the_docs_show_the_table():
     assert set(TYPE_RECIPE) == set(TASK_TYPES)
     table = recipe_table_markdown()
     assert table.splitlines()[2] == (
-        "| ChemProt | relation_extraction | 3e-5 (LinkBERT) | 32 (LinkBERT) | 10 (LinkBERT) | 256 (paper 5 RE) "
-        "| 10% (paper 6.2) | 5 (paper 6.2 seeds) |"
+        "| ChemProt | relation_extraction | 3e-5 (LinkBERT) | 32 (LinkBERT) | 10 (LinkBERT) | 256 (paper RE) "
+        "| 10% of the steps (paper schedule) | 5 (paper seeds) |"
     )
     assert table in (ROOT / "docs" / "blurb.md").read_text(encoding="utf-8"), "docs/blurb.md: paste the new table"
 

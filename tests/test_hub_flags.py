@@ -21,6 +21,9 @@ from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.commands.publish import main as publish_main
 from bioptimus_hf.commands.publish import publish_from_cli
 from bioptimus_hf.ner.hub_push import best_seed
+from bioptimus_hf.ner.model_card import pipeline_caveat
+from bioptimus_hf.releases.card import validate_card
+from bioptimus_hf.releases.lineage import local_checkpoint_text
 from bioptimus_hf.releases.publisher import make_release_publisher
 from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
 from bioptimus_hf.testing.fake_hub import FakeHub
@@ -371,7 +374,7 @@ def test_run_distillation_push_to_hub_publishes_a_loadable_student(monkeypatch, 
 
 
 # ------------------------------------------------------------------------------- run_ner.py
-NER_QUICK = quick_ner_flags(seeds="1,2", max_steps=4, learning_rate=5e-3, model_name="tiny-bert")
+NER_QUICK = quick_ner_flags(seeds=[1, 2], max_steps=4, learning_rate=5e-3, model_name="tiny-bert")
 
 
 def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_its_card(tmp_path, hub):
@@ -420,6 +423,46 @@ def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_it
     assert not any(path.endswith(".conll") for path in files)  # the test sentences are not published
     assert all(TOKEN.encode() not in content for content in files.values())
     assert _tree_holds(out, TOKEN.encode()) == []
+
+
+def test_run_ner_push_to_hub_of_a_bioul_model_keeps_the_local_card_and_its_tagging_warning(tmp_path, hub):
+    """One card writer: the pushed README is the seed's own card (scheme, labels, the pipeline's warning) plus the
+    run's results; base_model only when --base_model_hub_id gives it, the local folder said in prose otherwise."""
+    model = build_tiny_bert(str(tmp_path / "tiny-bert"))
+    data = write_dataset_dir(str(tmp_path / "data"))
+    for given in (None, "acme/tiny-base"):
+        out = tmp_path / ("given" if given else "local")
+        results = run_ner.main(
+            [
+                *["--model_name_or_path", model, "--data_dir", data, "--output_dir", str(out)],
+                *quick_ner_flags(seeds=[1, 2], max_steps=4, learning_rate=5e-3, tagging_scheme="BIOUL"),
+                *(["--base_model_hub_id", given] if given else []),
+                *[
+                    "--push_to_hub",
+                    "--hub_model_id",
+                    f"acme/bioul-{'given' if given else 'local'}",
+                    "--hub_token",
+                    TOKEN,
+                ],
+            ]
+        )
+        seed = best_seed(results)
+        pushed_text = hub.files(f"acme/bioul-{'given' if given else 'local'}", "main")["README.md"].decode()
+        pushed = validate_card(pushed_text, required=("library_name", "pipeline_tag", "tags"))
+        assert "**Do not use transformers' pipeline for this model:** " + pipeline_caveat("BIOUL") in pushed.text
+        assert "**BIOUL** tagging scheme" in pushed.text and "`U-Chemical`" in pushed.text
+        assert f"the model of seed {seed}, the best devel F1" in pushed.text and "| mean ± std |" in pushed.text
+        assert f"bioptimus tag --model_name_or_path acme/bioul-{'given' if given else 'local'}" in pushed.text
+        # everything the other seed's local card says, the pushed card says too: metadata and every line
+        local = ModelCard((out / f"seed_{3 - seed}" / "README.md").read_text())
+        assert local.data.to_dict().items() <= pushed.data.to_dict().items()
+        assert [line for line in local.text.splitlines() if line not in pushed.text.splitlines()] == []
+        if given:
+            assert pushed.data.base_model == local.data.base_model == given
+            assert f"Base model: `{given}`." in pushed.text
+        else:
+            assert "base_model" not in pushed.data.to_dict()
+            assert f"Base model: started from {local_checkpoint_text('tiny-bert')}." in pushed.text
 
 
 def test_the_pushed_seed_is_the_best_devel_f1_ties_going_to_the_lowest_seed():
@@ -475,7 +518,7 @@ def test_bioptimus_publish_takes_the_trainer_flags_and_keeps_repo_id_as_an_alias
     )
     assert hub.repos["acme/new"].private and set(hub.repos["acme/new"].tags) == {"v0.1", "v0.2"}
     again = publish_from_cli(
-        ["--run_dir", str(run), "--repo_id", "acme/new", "--hub_token", TOKEN, "--endpoint", hub.url]
+        ["--run_dir", str(run), "--hub_model_id", "acme/new", "--hub_token", TOKEN, "--endpoint", hub.url]
     )
     assert [r.status for r in again] == ["unchanged", "unchanged"]  # the alias names the same repository
     # A failure's resume command repeats the flags, never the token.

@@ -1,8 +1,9 @@
-"""Model cards rendered from release directories (bioptimus_hf.releases.card)."""
+"""Model cards rendered from release directories (bioptimus_hf.releases.card), and the lineage they name."""
 
 import dataclasses
 import json
 import re
+import shutil
 
 import pytest
 import torch
@@ -10,10 +11,16 @@ from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from transformers import DistilBertConfig, DistilBertForMaskedLM, RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
 
+import run_distillation
+import run_ner
+import run_pretraining
 from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
+from bioptimus_hf.releases.lineage import local_checkpoint_text
 from bioptimus_hf.releases.ner_results import load_ner_results
-from bioptimus_hf.releases.record import PHASE_FILE, DistillationFacts, ReleaseInfo
+from bioptimus_hf.releases.record import PHASE_FILE, DistillationFacts, ReleaseInfo, find_releases
 from bioptimus_hf.testing.tiny_releases import make_release, tiny_run_args
+from helpers import run_script
+from helpers.pretraining import curriculum_run_flags
 
 
 BC5CDR = {
@@ -156,7 +163,8 @@ def test_no_secrets_or_local_base_model_in_metadata(tmp_path):
     assert "hf_leakyToken123" not in text and "hub_token" not in text
     assert "`fp16` = yes" in text
     assert "base_model" not in ModelCard(text).data.to_dict()  # a local path is no Hub id
-    assert "/home/me" not in text and "Base model: `bert`" in text and "`tok`" in text  # folder names only
+    assert "/home/me" not in text and "`tok`" in text  # folder names only
+    assert "Base model: started from a local checkpoint, `bert`; its Hub id was not given" in text
     scratch = make_release(tmp_path / "v0.1s", 0, run=tiny_run_args(init_strategy="scratch"))
     assert "base_model" not in ModelCard(render_release_card(scratch)).data.to_dict()
 
@@ -347,3 +355,65 @@ def test_student_card_shows_the_recipe_and_loss_descriptions_its_record_carries(
     dataclasses.replace(ReleaseInfo.load(release), distillation=bare).save(release)
     text = render_release_card(release)
     assert "with the **distilbiobert** recipe" in text and "\nrecipe not recorded.\n" in text
+
+
+# ----------------------------------------------------------------------------------------------- lineage
+MINILM_PARENT = "nreimers/MiniLM-L6-H384-uncased"  # what the packaged all-MiniLM-L6-v2's config names
+
+
+def test_a_release_from_a_local_copy_names_its_base_model_only_when_given(
+    monkeypatch, tmp_path, tiny_model_dir, make_corpus
+):
+    """A local base model whose config.json names another Hub model (as the packaged all-MiniLM-L6-v2 names the
+    model it was fine-tuned from): no base_model is guessed from it; --base_model_hub_id names one."""
+    local = shutil.copytree(tiny_model_dir, tmp_path / "all-MiniLM-L6-v2")
+    config = json.loads((local / "config.json").read_text())
+    (local / "config.json").write_text(json.dumps({**config, "_name_or_path": MINILM_PARENT}))
+    corpus = make_corpus(200)
+    for given in (None, "sentence-transformers/all-MiniLM-L6-v2"):
+        out = tmp_path / ("given" if given else "not-given")
+        flags = curriculum_run_flags(local, corpus, out, (1, 1, 1, 1), base_model_hub_id=given, bulk_dropout=False)
+        run_script(monkeypatch, run_pretraining, flags)
+        releases = find_releases(out)
+        assert [release.name for release in releases] == ["v0.1", "v0.2", "v0.3", "v0.4"]
+        for release in releases:
+            text = (release / "README.md").read_text()
+            card, run = validate_card(text), ReleaseInfo.load(release).run
+            assert MINILM_PARENT not in text and MINILM_PARENT not in (release / PHASE_FILE).read_text()
+            if given:
+                assert card.data.base_model == given and run.base_model_hub_id == given == run.base_model
+                assert f"- Base model: `{given}`\n" in text
+            else:
+                assert "base_model" not in card.data.to_dict()
+                assert run.base_model_hub_id is None and run.base_model == "all-MiniLM-L6-v2"
+                assert f"- Base model: started from {local_checkpoint_text('all-MiniLM-L6-v2')}\n" in text
+                assert "its Hub id was not given, so the card's metadata names no `base_model`" in text
+
+
+def test_a_student_of_a_local_teacher_names_no_base_model_and_says_why(tmp_path):
+    release = make_release(tmp_path / "student", 3, run=tiny_run_args(base_model="teacher", base_model_hub_id=None))
+    facts = DistillationFacts(teacher="teacher", teacher_hub_id=None, recipe="tinybiobert", student_layers=[0])
+    dataclasses.replace(ReleaseInfo.load(release), distillation=facts).save(release)
+    text = render_release_card(release)
+    assert "base_model" not in validate_card(text).data.to_dict()
+    assert f"- Teacher: {local_checkpoint_text('teacher')}\n" in text
+
+    given = dataclasses.replace(facts, teacher="acme/teacher", teacher_hub_id="acme/teacher")
+    run = dataclasses.replace(
+        ReleaseInfo.load(release).run, base_model="acme/teacher", base_model_hub_id="acme/teacher"
+    )
+    dataclasses.replace(ReleaseInfo.load(release), distillation=given, run=run).save(release)
+    text = render_release_card(release)
+    assert validate_card(text).data.base_model == "acme/teacher"
+    assert "- Teacher: [`acme/teacher`](https://huggingface.co/acme/teacher)\n" in text
+
+
+@pytest.mark.parametrize("script", [run_pretraining, run_ner, run_distillation], ids=lambda m: m.__name__)
+def test_every_script_that_writes_a_base_model_takes_base_model_hub_id(script, capsys):
+    with pytest.raises(SystemExit) as done:
+        script.main(["--help"])
+    assert done.value.code == 0
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "--base_model_hub_id" in usage and "Never guessed" in usage
+    if script is run_distillation:  # the same field as --teacher_hub_id
+        assert "--teacher_hub_id, --base_model_hub_id TEACHER_HUB_ID" in usage  # one flag, two names

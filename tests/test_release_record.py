@@ -8,17 +8,12 @@ from transformers import TrainingArguments
 
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+from bioptimus_hf.releases import record
 from bioptimus_hf.releases.card import render_release_card
-from bioptimus_hf.releases.record import (
-    FORMAT_VERSION,
-    CheckpointFacts,
-    ReleaseInfo,
-    RunFacts,
-    base_model_hub_id,
-    find_releases,
-    normalise_version,
-    public_name,
-)
+from bioptimus_hf.releases.checkpoint_facts import CheckpointFacts
+from bioptimus_hf.releases.lineage import Lineage, base_model_hub_id, public_name
+from bioptimus_hf.releases.naming import normalise_version, version_repo_id
+from bioptimus_hf.releases.record import FORMAT_VERSION, ReleaseInfo, RunFacts, find_releases
 from bioptimus_hf.releases.writer import write_release
 
 
@@ -147,26 +142,36 @@ def test_record_round_trip_and_unknown_fields(tmp_path):
         ReleaseInfo.load(tmp_path)
 
 
+def test_names_that_moved_out_of_the_record_still_import_from_it():
+    assert record.base_model_hub_id is base_model_hub_id and record.CheckpointFacts is CheckpointFacts
+    assert record.public_name is public_name and record.normalise_version is normalise_version
+    assert record.version_repo_id("acme/b", "v0.3") == version_repo_id("acme/b", "0.3") == "acme/b-v0.3"
+
+
 @pytest.mark.parametrize("version", ["../evil", "0.1/x", "", "v", ".hidden", "0..1", "a b"])
 def test_unsafe_versions_are_refused(version):
     with pytest.raises(ValueError, match="is not allowed"):
         normalise_version(version)
 
 
-def test_public_names_never_show_local_paths(tmp_path):
+def test_public_names_never_show_local_paths(tmp_path, monkeypatch):
     local = tmp_path / "models" / "minilm"
     local.mkdir(parents=True)
     assert public_name(str(local)) == "minilm"
     assert public_name("bert-base-uncased") == "bert-base-uncased" and public_name("org/model") == "org/model"
     assert base_model_hub_id(str(local)) is None
+    # A local checkpoint's config names what it was loaded or fine-tuned from, not itself: never taken as its id.
     (local / "config.json").write_text(json.dumps({"_name_or_path": "nreimers/MiniLM-L6-H384-uncased"}))
-    assert base_model_hub_id(str(local)) == "nreimers/MiniLM-L6-H384-uncased"  # recorded in the checkpoint
-    (local / "config.json").write_text(json.dumps({"_name_or_path": str(local)}))
-    assert base_model_hub_id(str(local)) is None  # a path recorded as name is no Hub id
-    assert (
-        base_model_hub_id(str(local), "sentence-transformers/all-MiniLM-L6-v2")
-        == "sentence-transformers/all-MiniLM-L6-v2"
-    )
+    assert base_model_hub_id(str(local)) is None and Lineage.of(str(local)) == Lineage(None, "minilm")
+    assert Lineage.of(str(local)).is_local and "`minilm`; its Hub id was not given" in Lineage.of(str(local)).text()
+    given = Lineage.of(str(local), "sentence-transformers/all-MiniLM-L6-v2")
+    assert given == Lineage("sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+    assert given.text() == "`sentence-transformers/all-MiniLM-L6-v2`" and not given.is_local
+    # A Hub id is the model loaded from the Hub, unless a local directory of that name is what was loaded.
+    assert base_model_hub_id("org/model") == "org/model" and base_model_hub_id(None) is None
+    monkeypatch.chdir(tmp_path)
+    assert base_model_hub_id("models") is None and base_model_hub_id("bert-base-uncased") == "bert-base-uncased"
+    assert Lineage.of(None) == Lineage() and Lineage().text() is None
 
 
 def test_find_releases_ignores_work_in_progress(tmp_path):

@@ -160,7 +160,7 @@ def test_cards_name_the_base_model_without_local_paths(monkeypatch, tmp_path, ti
     card = (out / "releases" / "v0.4" / "README.md").read_text()
     phase = json.loads((out / "releases" / "v0.4" / "bioptimus_phase.json").read_text())
     assert str(tmp_path) not in card and str(tmp_path) not in json.dumps(phase)
-    assert f"Base model: `{tiny_model_dir.name}`" in card
+    assert f"Base model: started from a local checkpoint, `{tiny_model_dir.name}`;" in card
     out2 = tmp_path / "out2"
     run_script(
         monkeypatch,
@@ -279,7 +279,7 @@ def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initiali
     assert phase["run"]["init_strategy"] == "averaged"
     assert phase["run"]["base_model"] == tiny_model_dir.name
     card = (out / "releases" / "v0.4" / "README.md").read_text()
-    assert f"Base model: `{tiny_model_dir.name}`" in card and start.name not in card
+    assert f"Base model: started from a local checkpoint, `{tiny_model_dir.name}`;" in card and start.name not in card
     assert phase["run"]["tokenizer"] == tiny_model_dir.name  # the vocabulary the start checkpoint was given
 
 

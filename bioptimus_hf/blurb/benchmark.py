@@ -1,7 +1,7 @@
 """The BLURB benchmark as one run: every dataset present fine-tuned over the same seeds, then one table.
 
 NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through ``run_ner.py``'s ``main`` with its BLURB
-config (``configs/ner_blurb.yaml``), one call per seed; the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
+config (the packaged ``ner_blurb``), one call per seed; the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
 :func:`bioptimus_hf.blurb.run.run_blurb_task` with their task type's recipe. ``--num_train_epochs``,
 ``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset's runs go to
 ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a
@@ -21,6 +21,7 @@ from typing import Any
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..ner.results import SEED_RESULTS_FILE, seed_dir
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
+from ..utils.config_files import resolve_config
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from .data import load_blurb_data, read_task_type, split_path
 from .results import seed_finished
@@ -29,7 +30,7 @@ from .score import NER, DatasetScore, blurb_score
 
 
 logger = logging.getLogger(__name__)
-DEFAULT_NER_CONFIG = "configs/ner_blurb.yaml"
+DEFAULT_NER_CONFIG = "ner_blurb"  # a packaged config, found from any working directory (utils/config_files.py)
 
 
 @dataclass
@@ -54,7 +55,10 @@ class BenchmarkArguments:
             "(e.g. ../shared/data/ner)."
         },
     )
-    ner_config: str = field(default=DEFAULT_NER_CONFIG, metadata={"help": "run_ner.py's config for the NER sets."})
+    ner_config: str = field(
+        default=DEFAULT_NER_CONFIG,
+        metadata={"help": "bioptimus ner's config for the NER sets: a file or a packaged config's name."},
+    )
     datasets: list[str] | None = field(
         default=None, metadata={"help": "Only these datasets (sub-directory names; default: every one present)."}
     )
@@ -78,8 +82,11 @@ class BenchmarkArguments:
         for flag in ("blurb_dir", "ner_dir"):
             if getattr(self, flag) and not os.path.isdir(getattr(self, flag)):
                 raise ValueError(f"--{flag} {getattr(self, flag)}: not a directory")
-        if self.ner_dir and not os.path.isfile(self.ner_config):
-            raise ValueError(f"--ner_config {self.ner_config}: no such file")
+        if self.ner_dir:
+            try:
+                resolve_config(self.ner_config)
+            except FileNotFoundError as error:
+                raise ValueError(f"--ner_config {str(error).removeprefix('config file ')}") from None
 
     @property
     def name(self) -> str:
@@ -161,7 +168,7 @@ def _ner_settings(args: BenchmarkArguments, dataset: BenchmarkDataset, output_di
         "model_name": args.name,
         "data_dir": dataset.data_dir,
         "output_dir": output_dir,
-        "seeds": str(seed),
+        "seeds": [seed],
         "save_model": args.save_model,
         **_overrides(args),
     }
@@ -183,7 +190,7 @@ def run_dataset(args: BenchmarkArguments, dataset: BenchmarkDataset, fine_tune_n
             "model_name": args.name,
             "data_dir": dataset.data_dir,
             "output_dir": output_dir,
-            "seeds": ",".join(map(str, todo)),
+            "seeds": list(todo),
             "save_model": args.save_model,
             "report_to": "none",
             **_overrides(args),

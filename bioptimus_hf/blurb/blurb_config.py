@@ -33,10 +33,10 @@ from .tasks import (
 
 # Where each recipe value comes from (the key a value cites -> the source, as docs/blurb.md prints it).
 PAPER_SCHEDULE, PAPER_SEEDS, PAPER_RE_LENGTH, PAPER_QA_LENGTH = (
-    "paper 6.2",
-    "paper 6.2 seeds",
-    "paper 5 RE",
-    "paper 5 QA",
+    "paper schedule",
+    "paper seeds",
+    "paper RE",
+    "paper QA",
 )
 LINKBERT, GRID = "LinkBERT", "grid"
 SOURCES = {
@@ -139,7 +139,7 @@ def _format(name: str, value) -> str:
     if name == "learning_rate":
         return f"{value:.0e}".replace("e-0", "e-")
     if name == "warmup_steps":
-        return f"{value:.0%}"
+        return f"{value:.0%} of the steps"
     return f"{value:g}"
 
 
@@ -229,10 +229,10 @@ class BlurbDataArguments:
 class BlurbStabilisationArguments(StabilisationArguments):
     """``run_ner.py``'s stabilisation flags, whose ``--seeds`` default to the dataset's recipe."""
 
-    seeds: str | None = field(
+    seeds: list[int] | None = field(
         default=None,
         metadata={
-            "help": "Comma-separated seeds, e.g. 1,2,3: one full fine-tune per seed (default: the dataset's "
+            "help": "Seeds, e.g. --seeds 1 2 3: one full fine-tune per seed (default: the dataset's "
             "recipe, 1-10 for BIOSSES, PubMedQA and BioASQ, 1-5 for the others)."
         },
     )

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 from torch import nn
 
-from ..releases.record import DistillationFacts, ReleaseInfo, base_model_hub_id, public_name
+from ..releases.lineage import Lineage
+from ..releases.record import DistillationFacts, ReleaseInfo
 from ..releases.writer import write_release
 from .distillation_config import DistillationPlan
 from .recipes import DISTILLATION_RECIPES, LOSS_DESCRIPTIONS
@@ -31,12 +32,12 @@ def distillation_facts(
     speed: Mapping[str, Any] | None = None,
 ) -> DistillationFacts:
     """What the student's record and card say about its distillation."""
-    hub_id = base_model_hub_id(teacher_name_or_path, teacher_hub_id)
+    teacher_lineage = Lineage.of(teacher_name_or_path, teacher_hub_id)
     recipe = DISTILLATION_RECIPES.get(plan.recipe or "")
     loss_weights = {name: weight for name, weight in plan.weights.items() if weight > 0}
     return DistillationFacts(
-        teacher=hub_id or public_name(teacher_name_or_path),
-        teacher_hub_id=hub_id,
+        teacher=teacher_lineage.name,
+        teacher_hub_id=teacher_lineage.hub_id,
         recipe=plan.recipe,
         recipe_name=recipe.paper_name if recipe else None,
         recipe_description=recipe.description if recipe else None,

@@ -24,6 +24,7 @@ from transformers import (
     set_seed,
 )
 
+from ..releases.lineage import Lineage
 from ..utils.bulk_dropout import enable_bulk_dropout
 from ..utils.distributed import sum_numbers_across_ranks
 from .conll import ConllSplit, write_conll
@@ -61,6 +62,7 @@ def fine_tune_seeds(
     dataset_name: str | None = None,
     ignore_mismatched_sizes: bool = False,
     bulk_dropout: bool = False,
+    base_model_hub_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Fine-tune ``model_name_or_path`` once per seed; returns one record per seed, in order: ``seed``,
     ``train_runtime_s``, ``train_loss`` (mean over ranks), ``eval_{f1,precision,recall}`` on devel and, with
@@ -70,7 +72,7 @@ def fine_tune_seeds(
     is Tinn et al.'s (:func:`~.stabilisation.apply_stabilisation`). Each seed's directory gets
     ``test_predictions.conll`` and ``test_report.txt`` (main process) and, with ``save_model``, the fine-tuned
     model, whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
-    ``dataset_name``: how to tag with it)."""
+    ``dataset_name``: how to tag with it; ``base_model`` metadata only for a Hub id or ``base_model_hub_id``)."""
     id2label = dict(enumerate(labels))
     label2id = {label: i for i, label in id2label.items()}
     collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
@@ -110,7 +112,8 @@ def fine_tune_seeds(
         if save_model:
             trainer.save_model(seed_dir)
             if trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the standard pipeline gets wrong
-                write_model_card(seed_dir, model_name or model_name_or_path, dataset_name, scheme, labels)
+                lineage = Lineage.of(model_name_or_path, base_model_hub_id)
+                write_model_card(seed_dir, model_name or lineage.name, dataset_name, scheme, labels, lineage)
 
         eval_metrics = trainer.evaluate(metric_key_prefix="eval")
         for metric in ("f1", "precision", "recall"):

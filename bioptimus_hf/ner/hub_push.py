@@ -1,9 +1,11 @@
 """``run_ner.py --push_to_hub``: one fine-tuned model on the Hub, with every seed's results in its card.
 
 A run fine-tunes one model per seed; the repository gets the model of the seed with the best devel F1 (ties: the
-lowest seed), chosen without looking at the test set. Its card holds the whole run: the per-seed table and
-mean ± std of ``results.md`` and the ``model-index`` of the mean test scores, built by
-:func:`bioptimus_hf.ner.results.eval_results` (the builder of ``model_index.json`` and of release cards).
+lowest seed), chosen without looking at the test set. Its card is written by the one NER card writer
+(:func:`bioptimus_hf.ner.model_card.build_ner_card`): the seed's own card (scheme, labels, how to tag, what the
+standard pipeline gets wrong) plus the whole run: the per-seed table and mean ± std of ``results.md`` and the
+``model-index`` of the mean test scores. The scheme and labels are read from the pushed model's own
+``config.json``.
 
 The Trainer is not kept across seeds, so the saved ``seed_<s>/`` folder is uploaded with ``huggingface_hub``
 the way ``Trainer.push_to_hub`` uploads ``output_dir``: the card written as ``README.md`` into the folder, one
@@ -18,18 +20,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from huggingface_hub import ModelCard, ModelCardData
-
-from ..releases.ner_results import NerResult, eval_results
-from ..releases.record import base_model_hub_id
+from ..releases.lineage import Lineage
 from ..utils.dataset_ids import check_dataset_id
+from ..utils.files import read_json
 from ..utils.hub_settings import HubSettings, take_hub_settings
-from .results import markdown_table, seed_dir
+from .model_card import build_ner_card
+from .results import seed_dir
 
 
 # Trainer.push_to_hub's own ignore patterns, and the test predictions (the test sentences themselves).
 IGNORE_PATTERNS = ("_*", "checkpoint-*", "*.conll")
-TAGS = ("token-classification", "ner", "biomedical", "bioptimus")
 
 
 @dataclass(frozen=True)
@@ -67,87 +67,6 @@ def hub_dataset_id(dataset_name: str | None) -> str | None:
         return None
 
 
-def ner_model_card(
-    results: Mapping[str, Any], repo_id: str, seed: int, base_model: str | None = None, dataset_id: str | None = None
-) -> ModelCard:
-    """The card of the pushed model: metadata with the ``model-index`` of the mean test scores (when the run
-    had a test set), the per-seed results table, how to load it and the fine-tuning settings."""
-    name = repo_id.split("/")[-1]
-    scores = (
-        eval_results([NerResult.from_dict({**results, "dataset_id": dataset_id})])
-        if results.get("test_f1") is not None
-        else None
-    )
-    data = ModelCardData(
-        library_name="transformers",
-        pipeline_tag="token-classification",
-        tags=list(TAGS),
-        base_model=base_model,
-        datasets=[dataset_id] if dataset_id else None,
-        model_name=name if scores else None,
-        eval_results=scores or None,
-    )
-    chosen = next(run for run in results["per_seed"] if run["seed"] == seed)
-    settings = {
-        key: results.get(key)
-        for key in (
-            "tagging_scheme",
-            "learning_rate",
-            "num_train_epochs",
-            "max_steps",
-            "warmup_steps",
-            "lr_scheduler_type",
-            "train_batch_size",
-            "world_size",
-            "max_seq_length",
-            "window_stride",
-            "bf16",
-        )
-    }
-    body = "\n".join(
-        [
-            f"# {name}",
-            "",
-            (
-                f"`{results['model_name']}` fine-tuned for named-entity recognition on {results['dataset']} (entity "
-                f"types: {', '.join(results.get('entity_types') or [])}) with `run_ner.py` of bioptimus-hf, scored at the "
-                "entity level."
-            ),
-            "",
-            (
-                f"This repository holds the model of seed {seed}, the best devel F1 ({100 * chosen['eval_f1']:.2f}) of "
-                f"the {len(results['per_seed'])} seed(s) fine-tuned. The table reports every seed; the metadata reports "
-                "their mean."
-            ),
-            "",
-            "## Results (entity-level, %)",
-            "",
-            markdown_table(results),
-            "## Usage",
-            "",
-            "```python",
-            "from transformers import AutoModelForTokenClassification, AutoTokenizer",
-            "",
-            f'model = AutoModelForTokenClassification.from_pretrained("{repo_id}")',
-            f'tokenizer = AutoTokenizer.from_pretrained("{repo_id}")',
-            "```",
-            "",
-            (
-                f"Entities in raw text, decoded with the training scheme (`config.ner_tagging_scheme`): "
-                f'`bioptimus-ner-tag --model {repo_id} --text "..."`.'
-            ),
-            "",
-            "## Fine-tuning",
-            "",
-            "| setting | value |",
-            "|---|---|",
-            *[f"| {key} | {value} |" for key, value in settings.items() if value is not None],
-            "",
-        ]
-    )
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
-
-
 def push_best_seed(
     hub: HubSettings,
     output_dir: str | os.PathLike,
@@ -155,8 +74,12 @@ def push_best_seed(
     model_name_or_path: str | None = None,
     dataset_name: str | None = None,
     endpoint: str | None = None,
+    base_model_hub_id: str | None = None,
 ) -> NerPush:
     """Push the best seed's model of ``results`` (``run_ner.py``'s merged results of ``output_dir``) with its card.
+
+    The card names ``model_name_or_path`` (the model fine-tuned) as ``base_model`` only when it is a Hub id or
+    ``base_model_hub_id`` gives one (:class:`~bioptimus_hf.releases.lineage.Lineage`).
 
     The repository is created if needed (``hub.private`` then applies); with ``hub.revision`` the commit goes to
     that branch, created from ``main`` if missing. Hub errors propagate, as ``Trainer.push_to_hub``'s do.
@@ -171,7 +94,19 @@ def push_best_seed(
         )
     api = HfApi(endpoint=endpoint, token=hub.token)
     repo_id = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True).repo_id
-    card = ner_model_card(results, repo_id, seed, base_model_hub_id(model_name_or_path), hub_dataset_id(dataset_name))
+    config = read_json(os.path.join(folder, "config.json"))
+    labels = [label for _, label in sorted((int(i), label) for i, label in (config.get("id2label") or {}).items())]
+    card = build_ner_card(
+        results["model_name"],
+        results["dataset"],
+        config.get("ner_tagging_scheme") or results["tagging_scheme"],
+        labels,
+        base_model=Lineage.of(model_name_or_path, base_model_hub_id),
+        results=results,
+        seed=seed,
+        repo_id=repo_id,
+        dataset_id=hub_dataset_id(dataset_name),
+    )
     card.save(os.path.join(folder, "README.md"))
     if hub.revision:
         api.create_branch(repo_id, branch=hub.revision, exist_ok=True)

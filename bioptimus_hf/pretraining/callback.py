@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 from transformers import TrainerCallback
 from transformers.trainer_callback import CallbackHandler, ExportableState
 
-from ..releases.record import PHASE_FILE, ReleaseInfo, RunFacts, release_dir_name
+from ..releases.naming import release_dir_name
+from ..releases.record import PHASE_FILE, ReleaseInfo, RunFacts
 from ..releases.writer import write_release
 from ..utils.distributed import rank_and_world, wait_for_everyone
 from .collator import CurriculumDataCollator, MaskingStatistics

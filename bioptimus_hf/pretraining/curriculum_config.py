@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .collator import DEFAULT_MASKING_STREAM, MASKING_STREAMS
 from .phases import Curriculum
+
+
+# Where each batch's masking randomness comes from (the collator's docstring says how each works); the first is the
+# default.
+MASKING_STREAMS = ("keyed", "sequential")
+DEFAULT_MASKING_STREAM = MASKING_STREAMS[0]
 
 
 ALL_PHASES = "all"  # --single_phase all: every phase of the curriculum
@@ -111,7 +116,7 @@ class LexicalWarmupArguments:
         if self.lexical_warmup_learning_rate is not None and not self.lexical_warmup_learning_rate > 0:
             raise ValueError(f"--lexical_warmup_learning_rate {self.lexical_warmup_learning_rate}: must be > 0")
         if self.lexical_warmup_release is not None:
-            from ..releases.record import normalise_version
+            from ..releases.naming import normalise_version
 
             if not self.lexical_warmup_steps:
                 raise ValueError(

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..releases.record import normalise_version
+from ..releases.naming import normalise_version
 
 
 MASKING_UNITS = ("token", "word")

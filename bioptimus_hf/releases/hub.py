@@ -39,14 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from .card import render_release_card
-from .record import (
-    ReleaseInfo,
-    find_releases,
-    normalise_version,
-    version_repo_id,
-    version_sort_key,
-    version_tag,
-)
+from .naming import normalise_version, version_repo_id, version_sort_key, version_tag
+from .record import ReleaseInfo, find_releases
 
 
 logger = logging.getLogger(__name__)

@@ -4,8 +4,9 @@ A release is the model at the end of one curriculum phase (``<output_dir>/releas
 that describes it — the phase's masking task, where it sits in the curriculum, the held-out loss, and the
 facts of the run that produced it — is one typed :class:`ReleaseInfo`, with the run's facts in a
 :class:`RunFacts`. The training callback builds it in one call, and the release writer, the model card
-and the Hub publisher read the object, never the raw JSON; the names of release directories, branches,
-tags and per-version repositories are derived here and nowhere else.
+and the Hub publisher read the object, never the raw JSON. The names of release directories, branches, tags and
+per-version repositories are :mod:`.naming`'s; what a record may say of a model's origin (Hub ids, public names of
+local paths) is :mod:`.lineage`'s; what a release's own files say of its model is :mod:`.checkpoint_facts`'s.
 
 Format versions of ``bioptimus_phase.json``:
 
@@ -30,188 +31,22 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..utils.files import read_json, write_json_atomic
+from .checkpoint_facts import CheckpointFacts as CheckpointFacts  # moved; importable from here as before
+from .lineage import base_model_hub_id as base_model_hub_id  # moved; importable from here as before
+from .lineage import is_hub_id, public_name
+from .naming import is_temporary, normalise_version, release_dir_name, version_sort_key, version_tag
+from .naming import version_repo_id as version_repo_id  # moved; importable from here as before
 
 
 PHASE_FILE = "bioptimus_phase.json"
 FORMAT_VERSION = 2  # a curriculum release
 STUDENT_FORMAT_VERSION = 3  # a release with a `distillation` record (a distilled student)
 NEWEST_FORMAT_VERSION = STUDENT_FORMAT_VERSION
-# Directories that are work in progress (a release being written, or the old copy being replaced).
-TEMPORARY_SUFFIXES = (".partial", ".old")
-# A version is used in directory, branch, tag and repository names: keep it to safe characters.
-_VERSION_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-# ------------------------------------------------------------------------------------------ names
-def normalise_version(version: str | float) -> str:
-    """``"v0.3"`` or ``"0.3"`` -> ``"0.3"``, refusing what is unsafe in a path, branch or tag name."""
-    text = str(version)
-    if text[:1] in ("v", "V"):
-        text = text[1:]
-    if not _VERSION_PATTERN.fullmatch(text) or ".." in text:
-        raise ValueError(
-            f"release version {version!r} is not allowed: use letters, digits, '.', '_' and '-' "
-            "(it names a directory, a branch and a tag), e.g. 0.1"
-        )
-    return text
-
-
-def release_dir_name(version: str) -> str:
-    """Directory, branch and tag name of a version: ``v0.3``."""
-    return f"v{normalise_version(version)}"
-
-
-version_tag = release_dir_name
-
-
-def version_repo_id(repo_id: str, version: str) -> str:
-    """Repository id of one version in the one-repository-per-version layout: ``org/name-v0.3``."""
-    return f"{repo_id}-{release_dir_name(version)}"
-
-
-def version_sort_key(version: str) -> tuple:
-    parts = re.split(r"[.\-_]", normalise_version(version))
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
-
-
-def is_temporary(path: str | os.PathLike) -> bool:
-    """A release directory being written or replaced (never a release)."""
-    return Path(path).name.endswith(TEMPORARY_SUFFIXES)
-
-
-def public_name(name_or_path: str | None) -> str | None:
-    """What a public card may say about a model or tokenizer location: a Hub id as is, a local path as
-    its folder name (never the author's file system)."""
-    if not name_or_path:
-        return None
-    if is_hub_id(name_or_path):
-        return name_or_path
-    return Path(os.path.normpath(str(name_or_path))).name or None
-
-
-def is_hub_id(name: Any) -> bool:
-    """A Hub id (``bert-base-uncased``, ``org/name``), not a local path such as ``/data/model`` or ``./m``."""
-    if not isinstance(name, str) or not name:
-        return False
-    if name.startswith(("/", ".", "~")) or os.path.isabs(name) or os.path.exists(name) or "\\" in name:
-        return False
-    return re.fullmatch(r"[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?", name) is not None
-
-
-def base_model_hub_id(model_name_or_path: str | None, explicit: str | None = None) -> str | None:
-    """The base model's Hub id when it is known: given explicitly, the name itself, or the ``_name_or_path``
-    recorded in a local checkpoint's ``config.json``; else None."""
-    if explicit:
-        return explicit
-    if not model_name_or_path:
-        return None
-    if is_hub_id(model_name_or_path):
-        return model_name_or_path
-    config = Path(model_name_or_path) / "config.json"
-    if config.is_file():
-        try:
-            recorded = read_json(config).get("_name_or_path")
-        except (ValueError, AttributeError):
-            return None
-        if is_hub_id(recorded):
-            return recorded
-    return None
-
-
-# ------------------------------------------------------------------------------------------ the checkpoint
-# How cards name a model family (``config.json``'s ``model_type``): transformers has no display names. A type
-# missing here is named after its class (``FooForMaskedLM`` -> ``Foo``), never as another family.
-MODEL_FAMILY_NAMES = {
-    "bert": "BERT",
-    "roberta": "RoBERTa",
-    "xlm-roberta": "XLM-RoBERTa",
-    "camembert": "CamemBERT",
-    "distilbert": "DistilBERT",
-    "albert": "ALBERT",
-    "electra": "ELECTRA",
-    "deberta": "DeBERTa",
-    "deberta-v2": "DeBERTa-v2",
-    "modernbert": "ModernBERT",
-    "mpnet": "MPNet",
-}
-TOKENIZER_FILES_WITH_SPECIAL_TOKENS = ("tokenizer_config.json", "special_tokens_map.json")
-
-
-@dataclass(frozen=True)
-class CheckpointFacts:
-    """What a release's own files say about its model: ``config.json`` and the tokenizer's mask token.
-
-    The card names the model from these, never from a default: a RoBERTa release is a RoBERTa with ``<mask>``.
-    """
-
-    model_type: str | None = None
-    architectures: tuple[str, ...] = ()
-    hidden_size: int | None = None
-    num_hidden_layers: int | None = None
-    num_attention_heads: int | None = None
-    vocab_size: int | None = None
-    mask_token: str | None = None
-
-    @property
-    def family_name(self) -> str | None:
-        """``RoBERTa`` for ``roberta``; a type without a known name is named after its class or type."""
-        if self.model_type in MODEL_FAMILY_NAMES:
-            return MODEL_FAMILY_NAMES[self.model_type]
-        if self.architectures:
-            return re.sub(r"For\w+$", "", self.architectures[0]) or self.architectures[0]
-        return self.model_type
-
-    @classmethod
-    def read(cls, release_dir: str | os.PathLike) -> "CheckpointFacts":
-        """Facts of the checkpoint in ``release_dir``; fields stay None where its files do not say."""
-        release = Path(release_dir)
-        config = _read_config(release)
-        return cls(
-            model_type=config.get("model_type"),
-            architectures=tuple(config.get("architectures") or ()),
-            hidden_size=config.get("hidden_size"),
-            num_hidden_layers=config.get("num_hidden_layers"),
-            num_attention_heads=config.get("num_attention_heads"),
-            vocab_size=config.get("vocab_size"),
-            mask_token=_read_mask_token(release),
-        )
-
-
-def _read_config(release: Path) -> dict[str, Any]:
-    """``config.json`` through transformers' config class, so that every family's own names resolve (DistilBERT's
-    ``n_layers``/``dim``/``n_heads``); the raw JSON for a type this transformers does not know."""
-    path = release / "config.json"
-    if not path.is_file():
-        return {}
-    raw = read_json(path)
-    try:
-        from transformers import AutoConfig
-
-        config = AutoConfig.from_pretrained(str(release))
-    except (ValueError, KeyError, OSError):
-        return raw
-    names = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-    return {**raw, **{name: getattr(config, name, raw.get(name)) for name in names}}
-
-
-def _read_mask_token(release: Path) -> str | None:
-    """The tokenizer's mask token as saved by ``save_pretrained`` (a string or an AddedToken's ``content``)."""
-    for name in TOKENIZER_FILES_WITH_SPECIAL_TOKENS:
-        path = release / name
-        if not path.is_file():
-            continue
-        token = read_json(path).get("mask_token")
-        if isinstance(token, Mapping):
-            token = token.get("content")
-        if isinstance(token, str) and token:
-            return token
-    return None
 
 
 # ------------------------------------------------------------------------------------------ records
@@ -257,7 +92,7 @@ class RunFacts:
     """Facts of the run that produced a release: model, data and optimisation (never credentials)."""
 
     base_model: str | None = None  # public name: the Hub id when known, else the folder name
-    base_model_hub_id: str | None = None
+    base_model_hub_id: str | None = None  # only when known, never guessed (lineage.py): None for a local start
     init_strategy: str | None = None
     tokenizer: str | None = None  # public name of the tokenizer (folder name or Hub id)
     vocab_size: int | None = None

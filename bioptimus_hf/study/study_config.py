@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..releases.lineage import base_model_hub_id_field
+
 
 # Arguments of run_pretraining.py that the study sets itself, per arm; an arm may not set them.
 STUDY_OWNED_ARGS = ("output_dir", "max_steps", "model_name_or_path", "tokenizer_name", "seed")
@@ -138,7 +140,7 @@ class StudyArguments:
     pretraining_args: str | None = field(
         default=None, metadata={"help": "run_pretraining.py arguments shared by every arm (a mapping)."}
     )
-    base_model_hub_id: str | None = field(default=None, metadata={"help": "The base model's Hub id, for model cards."})
+    base_model_hub_id: str | None = base_model_hub_id_field()
     tokenizer_name: str | None = field(
         default=None,
         metadata={

@@ -39,7 +39,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from ..utils.corpus_reader import CorpusReadStats, iter_lines
+from ..utils.corpus_reader import CorpusReadStats, iter_lines, plain_text_files
+from ..utils.prepared_corpus import expand_corpus_paths
 from ..utils.progress import progress_bar, progress_enabled
 from ..utils.tokenizer_loader import load_backend_tokenizer, resolve_backend_tokenizer
 from . import _sentence_classes
@@ -67,8 +68,8 @@ class UnsupportedTokenizerError(ValueError):
     (Unigram, SentencePiece BPE, WordLevel, ...), or a part or option of a served family it does not
     reproduce (a normaliser other than BertNormalizer for WordPiece or none for byte-level BPE, BPE dropout
     or byte fallback, added tokens with flags the family does not handle). ``family`` names the family,
-    ``reason`` what is not reproduced. The extension raises this class (``rust/src/python.rs`` maps its
-    ``Error::UnsupportedTokenizer`` here); ``backend="auto"`` then falls back to the Python backend,
+    ``reason`` what is not reproduced. The extension raises this class (``rust/bindings/python/src/error.rs``
+    maps its ``Error::UnsupportedTokenizer`` here); ``backend="auto"`` then falls back to the Python backend,
     ``backend="rust"`` lets it propagate. Corrupt corpus files raise ``CorpusFileError``
     (``bioptimus_hf.utils.corpus_reader``) in both backends."""
 
@@ -366,7 +367,7 @@ def find_contexts(
 
     if isinstance(corpus_paths, (str, os.PathLike)):
         corpus_paths = [corpus_paths]  # one file given bare
-    paths = [Path(p) for p in corpus_paths]
+    paths = expand_corpus_paths(corpus_paths)  # a prepared corpus's directory: its shards
     for path in paths:
         if not path.is_file():
             raise FileNotFoundError(f"corpus file not found: {path}")
@@ -421,17 +422,18 @@ def find_contexts(
     started = time.perf_counter()
     try:
         if backend == "rust":
-            contexts = _rust_backend(
-                paths,
-                rust_tokenizer,
-                targets,
-                max_per_token,
-                seed,
-                max_context_chars,
-                num_threads,
-                bar,
-                stats,
-            )
+            with plain_text_files(paths) as text_paths:  # the extension reads text files: shards as their lines
+                contexts = _rust_backend(
+                    text_paths,
+                    rust_tokenizer,
+                    targets,
+                    max_per_token,
+                    seed,
+                    max_context_chars,
+                    num_threads,
+                    bar,
+                    stats,
+                )
         else:
             contexts = _python_backend(
                 paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, bar, stats

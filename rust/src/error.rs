@@ -1,5 +1,5 @@
 //! The crate's one error type. Every variant that concerns a file names it; the Python binding maps
-//! the variants to Python exceptions (`src/python.rs`).
+//! the variants to Python exceptions (`bindings/python/src/error.rs`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

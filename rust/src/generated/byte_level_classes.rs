@@ -4,9 +4,18 @@
 // The character classes of the GPT-2 pattern as the reference's ByteLevel pre-tokenizer applies it
 // (\p{L}, \p{N}, \s of its regex engine), read off the pre-tokenizer itself.
 
-use crate::byte_level::Class::{self, Letter as L, Number as N, Whitespace as S};
-
 pub const REFERENCE: &str = "tokenizers 0.23.3";
+
+/// The classes of the GPT-2 pattern: `\p{L}`, `\p{N}`, `\s`, and everything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Letter,
+    Number,
+    Whitespace,
+    Other,
+}
+
+use Class::{Letter as L, Number as N, Whitespace as S};
 
 /// (first, last, class): letters, numbers and whitespace; every other code point is `Class::Other`.
 pub static CLASSES: &[(u32, u32, Class)] = &[

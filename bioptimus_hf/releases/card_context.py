@@ -1,0 +1,336 @@
+"""What every card of a release directory shows, whatever its kind (a curriculum release or a distilled student).
+
+Everything comes from the release itself: its :class:`~bioptimus_hf.releases.record.ReleaseInfo` (the phase, the
+whole curriculum and the run's facts), its checkpoint's own files
+(:class:`~bioptimus_hf.releases.checkpoint_facts.CheckpointFacts`), the weights' safetensors header (parameter
+count), plus optional NER results (anything :func:`bioptimus_hf.releases.ner_results.load_ner_results` accepts) and
+BLURB tables. The metadata is a ``huggingface_hub.ModelCardData``: the ``model-index`` is written by
+``huggingface_hub`` itself, and only when real results were supplied; ``base_model`` only when the run knew its
+Hub id (:mod:`.lineage`). Nothing is invented: a missing number is "n/a". Nothing private is shown: models and
+tokenizers appear as Hub ids or folder names, never as local paths.
+
+The card writers (:mod:`.release_card`, :mod:`.student_card`) render this context with their own template.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import ModelCardData
+
+from ..utils.dataset_ids import check_dataset_id
+from ..utils.plots import LOSS_PLOT_NAME
+from ..vocabulary.init_config import INIT_STRATEGIES
+from .blurb_results import blurb_eval_results, blurb_markdown, load_blurb_table
+from .checkpoint_facts import CheckpointFacts
+from .lineage import Lineage, public_name
+from .naming import version_repo_id, version_tag
+from .ner_results import eval_results, load_ner_results
+from .record import ReleaseInfo, RunFacts
+
+
+# Shown in the "how to load" snippets when the card is rendered before the repository is known (the
+# training callback renders cards before anything is published; the publisher re-renders with the id).
+REPO_PLACEHOLDER = "<org>/<model-name>"
+
+PAPER_TITLE = (
+    "BIOptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity "
+    "Recognition"
+)
+PAPER_URL = "https://aclanthology.org/2023.bionlp-1.31"
+PAPER_BIBTEX = """@inproceedings{pavlova-makhlouf-2023-bioptimus,
+    title = "{BIO}ptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity Recognition",
+    author = "Pavlova, Vera and Makhlouf, Mohammed",
+    booktitle = "The 22nd Workshop on Biomedical Natural Language Processing and BioNLP Shared Tasks",
+    month = jul,
+    year = "2023",
+    address = "Toronto, Canada",
+    publisher = "Association for Computational Linguistics",
+    url = "https://aclanthology.org/2023.bionlp-1.31",
+}"""
+
+# A run's extra facts may carry arbitrary arguments: never print anything that looks like a credential.
+_SECRET_KEY_PATTERN = re.compile(r"(^|_)(token|password|secret|api_key|credential)s?($|_)", re.IGNORECASE)
+
+
+def fmt(value: Any, spec: str = "") -> str:
+    """A value as a card shows it: "n/a" when missing, "yes"/"no" for booleans."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and spec:
+        return format(value, spec)
+    return str(value)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def corruption_text(corruption: Any, mask_token: str | None) -> str:
+    if corruption is None:
+        return "n/a"
+    return "80/10/10 (mask/random/keep)" if corruption else f"100 % {mask_token or 'mask token'}"
+
+
+def masking_unit_text(unit: Any) -> str:
+    return {"token": "sub-word token", "word": "whole word", "whole_word": "whole word"}.get(unit, fmt(unit))
+
+
+def card_tags(base_tags: Iterable[str], checkpoint: CheckpointFacts) -> list[str]:
+    """``base_tags`` with the checkpoint's model type after the first (``biomedical``), once."""
+    tags = list(base_tags)
+    if checkpoint.model_type and checkpoint.model_type not in tags:
+        tags.insert(min(1, len(tags)), checkpoint.model_type)
+    return tags
+
+
+def _parameter_count(release_dir: Path) -> int | None:
+    """Sum of tensor sizes from the safetensors headers (no weights are loaded)."""
+    files = sorted(release_dir.glob("*.safetensors"))
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    total = 0
+    for file in files:
+        with safe_open(str(file), framework="numpy") as handle:
+            for key in handle.keys():
+                total += math.prod(handle.get_slice(key).get_shape())
+    return total
+
+
+def _architecture(checkpoint: CheckpointFacts) -> dict[str, Any]:
+    """What the templates show of the checkpoint (empty without a config.json)."""
+    if checkpoint.model_type is None:
+        return {}
+    return {
+        "model_type": checkpoint.model_type,
+        "architectures": ", ".join(checkpoint.architectures) or None,
+        "hidden_size": checkpoint.hidden_size,
+        "num_hidden_layers": checkpoint.num_hidden_layers,
+        "num_attention_heads": checkpoint.num_attention_heads,
+        "vocab_size": checkpoint.vocab_size,
+    }
+
+
+def _curriculum_rows(info: ReleaseInfo, mask_token: str | None) -> list[dict[str, Any]]:
+    curriculum = info.curriculum or [
+        {
+            "version": info.version,
+            "masking_unit": info.masking_unit,
+            "masking_rate": info.masking_rate,
+            "corruption": info.corruption,
+            "steps": info.steps,
+        }
+    ]
+    # The phases start where the lexical warm-up ends.
+    rows, start = [], info.run.lexical_warmup.steps if info.run.lexical_warmup is not None else 0
+    for phase in curriculum:
+        steps = phase.get("steps")
+        end = start + steps if isinstance(steps, int) else None
+        rows.append(
+            {
+                "version": str(phase.get("version")),
+                "masking_unit": masking_unit_text(phase.get("masking_unit")),
+                "masking_rate": fmt(phase.get("masking_rate")),
+                "corruption": corruption_text(phase.get("corruption"), mask_token),
+                "steps": fmt(steps),
+                "cumulative": fmt(end),
+                "current": str(phase.get("version")) == info.version,
+            }
+        )
+        start = end if end is not None else start
+    return rows
+
+
+def load_targets(versions: Sequence[str], repo_id: str | None, per_version_repos: bool) -> list[dict[str, str]]:
+    """Where each version loads from: repository and revision (the placeholder before the repository is known)."""
+    repo = repo_id or REPO_PLACEHOLDER
+    return [
+        {
+            "version": v,
+            "repo_id": version_repo_id(repo, v) if per_version_repos else repo,
+            "revision": version_tag(v),
+        }
+        for v in versions
+    ]
+
+
+def _warmup(run: RunFacts) -> str | None:
+    # After a lexical warm-up, the learning-rate warm-up is the curriculum's own ramp, from its first step.
+    of = "the curriculum's steps" if run.lexical_warmup is not None else "the steps"
+    if run.warmup_ratio is not None:
+        steps = f" ({run.warmup_steps} steps)" if run.warmup_steps is not None else ""
+        return f"{100 * run.warmup_ratio:g}% of {of}{steps}"
+    if run.warmup_steps is not None:
+        return f"{run.warmup_steps} steps" + (" from the curriculum's first step" if run.lexical_warmup else "")
+    return None
+
+
+def _hyperparameters(run: RunFacts) -> list[tuple[str, str]]:
+    rows = [
+        ("Peak learning rate", run.learning_rate),
+        ("LR schedule", run.lr_scheduler_type),
+        # Beside a lexical warm-up, say which warm-up this is.
+        ("Learning-rate warm-up" if run.lexical_warmup is not None else "Warm-up", _warmup(run)),
+        ("Weight decay", run.weight_decay),
+        ("Optimizer", run.optim),
+        ("Batch size per device", run.per_device_train_batch_size),
+        ("Gradient accumulation steps", run.gradient_accumulation_steps),
+        ("Devices (processes)", run.world_size),
+        ("Effective batch size", run.effective_train_batch_size),
+        ("Maximum sequence length", run.max_seq_length),
+        ("Lexical warm-up steps", run.lexical_warmup.steps if run.lexical_warmup is not None else None),
+        ("Lexical warm-up peak learning rate", run.lexical_warmup.learning_rate if run.lexical_warmup else None),
+        ("Total curriculum steps", run.curriculum_steps),
+        ("Total steps (lexical warm-up and curriculum)", run.max_steps if run.lexical_warmup is not None else None),
+        ("bf16 mixed precision", run.bf16),
+        ("Seed", run.seed),
+    ]
+    return [(label, fmt(value)) for label, value in rows if value is not None]
+
+
+def _other_settings(run: RunFacts) -> list[tuple[str, str]]:
+    other = {
+        "vocab_size": run.vocab_size,
+        "packing": run.packing,
+        "masked_only_prediction": run.masked_only_prediction,
+        "dataset_name": run.dataset_name,
+        **run.extra,
+    }
+    items = []
+    for key in sorted(other):
+        value = other[key]
+        if value is None or _SECRET_KEY_PATTERN.search(key):
+            continue  # e.g. hub_token: never written into a card
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value)
+        items.append((key, fmt(value)))
+    return items
+
+
+def run_lineage(run: RunFacts) -> Lineage:
+    """The model a run started from, as its record says: the Hub id only when the run knew it, else its public name
+    (a record written by hand may hold a path)."""
+    return Lineage(run.base_model_hub_id, run.base_model_hub_id or public_name(run.base_model))
+
+
+@dataclass
+class ReleaseCardContext:
+    """A release directory's card before its template: the record, the checkpoint's facts, the metadata and what
+    every template shows (``values``); a writer adds its own values and renders."""
+
+    info: ReleaseInfo
+    checkpoint: CheckpointFacts
+    card_data: ModelCardData
+    values: dict[str, Any]
+    parameters: int | None
+
+
+def release_card_context(
+    release_dir: str | os.PathLike,
+    ner_results: Any = None,
+    *,
+    default_tags: Iterable[str],
+    default_name: str,
+    repo_id: str | None = None,
+    per_version_repos: bool = False,
+    license: str = "apache-2.0",
+    datasets: Iterable[str] | None = None,
+    tags: Iterable[str] | None = None,
+    blurb_results: Any = None,
+) -> ReleaseCardContext:
+    """The common context of the card of the release in ``release_dir`` (options: see
+    :func:`bioptimus_hf.releases.card.render_release_card`); ``default_name`` names the model without a
+    ``repo_id``."""
+    release = Path(release_dir)
+    info = ReleaseInfo.load(release)
+    checkpoint = CheckpointFacts.read(release)
+    run = info.run
+    results = load_ner_results(ner_results)
+    blurb = load_blurb_table(blurb_results)
+    hub_results = eval_results(results) + blurb_eval_results(blurb)
+    rows = _curriculum_rows(info, checkpoint.mask_token)
+    versions = [row["version"] for row in rows]
+    warmup = run.lexical_warmup  # a released warm-up (--lexical_warmup_release) is loadable too, before the phases
+    loadable = ([warmup.release_version] if warmup and warmup.release_version else []) + versions
+    lineage = run_lineage(run)
+    dataset_ids = [
+        check_dataset_id(d, f"datasets of the card of {release}")
+        for d in (datasets if datasets is not None else run.datasets)
+    ]
+    model_name = (version_repo_id(repo_id, info.version) if repo_id and per_version_repos else repo_id) or default_name
+    card_data = ModelCardData(
+        license=license,
+        language="en",
+        library_name="transformers",
+        pipeline_tag="fill-mask",
+        tags=list(tags if tags is not None else card_tags(default_tags, checkpoint)),
+        datasets=dataset_ids or None,
+        base_model=lineage.hub_id if run.init_strategy != "scratch" else None,
+        model_name=model_name if hub_results else None,
+        eval_results=hub_results or None,
+    )
+    tokens = info.training_tokens
+    parameters = _parameter_count(release)
+    strategy = INIT_STRATEGIES.get(run.init_strategy) if run.init_strategy else None
+    values = dict(
+        version=info.version,
+        tag=info.tag,
+        is_last=bool(versions) and versions[-1] == info.version,
+        model_name=model_name,
+        phase=info,
+        phase_number=next((i + 1 for i, row in enumerate(rows) if row["current"]), "n/a"),
+        phase_unit=masking_unit_text(info.masking_unit),
+        phase_corruption=corruption_text(info.corruption, checkpoint.mask_token),
+        curriculum=rows,
+        architecture=_architecture(checkpoint),
+        model_family=checkpoint.family_name,
+        parameters=f"{parameters:,}" if parameters is not None else None,
+        base_model_text=lineage.text(),
+        init_strategy=run.init_strategy,
+        init_description=strategy.description if strategy else None,
+        tokenizer_text=public_name(run.tokenizer),
+        added_tokens=run.added_tokens if run.vocabulary_mode == "extend" else None,
+        train_files=[os.path.basename(f) for f in run.train_files],
+        hub_datasets=dataset_ids,
+        steps=info.global_step if info.global_step is not None else info.end_step,
+        effective_batch=run.effective_train_batch_size,
+        token_budget=f"{tokens:,}" if tokens is not None else None,
+        hyperparameters=_hyperparameters(run),
+        other_settings=_other_settings(run),
+        schedule_changes=info.schedule_changes,
+        heldout_loss=fmt(info.heldout_mlm_loss, ".4f") if info.heldout_mlm_loss is not None else None,
+        heldout_ppl=fmt(info.heldout_perplexity, ".2f") if info.heldout_perplexity is not None else None,
+        masked_fraction=fmt(info.realised_masked_fraction, ".4f"),
+        loss_plot=LOSS_PLOT_NAME if (release / LOSS_PLOT_NAME).is_file() else None,
+        ner=[
+            {
+                "dataset": r.dataset_name,
+                "f1": _pct(r.test_f1),
+                "std": _pct(r.test_f1_std) if r.test_f1_std is not None else None,
+                "precision": _pct(r.test_precision),
+                "recall": _pct(r.test_recall),
+                "dev_f1": _pct(r.eval_f1),
+                "seeds": fmt(r.seeds),
+            }
+            for r in results
+        ],
+        blurb_table=blurb_markdown(blurb) if blurb else None,
+        load_targets=load_targets(loadable, repo_id, per_version_repos),
+        repo_known=repo_id is not None,
+        repo_placeholder=REPO_PLACEHOLDER,
+        paper_title=PAPER_TITLE,
+        paper_url=PAPER_URL,
+        bibtex=PAPER_BIBTEX,
+    )
+    return ReleaseCardContext(info, checkpoint, card_data, values, parameters)

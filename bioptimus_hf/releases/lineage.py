@@ -1,0 +1,91 @@
+"""Where a model came from, as a record or a card may say it: Hub ids, public names of local paths, and the base
+model's Hub id only when it is known.
+
+A card's ``base_model`` metadata links the model to another repository on the Hub, so it is never guessed. It is
+known in two cases only: the model was loaded from the Hub (``--model_name_or_path`` is a Hub id, not a local
+directory), or its id was given (``--base_model_hub_id``; ``run_distillation.py``'s ``--teacher_hub_id``). A
+local checkpoint's ``config.json`` is not asked: its ``_name_or_path`` names whatever that checkpoint was loaded or
+fine-tuned from (the packaged all-MiniLM-L6-v2 names ``nreimers/MiniLM-L6-H384-uncased``), not the checkpoint
+itself. A local start without an id is named by its folder name, and cards say so in prose
+(:func:`local_checkpoint_text`) and leave the metadata out. Local paths are never shown (:func:`public_name`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+BASE_MODEL_HUB_ID_FLAG = "--base_model_hub_id"
+
+
+def is_hub_id(name: Any) -> bool:
+    """A Hub id (``bert-base-uncased``, ``org/name``), not a local path such as ``/data/model`` or ``./m``."""
+    if not isinstance(name, str) or not name:
+        return False
+    if name.startswith(("/", ".", "~")) or os.path.isabs(name) or os.path.exists(name) or "\\" in name:
+        return False
+    return re.fullmatch(r"[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?", name) is not None
+
+
+def public_name(name_or_path: str | None) -> str | None:
+    """What a public card may say about a model or tokenizer location: a Hub id as is, a local path as
+    its folder name (never the author's file system)."""
+    if not name_or_path:
+        return None
+    if is_hub_id(name_or_path):
+        return name_or_path
+    return Path(os.path.normpath(str(name_or_path))).name or None
+
+
+def base_model_hub_id(model_name_or_path: str | None, explicit: str | None = None) -> str | None:
+    """The base model's Hub id when it is known: ``explicit`` (the flag), else ``model_name_or_path`` itself when
+    it is a Hub id; else None (a local directory, whatever its files say)."""
+    if explicit:
+        return explicit
+    return model_name_or_path if is_hub_id(model_name_or_path) else None
+
+
+def base_model_hub_id_field(of: str = "the base model", path_flag: str = "--model_name_or_path", **metadata) -> Any:
+    """The dataclass field of the flag that gives a model's Hub id when it was loaded from a local copy (the one
+    definition of its help; ``metadata`` adds e.g. ``aliases``)."""
+    return field(
+        default=None,
+        metadata={
+            "help": f"The Hub id of {of}, for model cards' base_model, when {path_flag} is a local copy. Never "
+            "guessed: without it a local directory is named by its folder and cards name no base_model.",
+            **metadata,
+        },
+    )
+
+
+def local_checkpoint_text(name: str) -> str:
+    """What a card says of a local start whose Hub id was not given (markdown)."""
+    return f"a local checkpoint, `{name}`; its Hub id was not given, so the card's metadata names no `base_model`"
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """The model a card's model started from: its Hub id (only when known) and its public name."""
+
+    hub_id: str | None = None
+    name: str | None = None  # the Hub id when known, else the folder name
+
+    @classmethod
+    def of(cls, model_name_or_path: str | None, explicit_hub_id: str | None = None) -> "Lineage":
+        hub_id = base_model_hub_id(model_name_or_path, explicit_hub_id)
+        return cls(hub_id, hub_id or public_name(model_name_or_path))
+
+    @property
+    def is_local(self) -> bool:
+        """A local checkpoint whose Hub id is not known."""
+        return self.hub_id is None and self.name is not None
+
+    def text(self, local_prefix: str = "started from ") -> str | None:
+        """Markdown naming it: the Hub id in backquotes, or the prose of a local checkpoint; None when unknown."""
+        if self.hub_id is not None:
+            return f"`{self.hub_id}`"
+        return local_prefix + local_checkpoint_text(self.name) if self.name is not None else None
