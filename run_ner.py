@@ -4,10 +4,10 @@
     python run_ner.py configs/ner_blurb.yaml --seeds 1,2 --num_train_epochs 1
     torchrun --nproc_per_node 2 run_ner.py configs/ner_blurb.yaml ...
 
-The run is :mod:`bioptimus_hf.commands.ner` (docs/ner.md).
+The command is :mod:`bioptimus_hf.commands.ner`; the run :func:`bioptimus_hf.ner.run.fine_tune_ner` (docs/ner.md).
 """
 
-from bioptimus_hf.commands.ner import fine_tune_ner, main, parse_args  # noqa: F401  (names importers use)
+from bioptimus_hf.commands.ner import main, parse_args  # noqa: F401  (names importers use)
 
 
 if __name__ == "__main__":

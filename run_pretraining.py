@@ -4,10 +4,10 @@
     python run_pretraining.py configs/demo_minilm.yaml --max_steps 400
     torchrun --nproc_per_node 8 run_pretraining.py configs/bioptimus_full_scale.yaml
 
-The run is :mod:`bioptimus_hf.commands.pretrain`.
+The command is :mod:`bioptimus_hf.commands.pretrain`; the run :func:`bioptimus_hf.pretraining.run.run_pretraining`.
 """
 
-from bioptimus_hf.commands.pretrain import ModelArguments, main, pretrain  # noqa: F401  (names importers use)
+from bioptimus_hf.commands.pretrain import main
 
 
 if __name__ == "__main__":

@@ -8,11 +8,15 @@ the install instead, so that a distributed wheel always carries the extension. O
 
 import os
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools_rust import Binding, RustExtension
 
 
 setup(
+    # The repository's configs/ ships inside the package as bioptimus_hf/configs (package data, setup.cfg), so
+    # that an installed `bioptimus pretrain demo_minilm` finds it (bioptimus_hf/utils/config_files.py).
+    packages=[*find_packages(include=["bioptimus_hf", "bioptimus_hf.*"]), "bioptimus_hf.configs"],
+    package_dir={"bioptimus_hf.configs": "configs"},
     rust_extensions=[
         RustExtension(
             "bioptimus_hf._qikfind",

@@ -17,29 +17,30 @@ Guarantees: a file holding another machine kind's results is never overwritten (
 one-line exit naming the file); runs recorded with another machine's fingerprint are never filed with this one's;
 local paths (``/tmp/...``, ``/work/...``, ``/root/...``, ``/home/...``) are written as their last component (a path
 inside this repository as its repository-relative path); the file is replaced atomically.
+
+The recorded ``command`` runs as written from the repository root (:func:`public_command`): a path inside the
+repository is repository-relative, the shared data ``../shared/...``, an installed package's files
+``$(python -c "import pkg, os; print(os.path.dirname(pkg.__file__))")/...``, and a scratch folder (``/tmp/x``,
+a home or work folder) ``$SCRATCH/x``: set ``SCRATCH`` to any folder of yours before running it.
 """
 
 from __future__ import annotations
 
 import datetime
-import os
-import re
 import shlex
 import sys
 from pathlib import Path
 
 import _machine
-from bioptimus_hf.releases.lineage import public_name
+from bioptimus_hf.utils import public_paths
 from bioptimus_hf.utils.files import read_json, write_json_atomic
 
 
 ROOT = _machine.ROOT
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 RECORD_KEYS = ("machine", "commit", "date", "command", "figures")
-# An absolute path on a benchmark machine: never part of a result (it names someone's file system, not a figure).
-# Folders a path inside some checkout of this repository passes through, from which it is kept.
-_REPOSITORY_TOP = ("benchmarks", "configs", "docs", "outputs", "scripts", "tests", "model_cards")
-LOCAL_PATH = re.compile(r"(?<![\w.~-])/(?:tmp|work|root|home|scratch|mnt|var/tmp)(?:/[^\s\"'`,;:()\[\]{}<>=]*)?")
+# How a record names local paths (runnable as written, no one's file system): the library's one rule, for this checkout.
+LOCAL_PATH, SCRATCH = public_paths.local_path_pattern(ROOT), public_paths.SCRATCH
 
 
 class ResultsConflictError(SystemExit):
@@ -51,37 +52,31 @@ class ResultsConflictError(SystemExit):
 
 
 def public_path(path: str) -> str:
-    """How a result names a local path: repository-relative inside this or another checkout of the repository
-    (``configs/x.yaml``), ``../shared/...`` for the shared data beside it, else its last component."""
-    parts = Path(os.path.normpath(path)).parts
-    if "shared" in parts:
-        return "/".join(("..", *parts[parts.index("shared") :]))
-    try:
-        return str(Path(os.path.normpath(path)).relative_to(ROOT))
-    except ValueError:
-        pass
-    top = next((i for i, part in enumerate(parts) if part in _REPOSITORY_TOP and i > 1), None)
-    if top is not None and ".venv" not in parts:
-        return "/".join(parts[top:])
-    return public_name(path) or path
+    """:func:`bioptimus_hf.utils.public_paths.public_path` for this checkout."""
+    return public_paths.public_path(path, ROOT)
+
+
+def command_path(path: str) -> str:
+    """:func:`bioptimus_hf.utils.public_paths.command_path` for this checkout."""
+    return public_paths.command_path(path, ROOT)
+
+
+def public_command(command: str) -> str:
+    """``command`` with every local path made runnable as written (:func:`command_path`)."""
+    return public_paths.public_command(command, ROOT)
 
 
 def public_value(value):
     """``value`` (JSON-like) with every local path in its strings replaced by :func:`public_path`."""
-    if isinstance(value, str):
-        return LOCAL_PATH.sub(lambda match: public_path(match.group(0)), value)
-    if isinstance(value, dict):
-        return {public_value(key): public_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [public_value(item) for item in value]
-    return value
+    return public_paths.public_value(value, ROOT)
 
 
 def reproduce_command(argv: list[str] | None = None) -> str:
-    """The command line that ran this benchmark (``python benchmarks/<script>.py ...``), local paths made public."""
+    """The command line that ran this benchmark (``python benchmarks/<script>.py ...``), runnable as written from the
+    repository root (:func:`public_command`)."""
     argv = list(sys.argv if argv is None else argv)
     script = public_path(str(Path(argv[0]).resolve())) if argv else "?"
-    return public_value(shlex.join(["python", script, *argv[1:]]))
+    return public_command(shlex.join(["python", script, *argv[1:]]))
 
 
 def result_path(name: str, machine: dict) -> Path:
@@ -138,7 +133,7 @@ def build_record(
         "machine": machine,
         "commit": commit if commit is not None else (machine.get("git") or {}).get("commit"),
         "date": date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-        "command": command,
+        "command": public_command(command),
         "figures": figures,
     }
     if detail is not None:
@@ -163,11 +158,11 @@ def write_result(
     machine = machine or _machine.describe_machine()
     path = output_path(name_or_path, machine)
     check_writable(path, machine)
-    others = _run_fingerprints(detail) - {machine["fingerprint"]}
+    others = _run_fingerprints(detail) - {machine.get("fingerprint")}
     if others:
         raise ResultsConflictError(
             f"{path}: runs of machines {sorted(others)} given with results of "
-            f"{machine['fingerprint']} ({machine.get('label')}); they are never filed together"
+            f"{machine.get('fingerprint')} ({machine.get('label')}); they are never filed together"
         )
     record = build_record(figures, machine=machine, command=command or reproduce_command(), detail=detail)
     if section is not None:

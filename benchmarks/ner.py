@@ -96,7 +96,7 @@ def main() -> None:
             "--output_dir",
             os.path.join(args.work_dir, dataset),
             "--seeds",
-            args.seeds,
+            *args.seeds.split(","),
             "--num_train_epochs",
             str(args.epochs),
             "--learning_rate",

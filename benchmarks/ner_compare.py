@@ -3,7 +3,9 @@
 
 benchmarks/ner.py fine-tunes every model with the same seeds, data and settings, so seed s of one model
 and seed s of another share their data order and head initialisation; the per-seed difference is the
-fair comparison, and its mean ± standard error says whether a gap is larger than the seed noise.
+fair comparison, and its mean ± standard error says whether a gap is larger than the seed noise. Each model's F1
+is also given as a percentage of the reference's, per seed, with the mean of those and its 95 % t-interval.
+A comparison is filed under the machine kind that measured its inputs (all of one kind).
 
     PYTHONPATH=. python benchmarks/ner_compare.py --reference averaged.json --models focus.json other.json \
         --output benchmarks/results/<machine kind>/ner_compare.json
@@ -19,6 +21,7 @@ import sys
 
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # appended: its scripts never shadow packages
+from _machine import git_state, machine_kind  # noqa: E402
 from _results import ResultTarget, output_help, read_result  # noqa: E402
 
 
@@ -51,6 +54,26 @@ def paired(scores: dict[int, float], reference: dict[int, float], path: str) -> 
     return {"mean": statistics.mean(differences), "standard_error": standard_error, "per_seed": differences}
 
 
+def percent_of_reference(scores: dict[int, float], reference: dict[int, float]) -> dict:
+    """F1 as a percentage of the reference's: per seed (paired), their mean, range and 95 % t-interval, and the
+    ratio of the two means."""
+    ratios = [100 * scores[s] / reference[s] for s in sorted(scores)]
+    mean = statistics.mean(ratios)
+    result = {
+        "per_seed": ratios,
+        "mean": mean,
+        "min": min(ratios),
+        "max": max(ratios),
+        "ratio_of_means": 100 * statistics.mean(scores.values()) / statistics.mean(reference.values()),
+    }
+    if len(ratios) > 1:
+        from scipy.stats import t
+
+        half = t.ppf(0.975, len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
+        result["ci95"] = [mean - half, mean + half]
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reference", required=True, help="benchmarks/ner.py output of the reference model")
@@ -58,9 +81,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--dataset", default="NCBI-disease-IOB")
     parser.add_argument("--output", default="ner_compare", help=output_help("ner_compare"))
     args = parser.parse_args(argv)
-    target = ResultTarget(args.output)
+    records = {path: read_result(path) for path in [args.reference, *args.models]}
+    kinds = {machine_kind(record["machine"]) for record in records.values()}
+    if len(kinds) > 1:
+        raise SystemExit(f"error: the results compared were measured on machine kinds {sorted(kinds)}: compare one")
+    # The measurements' machine; the comparison's own checkout (what computed it).
+    target = ResultTarget(args.output, machine=dict(records[args.reference]["machine"], git=git_state()))
 
-    loaded = {path: read_result(path)["detail"] for path in [args.reference, *args.models]}
+    loaded = {path: record["detail"] for path, record in records.items()}
     reference = per_seed_f1(dataset_row(loaded[args.reference], args.dataset, args.reference))
     report = {"dataset": args.dataset, "reference": model_label(loaded[args.reference], args.reference), "models": {}}
     for path, result in loaded.items():
@@ -75,6 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
         }
         if path != args.reference:
             entry["minus_reference"] = paired(scores, reference, path)
+            entry["percent_of_reference"] = percent_of_reference(scores, reference)
         report["models"][model_label(result, path)] = entry
     target.write(
         {

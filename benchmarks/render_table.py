@@ -2,7 +2,8 @@
 """The table of current figures per machine kind in benchmarks/README.md, and the check of figures quoted in docs.
 
     python benchmarks/render_table.py            # rewrite the table between the README's markers
-    python benchmarks/render_table.py --check    # exit 1, naming what is stale: the table or a quoted figure
+    python benchmarks/render_table.py --check    # exit 1, naming what is stale: the table, a quoted figure, a figure
+                                                 # without a record
 
 The table is rendered from every record under ``benchmarks/results/<kind>/*.json`` (benchmarks/_results.py's schema):
 one row per result (per section where a benchmark files several), with its figures, date, commit and command.
@@ -13,16 +14,19 @@ A doc quotes a figure with a marker right before it::
 
 The path after ``#`` walks the record (dict keys, list indices); the number after the marker must equal the value
 rounded to the decimals it shows (a ``k`` after it: thousands). :func:`stale_figures` lists every marker that
-disagrees with its JSON or names none.
+disagrees with its JSON or names none. Every other figure of the docs (what counts as one, the block marker
+``<!-- figures: KIND/FILE.json -->`` and the short list of numbers that are not measurements:
+benchmarks/_doc_figures.py) must have its record too: :func:`unrecorded_figures` names those without.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
+
+import _doc_figures
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,10 +35,7 @@ README = ROOT / "benchmarks" / "README.md"
 BEGIN, END = "<!-- figures:begin (python benchmarks/render_table.py) -->", "<!-- figures:end -->"
 # Where figures are quoted: every Markdown file of the docs, the top-level README and benchmarks/README.md.
 QUOTING_FILES = ("README.md", "docs/*.md", "benchmarks/README.md")
-MARKER = re.compile(
-    r"<!-- figure: (?P<file>[\w.+/-]+\.json)#(?P<path>[^ ]+) -->\s*(?P<number>[-+]?[\d,]*\.?\d+)"
-    r"(?P<suffix>\s?k(?![a-z]))?"
-)
+MARKER = _doc_figures.FIGURE_MARKER
 
 
 def records(results_dir: Path = RESULTS_DIR) -> dict[str, dict[str, dict]]:
@@ -157,6 +158,15 @@ def stale_figures(files: list[Path], results_dir: Path = RESULTS_DIR) -> list[st
     return problems
 
 
+def unrecorded_figures(files: list[Path], results_dir: Path = RESULTS_DIR) -> list[str]:
+    """One line per figure of ``files`` without a record, or under a block marker whose files do not hold it."""
+    problems = []
+    for path in files:
+        where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        problems += _doc_figures.figure_problems(path.read_text(encoding="utf-8"), str(where), results_dir)
+    return problems
+
+
 def quoting_files(root: Path = ROOT) -> list[Path]:
     return sorted({path for pattern in QUOTING_FILES for path in root.glob(pattern)})
 
@@ -167,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     current = README.read_text(encoding="utf-8")
     rendered = render_readme(current)
-    problems = stale_figures(quoting_files())
+    problems = stale_figures(quoting_files()) + unrecorded_figures(quoting_files())
     if args.check:
         if rendered != current:
             problems.insert(0, f"{README.relative_to(ROOT)}: the table is stale (python benchmarks/render_table.py)")

@@ -34,6 +34,8 @@ _EXPORTS = {
     "CurriculumBatch": "bioptimus_hf.pretraining.collator",
     "CurriculumDataCollator": "bioptimus_hf.pretraining.collator",
     "PhaseScheduleCallback": "bioptimus_hf.pretraining.callback",
+    "BioptimusConfig": "bioptimus_hf.pretraining.bioptimus_config",
+    "BioptimusTrainer": "bioptimus_hf.pretraining.bioptimus_trainer",
     "tokenize_with_word_ids": "bioptimus_hf.pretraining.tokenization",
     "group_texts": "bioptimus_hf.pretraining.tokenization",
     "enable_masked_only_prediction": "bioptimus_hf.pretraining.masked_lm",

@@ -3,7 +3,8 @@
 # holding the floor torch first, as a cluster user's environment holds the torch its drivers support;
 # installs this project from its wheel (scripts/build_wheel.sh) with the other floors pinned; checks that
 # the install kept that torch and that qik-find runs its Rust backend; runs the pipeline through the
-# installed package; then the floor test subset (tests/README.md). Extra arguments go to pytest.
+# installed package (scripts/smoke_installed.sh); then the floor test subset (tests/README.md). Extra arguments go
+# to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -75,25 +76,11 @@ print(f"test_floor.sh: torch {floor_torch} kept; bioptimus_hf from {Path(bioptim
 PY
 )
 
-# The pipeline through the installed `bioptimus` command on that tiny BERT: a four-phase curriculum, a NER
-# run on NCBI-disease, tagging; from $WORK, off the repository, like the check above.
-smoke_pipeline() {
-  local bioptimus=$ROOT/.venv-floor/bin/bioptimus
-  "$bioptimus" pretrain --model_name_or_path "$WORK/tiny_bert" --train_file "$WORK/corpus.txt" \
-    --output_dir "$WORK/pretrain" --do_train --max_steps 8 --per_device_train_batch_size 8 --max_seq_length 32 \
-    --max_eval_samples 16 --report_to none --disable_tqdm true --save_steps 100
-  "$bioptimus" ner --model_name_or_path "$WORK/pretrain/releases/v0.4" \
-    --data_dir "$ROOT/../shared/data/ner/NCBI-disease-IOB" --output_dir "$WORK/ner" --seeds 1 --max_steps 4 \
-    --max_train_samples 64 --max_eval_samples 32 --max_test_samples 32 --max_seq_length 32 --window_stride 8 \
-    --report_to none --save_strategy no --use_cpu true --disable_tqdm true
-  "$bioptimus" tag --model_name_or_path "$WORK/ner/seed_1" --text "Mutations in BRCA1 cause breast cancer."
-}
-(cd "$WORK" && smoke_pipeline) > "$WORK/pipeline.log" 2>&1 || { tail -n 40 "$WORK/pipeline.log"; exit 1; }
-for release in v0.1 v0.2 v0.3 v0.4; do
-  [ -f "$WORK/pretrain/releases/$release/bioptimus_phase.json" ] \
-    || { echo "test_floor.sh: the curriculum left no release $release" >&2; exit 1; }
-done
-[ -f "$WORK/ner/all_results.json" ] || { echo "test_floor.sh: bioptimus ner left no all_results.json" >&2; exit 1; }
+# The installed package as a user meets it, from $WORK, off the repository like the check above: every command's
+# --help, one-line errors, a four-phase curriculum from the packaged config demo_minilm on that tiny BERT, a NER
+# run on NCBI-disease, tagging, and bioptimus blurb on its default NER config (scripts/smoke_installed.sh).
+bash scripts/smoke_installed.sh .venv-floor "$WORK" > "$WORK/pipeline.log" 2>&1 \
+  || { tail -n 40 "$WORK/pipeline.log"; exit 1; }
 tail -n 1 "$WORK/pipeline.log"
 
 # The subset runs from the repository (tests import run_*.py beside them) on the floor versions.

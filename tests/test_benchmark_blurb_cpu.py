@@ -36,7 +36,7 @@ def test_the_stabilised_arm_runs_with_configs_ner_stabilised_yaml_values(tmp_pat
         stabilisation.reinit_layers,
     ) == (config["freeze_embeddings"], config["freeze_layers"], config["layerwise_lr_decay"], config["reinit_layers"])
     assert stabilisation.layerwise_lr_decay < 1 and stabilisation.reinit_layers >= 1
-    assert stabilisation.seeds == "1,2" and training.learning_rate == 1e-4
+    assert stabilisation.seeds == [1, 2] and training.learning_rate == 1e-4
 
 
 def test_the_plain_arm_runs_the_budget_without_stabilisation(tmp_path):

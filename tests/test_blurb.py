@@ -12,7 +12,7 @@ import yaml
 from transformers import AutoModelForSequenceClassification, BertForMaskedLM
 
 import run_blurb
-from bioptimus_hf.blurb.blurb_config import RECIPES
+from bioptimus_hf.blurb.blurb_config import recipe_for
 from bioptimus_hf.blurb.data import BlurbDataError, load_blurb_data, read_task_type
 from bioptimus_hf.blurb.metrics import (
     document_classification_scores,
@@ -129,8 +129,8 @@ def test_one_step_run_writes_blurbs_metric_of_its_predictions(tiny, tmp_path, ta
     saved = json.loads((tmp_path / "all_results.json").read_text())
     assert saved == json.loads(json.dumps(results))
     assert saved["task_type"] == task and saved["seeds"] == [3] and saved["test_score_std"] == 0.0
-    # the recipe's defaults, the input length capped by the model's 64 positions
-    recipe = RECIPES[task]
+    # the recipe's defaults (the task type's: the directory is not a BLURB dataset's), the length capped at 64
+    recipe = recipe_for(TASK_TYPES[task], data[task])
     assert (saved["learning_rate"], saved["train_batch_size"]) == (recipe.learning_rate, 4)
     assert saved["num_train_epochs"] == recipe.num_train_epochs and saved["warmup_steps"] == recipe.warmup_steps
     assert saved["max_seq_length"] == min(recipe.max_seq_length, 64)
@@ -156,7 +156,7 @@ def test_seeds_give_mean_and_std_and_a_rerun_skips_finished_seeds(tiny, tmp_path
     run(model, data["question_answering"], tmp_path, "--seeds", "1")
     first = tmp_path / "seed_1" / "seed_results.json"
     before = (first.read_bytes(), first.stat().st_mtime_ns)
-    results = run(model, data["question_answering"], tmp_path, "--seeds", "1,2")
+    results = run(model, data["question_answering"], tmp_path, "--seeds", "1", "2")
     assert (first.read_bytes(), first.stat().st_mtime_ns) == before  # seed 1 not fine-tuned again
     assert results["seeds"] == [1, 2]
     scores = [seed["test_accuracy"] for seed in results["per_seed"]]
@@ -171,7 +171,7 @@ def test_config_and_flags_override_the_recipe(tiny, tmp_path):
     _, model, data = tiny
     base = ["--model_name_or_path", model, "--data_dir", data["sentence_similarity"], "--output_dir", str(tmp_path)]
     _, data_args, _, args = run_blurb.parse_args(base)
-    recipe = RECIPES["sentence_similarity"]
+    recipe = recipe_for(TASK_TYPES["sentence_similarity"])
     assert (args.learning_rate, args.per_device_train_batch_size, args.num_train_epochs) == (
         recipe.learning_rate,
         recipe.per_device_train_batch_size,
@@ -184,7 +184,7 @@ def test_config_and_flags_override_the_recipe(tiny, tmp_path):
     assert (args.learning_rate, args.num_train_epochs, data_args.max_seq_length) == (1e-5, 4, 32)
     # --task_type picks the recipe where the data's fields would pick another
     _, _, _, args = run_blurb.parse_args(base + ["--task_type", "question_answering"])
-    assert args.num_train_epochs == RECIPES["question_answering"].num_train_epochs
+    assert args.num_train_epochs == recipe_for(TASK_TYPES["question_answering"]).num_train_epochs
 
 
 def test_stabilisation_options_are_run_ners(tiny, tmp_path):

@@ -306,17 +306,17 @@ def test_jobs_are_estimated_and_ordered_longest_first(bench, tmp_path):
     assert work == 8 * 20 * 64  # rows × epochs × length, the length capped by the model's 64 positions
     assert memory == fine_tuning_memory_bytes(config, 32, 64, bf16=False)  # the config asks for no bf16
     pooled, plan = pool_jobs(args, jobs, rows, device="cuda", gpu_memory=(10 * 2**30, 12 * 2**30))
-    # epochs × length: NER 20 × 64, PubMedQA 20 × 64, HoC 10 × 64, BIOSSES 30 × 64, DDI/GAD 5 × 64
+    # epochs × length (each dataset's recipe): HoC 40, BIOSSES 30, PubMedQA 30, NER 20, GAD 10, DDI 5; × 64
     order = [job.name for job in pooled]
-    assert order[:2] == ["BIOSSES seed 1", "BIOSSES seed 2"] and order[-4:] == [
-        "DDI seed 1",
-        "DDI seed 2",
+    assert order[:2] == ["HoC seed 1", "HoC seed 2"] and order[-4:] == [
         "GAD seed 1",
         "GAD seed 2",
+        "DDI seed 1",
+        "DDI seed 2",
     ]
     assert {job.memory_key for job in pooled} == set(rows) and plan.device == "cuda"
     assert plan.slots == min(available_cores(), 12)
-    assert pooled[0].log_path == str(tmp_path / "out" / "logs" / "BIOSSES-seed_1.log")
+    assert pooled[0].log_path == str(tmp_path / "out" / "logs" / "HoC-seed_1.log")
 
 
 def test_seeds_fine_tuned_under_other_settings_are_not_mixed_in_one_row(bench, tmp_path):
@@ -479,7 +479,7 @@ def test_a_bad_file_of_any_dataset_stops_the_run_before_anything_trains(tmp_path
     (bad / "test.jsonl").write_text('{"id": "1", "question": "q", "context": "c", "label": "yes"}\n[1]\n')
     argv = [
         "--model_name_or_path",
-        "no/model/needed",
+        "acme/no-model-needed",  # a Hub id never loaded: the data is checked first
         "--output_dir",
         str(tmp_path / "out"),
         "--blurb_dir",

@@ -15,7 +15,9 @@ import run_ner
 import run_pretraining
 from bioptimus_hf.commands import dispatch
 from bioptimus_hf.commands import ner as ner_command
-from bioptimus_hf.commands import pretrain as pretrain_command
+from bioptimus_hf.ner.run import fine_tune_ner
+from bioptimus_hf.pretraining import run as pretraining_run
+from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
 from bioptimus_hf.utils.cli import exit_on_bad_input
 from helpers import python_path
 from helpers.ner import build_tiny_bert, write_dataset_dir
@@ -26,6 +28,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = [
+    "prepare-corpus",
     "train-tokenizer",
     "init-embeddings",
     "pretrain",
@@ -40,6 +43,7 @@ STAGES = [
     "remove-layers",
     "task-difficulty",
     "study",
+    "plot",
 ]
 
 
@@ -55,30 +59,31 @@ def run_python(*args, cwd):
 def test_help_lists_every_stage_with_one_line(capsys):
     assert dispatch.main(["--help"]) is None
     out = capsys.readouterr().out
-    listed = [line.split(maxsplit=1) for line in out.splitlines() if line.startswith("  ")]
+    listed = [line.split(maxsplit=1) for line in out.splitlines() if line.startswith("  ") and "  " in line.strip()]
     assert [name for name, _ in listed] == STAGES
     assert [summary for _, summary in listed] == [command.summary for command in dispatch.COMMANDS.values()]
-    with pytest.raises(SystemExit) as stopped:  # no command: the same list, and a failing status
+    with pytest.raises(SystemExit) as stopped:  # no command: the same list on stderr, and a usage error's status
         dispatch.main([])
-    assert stopped.value.code == dispatch.usage()
+    assert stopped.value.code == 2 and capsys.readouterr().err == dispatch.usage() + "\n"
 
 
-def test_an_unknown_command_is_one_line():
+def test_an_unknown_command_is_one_line(capsys):
     with pytest.raises(SystemExit) as stopped:
         dispatch.main(["pretrian", "configs/demo_minilm.yaml"])
-    assert stopped.value.code == (
-        "error: unknown command 'pretrian'; the commands are " + ", ".join(STAGES) + " (bioptimus --help)"
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: unknown command 'pretrian'; did you mean pretrain? (the commands: " + ", ".join(STAGES) + ")\n"
     )
     result = run_python("-m", "bioptimus_hf.commands", "nosuch", cwd=ROOT)
-    assert result.returncode == 1 and result.stdout == ""
+    assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.splitlines() == [
-        f"error: unknown command 'nosuch'; the commands are {', '.join(STAGES)} (bioptimus --help)"
+        f"error: unknown command 'nosuch'; bioptimus --help lists them (the commands: {', '.join(STAGES)})"
     ]
 
 
 def test_a_commands_help_and_errors_name_it(tmp_path):
     result = run_python("-m", "bioptimus_hf.commands", "ner", "--help", cwd=tmp_path)
-    assert result.returncode == 0 and result.stdout.startswith("usage: bioptimus ner [-h] --model_name_or_path")
+    assert result.returncode == 0 and result.stdout.startswith("usage: bioptimus ner [config.yaml] [--flag value ...]")
     assert "--window_stride" in result.stdout and "--seeds" in result.stdout
 
 
@@ -91,27 +96,41 @@ def test_each_command_runs_its_modules_main_with_the_rest_of_the_line(name, monk
     assert calls == [["run.yaml", "--seed", "3"]]
 
 
-def test_console_scripts_are_bioptimus_and_the_hyphenated_commands_on_the_same_mains():
+def test_every_command_is_a_console_script_and_the_old_names_still_run():
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
     scripts = dict(line.split(" = ") for line in config["options.entry_points"]["console_scripts"].split("\n") if line)
-    assert scripts["bioptimus"] == "bioptimus_hf.commands.dispatch:main"
-    by_module = {f"bioptimus_hf.commands.{c.module}:main": name for name, c in dispatch.COMMANDS.items()}
-    hyphenated = {script: target for script, target in scripts.items() if script != "bioptimus"}
-    assert {script: by_module[target] for script, target in hyphenated.items()} == {
-        "bioptimus-publish": "publish",
-        "bioptimus-ner-tag": "tag",
-        "bioptimus-ner-compare": "compare",
-        "bioptimus-train-tokenizer": "train-tokenizer",
-        "bioptimus-init-embeddings": "init-embeddings",
-        "bioptimus-remove-layers": "remove-layers",
-        "bioptimus-task-difficulty": "task-difficulty",
-        "bioptimus-blurb": "blurb",
-        "bioptimus-blurb-compare": "blurb-compare",
-    }
-    for target in scripts.values():
-        module, function = target.split(":")
-        assert callable(getattr(importlib.import_module(module), function))
+    expected = ["bioptimus", *map(dispatch.console_script, STAGES), *dispatch.DEPRECATED_SCRIPTS]
+    assert sorted(scripts) == sorted(expected)
+    assert set(scripts.values()) == {"bioptimus_hf.commands.dispatch:main"}  # the script's name says the command
+    for name in STAGES:
+        assert dispatch.command_for_program(f"/venv/bin/{dispatch.console_script(name)}") == name
+        assert dispatch.command_for_program(f"bioptimus {name}") == name
+    assert dispatch.command_for_program("bioptimus-ner-tag") == "tag"
+    assert dispatch.command_for_program("bioptimus-ner-compare") == "compare"
+    assert dispatch.command_for_program("bioptimus") is None and dispatch.command_for_program("pytest") is None
+
+
+def test_a_console_script_runs_its_command_and_an_old_name_says_it_is_deprecated(monkeypatch, capsys):
+    module = importlib.import_module("bioptimus_hf.commands.tag_entities")
+    calls = []
+    monkeypatch.setattr(module, "main", lambda argv=None: calls.append((sys.argv[0], argv)))
+    for program in ("/venv/bin/bioptimus-tag", "/venv/bin/bioptimus-ner-tag"):
+        monkeypatch.setattr(sys, "argv", [program, "--text", "x"])
+        assert dispatch.main() is None
+    assert calls == [("bioptimus-tag", ["--text", "x"]), ("bioptimus-ner-tag", ["--text", "x"])]
+    assert capsys.readouterr().err == "warning: bioptimus-ner-tag is deprecated: use bioptimus-tag or bioptimus tag\n"
+
+
+def test_each_script_is_its_command():
+    for name, command in dispatch.COMMANDS.items():
+        if command.script is None:
+            continue
+        text = (ROOT / command.script).read_text()
+        assert f"from bioptimus_hf.commands.{command.module} import" in text and "main()" in text, command.script
+        assert dispatch.command_for_program(f"/some/where/{command.script}") == name
+    scripts = sorted(c.script for c in dispatch.COMMANDS.values() if c.script)
+    assert scripts == sorted(path.name for path in ROOT.glob("run_*.py"))
 
 
 # ------------------------------------------------------------------------------------------ same main, same run
@@ -122,12 +141,13 @@ def test_bioptimus_pretrain_and_the_script_parse_the_same_run(tmp_path, monkeypa
         f"output_dir: {tmp_path / 'out'}\nmax_steps: 8\nlearning_rate: 5.0e-4\n"
     )
     runs = []
-    monkeypatch.setattr(pretrain_command, "pretrain", lambda *arguments: runs.append(arguments))
+    monkeypatch.setattr(pretraining_run, "run_pretraining", lambda *arguments: runs.append(arguments))
     dispatch.main(["pretrain", str(config), "--seed", "7"])
     run_pretraining.main([str(config), "--seed", "7"])
     assert len(runs) == 2 and runs[0] == runs[1]
-    model_args, training_args = runs[0][0], runs[0][-1]
-    assert (model_args.model_name_or_path, training_args.seed, training_args.max_steps) == (str(tiny_model_dir), 7, 8)
+    model_args, config = runs[0]
+    assert (model_args.model_name_or_path, config.seed, config.max_steps) == (str(tiny_model_dir), 7, 8)
+    assert isinstance(config, BioptimusConfig) and config.learning_rate == 5e-4
 
 
 def test_bad_input_is_the_same_one_line_through_the_command_and_the_script(tmp_path, tiny_model_dir):
@@ -152,7 +172,7 @@ def test_run_ner_bad_input_ends_with_one_line_naming_the_file(tmp_path):
     result = run_python(
         ROOT / "run_ner.py",
         "--model_name_or_path",
-        tmp_path / "no_model",
+        "acme/ner-model",  # a Hub id: the data is checked before any model loads
         "--data_dir",
         missing,
         "--output_dir",
@@ -187,7 +207,7 @@ def test_a_malformed_conll_line_or_an_unknown_label_is_one_line(tmp_path, train_
         run_ner.main(
             [
                 "--model_name_or_path",
-                str(tmp_path / "no_model"),
+                "acme/ner-model",
                 "--data_dir",
                 str(data),
                 "--output_dir",
@@ -254,10 +274,35 @@ def test_fine_tune_ner_trains_each_seed_under_a_copy_of_the_callers_arguments(tm
         ]
     )
     training_args = arguments[-1]
-    results = ner_command.fine_tune_ner(*arguments)
+    results = fine_tune_ner(*arguments)
     assert (training_args.seed, training_args.output_dir) == (42, str(output))  # the caller's, untouched
     assert results["seeds"] == [3, 5] and [run["seed"] for run in results["per_seed"]] == [3, 5]
     for seed in (3, 5):
         assert (output / f"seed_{seed}" / "seed_results.json").is_file()
         assert (output / f"seed_{seed}" / "test_predictions.conll").is_file()
     assert sorted(p.name for p in output.iterdir() if p.is_dir()) == ["seed_3", "seed_5"]
+
+
+# ------------------------------------------------------------------------------------------ --help stays light
+HELP_PROBE = """
+import contextlib, io, sys
+from bioptimus_hf.commands import dispatch
+for name in sys.argv[1:]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            dispatch.main([name, "--help"])
+        except SystemExit:
+            pass
+runs = ("run", "bioptimus_trainer", "tagging_run", "fine_tuning", "embedding_init", "distillation_trainer")
+print(sorted(m for m in sys.modules if m == "datasets" or (m.startswith("bioptimus_hf.") and m.split(".")[-1] in runs)))
+"""
+
+
+def test_a_commands_help_loads_neither_datasets_nor_the_run(tmp_path):
+    """Commands import their settings (config modules) at module level and the run only when they run: ``--help``
+    of every stage's command loads neither ``datasets`` nor a wing's run module. (``blurb`` and ``blurb-task``
+    import the BLURB wing's runs at module level.)"""
+    light = [name for name in STAGES if name not in ("blurb", "blurb-task")]
+    result = run_python("-c", HELP_PROBE, *light, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -254,6 +254,7 @@ def test_remove_layers_command_keeps_lower_layers_bit_identical(tmp_path, teache
 def test_an_interrupted_layer_removal_leaves_the_previous_model_whole(tmp_path, teacher_dir, monkeypatch):
     """Killed while replacing a shortened model (--overwrite_output_dir): the old one survives, bit for bit."""
     from bioptimus_hf.commands import remove_layers
+    from bioptimus_hf.distillation import layer_removal
 
     out = tmp_path / "shortened"
     remove_layers.run(
@@ -264,7 +265,7 @@ def test_an_interrupted_layer_removal_leaves_the_previous_model_whole(tmp_path, 
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt("killed while writing")
 
-    monkeypatch.setattr(remove_layers, "write_json_atomic", interrupted)
+    monkeypatch.setattr(layer_removal, "write_json_atomic", interrupted)
     with pytest.raises(KeyboardInterrupt):
         remove_layers.run(
             [

@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 import json
 import os
 
@@ -282,11 +283,11 @@ def test_build_and_cli_round_trip(tmp_path, init_setup):
     out_dir = tmp_path / "cli_out"
     report = run_cli(
         [
-            "--base_model",
+            "--model_name_or_path",
             str(base_dir),
-            "--new_tokenizer",
+            "--tokenizer_name",
             new_dir,
-            "--strategy",
+            "--init_strategy",
             "averaged",
             "--output_dir",
             str(out_dir),
@@ -352,19 +353,19 @@ def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, init_setup):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The kinase binds the receptor.\nInterleukin acts on the thymus.\n", encoding="utf-8")
     common = [
-        "--base_model",
+        "--model_name_or_path",
         str(base_dir),
-        "--new_tokenizer",
+        "--tokenizer_name",
         str(tmp_path / "new_tok"),
-        "--strategy",
+        "--init_strategy",
         "contextualized",
-        "--corpus_files",
+        "--init_corpus_files",
         str(corpus),
         "--init_device",
         "cpu",
     ]
     default = run_cli(common + ["--output_dir", str(tmp_path / "default")])
-    raw = run_cli(common + ["--output_dir", str(tmp_path / "raw"), "--norm_match", "false"])
+    raw = run_cli(common + ["--output_dir", str(tmp_path / "raw"), "--init_norm_match", "false"])
     assert default["config"]["init_norm_match"] is True and "norm_match" in default
     assert raw["config"]["init_norm_match"] is False and "norm_match" not in raw
     reference_mean = default["norm_match"]["reference_norm_mean"]
@@ -471,19 +472,19 @@ def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, 
 
 def test_one_norm_match_default_everywhere():
     """The library, run_pretraining.py and the init command share one default (norm matching on)."""
-    from transformers import HfArgumentParser, TrainingArguments
+    from transformers import HfArgumentParser
 
-    import run_pretraining
-    from bioptimus_hf.commands.init_embeddings import InitCommandArguments
+    from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES
+    from bioptimus_hf.vocabulary.init_config import StartModelArguments
 
     library = EmbeddingInitArguments()
-    parsed = HfArgumentParser((run_pretraining.ModelArguments, EmbeddingInitArguments, TrainingArguments))
-    _, script, _ = parsed.parse_args_into_dataclasses(["--output_dir", "x"])
-    _, command = HfArgumentParser((InitCommandArguments, EmbeddingInitArguments)).parse_args_into_dataclasses(
+    _, script = HfArgumentParser(PRETRAINING_ARGUMENT_TYPES).parse_args_into_dataclasses(["--output_dir", "x"])
+    _, command = HfArgumentParser((StartModelArguments, EmbeddingInitArguments)).parse_args_into_dataclasses(
         ["--model_name_or_path", "m", "--output_dir", "x"]
     )
     assert library.init_norm_match is script.init_norm_match is command.init_norm_match is True
-    assert library == script == command
+    init_fields = [f.name for f in dataclasses.fields(EmbeddingInitArguments)]
+    assert {n: getattr(script, n) for n in init_fields} == dataclasses.asdict(library) == dataclasses.asdict(command)
 
 
 def test_two_gloo_ranks_split_the_sentences_and_match_one_process(tmp_path):

@@ -323,7 +323,7 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
             "bioptimus_hf.commands.publish",
             "--run_dir",
             str(run_dir),
-            "--repo_id",
+            "--hub_model_id",
             "bioptimus",
             "--organization",
             "acme",
@@ -402,13 +402,13 @@ def test_cli_reads_a_yaml_config_and_exits_cleanly_on_errors(run_dir, tmp_path, 
 
     config = tmp_path / "publish.yaml"
     config.write_text(
-        f"run_dir: {run_dir}\nrepo_id: acme/bioptimus\nmode: repos\nversions: ['0.4']\n"
+        f"run_dir: {run_dir}\nhub_model_id: acme/bioptimus\nmode: repos\nversions: ['0.4']\n"
         f"dry_run: true\nstaging_dir: {tmp_path / 'staged'}\n"
     )
     (report,) = publish_from_cli([str(config)])
     assert (report.repo_id, report.branch, report.status) == ("acme/bioptimus-v0.4", "main", "planned")
     with pytest.raises(SystemExit, match="error: --versions \\['0.7'\\] not found"):
-        main(["--run_dir", str(run_dir), "--repo_id", "acme/x", "--dry_run", "--versions", "0.7"])
+        main(["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--versions", "0.7"])
     with pytest.raises(SystemExit, match=r"error: --hub_model_id 'acme/bad name!!' is not a valid Hub repository id"):
         main(["--run_dir", str(run_dir), "--hub_model_id", "acme/bad name!!", "--dry_run"])  # a dry run checks it too
 
@@ -418,12 +418,12 @@ def test_cli_turns_a_hub_failure_into_a_message_with_the_resume_command(run_dir,
 
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     hub.fail("POST", r"/api/models/acme/bioptimus/commit/v0\.2$", status=500)
-    argv = ["--run_dir", str(run_dir), "--repo_id", REPO, "--endpoint", hub.url]
+    argv = ["--run_dir", str(run_dir), "--hub_model_id", REPO, "--endpoint", hub.url]
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     message = str(exit_info.value)
     assert "the Hub request failed: Server error '500" in message and "Traceback" not in message
-    assert f"bioptimus-publish --run_dir {run_dir} --repo_id {REPO} --endpoint {hub.url}" in message
+    assert f"bioptimus-publish --run_dir {run_dir} --hub_model_id {REPO} --endpoint {hub.url}" in message
     main(argv)  # the command it gives finishes the job
     assert set(hub.repos[REPO].tags) == {"v0.1", "v0.2", "v0.3", "v0.4"}
 

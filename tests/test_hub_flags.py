@@ -374,7 +374,7 @@ def test_run_distillation_push_to_hub_publishes_a_loadable_student(monkeypatch, 
 
 
 # ------------------------------------------------------------------------------- run_ner.py
-NER_QUICK = quick_ner_flags(seeds="1,2", max_steps=4, learning_rate=5e-3, model_name="tiny-bert")
+NER_QUICK = quick_ner_flags(seeds=[1, 2], max_steps=4, learning_rate=5e-3, model_name="tiny-bert")
 
 
 def test_run_ner_push_to_hub_pushes_the_best_seed_with_every_seeds_results_in_its_card(tmp_path, hub):
@@ -435,7 +435,7 @@ def test_run_ner_push_to_hub_of_a_bioul_model_keeps_the_local_card_and_its_taggi
         results = run_ner.main(
             [
                 *["--model_name_or_path", model, "--data_dir", data, "--output_dir", str(out)],
-                *quick_ner_flags(seeds="1,2", max_steps=4, learning_rate=5e-3, tagging_scheme="BIOUL"),
+                *quick_ner_flags(seeds=[1, 2], max_steps=4, learning_rate=5e-3, tagging_scheme="BIOUL"),
                 *(["--base_model_hub_id", given] if given else []),
                 *[
                     "--push_to_hub",
@@ -452,7 +452,7 @@ def test_run_ner_push_to_hub_of_a_bioul_model_keeps_the_local_card_and_its_taggi
         assert "**Do not use transformers' pipeline for this model:** " + pipeline_caveat("BIOUL") in pushed.text
         assert "**BIOUL** tagging scheme" in pushed.text and "`U-Chemical`" in pushed.text
         assert f"the model of seed {seed}, the best devel F1" in pushed.text and "| mean ± std |" in pushed.text
-        assert f"bioptimus-ner-tag --model_name_or_path acme/bioul-{'given' if given else 'local'}" in pushed.text
+        assert f"bioptimus tag --model_name_or_path acme/bioul-{'given' if given else 'local'}" in pushed.text
         # everything the other seed's local card says, the pushed card says too: metadata and every line
         local = ModelCard((out / f"seed_{3 - seed}" / "README.md").read_text())
         assert local.data.to_dict().items() <= pushed.data.to_dict().items()
@@ -518,7 +518,7 @@ def test_bioptimus_publish_takes_the_trainer_flags_and_keeps_repo_id_as_an_alias
     )
     assert hub.repos["acme/new"].private and set(hub.repos["acme/new"].tags) == {"v0.1", "v0.2"}
     again = publish_from_cli(
-        ["--run_dir", str(run), "--repo_id", "acme/new", "--hub_token", TOKEN, "--endpoint", hub.url]
+        ["--run_dir", str(run), "--hub_model_id", "acme/new", "--hub_token", TOKEN, "--endpoint", hub.url]
     )
     assert [r.status for r in again] == ["unchanged", "unchanged"]  # the alias names the same repository
     # A failure's resume command repeats the flags, never the token.

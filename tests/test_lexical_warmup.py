@@ -469,13 +469,13 @@ def test_run_pretraining_warms_up_releases_the_curriculum_and_says_so(
 def test_run_pretraining_refuses_a_warmup_longer_than_the_run_before_loading_anything(
     monkeypatch, tmp_path, tiny_model_dir, corpus
 ):
-    import bioptimus_hf.commands.pretrain as pretrain_command
+    import bioptimus_hf.pretraining.bioptimus_trainer as bioptimus_trainer
     import bioptimus_hf.vocabulary.embedding_init as embedding_init
 
     def must_not_load(*_args, **_kwargs):
         raise AssertionError("the model was loaded before the schedule was checked")
 
-    monkeypatch.setattr(pretrain_command, "build_initialized_model", must_not_load)
+    monkeypatch.setattr(bioptimus_trainer, "build_initialized_model", must_not_load)
     monkeypatch.setattr(embedding_init, "build_initialized_model", must_not_load)
     out = tmp_path / "out"
     with pytest.raises(SystemExit, match="--lexical_warmup_steps 16 is 16 steps of a run of --max_steps 16"):

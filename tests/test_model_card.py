@@ -416,4 +416,4 @@ def test_every_script_that_writes_a_base_model_takes_base_model_hub_id(script, c
     usage = " ".join(capsys.readouterr().out.split())
     assert "--base_model_hub_id" in usage and "Never guessed" in usage
     if script is run_distillation:  # the same field as --teacher_hub_id
-        assert re.search(r"--teacher_hub_id TEACHER_HUB_ID, (\S+ TEACHER_HUB_ID, )?--base_model_hub_id TEACHER", usage)
+        assert "--teacher_hub_id, --base_model_hub_id TEACHER_HUB_ID" in usage  # one flag, two names

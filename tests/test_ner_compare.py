@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import statistics
 
 import pytest
 
@@ -58,6 +59,25 @@ def test_paired_differences_per_seed(tmp_path):
     }
     assert saved["detail"]["models"]["other"]["minus_reference"] == json.loads(json.dumps(difference))
     assert saved["detail"]["models"]["other"]["file"] == "other.json"  # written without the local path
+    # F1 as a percentage of the reference's, seed by seed, with the mean's 95 % t-interval (t(0.975, 2) = 4.303).
+    percent = report["models"]["other"]["percent_of_reference"]
+    ratios = [101.25, 102 + 6 / 7, 100.0]
+    assert percent["per_seed"] == pytest.approx(ratios)
+    assert (percent["min"], percent["max"]) == pytest.approx((100.0, 102 + 6 / 7))
+    assert percent["ratio_of_means"] == pytest.approx(100 * 0.76 / 0.75)
+    half = 4.302653 * statistics.stdev(ratios) / 3**0.5
+    assert percent["ci95"] == pytest.approx([statistics.mean(ratios) - half, statistics.mean(ratios) + half])
+    assert saved["machine"]["kind"] == "cpu-avx2"  # filed with the measurements' machine kind
+
+
+def test_results_of_two_machine_kinds_are_not_compared(tmp_path):
+    reference = write_result(tmp_path / "ref.json", "ref", {1: 0.80, 2: 0.70})
+    other = write_result(tmp_path / "other.json", "other", {1: 0.81, 2: 0.72})
+    record = json.loads((tmp_path / "other.json").read_text())
+    record["machine"]["kind"] = "cpu-zen5-avx512bf16"
+    (tmp_path / "other.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match=r"machine kinds \['cpu-avx2', 'cpu-zen5-avx512bf16'\]"):
+        ner_compare.main(["--reference", reference, "--models", other, "--output", str(tmp_path / "out.json")])
 
 
 def test_missing_dataset_names_the_file(tmp_path):

@@ -62,7 +62,8 @@ def two_seed_run(tiny):
             "--output_dir",
             output,
             "--seeds",
-            "1,2",
+            "1",
+            "2",
             "--model_name",
             "tiny-bert",
         ]
@@ -146,10 +147,11 @@ def test_tagger_returns_character_offsets(two_seed_run):
 def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
     output, _ = two_seed_run
     from bioptimus_hf.commands import tag_entities
+    from bioptimus_hf.ner import tagging_run
 
     # The CLI keeps freed memory in its process on a CPU (by default); recorded here, not applied to pytest's process.
     applied = []
-    monkeypatch.setattr(tag_entities, "retain_freed_memory", lambda: applied.append(True))
+    monkeypatch.setattr(tagging_run, "retain_freed_memory", lambda: applied.append(True))
 
     source = tmp_path / "abstracts.txt"
     first = "the patients with breast cancer were treated with cisplatin ."
@@ -322,9 +324,12 @@ def test_results_aggregation_table_and_model_index(tmp_path):
     table = compare_ner.run(
         [
             "--models",
-            "v0.1=/x,base=/y,missing=/z",
-            "--datasets",
-            "data/NCBI-disease-IOB,data/BC2GM-IOB",
+            "v0.1=/x",
+            "base=/y",
+            "missing=/z",
+            "--data_dirs",
+            "data/NCBI-disease-IOB",
+            "data/BC2GM-IOB",
             "--output_dir",
             str(tmp_path),
             "--results_only",
@@ -368,7 +373,7 @@ def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", no_subprocess)  # every job is fine-tuned in this process
     output = tmp_path / "cmp"
     quick = quick_ner_flags(seeds=1, max_steps=2, save_model=False)
-    args = ["--models", f"tiny={model}", "--datasets", data, "--output_dir", str(output), "--"] + quick
+    args = ["--models", f"tiny={model}", "--data_dirs", data, "--output_dir", str(output), "--"] + quick
     table = compare_ner.run(args)
     results_file = output / "tiny" / "data" / "all_results.json"
     saved = json.load(open(results_file))
@@ -380,7 +385,7 @@ def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path, monkeypatch):
 
 
 def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
-    """bioptimus-ner-compare --seeds 1,2: each seed a job of its own, run separately (out of order), merged
+    """bioptimus compare --seeds 1,2: each seed a job of its own, run separately (out of order), merged
     with --results_only into the same table and all_results.json as one run_ner.py run with both seeds."""
     import shutil
 
@@ -398,12 +403,13 @@ def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
             "--output_dir",
             one_run_dir,
             "--seeds",
-            "1,2",
+            "1",
+            "2",
             *quick,
         ]
     )
     jobs_dir, single_dir = tmp_path / "jobs", tmp_path / "single"
-    common = ["--models", f"tiny-bert={model}", "--datasets", data, "--seeds", "1,2"]
+    common = ["--models", f"tiny-bert={model}", "--data_dirs", data, "--seeds", "1", "2"]
     listed = compare_ner.run(common + ["--output_dir", str(jobs_dir), "--list_jobs", "--", *quick]).splitlines()
     assert len(listed) == 2 and [line.split()[-2:] for line in listed] == [["--seeds", "1"], ["--seeds", "2"]]
     for index in (1, 0):

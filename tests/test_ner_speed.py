@@ -11,6 +11,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer, Trainin
 
 from bioptimus_hf.commands import tag_entities
 from bioptimus_hf.ner import tagger as tagger_module
+from bioptimus_hf.ner import tagging_run
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import predicted_spans
 from bioptimus_hf.ner.tagger import NerTagger
@@ -180,7 +181,7 @@ def test_bf16_detection_and_run_ner_fallback(monkeypatch, tmp_path, caplog):
 
 
 def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_path, monkeypatch):
-    monkeypatch.setattr(tag_entities, "retain_freed_memory", lambda: None)  # not in pytest's own process
+    monkeypatch.setattr(tagging_run, "retain_freed_memory", lambda: None)  # not in pytest's own process
     source = tmp_path / "abstracts.txt"
     source.write_bytes(b"the patients with breast cancer .\nthe study of aspirin\n\xff\xfe broken\nlast line\n")
     target = tmp_path / "entities.jsonl"

@@ -13,9 +13,11 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer, pipelin
 
 from bioptimus_hf.commands import tag_entities
 from bioptimus_hf.ner import tagger as tagger_module
+from bioptimus_hf.ner import tagging_run
 from bioptimus_hf.ner.model_card import model_card, pipeline_caveat, write_model_card
 from bioptimus_hf.ner.schemes import label_list
 from bioptimus_hf.ner.tagger import NerTagger
+from bioptimus_hf.utils import flag_spellings
 from helpers.ner import build_tiny_bert
 
 
@@ -149,7 +151,7 @@ def test_a_bioul_model_warns_at_load_what_the_pipeline_gets_wrong(tmp_path, capl
     ]
     caveat = pipeline_caveat("BIOUL")
     assert "B-X I-X L-X gives two entities" in caveat and "U-X U-X gives one" in caveat
-    assert "bioptimus-ner-tag" in caveat and "E-X" in pipeline_caveat("IOBES")
+    assert "bioptimus tag" in caveat and "E-X" in pipeline_caveat("IOBES")
 
 
 @pytest.mark.parametrize("scheme", ["IO", "BIO", "BIOUL"])
@@ -160,7 +162,7 @@ def test_the_model_card_says_how_to_tag_and_whether_the_pipeline_can(tmp_path, s
     assert card.data.pipeline_tag == "token-classification" and card.data.library_name == "transformers"
     assert "# v0.4 fine-tuned for NER on NCBI-disease-IOB" in card.text
     assert f"**{scheme}** tagging scheme" in card.text and all(f"`{label}`" in card.text for label in labels)
-    assert "bioptimus-ner-tag --model_name_or_path MODEL" in card.text
+    assert "bioptimus tag --model_name_or_path MODEL" in card.text
     if scheme == "BIOUL":
         assert "Do not use transformers' pipeline for this model:** " + pipeline_caveat(scheme) in card.text
     else:
@@ -181,7 +183,7 @@ class _Spy:
 
 
 def test_cli_takes_model_name_or_path_and_revision_and_writes_the_pipeline_shape(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tag_entities, "retain_freed_memory", lambda: None)  # not in pytest's own process
+    monkeypatch.setattr(tagging_run, "retain_freed_memory", lambda: None)  # not in pytest's own process
     directory = build_word_labelled_model(str(tmp_path / "m"), "BIO", AGREEING["BIO"][0])
     calls = []
     monkeypatch.setattr(tagger_module, "AutoTokenizer", _Spy(AutoTokenizer, calls))
@@ -192,15 +194,18 @@ def test_cli_takes_model_name_or_path_and_revision_and_writes_the_pipeline_shape
     assert row["line"] == 1 and [list(e) for e in row["entities"]] == [KEYS]
     assert groups(row["entities"]) == [("Disease", "breast cancer", 4, 17)]
 
-    # --model: the deprecated spelling, with a warning; both spellings, or neither, end with one line
+    # --model: the deprecated spelling, with one line naming the new one; no model at all ends with one line
     calls.clear()
-    with pytest.warns(FutureWarning, match="--model is deprecated: use --model_name_or_path"):
-        tag_entities.main(["--model", directory, "--text", "the breast cancer"])
-    assert json.loads(capsys.readouterr().out) == row and calls[0] == ("AutoTokenizer", directory, None)
-    with pytest.raises(SystemExit, match=r"^error: give --model_name_or_path only \(--model is its deprecated"):
-        tag_entities.main(["--model", directory, "--model_name_or_path", directory, "--text", "x"])
+    monkeypatch.setattr(flag_spellings, "WARNED", set())
+    tag_entities.main(["--model", directory, "--text", "the breast cancer"])
+    printed = capsys.readouterr()
+    assert json.loads(printed.out) == row and calls[0] == ("AutoTokenizer", directory, None)
+    warned = [line for line in printed.err.splitlines() if line.startswith("warning:")]
+    assert warned == ["warning: --model is deprecated: use --model_name_or_path"]
     with pytest.raises(SystemExit, match=r"^error: give --model_name_or_path \(a fine-tuned model directory"):
         tag_entities.main(["--text", "x"])
-    missing = str(tmp_path / "missing")
-    with pytest.raises(SystemExit, match=rf"^error: --model_name_or_path {missing} --revision v1: [^\n]+$"):
+    missing = str(tmp_path / "missing")  # no such folder, and not a Hub id either: refused as parsed
+    with pytest.raises(SystemExit, match=rf"^error: --model_name_or_path {missing}: neither a directory nor a Hub id"):
         tag_entities.main(["--model_name_or_path", missing, "--revision", "v1", "--text", "x"])
+    with pytest.raises(SystemExit, match=r"^error: --model_name_or_path acme/missing --revision v1: [^\n]+$"):
+        tag_entities.main(["--model_name_or_path", "acme/missing", "--revision", "v1", "--text", "x"])  # offline

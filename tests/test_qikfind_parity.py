@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from bioptimus_hf.utils.corpus_reader import CorpusFileError
+from bioptimus_hf.utils.prepared_corpus import PreparedCorpusError
 from bioptimus_hf.vocabulary import _sentence_classes
 from bioptimus_hf.vocabulary.qikfind import Context, find_contexts, rust_available, sample_priority, split_sentences
 
@@ -451,10 +452,13 @@ def test_bad_gzip_files_are_refused_by_both_backends_naming_the_file(tmp_path, t
 
 @needs_rust
 def test_unreadable_corpus_file_names_the_file(tmp_path, tokenizer_dir):
-    directory = tmp_path / "a_directory.txt"
+    missing = tmp_path / "missing.txt"
+    directory = tmp_path / "a_directory.txt"  # a directory is read as a prepared corpus: it has no manifest
     directory.mkdir()
     for backend in ["python", "rust"]:
-        with pytest.raises((FileNotFoundError, OSError), match=re.escape(str(directory))):
+        with pytest.raises(FileNotFoundError, match=re.escape(str(missing))):
+            _scan(missing, tokenizer_dir, backend)
+        with pytest.raises(PreparedCorpusError, match=re.escape(str(directory)) + ".*without manifest.json"):
             _scan(directory, tokenizer_dir, backend)
 
 

@@ -160,7 +160,7 @@ def test_tinybiobert_resumes_with_its_projection(monkeypatch, tmp_path, teacher_
     "extra,message",
     [
         (["--student_layers", 0, 7], r"layer\(s\) \[7\] do not exist in the 4-layer teacher"),
-        (["--student_layers", 0, 2, "--recipe", "magic"], "invalid choice: 'magic'"),
+        (["--student_layers", 0, 2, "--recipe", "magic"], "invalid choice 'magic'"),
         (["--student_layers", 0, 2, "--student_hidden_size", 16], "must have the teacher's widths"),
         (["--student_layers", 0, 2, "--single_phase", "0.9"], r"--single_phase 0.9: no such phase"),
     ],

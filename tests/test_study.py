@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 import yaml
 
-import run_pretraining
 import run_study
 from bioptimus_hf.analysis.frequency import frequency_buckets, rare_and_frequent, token_frequencies
 from bioptimus_hf.analysis.isotropy import centroid_separation, mean_pairwise_cosine, partition_ratio
-from bioptimus_hf.commands import ner as ner_command
-from bioptimus_hf.commands import pretrain as pretrain_command
 from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.ner import run as ner_run
+from bioptimus_hf.pretraining import run as pretraining_run
 from bioptimus_hf.study.done_marks import DONE_FILE
 from bioptimus_hf.study.study_config import StudyArguments
+from bioptimus_hf.utils.public_paths import public_command
 from helpers import corpus_lines
 from helpers.ner import write_dataset_dir
 
@@ -137,7 +137,7 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
         "representations_averaged_one_phase.png",
     ):
         assert (results_dir / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
-    assert (results_dir / "command.txt").read_text() == f"bioptimus study {config}\n"
+    assert (results_dir / "command.txt").read_text() == f"bioptimus study {public_command(str(config))}\n"
     # Each release carries its run's loss plot, linked from its card.
     release = study / "arms" / "continued" / "pretraining" / "releases" / "v0.2"
     assert (release / "training_loss.png").read_bytes()[:4] == b"\x89PNG"
@@ -197,8 +197,8 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     def must_not_run(*_args, **_kwargs):
         raise AssertionError("finished work was recomputed")
 
-    monkeypatch.setattr(pretrain_command, "pretrain", must_not_run)
-    monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
+    monkeypatch.setattr(pretraining_run, "run_pretraining", must_not_run)
+    monkeypatch.setattr(ner_run, "fine_tune_ner", must_not_run)
     again = run_study.main([config])
     assert {m: m.stat().st_mtime_ns for m in marks} == before
     assert again["rows"]["continued"]["ner"] == rows["continued"]["ner"]
@@ -210,9 +210,11 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
     state = study / "arms" / "continued" / "pretraining" / "checkpoint-8" / "trainer_state.json"
     state_mtime = state.stat().st_mtime_ns
     calls = []
-    monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
+    monkeypatch.setattr(ner_run, "fine_tune_ner", must_not_run)
     monkeypatch.setattr(
-        pretrain_command, "pretrain", lambda *args, real=pretrain_command.pretrain: calls.append(args) or real(*args)
+        pretraining_run,
+        "run_pretraining",
+        lambda *args, real=pretraining_run.run_pretraining: calls.append(args) or real(*args),
     )
     run_study.main([config, "--skip_analysis", "true"])
     assert len(calls) == 1 and (study / "arms" / "continued" / DONE_FILE).is_file()
@@ -220,7 +222,7 @@ def test_tiny_study_end_to_end_then_resume_skips_finished_work(tmp_path, tiny_mo
 
     # A second process that leaves the base row to another (--include_base false) still reports the base row
     # the other finished, with its NER results.
-    monkeypatch.setattr(pretrain_command, "pretrain", must_not_run)
+    monkeypatch.setattr(pretraining_run, "run_pretraining", must_not_run)
     lane = run_study.main([config, "--only_arms", "continued", "--include_base", "false", "--skip_analysis", "true"])
     assert list(lane["rows"]) == ["base", "continued", "averaged_one_phase"]
     assert lane["rows"]["base"]["ner"] == rows["base"]["ner"]
@@ -247,9 +249,9 @@ def test_prepare_only_builds_the_shared_inputs_once_and_trains_nothing(tmp_path,
     def must_not_run(*_args, **_kwargs):
         raise AssertionError("--prepare_only trained or fine-tuned")
 
-    real_ner = ner_command.fine_tune_ner
-    monkeypatch.setattr(pretrain_command, "pretrain", must_not_run)
-    monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
+    real_ner = ner_run.fine_tune_ner
+    monkeypatch.setattr(pretraining_run, "run_pretraining", must_not_run)
+    monkeypatch.setattr(ner_run, "fine_tune_ner", must_not_run)
     config = study_config(tmp_path, tiny_model_dir)
     assert run_study.main([config, "--prepare_only", "true"]) is None
     study = tmp_path / "study"
@@ -263,12 +265,12 @@ def test_prepare_only_builds_the_shared_inputs_once_and_trains_nothing(tmp_path,
     assert init_report.stat().st_mtime_ns == mtime
 
     # The base row alone as a lane (--only_arms base): its NER runs, no arm trains.
-    monkeypatch.setattr(ner_command, "fine_tune_ner", real_ner)
+    monkeypatch.setattr(ner_run, "fine_tune_ner", real_ner)
     lane = run_study.main([config, "--only_arms", "base", "--skip_analysis", "true"])
     assert lane["rows"]["base"]["ner"]["final"]["tiny-ner"]["num_seeds"] == 1
     assert not (study / "arms" / "continued").exists() and not (study / "arms" / "averaged_one_phase").exists()
     # --report_only rewrites the report from what is finished, running nothing.
-    monkeypatch.setattr(ner_command, "fine_tune_ner", must_not_run)
+    monkeypatch.setattr(ner_run, "fine_tune_ner", must_not_run)
     (study / "study" / "results.md").unlink()
     report = run_study.main([config, "--report_only", "true", "--skip_analysis", "true"])
     assert report["rows"]["base"]["ner"] == lane["rows"]["base"]["ner"]
@@ -352,6 +354,50 @@ def test_bad_study_flags_are_refused(tmp_path, flags, message):
     )
     with pytest.raises(SystemExit, match=message):
         parse_args((StudyArguments,), [str(path), *flags])
+
+
+def test_command_txt_names_local_paths_as_a_record_does(tmp_path, monkeypatch):
+    """The command a study records reproduces it as written, naming no one's file system: the checkout's files
+    repository-relative, a scratch folder as $SCRATCH."""
+    from pathlib import Path
+
+    from bioptimus_hf.commands import study as study_command
+
+    commands = []
+    monkeypatch.setattr("bioptimus_hf.study.run.run_study", lambda args, command: commands.append(command))
+    config = Path(run_study.__file__).resolve().parent / "configs" / "study_cpu.yaml"
+    study_command.main([str(config), "--model_name_or_path", "base", "--output_dir", str(tmp_path / "study")])
+    scratch = "$SCRATCH/" + "/".join(tmp_path.parts[2:])  # /tmp/<rest> -> $SCRATCH/<rest>
+    assert commands == [
+        f"bioptimus study configs/study_cpu.yaml --model_name_or_path base --output_dir {scratch}/study"
+    ]
+
+
+@pytest.mark.parametrize(
+    "arm, message",
+    [
+        ({"masking_stream": "random"}, r"^error: --masking_stream: invalid choice 'random'; choose from keyed"),
+        ({"no_such_flag": 1}, r"^error: unknown key no_such_flag; not an argument of PretrainingModelArguments"),
+        (
+            {"lexical_warmup_learning_rate": "fast"},
+            r"^error: --lexical_warmup_learning_rate: invalid float value: 'fast'",
+        ),
+    ],
+)
+def test_an_arm_setting_the_run_refuses_ends_the_study_with_one_line(tmp_path, tiny_model_dir, arm, message):
+    """An arm's mapping becomes the run's dataclasses as a config file would: a value they refuse ends the study
+    with one line naming it, before anything trains."""
+    config = study_config(
+        tmp_path,
+        tiny_model_dir,
+        arms=[{"name": "a", "init_strategy": "continued", **arm}],
+        include_base=False,
+        ner_data_dirs=None,
+        skip_analysis=True,
+    )
+    with pytest.raises(SystemExit, match=message):
+        run_study.main([config])
+    assert not (tmp_path / "study" / "arms" / "a" / "pretraining").exists()
 
 
 def test_isotropy_measures_on_constructed_clouds():
@@ -454,7 +500,8 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
     lexical warm-up, the start model of the arm without it, and arguments run_pretraining.py takes."""
     from pathlib import Path
 
-    from bioptimus_hf.utils.flags import mapping_to_argv
+    from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES
+    from bioptimus_hf.utils.config_mapping import configs_from_mapping
 
     root = Path(run_study.__file__).parent
     (args,) = parse_args((StudyArguments,), [str(root / "configs" / config), "--model_name_or_path", "base"])
@@ -466,7 +513,8 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
         arm = arms[name]
         assert arm.init_key == arms[name.split("+")[0]].init_key  # the same start model as the arm without it
         assert arm.curriculum_text == "lexical warm-up (10%), then bioptimus"
-        argv = mapping_to_argv(
+        _, run_config = configs_from_mapping(
+            PRETRAINING_ARGUMENT_TYPES,
             {
                 **arm.args,
                 "output_dir": "unused",
@@ -474,14 +522,11 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
                 "model_name_or_path": "base",
                 "use_cpu": True,
                 "bf16": False,
-            }
+            },
         )
-        (*_, curriculum_args, warmup_args, _, _) = parse_args(
-            (run_pretraining.ModelArguments, *_pretraining_argument_types()), argv
-        )
-        schedule = curriculum_args.build(warmup_args.lexical_warmup_steps).resolve(max_steps)
+        schedule = run_config.build(run_config.lexical_warmup_steps).resolve(max_steps)
         assert schedule.lexical_warmup_steps == round(0.1 * max_steps) and schedule.ends[-1] == max_steps
-        assert warmup_args.lexical_warmup_learning_rate == 5e-4
+        assert run_config.lexical_warmup_learning_rate == 5e-4
 
 
 def test_the_warmup_study_is_study_cpu_s_warmup_arms_paired_with_its_earlier_results():
@@ -521,24 +566,6 @@ def test_the_warmup_study_is_study_cpu_s_warmup_arms_paired_with_its_earlier_res
     rows = reference_rows(root / warm.reference_results, warm.reference_rows, study)
     assert list(rows) == ["base [study_cpu]", "continued [study_cpu]", "contextualized [study_cpu]"]
     assert all(set(row["ner"]["final"]) == {"NCBI-disease-IOB", "BC5CDR-chem-IOB"} for row in rows.values())
-
-
-def _pretraining_argument_types():
-    from transformers import TrainingArguments
-
-    from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments, LexicalWarmupArguments
-    from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
-    from bioptimus_hf.releases.release_config import ReleaseArguments
-    from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
-
-    return (
-        EmbeddingInitArguments,
-        PretrainingDataArguments,
-        CurriculumArguments,
-        LexicalWarmupArguments,
-        ReleaseArguments,
-        TrainingArguments,
-    )
 
 
 def test_a_warmup_arm_trains_in_the_study_and_its_releases_say_so(tmp_path, tiny_model_dir):

@@ -452,30 +452,23 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
     from pathlib import Path
 
     import yaml
-    from transformers import HfArgumentParser, TrainingArguments
+    from transformers import TrainingArguments
 
-    import run_pretraining
+    from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES, PretrainingModelArguments
     from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
     from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
-    from bioptimus_hf.releases.release_config import ReleaseArguments
-    from bioptimus_hf.utils.flags import mapping_to_argv
+    from bioptimus_hf.utils.config_mapping import configs_from_mapping
 
     config = yaml.safe_load(
         (Path(__file__).resolve().parents[1] / "configs" / "roberta_modernbert_base.yaml").read_text()
     )
-    ours = (
-        run_pretraining.ModelArguments,
-        EmbeddingInitArguments,
-        PretrainingDataArguments,
-        CurriculumArguments,
-        ReleaseArguments,
-    )
-    names = {f.name for cls in ours for f in dataclasses.fields(cls)}
-    training = {f.name for f in dataclasses.fields(TrainingArguments)}
-    assert set(config) <= names | training, set(config) - names - training
-    parsed = HfArgumentParser(ours).parse_args_into_dataclasses(
-        args=mapping_to_argv({k: v for k, v in config.items() if k in names})
-    )
+    flags = {f.name for cls in PRETRAINING_ARGUMENT_TYPES for f in dataclasses.fields(cls)}
+    assert set(config) <= flags, set(config) - flags
+    ours = (PretrainingModelArguments, EmbeddingInitArguments, PretrainingDataArguments, CurriculumArguments)
+    names = {f.name for cls in ours for f in dataclasses.fields(cls)} - {
+        f.name for f in dataclasses.fields(TrainingArguments)
+    }
+    parsed = configs_from_mapping(ours, {k: v for k, v in config.items() if k in names})
     assert parsed[1].init_strategy == "contextualized" and parsed[3].build().phases
 
 

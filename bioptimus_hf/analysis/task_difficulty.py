@@ -16,9 +16,11 @@ import torch
 from tqdm.auto import tqdm
 
 from ..pretraining.collator import CurriculumDataCollator
-from ..pretraining.phases import CurriculumPhase
+from ..pretraining.phases import Curriculum, CurriculumPhase
 from ..pretraining.tokenization import group_texts, tokenize_with_word_ids
-from ..utils.corpus_reader import iter_text_lines
+from ..utils.corpus_reader import check_corpus_files, iter_text_lines
+from ..utils.model_reference import check_model_reference
+from .task_difficulty_config import TaskDifficultyArguments
 
 
 def corpus_blocks(corpus_files: Sequence[str], tokenizer, block_size: int, max_blocks: int) -> list[dict[str, Any]]:
@@ -150,3 +152,57 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+# The first bytes of each corpus file read to check it before a model loads (an empty or non-text file is refused).
+CORPUS_CHECK_BYTES = 1 << 20
+
+
+def measure_task_difficulty(args: TaskDifficultyArguments, curriculum: Curriculum) -> dict:
+    """Each model's MLM loss under each phase of ``curriculum`` on the same corpus (a markdown table per model
+    printed); writes ``args.output_file`` (JSON) and ``args.output_plot`` (PNG) when given; returns the results."""
+    from transformers import AutoModelForMaskedLM
+
+    from ..utils.files import write_json_atomic
+    from ..utils.tokenizer_loader import load_fast_tokenizer
+
+    # Cheap checks first: the corpus and every model's name, before any model loads.
+    check_corpus_files(args.corpus_files, max_check_bytes=CORPUS_CHECK_BYTES)
+    named = [split_label(entry, args.model_name_or_path) for entry in args.model_name_or_path]
+    for _, name in named:
+        check_model_reference(name, "model_name_or_path")
+    models = []
+    for label, name in named:
+        tokenizer = load_fast_tokenizer(name)
+        # Each model packs the corpus with its own tokenizer: the same text, its own blocks.
+        blocks = corpus_blocks(args.corpus_files, tokenizer, args.max_seq_length, args.max_blocks)
+        model = AutoModelForMaskedLM.from_pretrained(name)
+        rows = phase_losses(model, tokenizer, blocks, curriculum.phases, args.batch_size, args.seed)
+        models.append({"model": name, "label": label, "blocks": len(blocks), "phases": rows})
+        print(difficulty_table(label, rows))
+        del model
+    result = {
+        "corpus_files": list(args.corpus_files),
+        "max_seq_length": args.max_seq_length,
+        "seed": args.seed,
+        "models": models,
+    }
+    if args.output_file:
+        write_json_atomic(args.output_file, result)
+    if args.output_plot:
+        plot_difficulty(models, args.output_plot)
+    return result
+
+
+def split_label(entry: str, entries: list[str]) -> tuple[str, str]:
+    """``LABEL=PATH`` -> (LABEL, PATH); a bare path is labelled by the shortest tail that tells it from the
+    other bare paths (``a/releases/v0.4`` and ``b/releases/v0.4`` -> ``a/releases/v0.4``, ``b/...``)."""
+    if "=" in entry:
+        label, path = entry.split("=", 1)
+        return label, path
+    paths = [e.rstrip("/").split("/") for e in entries if "=" not in e]
+    parts = entry.rstrip("/").split("/")
+    for depth in range(1, len(parts) + 1):
+        if len({"/".join(p[-depth:]) for p in paths}) == len(paths):
+            return "/".join(parts[-depth:]), entry
+    return entry, entry

@@ -2,7 +2,7 @@
 whole benchmark, NER included (``bioptimus blurb``).
 
 One concept per module: ``tasks`` (the task types: fields, problem type, metric name), ``blurb_config`` (the
-flags and each task type's default recipe), ``data`` (reading and checking ``train/dev/test.jsonl``),
+flags and each dataset's recipe with its sources), ``data`` (reading and checking ``train/dev/test.jsonl``),
 ``encoding`` (rows to inputs, logits to predictions), ``metrics`` (BLURB's metric of each type), ``finetune``
 (the loop over seeds, resumable), ``results`` (``all_results.json``, ``results.md``), ``run`` (one dataset's
 steps, ``run_blurb.py``'s body), ``score`` (the BLURB score), ``benchmark`` (every dataset, one table) and

@@ -1,7 +1,7 @@
 """The BLURB benchmark as one run: every dataset present fine-tuned over the same seeds, then one table.
 
 NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through the NER fine-tuning the command hands down
-(``bioptimus ner`` with its BLURB config, ``configs/ner_blurb.yaml``); the others (``<blurb_dir>/<DATASET>/*.jsonl``)
+(``bioptimus ner`` with its BLURB config, the packaged ``ner_blurb``); the others (``<blurb_dir>/<DATASET>/*.jsonl``)
 through :func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``,
 ``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset × seed is one job
 (:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and memory allow
@@ -25,6 +25,7 @@ from typing import Any
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..ner.results import SEED_RESULTS_FILE, merge_seed_results, seed_dir, write_run_outputs
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
+from ..utils.config_files import resolve_config
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from ..utils.job_pool import JOBS_HELP, DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
 from .data import load_blurb_data, read_task_type, split_path
@@ -34,7 +35,7 @@ from .score import NER, DatasetScore, blurb_score
 
 
 logger = logging.getLogger(__name__)
-DEFAULT_NER_CONFIG = "configs/ner_blurb.yaml"
+DEFAULT_NER_CONFIG = "ner_blurb"  # a packaged config, found from any working directory (utils/config_files.py)
 
 
 @dataclass
@@ -59,7 +60,10 @@ class BenchmarkArguments:
             "(e.g. ../shared/data/ner)."
         },
     )
-    ner_config: str = field(default=DEFAULT_NER_CONFIG, metadata={"help": "run_ner.py's config for the NER sets."})
+    ner_config: str = field(
+        default=DEFAULT_NER_CONFIG,
+        metadata={"help": "bioptimus ner's config for the NER sets: a file or a packaged config's name."},
+    )
     datasets: list[str] | None = field(
         default=None, metadata={"help": "Only these datasets (sub-directory names; default: every one present)."}
     )
@@ -88,8 +92,11 @@ class BenchmarkArguments:
         for flag in ("blurb_dir", "ner_dir"):
             if getattr(self, flag) and not os.path.isdir(getattr(self, flag)):
                 raise ValueError(f"--{flag} {getattr(self, flag)}: not a directory")
-        if self.ner_dir and not os.path.isfile(self.ner_config):
-            raise ValueError(f"--ner_config {self.ner_config}: no such file")
+        if self.ner_dir:
+            try:
+                resolve_config(self.ner_config)
+            except FileNotFoundError as error:
+                raise ValueError(f"--ner_config {str(error).removeprefix('config file ')}") from None
 
     @property
     def name(self) -> str:

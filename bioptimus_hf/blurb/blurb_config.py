@@ -1,21 +1,25 @@
-"""The data flags of ``run_blurb.py`` and the default fine-tuning recipe of each task type: the one place they are
-set. Its model and precision flags are every fine-tuning command's (:mod:`bioptimus_hf.ner.fine_tuning_config`).
+"""The data flags of ``run_blurb.py`` and the fine-tuning recipe of each BLURB dataset: the one place they are set.
+Its model and precision flags are every fine-tuning command's (:mod:`bioptimus_hf.ner.fine_tuning_config`).
 
-The recipe follows the PubMedBERT paper (Gu et al. 2021, section 6.2): Adam with a linear warm-up over the
-first 10 % of steps then a linear decay, dropout 0.1 (the models' own), learning rate, batch size and epochs
-chosen within its search ranges (1e-5/3e-5/5e-5; 16/32; 2-60 epochs), and its input lengths (128 tokens for
-GAD, 256 for DDI and ChemProt, 512 for question answering). The paper gives the ranges, not the value picked
-per dataset: the picks below are starting points to tune on dev. A recipe value is a default only: a config
-file or a flag overrides it.
+:data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of seeds,
+each value with the key of its source in :data:`SOURCES`: the PubMedBERT paper (Gu et al. 2021) where it fixes the
+value, else the public BLURB script of a leaderboard system (LinkBERT's), else the paper's grid value nearest
+LinkBERT's. Where the
+two sources disagree the paper wins (docs/blurb.md says how the other differs). A dataset directory of another
+name takes its task type's recipe (:data:`TYPE_RECIPE`). A recipe value is a default only: a config file or a flag
+overrides it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
+from ..ner.stabilisation import StabilisationArguments
 from .tasks import (
     DOCUMENT_CLASSIFICATION,
     QUESTION_ANSWERING,
@@ -27,41 +31,129 @@ from .tasks import (
 )
 
 
+# Where each recipe value comes from (the key a value cites -> the source, as docs/blurb.md prints it).
+PAPER_SCHEDULE, PAPER_SEEDS, PAPER_RE_LENGTH, PAPER_QA_LENGTH = (
+    "paper schedule",
+    "paper seeds",
+    "paper RE",
+    "paper QA",
+)
+LINKBERT, GRID = "LinkBERT", "grid"
+SOURCES = {
+    PAPER_SCHEDULE: "Gu et al. 2021, section 6.2: Adam, linear warm-up over the first 10 % of steps then linear decay, "
+    "dropout 0.1; learning rate, batch size and epochs searched on dev within 1e-5/3e-5/5e-5, 16/32, 2-60",
+    PAPER_SEEDS: "Gu et al. 2021, section 6.2: the mean of ten runs for BIOSSES, BioASQ and PubMedQA, five for the others",
+    PAPER_RE_LENGTH: "Gu et al. 2021, section 5 (relation extraction): 128 tokens for GAD, 256 for ChemProt and DDI",
+    PAPER_QA_LENGTH: "Gu et al. 2021, section 5 (question answering): 512 tokens",
+    LINKBERT: "michiyasunaga/LinkBERT, src/run_examples_blurb_biolinkbert-base.sh (BioLinkBERT-base's BLURB runs)",
+    GRID: "where LinkBERT's learning rate lies off the paper's grid, the grid value nearest it on a log scale (dev "
+    "trials on CPU could not tell the two neighbours apart: docs/blurb.md)",
+}
+PAPER_LEARNING_RATES = (1e-5, 3e-5, 5e-5)  # the paper's search grid (section 6.2)
+
+
+def nearest_on_grid(linkbert_learning_rate: float) -> float:
+    """The paper's grid value nearest a learning rate on a log scale (LinkBERT's 2e-5 -> 3e-5, 4e-5 -> 5e-5)."""
+    return min(PAPER_LEARNING_RATES, key=lambda rate: abs(math.log(rate / linkbert_learning_rate)))
+
+
+RECIPE_FIELDS = (
+    "learning_rate",
+    "per_device_train_batch_size",
+    "num_train_epochs",
+    "max_seq_length",
+    "warmup_steps",
+    "seeds",
+)
+
+
 @dataclass(frozen=True)
 class Recipe:
+    task_type: str
     learning_rate: float
     per_device_train_batch_size: int
     num_train_epochs: float
     max_seq_length: int
+    seeds: int  # how many seeds the paper averages: 1..seeds
+    sources: dict  # field name -> key of SOURCES
     warmup_steps: float = 0.1  # < 1: a fraction of the training steps
 
+    def seed_list(self) -> list[int]:
+        return list(range(1, self.seeds + 1))
 
+
+def _recipe(task: TaskType, lr, batch, epochs, length, seeds, *, lr_from=LINKBERT, length_from=LINKBERT) -> Recipe:
+    """A recipe whose batch size and epochs are LinkBERT's and whose warm-up and seed count are the paper's."""
+    sources = {
+        "learning_rate": lr_from,
+        "per_device_train_batch_size": LINKBERT,
+        "num_train_epochs": LINKBERT,
+        "max_seq_length": length_from,
+        "warmup_steps": PAPER_SCHEDULE,
+        "seeds": PAPER_SEEDS,
+    }
+    return Recipe(task.name, lr, batch, epochs, length, seeds, sources)
+
+
+# BLURB's datasets beyond NER, by directory name. LinkBERT's values that the paper contradicts: GAD's 256 tokens
+# (paper: 128), no warm-up (paper: 10 %; 100 steps for question answering), learning rates off the paper's grid
+# (2e-5 for DDI and question answering, 4e-5 for HoC: here the grid value nearest on a log scale).
 RECIPES = {
-    RELATION_EXTRACTION.name: Recipe(
-        learning_rate=3e-5, per_device_train_batch_size=32, num_train_epochs=5, max_seq_length=256
+    "ChemProt": _recipe(RELATION_EXTRACTION, 3e-5, 32, 10, 256, 5, length_from=PAPER_RE_LENGTH),
+    "DDI": _recipe(
+        RELATION_EXTRACTION, nearest_on_grid(2e-5), 32, 5, 256, 5, lr_from=GRID, length_from=PAPER_RE_LENGTH
     ),
-    SENTENCE_SIMILARITY.name: Recipe(
-        learning_rate=3e-5, per_device_train_batch_size=16, num_train_epochs=30, max_seq_length=128
+    "GAD": _recipe(RELATION_EXTRACTION, 3e-5, 32, 10, 128, 5, length_from=PAPER_RE_LENGTH),
+    "BIOSSES": _recipe(SENTENCE_SIMILARITY, 1e-5, 16, 30, 512, 10),
+    "HoC": _recipe(DOCUMENT_CLASSIFICATION, nearest_on_grid(4e-5), 32, 40, 512, 5, lr_from=GRID),
+    "PubMedQA": _recipe(
+        QUESTION_ANSWERING, nearest_on_grid(2e-5), 16, 30, 512, 10, lr_from=GRID, length_from=PAPER_QA_LENGTH
     ),
-    DOCUMENT_CLASSIFICATION.name: Recipe(
-        learning_rate=3e-5, per_device_train_batch_size=32, num_train_epochs=10, max_seq_length=128
-    ),
-    QUESTION_ANSWERING.name: Recipe(
-        learning_rate=3e-5, per_device_train_batch_size=16, num_train_epochs=20, max_seq_length=512
+    "BioASQ": _recipe(
+        QUESTION_ANSWERING, nearest_on_grid(2e-5), 16, 20, 512, 10, lr_from=GRID, length_from=PAPER_QA_LENGTH
     ),
 }
-# The input lengths the paper states per dataset (by directory name), where they differ from the type's.
-DATASET_MAX_SEQ_LENGTH = {"GAD": 128, "DDI": 256, "ChemProt": 256, "PubMedQA": 512, "BioASQ": 512}
+# The recipe of a dataset directory not named above: its task type's BLURB dataset.
+TYPE_RECIPE = {
+    RELATION_EXTRACTION.name: "ChemProt",
+    SENTENCE_SIMILARITY.name: "BIOSSES",
+    DOCUMENT_CLASSIFICATION.name: "HoC",
+    QUESTION_ANSWERING.name: "PubMedQA",
+}
 
 
-def recipe_for(task: TaskType, dataset_name: str) -> Recipe:
-    recipe = RECIPES[task.name]
-    if dataset_name in DATASET_MAX_SEQ_LENGTH:
-        recipe = dataclasses.replace(recipe, max_seq_length=DATASET_MAX_SEQ_LENGTH[dataset_name])
-    return recipe
+def recipe_name(task: TaskType, dataset: str | None) -> str:
+    """The recipe ``dataset`` (a directory's name or path) takes: its own when it is one of BLURB's of this task
+    type, else its task type's."""
+    name = os.path.basename(os.path.normpath(dataset)) if dataset else None
+    if name in RECIPES and RECIPES[name].task_type == task.name:
+        return name
+    return TYPE_RECIPE[task.name]
 
 
-def _recipe_training_arguments(task_name: str, recipe: Recipe) -> type[TrainingArguments]:
+def recipe_for(task: TaskType, dataset: str | None = None) -> Recipe:
+    return RECIPES[recipe_name(task, dataset)]
+
+
+def _format(name: str, value) -> str:
+    if name == "learning_rate":
+        return f"{value:.0e}".replace("e-0", "e-")
+    if name == "warmup_steps":
+        return f"{value:.0%} of the steps"
+    return f"{value:g}"
+
+
+def recipe_table_markdown() -> str:
+    """:data:`RECIPES` as docs/blurb.md shows it: each value with its source's key."""
+    header = "| dataset | task type | learning rate | batch | epochs | max tokens | warm-up | seeds |"
+    lines = [header, "|---|---|---|---|---|---|---|---|"]
+    for name, recipe in RECIPES.items():
+        cells = [f"{_format(f, getattr(recipe, f))} ({recipe.sources[f]})" for f in RECIPE_FIELDS]
+        lines.append(f"| {name} | {recipe.task_type} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _recipe_training_arguments(name: str, recipe: Recipe) -> type[TrainingArguments]:
     """``TrainingArguments`` whose defaults are ``recipe``'s (what ``--help`` and an unset flag give); a module-level
     class, so that the Trainer can pickle its arguments with the model."""
     base = {f.name: f for f in dataclasses.fields(TrainingArguments)}
@@ -71,11 +163,8 @@ def _recipe_training_arguments(task_name: str, recipe: Recipe) -> type[TrainingA
         "num_train_epochs": float,
         "warmup_steps": float,
     }
-    overrides = [
-        (name, types[name], field(default=getattr(recipe, name), metadata=base[name].metadata)) for name in types
-    ]
-    name = "".join(part.title() for part in task_name.split("_")) + "TrainingArguments"
-    cls = dataclasses.make_dataclass(name, overrides, bases=(TrainingArguments,))
+    overrides = [(key, types[key], field(default=getattr(recipe, key), metadata=base[key].metadata)) for key in types]
+    cls = dataclasses.make_dataclass(f"{name}TrainingArguments", overrides, bases=(TrainingArguments,))
     cls.__module__ = __name__
     return cls
 
@@ -84,8 +173,12 @@ RECIPE_TRAINING_ARGUMENTS = {name: _recipe_training_arguments(name, recipe) for 
 globals().update({cls.__name__: cls for cls in RECIPE_TRAINING_ARGUMENTS.values()})
 
 
-def recipe_training_arguments(task: TaskType) -> type[TrainingArguments]:
-    return RECIPE_TRAINING_ARGUMENTS[task.name]
+def recipe_training_arguments(task: TaskType, dataset: str | None = None) -> type[TrainingArguments]:
+    """The ``TrainingArguments`` class whose defaults are the recipe of ``dataset`` (a directory) for ``task``."""
+    return RECIPE_TRAINING_ARGUMENTS[recipe_name(task, dataset)]
+
+
+DOCUMENT_UNITS = ("document", "sentence")
 
 
 @dataclass
@@ -106,8 +199,18 @@ class BlurbDataArguments:
             "label named 0, false or *-false)."
         },
     )
+    document_unit: str = field(
+        default="document",
+        metadata={
+            "help": "Document classification: what one training and prediction row is. 'document' (the paper's "
+            "unit): the rows sharing a document_id joined in file order by spaces, labels the union of theirs "
+            "(HoC: 1,295/186/371 abstracts); 'sentence': one row per line, its predictions merged per document "
+            "only when scored.",
+            "choices": list(DOCUMENT_UNITS),
+        },
+    )
     max_seq_length: int | None = field(
-        default=None, metadata={"help": "Tokens per input, longer ones truncated (default: the task's recipe)."}
+        default=None, metadata={"help": "Tokens per input, longer ones truncated (default: the dataset's recipe)."}
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training rows."})
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N dev rows."})
@@ -116,5 +219,20 @@ class BlurbDataArguments:
     def __post_init__(self):
         if self.task_type is not None:
             get_task_type(self.task_type)
+        if self.document_unit not in DOCUMENT_UNITS:
+            raise ValueError(f"--document_unit {self.document_unit!r}: expected one of {', '.join(DOCUMENT_UNITS)}")
         if self.max_seq_length is not None and self.max_seq_length < 2:
             raise ValueError(f"--max_seq_length {self.max_seq_length}: needs room for at least the special tokens")
+
+
+@dataclass
+class BlurbStabilisationArguments(StabilisationArguments):
+    """``run_ner.py``'s stabilisation flags, whose ``--seeds`` default to the dataset's recipe."""
+
+    seeds: list[int] | None = field(
+        default=None,
+        metadata={
+            "help": "Seeds, e.g. --seeds 1 2 3: one full fine-tune per seed (default: the dataset's "
+            "recipe, 1-10 for BIOSSES, PubMedQA and BioASQ, 1-5 for the others)."
+        },
+    )

@@ -2,7 +2,9 @@
 
 One JSON object per line, as in ``../shared/data/blurb/<DATASET>/`` (its README documents the fields).
 The task type is read from the fields of the training file's first row unless ``--task_type`` names it;
-every row of every split is then checked against that type. Bad input raises :class:`BlurbDataError`
+every row of every split is then checked against that type. A document-classification file whose rows carry a
+``document_id`` (HoC: one row per sentence) is read as one row per document by default, the paper's unit
+(:func:`join_documents`). Bad input raises :class:`BlurbDataError`
 naming the file, the line and the field: a missing split, an empty file, a row that is not a JSON object,
 a field missing or of the wrong kind (with the task type the row's fields do fit, e.g. a sentence-pair
 file given to a single-sentence task), a label of dev or test that the training file does not have.
@@ -14,7 +16,16 @@ import json
 import os
 from dataclasses import dataclass
 
-from .tasks import SENTENCE_SIMILARITY, TASK_TYPES, TaskType, get_task_type, task_type_of_fields
+from .tasks import (
+    DOCUMENT_CLASSIFICATION,
+    DOCUMENT_ID_FIELD,
+    ID_FIELD,
+    SENTENCE_SIMILARITY,
+    TASK_TYPES,
+    TaskType,
+    get_task_type,
+    task_type_of_fields,
+)
 
 
 SPLITS = ("train", "dev", "test")
@@ -53,6 +64,13 @@ def split_path(data_dir: str, split: str) -> str:
     return os.path.join(data_dir, split + SUFFIX)
 
 
+def json_error_message(error: json.JSONDecodeError) -> str:
+    """What is wrong with a line and where, whole: ``json``'s own message ends in "at" when a position follows."""
+    what = error.msg.removesuffix(" at")
+    hint = " (a tab or line break inside a string must be written \\t or \\n)" if "control character" in what else ""
+    return f"not valid JSON: {what} at column {error.pos + 1}{hint}"
+
+
 def read_jsonl(path: str, limit: int | None = None) -> list[dict]:
     """The rows of a JSON Lines file (the first ``limit``); blank lines are skipped."""
     rows = []
@@ -64,9 +82,9 @@ def read_jsonl(path: str, limit: int | None = None) -> list[dict]:
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    row = json.loads(line.rstrip("\r\n"))
                 except json.JSONDecodeError as error:
-                    raise BlurbDataError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
+                    raise BlurbDataError(f"{path}, line {number}: {json_error_message(error)}") from None
                 if not isinstance(row, dict):
                     raise BlurbDataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
                 row["_line"] = number
@@ -129,12 +147,42 @@ def _labels_of(split: BlurbSplit, task: TaskType) -> set[str]:
     return {row[task.label_field] for row in split.rows}
 
 
+def join_documents(rows: list[dict], task: TaskType) -> list[dict]:
+    """One row per document: the rows sharing a ``document_id``, in file order, their texts joined by single
+    spaces and their labels the union of theirs (in order of appearance); the row's ``id`` is the document's. A row
+    without ``document_id`` stays a document of its own. (LinkBERT's ``scripts/preprocess_blurb.py`` builds HoC's
+    abstracts the same way, from consecutive rows only.)"""
+    (text,) = task.text_fields
+    documents: dict = {}
+    for row in rows:
+        key = row.get(DOCUMENT_ID_FIELD, ("line", row["_line"]))
+        if key not in documents:
+            documents[key] = {
+                **row,
+                ID_FIELD: row.get(DOCUMENT_ID_FIELD, row.get(ID_FIELD)),
+                text: [],
+                task.label_field: [],
+            }
+        document = documents[key]
+        document[text].append(row[text])
+        document[task.label_field] += [
+            label for label in row[task.label_field] if label not in document[task.label_field]
+        ]
+    return [{**document, text: " ".join(document[text])} for document in documents.values()]
+
+
 def load_blurb_data(
-    data_dir: str, task_type: str | None = None, limits: tuple[int | None, int | None, int | None] = (None, None, None)
+    data_dir: str,
+    task_type: str | None = None,
+    limits: tuple[int | None, int | None, int | None] = (None, None, None),
+    document_unit: str = "document",
 ) -> BlurbData:
     """The checked splits of ``data_dir`` (the first ``limits`` rows of train, dev, test); the labels are those of
-    the whole training file, so that a subset (``--max_train_samples``) keeps every class."""
+    the whole training file, so that a subset (``--max_train_samples``) keeps every class. Document
+    classification: with ``document_unit`` "document" a row is a document (:func:`join_documents`) and the limits
+    count documents; with "sentence" a row is a line of the file."""
     task = read_task_type(data_dir, task_type)
+    by_document = task is DOCUMENT_CLASSIFICATION and document_unit == "document"
     splits: dict[str, BlurbSplit | None] = {}
     for split, limit in zip(SPLITS, limits):
         path = split_path(data_dir, split)
@@ -144,9 +192,12 @@ def load_blurb_data(
                 continue
             raise BlurbDataError(f"{data_dir}: missing {split}{SUFFIX} ({NEEDED})")
         # the whole training file: its label set is the model's, however few rows train
-        rows = read_jsonl(path, None if split == "train" else limit)
+        rows = read_jsonl(path, None if split == "train" or by_document else limit)
         for row in rows:
             _check_row(row, task, path)
+        if by_document:
+            rows = join_documents(rows, task)
+            rows = rows if split == "train" else rows[:limit]
         splits[split] = BlurbSplit(path, rows)
     labels: list[str] = []
     if task is not SENTENCE_SIMILARITY:

@@ -85,8 +85,10 @@ def blurb_seed_arguments(job: SeedJob):
     training = {key: job.overrides[key] for key in TRAINING_OVERRIDES if job.overrides.get(key) is not None}
     if job.disable_tqdm is not None:
         training["disable_tqdm"] = job.disable_tqdm
-    training_args = recipe_training_arguments(task)(output_dir=job.output_dir, report_to="none", **training)
-    return model_args, data_args, StabilisationArguments(seeds=str(job.seed)), training_args
+    training_args = recipe_training_arguments(task, job.data_dir)(
+        output_dir=job.output_dir, report_to="none", **training
+    )
+    return model_args, data_args, StabilisationArguments(seeds=[job.seed]), training_args
 
 
 def ner_seed_settings(job: SeedJob) -> dict[str, Any]:
@@ -96,7 +98,7 @@ def ner_seed_settings(job: SeedJob) -> dict[str, Any]:
         "model_name": job.model_name,
         "data_dir": job.data_dir,
         "output_dir": job.output_dir,
-        "seeds": str(job.seed),
+        "seeds": [job.seed],
         "save_model": job.save_model,
         **{key: value for key, value in job.overrides.items() if value is not None},
     }

@@ -15,34 +15,39 @@ from ..ner.stabilisation import StabilisationArguments
 from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
-from .blurb_config import BlurbDataArguments, recipe_for, recipe_training_arguments
+from .blurb_config import (
+    BlurbDataArguments,
+    BlurbStabilisationArguments,
+    recipe_for,
+    recipe_name,
+    recipe_training_arguments,
+)
 from .data import load_blurb_data, read_task_type
 from .encoding import encode_rows
 from .finetune import BlurbTask, fine_tune_seeds
 from .metrics import metric_description, negative_label_of
 from .results import merge_blurb_results, write_blurb_outputs
-from .tasks import RELATION_EXTRACTION
+from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION
 
 
 logger = logging.getLogger(__name__)
-ARGUMENTS = (FineTuningModelArguments, BlurbDataArguments, StabilisationArguments)
+ARGUMENTS = (FineTuningModelArguments, BlurbDataArguments, BlurbStabilisationArguments)
 
 
 def fill_recipe_length(data_args: BlurbDataArguments) -> BlurbDataArguments:
-    """``max_seq_length`` from the recipe of the data's task type and dataset where no flag set it."""
+    """``max_seq_length`` from the dataset's recipe where no flag set it."""
     if data_args.max_seq_length is None:
         task = read_task_type(data_args.data_dir, data_args.task_type)
-        dataset = os.path.basename(os.path.normpath(data_args.data_dir))
-        data_args.max_seq_length = recipe_for(task, dataset).max_seq_length
+        data_args.max_seq_length = recipe_for(task, data_args.data_dir).max_seq_length
     return data_args
 
 
 def blurb_arguments_from_dict(values: dict):
     """The four argument objects of ``run_blurb.py`` from a mapping of flag names to values, over the defaults of
-    the data's task type (its recipe)."""
+    the dataset's recipe."""
     task = read_task_type(values["data_dir"], values.get("task_type"))
     model_args, data_args, stab_args, training_args = HfArgumentParser(
-        ARGUMENTS + (recipe_training_arguments(task),)
+        ARGUMENTS + (recipe_training_arguments(task, values["data_dir"]),)
     ).parse_dict(values)
     return model_args, fill_recipe_length(data_args), stab_args, training_args
 
@@ -84,6 +89,7 @@ def fine_tune_blurb_seeds(
         data_args.data_dir,
         data_args.task_type,
         (data_args.max_train_samples, data_args.max_eval_samples, data_args.max_test_samples),
+        data_args.document_unit,
     )
     negative = negative_label_of(data.labels, data_args.negative_label) if data.task is RELATION_EXTRACTION else None
     logger.info(
@@ -117,11 +123,15 @@ def fine_tune_blurb_seeds(
         "labels": data.labels,
         "negative_label": negative,
         "max_seq_length": max_length,
+        **({"document_unit": data_args.document_unit} if data.task is DOCUMENT_CLASSIFICATION else {}),
         "num_rows": {name: len(split.rows) for name, split in data.splits().items()},
         **run_settings(stab_args, training_args),
     }
+    recipe = recipe_for(data.task, data_args.data_dir)
+    seeds = stab_args.seed_list(training_args.seed) if stab_args.seeds else recipe.seed_list()
+    logger.info("%s: recipe %s, seeds %s", data.name, recipe_name(data.task, data_args.data_dir), seeds)
     fine_tune_seeds(
-        stab_args.seed_list(training_args.seed),
+        seeds,
         model_args.model_name_or_path,
         BlurbTask(data, encoded, negative),
         tokenizer,

@@ -8,7 +8,7 @@ unless a config file or a flag sets the value. Modelled on transformers'
 examples/pytorch/text-classification/run_glue.py; docs/blurb.md.
 
     bioptimus blurb-task --model_name_or_path out/releases/v0.4 --data_dir ../shared/data/blurb/GAD \\
-        --output_dir blurb/v0.4/GAD --seeds 1,2,3,4,5
+        --output_dir blurb/v0.4/GAD --seeds 1 2 3 4 5
     bioptimus blurb-task config.yaml --data_dir ../shared/data/blurb/HoC --num_train_epochs 3   # flags override
 
 Outputs in ``output_dir``: ``all_results.json`` (BLURB's metric as ``test_score``, mean and std over seeds),
@@ -36,7 +36,7 @@ def parse_args(argv: list[str] | None = None):
     _, data_args, _, _ = parse_config_and_flags(ARGUMENTS + (TrainingArguments,), argv)
     task = read_task_type(data_args.data_dir, data_args.task_type)
     model_args, data_args, stab_args, training_args = parse_config_and_flags(
-        ARGUMENTS + (recipe_training_arguments(task),), argv
+        ARGUMENTS + (recipe_training_arguments(task, data_args.data_dir),), argv
     )
     return model_args, fill_recipe_length(data_args), stab_args, training_args
 

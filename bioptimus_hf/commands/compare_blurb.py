@@ -8,17 +8,10 @@ Per dataset, per task type and for the BLURB score: mean ± std of the per-seed 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..blurb.compare import compare_runs, parse_runs
+from ..blurb.compare_config import BlurbCompareArguments
 from ..utils.cli import exit_on_bad_input
 from .config_parser import parse_args
-
-
-@dataclass
-class BlurbCompareArguments:
-    runs: list[str] = field(metadata={"help": "NAME=DIR of each bioptimus blurb output; the first is the reference."})
-    output_dir: str | None = field(default=None, metadata={"help": "Write blurb_comparison.json/.md here."})
 
 
 def run(argv: list[str] | None = None) -> dict:

@@ -1,5 +1,7 @@
 """The distillation settings (:class:`DistillationConfig`, the flags of ``run_distillation.py``) and their
-resolution against a teacher into a checked :class:`DistillationPlan`.
+resolution against a teacher into a checked :class:`DistillationPlan`; the teacher's flags
+(:class:`TeacherArguments`) and the student's curriculum (:class:`StudentCurriculumArguments`: phase 0.1 alone by
+default).
 
 Every setting left unset (``None``) takes the recipe's value (:mod:`~bioptimus_hf.distillation.recipes`).
 :meth:`DistillationConfig.resolve` runs every check that needs only the teacher's configuration — valid
@@ -14,6 +16,12 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from transformers import TrainingArguments
+
+from ..pretraining.curriculum_config import CurriculumArguments
+from ..pretraining.data_config import PretrainingDataArguments
+from ..releases.lineage import base_model_hub_id_field
+from ..releases.release_config import ReleaseArguments
 from .recipes import (
     DISTILLATION_RECIPES,
     HIDDEN_LOSSES,
@@ -289,3 +297,46 @@ def check_shared_vocabulary(
             f"difference {differing[0] if differing else '?'}): distillation compares the two models token by token, "
             "so they must share one tokenizer"
         )
+
+
+@dataclass
+class StudentCurriculumArguments(CurriculumArguments):
+    single_phase: str | None = field(
+        default="0.1",
+        metadata={
+            "help": "The masking phase of the whole run: 0.1 (default: BERT's token masking at 15%%, as in "
+            "DistilBERT and Rohanian et al.), another phase's version, or 'all' to distil through the "
+            "whole curriculum (--phase_steps as in run_pretraining.py)."
+        },
+    )
+
+
+@dataclass
+class TeacherArguments:
+    teacher_model_name_or_path: str = field(
+        metadata={"help": "The teacher: a BIOptimus release (releases/v0.4) or any BERT masked LM with its MLM head."}
+    )
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "Tokenizer (default: the teacher's); it must be the teacher's vocabulary."}
+    )
+    teacher_hub_id: str | None = base_model_hub_id_field(
+        "the teacher", "--teacher_model_name_or_path", aliases=["--base_model_hub_id"]
+    )
+    student_version: str | None = field(
+        default=None, metadata={"help": "Version of the student release (default: the last curriculum phase's)."}
+    )
+    speed_batches: int = field(
+        default=4, metadata={"help": "Held-out batches timed for the card's teacher/student speed (0 = skip)."}
+    )
+
+
+# The arguments of a distillation run, in the order ``bioptimus distill`` parses them and
+# :func:`~.run.run_distillation` takes them.
+DISTILLATION_ARGUMENT_TYPES = (
+    TeacherArguments,
+    DistillationConfig,
+    PretrainingDataArguments,
+    StudentCurriculumArguments,
+    ReleaseArguments,
+    TrainingArguments,
+)

@@ -1,9 +1,9 @@
 """Comparing several models on several NER datasets: one table in the layout of the BIOptimus paper's
 Table 5 (one row per model, one column per dataset, test F1 mean ± std over seeds, and the average).
 
-The command ``bioptimus compare`` (:mod:`bioptimus_hf.commands.compare_ner`) fine-tunes each model × dataset
-pair (× seed: :func:`plan_jobs`, independent jobs that can run in parallel) with the fine-tuning function it
-hands in (``bioptimus ner``'s ``fine_tune_ner``), in this process, and builds the table with the functions here.
+:func:`compare_models` fine-tunes each model × dataset pair (× seed: :func:`plan_jobs`, independent jobs that can
+run in parallel) with :func:`bioptimus_hf.ner.run.fine_tune_ner`, in this process, and builds the table; the
+command is ``bioptimus compare``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 import os
 from dataclasses import dataclass
 from statistics import mean
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
@@ -25,10 +25,10 @@ from .results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_d
 logger = logging.getLogger(__name__)
 
 
-def parse_models(text: str) -> List[Tuple[str, str]]:
-    """``"a=path1,path2"`` -> ``[("a", "path1"), ("path2", "path2")]`` (name defaults to the basename)."""
+def parse_models(items: Sequence[str]) -> List[Tuple[str, str]]:
+    """``["a=path1", "path2"]`` -> ``[("a", "path1"), ("path2", "path2")]`` (name defaults to the basename)."""
     models = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
+    for item in filter(None, (part.strip() for part in items)):
         name, sep, path = item.partition("=")
         if not sep:
             name, path = os.path.basename(os.path.normpath(item)), item
@@ -99,7 +99,7 @@ class NerJob:
         return (
             dataclasses.replace(model_args, model_name_or_path=self.model_path, model_name=self.model),
             dataclasses.replace(data_args, data_dir=self.dataset),
-            stab_args if self.seed is None else dataclasses.replace(stab_args, seeds=str(self.seed)),
+            stab_args if self.seed is None else dataclasses.replace(stab_args, seeds=[self.seed]),
             dataclasses.replace(training_args, output_dir=self.directory(output_dir)),
         )
 
@@ -155,7 +155,6 @@ def compare_models(
     datasets: Sequence[str],
     output_dir: str,
     ner_arguments: tuple | None = None,
-    fine_tune: Callable[..., dict] | None = None,
     rerun: bool = False,
     results_only: bool = False,
     seeds: Sequence[int] | None = None,
@@ -164,10 +163,10 @@ def compare_models(
     """Fine-tune and evaluate every model on every dataset (skipping finished jobs), write
     ``comparison.md`` and ``comparison.json`` in ``output_dir``, return the markdown table.
 
-    ``ner_arguments`` are the parsed ``bioptimus ner`` arguments every job shares
-    (:data:`bioptimus_hf.commands.ner.ARGUMENT_TYPES`); each job replaces its model, dataset, output directory
-    and seed (:meth:`NerJob.arguments`), then ``fine_tune(*arguments)`` runs it. Neither is needed with
-    ``results_only``.
+    ``ner_arguments`` are the NER run's arguments every job shares (``NerModelArguments``, ``NerDataArguments``,
+    ``StabilisationArguments``, ``TrainingArguments``: :mod:`.fine_tuning_config`); each job replaces its model,
+    dataset, output directory and seed (:meth:`NerJob.arguments`), then :func:`~.run.fine_tune_ner` runs it. They
+    are not needed with ``results_only``.
 
     With ``seeds`` every seed is a job of its own; ``job_index`` runs only that job of :func:`plan_jobs`
     (e.g. a SLURM array task or one GPU of several) and returns None: a later call with
@@ -181,12 +180,14 @@ def compare_models(
             )
         jobs = [jobs[job_index]]
     if not results_only:
+        from .run import fine_tune_ner
+
         for job in jobs:
             if rerun or not job.done(output_dir):
                 logger.info(
                     "comparison: %s on %s%s", job.model, job.dataset, "" if job.seed is None else f", seed {job.seed}"
                 )
-                fine_tune(*job.arguments(ner_arguments, output_dir))
+                fine_tune_ner(*job.arguments(ner_arguments, output_dir))
     if job_index is not None:
         return None
     return merge_comparison(models, datasets, output_dir)

@@ -62,7 +62,7 @@ def pipeline_caveat(scheme: str) -> str | None:
         f"this model was trained with {scheme} tags: transformers' pipeline('token-classification') knows only B- and "
         f"I- and reads {last}-X and {single}-X as types of their own, so it ends an entity before its last word "
         f"(B-X I-X {last}-X gives two entities) and merges adjacent single-word entities ({single}-X {single}-X "
-        "gives one). Tag it with bioptimus-ner-tag or bioptimus_hf.ner.tagger.NerTagger, which decode "
+        "gives one). Tag it with bioptimus tag or bioptimus_hf.ner.tagger.NerTagger, which decode "
         f"{scheme}."
     )
 

@@ -10,38 +10,21 @@ language models for biomedical natural language processing").
 * ``reinitialize_top_layers`` -- re-draw the weights of the top ``k`` layers (and the pooler, if any)
   with the model's own ``_init_weights``.
 
-``StabilisationArguments`` are their flags (with ``--seeds``), shared by ``run_ner.py`` and ``run_blurb.py``;
-``apply_stabilisation`` applies them to a freshly loaded model.
+``StabilisationArguments`` (:mod:`.fine_tuning_config`) are their flags (with ``--seeds``), shared by ``run_ner.py``
+and ``run_blurb.py``; ``apply_stabilisation`` applies them to a freshly loaded model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, List
 
 import torch
 from torch import nn
 
+from .fine_tuning_config import StabilisationArguments
 
-@dataclass
-class StabilisationArguments:
-    freeze_embeddings: bool = field(default=False, metadata={"help": "Freeze the embedding layer."})
-    freeze_layers: int = field(
-        default=0, metadata={"help": "Freeze the lowest N transformer layers (and embeddings)."}
-    )
-    layerwise_lr_decay: float = field(
-        default=1.0, metadata={"help": "Layer-wise LR decay factor (1.0 = off): layer l learns at lr * decay^(L+1-l)."}
-    )
-    reinit_layers: int = field(
-        default=0, metadata={"help": "Re-initialise the top K transformer layers (and pooler)."}
-    )
-    seeds: str | None = field(
-        default=None,
-        metadata={"help": "Comma-separated seeds, e.g. 1,2,3: one full fine-tune per seed (default: --seed)."},
-    )
 
-    def seed_list(self, default: int) -> list[int]:
-        return [int(s) for s in self.seeds.split(",")] if self.seeds else [default]
+__all__ = ["StabilisationArguments", "apply_stabilisation"]  # the flags are defined in .fine_tuning_config
 
 
 def _encoder_parts(model: nn.Module):

@@ -9,8 +9,8 @@ aggregation_strategy="first")`` gives them (``entity_group``, ``score``, ``word`
 and BIO models the pipeline groups the same words; the tagger also decodes BIOUL models (a warning at load says
 what the pipeline gets wrong for them: ``ner/model_card.py``) and never truncates long abstracts.
 
-    bioptimus-ner-tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
-    bioptimus-ner-tag --model_name_or_path out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
+    bioptimus tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
+    bioptimus tag --model_name_or_path out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
 
 Speed (numbers in docs/ner.md): texts are taken in bounded chunks (``chunk_size``) from any iterable
 and results come out in input order as each chunk is done, so a PubMed-sized file never sits in
@@ -37,15 +37,12 @@ from ..utils.tokenizer_families import tokenizer_for_words
 from .encoding import WindowEncoding, length_order, tokenize_windows
 from .model_card import pipeline_caveat
 from .schemes import tags_to_spans
+from .tagger_config import PRECISIONS
 from .windows import best_token_positions
 
 
 logger = logging.getLogger(__name__)
 
-# "auto": bf16 where the device has it natively, else float32. "bf16": weights cast to bfloat16.
-# "bf16-autocast": float32 weights, matrix products in bf16 (torch.autocast). Forcing a bf16 mode on
-# a device without native bf16 works (torch emulates it) but is slower than float32.
-PRECISIONS = ("auto", "float32", "bf16", "bf16-autocast")
 AUTO_BF16 = "bf16"  # what "auto" picks on bf16 hardware (measured: docs/ner.md, "Tagging speed")
 
 

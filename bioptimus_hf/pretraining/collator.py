@@ -62,7 +62,7 @@ import numpy as np
 import torch
 from transformers import BatchEncoding
 
-from . import static_shapes
+from . import curriculum_config, static_shapes
 from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
 from .tokenization import check_word_boundaries
 
@@ -71,9 +71,9 @@ logger = logging.getLogger(__name__)
 
 _LIVE_COLLATORS: "weakref.WeakValueDictionary[str, CurriculumDataCollator]" = weakref.WeakValueDictionary()
 
-# Where each batch's masking randomness comes from (module docstring); the first is the default.
-MASKING_STREAMS = ("keyed", "sequential")
-DEFAULT_MASKING_STREAM = MASKING_STREAMS[0]
+# Where each batch's masking randomness comes from (module docstring): the choices of --masking_stream, defined with
+# the flag (a light module, for a command's --help); the first is the default.
+MASKING_STREAMS, DEFAULT_MASKING_STREAM = curriculum_config.MASKING_STREAMS, curriculum_config.DEFAULT_MASKING_STREAM
 
 # BERT's corruption rule for the selected tokens: 80% [MASK], 10% random token, 10% kept.
 MASK_FRACTION = 0.8

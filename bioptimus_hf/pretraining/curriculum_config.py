@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .collator import DEFAULT_MASKING_STREAM, MASKING_STREAMS
 from .phases import Curriculum
+
+
+# Where each batch's masking randomness comes from (the collator's docstring says how each works); the first is the
+# default.
+MASKING_STREAMS = ("keyed", "sequential")
+DEFAULT_MASKING_STREAM = MASKING_STREAMS[0]
 
 
 ALL_PHASES = "all"  # --single_phase all: every phase of the curriculum

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..utils.corpus_reader import CorpusFileError, CorpusReadStats, check_corpus_files
-from .data_config import CORPUS_BUILDERS, PretrainingDataArguments
+from ..utils.prepared_corpus import expand_corpus_paths, is_prepared_corpus_dir, read_manifest
+from .data_config import CORPUS_BUILDERS, DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from .tokenization import group_texts, tokenize_with_word_ids
 
 
@@ -42,10 +45,28 @@ def corpus_builder(files: list[str], flag: str = "--train_file") -> str:
     return next(iter(kinds))
 
 
+def corpus_files(files: list[str] | None) -> list[str]:
+    """``--train_file``/``--validation_file`` values with each prepared corpus directory replaced by its shards."""
+    return [str(path) for path in expand_corpus_paths(files or [])]
+
+
 def text_corpus_files(data_args: PretrainingDataArguments) -> list[str]:
-    """The plain-text training files (what the context search of the initialisation reads by default)."""
+    """The training files read as lines (text or a prepared corpus's shards): what the context search of the
+    initialisation reads by default."""
+    files = corpus_files(data_args.train_file)
+    return files if files and corpus_builder(files) in ("text", "parquet") else []
+
+
+def shuffle_buffer_size(data_args: PretrainingDataArguments) -> int:
+    """The streaming shuffle buffer: ``--shuffle_buffer_size``, else 0 for a prepared corpus whose rows were written
+    in a shuffled order (every training file is such a directory), else the default buffer."""
+    if data_args.shuffle_buffer_size is not None:
+        return data_args.shuffle_buffer_size
     files = list(data_args.train_file or [])
-    return files if files and corpus_builder(files) == "text" else []
+    prepared = bool(files) and all(is_prepared_corpus_dir(f) for f in files)
+    if prepared and all(read_manifest(f)["settings"].get("shuffle_rows") for f in files):
+        return 0
+    return DEFAULT_SHUFFLE_BUFFER_SIZE
 
 
 def check_pretraining_data(data_args: PretrainingDataArguments) -> CorpusReadStats | None:
@@ -54,7 +75,9 @@ def check_pretraining_data(data_args: PretrainingDataArguments) -> CorpusReadSta
         raise CorpusFileError("give a corpus: --train_file FILE [FILE ...] or --dataset_name NAME")
     if not data_args.train_file:
         return None
-    files = list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else [])
+    files = corpus_files(
+        list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else [])
+    )
     builder = corpus_builder(files, "--train_file/--validation_file")
     if builder != "text":
         for file in files:
@@ -73,10 +96,22 @@ def check_pretraining_data(data_args: PretrainingDataArguments) -> CorpusReadSta
 
 
 def _check_text_column(path: Path, builder: str, column: str) -> None:
-    """The first record of a JSON-lines or CSV file has the text column (read before any model is loaded)."""
+    """The first record of a JSON-lines or CSV file, or a Parquet file's schema, has the text column (read before
+    any model is loaded)."""
     import csv
     import json
 
+    if builder == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            columns = pq.read_schema(path).names
+        except (pa.ArrowException, OSError) as error:
+            raise CorpusFileError(f"corpus file {path}: not a readable Parquet file ({error})") from None
+        if column not in columns:
+            raise CorpusFileError(f"--text_column_name {column!r} not in the columns of {path}: {columns}")
+        return
     with open(path, encoding="utf-8", errors="replace", newline="") as handle:
         if builder == "csv":
             columns = next(csv.reader(handle), [])
@@ -96,6 +131,7 @@ class PretrainingDatasets:
     train: Any
     eval: Any | None
     max_seq_length: int
+    streaming: bool = False  # ``IterableDataset``s, read lazily (``--streaming``)
 
 
 def _column_names(split: Any, default: str) -> list[str]:
@@ -112,12 +148,14 @@ def load_raw_corpus(data_args: PretrainingDataArguments, cache_dir: str | None, 
             data_args.dataset_name, data_args.dataset_config_name, cache_dir=cache_dir, streaming=data_args.streaming
         )
     else:
-        data_files = {"train": data_args.train_file}
+        train_files = corpus_files(data_args.train_file)
+        if data_args.streaming and shuffle_buffer_size(data_args) == 0:
+            # No buffer: the files (a prepared corpus's shards) are read in an order drawn from the seed.
+            train_files = [train_files[i] for i in np.random.default_rng(seed).permutation(len(train_files))]
+        data_files = {"train": train_files}
         if data_args.validation_file:
-            data_files["validation"] = data_args.validation_file
-        builder = corpus_builder(
-            list(data_args.train_file) + ([data_args.validation_file] if data_args.validation_file else [])
-        )
+            data_files["validation"] = corpus_files([data_args.validation_file])
+        builder = corpus_builder(train_files + data_files.get("validation", []))
         kwargs = {"encoding_errors": "replace"} if builder == "text" else {}
         raw = load_dataset(
             builder, data_files=data_files, cache_dir=cache_dir, streaming=data_args.streaming, **kwargs
@@ -156,18 +194,51 @@ def load_pretraining_datasets(
     cache_dir: str | None = None,
     model_max_tokens: int | None = None,
 ) -> PretrainingDatasets:
-    """Tokenized, packed (or line-by-line) train and held-out datasets; see the module docstring.
+    """Tokenized, packed (or line-by-line) train and held-out datasets of the corpus ``data_args`` name: the raw
+    corpus (:func:`load_raw_corpus`), then :func:`prepare_pretraining_datasets`."""
+    raw = load_raw_corpus(data_args, cache_dir, training_args.seed)
+    return prepare_pretraining_datasets(
+        raw["train"], raw.get("validation"), tokenizer, data_args, training_args, model_max_tokens=model_max_tokens
+    )
+
+
+def is_tokenized(split: Any) -> bool:
+    """Whether a split already holds what the curriculum collator reads (``input_ids`` with ``word_ids``)."""
+    columns = _column_names(split, "")
+    return "input_ids" in columns and "word_ids" in columns
+
+
+def prepare_pretraining_datasets(
+    train: Any,
+    held_out: Any | None,
+    tokenizer,
+    data_args: Any,
+    training_args: Any,
+    model_max_tokens: int | None = None,
+) -> PretrainingDatasets:
+    """Raw text splits (a ``datasets.Dataset`` or ``IterableDataset`` with a ``--text_column_name`` column) tokenized
+    with word ids and packed into blocks (or line by line), as ``run_mlm.py`` does: ``datasets.map`` with caching and
+    ``--preprocessing_num_workers``, or lazily for an ``IterableDataset`` (shuffled with ``--shuffle_buffer_size``).
+    ``data_args`` holds :class:`~.data_config.PretrainingDataArguments`' processing fields (``max_seq_length``,
+    ``line_by_line``, ``text_column_name``, ``max_train_samples``, ``max_eval_samples``...); splits already tokenized
+    (:func:`is_tokenized`) are kept as they are.
 
     ``model_max_tokens``: the longest sequence the model takes (:func:`bioptimus_hf.utils.sequence_length.max_model_tokens`);
     without it, the tokenizer's ``model_max_length`` alone caps ``--max_seq_length``."""
+    from datasets import IterableDataset
+
     limits = [x for x in (tokenizer.model_max_length, model_max_tokens) if x]
     max_seq_length = min([data_args.max_seq_length or min(limits), *limits])
-    raw = load_raw_corpus(data_args, cache_dir, training_args.seed)
-    streaming = data_args.streaming
+    streaming = isinstance(train, IterableDataset)
+    text_column = data_args.text_column_name
+    if not is_tokenized(train) and text_column not in _column_names(train, text_column):
+        raise ValueError(
+            f"--text_column_name {text_column!r} not in the dataset columns {_column_names(train, text_column)}"
+        )
 
     def tokenize(examples):
         return tokenize_with_word_ids(
-            examples, tokenizer, data_args.text_column_name, max_seq_length, line_by_line=data_args.line_by_line
+            examples, tokenizer, text_column, max_seq_length, line_by_line=data_args.line_by_line
         )
 
     def pack(examples):
@@ -183,14 +254,16 @@ def load_pretraining_datasets(
     )
     tokenized = {}
     with training_args.main_process_first(desc="tokenizing the corpus"):
-        for split_name in ("train", "validation"):
-            if split_name not in raw:
+        for split_name, split in (("train", train), ("validation", held_out)):
+            if split is None:
                 continue
-            split = raw[split_name]
+            if is_tokenized(split):
+                tokenized[split_name] = split
+                continue
             ds = split.map(
                 tokenize,
                 batched=True,
-                remove_columns=_column_names(split, data_args.text_column_name),
+                remove_columns=_column_names(split, text_column),
                 **map_kwargs,
                 **({} if streaming else {"desc": f"tokenizing {split_name}"}),
             )
@@ -218,7 +291,9 @@ def load_pretraining_datasets(
 
     train, held_out = tokenized["train"], tokenized.get("validation")
     if streaming:
-        train = train.shuffle(seed=training_args.seed, buffer_size=data_args.shuffle_buffer_size)
+        buffer = shuffle_buffer_size(data_args)
+        if buffer:
+            train = train.shuffle(seed=training_args.seed, buffer_size=buffer)
         if data_args.max_eval_samples and held_out is not None:
             held_out = held_out.take(data_args.max_eval_samples)
     else:
@@ -233,4 +308,4 @@ def load_pretraining_datasets(
             held_out = held_out.select(range(min(len(held_out), data_args.max_eval_samples)))
         if held_out is not None and len(held_out) == 0:
             held_out = None
-    return PretrainingDatasets(train, held_out, max_seq_length)
+    return PretrainingDatasets(train, held_out, max_seq_length, streaming)

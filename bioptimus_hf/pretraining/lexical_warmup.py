@@ -366,27 +366,33 @@ class LexicalWarmupTrainer(Trainer):
     ``lexical_warmup_steps`` so that the first phase starts where the warm-up ends.
 
     Args:
-        lexical_warmup: the :class:`LexicalWarmup`; every other argument is the ``Trainer``'s.
+        lexical_warmup: the :class:`LexicalWarmup` (None: no warm-up, the Trainer as it is, for subclasses whose
+            runs have one or not); every other argument is the ``Trainer``'s.
     """
 
-    def __init__(self, *args, lexical_warmup: LexicalWarmup, **kwargs):
+    def __init__(self, *args, lexical_warmup: LexicalWarmup | None, **kwargs):
         training_args = kwargs.get("args", args[1] if len(args) > 1 else None)
-        if training_args is not None:
+        if training_args is not None and lexical_warmup is not None:
             # Before the Trainer builds its accelerator, which reads find_unused_parameters for DDP.
             for note in check_training_arguments(training_args):
                 logger.info("lexical warm-up: %s", note)
         super().__init__(*args, **kwargs)
+        self.lexical_warmup = lexical_warmup
+        self.lexical_warmup_callback = None
+        if lexical_warmup is None:
+            return
         if self.is_deepspeed_enabled or self.is_fsdp_enabled:
             raise LexicalWarmupUnsupported(
                 "--lexical_warmup_steps is not supported with DeepSpeed or FSDP: they fix "
                 "which parameters train when they wrap the model"
             )
-        self.lexical_warmup = lexical_warmup
         self.lexical_warmup_callback = LexicalWarmupCallback(lexical_warmup)
         # First in line, so that reporters (TensorBoard...) see the `lexical_warmup` key it adds to logs.
         self.callback_handler.callbacks.insert(0, self.lexical_warmup_callback)
 
     def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None):
+        if self.lexical_warmup is None:
+            return super().create_scheduler(num_training_steps, optimizer)
         if self.lr_scheduler is None:
             optimizer = optimizer if optimizer is not None else self.optimizer
             self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(

@@ -11,10 +11,13 @@ Layout of ``output_dir``::
     arms/base/ner/final/...             the base model, no further pre-training
 
 Each unit is marked done (:mod:`.done_marks`) after its results are written; a marked unit is skipped, an
-unmarked pre-training run is started again and resumes from its own last checkpoint. Each unit is a library
-function called in this process with a mapping of its arguments (:class:`StudyUnits`); the caller
-(``bioptimus study``, above this wing) supplies them, turning each mapping into that command's argument
-dataclasses as a config file holding it would.
+unmarked pre-training run is started again and resumes from its own last checkpoint. Each unit is a wing's run,
+called in this process with its typed settings: the vocabulary's :func:`~bioptimus_hf.vocabulary.run.train_and_report`
+and :func:`~bioptimus_hf.vocabulary.run.write_initialized_model`, :func:`~bioptimus_hf.pretraining.run.run_pretraining`,
+:func:`~bioptimus_hf.ner.run.fine_tune_ner`. The study's settings are mappings (an arm's yaml, ``ner_args``): each
+unit's mapping becomes the run's dataclasses as a config file holding it would
+(:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`), and a value one refuses ends the study with one
+line naming it.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..releases.record import find_releases
+from ..utils.cli import exit_on_bad_input
+from ..utils.config_mapping import configs_from_mapping
 from ..utils.files import write_json_atomic
 from .done_marks import is_done, mark_done, read_done
 from .study_config import BASE_ROW, INIT_KEYS, ArmConfig, StudyArguments
@@ -79,25 +83,17 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
     return targets
 
 
-Unit = Callable[[Mapping[str, Any]], Any]
-
-
-@dataclass(frozen=True)
-class StudyUnits:
-    """The four kinds of unit, each run from a mapping of its command's arguments (as a config file gives them)."""
-
-    train_tokenizer: Unit  # bioptimus train-tokenizer
-    initialize: Unit  # bioptimus init-embeddings
-    pretrain: Unit  # bioptimus pretrain
-    fine_tune_ner: Unit  # bioptimus ner
+def typed_settings(dataclass_types: Sequence[type], mapping: Mapping[str, Any]) -> tuple:
+    """A unit's settings as its run's dataclasses (see the module docstring); bad values end with one line."""
+    with exit_on_bad_input():
+        return configs_from_mapping(dataclass_types, mapping)
 
 
 class StudyRunner:
     """Runs the units of a study in order, skipping finished ones; ``computed`` counts the units it ran."""
 
-    def __init__(self, args: StudyArguments, units: StudyUnits, on_progress: Callable[[], None] | None = None):
+    def __init__(self, args: StudyArguments, on_progress: Callable[[], None] | None = None):
         self.args = args
-        self.units = units
         self.layout = StudyLayout(args.output_dir)
         self.on_progress = on_progress  # called after every finished unit (e.g. to rewrite the report)
         self.computed: Counter[str] = Counter()
@@ -111,18 +107,20 @@ class StudyRunner:
 
         path = self.layout.tokenizer
         if not (path / COVERAGE_REPORT_NAME).is_file():  # written last inside an all-at-once directory
+            from ..vocabulary.run import train_and_report
+            from ..vocabulary.tokenizer_config import TokenizerTrainingArguments
+
             files = self.args.tokenizer_train_files or self.args.corpus_files()
             if not files:
                 raise ValueError("--tokenizer_train_files (or a shared train_file) is needed to train the tokenizer")
-            self.units.train_tokenizer(
-                {
-                    **self.args.tokenizer_run_args,
-                    "train_files": files,
-                    "base_tokenizer": self.args.model_name_or_path,
-                    "vocab_size": self.args.tokenizer_vocab_size,
-                    "output_dir": str(path),
-                }
-            )
+            settings = {
+                **self.args.tokenizer_run_args,
+                "train_files": files,
+                "base_tokenizer": self.args.model_name_or_path,
+                "vocab_size": self.args.tokenizer_vocab_size,
+                "output_dir": str(path),
+            }
+            train_and_report(*typed_settings((TokenizerTrainingArguments,), settings))
             self.computed["tokenizer"] += 1
         return str(path)
 
@@ -131,20 +129,21 @@ class StudyRunner:
         if arm.init_strategy == "continued":
             return None
         from ..vocabulary.embedding_init import INIT_REPORT_NAME
+        from ..vocabulary.init_config import EmbeddingInitArguments, StartModelArguments
+        from ..vocabulary.run import write_initialized_model
 
         path = self.layout.init(arm.init_key)
         if not (path / INIT_REPORT_NAME).is_file():  # bioptimus-init-embeddings writes the directory all at once
             init_args = {k: v for k, v in arm.args.items() if k in INIT_KEYS or k.startswith("init_")}
             init_args.setdefault("init_corpus_files", arm.args.get("train_file"))
-            self.units.initialize(
-                {
-                    **init_args,
-                    "model_name_or_path": self.args.model_name_or_path,
-                    "tokenizer_name": tokenizer,
-                    "output_dir": str(path),
-                    "seed": self.args.seed,
-                }
-            )
+            settings = {
+                **init_args,
+                "model_name_or_path": self.args.model_name_or_path,
+                "tokenizer_name": tokenizer,
+                "output_dir": str(path),
+                "seed": self.args.seed,
+            }
+            write_initialized_model(*typed_settings((StartModelArguments, EmbeddingInitArguments), settings))
             self.computed[f"init:{arm.init_key}"] += 1
         return path
 
@@ -191,7 +190,10 @@ class StudyRunner:
         started = time.perf_counter()
         # Resumes from the last complete checkpoint of run_dir; --overwrite_output_dir only matters when there is
         # none (an attempt killed before its first checkpoint).
-        self.units.pretrain(args)
+        from ..pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES
+        from ..pretraining.run import run_pretraining
+
+        run_pretraining(*typed_settings(PRETRAINING_ARGUMENT_TYPES, args))
         self.computed[f"pretrain:{arm.name}"] += 1
         mark_done(
             arm_dir,
@@ -208,6 +210,9 @@ class StudyRunner:
     # ------------------------------------------------------------------ NER
     def ner(self, row: str, targets: dict[str, Path]) -> None:
         """Every (target, dataset, seed) fine-tune of a row that is not done yet."""
+        from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
+        from ..ner.run import fine_tune_ner
+
         for target, model_dir in targets.items():
             for data_dir in self.args.ner_data_dirs:
                 dataset = Path(data_dir).name
@@ -217,18 +222,17 @@ class StudyRunner:
                         continue
                     logger.info("study: NER %s/%s on %s, seed %d", row, target, dataset, seed)
                     started = time.perf_counter()
-                    self.units.fine_tune_ner(
-                        {
-                            "save_model": False,
-                            "report_to": "none",
-                            **self.args.ner_run_args,
-                            "model_name_or_path": str(model_dir),
-                            "model_name": f"{row}/{target}",
-                            "data_dir": data_dir,
-                            "output_dir": str(run_dir),
-                            "seeds": str(seed),
-                        }
-                    )
+                    settings = {
+                        "save_model": False,
+                        "report_to": "none",
+                        **self.args.ner_run_args,
+                        "model_name_or_path": str(model_dir),
+                        "model_name": f"{row}/{target}",
+                        "data_dir": data_dir,
+                        "output_dir": str(run_dir),
+                        "seeds": [seed],
+                    }
+                    fine_tune_ner(*typed_settings(NER_ARGUMENT_TYPES, settings))
                     self.computed[f"ner:{row}/{target}/{dataset}/{seed}"] += 1
                     mark_done(
                         run_dir,

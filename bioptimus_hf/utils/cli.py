@@ -1,4 +1,5 @@
-"""How every script and command ends on bad input: one line, ``error: <message>``, exit status 1, no traceback.
+"""How every script and command ends on bad input: one line, ``error: <message>``, exit status 1, no traceback;
+and on a command line that cannot be parsed (an unknown flag, a bad choice): one line, exit status 2 (argparse's).
 
 The library's refusals name the flag or file at fault in their message (``--window_stride 40 must be in
 [0, 12)``, ``train.tsv, line 3: ...``), so that line is all the user needs. Wrap only the steps that check
@@ -13,8 +14,15 @@ input, not the whole run: a ``ValueError`` from deep inside training is a bug an
 
 from __future__ import annotations
 
+import difflib
+import re
+import sys
+from collections.abc import Iterable
 from contextlib import contextmanager
+from typing import NoReturn
 
+
+USAGE_ERROR_STATUS = 2  # argparse's and the shells' convention for a command line that cannot be parsed
 
 # What the library raises for input it refuses (a ConllFormatError is a ValueError).
 BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError)
@@ -30,3 +38,31 @@ def exit_on_bad_input(*errors: type[BaseException]):
         yield
     except caught as error:
         raise SystemExit(f"error: {error}") from None
+
+
+def usage_message(message: str) -> str:
+    """argparse's wording of a refused flag value as every command and mapping words it: the flag named once
+    (``--flag``, not ``argument --flag/--flag-twin``), a bad choice with the valid ones unquoted
+    (``--mode: invalid choice 'x'; choose from a, b``)."""
+    message = re.sub(r"(--\w+)(?:/--[\w-]+)+", r"\1", re.sub(r"^argument ", "", message))
+    choice = re.fullmatch(r"(.*)invalid choice: (.*) \(choose from (.*)\)", message)
+    if choice:
+        prefix, value, choices = choice.groups()
+        message = f"{prefix}invalid choice {value}; choose from {choices.replace(chr(39), '')}"
+    return message
+
+
+def unknown_name_message(name: str, known: Iterable[str], what: str = "flag", otherwise: str = "") -> str:
+    """``unknown flag --x; did you mean --y?`` (the nearest of ``known``, if one is near; else ``otherwise``); a
+    config's or a mapping's ``key`` is named without the dashes."""
+    bare = name.removeprefix("--")
+    dashes = "--" if what == "flag" else ""
+    nearest = difflib.get_close_matches(f"--{bare}", [f"--{k.removeprefix('--')}" for k in known], n=1, cutoff=0.6)
+    hint = f"did you mean {dashes}{nearest[0][2:]}?" if nearest else otherwise
+    return f"unknown {what} {dashes}{bare}; {hint}"
+
+
+def exit_on_usage_error(message: str) -> NoReturn:
+    """End a command line that cannot be parsed: ``error: <message>`` on stderr, exit status 2, no usage dump."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(USAGE_ERROR_STATUS)

@@ -11,18 +11,25 @@ through :func:`iter_lines`, so that they agree on what a line is and on how bad 
 * **gzip** (``.gz``) is decompressed on the fly; zero padding after the last member is accepted (what
   ``gzip -d`` and Python's ``gzip`` do), a 0-byte ``.gz`` is an empty file, and a truncated or corrupt
   stream raises :class:`CorpusFileError` naming the file.
+* **A prepared corpus** (a directory written by ``bioptimus prepare-corpus``, or one of its ``.parquet`` shards;
+  :mod:`bioptimus_hf.utils.prepared_corpus`) reads as lines too: a directory is its manifest's shards, a shard is
+  its rows' ``text``, one line a row (line breaks inside a text become spaces).
 * Every error names the file (and the line where there is one).
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import os
+import tempfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
+
+from .prepared_corpus import TEXT_COLUMN, expand_corpus_paths, is_shard_file
 
 
 # Share of undecodable lines above which a corpus is refused (a binary file, a wrong encoding).
@@ -110,9 +117,12 @@ def iter_lines(
     number of further bytes consumed from disk (compressed bytes for ``.gz``), for progress bars.
     """
     stats = stats if stats is not None else CorpusReadStats()
-    for path in map(Path, paths):
+    for path in expand_corpus_paths(paths):
         _require_file(path)
         stats.files.append(str(path))
+        if is_shard_file(path):
+            yield from _iter_shard_lines(path, stats, on_bytes)
+            continue
         raw = open(path, "rb")
         try:
             stream = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip(path) else raw
@@ -147,6 +157,67 @@ def iter_lines(
             raw.close()
 
 
+def _iter_shard_lines(path: Path, stats: CorpusReadStats, on_bytes: Callable[[int], None] | None) -> Iterator[str]:
+    """The ``text`` of each row of a Parquet shard, one line each; ``on_bytes`` is told the file's bytes pro rata."""
+    shard = _open_shard(path)
+    size, rows, reported = path.stat().st_size, max(shard.metadata.num_rows, 1), 0
+    done = 0
+    for batch in shard.iter_batches(columns=[TEXT_COLUMN], batch_size=4096):
+        for text in batch.column(0).to_pylist():
+            line = " ".join((text or "").splitlines())
+            stats.lines += 1
+            stats.bytes += len(line.encode("utf-8")) + 1
+            if line.strip():
+                stats.nonempty_lines += 1
+            yield line
+        done += batch.num_rows
+        if on_bytes is not None:
+            position = size * done // rows
+            on_bytes(position - reported)
+            reported = position
+
+
+def _open_shard(path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        shard = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as error:
+        raise CorpusFileError(f"corpus file {path}: not a readable Parquet file ({error})") from None
+    if TEXT_COLUMN not in shard.schema_arrow.names:
+        raise CorpusFileError(f"corpus file {path}: no {TEXT_COLUMN!r} column (columns: {shard.schema_arrow.names})")
+    return shard
+
+
+def _shard_stats(path: Path) -> CorpusReadStats:
+    rows = _open_shard(path).metadata.num_rows
+    return CorpusReadStats(files=[str(path)], lines=rows, nonempty_lines=rows, bytes=path.stat().st_size)
+
+
+@contextlib.contextmanager
+def plain_text_files(paths: Iterable[str | os.PathLike]) -> Iterator[list[Path]]:
+    """The corpus as files of plain lines, for a reader of text files only (qik-find's Rust backend): a prepared
+    corpus's shards are written as their lines (:func:`iter_lines`, so both readers see the same lines) to temporary
+    files under ``TMPDIR``, removed on exit; other files are given as they are."""
+    paths = expand_corpus_paths(paths)
+    if not any(is_shard_file(p) for p in paths):
+        yield paths
+        return
+    with tempfile.TemporaryDirectory(prefix="bioptimus-corpus-") as directory:
+        plain = []
+        for number, path in enumerate(paths):
+            if not is_shard_file(path):
+                plain.append(path)
+                continue
+            copy = Path(directory) / f"{number:05d}-{path.stem}.txt"
+            with open(copy, "w", encoding="utf-8") as out:
+                for line in iter_lines([path]):
+                    out.write(line + "\n")
+            plain.append(copy)
+        yield plain
+
+
 def iter_text_lines(paths: Iterable[str | os.PathLike], stats: CorpusReadStats | None = None) -> Iterator[str]:
     """The stripped, non-blank lines of the files (tokenizer training, sampling)."""
     for line in iter_lines(paths, stats):
@@ -171,18 +242,20 @@ def check_corpus_files(
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    paths = [Path(p) for p in paths]
+    paths = list(paths)
     if not paths:
         raise CorpusFileError(f"no {what} files given")
+    paths = expand_corpus_paths(paths)
     total = CorpusReadStats()
     for path in paths:
         _require_file(path)
-        stats = CorpusReadStats()
-        read = 0
-        for _ in iter_lines([path], stats):
-            read = stats.bytes
-            if max_check_bytes is not None and read >= max_check_bytes:
-                break
+        if is_shard_file(path):  # Parquet strings are UTF-8 by construction: its schema and row count suffice
+            stats = _shard_stats(path)
+        else:
+            stats = CorpusReadStats()
+            for _ in iter_lines([path], stats):
+                if max_check_bytes is not None and stats.bytes >= max_check_bytes:
+                    break
         if stats.nonempty_lines == 0:
             raise CorpusFileError(f"{what} file {path} is empty (no non-blank line)")
         if stats.undecodable_fraction > max_undecodable_fraction:

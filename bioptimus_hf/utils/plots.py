@@ -1,19 +1,17 @@
 """The loss plot of a pre-training run: training and held-out loss per step, the learning rate, and where each
 curriculum phase ends — drawn from the Trainer's ``log_history`` (``trainer_state.json``) as a PNG.
 
-The same picture goes into every release (``training_loss.png``, linked from its model card) and into a
-study's figures. matplotlib is an optional dependency (extra ``plots``): without it nothing is drawn.
+The same picture goes into every release (``training_loss.png``, linked from its model card), into a study's
+figures, and is drawn again from a finished run by ``bioptimus plot RUN_DIR``
+(:mod:`bioptimus_hf.pretraining.run_figures`). matplotlib is a dependency of the package.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-
-logger = logging.getLogger(__name__)
 
 LOSS_PLOT_NAME = "training_loss.png"
 
@@ -28,7 +26,10 @@ def have_matplotlib() -> bool:
 
 def pyplot():
     """matplotlib's pyplot on the file-only Agg backend (no display on servers and in tests)."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as error:  # a broken install: the package requires matplotlib
+        raise ImportError(f"matplotlib is required to draw figures ({error}): pip install 'matplotlib>=3.8'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -55,11 +56,8 @@ def plot_training_curves(
     title: str | None = None,
     ax=None,
 ) -> Path | None:
-    """Draw the run's curves into ``path`` (or onto ``ax``); returns the file written, None without matplotlib
-    or without any logged loss."""
-    if not have_matplotlib():
-        logger.warning("matplotlib is not installed (pip install bioptimus-hf[plots]): no loss plot at %s", path)
-        return None
+    """Draw the run's curves into ``path`` (or onto ``ax``); returns the file written, None without any logged
+    loss."""
     series = loss_series(log_history)
     if not series["loss"] and not series["eval_loss"]:
         return None

@@ -3,7 +3,8 @@
 ``run_pretraining.py``, the ``bioptimus-init-embeddings`` command and the library's
 :func:`~bioptimus_hf.vocabulary.embedding_init.build_initialized_model` all take an
 :class:`EmbeddingInitArguments`, so a default (say norm matching) cannot differ between them, and the
-model card describes a strategy with the text defined here.
+model card describes a strategy with the text defined here. :class:`StartModelArguments` say what a start model is
+built from and where it is written (``bioptimus init-embeddings``, a study's shared start models).
 """
 
 from __future__ import annotations
@@ -71,6 +72,14 @@ ROW_STRATEGIES = tuple(name for name, s in INIT_STRATEGIES.items() if s.new_voca
 class EmbeddingInitArguments:
     """How the model that training starts from is built (the paper's Table 1)."""
 
+    # old spellings, still parsed with a deprecation line (utils/flag_spellings.py)
+    renamed_flags = {
+        "--strategy": "--init_strategy",
+        "--corpus_files": "--init_corpus_files",
+        "--norm_match": "--init_norm_match",
+        "--batch_size": "--init_batch_size",
+    }
+
     init_strategy: str = field(
         default="continued",
         metadata={
@@ -79,7 +88,6 @@ class EmbeddingInitArguments:
             "rows random, the mean of base sub-token embeddings, distilled from the base model in corpus contexts, "
             "drawn around the mean of the base embeddings, learnt by token distillation, or FOCUS combinations of "
             "shared rows; focus needs the [focus] extra).",
-            "aliases": ["--strategy"],
         },
     )
     init_corpus_files: list[str] | None = field(
@@ -87,7 +95,6 @@ class EmbeddingInitArguments:
         metadata={
             "help": "Corpus searched for contexts of new tokens (contextualized, token_distillation; the "
             "fastText corpus of focus; default: the training text files).",
-            "aliases": ["--corpus_files"],
         },
     )
     max_contexts_per_token: int = field(
@@ -98,12 +105,11 @@ class EmbeddingInitArguments:
         metadata={
             "help": "Rescale contextualized rows to the norm statistics of the base input embeddings (last-layer "
             "states are ~5x larger, see docs/vocabulary_and_init.md); false = the paper's raw vectors.",
-            "aliases": ["--norm_match"],
         },
     )
     init_batch_size: int = field(
         default=32,
-        metadata={"help": "Sentences per base-model forward pass (contextualized).", "aliases": ["--batch_size"]},
+        metadata={"help": "Sentences per base-model forward pass (contextualized)."},
     )
     init_device: str | None = field(
         default=None, metadata={"help": "Device of those forward passes (default: cuda if any)."}
@@ -171,3 +177,25 @@ class EmbeddingInitArguments:
     @property
     def strategy(self) -> InitStrategy:
         return INIT_STRATEGIES[self.init_strategy]
+
+
+@dataclass
+class StartModelArguments:
+    """The base model and new vocabulary a start model is built from, and where it is written."""
+
+    renamed_flags = {"--base_model": "--model_name_or_path", "--new_tokenizer": "--tokenizer_name"}
+
+    model_name_or_path: str = field(metadata={"help": "Base masked-LM (path or Hub id)."})
+    output_dir: str = field(metadata={"help": "Where the initialised checkpoint and init_report.json go."})
+    tokenizer_name: str | None = field(
+        default=None,
+        metadata={"help": "The new vocabulary (not needed for 'continued')."},
+    )
+    config_name: str | None = field(
+        default=None, metadata={"help": "Architecture for 'scratch' (default: the base's)."}
+    )
+    seed: int = field(default=0, metadata={"help": "Seed of the context sample and of random rows."})
+    disable_tqdm: bool = field(
+        default=False,
+        metadata={"help": "No progress bars (as the Trainer's flag); they are drawn on the main process only."},
+    )

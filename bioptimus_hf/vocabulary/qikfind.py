@@ -39,7 +39,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from ..utils.corpus_reader import CorpusReadStats, iter_lines
+from ..utils.corpus_reader import CorpusReadStats, iter_lines, plain_text_files
+from ..utils.prepared_corpus import expand_corpus_paths
 from ..utils.progress import progress_bar, progress_enabled
 from ..utils.tokenizer_loader import load_backend_tokenizer, resolve_backend_tokenizer
 from . import _sentence_classes
@@ -366,7 +367,7 @@ def find_contexts(
 
     if isinstance(corpus_paths, (str, os.PathLike)):
         corpus_paths = [corpus_paths]  # one file given bare
-    paths = [Path(p) for p in corpus_paths]
+    paths = expand_corpus_paths(corpus_paths)  # a prepared corpus's directory: its shards
     for path in paths:
         if not path.is_file():
             raise FileNotFoundError(f"corpus file not found: {path}")
@@ -421,17 +422,18 @@ def find_contexts(
     started = time.perf_counter()
     try:
         if backend == "rust":
-            contexts = _rust_backend(
-                paths,
-                rust_tokenizer,
-                targets,
-                max_per_token,
-                seed,
-                max_context_chars,
-                num_threads,
-                bar,
-                stats,
-            )
+            with plain_text_files(paths) as text_paths:  # the extension reads text files: shards as their lines
+                contexts = _rust_backend(
+                    text_paths,
+                    rust_tokenizer,
+                    targets,
+                    max_per_token,
+                    seed,
+                    max_context_chars,
+                    num_threads,
+                    bar,
+                    stats,
+                )
         else:
             contexts = _python_backend(
                 paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, bar, stats

@@ -31,11 +31,15 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tokenizers import Tokenizer
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from ..utils.tokenizer_families import tokenizer_family
+
+
+if TYPE_CHECKING:  # transformers loads when a vocabulary is built, not when a command prints its --help
+    from transformers import PreTrainedTokenizerBase
 
 
 # The choices of --vocabulary_mode: a new vocabulary in place of the base's, or the base's with domain tokens added.
@@ -157,6 +161,8 @@ class VocabularyExtension:
                 if name not in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
                     os.remove(os.path.join(directory, name))
             Tokenizer.from_str(json.dumps(pipeline)).save(os.path.join(directory, "tokenizer.json"))
+            from transformers import AutoTokenizer
+
             extended = AutoTokenizer.from_pretrained(directory)
         extended.name_or_path = self.base.name_or_path
         check_base_kept(self.base, extended)

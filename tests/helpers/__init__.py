@@ -1,7 +1,7 @@
 """Plain functions the tests share (fixtures and hooks live in tests/conftest.py): the shared corpus, a script's
 ``main()`` run as from its command line, and subprocesses started by a test. Topic helpers sit beside this
 module: ``helpers.ner``, ``helpers.families``, ``helpers.qikfind``, ``helpers.embedding_init``,
-``helpers.masked_lm``, ``helpers.blurb``, ``helpers.pretraining``."""
+``helpers.masked_lm``, ``helpers.blurb``, ``helpers.pretraining``, ``helpers.pubmed``."""
 
 import os
 import subprocess

@@ -9,7 +9,7 @@ import random
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
-from bioptimus_hf.utils.flags import mapping_to_argv
+from bioptimus_hf.commands.config_parser import mapping_to_argv
 
 
 WORDS = (

@@ -1,6 +1,6 @@
 """The flags of a short run_pretraining.py run on a tiny model (tests/conftest.py's ``tiny_model_dir``)."""
 
-from bioptimus_hf.utils.flags import mapping_to_argv
+from bioptimus_hf.commands.config_parser import mapping_to_argv
 
 
 def base_args(model_dir, corpus, out):

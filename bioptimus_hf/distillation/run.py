@@ -1,0 +1,158 @@
+"""One distillation run from its typed settings: what ``bioptimus distill`` runs, callable by anyone.
+
+A compact student distilled from a BIOptimus release (or any BERT masked LM) with the recipes of Rohanian et al.
+(DistilBioBERT, CompactBioBERT, TinyBioBERT), on the corpus and through the curriculum of ``bioptimus pretrain``,
+written to ``<output_dir>/student/`` as a release (plain ``BertForMaskedLM``, tokenizer, ``bioptimus_phase.json``
+with the distillation record, model card). The settings: :data:`~.distillation_config.DISTILLATION_ARGUMENT_TYPES`.
+See docs/distillation.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from transformers import AutoConfig, TrainingArguments, set_seed
+
+from ..pretraining.callback import PhaseScheduleCallback
+from ..pretraining.data import load_pretraining_datasets
+from ..pretraining.data_config import PretrainingDataArguments
+from ..pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
+from ..releases.lineage import base_model_hub_id, public_name
+from ..releases.publisher import start_release_publisher
+from ..releases.release_config import ReleaseArguments, resolve_release_hub
+from ..utils.cli import exit_on_bad_input
+from ..utils.distributed import close_process_group
+from ..utils.sequence_length import max_model_tokens
+from ..utils.tokenizer_loader import load_fast_tokenizer
+from .distillation_config import (
+    DistillationConfig,
+    StudentCurriculumArguments,
+    TeacherArguments,
+    check_shared_vocabulary,
+)
+from .distillation_trainer import DistillationTrainer
+from .student import build_student, load_teacher
+from .student_release import distillation_facts, student_release_info, write_student_release
+
+
+logger = logging.getLogger(__name__)
+
+
+def run_distillation(
+    teacher_args: TeacherArguments,
+    distillation_config: DistillationConfig,
+    data_args: PretrainingDataArguments,
+    curriculum_args: StudentCurriculumArguments,
+    release_args: ReleaseArguments,
+    training_args: TrainingArguments,
+) -> None:
+    """One distillation run (or its resumption) from its typed settings; bad input ends with one line."""
+    setup_logging(training_args)
+
+    # 1. Everything that can be checked without model weights: schedule, corpus, teacher configuration, the
+    #    distillation plan (layers, layer map, projection, heads, weights) and the shared vocabulary.
+    teacher_path = teacher_args.teacher_model_name_or_path
+    with exit_on_bad_input(ValueError, OSError):
+        curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args)
+        teacher_config = AutoConfig.from_pretrained(teacher_path)
+        student_config = (
+            AutoConfig.from_pretrained(distillation_config.student_config_name)
+            if distillation_config.student_config_name
+            else None
+        )
+        plan = distillation_config.resolve(teacher_config, student_config)
+        tokenizer = load_fast_tokenizer(teacher_args.tokenizer_name or teacher_path, purpose="word ids")
+        teacher_tokenizer = (
+            load_fast_tokenizer(teacher_path, purpose="word ids") if teacher_args.tokenizer_name else None
+        )
+        check_shared_vocabulary(tokenizer, teacher_config, teacher_tokenizer, teacher_args.tokenizer_name)
+        hub = resolve_release_hub(release_args, training_args, "the student release")  # --push_to_hub publishes it
+    logger.info("curriculum: %s", schedule.describe())
+    logger.info("distillation: %s", plan.to_dict())
+    if corpus_report is not None and corpus_report.undecodable_lines:
+        logger.warning("corpus: %s", corpus_report.summary())
+
+    # 2. The output directory: locked for this run; resume from its last complete checkpoint.
+    with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
+        checkpoint, _lock = open_output_dir(
+            training_args, release_args.overwrite_output_dir, schedule, curriculum_args.allow_schedule_change
+        )
+    set_seed(training_args.seed)
+
+    # 3. Teacher (with its MLM head) and student (kept teacher layers, or a random smaller configuration).
+    with exit_on_bad_input(ValueError):
+        teacher = load_teacher(teacher_path, plan)
+    student = build_student(teacher, plan, student_config)
+
+    # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
+    collator = curriculum_args.build_collator(tokenizer, curriculum, training_args.seed, data_args.line_by_line)
+    longest = min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer))  # both must take it
+    data = load_pretraining_datasets(data_args, tokenizer, training_args, model_max_tokens=longest)
+    training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
+    if data_args.streaming:
+        training_args.accelerator_config.dispatch_batches = False
+
+    # 6. The phase callback (phase switches; the student is released once, at the end) and the trainer.
+    hub_id = base_model_hub_id(teacher_path, teacher_args.teacher_hub_id)
+    callback = PhaseScheduleCallback(
+        collator,
+        phase_steps=schedule.step_counts,
+        write_releases=False,
+        evaluate_at_phase_end=False,
+        run_info={
+            "base_model": hub_id or public_name(teacher_path),
+            "base_model_hub_id": hub_id,
+            "tokenizer": public_name(teacher_args.tokenizer_name or teacher_path),
+            "vocab_size": len(tokenizer),
+            "max_seq_length": data.max_seq_length,
+            "packing": not data_args.line_by_line,
+            "masked_only_prediction": True,
+            "train_files": [os.path.basename(f) for f in data_args.train_file or []],
+            "dataset_name": data_args.dataset_name,
+        },
+        allow_schedule_change=curriculum_args.allow_schedule_change,
+    )
+    with exit_on_bad_input(ValueError):
+        trainer = DistillationTrainer(
+            model=student,
+            teacher_model=teacher,
+            plan=plan,
+            args=training_args,
+            train_dataset=data.train,
+            eval_dataset=data.eval,
+            processing_class=tokenizer,
+            data_collator=collator,
+        )
+    trainer.callback_handler.callbacks.insert(0, callback)
+
+    # 7. Distil.
+    train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+
+    # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
+    publisher = start_release_publisher(hub, training_args)
+    measured = trainer.measure_student_and_teacher(speed_batches=teacher_args.speed_batches)
+    totals = collator.stats.summed_over_ranks()  # every rank: the masking the student saw, over all ranks
+    if trainer.is_world_process_zero():
+        facts = distillation_facts(
+            plan,
+            teacher_path,
+            teacher,
+            trainer.model,
+            teacher_args.teacher_hub_id,
+            measured["teacher_heldout_mlm_loss"],
+            measured["speed"],
+        )
+        info = student_release_info(
+            callback, facts, trainer.state.global_step, measured["metrics"], teacher_args.student_version, totals
+        )
+        target = write_student_release(training_args.output_dir, trainer.model, tokenizer, info)
+        logger.info("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
+        if publisher is not None:
+            publisher(target)
+
+    # 9. Final model, metrics and state of the run (and the student on the Hub, with --push_to_hub).
+    finish_run(trainer, collator, train_result, publisher)
+
+    # 10. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
+    close_process_group()

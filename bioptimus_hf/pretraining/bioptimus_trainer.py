@@ -1,0 +1,253 @@
+"""BioptimusTrainer: a ``Trainer`` that runs the BIOptimus curriculum on a raw text dataset, as TRL's ``SFTTrainer``
+runs supervised fine-tuning on one.
+
+    from bioptimus_hf import BioptimusConfig, BioptimusTrainer
+
+    config = BioptimusConfig(output_dir="out", max_steps=1000, max_seq_length=128)
+    trainer = BioptimusTrainer("bert-base-uncased", args=config, train_dataset=corpus["train"],
+                               eval_dataset=corpus["test"])
+    trainer.train()             # out/releases/v0.1 ... v0.4, each with bioptimus_phase.json and a model card
+
+Given a model name or path (and, for a new vocabulary, ``processing_class``: the tokenizer's name or path), it
+builds the start model of ``args.init_strategy`` (:func:`~bioptimus_hf.vocabulary.embedding_init.build_initialized_model`,
+``init_report.json`` in ``output_dir``); given a model, it trains that model. Then, from
+:class:`~.bioptimus_config.BioptimusConfig`: the MLM head at masked positions only (:mod:`.masked_lm`), bulk dropout
+masks on a CPU, the texts of the ``text_column_name`` column tokenized with word ids and packed into
+``max_seq_length``-token blocks (:func:`~.data.prepare_pretraining_datasets`; a dataset that already holds
+``input_ids`` and ``word_ids`` is used as it is), the curriculum's masking collator with static shapes under
+``torch_compile``, the :class:`~.callback.PhaseScheduleCallback` that switches phases and writes a release at each
+phase end (published with ``push_to_hub``), and the lexical warm-up's frozen body and two-stage schedule
+(:class:`~.lexical_warmup.LexicalWarmupTrainer`) when ``lexical_warmup_steps`` asks for one.
+
+``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is this trainer plus what a command adds around it: the
+corpus read from files, the output directory locked and resumed from its last complete checkpoint, the final model
+and metrics saved. ``Trainer(callbacks=[PhaseScheduleCallback(collator)])`` still works for a Trainer of your own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import fields
+from typing import Any
+
+from transformers import PreTrainedModel, TrainingArguments, set_seed
+
+from ..releases.lineage import base_model_hub_id, public_name
+from ..releases.publisher import start_release_publisher
+from ..releases.release_config import ReleaseHub, resolve_release_hub
+from ..utils.allocator import retain_freed_memory
+from ..utils.bulk_dropout import enable_bulk_dropout, use_bulk_dropout
+from ..utils.files import write_json_atomic
+from ..utils.sequence_length import max_model_tokens
+from ..utils.tokenizer_loader import load_fast_tokenizer
+from ..vocabulary.embedding_init import (
+    INIT_REPORT_NAME,
+    build_initialized_model,
+    start_model_provenance,
+    vocabulary_facts,
+)
+from .bioptimus_config import BioptimusConfig
+from .callback import PhaseScheduleCallback
+from .collator import CurriculumDataCollator
+from .data import prepare_pretraining_datasets, shuffle_buffer_size
+from .lexical_warmup import LexicalWarmup, LexicalWarmupTrainer, lexical_parameters
+from .masked_lm import masked_only_status, use_masked_only_prediction
+from .phases import Curriculum, PhaseSchedule
+from .static_shapes import allow_compiled_shapes
+from .stream_resume import StreamResumeMixin
+
+
+logger = logging.getLogger(__name__)
+
+# ``release_hub`` not given: the trainer reads ``push_to_hub`` itself (resolve_release_hub).
+FROM_ARGS = "from args"
+
+
+def curriculum_schedule(config: BioptimusConfig) -> tuple[Curriculum, PhaseSchedule, LexicalWarmup | None]:
+    """The curriculum of ``config``, its schedule over ``max_steps`` and its lexical warm-up (None: none). Cheap (no
+    model): raises ValueError naming the flag or file for a schedule that cannot run."""
+    if config.max_steps is None or config.max_steps <= 0:
+        raise ValueError("--max_steps must be > 0: curriculum phases are scheduled in optimizer steps")
+    curriculum = config.build(config.lexical_warmup_steps)
+    schedule = curriculum.resolve(config.max_steps)
+    warmup = None
+    if schedule.lexical_warmup_steps:  # its steps as resolved here, for the Trainer and the phases alike
+        warmup = LexicalWarmup(schedule.lexical_warmup_steps, config.lexical_warmup_learning_rate)
+        if config.lexical_warmup_release in schedule.versions:
+            raise ValueError(
+                f"--lexical_warmup_release {config.lexical_warmup_release} is a version of the curriculum "
+                f"({', '.join(schedule.versions)}): give the warm-up's release its own (e.g. 0.0)"
+            )
+    return curriculum, schedule, warmup
+
+
+def as_bioptimus_config(args: TrainingArguments | None, model: Any) -> BioptimusConfig:
+    """``args`` as a :class:`BioptimusConfig`: itself, plain ``TrainingArguments`` with the curriculum's defaults
+    added, or (None) the defaults with ``output_dir`` named after the model."""
+    if isinstance(args, BioptimusConfig):
+        return args
+    if args is None:
+        name = model if isinstance(model, str) else getattr(getattr(model, "config", None), "_name_or_path", "")
+        return BioptimusConfig(output_dir=f"{os.path.basename(os.path.normpath(name or 'model'))}-bioptimus")
+    return BioptimusConfig(**{f.name: getattr(args, f.name) for f in fields(args) if f.init})
+
+
+class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
+    """A ``Trainer`` for the curriculum on raw text (see the module docstring).
+
+    Args:
+        model: a masked LM, or the name or path of the base model to build the start model from (None with
+            ``init_strategy="scratch"`` and ``args.config_name``).
+        args: a :class:`~.bioptimus_config.BioptimusConfig` (plain ``TrainingArguments`` take its defaults).
+        train_dataset, eval_dataset: ``datasets.Dataset`` or ``IterableDataset`` with a ``text_column_name``
+            column (or already tokenized with word ids); with an ``eval_dataset`` each phase end is evaluated and
+            its held-out MLM loss is in the release.
+        processing_class: the tokenizer, or its name or path (default: the model's).
+        data_collator: a :class:`~.collator.CurriculumDataCollator` (default: the one ``args`` describes).
+        release_hub: where releases are published, as :func:`~bioptimus_hf.releases.release_config.resolve_release_hub`
+            resolved it before (it turns the Trainer's own push off); by default the trainer resolves
+            ``args.push_to_hub`` itself.
+        run_info: further facts for the releases' record (``train_files``, ``dataset_name``...).
+        Every other argument is the ``Trainer``'s.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel | str | None = None,
+        args: TrainingArguments | None = None,
+        data_collator: CurriculumDataCollator | None = None,
+        train_dataset: Any = None,
+        eval_dataset: Any = None,
+        processing_class: Any = None,
+        *,
+        release_hub: ReleaseHub | None | str = FROM_ARGS,
+        run_info: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ):
+        args = as_bioptimus_config(args, model)
+        curriculum, schedule, warmup = curriculum_schedule(args)
+        hub = resolve_release_hub(args, args) if release_hub is FROM_ARGS else release_hub
+
+        # The start model (the paper's Table 1) and its tokenizer; the masked-only head, dropout masks, allocator.
+        set_seed(args.seed)
+        model_name = model if isinstance(model, str) or model is None else getattr(model, "name_or_path", None)
+        tokenizer_name = (
+            processing_class if isinstance(processing_class, str) else getattr(processing_class, "name_or_path", None)
+        )
+        init_report = None
+        if isinstance(model, PreTrainedModel):
+            tokenizer = load_fast_tokenizer(processing_class or model_name, purpose="word ids")
+        else:
+            model, tokenizer, init_report = build_initialized_model(
+                model,
+                processing_class,  # a name, a path or a tokenizer (load_fast_tokenizer takes each)
+                args,
+                seed=args.seed,
+                config_name=args.config_name,
+                progress=not args.disable_tqdm,
+            )
+        masked_only = use_masked_only_prediction(model, args.masked_only_prediction, args.gradient_accumulation_steps)
+        logger.info("masked-only prediction: %s", masked_only_status(model))
+        dropout_masks = "torch"
+        if use_bulk_dropout(args.bulk_dropout, args):
+            logger.info("bulk dropout: %s", enable_bulk_dropout(model))
+            dropout_masks = "bulk"
+        if args.retain_freed_memory and args.device.type == "cpu":
+            logger.info("allocator: %s", retain_freed_memory())
+        warmup_facts = None
+        if warmup is not None:
+            lexical = lexical_parameters(model)
+            warmup_facts = warmup.facts(args, lexical, schedule.versions[0], args.lexical_warmup_release)
+            logger.info(
+                "lexical warm-up: %d steps at peak learning rate %g on v%s's masking, training %s",
+                schedule.lexical_warmup_steps,
+                warmup_facts.learning_rate,
+                schedule.versions[0],
+                lexical.describe(),
+            )
+
+        # The curriculum's masking collator (it refuses a tokenizer without a mask token), with static shapes.
+        collator = data_collator or args.build_collator(tokenizer, curriculum, args.seed, args.line_by_line)
+        static_shapes = self._static_shapes(args, masked_only)
+        collator.static_masked_positions = static_shapes
+        if static_shapes and args.torch_compile:
+            # The warm-up's end recompiles the first phase's graph once (requires_grad is part of its guards).
+            allow_compiled_shapes(len(curriculum.phases) + (1 if warmup is not None else 0))
+        logger.info("static masked positions (one compiled shape per phase): %s", "on" if static_shapes else "off")
+
+        # The texts as packed blocks with word ids.
+        data = prepare_pretraining_datasets(
+            train_dataset, eval_dataset, tokenizer, args, args, model_max_tokens=max_model_tokens(model, tokenizer)
+        )
+        args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
+        if data.streaming:
+            # Each rank reads its own shard; rank 0 must not collate and broadcast for everybody.
+            args.accelerator_config.dispatch_batches = False
+
+        # The callback that switches phases and writes a release at each phase end.
+        self.release_publisher = start_release_publisher(hub, args)
+        # A checkpoint of bioptimus-init-embeddings continued here is described by its own initialisation and base.
+        init_strategy, base_model, tokenizer_source = start_model_provenance(
+            model_name, tokenizer_name, args.init_strategy
+        )
+        hub_id = base_model_hub_id(base_model, args.base_model_hub_id)
+        phase_callback = PhaseScheduleCallback(
+            collator,
+            phase_steps=schedule.step_counts,
+            evaluate_at_phase_end=data.eval is not None,
+            run_info={
+                "base_model": hub_id or public_name(base_model),
+                "base_model_hub_id": hub_id,
+                "init_strategy": init_strategy,
+                "tokenizer": public_name(tokenizer_source or getattr(tokenizer, "name_or_path", None)),
+                "vocab_size": len(tokenizer),
+                "max_seq_length": data.max_seq_length,
+                "packing": not args.line_by_line,
+                "masked_only_prediction": masked_only,
+                "dropout_masks": dropout_masks,
+                "masking_stream": collator.masking_stream,
+                "train_files": [os.path.basename(f) for f in args.train_file or []],
+                "dataset_name": args.dataset_name,
+                **vocabulary_facts(init_report, model_name),
+                **({"lexical_warmup": warmup_facts} if warmup_facts is not None else {}),
+                **(run_info or {}),
+            },
+            on_release=[self.release_publisher] if self.release_publisher is not None else [],
+            allow_schedule_change=args.allow_schedule_change,
+            lexical_warmup_steps=schedule.lexical_warmup_steps,
+            lexical_warmup_release=args.lexical_warmup_release,
+        )
+        # With a lexical warm-up, the Trainer freezes the body for it and runs its learning-rate schedule.
+        super().__init__(
+            model=model,
+            args=args,
+            data_collator=collator,
+            train_dataset=data.train,
+            eval_dataset=data.eval,
+            processing_class=tokenizer,
+            lexical_warmup=warmup,
+            # A stream resumes from the loader state its checkpoint holds, not by reading every trained batch again.
+            streaming_resume=args.streaming_resume,
+            shuffle_buffer_size=shuffle_buffer_size(args) if data.streaming else 0,
+            on_inexact_resume=[
+                lambda step, text: phase_callback.schedule_changes.append({"step": step, "description": text})
+            ],
+            **kwargs,
+        )
+        self.add_callback(phase_callback)
+        self.phase_callback = phase_callback
+        self.schedule = schedule
+        self.init_report = init_report
+        if init_report is not None and self.is_world_process_zero():
+            write_json_atomic(f"{args.output_dir}/{INIT_REPORT_NAME}", init_report)
+
+    @staticmethod
+    def _static_shapes(args: BioptimusConfig, masked_only: bool) -> bool:
+        """``static_masked_positions`` as the run can honour it (default: on with ``torch_compile``)."""
+        if args.static_masked_positions is None:
+            return bool(args.torch_compile) and masked_only
+        if args.static_masked_positions and not masked_only:
+            logger.warning("--static_masked_positions needs masked-only prediction, which is off: not used")
+            return False
+        return args.static_masked_positions

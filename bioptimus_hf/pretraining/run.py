@@ -1,0 +1,93 @@
+"""One pre-training run from its typed settings: what ``bioptimus pretrain`` runs, callable by anyone (the study
+included).
+
+    from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig, PretrainingModelArguments
+    from bioptimus_hf.pretraining.run import run_pretraining
+
+    run_pretraining(
+        PretrainingModelArguments(model_name_or_path="bert-base-uncased"),
+        BioptimusConfig(output_dir="out", train_file=["corpus.txt"], max_steps=1000),
+    )
+
+Around :class:`~.bioptimus_trainer.BioptimusTrainer`, the steps a command takes: everything that can be checked
+without a model first (schedule, corpus, Hub flags: bad input fails in seconds), then the output directory (locked
+for the run, resumed from its last complete checkpoint, never overwritten by accident), the corpus read from
+``--train_file``/``--dataset_name``, the trainer, training, and the end of the run (final model, metrics, the list
+of releases). Bad input ends with one line naming the flag or file.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..releases.release_config import resolve_release_hub
+from ..utils.cli import exit_on_bad_input
+from ..utils.distributed import close_process_group
+from .bioptimus_config import BioptimusConfig, PretrainingModelArguments
+from .lexical_warmup import check_training_arguments
+from .run_lifecycle import checkpoint_step, finish_run, open_output_dir, setup_logging
+
+
+logger = logging.getLogger(__name__)
+
+
+def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConfig) -> list[str] | None:
+    """One pre-training run (or its resumption); returns the names of the releases written (None when the output
+    directory's run was already finished). ``config`` is changed as the Trainer needs it (Hub push off,
+    ``remove_unused_columns`` off)."""
+    from .bioptimus_trainer import BioptimusTrainer, curriculum_schedule
+    from .data import check_pretraining_data, load_raw_corpus, text_corpus_files
+
+    setup_logging(config)
+
+    # 1. Everything that can be checked without a model is checked first: bad input fails in seconds (a lexical
+    #    warm-up longer than the run, or one these training arguments cannot run, included).
+    with exit_on_bad_input():
+        _, schedule, warmup = curriculum_schedule(config)
+        corpus_report = check_pretraining_data(config)
+        hub = resolve_release_hub(config, config)  # --push_to_hub publishes releases, not the Trainer
+        for note in check_training_arguments(config) if warmup is not None else []:
+            logger.info("lexical warm-up: %s", note)
+    logger.info("curriculum: %s", schedule.describe())
+    if corpus_report is not None:
+        logger.info("corpus check: %s", corpus_report.summary())
+        if corpus_report.undecodable_lines:
+            logger.warning("corpus: %s", corpus_report.summary())
+
+    # 2. The output directory: locked for this run; resume from its last complete checkpoint.
+    with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
+        checkpoint, _lock = open_output_dir(
+            config, config.overwrite_output_dir, schedule, config.allow_schedule_change
+        )
+    if checkpoint is not None and checkpoint_step(checkpoint) >= config.max_steps:
+        logger.info(
+            "%s is at step %d of %d: the run is finished, nothing to do",
+            checkpoint,
+            checkpoint_step(checkpoint),
+            config.max_steps,
+        )
+        return None
+
+    # 3. The corpus, then the trainer: start model (the paper's Table 1), masked-only head, packed blocks with word
+    #    ids, the curriculum's collator and phase callback (a release at each phase end).
+    config.init_corpus_files = config.init_corpus_files or text_corpus_files(config)
+    raw = load_raw_corpus(config, config.cache_dir, config.seed)
+    with exit_on_bad_input():
+        trainer = BioptimusTrainer(
+            model_args.model_name_or_path,
+            args=config,
+            train_dataset=raw["train"],
+            eval_dataset=raw.get("validation"),
+            processing_class=model_args.tokenizer_name,
+            release_hub=hub,
+        )
+
+    # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.
+    train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+
+    # 5. Final model, metrics and the list of releases.
+    releases = finish_run(trainer, trainer.data_collator, train_result, trainer.release_publisher)
+
+    # 6. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
+    close_process_group()
+    return releases
