@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
+from ..ner.fine_tuning_config import FineTuningModelArguments
 from ..ner.stabilisation import StabilisationArguments
+from .data import read_task_type
 from .tasks import (
     DOCUMENT_CLASSIFICATION,
     QUESTION_ANSWERING,
@@ -236,3 +238,15 @@ class BlurbStabilisationArguments(StabilisationArguments):
             "recipe, 1-10 for BIOSSES, PubMedQA and BioASQ, 1-5 for the others)."
         },
     )
+
+
+# run_blurb.py's argument dataclasses beside its recipe TrainingArguments (recipe_training_arguments).
+ARGUMENTS = (FineTuningModelArguments, BlurbDataArguments, BlurbStabilisationArguments)
+
+
+def fill_recipe_length(data_args: BlurbDataArguments) -> BlurbDataArguments:
+    """``max_seq_length`` from the dataset's recipe where no flag set it."""
+    if data_args.max_seq_length is None:
+        task = read_task_type(data_args.data_dir, data_args.task_type)
+        data_args.max_seq_length = recipe_for(task, data_args.data_dir).max_seq_length
+    return data_args

@@ -16,8 +16,9 @@ from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
 from .blurb_config import (
+    ARGUMENTS,
     BlurbDataArguments,
-    BlurbStabilisationArguments,
+    fill_recipe_length,
     recipe_for,
     recipe_name,
     recipe_training_arguments,
@@ -31,17 +32,6 @@ from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION
 
 
 logger = logging.getLogger(__name__)
-ARGUMENTS = (FineTuningModelArguments, BlurbDataArguments, BlurbStabilisationArguments)
-
-
-def fill_recipe_length(data_args: BlurbDataArguments) -> BlurbDataArguments:
-    """``max_seq_length`` from the dataset's recipe where no flag set it."""
-    if data_args.max_seq_length is None:
-        task = read_task_type(data_args.data_dir, data_args.task_type)
-        data_args.max_seq_length = recipe_for(task, data_args.data_dir).max_seq_length
-    return data_args
-
-
 def blurb_arguments_from_dict(values: dict):
     """The four argument objects of ``run_blurb.py`` from a mapping of flag names to values, over the defaults of
     the dataset's recipe."""

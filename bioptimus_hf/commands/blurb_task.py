@@ -24,9 +24,8 @@ import logging
 import transformers
 from transformers import TrainingArguments
 
-from bioptimus_hf.blurb.blurb_config import recipe_training_arguments
+from bioptimus_hf.blurb.blurb_config import ARGUMENTS, fill_recipe_length, recipe_training_arguments
 from bioptimus_hf.blurb.data import read_task_type
-from bioptimus_hf.blurb.run import ARGUMENTS, fill_recipe_length, run_blurb_task
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
 from bioptimus_hf.utils.cli import exit_on_bad_input
 
@@ -49,7 +48,9 @@ def run(argv: list[str] | None = None) -> dict:
         format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=training_args.get_process_log_level()
     )
     transformers.utils.logging.set_verbosity_warning()
-    # 2. fine-tune each unfinished seed and merge them (bioptimus_hf.blurb.run)
+    # 2. fine-tune each unfinished seed and merge them (bioptimus_hf.blurb.run: loaded only to run, not for --help)
+    from bioptimus_hf.blurb.run import run_blurb_task
+
     return run_blurb_task(model_args, data_args, stab_args, training_args)
 
 
