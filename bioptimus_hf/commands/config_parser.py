@@ -221,14 +221,6 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
     return parsed
 
 
-def parse_mapping(dataclass_types, mapping: dict):
-    """The dataclasses for a mapping of argument names to values, exactly as a config file holding it would
-    give them: the same conversion of each value to its field's type (a yaml ``0.4`` for a ``str`` field is
-    ``"0.4"``, ``"true"`` for a ``bool`` is ``True``), the same aliases, the same refusals (an unknown name
-    is an error naming it). How the study hands its arms' settings to the library."""
-    return parse_args(dataclass_types, mapping_to_argv(mapping))
-
-
 def check_model_references(parsed) -> None:
     """Refuse a model or tokenizer flag naming neither an existing path nor a Hub id, before anything loads."""
     for args in parsed:
