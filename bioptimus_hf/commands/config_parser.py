@@ -36,7 +36,7 @@ from transformers import HfArgumentParser
 from transformers.hf_argparser import string_to_bool
 
 from ..utils.cli import exit_on_bad_input, exit_on_usage_error, unknown_name_message, usage_message
-from ..utils.config_files import CONFIG_SUFFIXES, packaged_config_names, read_config  # noqa: F401  (importers)
+from ..utils.config_files import packaged_config_names, read_config
 from ..utils.flag_spellings import FlagSpellings
 from ..utils.model_reference import MODEL_REFERENCE_FIELDS, check_model_reference
 from .dispatch import COMMANDS, command_for_program
