@@ -5,7 +5,8 @@
 # holding tiny_bert/ (the tests' tiny random BERT) and corpus.txt. It checks that `bioptimus --help` and every
 # `bioptimus-<command> --help` answer; runs a four-phase curriculum from the packaged config `demo_minilm` (named
 # by name, the tiny model and corpus given as flags), a NER run on NCBI-disease, tagging, and `bioptimus blurb`
-# on its default NER config (the packaged `ner_blurb`); and that a usage error and a bad input end in one line.
+# on its default NER config (the packaged `ner_blurb`) and GAD, two jobs side by side; and that a usage error and a
+# bad input end in one line.
 set -euo pipefail
 VENV=$(cd "$1" && pwd)
 WORK=$(cd "$2" && pwd)
@@ -44,8 +45,14 @@ done
   --max_seq_length 32 --window_stride 8 --report_to none --save_strategy no --use_cpu true --disable_tqdm true
 [ -f ner/all_results.json ] || fail "bioptimus ner left no all_results.json"
 "$BIN/bioptimus" tag --model_name_or_path ner/seed_1 --text "Mutations in BRCA1 cause breast cancer." > tags.jsonl
-mkdir -p blurb_ner && ln -sfn "$DATA/ner/NCBI-disease-IOB" blurb_ner/NCBI-disease-IOB
-"$BIN/bioptimus" blurb --model_name_or_path pretrain/releases/v0.4 --ner_dir blurb_ner --output_dir blurb \
-  --seeds 1 --max_steps 2 --max_train_samples 32 --max_eval_samples 16 --max_test_samples 16
+mkdir -p blurb_ner blurb_sets && ln -sfn "$DATA/ner/NCBI-disease-IOB" blurb_ner/NCBI-disease-IOB
+ln -sfn "$DATA/blurb/GAD" blurb_sets/GAD
+# Two jobs (a NER set and GAD) side by side in spawned workers of the installed package (--jobs auto).
+"$BIN/bioptimus" blurb --model_name_or_path pretrain/releases/v0.4 --ner_dir blurb_ner --blurb_dir blurb_sets \
+  --output_dir blurb --seeds 1 --max_steps 2 --max_train_samples 32 --max_eval_samples 16 --max_test_samples 16 \
+  --jobs 2
+for dataset in NCBI-disease-IOB GAD; do
+  [ -f "blurb/$dataset/seed_1/seed_results.json" ] || fail "bioptimus blurb left no seed result for $dataset"
+done
 [ -f blurb/blurb_results.json ] || fail "bioptimus blurb left no blurb_results.json"
 echo "smoke_installed.sh: every --help, one-line errors, pretrain demo_minilm, ner, tag, blurb (ner_blurb) ran from $WORK"

@@ -17,7 +17,7 @@ DOCS = ROOT / "docs"
 # Lines each doc may have (None: only the total applies); every file in docs/ must be listed.
 LINE_BUDGETS = {
     "ARCHITECTURE.md": None,
-    "blurb.md": 240,
+    "blurb.md": 250,
     "curriculum.md": 150,
     "distillation.md": 260,
     "guarantees.md": 60,
