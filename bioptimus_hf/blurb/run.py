@@ -141,6 +141,6 @@ def fine_tune_blurb_seeds(
         run_info,
         model_args.save_model,
         model_args.ignore_mismatched_sizes,
-        Lineage.of(model_args.model_name_or_path, model_args.base_model_hub_id),
+        Lineage.of(model_args.model_name_or_path),  # its Hub id when it is one; a local start by its folder name
     )
     return training_args
