@@ -3,10 +3,11 @@ function a worker process runs it with (:func:`run_seed_job`), and what it is ex
 (:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the longest-first order).
 
 A job beyond NER builds ``run_blurb.py``'s typed arguments directly (the task type's recipe, the benchmark's
-overrides, ``--seeds <s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job lays its settings
-over the values of the benchmark's NER config file (:class:`NerFineTuning`), converts them to ``bioptimus ner``'s
-typed arguments as a config file holding them would be (:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`)
-and runs :func:`~bioptimus_hf.ner.run.fine_tune_ner`. Either writes ``<output_dir>/seed_<s>/seed_results.json`` as its last
+overrides, ``--seeds <s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job lays its
+settings over the values of the benchmark's NER config file (:class:`NerFineTuning`), converts them to ``bioptimus
+ner``'s typed arguments as a config file holding them would be
+(:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`) and runs
+:func:`~bioptimus_hf.ner.run.fine_tune_ner`. Either writes ``<output_dir>/seed_<s>/seed_results.json`` as its last
 act, so a job stopped before its end leaves no seed that looks finished.
 """
 
