@@ -118,15 +118,10 @@ def dry_run(args) -> list[dict]:
     from bioptimus_hf.blurb.jobs import NerFineTuning
     from bioptimus_hf.commands import blurb as blurb_command
     from bioptimus_hf.commands.config_parser import parse_args as parse_command_args
-    from bioptimus_hf.commands.config_parser import read_config
 
     (bench,) = parse_command_args((blurb_command.BenchmarkArguments,), blurb_argv(args, "/tmp/dry-run", "auto"))
     datasets = find_datasets(bench.blurb_dir, bench.ner_dir, bench.datasets)
-    ner = (
-        NerFineTuning(blurb_command.fine_tune_ner, bench.ner_config, read_config(bench.ner_config))
-        if bench.ner_dir
-        else None
-    )
+    ner = NerFineTuning.from_config(bench.ner_config) if bench.ner_dir else None
     rows = check_datasets(datasets)
     gpu = None
     if args.assume_gpu:

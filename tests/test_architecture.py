@@ -215,9 +215,6 @@ COMMANDS = PACKAGE / "commands"
 MAX_COMMAND_FUNCTION_LINES = 60
 # A mapping turned into a command line: config files only (commands/config_parser.py), never a library's way in.
 ARGV_FROM_MAPPING = ("mapping_to_argv", "parse_mapping")
-# Commands that still hand a function of their own to the library, each until the module named is rewritten.
-# commands/blurb.py hands bioptimus ner's run to blurb/benchmark.py; both are being rewritten on another branch.
-HANDS_DOWN_PENDING = {"bioptimus_hf/commands/blurb.py"}
 
 
 def long_functions(root: Path = COMMANDS, limit: int = MAX_COMMAND_FUNCTION_LINES) -> list[str]:
@@ -314,12 +311,7 @@ def test_no_library_module_imports_commands():
 
 
 def test_commands_hand_no_function_of_their_own_to_the_library():
-    found = [
-        line
-        for path in sorted(COMMANDS.glob("*.py"))
-        if path.relative_to(PACKAGE.parent).as_posix() not in HANDS_DOWN_PENDING
-        for line in functions_handed_down(path)
-    ]
+    found = [line for path in sorted(COMMANDS.glob("*.py")) for line in functions_handed_down(path)]
     assert not found, "\n".join(found)
 
 

@@ -23,6 +23,7 @@ from bioptimus_hf.blurb.metrics import (
     sentence_similarity_scores,
 )
 from bioptimus_hf.blurb.tasks import TASK_TYPES
+from bioptimus_hf.releases.card import validate_card
 from helpers import DATA_DIR
 from helpers.blurb import write_jsonl, write_task_dir
 from helpers.ner import build_tiny_bert
@@ -158,6 +159,7 @@ def test_seeds_give_mean_and_std_and_a_rerun_skips_finished_seeds(tiny, tmp_path
     before = (first.read_bytes(), first.stat().st_mtime_ns)
     results = run(model, data["question_answering"], tmp_path, "--seeds", "1", "2")
     assert (first.read_bytes(), first.stat().st_mtime_ns) == before  # seed 1 not fine-tuned again
+    assert not (tmp_path / "seed_1" / "README.md").exists()  # --save_model false: no model, no card
     assert results["seeds"] == [1, 2]
     scores = [seed["test_accuracy"] for seed in results["per_seed"]]
     assert results["test_score"] == pytest.approx(np.mean(scores), abs=1e-12)
@@ -165,6 +167,33 @@ def test_seeds_give_mean_and_std_and_a_rerun_skips_finished_seeds(tiny, tmp_path
     # another learning rate in the same output_dir is refused, naming both seed files
     with pytest.raises(ValueError, match=r"seed_3/seed_results.json and .*seed_1/seed_results.json .*learning_rate"):
         run(model, data["question_answering"], tmp_path, "--seeds", "3", "--learning_rate", "1e-5")
+
+
+def test_a_saved_model_gets_a_card_with_its_dataset_task_metric_and_scores(tiny, tmp_path):
+    """--save_model true: the seed's folder holds a model card naming the dataset, task type, BLURB's metric and the
+    seed's dev and test scores (as seed_results.json has them), its model-index the test score; no local path."""
+    _, model, data = tiny
+    run(model, data["relation_extraction"], tmp_path, "--seeds", "2", "--save_model", "true")
+    record = json.loads((tmp_path / "seed_2" / "seed_results.json").read_text())
+    scores, info = record["run"], record["run_info"]
+    card = validate_card((tmp_path / "seed_2" / "README.md").read_text(), required=("library_name", "model-index"))
+    (result,) = card.data.eval_results
+    assert (result.task_type, result.task_name, result.dataset_name, result.dataset_split) == (
+        "text-classification",
+        "Relation Extraction",
+        info["dataset"],
+        "test",
+    )
+    assert (result.metric_type, result.metric_value) == ("f1", round(scores["test_score"], 4))
+    assert card.data.base_model is None and card.data.pipeline_tag == "text-classification"  # a local start model
+    assert f"# model fine-tuned on {info['dataset']} (BLURB Relation Extraction)" in card.text
+    assert "with seed 2" in card.text and "`DDI-advise`, `DDI-effect`, `DDI-false`" in card.text
+    assert f"F1 ({info['metric_definition']})" in card.text
+    assert f"| dev | {100 * scores['eval_score']:.2f} |" in card.text
+    assert f"| test | {100 * scores['test_score']:.2f} |" in card.text
+    assert f"| `learning_rate` | {info['learning_rate']} |" in card.text
+    assert str(tmp_path) not in card.content and str(Path(model).parent) not in card.content
+    assert AutoModelForSequenceClassification.from_pretrained(tmp_path / "seed_2").num_labels == 3
 
 
 def test_config_and_flags_override_the_recipe(tiny, tmp_path):

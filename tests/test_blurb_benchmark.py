@@ -28,6 +28,7 @@ from bioptimus_hf.blurb.jobs import (
 from bioptimus_hf.blurb.score import BLURB_DATASETS
 from bioptimus_hf.commands import blurb as blurb_command
 from bioptimus_hf.commands import compare_blurb
+from bioptimus_hf.ner import run as ner_run
 from bioptimus_hf.releases.blurb_results import HUB_TASKS, load_blurb_table
 from bioptimus_hf.releases.card import render_release_card, validate_card
 from bioptimus_hf.testing.tiny_releases import make_release
@@ -161,18 +162,18 @@ def test_a_second_run_trains_nothing_and_a_lost_seed_alone_is_trained_again(benc
     root, argv, table = bench
     out = root / "out"
     calls = {"blurb": 0, "ner": 0}
-    real_seed, real_ner = finetune.fine_tune_seed, blurb_command.fine_tune_ner
+    real_seed, real_ner = finetune.fine_tune_seed, ner_run.fine_tune_ner
 
     def counting_seed(*args, **kwargs):
         calls["blurb"] += 1
         return real_seed(*args, **kwargs)
 
-    def counting_ner(config, settings):
+    def counting_ner(*arguments):
         calls["ner"] += 1
-        return real_ner(config, settings)
+        return real_ner(*arguments)
 
     monkeypatch.setattr(finetune, "fine_tune_seed", counting_seed)
-    monkeypatch.setattr(blurb_command, "fine_tune_ner", counting_ner)
+    monkeypatch.setattr(ner_run, "fine_tune_ner", counting_ner)
     seed_files = sorted(out.glob("*/seed_*/seed_results.json"))
     assert len(seed_files) == 12
     before = {path: path.stat().st_mtime_ns for path in seed_files}
@@ -295,7 +296,6 @@ def test_jobs_are_estimated_and_ordered_longest_first(bench, tmp_path):
     )
     datasets = find_datasets(args.blurb_dir, args.ner_dir)
     ner = NerFineTuning(
-        blurb_command.fine_tune_ner,
         NER_CONFIG,
         {"per_device_train_batch_size": 32, "max_seq_length": 512, "num_train_epochs": 20},
     )
@@ -516,3 +516,21 @@ def test_a_name_under_both_directories_is_refused(tmp_path):
                 str(tmp_path / "ner"),
             ]
         )
+
+
+@pytest.mark.parametrize(
+    "line,refusal",
+    [
+        ("num_train_epoch: 3", "num_train_epoch"),
+        ("num_train_epochs: three", "--num_train_epochs: invalid float value: 'three'"),
+    ],
+)
+def test_a_ner_config_value_ner_refuses_stops_the_run_before_anything_trains(tmp_path, line, refusal):
+    write_dataset_dir(str(tmp_path / "ner" / "NER"), sizes=(4, 2, 2))
+    config = tmp_path / "ner_bad.yaml"
+    config.write_text(f"{line}\n")
+    argv = ["--model_name_or_path", "acme/no-model-needed", "--output_dir", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as error:
+        blurb_command.main(argv + ["--ner_dir", str(tmp_path / "ner"), "--ner_config", str(config)])
+    assert str(error.value).startswith(f"error: --ner_config {config}: ") and refusal in str(error.value)
+    assert "\n" not in str(error.value) and not (tmp_path / "out").exists()

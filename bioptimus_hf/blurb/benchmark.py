@@ -1,16 +1,16 @@
 """The BLURB benchmark as one run: every dataset present fine-tuned over the same seeds, then one table.
 
-NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through the NER fine-tuning the command hands down
-(``bioptimus ner`` with its BLURB config, the packaged ``ner_blurb``); the others (``<blurb_dir>/<DATASET>/*.jsonl``)
-through :func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``,
-``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset × seed is one job
-(:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and memory allow
-(:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each dataset's runs go
-to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a
-rerun resumes where the last one stopped. Once its jobs are done, each dataset's seeds are merged
+NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through :func:`bioptimus_hf.ner.run.fine_tune_ner` with
+``--ner_config`` (default: the packaged ``ner_blurb``) read once and each job's settings over it, the others
+(``<blurb_dir>/<DATASET>/*.jsonl``) through :func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task
+type's recipe. ``--num_train_epochs``, ``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset
+× seed is one job (:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and
+memory allow (:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each
+dataset's runs go to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained
+again, so a rerun resumes where the last one stopped. Once its jobs are done, each dataset's seeds are merged
 (``all_results.json``) and the table (``blurb_results.json``/``.md``, format owned by
-:mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the seeds asked for: the same files
-and table whether the jobs ran side by side or one after another.
+:mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the seeds asked for: the same files and
+table whether the jobs ran side by side or one after another.
 """
 
 from __future__ import annotations
@@ -29,7 +29,15 @@ from ..utils.config_files import resolve_config
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from ..utils.job_pool import JOBS_HELP, DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
 from .data import load_blurb_data, read_task_type, split_path
-from .jobs import DATA_OVERRIDES, TRAINING_OVERRIDES, NerFineTuning, SeedJob, job_estimates, run_seed_job
+from .jobs import (
+    DATA_OVERRIDES,
+    TRAINING_OVERRIDES,
+    NerFineTuning,
+    SeedJob,
+    job_estimates,
+    ner_seed_arguments,
+    run_seed_job,
+)
 from .results import merge_blurb_results, seed_finished, write_blurb_outputs
 from .score import NER, DatasetScore, blurb_score
 
@@ -373,18 +381,24 @@ def write_benchmark_table(output_dir: str, table: dict[str, Any]) -> str:
     return markdown
 
 
-def run_benchmark(args: BenchmarkArguments, ner: NerFineTuning | None = None) -> dict[str, Any]:
-    """Every dataset present, each unfinished seed fine-tuned (side by side as far as the device allows), then the
-    table; returns it.
+def check_ner_config(jobs: Sequence[SeedJob]) -> None:
+    """Refuse a ``--ner_config`` whose values ``bioptimus ner`` refuses before anything trains: the first NER job's
+    typed arguments are built here (a ``ValueError`` naming the config file and the value)."""
+    first = next((job for job in jobs if job.task_type == NER), None)
+    if first is not None:
+        ner_seed_arguments(first)
 
-    ``ner``: how NER sets are fine-tuned (handed in by the command: the NER command sits above this wing), needed
-    when a NER set is present."""
+
+def run_benchmark(args: BenchmarkArguments) -> dict[str, Any]:
+    """Every dataset present, each unfinished seed fine-tuned (side by side as far as the device allows), then the
+    table; returns it."""
     datasets = find_datasets(args.blurb_dir, args.ner_dir, args.datasets)
-    if ner is None and any(d.task_type == NER for d in datasets):
-        raise ValueError("NER sets found but no NER runner given")
+    ner = NerFineTuning.from_config(args.ner_config) if args.ner_dir else None
     train_rows = check_datasets(datasets)
+    jobs = seed_jobs(args, datasets, ner)
+    check_ner_config(jobs)
     os.makedirs(args.output_dir, exist_ok=True)
-    run_jobs_of(args, datasets, seed_jobs(args, datasets, ner), train_rows)
+    run_jobs_of(args, datasets, jobs, train_rows)
     rows = [dataset_row(d, os.path.join(args.output_dir, d.name), args.seeds) for d in datasets]
     table = benchmark_table(rows, args.seeds, args.name, args.model_name_or_path)
     print(write_benchmark_table(args.output_dir, table))

@@ -1,7 +1,7 @@
 """Fine-tuning one model on one BLURB task, once per seed: ``AutoModelForSequenceClassification`` with the
 task's ``problem_type``, the shared stabilisation options, the ``Trainer``; dev and test predicted and scored
 with BLURB's metric. A seed whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun with the same
-``output_dir`` resumes after the last finished seed.
+``output_dir`` resumes after the last finished seed. A saved model gets its card (:mod:`.model_card`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, DataCol
 from ..ner.results import seed_dir, write_seed_result
 from ..ner.stabilisation import StabilisationArguments, apply_stabilisation
 from ..ner.trainer import NerTrainer
+from ..releases.lineage import Lineage
 from ..utils.distributed import sum_numbers_across_ranks
 from .data import BlurbData
 from .encoding import decode_logits
 from .metrics import score
+from .model_card import write_blurb_card
 from .results import seed_finished
 
 
@@ -134,8 +136,10 @@ def fine_tune_seeds(
     run_info: dict,
     save_model: bool = True,
     ignore_mismatched_sizes: bool = False,
+    lineage: Lineage | None = None,
 ) -> None:
-    """Each unfinished seed fine-tuned into ``<output_dir>/seed_<s>/``, its results written as soon as it ends."""
+    """Each unfinished seed fine-tuned into ``<output_dir>/seed_<s>/``, its results written as soon as it ends;
+    with ``save_model``, its model's card beside it first (``lineage``: the start model, as the card names it)."""
     base_output_dir = training_args.output_dir
     for seed in seeds:
         if seed_finished(base_output_dir, seed):
@@ -158,4 +162,6 @@ def fine_tune_seeds(
             training_args.output_dir = base_output_dir
         logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
         if training_args.process_index == 0:
-            write_seed_result(base_output_dir, run, run_info)
+            if save_model:
+                write_blurb_card(seed_dir(base_output_dir, seed), run, run_info, lineage)
+            write_seed_result(base_output_dir, run, run_info)  # last: a seed without it is trained again

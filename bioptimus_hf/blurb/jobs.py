@@ -3,22 +3,26 @@ function a worker process runs it with (:func:`run_seed_job`), and what it is ex
 (:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the longest-first order).
 
 A job beyond NER builds ``run_blurb.py``'s typed arguments directly (the task type's recipe, the benchmark's
-overrides, ``--seeds <s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job calls the
-NER fine-tuning handed down by the command (:class:`NerFineTuning`: ``bioptimus ner``'s library function on its
-config file with the job's settings over it). Either writes ``<output_dir>/seed_<s>/seed_results.json`` as its last
+overrides, ``--seeds <s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job lays its
+settings over the values of the benchmark's NER config file (:class:`NerFineTuning`), converts them to ``bioptimus
+ner``'s typed arguments as a config file holding them would be
+(:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`) and runs
+:func:`~bioptimus_hf.ner.run.fine_tune_ner`. Either writes ``<output_dir>/seed_<s>/seed_results.json`` as its last
 act, so a job stopped before its end leaves no seed that looks finished.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ner.fine_tuning_config import FineTuningModelArguments
+from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES, FineTuningModelArguments
 from ..ner.results import SEED_RESULTS_FILE, seed_dir
 from ..ner.stabilisation import StabilisationArguments
+from ..utils.config_files import read_config
+from ..utils.config_mapping import configs_from_mapping
 from ..utils.files import read_json
 from .blurb_config import BlurbDataArguments, recipe_for, recipe_training_arguments
 from .data import read_task_type
@@ -29,24 +33,34 @@ from .score import NER
 # The benchmark's flags that override every task's recipe, by the arguments they belong to.
 TRAINING_OVERRIDES = ("num_train_epochs", "max_steps")
 DATA_OVERRIDES = ("max_train_samples", "max_eval_samples", "max_test_samples")
-# A NER fine-tune: ``bioptimus ner``'s library function, given its config file and the settings over it.
-NerUnit = Callable[[str, dict[str, Any]], Any]
 # What NER fine-tuning takes where its config file is silent (run_ner.py's and TrainingArguments' defaults).
 NER_DEFAULTS = {"per_device_train_batch_size": 8, "max_seq_length": 512, "num_train_epochs": 3.0}
 
 
 @dataclass(frozen=True)
 class NerFineTuning:
-    """How the benchmark fine-tunes a NER set: ``function(config, settings)`` (module-level, so that a worker process
-    imports it by name), its config file, and the values that file holds (read for the estimates: batch, length,
-    epochs, precision)."""
+    """How the benchmark fine-tunes a NER set: ``bioptimus ner``'s config file (a path or a packaged config's name)
+    and the values it holds, read once by the benchmark (plain data: a job carries them to its worker process). Each
+    job's settings go over the values; the values also give the estimates (batch, length, epochs, precision)."""
 
-    function: NerUnit
     config: str
     values: Mapping[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_config(cls, config: str) -> NerFineTuning:
+        """The config file ``config`` names, read (:func:`~bioptimus_hf.utils.config_files.read_config`)."""
+        return cls(config, read_config(config))
+
     def value(self, name: str) -> Any:
         return self.values.get(name, NER_DEFAULTS.get(name))
+
+    def arguments(self, settings: Mapping[str, Any]) -> tuple:
+        """``bioptimus ner``'s typed arguments (:data:`~bioptimus_hf.ner.fine_tuning_config.NER_ARGUMENT_TYPES`):
+        ``settings`` over the config file's values; a value they refuse is a ``ValueError`` naming the config."""
+        try:
+            return configs_from_mapping(NER_ARGUMENT_TYPES, {**self.values, **settings})
+        except ValueError as error:
+            raise ValueError(f"--ner_config {self.config}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -107,12 +121,19 @@ def ner_seed_settings(job: SeedJob) -> dict[str, Any]:
     return settings
 
 
+def ner_seed_arguments(job: SeedJob) -> tuple:
+    """``bioptimus ner``'s four typed arguments for a NER job: its settings over the NER config file's values."""
+    if job.ner is None:
+        raise ValueError(f"{job.name}: a NER set, but no NER config given")
+    return job.ner.arguments(ner_seed_settings(job))
+
+
 def run_seed_job(job: SeedJob) -> dict[str, Any]:
     """Fine-tune ``job``'s seed (nothing if its results exist); returns the seed's ``run`` record (its scores)."""
     if job.task_type == NER:
-        if job.ner is None:
-            raise ValueError(f"{job.name}: a NER set, but no NER fine-tuning given")
-        job.ner.function(job.ner.config, ner_seed_settings(job))
+        from ..ner.run import fine_tune_ner  # the NER wing's run loads with the first NER job
+
+        fine_tune_ner(*ner_seed_arguments(job))
     else:
         fine_tune_blurb_seeds(*blurb_seed_arguments(job))
     return read_json(job.seed_results_path)["run"]

@@ -12,6 +12,7 @@ from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingAr
 from ..ner.fine_tuning_config import FineTuningModelArguments
 from ..ner.results import run_settings
 from ..ner.stabilisation import StabilisationArguments
+from ..releases.lineage import Lineage
 from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
@@ -130,5 +131,6 @@ def fine_tune_blurb_seeds(
         run_info,
         model_args.save_model,
         model_args.ignore_mismatched_sizes,
+        Lineage.of(model_args.model_name_or_path),  # its Hub id when it is one; a local start by its folder name
     )
     return training_args

@@ -8,6 +8,7 @@ recipe; ``--num_train_epochs``, ``--max_steps``, ``--max_train_samples`` overrid
 trained again, and ``blurb_results.md``/``.json`` give each dataset's mean ± std, each task type's average and the
 BLURB score over the task types present (docs/blurb.md). The dataset × seed fine-tunes run side by side on this
 device as far as its cores and memory allow (``--jobs auto``; ``--jobs 1``: one after another in this process).
+The run: :func:`bioptimus_hf.blurb.benchmark.run_benchmark`.
 """
 
 from __future__ import annotations
@@ -15,25 +16,15 @@ from __future__ import annotations
 import logging
 
 from ..blurb.benchmark import BenchmarkArguments, run_benchmark
-from ..blurb.jobs import NerFineTuning
 from ..utils.cli import BAD_INPUT_ERRORS, exit_on_bad_input
 from ..utils.job_pool import JobsFailed
-from . import ner
-from .config_parser import parse_args, parse_mapping, read_config
-
-
-def fine_tune_ner(config: str | None, settings: dict) -> dict:
-    """``bioptimus ner`` in this process: its config file with ``settings`` over it (a benchmark job's NER
-    fine-tune; module-level, so that a worker process imports it by name)."""
-    mapping = {**(read_config(config) if config else {}), **settings}
-    return ner.fine_tune_ner(*parse_mapping(ner.ARGUMENT_TYPES, mapping))
+from .config_parser import parse_args
 
 
 def run(argv: list[str] | None = None) -> dict:
     (args,) = parse_args((BenchmarkArguments,), argv, description=__doc__)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
-    ner = NerFineTuning(fine_tune_ner, args.ner_config, read_config(args.ner_config)) if args.ner_dir else None
-    return run_benchmark(args, ner)
+    return run_benchmark(args)
 
 
 @exit_on_bad_input(*BAD_INPUT_ERRORS, JobsFailed)

@@ -36,7 +36,7 @@ from transformers import HfArgumentParser
 from transformers.hf_argparser import string_to_bool
 
 from ..utils.cli import exit_on_bad_input, exit_on_usage_error, unknown_name_message, usage_message
-from ..utils.config_files import CONFIG_SUFFIXES, packaged_config_names, read_config  # noqa: F401  (importers)
+from ..utils.config_files import packaged_config_names, read_config
 from ..utils.flag_spellings import FlagSpellings
 from ..utils.model_reference import MODEL_REFERENCE_FIELDS, check_model_reference
 from .dispatch import COMMANDS, command_for_program
@@ -219,14 +219,6 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
     check_multi_process_launch(parsed)
     check_torch_compile_supported(parsed)
     return parsed
-
-
-def parse_mapping(dataclass_types, mapping: dict):
-    """The dataclasses for a mapping of argument names to values, exactly as a config file holding it would
-    give them: the same conversion of each value to its field's type (a yaml ``0.4`` for a ``str`` field is
-    ``"0.4"``, ``"true"`` for a ``bool`` is ``True``), the same aliases, the same refusals (an unknown name
-    is an error naming it). How the study hands its arms' settings to the library."""
-    return parse_args(dataclass_types, mapping_to_argv(mapping))
 
 
 def check_model_references(parsed) -> None:

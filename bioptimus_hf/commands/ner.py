@@ -16,19 +16,12 @@ The run, its outputs and its refusals: :func:`bioptimus_hf.ner.run.fine_tune_ner
 from __future__ import annotations
 
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
-from bioptimus_hf.ner.fine_tuning_config import NER_ARGUMENT_TYPES as ARGUMENT_TYPES
+from bioptimus_hf.ner.fine_tuning_config import NER_ARGUMENT_TYPES
 
 
 def parse_args(argv: list[str] | None = None):
     """``[config.{yaml,json}] [--flag value ...]``; flags given after the config file override it."""
-    return parse_config_and_flags(ARGUMENT_TYPES, argv)
-
-
-def fine_tune_ner(*arguments) -> dict:
-    """:func:`bioptimus_hf.ner.run.fine_tune_ner`, for the callers that still reach it here (``commands/blurb.py``)."""
-    from bioptimus_hf.ner.run import fine_tune_ner as run
-
-    return run(*arguments)
+    return parse_config_and_flags(NER_ARGUMENT_TYPES, argv)
 
 
 def main(argv: list[str] | None = None) -> dict:

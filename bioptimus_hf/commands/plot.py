@@ -14,7 +14,8 @@ import sys
 
 from ..pretraining.run_figures_config import PlotArguments
 from ..utils.cli import exit_on_bad_input
-from .config_parser import CONFIG_SUFFIXES, parse_args
+from ..utils.config_files import CONFIG_SUFFIXES
+from .config_parser import parse_args
 
 
 def run(argv: list[str] | None = None) -> list[str]:
