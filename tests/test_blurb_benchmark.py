@@ -17,7 +17,8 @@ from huggingface_hub import metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from bioptimus_hf.blurb import finetune
-from bioptimus_hf.blurb.benchmark import BenchmarkArguments, benchmark_table, find_datasets, pool_jobs, seed_jobs
+from bioptimus_hf.blurb.benchmark import benchmark_table, find_datasets, pool_jobs, seed_jobs
+from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
 from bioptimus_hf.blurb.compare import compare_tables
 from bioptimus_hf.blurb.jobs import (
     NerFineTuning,

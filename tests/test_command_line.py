@@ -188,7 +188,7 @@ def test_pretrain_runs_a_packaged_config_with_flags_over_it(tmp_path, monkeypatc
 
 
 def test_the_blurb_default_ner_config_is_found_from_any_directory(tmp_path, monkeypatch):
-    from bioptimus_hf.blurb.benchmark import DEFAULT_NER_CONFIG, BenchmarkArguments
+    from bioptimus_hf.blurb.benchmark_config import DEFAULT_NER_CONFIG, BenchmarkArguments
 
     monkeypatch.chdir(tmp_path)
     args = BenchmarkArguments(model_name_or_path="m", output_dir="out", ner_dir=str(tmp_path))

@@ -18,16 +18,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from statistics import mean, stdev
 from typing import Any
 
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..ner.results import SEED_RESULTS_FILE, merge_seed_results, seed_dir, write_run_outputs
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
-from ..utils.config_files import resolve_config
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
-from ..utils.job_pool import JOBS_HELP, DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
+from ..utils.job_pool import DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
+from .benchmark_config import BenchmarkArguments
 from .data import load_blurb_data, read_task_type, split_path
 from .jobs import (
     DATA_OVERRIDES,
@@ -43,72 +43,6 @@ from .score import NER, DatasetScore, blurb_score
 
 
 logger = logging.getLogger(__name__)
-DEFAULT_NER_CONFIG = "ner_blurb"  # a packaged config, found from any working directory (utils/config_files.py)
-
-
-@dataclass
-class BenchmarkArguments:
-    model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
-    output_dir: str = field(metadata={"help": "Each dataset's runs in <output_dir>/<DATASET>/, and the table."})
-    seeds: list[int] = field(
-        default_factory=lambda: [1, 2, 3, 4, 5],
-        metadata={"help": "Fine-tuning seeds, the same for every dataset, e.g. --seeds 1 2 3."},
-    )
-    blurb_dir: str | None = field(
-        default=None,
-        metadata={
-            "help": "Directory of BLURB datasets beyond NER, one sub-directory each with "
-            "train/dev/test.jsonl (e.g. ../shared/data/blurb)."
-        },
-    )
-    ner_dir: str | None = field(
-        default=None,
-        metadata={
-            "help": "Directory of NER datasets, one sub-directory each with train/devel/test.tsv "
-            "(e.g. ../shared/data/ner)."
-        },
-    )
-    ner_config: str = field(
-        default=DEFAULT_NER_CONFIG,
-        metadata={"help": "bioptimus ner's config for the NER sets: a file or a packaged config's name."},
-    )
-    datasets: list[str] | None = field(
-        default=None, metadata={"help": "Only these datasets (sub-directory names; default: every one present)."}
-    )
-    model_name: str | None = field(
-        default=None, metadata={"help": "Name in the table (default: the path's basename)."}
-    )
-    save_model: bool = field(default=False, metadata={"help": "Keep each seed's fine-tuned model."})
-    num_train_epochs: float | None = field(default=None, metadata={"help": "Override every task's epochs."})
-    max_steps: int | None = field(default=None, metadata={"help": "Override every task's steps (a CPU budget)."})
-    max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training rows."})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N dev rows."})
-    max_test_samples: int | None = field(default=None, metadata={"help": "Use only the first N test rows."})
-    jobs: str = field(default="auto", metadata={"help": JOBS_HELP})
-    disable_tqdm: bool = field(
-        default=False, metadata={"help": "No progress bars: the jobs' bar, and the fine-tunes' own."}
-    )
-
-    def __post_init__(self):
-        parse_jobs(self.jobs)
-        if not self.seeds:
-            raise ValueError("--seeds: give at least one seed")
-        if len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"--seeds {' '.join(map(str, self.seeds))}: a seed is given twice")
-        if not self.blurb_dir and not self.ner_dir:
-            raise ValueError("give --blurb_dir, --ner_dir or both: nothing to benchmark")
-        for flag in ("blurb_dir", "ner_dir"):
-            if getattr(self, flag) and not os.path.isdir(getattr(self, flag)):
-                raise ValueError(f"--{flag} {getattr(self, flag)}: not a directory")
-        if self.ner_dir:
-            try:
-                resolve_config(self.ner_config)
-            except FileNotFoundError as error:
-                raise ValueError(f"--ner_config {str(error).removeprefix('config file ')}") from None
-
-    @property
-    def name(self) -> str:
-        return self.model_name or os.path.basename(os.path.normpath(self.model_name_or_path))
 
 
 @dataclass(frozen=True)

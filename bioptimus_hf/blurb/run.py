@@ -33,6 +33,8 @@ from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION
 
 
 logger = logging.getLogger(__name__)
+
+
 def blurb_arguments_from_dict(values: dict):
     """The four argument objects of ``run_blurb.py`` from a mapping of flag names to values, over the defaults of
     the dataset's recipe."""

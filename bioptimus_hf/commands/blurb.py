@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from ..blurb.benchmark import BenchmarkArguments, run_benchmark
+from ..blurb.benchmark_config import BenchmarkArguments
 from ..utils.cli import BAD_INPUT_ERRORS, exit_on_bad_input
 from ..utils.job_pool import JobsFailed
 from .config_parser import parse_args
@@ -24,6 +24,8 @@ from .config_parser import parse_args
 def run(argv: list[str] | None = None) -> dict:
     (args,) = parse_args((BenchmarkArguments,), argv, description=__doc__)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
+    from ..blurb.benchmark import run_benchmark  # the fine-tuning wing loads only to run, not for --help
+
     return run_benchmark(args)
 
 
