@@ -13,7 +13,7 @@
 # rounded to float16) and ../shared/data/blurb + ../shared/data/ner with xz into .carry/blurb/ (about 47 MiB; with
 # gzip they do not fit). The weights are widened back to float32 before use, as gpu_session.sh does. Only MiniLM:
 # BERT-base's weights (440 MB) cannot be carried. Settings: MODEL, BLURB_DIR, NER_DIR, SEEDS (default: the
-# command's), DEADLINE_S (default 480: the table stops there, whatever finished is filed).
+# command's), DATASETS, OUTPUT, DEADLINE_S (default 480: the table stops there, whatever finished is filed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/blurb_gpu_out}
@@ -23,6 +23,9 @@ NER_DIR=${NER_DIR:-../shared/data/ner}
 PY=${PY:-python3}
 seeds=()
 [ -n "${SEEDS:-}" ] && seeds=(--seeds $SEEDS)
+subset=()  # DATASETS="GAD HoC": only those; OUTPUT: the results file's name (default blurb_table_<model>)
+[ -n "${DATASETS:-}" ] && subset+=(--datasets $DATASETS)
+[ -n "${OUTPUT:-}" ] && subset+=(--output "$OUTPUT")
 
 if [ "${1:-}" = carry ]; then
   set -e
@@ -40,7 +43,7 @@ fi
 
 if [ -n "${DRY_RUN:-}" ]; then
   exec $PY benchmarks/blurb_concurrency.py --mode table --dry_run --assume_gpu 79,80 --assume_cores 16 \
-    --model_name_or_path "$MODEL" --blurb_dir "$BLURB_DIR" --ner_dir "$NER_DIR" "${seeds[@]}"
+    --model_name_or_path "$MODEL" --blurb_dir "$BLURB_DIR" --ner_dir "$NER_DIR" "${seeds[@]}" "${subset[@]}"
 fi
 
 mkdir -p "$OUT" /tmp/site /tmp/carry
@@ -67,7 +70,7 @@ fi
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv
 $PY benchmarks/blurb_concurrency.py --mode table --model_name_or_path "$MODEL" --model_name all-MiniLM-L6-v2 \
   --blurb_dir "$BLURB_DIR" --ner_dir "$NER_DIR" --deadline_s "${DEADLINE_S:-480}" --work_dir /tmp/blurb_gpu \
-  "${seeds[@]}" 2>&1 | tee "$OUT/blurb_gpu.log"
+  "${seeds[@]}" "${subset[@]}" 2>&1 | tee "$OUT/blurb_gpu.log"
 cp benchmarks/results/*/blurb_table_*.json "$OUT/" 2>/dev/null
 (cd /tmp/blurb_gpu && tar czf "$OUT/blurb_gpu_runs.tar.gz" table.log table/blurb_results.* table/*/results.md \
   table/logs 2>/dev/null)
