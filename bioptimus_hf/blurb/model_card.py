@@ -17,6 +17,7 @@ from typing import Any
 from huggingface_hub import ModelCard, ModelCardData
 
 from ..releases.blurb_results import HUB_METRICS, HUB_TASKS, blurb_eval_results
+from ..releases.card_context import FINE_TUNING_SETTINGS, percent
 from ..releases.lineage import Lineage
 from ..utils.files import write_text_atomic
 
@@ -24,21 +25,7 @@ from ..utils.files import write_text_atomic
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "blurb_model_card.md"
 TAGS = ("text-classification", "biomedical", "blurb", "bioptimus", "bioptimus-hf")
 # The fine-tuning settings of a seed's run_info the card lists.
-SETTINGS = (
-    "learning_rate",
-    "num_train_epochs",
-    "max_steps",
-    "warmup_steps",
-    "lr_scheduler_type",
-    "train_batch_size",
-    "world_size",
-    "max_seq_length",
-    "bf16",
-)
-
-
-def _percent(score: float | None) -> str:
-    return "n/a" if score is None else f"{100 * score:.2f}"
+SETTINGS = (*FINE_TUNING_SETTINGS, "bf16")
 
 
 def build_blurb_card(run: Mapping[str, Any], run_info: Mapping[str, Any], lineage: Lineage | None = None) -> ModelCard:
@@ -70,8 +57,8 @@ def build_blurb_card(run: Mapping[str, Any], run_info: Mapping[str, Any], lineag
         seed=run["seed"],
         metric_name=HUB_METRICS[metric][1],
         metric_definition=run_info.get("metric_definition", metric),
-        dev_score=_percent(run.get("eval_score")),
-        test_score=_percent(test_score),
+        dev_score=percent(run.get("eval_score")),
+        test_score=percent(test_score),
         settings=[(key, run_info[key]) for key in SETTINGS if run_info.get(key) is not None],
     )
 

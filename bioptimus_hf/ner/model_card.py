@@ -26,6 +26,7 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
+from ..releases.card_context import FINE_TUNING_SETTINGS
 from ..releases.lineage import Lineage
 from ..releases.ner_results import NerResult, eval_results
 from ..utils.files import write_text_atomic
@@ -37,19 +38,7 @@ PIPELINE_SCHEMES = ("IO", "BIO")  # the schemes the standard pipeline groups as 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "ner_model_card.md"
 TAGS = ("token-classification", "ner", "biomedical", "bioptimus", "bioptimus-hf")
 # The fine-tuning settings of all_results.json a pushed card lists.
-SETTINGS = (
-    "tagging_scheme",
-    "learning_rate",
-    "num_train_epochs",
-    "max_steps",
-    "warmup_steps",
-    "lr_scheduler_type",
-    "train_batch_size",
-    "world_size",
-    "max_seq_length",
-    "window_stride",
-    "bf16",
-)
+SETTINGS = ("tagging_scheme", *FINE_TUNING_SETTINGS, "window_stride", "bf16")
 
 
 def pipeline_caveat(scheme: str) -> str | None:

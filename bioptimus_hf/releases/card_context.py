@@ -39,6 +39,17 @@ from .record import ReleaseInfo, RunFacts
 # Shown in the "how to load" snippets when the card is rendered before the repository is known (the
 # training callback renders cards before anything is published; the publisher re-renders with the id).
 REPO_PLACEHOLDER = "<org>/<model-name>"
+# The fine-tuning settings a fine-tuned model's card lists, in this order (NER and BLURB cards add their own).
+FINE_TUNING_SETTINGS = (
+    "learning_rate",
+    "num_train_epochs",
+    "max_steps",
+    "warmup_steps",
+    "lr_scheduler_type",
+    "train_batch_size",
+    "world_size",
+    "max_seq_length",
+)
 
 PAPER_TITLE = (
     "BIOptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity "
@@ -71,7 +82,8 @@ def fmt(value: Any, spec: str = "") -> str:
     return str(value)
 
 
-def _pct(value: float | None) -> str:
+def percent(value: float | None) -> str:
+    """A fraction as a card shows it: ``"82.84"`` (``"n/a"`` for None)."""
     return "n/a" if value is None else f"{100 * value:.2f}"
 
 
@@ -316,11 +328,11 @@ def release_card_context(
         ner=[
             {
                 "dataset": r.dataset_name,
-                "f1": _pct(r.test_f1),
-                "std": _pct(r.test_f1_std) if r.test_f1_std is not None else None,
-                "precision": _pct(r.test_precision),
-                "recall": _pct(r.test_recall),
-                "dev_f1": _pct(r.eval_f1),
+                "f1": percent(r.test_f1),
+                "std": percent(r.test_f1_std) if r.test_f1_std is not None else None,
+                "precision": percent(r.test_precision),
+                "recall": percent(r.test_recall),
+                "dev_f1": percent(r.eval_f1),
                 "seeds": fmt(r.seeds),
             }
             for r in results
