@@ -114,14 +114,13 @@ def blurb_argv(args, output_dir: str, jobs: str) -> list[str]:
 
 def dry_run(args) -> list[dict]:
     """The jobs as ``bioptimus blurb`` would run them, and the plan; nothing trains."""
-    from bioptimus_hf.blurb.benchmark import check_datasets, find_datasets, pool_jobs, seed_jobs
-    from bioptimus_hf.blurb.jobs import NerFineTuning
+    from bioptimus_hf.blurb.benchmark import check_datasets, find_datasets, ner_fine_tuning, pool_jobs, seed_jobs
     from bioptimus_hf.commands import blurb as blurb_command
     from bioptimus_hf.commands.config_parser import parse_args as parse_command_args
 
     (bench,) = parse_command_args((blurb_command.BenchmarkArguments,), blurb_argv(args, "/tmp/dry-run", "auto"))
     datasets = find_datasets(bench.blurb_dir, bench.ner_dir, bench.datasets)
-    ner = NerFineTuning.from_config(bench.ner_config) if bench.ner_dir else None
+    ner = ner_fine_tuning(bench)
     rows = check_datasets(datasets)
     gpu = None
     if args.assume_gpu:

@@ -17,7 +17,7 @@ from huggingface_hub import metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from bioptimus_hf.blurb import finetune
-from bioptimus_hf.blurb.benchmark import benchmark_table, find_datasets, pool_jobs, seed_jobs
+from bioptimus_hf.blurb.benchmark import benchmark_table, find_datasets, ner_fine_tuning, pool_jobs, seed_jobs
 from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
 from bioptimus_hf.blurb.compare import compare_tables
 from bioptimus_hf.blurb.jobs import (
@@ -25,6 +25,7 @@ from bioptimus_hf.blurb.jobs import (
     encoder_parameters,
     fine_tuning_memory_bytes,
     job_estimates,
+    ner_seed_arguments,
 )
 from bioptimus_hf.blurb.score import BLURB_DATASETS
 from bioptimus_hf.commands import blurb as blurb_command
@@ -279,6 +280,48 @@ def test_encoder_parameter_count_is_the_models():
         ),  # all-MiniLM-L6-v2's shape
     ):
         assert encoder_parameters(config) == sum(p.numel() for p in BertModel(config).parameters())
+
+
+def test_blurbs_ner_sets_take_their_recipes_and_a_named_config_or_a_flag_overrides_them(tmp_path):
+    from transformers import BertConfig
+
+    for name in ("BC5CDR-disease-IOB", "MyGenes"):
+        write_dataset_dir(str(tmp_path / "ner" / name), sizes=(4, 2, 2))
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("num_train_epochs: 3\nper_device_train_batch_size: 4\n", encoding="utf-8")
+    model_config = BertConfig(
+        vocab_size=50, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, max_position_embeddings=64
+    )
+
+    def settings(ner_config, **flags):
+        args = BenchmarkArguments(
+            model_name_or_path="m", output_dir=str(tmp_path / "out"), ner_dir=str(tmp_path / "ner"),
+            ner_config=ner_config, seeds=[1], **flags,
+        )  # fmt: skip
+        jobs = seed_jobs(args, find_datasets(None, args.ner_dir), ner_fine_tuning(args))
+        out = {}
+        for job in jobs:
+            _, data, _, training = ner_seed_arguments(job)
+            work = job_estimates(job, 4, model_config, "cpu")[1]
+            out[job.dataset] = (
+                training.num_train_epochs, training.per_device_train_batch_size, training.learning_rate,
+                data.max_seq_length, work,
+            )  # fmt: skip
+        return out
+
+    # the default config: BC5-disease's recipe (LinkBERT: 8 epochs, batch 16) over ner_blurb's 20 epochs, batch 32;
+    # a set BLURB has not keeps ner_blurb's values; the estimate is 4 rows × epochs × 64 positions
+    assert settings("ner_blurb") == {
+        "BC5CDR-disease-IOB": (8, 16, 5e-5, 512, 4 * 8 * 64),
+        "MyGenes": (20, 32, 5e-5, 512, 4 * 20 * 64),
+    }
+    # a file the user names sets what it holds over the recipe, the recipe the rest
+    assert settings(str(mine)) == {
+        "BC5CDR-disease-IOB": (3, 4, 5e-5, 512, 4 * 3 * 64),
+        "MyGenes": (3, 4, 5e-5, 512, 4 * 3 * 64),
+    }
+    # the benchmark's flag overrides every set's recipe
+    assert settings("ner_blurb", num_train_epochs=1)["BC5CDR-disease-IOB"][:2] == (1, 16)
 
 
 def test_jobs_are_estimated_and_ordered_longest_first(bench, tmp_path):

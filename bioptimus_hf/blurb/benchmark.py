@@ -1,9 +1,9 @@
 """The BLURB benchmark as one run: every dataset present fine-tuned over the same seeds, then one table.
 
 NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through :func:`bioptimus_hf.ner.run.fine_tune_ner` with
-``--ner_config`` (default: the packaged ``ner_blurb``) read once and each job's settings over it, the others
-(``<blurb_dir>/<DATASET>/*.jsonl``) through :func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task
-type's recipe. ``--num_train_epochs``, ``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset
+``--ner_config`` (default: the packaged ``ner_blurb``) read once, BLURB's sets with their recipes, and each job's
+settings over it, the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
+:func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``, ``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset
 × seed is one job (:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and
 memory allow (:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each
 dataset's runs go to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained
@@ -323,11 +323,19 @@ def check_ner_config(jobs: Sequence[SeedJob]) -> None:
         ner_seed_arguments(first)
 
 
+def ner_fine_tuning(args: BenchmarkArguments) -> NerFineTuning | None:
+    """How the NER sets are fine-tuned (None without ``--ner_dir``): ``--ner_config`` read, each of BLURB's sets
+    with its recipe over the packaged default's values or under the values of a file the user names."""
+    if not args.ner_dir:
+        return None
+    return NerFineTuning.from_config(args.ner_config, recipe_over_config=args.uses_default_ner_config)
+
+
 def run_benchmark(args: BenchmarkArguments) -> dict[str, Any]:
     """Every dataset present, each unfinished seed fine-tuned (side by side as far as the device allows), then the
     table; returns it."""
     datasets = find_datasets(args.blurb_dir, args.ner_dir, args.datasets)
-    ner = NerFineTuning.from_config(args.ner_config) if args.ner_dir else None
+    ner = ner_fine_tuning(args)
     train_rows = check_datasets(datasets)
     jobs = seed_jobs(args, datasets, ner)
     check_ner_config(jobs)

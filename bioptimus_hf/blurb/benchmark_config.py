@@ -37,7 +37,10 @@ class BenchmarkArguments:
     )
     ner_config: str = field(
         default=DEFAULT_NER_CONFIG,
-        metadata={"help": "bioptimus ner's config for the NER sets: a file or a packaged config's name."},
+        metadata={
+            "help": "bioptimus ner's config for the NER sets: a file or a packaged config's name. With the default, "
+            "each of BLURB's NER sets takes its recipe; a file you name sets the values it holds over the recipe."
+        },
     )
     datasets: list[str] | None = field(
         default=None, metadata={"help": "Only these datasets (sub-directory names; default: every one present)."}
@@ -72,6 +75,12 @@ class BenchmarkArguments:
                 resolve_config(self.ner_config)
             except FileNotFoundError as error:
                 raise ValueError(f"--ner_config {str(error).removeprefix('config file ')}") from None
+
+    @property
+    def uses_default_ner_config(self) -> bool:
+        """Whether ``--ner_config`` is the packaged default: then each of BLURB's NER sets takes its own recipe over
+        its values (a config file the user names sets what it holds over the recipe)."""
+        return self.ner_config == DEFAULT_NER_CONFIG
 
     @property
     def name(self) -> str:

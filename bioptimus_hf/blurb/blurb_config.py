@@ -4,10 +4,10 @@ Its model and precision flags are every fine-tuning command's (:mod:`bioptimus_h
 :data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of seeds,
 each value with the key of its source in :data:`SOURCES`: the PubMedBERT paper (Gu et al. 2021) where it fixes the
 value, else the public BLURB script of a leaderboard system (LinkBERT's), else the paper's grid value nearest
-LinkBERT's. Where the
-two sources disagree the paper wins (docs/blurb.md says how the other differs). A dataset directory of another
-name takes its task type's recipe (:data:`TYPE_RECIPE`). A recipe value is a default only: a config file or a flag
-overrides it.
+LinkBERT's. Where the two sources disagree the paper wins (docs/blurb.md says how the other differs). A dataset
+directory of another name takes its task type's recipe (:data:`TYPE_RECIPE`); a NER set takes its own only when it
+is one of BLURB's (:func:`ner_recipe_for`), else its NER config's values. A recipe value is a default only: a config
+file or a flag overrides it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from transformers import TrainingArguments
 
 from ..ner.fine_tuning_config import FineTuningModelArguments
 from ..ner.stabilisation import StabilisationArguments
+from ..releases.blurb_results import published_name
 from .data import read_task_type
+from .score import NER
 from .tasks import (
     DOCUMENT_CLASSIFICATION,
     QUESTION_ANSWERING,
@@ -48,8 +50,7 @@ SOURCES = {
     PAPER_RE_LENGTH: "Gu et al. 2021, section 5 (relation extraction): 128 tokens for GAD, 256 for ChemProt and DDI",
     PAPER_QA_LENGTH: "Gu et al. 2021, section 5 (question answering): 512 tokens",
     LINKBERT: "michiyasunaga/LinkBERT, src/run_examples_blurb_biolinkbert-base.sh (BioLinkBERT-base's BLURB runs)",
-    GRID: "where LinkBERT's learning rate lies off the paper's grid, the grid value nearest it on a log scale (dev "
-    "trials on CPU could not tell the two neighbours apart: docs/blurb.md)",
+    GRID: "where LinkBERT's learning rate lies off the paper's grid, the grid value nearest it on a log scale",
 }
 PAPER_LEARNING_RATES = (1e-5, 3e-5, 5e-5)  # the paper's search grid (section 6.2)
 
@@ -83,8 +84,14 @@ class Recipe:
     def seed_list(self) -> list[int]:
         return list(range(1, self.seeds + 1))
 
+    def training_values(self) -> dict:
+        """The recipe as fine-tuning settings (a config file's keys), the seed count aside."""
+        return {name: getattr(self, name) for name in RECIPE_FIELDS if name != "seeds"}
 
-def _recipe(task: TaskType, lr, batch, epochs, length, seeds, *, lr_from=LINKBERT, length_from=LINKBERT) -> Recipe:
+
+def _recipe(
+    task: TaskType | str, lr, batch, epochs, length, seeds, *, lr_from=LINKBERT, length_from=LINKBERT
+) -> Recipe:
     """A recipe whose batch size and epochs are LinkBERT's and whose warm-up and seed count are the paper's."""
     sources = {
         "learning_rate": lr_from,
@@ -94,13 +101,20 @@ def _recipe(task: TaskType, lr, batch, epochs, length, seeds, *, lr_from=LINKBER
         "warmup_steps": PAPER_SCHEDULE,
         "seeds": PAPER_SEEDS,
     }
-    return Recipe(task.name, lr, batch, epochs, length, seeds, sources)
+    return Recipe(getattr(task, "name", task), lr, batch, epochs, length, seeds, sources)
 
 
-# BLURB's datasets beyond NER, by directory name. LinkBERT's values that the paper contradicts: GAD's 256 tokens
-# (paper: 128), no warm-up (paper: 10 %; 100 steps for question answering), learning rates off the paper's grid
-# (2e-5 for DDI and question answering, 4e-5 for HoC: here the grid value nearest on a log scale).
+# BLURB's datasets: beyond NER by directory name, NER sets by BLURB's names (their directories may be named as
+# BLURB's files are: BC5CDR-chem-IOB is BC5-chem). LinkBERT's values that the paper contradicts: GAD's 256 tokens
+# (paper: 128), no warm-up beyond NER (paper: 10 %; 100 steps for question answering), learning rates off the
+# paper's grid (2e-5 for DDI and question answering, 4e-5 for HoC, 6e-5 for BC2GM: here the grid value nearest on a
+# log scale). The paper fixes no input length for NER: LinkBERT's 512 tokens.
 RECIPES = {
+    "BC5-chem": _recipe(NER, 5e-5, 32, 20, 512, 5),
+    "BC5-disease": _recipe(NER, 5e-5, 16, 8, 512, 5),
+    "NCBI-disease": _recipe(NER, 5e-5, 32, 20, 512, 5),
+    "BC2GM": _recipe(NER, nearest_on_grid(6e-5), 32, 50, 512, 5, lr_from=GRID),
+    "JNLPBA": _recipe(NER, 1e-5, 16, 5, 512, 5),
     "ChemProt": _recipe(RELATION_EXTRACTION, 3e-5, 32, 10, 256, 5, length_from=PAPER_RE_LENGTH),
     "DDI": _recipe(
         RELATION_EXTRACTION, nearest_on_grid(2e-5), 32, 5, 256, 5, lr_from=GRID, length_from=PAPER_RE_LENGTH
@@ -137,6 +151,13 @@ def recipe_for(task: TaskType, dataset: str | None = None) -> Recipe:
     return RECIPES[recipe_name(task, dataset)]
 
 
+def ner_recipe_for(dataset: str) -> Recipe | None:
+    """The recipe of a NER set when its directory (a name or path) is one of BLURB's, by BLURB's name or its files'
+    (``BC5CDR-chem-IOB`` -> ``BC5-chem``, :func:`~bioptimus_hf.releases.blurb_results.published_name`); else None."""
+    recipe = RECIPES.get(published_name(os.path.basename(os.path.normpath(dataset))) or "")
+    return recipe if recipe is not None and recipe.task_type == NER else None
+
+
 def _format(name: str, value) -> str:
     if name == "learning_rate":
         return f"{value:.0e}".replace("e-0", "e-")
@@ -171,7 +192,9 @@ def _recipe_training_arguments(name: str, recipe: Recipe) -> type[TrainingArgume
     return cls
 
 
-RECIPE_TRAINING_ARGUMENTS = {name: _recipe_training_arguments(name, recipe) for name, recipe in RECIPES.items()}
+RECIPE_TRAINING_ARGUMENTS = {
+    name: _recipe_training_arguments(name, recipe) for name, recipe in RECIPES.items() if recipe.task_type != NER
+}
 globals().update({cls.__name__: cls for cls in RECIPE_TRAINING_ARGUMENTS.values()})
 
 

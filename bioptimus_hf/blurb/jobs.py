@@ -4,8 +4,8 @@ function a worker process runs it with (:func:`run_seed_job`), and what it is ex
 
 A job beyond NER builds ``run_blurb.py``'s typed arguments directly (the task type's recipe, the benchmark's
 overrides, ``--seeds <s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job lays its
-settings over the values of the benchmark's NER config file (:class:`NerFineTuning`), converts them to ``bioptimus
-ner``'s typed arguments as a config file holding them would be
+settings over its set's values (:class:`NerFineTuning`: the benchmark's NER config file and, for one of BLURB's
+sets, its recipe), converts them to ``bioptimus ner``'s typed arguments as a config file holding them would be
 (:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`) and runs
 :func:`~bioptimus_hf.ner.run.fine_tune_ner`. Either writes ``<output_dir>/seed_<s>/seed_results.json`` as its last
 act, so a job stopped before its end leaves no seed that looks finished.
@@ -24,7 +24,7 @@ from ..ner.stabilisation import StabilisationArguments
 from ..utils.config_files import read_config
 from ..utils.config_mapping import configs_from_mapping
 from ..utils.files import read_json
-from .blurb_config import BlurbDataArguments, recipe_for, recipe_training_arguments
+from .blurb_config import BlurbDataArguments, ner_recipe_for, recipe_for, recipe_training_arguments
 from .data import read_task_type
 from .run import fill_recipe_length, fine_tune_blurb_seeds
 from .score import NER
@@ -40,25 +40,40 @@ NER_DEFAULTS = {"per_device_train_batch_size": 8, "max_seq_length": 512, "num_tr
 @dataclass(frozen=True)
 class NerFineTuning:
     """How the benchmark fine-tunes a NER set: ``bioptimus ner``'s config file (a path or a packaged config's name)
-    and the values it holds, read once by the benchmark (plain data: a job carries them to its worker process). Each
-    job's settings go over the values; the values also give the estimates (batch, length, epochs, precision)."""
+    and the values it holds, read once by the benchmark (plain data: a job carries them to its worker process).
+
+    A set of BLURB's takes its recipe (:func:`~bioptimus_hf.blurb.blurb_config.ner_recipe_for`) with the config
+    file: over the file's values when ``recipe_over_config`` (the benchmark's packaged default, whose values are one
+    recipe for every set), under them otherwise (a file the user names sets what it holds). Each job's settings go
+    over both; the result also gives the estimates (batch, length, epochs, precision)."""
 
     config: str
     values: Mapping[str, Any] = field(default_factory=dict)
+    recipe_over_config: bool = False
 
     @classmethod
-    def from_config(cls, config: str) -> NerFineTuning:
+    def from_config(cls, config: str, recipe_over_config: bool = False) -> NerFineTuning:
         """The config file ``config`` names, read (:func:`~bioptimus_hf.utils.config_files.read_config`)."""
-        return cls(config, read_config(config))
+        return cls(config, read_config(config), recipe_over_config)
 
-    def value(self, name: str) -> Any:
-        return self.values.get(name, NER_DEFAULTS.get(name))
+    def values_for(self, data_dir: str) -> dict[str, Any]:
+        """The values a fine-tune of the NER set in ``data_dir`` starts from: the config file's and its recipe's."""
+        recipe = ner_recipe_for(data_dir)
+        if recipe is None:
+            return dict(self.values)
+        if self.recipe_over_config:
+            return {**self.values, **recipe.training_values()}
+        return {**recipe.training_values(), **self.values}
+
+    def value(self, name: str, data_dir: str) -> Any:
+        return self.values_for(data_dir).get(name, NER_DEFAULTS.get(name))
 
     def arguments(self, settings: Mapping[str, Any]) -> tuple:
         """``bioptimus ner``'s typed arguments (:data:`~bioptimus_hf.ner.fine_tuning_config.NER_ARGUMENT_TYPES`):
-        ``settings`` over the config file's values; a value they refuse is a ``ValueError`` naming the config."""
+        ``settings`` (with the set's ``data_dir``) over the set's values; a value they refuse is a ``ValueError``
+        naming the config."""
         try:
-            return configs_from_mapping(NER_ARGUMENT_TYPES, {**self.values, **settings})
+            return configs_from_mapping(NER_ARGUMENT_TYPES, {**self.values_for(settings["data_dir"]), **settings})
         except ValueError as error:
             raise ValueError(f"--ner_config {self.config}: {error}") from None
 
@@ -172,14 +187,15 @@ def job_work(train_rows: int, epochs: float, max_steps: int | None, batch_size: 
 
 def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> tuple[int, float]:
     """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length
-    and epochs of its recipe (NER: of its config file) under the overrides, capped by the model's positions; bf16
+    and epochs of its recipe (NER: its set's values, :meth:`NerFineTuning.values_for`) under the overrides, capped by the model's positions; bf16
     activations on a GPU where the run asks for them (NER's ``bf16_if_supported``), else float32."""
     if job.task_type == NER:
         assert job.ner is not None
         batch, length, epochs = (
-            job.ner.value(key) for key in ("per_device_train_batch_size", "max_seq_length", "num_train_epochs")
+            job.ner.value(key, job.data_dir)
+            for key in ("per_device_train_batch_size", "max_seq_length", "num_train_epochs")
         )
-        bf16 = bool(job.ner.value("bf16_if_supported"))
+        bf16 = bool(job.ner.value("bf16_if_supported", job.data_dir))
     else:
         recipe = recipe_for(read_task_type(job.data_dir), job.dataset)
         batch, length, epochs = recipe.per_device_train_batch_size, recipe.max_seq_length, recipe.num_train_epochs

@@ -3,8 +3,8 @@
     bioptimus blurb --model_name_or_path out/releases/v0.4 --seeds 1 2 3 \\
         --blurb_dir ../shared/data/blurb --ner_dir ../shared/data/ner --output_dir blurb/v0.4
 
-Every dataset present is fine-tuned over the seeds (NER with ``--ner_config``, the others with their task type's
-recipe; ``--num_train_epochs``, ``--max_steps``, ``--max_train_samples`` override both), a finished seed is never
+Every dataset present is fine-tuned over the seeds (NER with ``--ner_config``, a set of BLURB's with its recipe,
+the others with their dataset's or task type's recipe; ``--num_train_epochs``, ``--max_steps``, ``--max_train_samples`` override both), a finished seed is never
 trained again, and ``blurb_results.md``/``.json`` give each dataset's mean ± std, each task type's average and the
 BLURB score over the task types present (docs/blurb.md). The dataset × seed fine-tunes run side by side on this
 device as far as its cores and memory allow (``--jobs auto``; ``--jobs 1``: one after another in this process).

@@ -133,8 +133,8 @@ COMMANDS: dict[str, Command] = {
         "blurb",
         "the BLURB benchmark of one model: every dataset present, one table, the score",
         "The BLURB benchmark of one model in one command: every dataset present under --blurb_dir and --ner_dir is "
-        "fine-tuned over the seeds (NER with --ner_config, by default the packaged ner_blurb; the others with their "
-        "task type's recipe), a finished seed is never trained again, and blurb_results.md and .json give each "
+        "fine-tuned over the seeds, each with its recipe (NER with --ner_config, by default the packaged ner_blurb; "
+        "a set of BLURB's with its own recipe over it), a finished seed is never trained again, and blurb_results.md and .json give each "
         "dataset's mean and standard deviation, each task type's average and the BLURB score. See docs/blurb.md.",
         "bioptimus blurb --model_name_or_path outputs/demo_minilm/releases/v0.4 --seeds 1 2 3 "
         "--blurb_dir ../shared/data/blurb --ner_dir ../shared/data/ner --output_dir blurb/v0.4",
