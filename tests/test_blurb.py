@@ -367,3 +367,27 @@ def test_blurb_score_averages_within_then_over_the_types_present(tmp_path):
         blurb_score(scores + [DatasetScore("DDI", "relation_extraction", 0.5)])
     with pytest.raises(ValueError, match="X: task type 'summarisation' is not one of BLURB's"):
         blurb_score([DatasetScore("X", "summarisation", 0.5)])
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def test_a_seed_saves_no_checkpoint_unless_asked_and_keeps_none_unless_told(tiny, tmp_path):
+    _, model, data = tiny
+    gad = data["relation_extraction"]
+    args = run_blurb.parse_args(["--model_name_or_path", model, "--data_dir", gad, "--output_dir", "o"])[3]
+    assert args.save_strategy == "no"  # not the Trainer's every 500 steps
+    best = ["--eval_strategy", "epoch", "--load_best_model_at_end", "true", "--metric_for_best_model", "score"]
+    args = run_blurb.parse_args(["--model_name_or_path", model, "--data_dir", gad, "--output_dir", "o", *best])[3]
+    assert args.save_strategy == "epoch"  # where evaluation runs, so that the Trainer can load the best
+    steps = ["--seeds", "1", "--save_strategy", "steps", "--save_steps", "1", "--max_steps", "2"]
+    run(model, gad, tmp_path / "removed", *steps)
+    assert sorted(p.name for p in (tmp_path / "removed" / "seed_1").iterdir()) == [
+        "dev_predictions.jsonl",
+        "seed_results.json",
+        "test_predictions.jsonl",
+    ]
+    run(model, gad, tmp_path / "kept", *steps, "--keep_checkpoints", "true")
+    kept = tmp_path / "kept" / "seed_1"
+    assert sorted(p.name for p in kept.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
+    assert (kept / "checkpoint-2" / "optimizer.pt").is_file()  # the Trainer's checkpoints, untouched

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
+from transformers.trainer_utils import SaveStrategy
 
 from ..ner.fine_tuning_config import FineTuningModelArguments
 from ..ner.stabilisation import StabilisationArguments
@@ -176,6 +177,31 @@ def recipe_table_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+_TRAINING_FIELDS = {f.name: f for f in dataclasses.fields(TrainingArguments)}
+
+
+@dataclass
+class BlurbTrainingArguments(TrainingArguments):
+    """``TrainingArguments`` that save no checkpoint unless asked (``save_strategy`` "no"): a seed is never resumed
+    from one, so the Trainer's default saves every 500 steps would only fill the disk. With
+    ``--load_best_model_at_end`` and no saving asked for, checkpoints are saved where evaluation runs (the Trainer
+    picks the best among them)."""
+
+    save_strategy: SaveStrategy | str = field(
+        default="no",
+        metadata={
+            **_TRAINING_FIELDS["save_strategy"].metadata,
+            "help": "When to save a checkpoint: no, epoch, steps or best. Default: no, or where evaluation runs "
+            "with --load_best_model_at_end.",
+        },
+    )
+
+    def __post_init__(self):
+        if self.load_best_model_at_end and self.save_strategy == "no":
+            self.save_strategy = self.eval_strategy
+        super().__post_init__()
+
+
 def _recipe_training_arguments(name: str, recipe: Recipe) -> type[TrainingArguments]:
     """``TrainingArguments`` whose defaults are ``recipe``'s (what ``--help`` and an unset flag give); a module-level
     class, so that the Trainer can pickle its arguments with the model."""
@@ -187,7 +213,7 @@ def _recipe_training_arguments(name: str, recipe: Recipe) -> type[TrainingArgume
         "warmup_steps": float,
     }
     overrides = [(key, types[key], field(default=getattr(recipe, key), metadata=base[key].metadata)) for key in types]
-    cls = dataclasses.make_dataclass(f"{name}TrainingArguments", overrides, bases=(TrainingArguments,))
+    cls = dataclasses.make_dataclass(f"{name}TrainingArguments", overrides, bases=(BlurbTrainingArguments,))
     cls.__module__ = __name__
     return cls
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from transformers import AutoConfig, AutoModelForSequenceClassification, DataCollatorWithPadding, set_seed
 
-from ..ner.results import seed_dir, write_seed_result
+from ..ner.results import remove_checkpoints, seed_dir, write_seed_result
 from ..ner.stabilisation import StabilisationArguments, apply_stabilisation
 from ..ner.trainer import NerTrainer
 from ..releases.lineage import Lineage
@@ -82,8 +82,10 @@ def fine_tune_seed(
     stabilisation: StabilisationArguments,
     save_model: bool = True,
     ignore_mismatched_sizes: bool = False,
+    keep_checkpoints: bool = False,
 ) -> dict:
-    """Fine-tune with ``seed`` into ``training_args.output_dir``; returns the seed's results."""
+    """Fine-tune with ``seed`` into ``training_args.output_dir``, leaving no Trainer checkpoint unless
+    ``keep_checkpoints``; returns the seed's results."""
     set_seed(seed)
     model = load_classifier(model_name_or_path, task.data, ignore_mismatched_sizes)
     optimizers = apply_stabilisation(model, stabilisation, training_args)
@@ -111,6 +113,8 @@ def fine_tune_seed(
     output_dir = training_args.output_dir
     if save_model:
         trainer.save_model(output_dir)
+    if not keep_checkpoints and trainer.is_world_process_zero():
+        remove_checkpoints(output_dir)
     trainer.compute_metrics = None  # dev-bound; each split is scored against its own rows below
     for prefix, split in PREDICTION_SPLITS.items():
         if split not in task.encoded:
@@ -137,6 +141,7 @@ def fine_tune_seeds(
     save_model: bool = True,
     ignore_mismatched_sizes: bool = False,
     lineage: Lineage | None = None,
+    keep_checkpoints: bool = False,
 ) -> None:
     """Each unfinished seed fine-tuned into ``<output_dir>/seed_<s>/``, its results written as soon as it ends;
     with ``save_model``, its model's card beside it first (``lineage``: the start model, as the card names it)."""
@@ -157,6 +162,7 @@ def fine_tune_seeds(
                 stabilisation,
                 save_model,
                 ignore_mismatched_sizes,
+                keep_checkpoints,
             )
         finally:
             training_args.output_dir = base_output_dir

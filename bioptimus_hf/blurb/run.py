@@ -134,5 +134,6 @@ def fine_tune_blurb_seeds(
         model_args.save_model,
         model_args.ignore_mismatched_sizes,
         Lineage.of(model_args.model_name_or_path),  # its Hub id when it is one; a local start by its folder name
+        model_args.keep_checkpoints,
     )
     return training_args

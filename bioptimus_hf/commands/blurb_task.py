@@ -22,9 +22,13 @@ from __future__ import annotations
 import logging
 
 import transformers
-from transformers import TrainingArguments
 
-from bioptimus_hf.blurb.blurb_config import ARGUMENTS, fill_recipe_length, recipe_training_arguments
+from bioptimus_hf.blurb.blurb_config import (
+    ARGUMENTS,
+    BlurbTrainingArguments,
+    fill_recipe_length,
+    recipe_training_arguments,
+)
 from bioptimus_hf.blurb.data import read_task_type
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
 from bioptimus_hf.utils.cli import exit_on_bad_input
@@ -32,7 +36,7 @@ from bioptimus_hf.utils.cli import exit_on_bad_input
 
 def parse_args(argv: list[str] | None = None):
     """``[config.{yaml,json}] [--flag value ...]``, over the defaults of the data's task type (its recipe)."""
-    _, data_args, _, _ = parse_config_and_flags(ARGUMENTS + (TrainingArguments,), argv)
+    _, data_args, _, _ = parse_config_and_flags(ARGUMENTS + (BlurbTrainingArguments,), argv)
     task = read_task_type(data_args.data_dir, data_args.task_type)
     model_args, data_args, stab_args, training_args = parse_config_and_flags(
         ARGUMENTS + (recipe_training_arguments(task, data_args.data_dir),), argv

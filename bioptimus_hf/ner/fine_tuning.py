@@ -37,6 +37,7 @@ from .evaluation import (
     span_scores,
 )
 from .model_card import write_model_card
+from .results import remove_checkpoints
 from .results import seed_dir as seed_directory
 from .stabilisation import StabilisationArguments, apply_stabilisation
 from .trainer import NerTrainer
@@ -58,6 +59,7 @@ def fine_tune_seeds(
     test: ConllSplit | None,
     stabilisation: StabilisationArguments,
     save_model: bool = True,
+    keep_checkpoints: bool = False,
     model_name: str | None = None,
     dataset_name: str | None = None,
     ignore_mismatched_sizes: bool = False,
@@ -70,8 +72,8 @@ def fine_tune_seeds(
 
     ``encoded`` holds the windows of ``"train"``, ``"devel"`` and (with ``test``) ``"test"``; ``stabilisation``
     is Tinn et al.'s (:func:`~.stabilisation.apply_stabilisation`). Each seed's directory gets
-    ``test_predictions.conll`` and ``test_report.txt`` (main process) and, with ``save_model``, the fine-tuned
-    model, whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
+    ``test_predictions.conll`` and ``test_report.txt`` (main process), no Trainer checkpoint unless
+    ``keep_checkpoints`` (:func:`~.results.remove_checkpoints`) and, with ``save_model``, the fine-tuned model, whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
     ``dataset_name``: how to tag with it; ``base_model`` metadata only for a Hub id or ``base_model_hub_id``)."""
     id2label = dict(enumerate(labels))
     label2id = {label: i for i, label in id2label.items()}
@@ -114,6 +116,8 @@ def fine_tune_seeds(
             if trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the standard pipeline gets wrong
                 lineage = Lineage.of(model_name_or_path, base_model_hub_id)
                 write_model_card(seed_dir, model_name or lineage.name, dataset_name, scheme, labels, lineage)
+        if not keep_checkpoints and trainer.is_world_process_zero():
+            remove_checkpoints(seed_dir)
 
         eval_metrics = trainer.evaluate(metric_key_prefix="eval")
         for metric in ("f1", "precision", "recall"):

@@ -35,6 +35,13 @@ class FineTuningModelArguments:
         default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
     )
     save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
+    keep_checkpoints: bool = field(
+        default=False,
+        metadata={
+            "help": "Keep the Trainer's checkpoint-* directories in seed_<s>/ after the seed's training. Default: "
+            "removed then (they hold candidate models and optimizer state; a seed is never resumed from them)."
+        },
+    )
     bf16_if_supported: bool = field(
         default=False,
         metadata={

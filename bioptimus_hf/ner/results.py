@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 from statistics import mean, stdev
@@ -88,6 +89,18 @@ def write_results(output_dir: str, results: Dict[str, Any]) -> str:
 
 def seed_dir(output_dir: str, seed: int) -> str:
     return os.path.join(output_dir, f"seed_{seed}")
+
+
+def remove_checkpoints(seed_directory: str) -> list[str]:
+    """Delete the Trainer's ``checkpoint-*`` directories in a seed's directory, once its training has ended (the
+    best one, with ``load_best_model_at_end``, is then loaded): they hold candidate models and optimizer state, and
+    nothing resumes a seed from them (an unfinished seed is trained again from its start). Returns the paths."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    removed = sorted(str(p) for p in Path(seed_directory).glob(f"{PREFIX_CHECKPOINT_DIR}-*") if p.is_dir())
+    for path in removed:
+        shutil.rmtree(path)
+    return removed
 
 
 def run_settings(stab_args, training_args) -> Dict[str, Any]:

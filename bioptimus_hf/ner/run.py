@@ -144,6 +144,7 @@ def fine_tune_ner(
         test=test,
         stabilisation=stab_args,
         save_model=model_args.save_model,
+        keep_checkpoints=model_args.keep_checkpoints,
         ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
         bulk_dropout=bulk_dropout,
         model_name=model_name,
