@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _results import ResultTarget, output_help  # noqa: E402
+from bioptimus_hf.blurb.benchmark_config import DEFAULT_NER_CONFIG  # noqa: E402
 
 
 COMPARE_DATASETS = ["BIOSSES", "GAD", "PubMedQA"]
@@ -70,7 +71,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--model_name", default="all-MiniLM-L6-v2")
     parser.add_argument("--blurb_dir", default=str(ROOT.parent / "shared" / "data" / "blurb"))
     parser.add_argument("--ner_dir", default=None, help="compare: none; table: give ../shared/data/ner")
-    parser.add_argument("--ner_config", default=str(ROOT / "configs" / "ner_blurb.yaml"))
+    parser.add_argument(
+        "--ner_config", default=DEFAULT_NER_CONFIG, help="bioptimus blurb's (default: its own, BLURB's NER recipes)"
+    )
     parser.add_argument("--datasets", nargs="+", default=None, help=f"compare default: {' '.join(COMPARE_DATASETS)}")
     parser.add_argument("--seeds", nargs="+", type=int, default=None, help="compare default: 1 2 3")
     parser.add_argument("--concurrent", default="auto", help="the concurrent arm's --jobs (compare)")
