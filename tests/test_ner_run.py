@@ -524,19 +524,20 @@ def test_two_processes_predict_in_dataset_order_and_write_the_results_once(tiny,
     assert [[line.split("\t")[0] for line in lines] for lines in sentences] == [s.tokens for s in gold.sentences]
 
 
-def test_the_blurb_config_leaves_no_checkpoint_and_saves_no_optimizer_state(tiny, tmp_path):
+def test_a_seed_leaves_no_checkpoint_unless_told_and_the_blurb_config_saves_none(tiny, tmp_path):
     _, model, data = tiny
     flags = ["--model_name_or_path", model, "--data_dir", data, "--seeds", "1", "--save_model", "false"]
     flags += quick_ner_flags(save_strategy=None, num_train_epochs=2, per_device_train_batch_size=8)
-    config = str(Path(__file__).resolve().parents[1] / "configs" / "ner_blurb.yaml")  # best devel F1, each epoch
-    run_ner.main([config, *flags, "--output_dir", str(tmp_path / "removed")])
-    assert sorted(p.name for p in (tmp_path / "removed" / "seed_1").iterdir()) == [
-        "seed_results.json",
-        "test_predictions.conll",
-        "test_report.txt",
-    ]
-    run_ner.main([config, *flags, "--output_dir", str(tmp_path / "kept"), "--keep_checkpoints", "true"])
+    results = ["seed_results.json", "test_predictions.conll", "test_report.txt"]
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "ner_blurb.yaml")  # the last epoch's model
+    run_ner.main([config, *flags, "--output_dir", str(tmp_path / "blurb"), "--keep_checkpoints", "true"])
+    assert sorted(p.name for p in (tmp_path / "blurb" / "seed_1").iterdir()) == results  # none saved at all
+    best = ["--eval_strategy", "epoch", "--save_strategy", "epoch", "--load_best_model_at_end", "true"]
+    best += ["--metric_for_best_model", "f1", "--save_total_limit", "1"]
+    run_ner.main([*flags, *best, "--output_dir", str(tmp_path / "removed")])
+    assert sorted(p.name for p in (tmp_path / "removed" / "seed_1").iterdir()) == results
+    run_ner.main([*flags, *best, "--output_dir", str(tmp_path / "kept"), "--keep_checkpoints", "true"])
     checkpoints = list((tmp_path / "kept" / "seed_1").glob("checkpoint-*"))  # the best and the last, at most
     assert 1 <= len(checkpoints) <= 2
-    for checkpoint in checkpoints:
-        assert (checkpoint / "model.safetensors").is_file() and not (checkpoint / "optimizer.pt").exists()
+    for checkpoint in checkpoints:  # the Trainer's checkpoints, untouched
+        assert (checkpoint / "model.safetensors").is_file() and (checkpoint / "optimizer.pt").is_file()
