@@ -3,12 +3,13 @@
 NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through :func:`bioptimus_hf.ner.run.fine_tune_ner` with
 ``--ner_config`` (default: the packaged ``ner_blurb``) read once, BLURB's sets with their recipes, and each job's
 settings over it, the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
-:func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``, ``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset
-× seed is one job (:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and
-memory allow (:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each
-dataset's runs go to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained
-again, so a rerun resumes where the last one stopped. Once its jobs are done, each dataset's seeds are merged
-(``all_results.json``) and the table (``blurb_results.json``/``.md``, format owned by
+:func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``,
+``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset × seed is one job
+(:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and memory allow
+(:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each dataset's runs go
+to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a rerun
+resumes where the last one stopped. Once its jobs are done, each dataset's seeds are merged (``all_results.json``)
+and the table (``blurb_results.json``/``.md``, format owned by
 :mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the seeds asked for: the same files and
 table whether the jobs ran side by side or one after another.
 """

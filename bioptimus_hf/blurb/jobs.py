@@ -186,9 +186,10 @@ def job_work(train_rows: int, epochs: float, max_steps: int | None, batch_size: 
 
 
 def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> tuple[int, float]:
-    """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length
-    and epochs of its recipe (NER: its set's values, :meth:`NerFineTuning.values_for`) under the overrides, capped by the model's positions; bf16
-    activations on a GPU where the run asks for them (NER's ``bf16_if_supported``), else float32."""
+    """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length and
+    epochs of its recipe (NER: its set's values, :meth:`NerFineTuning.values_for`) under the overrides, capped by
+    the model's positions; bf16 activations on a GPU where the run asks for them (NER's ``bf16_if_supported``), else
+    float32."""
     if job.task_type == NER:
         assert job.ner is not None
         batch, length, epochs = (

@@ -70,10 +70,11 @@ def fine_tune_seeds(
     ``train_runtime_s``, ``train_loss`` (mean over ranks), ``eval_{f1,precision,recall}`` on devel and, with
     a test split, ``test_{f1,precision,recall}``, ``test_predict_runtime_s`` and ``test_sentences_per_s``.
 
-    ``encoded`` holds the windows of ``"train"``, ``"devel"`` and (with ``test``) ``"test"``; ``stabilisation``
-    is Tinn et al.'s (:func:`~.stabilisation.apply_stabilisation`). Each seed's directory gets
+    ``encoded`` holds the windows of ``"train"``, ``"devel"`` and (with ``test``) ``"test"``; ``stabilisation`` is
+    Tinn et al.'s (:func:`~.stabilisation.apply_stabilisation`). Each seed's directory gets
     ``test_predictions.conll`` and ``test_report.txt`` (main process), no Trainer checkpoint unless
-    ``keep_checkpoints`` (:func:`~.results.remove_checkpoints`) and, with ``save_model``, the fine-tuned model, whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
+    ``keep_checkpoints`` (:func:`~.results.remove_checkpoints`) and, with ``save_model``, the fine-tuned model,
+    whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
     ``dataset_name``: how to tag with it; ``base_model`` metadata only for a Hub id or ``base_model_hub_id``)."""
     id2label = dict(enumerate(labels))
     label2id = {label: i for i, label in id2label.items()}
