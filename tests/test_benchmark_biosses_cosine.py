@@ -63,3 +63,17 @@ def test_each_splits_r_is_the_cosine_of_the_pairs_own_and_cls_vectors(tmp_path):
         for pooling, key in (("mean", "own_pooling"), ("cls", "cls")):
             expected = 100 * pearsonr(gold, _hand_cosines(model_dir, pairs, pooling)).statistic
             assert figures[key][f"{split}_pearson_pct"] == pytest.approx(expected, abs=0.006), (split, pooling)
+
+
+def test_a_missing_data_file_is_one_line_naming_it(tmp_path):
+    import subprocess
+
+    script = os.path.join(ROOT, "benchmarks", "biosses_cosine.py")
+    done = subprocess.run(
+        [sys.executable, script, "--data_dir", str(tmp_path / "none"), "--output", str(tmp_path / "x.json")],
+        capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'none'}: missing train.jsonl (need train.jsonl, dev.jsonl, test.jsonl)"
+    ]
+    assert not (tmp_path / "x.json").exists()
