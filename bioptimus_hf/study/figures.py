@@ -40,19 +40,34 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
     plt = pyplot()
     layout, figures_dir = StudyLayout(output_dir), Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    rows = results["rows"]
+    rows, datasets = results["rows"], results["study"]["ner_datasets"]
     histories = {}
     for name, row in rows.items():
         if row.get("pretraining") is None or row.get("reference"):
             continue
         state = _trainer_state(layout.pretraining(name))
-        if state is None:
-            continue
-        histories[name] = state["log_history"]
+        if state is not None:
+            histories[name] = state["log_history"]
+    written = _loss_figures(rows, histories, figures_dir)
+    for figure in (
+        _heldout_figure(plt, rows, histories, figures_dir),
+        _masked_fraction_figure(plt, rows, figures_dir),
+        _ner_f1_figure(plt, rows, datasets, figures_dir),
+        _checkpoint_figure(plt, rows, datasets, figures_dir),
+    ):
+        if figure:
+            written.append(figure)
+    return written
+
+
+def _loss_figures(rows: dict[str, Any], histories: dict[str, list], figures_dir: Path) -> list[Path]:
+    """``loss_<arm>.png``: each arm's training curves with its phase ends."""
+    written = []
+    for name, history in histories.items():
+        row = rows[name]
         ends, versions = _phase_ends(row)
         path = plot_training_curves(
-            state["log_history"],
+            history,
             figures_dir / f"loss_{name}.png",
             ends,
             versions,
@@ -60,7 +75,11 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
         )
         if path:
             written.append(path)
+    return written
 
+
+def _heldout_figure(plt, rows: dict[str, Any], histories: dict[str, list], figures_dir: Path) -> Path | None:
+    """``heldout_loss.png``: every arm's held-out loss on one axis."""
     # A reference study's rows (--reference_results) keep no log history here: their releases' held-out loss
     # (the same phase's own masking) is drawn at each phase's end instead.
     released = {
@@ -72,57 +91,68 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
         for name, row in rows.items()
         if row.get("reference") and (row.get("pretraining") or {}).get("releases")
     }
-    if histories or released:
-        figure, ax = plt.subplots(figsize=(7, 4))
-        for name, history in histories.items():
-            points = loss_series(history)["eval_loss"]
-            if points:
-                ax.plot(*zip(*points), "o-", markersize=3, label=name)
-        for name, points in released.items():
-            ax.plot(*zip(*points), "s--", markersize=6, fillstyle="none", label=f"{name} (releases)")
-        ax.set_xlabel("optimizer step")
-        ax.set_ylabel("held-out masked-LM loss (phase's own masking)")
-        ax.legend(fontsize=8)
-        written.append(_save(plt, figure, figures_dir / "heldout_loss.png"))
+    if not (histories or released):
+        return None
+    figure, ax = plt.subplots(figsize=(7, 4))
+    for name, history in histories.items():
+        points = loss_series(history)["eval_loss"]
+        if points:
+            ax.plot(*zip(*points), "o-", markersize=3, label=name)
+    for name, points in released.items():
+        ax.plot(*zip(*points), "s--", markersize=6, fillstyle="none", label=f"{name} (releases)")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("held-out masked-LM loss (phase's own masking)")
+    ax.legend(fontsize=8)
+    return _save(plt, figure, figures_dir / "heldout_loss.png")
 
+
+def _masked_fraction_figure(plt, rows: dict[str, Any], figures_dir: Path) -> Path | None:
+    """``masked_fraction.png``: each phase's realised masked fraction per arm, against its target rate."""
     fractions = {name: (row.get("pretraining") or {}).get("releases") or [] for name, row in rows.items()}
     fractions = {name: releases for name, releases in fractions.items() if releases}
-    if fractions:
-        figure, ax = plt.subplots(figsize=(7, 3.5))
-        width = 0.8 / len(fractions)
-        phases: dict[str, dict[str, Any]] = {}  # every version any arm released, in order; a single-phase arm's
-        for releases in fractions.values():  # one release sits above its own version
-            for r in releases:
-                phases.setdefault(r["version"], r)
-        slots = sorted(phases, key=lambda v: [int(p) if p.isdigit() else p for p in v.split(".")])
-        for index, (name, releases) in enumerate(fractions.items()):
-            xs = [slots.index(r["version"]) + index * width for r in releases]
-            ax.bar(xs, [r["realised_masked_fraction"] or 0 for r in releases], width, label=name)
-            for x, r in zip(xs, releases):
-                ax.plot([x - width / 2, x + width / 2], [r["masking_rate"]] * 2, color="black", linewidth=1)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(slots))])
-        ax.set_xticklabels([f"v{v}\n{phases[v]['masking_unit']} {phases[v]['masking_rate']:.2f}" for v in slots])
-        ax.set_ylabel("realised masked fraction\n(black line: target rate)")
-        ax.legend(fontsize=8)
-        written.append(_save(plt, figure, figures_dir / "masked_fraction.png"))
+    if not fractions:
+        return None
+    figure, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.8 / len(fractions)
+    phases: dict[str, dict[str, Any]] = {}  # every version any arm released, in order; a single-phase arm's
+    for releases in fractions.values():  # one release sits above its own version
+        for r in releases:
+            phases.setdefault(r["version"], r)
+    slots = sorted(phases, key=lambda v: [int(p) if p.isdigit() else p for p in v.split(".")])
+    for index, (name, releases) in enumerate(fractions.items()):
+        xs = [slots.index(r["version"]) + index * width for r in releases]
+        ax.bar(xs, [r["realised_masked_fraction"] or 0 for r in releases], width, label=name)
+        for x, r in zip(xs, releases):
+            ax.plot([x - width / 2, x + width / 2], [r["masking_rate"]] * 2, color="black", linewidth=1)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(slots))])
+    ax.set_xticklabels([f"v{v}\n{phases[v]['masking_unit']} {phases[v]['masking_rate']:.2f}" for v in slots])
+    ax.set_ylabel("realised masked fraction\n(black line: target rate)")
+    ax.legend(fontsize=8)
+    return _save(plt, figure, figures_dir / "masked_fraction.png")
 
-    datasets = results["study"]["ner_datasets"]
+
+def _ner_f1_figure(plt, rows: dict[str, Any], datasets: list[str], figures_dir: Path) -> Path | None:
+    """``ner_f1.png``: each row's final test F1, mean ± std over seeds, one panel per dataset."""
     finals = {name: row["ner"].get("final", {}) for name, row in rows.items()}
-    if datasets and any(finals.values()):
-        figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
-        for ax, dataset in zip(axes[0], datasets):
-            names = [n for n in finals if dataset in finals[n]]
-            means = [100 * finals[n][dataset]["test_f1"] for n in names]
-            stds = [100 * finals[n][dataset].get("test_f1_std", 0.0) for n in names]
-            ax.bar(range(len(names)), means, yerr=stds, capsize=4, color="tab:blue")
-            ax.set_xticks(range(len(names)))
-            ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-            if means:
-                ax.set_ylim(max(0, min(means) - 5), min(100, max(means) + 3))
-            ax.set_title(dataset)
-            ax.set_ylabel("test F1 % (mean ± std over seeds)")
-        written.append(_save(plt, figure, figures_dir / "ner_f1.png"))
+    if not (datasets and any(finals.values())):
+        return None
+    figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        names = [n for n in finals if dataset in finals[n]]
+        means = [100 * finals[n][dataset]["test_f1"] for n in names]
+        stds = [100 * finals[n][dataset].get("test_f1_std", 0.0) for n in names]
+        ax.bar(range(len(names)), means, yerr=stds, capsize=4, color="tab:blue")
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+        if means:
+            ax.set_ylim(max(0, min(means) - 5), min(100, max(means) + 3))
+        ax.set_title(dataset)
+        ax.set_ylabel("test F1 % (mean ± std over seeds)")
+    return _save(plt, figure, figures_dir / "ner_f1.png")
 
+
+def _checkpoint_figure(plt, rows: dict[str, Any], datasets: list[str], figures_dir: Path) -> Path | None:
+    """``ner_f1_per_checkpoint.png``: test F1 along each arm's checkpoints and releases (paper Figure 3)."""
     curves = {}
     for name, row in rows.items():
         points = []
@@ -133,26 +163,26 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
                     points.append((dataset, step, 100 * cell["test_f1"], 100 * cell.get("test_f1_std", 0.0)))
         if len({p[1] for p in points}) > 1:
             curves[name] = sorted(points)
-    if curves and datasets:
-        figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
-        for ax, dataset in zip(axes[0], datasets):
-            for name, points in curves.items():
-                mine = [p for p in points if p[0] == dataset]
-                if mine:
-                    ax.errorbar(
-                        [p[1] for p in mine],
-                        [p[2] for p in mine],
-                        yerr=[p[3] for p in mine],
-                        marker="o",
-                        capsize=3,
-                        label=name,
-                    )
-            ax.set_xlabel("pre-training step")
-            ax.set_ylabel("test F1 %")
-            ax.set_title(dataset)
-            ax.legend(fontsize=8)
-        written.append(_save(plt, figure, figures_dir / "ner_f1_per_checkpoint.png"))
-    return written
+    if not (curves and datasets):
+        return None
+    figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        for name, points in curves.items():
+            mine = [p for p in points if p[0] == dataset]
+            if mine:
+                ax.errorbar(
+                    [p[1] for p in mine],
+                    [p[2] for p in mine],
+                    yerr=[p[3] for p in mine],
+                    marker="o",
+                    capsize=3,
+                    label=name,
+                )
+        ax.set_xlabel("pre-training step")
+        ax.set_ylabel("test F1 %")
+        ax.set_title(dataset)
+        ax.legend(fontsize=8)
+    return _save(plt, figure, figures_dir / "ner_f1_per_checkpoint.png")
 
 
 def _target_step(target: str, row: dict[str, Any]) -> int | None:

@@ -250,15 +250,10 @@ def _final_loss(row: dict[str, Any]) -> Any:
     return releases[-1]["heldout_mlm_loss"] if releases else None
 
 
-def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = None) -> str:
-    study, rows = results["study"], results["rows"]
-    datasets = study["ner_datasets"]
-    lines = [
-        f"# Study: {study['model_name_or_path']}, {study['token_budget']:,} training tokens per arm, "
-        f"seed {study['seed']}",
-        "",
-    ]
-    lines += ["## NER of each arm's final model (test F1 %, mean ± std over seeds; paper Tables 2 and 7)", ""]
+def _ner_table(results: dict[str, Any]) -> list[str]:
+    """Each row's final model: initialisation, curriculum, loss and NER F1 with its paired Δ against its base."""
+    rows, datasets = results["rows"], results["study"]["ner_datasets"]
+    lines = ["## NER of each arm's final model (test F1 %, mean ± std over seeds; paper Tables 2 and 7)", ""]
     header = ["row", "initialisation", "curriculum", "steps", "held-out MLM loss"]
     for dataset in datasets:
         header += [f"{dataset} test F1", f"{dataset} devel F1", "Δ test F1 vs base (paired)"]
@@ -284,6 +279,12 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
             cells += [_pm(cell, "test_f1"), _pm(cell, "eval_f1")]
             cells.append(_paired_cell(results, name, row_base, dataset) if row_base else NOT_RUN)
         lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _arm_pairs_table(results: dict[str, Any]) -> list[str]:
+    """The arms' paired differences with each other (those against a base are the NER table's column)."""
+    rows, base = results["rows"], _base_row(results["rows"])
     # (a reference study's rows against its own base are the column above)
     arm_pairs = [
         p
@@ -291,20 +292,24 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
         if base not in (p["row"], p["reference"])
         and not (rows[p["row"]].get("reference") and rows[p["reference"]].get("reference"))
     ]
-    if arm_pairs:
-        lines += [
-            "",
-            "## Arms against each other (test F1 %, paired by fine-tuning seed: mean ± std of the differences)",
-            "",
-            "| difference | dataset | mean ± std | per seed |",
-            "|---|---|---|---|",
-        ]
-        for pair in arm_pairs:
-            per_seed = ", ".join(f"{100 * d:+.2f} (seed {s})" for s, d in zip(pair["seeds"], pair["differences"]))
-            lines.append(
-                f"| {pair['row']} − {pair['reference']} | {pair['dataset']} | {_plus_minus(pair)} | {per_seed} |"
-            )
-    lines += [
+    if not arm_pairs:
+        return []
+    lines = [
+        "",
+        "## Arms against each other (test F1 %, paired by fine-tuning seed: mean ± std of the differences)",
+        "",
+        "| difference | dataset | mean ± std | per seed |",
+        "|---|---|---|---|",
+    ]
+    for pair in arm_pairs:
+        per_seed = ", ".join(f"{100 * d:+.2f} (seed {s})" for s, d in zip(pair["seeds"], pair["differences"]))
+        lines.append(f"| {pair['row']} − {pair['reference']} | {pair['dataset']} | {_plus_minus(pair)} | {per_seed} |")
+    return lines
+
+
+def _phase_table(rows: dict[str, Any], datasets: list[str]) -> list[str]:
+    """Paper Table 5: every release of every arm, its masking, loss and NER F1."""
+    lines = [
         "",
         "## Phase by phase (paper Table 5): releases of each arm",
         "",
@@ -326,65 +331,98 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
                 + " | ".join(_pm(target.get(d), "test_f1") for d in datasets)
                 + " |"
             )
+    return lines
+
+
+def _checkpoint_table(rows: dict[str, Any], datasets: list[str]) -> list[str]:
+    """Paper Figure 3: NER of the pre-training checkpoints evaluated along the way (none: no table)."""
     step_rows = [
         (name, target, row["ner"][target])
         for name, row in rows.items()
         for target in row["ner"]
         if target.startswith("step_")
     ]
-    if step_rows:
-        lines += [
-            "",
-            "## NER per pre-training checkpoint (paper Figure 3)",
-            "",
-            "| arm | step | " + " | ".join(f"{d} test F1" for d in datasets) + " |",
-            "|" + "---|" * (2 + len(datasets)),
-        ]
-        for name, target, cells in sorted(step_rows, key=lambda r: (r[0], int(r[1].split("_")[1]))):
-            lines.append(
-                f"| {name} | {target.split('_')[1]} | "
-                + " | ".join(_pm(cells.get(d), "test_f1") for d in datasets)
-                + " |"
-            )
-    if analysis:
-        from ..analysis.report import analysis_table
+    if not step_rows:
+        return []
+    lines = [
+        "",
+        "## NER per pre-training checkpoint (paper Figure 3)",
+        "",
+        "| arm | step | " + " | ".join(f"{d} test F1" for d in datasets) + " |",
+        "|" + "---|" * (2 + len(datasets)),
+    ]
+    for name, target, cells in sorted(step_rows, key=lambda r: (r[0], int(r[1].split("_")[1]))):
+        lines.append(
+            f"| {name} | {target.split('_')[1]} | " + " | ".join(_pm(cells.get(d), "test_f1") for d in datasets) + " |"
+        )
+    return lines
 
-        lines += ["", "## Representations of rare and frequent tokens (paper Figure 5)", "", analysis_table(analysis)]
-        kinds = [
-            (row, target, m["heldout_by_token_kind"])
-            for row, targets in analysis.items()
-            for target, m in targets.items()
-            if m.get("heldout_by_token_kind")
-        ]
-        if kinds:
-            lines += [
-                "",
-                "## Held-out MLM loss on new and old tokens (one masking for all: tokens 15 %, 80/10/10, "
-                "seeded; bioptimus_hf/analysis/token_kind_loss.py)",
-                "",
-                "| arm | release | loss on new-token targets (positions) | loss on old-token targets (positions) "
-                "| all |",
-                "|---|---|---|---|---|",
-            ]
-            for row, target, split in kinds:
-                lines.append(
-                    f"| {row} | {target} | {_num(split['new']['loss'])} ({split['new']['positions']}) | "
-                    f"{_num(split['old']['loss'])} ({split['old']['positions']}) | {_num(split['all']['loss'])} |"
-                )
+
+def _analysis_tables(analysis: dict[str, Any] | None) -> list[str]:
+    """Paper Figure 5's representation table, and the held-out loss on new and old tokens where measured."""
+    if not analysis:
+        return []
+    from ..analysis.report import analysis_table
+
+    lines = ["", "## Representations of rare and frequent tokens (paper Figure 5)", "", analysis_table(analysis)]
+    kinds = [
+        (row, target, m["heldout_by_token_kind"])
+        for row, targets in analysis.items()
+        for target, m in targets.items()
+        if m.get("heldout_by_token_kind")
+    ]
+    if not kinds:
+        return lines
+    lines += [
+        "",
+        "## Held-out MLM loss on new and old tokens (one masking for all: tokens 15 %, 80/10/10, "
+        "seeded; bioptimus_hf/analysis/token_kind_loss.py)",
+        "",
+        "| arm | release | loss on new-token targets (positions) | loss on old-token targets (positions) | all |",
+        "|---|---|---|---|---|",
+    ]
+    for row, target, split in kinds:
+        lines.append(
+            f"| {row} | {target} | {_num(split['new']['loss'])} ({split['new']['positions']}) | "
+            f"{_num(split['old']['loss'])} ({split['old']['positions']}) | {_num(split['all']['loss'])} |"
+        )
+    return lines
+
+
+def _notes(study: dict[str, Any]) -> list[str]:
+    """Where reference rows come from, and how to read the NER and loss columns."""
+    lines = []
     if study.get("reference_results"):
         lines += [
             "",
             f"Rows named 'row [folder]' come from an earlier study, {study['reference_results']} (same base "
             "model, token budget and NER arguments; possibly another machine): they were not run again here.",
         ]
-    lines += [
+    return lines + [
         "",
-        f"NER: {', '.join(datasets) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
+        f"NER: {', '.join(study['ner_datasets']) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
         f"{study['ner_args']}. '{NOT_RUN}': not run (yet).",
         "Held-out MLM loss: per masked token of the row's own tokenization (its last release), so rows with "
         "the base vocabulary (continued) and rows with the new vocabulary are not directly comparable.",
         "",
     ]
+
+
+def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = None) -> str:
+    """``results.md``: the title, then the NER, arm-pair, phase, checkpoint and analysis tables, then notes."""
+    study, rows = results["study"], results["rows"]
+    datasets = study["ner_datasets"]
+    lines = [
+        f"# Study: {study['model_name_or_path']}, {study['token_budget']:,} training tokens per arm, "
+        f"seed {study['seed']}",
+        "",
+    ]
+    lines += _ner_table(results)
+    lines += _arm_pairs_table(results)
+    lines += _phase_table(rows, datasets)
+    lines += _checkpoint_table(rows, datasets)
+    lines += _analysis_tables(analysis)
+    lines += _notes(study)
     return "\n".join(lines)
 
 
