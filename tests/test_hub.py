@@ -538,3 +538,42 @@ def test_staging_never_deletes_what_it_did_not_create(run_dir, tmp_path):
     # Its own earlier staging is replaced without complaint.
     publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=tmp_path / "ours")
     publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=tmp_path / "ours")
+
+
+def test_an_edited_card_is_replaced_with_one_line_or_kept_on_request(hub, tmp_path, caplog):
+    """A release card edited by hand differs from what its record renders: publishing names it when it replaces
+    it, and --keep_edited_card true publishes it as it is; an unedited card is re-rendered silently."""
+    run = make_run(tmp_path / "run", n_versions=2)
+    edited = run / "releases" / "v0.2" / "README.md"
+    edited.write_text(edited.read_text() + "\n## Notes by hand\n\nTrained on the lab's corpus.\n")
+    caplog.set_level(logging.WARNING)
+    _publish(run, hub)
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert lines == [
+        f"{edited}: edited by hand (differs from what its record renders); replaced by the re-rendered card "
+        "(--keep_edited_card true keeps it)"
+    ]
+    published = hub.files(REPO, "v0.2")["README.md"].decode()
+    assert "Notes by hand" not in published and f"# BIOptimus v0.2 — {REPO}" in published
+
+    caplog.clear()
+    reports = _publish(run, hub, keep_edited_card=True, force=True)
+    assert [r.status for r in reports] == ["unchanged", "republished"] and reports[1].uploaded == ["README.md"]
+    assert hub.files(REPO, "v0.2")["README.md"] == edited.read_bytes() == hub.files(REPO, "main")["README.md"]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"{edited}: edited by hand; published as it is (--keep_edited_card), without the repository id rendered "
+        "into it"
+    ]
+
+
+def test_keep_edited_card_flag_reaches_the_staged_card(tmp_path, capsys):
+    run = make_run(tmp_path / "run", n_versions=1)
+    card = run / "releases" / "v0.1" / "README.md"
+    card.write_text("---\nlicense: apache-2.0\n---\n# Our own card\n")
+    argv = ["--run_dir", str(run), "--hub_model_id", REPO, "--dry_run", "--staging_dir", str(tmp_path / "s")]
+    publish_from_cli(argv + ["--keep_edited_card", "true"])
+    assert (tmp_path / "s" / "v0.1" / "README.md").read_bytes() == card.read_bytes()
+    assert f"{card}: edited by hand; published as it is" in capsys.readouterr().out
+    publish_from_cli(argv)
+    assert "# Our own card" not in (tmp_path / "s" / "v0.1" / "README.md").read_text()
+    assert f"{card}: edited by hand (differs from what its record renders); replaced" in capsys.readouterr().out

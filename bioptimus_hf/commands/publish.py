@@ -40,6 +40,7 @@ def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
         license=args.license,
         datasets=args.datasets,
         rerender_card=not args.keep_release_readme,
+        keep_edited_card=args.keep_edited_card,
         token=args.hub_token,
         endpoint=args.endpoint,
         print_fn=print if args.dry_run else None,

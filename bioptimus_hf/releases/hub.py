@@ -33,7 +33,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,12 +114,16 @@ def stage_release(
     license: str = "apache-2.0",
     datasets: Sequence[str] | None = None,
     rerender_card: bool = True,
+    keep_edited_card: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> Path:
     """Build the exact tree of files one version's Hub revision will hold, in ``staging_dir``.
 
     Release files are hard-linked (copied across filesystems); hidden files are left out. README.md is
     re-rendered with the repository id (so the card's loading snippets are right) and the NER results,
-    unless ``rerender_card=False`` and the release has one.
+    unless ``rerender_card=False`` and the release has one. A release card that differs from what the release's
+    record renders was edited by hand: replacing it is said in one line (``say``, default a logged warning), and
+    ``keep_edited_card=True`` publishes it as it is instead.
     """
     release = Path(release_dir)
     staged = Path(staging_dir)
@@ -131,11 +136,16 @@ def stage_release(
         shutil.rmtree(staged)
     staged.mkdir(parents=True)
     (staged / STAGING_MARKER).write_text(f"staged from {release.name} by bioptimus-publish\n", encoding="utf-8")
+    rerender = rerender_card or ner_results is not None
+    edited = edited_card(release) if rerender else None
+    if edited is not None:
+        rerender = not keep_edited_card
+        _say_edited_card(edited, keep_edited_card, ner_results is not None, say or logger.warning)
     for source in sorted(release.rglob("*")):
         relative = source.relative_to(release)
         if any(part.startswith(".") or part == "__pycache__" for part in relative.parts) or not source.is_file():
             continue
-        if relative.as_posix() == "README.md" and (rerender_card or ner_results is not None):
+        if relative.as_posix() == "README.md" and rerender:
             continue
         target = staged / relative
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +161,27 @@ def stage_release(
         )
         (staged / "README.md").write_text(card, encoding="utf-8")
     return staged
+
+
+def edited_card(release_dir: str | os.PathLike) -> Path | None:
+    """The release's README.md when it differs from what its record renders (as the release writer wrote it),
+    that is, when someone edited it; None when it has none or it is the rendered one."""
+    card = Path(release_dir) / "README.md"
+    if not card.is_file():
+        return None
+    return card if card.read_text(encoding="utf-8") != render_release_card(release_dir) else None
+
+
+def _say_edited_card(card: Path, kept: bool, with_ner: bool, say: Callable[[str], None]) -> None:
+    """One line naming an edited card: kept as it is, or replaced by the re-rendered one."""
+    if kept:
+        missing = "the repository id or NER results" if with_ner else "the repository id"
+        say(f"{card}: edited by hand; published as it is (--keep_edited_card), without {missing} rendered into it")
+    else:
+        say(
+            f"{card}: edited by hand (differs from what its record renders); replaced by the re-rendered card "
+            "(--keep_edited_card true keeps it)"
+        )
 
 
 def local_index(staged_dir: Path) -> dict[str, LocalFile]:
@@ -258,6 +289,7 @@ def publish_releases(
     license: str = "apache-2.0",
     datasets: Sequence[str] | None = None,
     rerender_card: bool = True,
+    keep_edited_card: bool = False,
     token: str | None = None,
     endpoint: str | None = None,
     api: Any = None,
@@ -266,7 +298,8 @@ def publish_releases(
     """Publish one or all releases found under ``path`` (see `find_releases`). Returns one report per version.
 
     ``versions`` selects releases (``"0.3"`` or ``"v0.3"``); ``ner_results`` maps a version to NER results in
-    any form `bioptimus_hf.model_card.load_ner_results` accepts; ``commit_message`` may use ``{version}``.
+    any form `bioptimus_hf.releases.ner_results.load_ner_results` accepts; ``commit_message`` may use
+    ``{version}``; ``keep_edited_card`` publishes a release card edited by hand as it is (see `stage_release`).
     ``endpoint`` defaults to huggingface_hub's (``HF_ENDPOINT``); ``api`` may be a ready ``HfApi``.
     Raises `VersionConflictError` (before writing anything) when a version's tag already holds different
     content and ``force`` is false.
@@ -274,84 +307,32 @@ def publish_releases(
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {MODES}, got {mode!r}")
     say = print_fn or logger.info
-    releases = find_releases(path)
-    by_version = {ReleaseInfo.load(r).version: r for r in releases}
-    if versions:
-        wanted = [normalise_version(v) for v in versions]
-        unknown = [v for v in wanted if v not in by_version]
-        if unknown:
-            raise ValueError(f"--versions {unknown} not found under {path} (available: {sorted(by_version)})")
-        by_version = {v: by_version[v] for v in sorted(wanted, key=version_sort_key)}
-    ner_by_version = {normalise_version(k): v for k, v in (ner_results or {}).items()}
-    unknown_ner = sorted(set(ner_by_version) - set(by_version))
-    if unknown_ner:
-        raise ValueError(f"--ner_results given for version(s) {unknown_ner} that are not being published")
-
+    by_version, ner_by_version = _select_releases(path, versions, ner_results)
     if not dry_run and api is None:
-        from huggingface_hub import HfApi, get_token
-
-        token = token if token is not None else get_token()
-        if not token:
-            raise RuntimeError(
-                "No Hugging Face token found: set HF_TOKEN or run `hf auth login` "
-                "(or use --dry_run to only stage and print the plan)"
-            )
-        api = HfApi(endpoint=endpoint, token=token)
+        api = _hub_api(token, endpoint)
     repo_id = _resolve_repo_id(repo_id, organization, None if dry_run else api)
     _validate_repo_ids(repo_id, list(by_version), mode == "repos")
     per_version_repos = mode == "repos"
 
-    if staging_dir is not None:
-        _check_staging_dir(Path(staging_dir), list(by_version.values()))
-    cleanup = None
-    if staging_dir is None and dry_run:  # a dry run keeps what it staged, for inspection
-        staging_dir = tempfile.mkdtemp(prefix="bioptimus-hub-dry-run-")
-    elif staging_dir is None:
-        cleanup = tempfile.TemporaryDirectory(prefix="bioptimus-hub-")
-        staging_dir = cleanup.name
-    try:
-        reports = []
-        for version, release in by_version.items():
-            target_repo = version_repo_id(repo_id, version) if per_version_repos else repo_id
-            tag = version_tag(version)
-            report = VersionReport(version, target_repo, MAIN_BRANCH if per_version_repos else tag, tag)
-            report.staged_dir = stage_release(
-                release,
-                Path(staging_dir) / tag,
-                repo_id=repo_id,
-                per_version_repos=per_version_repos,
-                ner_results=ner_by_version.get(version),
-                license=license,
-                datasets=datasets,
-                rerender_card=rerender_card,
-            )
-            reports.append(report)
-
+    with _staging_root(staging_dir, dry_run, list(by_version.values())) as root:
+        reports = _stage_versions(
+            by_version,
+            root,
+            repo_id,
+            per_version_repos,
+            ner_by_version=ner_by_version,
+            license=license,
+            datasets=datasets,
+            rerender_card=rerender_card,
+            keep_edited_card=keep_edited_card,
+            say=print_fn or logger.warning,
+        )
         if dry_run:
             _print_dry_run(reports, repo_id, mode, private, commit_message, say)
             return reports
-
         # Read-only pass first: refuse conflicting versions before anything is written.
         locals_ = {r.version: local_index(r.staged_dir) for r in reports}
-        refs_by_repo: dict[str, Any] = {}
-        for report in reports:
-            if report.repo_id not in refs_by_repo:
-                refs_by_repo[report.repo_id] = _refs(api, report.repo_id)
-            refs = refs_by_repo[report.repo_id]
-            if refs is not None and report.tag in refs["tags"]:
-                remote = remote_index(api, report.repo_id, report.tag)
-                uploads, deletions = diff_files(locals_[report.version], remote)
-                if uploads or deletions:
-                    if not force:
-                        raise VersionConflictError(
-                            f"{report.repo_id}@{report.tag} is already published with different content "
-                            f"(differs: {[f.path_in_repo for f in uploads]}, not in the release: {deletions}). "
-                            "Re-run with --force to replace it."
-                        )
-                    report.status = "conflict-forced"
-                else:
-                    report.status = "unchanged"
-
+        refs_by_repo = _check_conflicts(api, reports, locals_, force)
         created: set[str] = set()
         for report in reports:
             if report.repo_id not in created and refs_by_repo[report.repo_id] is None:
@@ -369,9 +350,105 @@ def publish_releases(
         if not per_version_repos:
             _update_main(api, repo_id, reports, locals_, say)
         return reports
-    finally:
-        if cleanup is not None:
-            cleanup.cleanup()
+
+
+@contextmanager
+def _staging_root(staging_dir: str | os.PathLike | None, dry_run: bool, releases: Sequence[Path]) -> Iterator[Path]:
+    """Where versions are staged: ``staging_dir`` (kept; never inside the run), else a temporary directory,
+    kept after a dry run (for inspection) and removed after a real one."""
+    if staging_dir is not None:
+        _check_staging_dir(Path(staging_dir), releases)
+        yield Path(staging_dir)
+    elif dry_run:
+        yield Path(tempfile.mkdtemp(prefix="bioptimus-hub-dry-run-"))
+    else:
+        with tempfile.TemporaryDirectory(prefix="bioptimus-hub-") as temporary:
+            yield Path(temporary)
+
+
+def _select_releases(
+    path: str | os.PathLike, versions: Sequence[str] | None, ner_results: Mapping[str, Any] | None
+) -> tuple[dict[str, Path], dict[str, Any]]:
+    """The releases to publish by version (all found, else ``versions`` in order) and their NER results."""
+    releases = find_releases(path)
+    by_version = {ReleaseInfo.load(r).version: r for r in releases}
+    if versions:
+        wanted = [normalise_version(v) for v in versions]
+        unknown = [v for v in wanted if v not in by_version]
+        if unknown:
+            raise ValueError(f"--versions {unknown} not found under {path} (available: {sorted(by_version)})")
+        by_version = {v: by_version[v] for v in sorted(wanted, key=version_sort_key)}
+    ner_by_version = {normalise_version(k): v for k, v in (ner_results or {}).items()}
+    unknown_ner = sorted(set(ner_by_version) - set(by_version))
+    if unknown_ner:
+        raise ValueError(f"--ner_results given for version(s) {unknown_ner} that are not being published")
+    return by_version, ner_by_version
+
+
+def _hub_api(token: str | None, endpoint: str | None) -> Any:
+    """An ``HfApi`` with the given token, else huggingface_hub's usual one (refused without any)."""
+    from huggingface_hub import HfApi, get_token
+
+    token = token if token is not None else get_token()
+    if not token:
+        raise RuntimeError(
+            "No Hugging Face token found: set HF_TOKEN or run `hf auth login` "
+            "(or use --dry_run to only stage and print the plan)"
+        )
+    return HfApi(endpoint=endpoint, token=token)
+
+
+def _stage_versions(
+    by_version: Mapping[str, Path],
+    staging_dir: Path,
+    repo_id: str,
+    per_version_repos: bool,
+    *,
+    ner_by_version: Mapping[str, Any],
+    **card_options: Any,
+) -> list[VersionReport]:
+    """Stage every version in ``staging_dir/<tag>``; one report per version, not published yet."""
+    reports = []
+    for version, release in by_version.items():
+        target_repo = version_repo_id(repo_id, version) if per_version_repos else repo_id
+        tag = version_tag(version)
+        report = VersionReport(version, target_repo, MAIN_BRANCH if per_version_repos else tag, tag)
+        report.staged_dir = stage_release(
+            release,
+            staging_dir / tag,
+            repo_id=repo_id,
+            per_version_repos=per_version_repos,
+            ner_results=ner_by_version.get(version),
+            **card_options,
+        )
+        reports.append(report)
+    return reports
+
+
+def _check_conflicts(
+    api: Any, reports: Sequence[VersionReport], locals_: Mapping[str, Mapping[str, LocalFile]], force: bool
+) -> dict[str, Any]:
+    """Compare each version with what its tag holds (read only): mark it unchanged or forced, or raise
+    `VersionConflictError` unless ``force``. Returns each repository's refs (None: it does not exist)."""
+    refs_by_repo: dict[str, Any] = {}
+    for report in reports:
+        if report.repo_id not in refs_by_repo:
+            refs_by_repo[report.repo_id] = _refs(api, report.repo_id)
+        refs = refs_by_repo[report.repo_id]
+        if refs is not None and report.tag in refs["tags"]:
+            remote = remote_index(api, report.repo_id, report.tag)
+            uploads, deletions = diff_files(locals_[report.version], remote)
+            if uploads or deletions:
+                if not force:
+                    raise VersionConflictError(
+                        f"{report.repo_id}@{report.tag} is already published with different content "
+                        f"(differs: {[f.path_in_repo for f in uploads]}, not in the release: {deletions}). "
+                        "Re-run with --force to replace it."
+                    )
+                report.status = "conflict-forced"
+            else:
+                report.status = "unchanged"
+    return refs_by_repo
 
 
 def _refs(api: Any, repo_id: str) -> dict[str, dict[str, str]] | None:

@@ -84,6 +84,14 @@ class PublishArguments:
     keep_release_readme: bool = field(
         default=False, metadata={"help": "Upload the release's own README.md instead of re-rendering the card."}
     )
+    keep_edited_card: bool = field(
+        default=False,
+        metadata={
+            "help": "Upload a release's README.md as it is when it was edited by hand (it differs from what the "
+            "release's record renders); other cards are re-rendered. Without it, an edited card is replaced and "
+            "publishing says so."
+        },
+    )
     endpoint: str | None = field(
         default=None, metadata={"help": "Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)."}
     )
