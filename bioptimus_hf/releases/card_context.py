@@ -292,10 +292,28 @@ def release_card_context(
         model_name=model_name if hub_results else None,
         eval_results=hub_results or None,
     )
-    tokens = info.training_tokens
     parameters = _parameter_count(release)
-    strategy = INIT_STRATEGIES.get(run.init_strategy) if run.init_strategy else None
     values = dict(
+        **_phase_values(info, checkpoint, rows, model_name),
+        **_model_values(run, checkpoint, parameters, lineage),
+        **_training_values(release, info, dataset_ids),
+        **_result_values(results, blurb),
+        load_targets=load_targets(loadable, repo_id, per_version_repos),
+        repo_known=repo_id is not None,
+        repo_placeholder=REPO_PLACEHOLDER,
+        paper_title=PAPER_TITLE,
+        paper_url=PAPER_URL,
+        bibtex=PAPER_BIBTEX,
+    )
+    return ReleaseCardContext(info, checkpoint, card_data, values, parameters)
+
+
+def _phase_values(
+    info: ReleaseInfo, checkpoint: CheckpointFacts, rows: list[dict[str, Any]], model_name: str
+) -> dict[str, Any]:
+    """What the templates show of the release's phase and its place in the curriculum."""
+    versions = [row["version"] for row in rows]
+    return dict(
         version=info.version,
         tag=info.tag,
         is_last=bool(versions) and versions[-1] == info.version,
@@ -305,6 +323,15 @@ def release_card_context(
         phase_unit=masking_unit_text(info.masking_unit),
         phase_corruption=corruption_text(info.corruption, checkpoint.mask_token),
         curriculum=rows,
+    )
+
+
+def _model_values(
+    run: RunFacts, checkpoint: CheckpointFacts, parameters: int | None, lineage: Lineage
+) -> dict[str, Any]:
+    """What the templates show of the model: its architecture, size, start, initialisation and tokenizer."""
+    strategy = INIT_STRATEGIES.get(run.init_strategy) if run.init_strategy else None
+    return dict(
         architecture=_architecture(checkpoint),
         model_family=checkpoint.family_name,
         parameters=f"{parameters:,}" if parameters is not None else None,
@@ -313,6 +340,13 @@ def release_card_context(
         init_description=strategy.description if strategy else None,
         tokenizer_text=public_name(run.tokenizer),
         added_tokens=run.added_tokens if run.vocabulary_mode == "extend" else None,
+    )
+
+
+def _training_values(release: Path, info: ReleaseInfo, dataset_ids: list[str]) -> dict[str, Any]:
+    """What the templates show of the training: data, steps, budget, settings and held-out numbers."""
+    run, tokens = info.run, info.training_tokens
+    return dict(
         train_files=[os.path.basename(f) for f in run.train_files],
         hub_datasets=dataset_ids,
         steps=info.global_step if info.global_step is not None else info.end_step,
@@ -325,6 +359,12 @@ def release_card_context(
         heldout_ppl=fmt(info.heldout_perplexity, ".2f") if info.heldout_perplexity is not None else None,
         masked_fraction=fmt(info.realised_masked_fraction, ".4f"),
         loss_plot=LOSS_PLOT_NAME if (release / LOSS_PLOT_NAME).is_file() else None,
+    )
+
+
+def _result_values(results: list[Any], blurb: Any) -> dict[str, Any]:
+    """The NER rows and the BLURB table the templates show (empty without results)."""
+    return dict(
         ner=[
             {
                 "dataset": r.dataset_name,
@@ -338,11 +378,4 @@ def release_card_context(
             for r in results
         ],
         blurb_table=blurb_markdown(blurb) if blurb else None,
-        load_targets=load_targets(loadable, repo_id, per_version_repos),
-        repo_known=repo_id is not None,
-        repo_placeholder=REPO_PLACEHOLDER,
-        paper_title=PAPER_TITLE,
-        paper_url=PAPER_URL,
-        bibtex=PAPER_BIBTEX,
     )
-    return ReleaseCardContext(info, checkpoint, card_data, values, parameters)
