@@ -30,7 +30,7 @@ import random
 import statistics
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -289,10 +289,47 @@ class ContextualizedEmbeddingInitializer:
             raise ValueError(f"max_context_tokens={max_tokens} leaves no room for text after the special tokens.")
 
         sentences = sorted({c.sentence for found in contexts.values() for c in found})
-        sentence_index = {s: i for i, s in enumerate(sentences)}
+        encoded_ids, encoded_offsets = self._tokenize_sentences(sentences)
+        sequences, pair_counts = _context_windows(contexts, sentences, encoded_offsets, window)
+
+        device = torch.device(self.config.init_device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        # bf16 autocast only where it is native (or asked for); float32 keeps the exact former path.
+        use_bf16 = resolve_precision(self.config.init_precision, device) == torch.bfloat16
+        keys = sorted(sequences, key=lambda k: min(len(encoded_ids[k[0]]) - k[1], window))  # length buckets
+        # Distributed: each rank encodes its share of the sequences; the sums are added up after the loop.
+        local_keys = shard(keys)
+        batches = [
+            local_keys[i : i + self.config.init_batch_size]
+            for i in range(0, len(local_keys), self.config.init_batch_size)
+        ]
+        original_device = next(model.parameters()).device
+        was_training = model.training
+        model.to(device).eval()
+        sums, counts, encoded_tokens = self._encode_windows(batches, sequences, encoded_ids, window, device, use_bf16)
+        model.to(original_device).train(was_training)
+        hidden = model.config.hidden_size
+        sums, counts = sum_across_ranks(sums, counts, keys=list(contexts), width=hidden)
+        vectors = {t: sums[t] / counts[t] for t in sums}
+        stats = {
+            **pair_counts,
+            "distinct_sentences": len(sentences),
+            "encoded_sequences": len(keys),
+            "forward_batches": len(batches),
+            "encoded_tokens": encoded_tokens,
+            "max_context_tokens": max_tokens,
+            "device": str(device),
+            "bf16": use_bf16,
+            "init_precision": self.config.init_precision,
+            "hidden_size": hidden,
+            "world_size": rank_and_world()[1],
+        }
+        return vectors, stats
+
+    def _tokenize_sentences(self, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+        """Base token ids and character offsets of each sentence (no special tokens), tokenized in batches."""
         encoded_ids, encoded_offsets = [], []
         for start in range(0, len(sentences), 1024):
-            batch = tokenizer(
+            batch = self.base_tokenizer(
                 sentences[start : start + 1024],
                 add_special_tokens=False,
                 return_offsets_mapping=True,
@@ -300,47 +337,24 @@ class ContextualizedEmbeddingInitializer:
             )
             encoded_ids.extend(batch["input_ids"])
             encoded_offsets.extend(batch["offset_mapping"])
+        return encoded_ids, encoded_offsets
 
-        # (sentence index, window start) -> list of (token id, positions within the window)
-        sequences: dict[tuple[int, int], list[tuple[int, list[int]]]] = defaultdict(list)
-        pairs = pairs_without_overlap = cropped_pairs = 0
-        for token_id, found in contexts.items():
-            for context in found:
-                pairs += 1
-                s = sentence_index[context.sentence]
-                offsets = encoded_offsets[s]
-                positions = [i for i, (a, b) in enumerate(offsets) if a < context.end and b > context.start]
-                if not positions:
-                    pairs_without_overlap += 1
-                    continue
-                n = len(offsets)
-                first = 0
-                if n > window:
-                    cropped_pairs += 1
-                    positions = positions[:window]
-                    span = positions[-1] - positions[0] + 1
-                    first = min(max(positions[0] - (window - span) // 2, 0), n - window)
-                sequences[(s, first)].append((token_id, [p - first for p in positions]))
-
-        device = torch.device(self.config.init_device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        # bf16 autocast only where it is native (or asked for); float32 keeps the exact former path.
-        use_bf16 = resolve_precision(self.config.init_precision, device) == torch.bfloat16
-        original_device = next(model.parameters()).device
-        was_training = model.training
-        model.to(device).eval()
-        encoder = model.base_model
-        hidden = model.config.hidden_size
-        sums: dict[int, torch.Tensor] = {}
-        counts: Counter = Counter()
-        keys = sorted(sequences, key=lambda k: min(len(encoded_ids[k[0]]) - k[1], window))  # length buckets
+    def _encode_windows(
+        self,
+        batches: Sequence[Sequence[tuple[int, int]]],
+        sequences: Mapping[tuple[int, int], list[tuple[int, list[int]]]],
+        encoded_ids: Sequence[Sequence[int]],
+        window: int,
+        device: torch.device,
+        use_bf16: bool,
+    ) -> tuple[dict[int, torch.Tensor], Counter, int]:
+        """Encode each batch of windows with the base encoder; per target token, the sum of its span's mean
+        last-layer state over its windows, their number, and the tokens encoded."""
+        tokenizer, encoder = self.base_tokenizer, self.model.base_model
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         offset = 1 if tokenizer.cls_token_id is not None else 0
-        # Distributed: each rank encodes its share of the sequences; the sums are added up after the loop.
-        local_keys = shard(keys)
-        batches = [
-            local_keys[i : i + self.config.init_batch_size]
-            for i in range(0, len(local_keys), self.config.init_batch_size)
-        ]
+        sums: dict[int, torch.Tensor] = {}
+        counts: Counter = Counter()
         encoded_tokens = 0
         with torch.inference_mode():
             for batch_keys in progress_bar(batches, enabled=self.progress, desc="Encoding contexts"):
@@ -371,25 +385,7 @@ class ContextualizedEmbeddingInitializer:
                         else:
                             sums[token_id] = vector.clone()
                         counts[token_id] += 1
-        model.to(original_device).train(was_training)
-        sums, counts = sum_across_ranks(sums, counts, keys=list(contexts), width=hidden)
-        vectors = {t: sums[t] / counts[t] for t in sums}
-        stats = {
-            "sampled_pairs": pairs,
-            "pairs_without_overlap": pairs_without_overlap,
-            "cropped_pairs": cropped_pairs,
-            "distinct_sentences": len(sentences),
-            "encoded_sequences": len(keys),
-            "forward_batches": len(batches),
-            "encoded_tokens": encoded_tokens,
-            "max_context_tokens": max_tokens,
-            "device": str(device),
-            "bf16": use_bf16,
-            "init_precision": self.config.init_precision,
-            "hidden_size": hidden,
-            "world_size": rank_and_world()[1],
-        }
-        return vectors, stats
+        return sums, counts, encoded_tokens
 
     @staticmethod
     def match_norms(vectors: dict[int, torch.Tensor], reference: torch.Tensor) -> tuple[dict[int, torch.Tensor], dict]:
@@ -431,28 +427,53 @@ class ContextualizedEmbeddingInitializer:
         cfg, model = self.config, self.model
         strategy = cfg.init_strategy
         report: dict[str, Any] = {"strategy": strategy, "config": asdict(cfg), "seed": self.seed, "timings_s": {}}
-        input_weight = model.get_input_embeddings().weight.detach().float().cpu().clone()
-        output_layer = model.get_output_embeddings()
-        if output_layer is None:
-            raise ValueError(
-                f"The base model {type(model).__name__} has no MLM output layer; load it with AutoModelForMaskedLM."
-            )
-        tied = output_layer.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
-        output_weight = None if tied else output_layer.weight.detach().float().cpu().clone()
-        base_bias = output_layer.bias.detach().float().cpu().clone() if output_layer.bias is not None else None
+        base = _base_rows(model)
+        # The new tokens' rows: contextualised, from a module of their own (new_rows.py), else none (averaged)
+        module_rows = None
+        if strategy == "contextualized":
+            vectors = self._contextualized_rows(base.input, corpus_files, contexts, precomputed_vectors, report)
+        elif strategy in ROW_INITIALIZERS:
+            module_rows = new_token_rows(strategy, self, base.input, corpus_files, contexts)
+            vectors = module_rows.input
+            report.update(module_rows.report)
+        else:
+            vectors = {}
+        fallback = (
+            [t for t in self.targets if t not in vectors]
+            if strategy == "contextualized" or module_rows is not None
+            else []
+        )
+        new_input, new_output, new_bias = self._new_rows(base, vectors, module_rows)
+        _install_rows(model, new_input, new_output, new_bias)
+        set_special_token_ids(model.config, self.new_tokenizer, {base: new for new, base in self.copied.items()})
+        if base.tied:
+            model.tie_weights()
+        report["counts"] = self._counts(strategy, base.input.shape[0], vectors, fallback)
+        report["special_tokens_mapped_by_role"] = {
+            self.new_tokenizer.convert_ids_to_tokens(n): self.base_tokenizer.convert_ids_to_tokens(b)
+            for n, b in self.mapped_by_role.items()
+        }
+        report["tied_embeddings"] = base.tied
+        report["vocabulary"] = vocabulary_mode(self.base_tokenizer, self.new_tokenizer)
+        report["fallback_tokens"] = self.new_tokenizer.convert_ids_to_tokens(fallback)
+        report["timings_s"]["total"] = time.perf_counter() - started
+        return model, report
 
-        pieces = {t: self.base_piece_ids(self.new_tokenizer.convert_ids_to_tokens(t)) for t in self.targets}
-        vectors: dict[int, torch.Tensor] = {}
-        fallback: list[int] = []
-        if strategy == "contextualized" and precomputed_vectors is not None:
+    def _contextualized_rows(
+        self,
+        input_weight: torch.Tensor,
+        corpus_files: Sequence[str] | str | None,
+        contexts: Mapping[int, Sequence[Any]] | None,
+        precomputed_vectors: Mapping[int, torch.Tensor] | None,
+        report: dict[str, Any],
+    ) -> dict[int, torch.Tensor]:
+        """The contextualised rows of the new tokens found in context (given, or searched and encoded; their
+        statistics go into ``report``), norm-matched to the base rows when asked."""
+        if precomputed_vectors is not None:
             targets = set(self.targets)
             vectors = {t: v.float().cpu() for t, v in precomputed_vectors.items() if t in targets}
-            if cfg.init_norm_match:
-                reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
-                vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
-            fallback = [t for t in self.targets if t not in vectors]
-        elif strategy == "contextualized":
-            contexts = self.sampled_contexts(strategy, corpus_files, contexts, report)
+        else:
+            contexts = self.sampled_contexts("contextualized", corpus_files, contexts, report)
             per_token = [len(contexts[t]) for t in self.targets]
             report["contexts_per_token"] = _distribution(per_token)
             report["contexts_per_token_found"] = _distribution([n for n in per_token if n > 0])
@@ -462,81 +483,136 @@ class ContextualizedEmbeddingInitializer:
             report["timings_s"]["encode_contexts"] = time.perf_counter() - t0
             forward_stats["forward_passes"] = self.forward_passes
             report["forward"] = forward_stats
-            if cfg.init_norm_match:
-                reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
-                vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
-            fallback = [t for t in self.targets if t not in vectors]
-        elif strategy in ROW_INITIALIZERS:  # strategies with a module of their own (new_rows.py)
-            module_rows = new_token_rows(strategy, self, input_weight, corpus_files, contexts)
-            vectors, fallback = module_rows.input, [t for t in self.targets if t not in module_rows.input]
-            report.update(module_rows.report)
+        if self.config.init_norm_match:
+            reference_ids = sorted(set(range(input_weight.shape[0])) - set(self.base_tokenizer.all_special_ids))
+            vectors, report["norm_match"] = self.match_norms(vectors, input_weight[reference_ids])
+        return vectors
 
-        new_size = len(self.new_vocab)
+    def _new_rows(
+        self, base: "_BaseRows", vectors: Mapping[int, torch.Tensor], module_rows: Any
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """The new vocabulary's input rows, output rows (None when tied) and output bias (None without one):
+        random, then the shared tokens' base rows, then the new tokens' (their vectors, else the mean of their
+        base pieces' rows), then a row module's own output rows and bias."""
+        strategy, new_size = self.config.init_strategy, len(self.new_vocab)
         generator = torch.Generator().manual_seed(self.seed)
-        std = getattr(model.config, "initializer_range", 0.02)
-        new_input = torch.empty(new_size, input_weight.shape[1]).normal_(0.0, std, generator=generator)
+        std = getattr(self.model.config, "initializer_range", 0.02)
+        new_input = torch.empty(new_size, base.input.shape[1]).normal_(0.0, std, generator=generator)
         new_output = (
-            None if tied else torch.empty(new_size, output_weight.shape[1]).normal_(0.0, std, generator=generator)
+            None if base.tied else torch.empty(new_size, base.output.shape[1]).normal_(0.0, std, generator=generator)
         )
-        new_bias = torch.zeros(new_size) if base_bias is not None else None
+        new_bias = torch.zeros(new_size) if base.bias is not None else None
         for new_id, base_id in self.copied.items():
-            new_input[new_id] = input_weight[base_id]
+            new_input[new_id] = base.input[base_id]
             if new_output is not None:
-                new_output[new_id] = output_weight[base_id]
+                new_output[new_id] = base.output[base_id]
             if new_bias is not None:
-                new_bias[new_id] = base_bias[base_id]
+                new_bias[new_id] = base.bias[base_id]
         if strategy != "random":
             for token_id in self.targets:
-                ids = pieces[token_id]
-                new_input[token_id] = vectors[token_id] if token_id in vectors else input_weight[ids].mean(dim=0)
+                ids = self.base_piece_ids(self.new_tokenizer.convert_ids_to_tokens(token_id))
+                new_input[token_id] = vectors[token_id] if token_id in vectors else base.input[ids].mean(dim=0)
                 if new_output is not None:
-                    new_output[token_id] = output_weight[ids].mean(dim=0)
+                    new_output[token_id] = base.output[ids].mean(dim=0)
                 if new_bias is not None:
-                    new_bias[token_id] = base_bias[ids].mean()
-        if strategy in ROW_INITIALIZERS:
+                    new_bias[token_id] = base.bias[ids].mean()
+        if module_rows is not None:
             for token_id, row in (module_rows.output or {}).items():
                 new_output[token_id] = row
             for token_id, value in (module_rows.bias or {}).items():
                 new_bias[token_id] = value
+        return new_input, new_output, new_bias
 
-        model.resize_token_embeddings(new_size, mean_resizing=False)
-        embeddings = model.get_input_embeddings()
-        with torch.no_grad():
-            embeddings.weight.copy_(new_input.to(embeddings.weight.dtype))
-            output_layer = model.get_output_embeddings()
-            if new_output is not None:
-                output_layer.weight.copy_(new_output.to(output_layer.weight.dtype))
-            if new_bias is not None:
-                output_layer.bias.copy_(new_bias.to(output_layer.bias.dtype))
-        model.config.vocab_size = new_size
-        set_special_token_ids(model.config, self.new_tokenizer, {base: new for new, base in self.copied.items()})
-        if tied:
-            model.tie_weights()
-
-        averaged = len(self.targets) if strategy == "averaged" else 0
-        contextualized = len(vectors) if strategy == "contextualized" else 0
-        random_rows = len(self.extra_special) + (len(self.targets) if strategy == "random" else 0)
-        report["counts"] = {
-            "new_vocab_size": new_size,
-            "base_vocab_size": input_weight.shape[0],
+    def _counts(
+        self, strategy: str, base_size: int, vectors: Mapping[int, torch.Tensor], fallback: Sequence[int]
+    ) -> dict[str, int]:
+        """How many rows of the new vocabulary each way of initialising gave (the report's ``counts``)."""
+        return {
+            "new_vocab_size": len(self.new_vocab),
+            "base_vocab_size": base_size,
             "copied": len(self.copied),
             "copied_special_mapped_by_role": len(self.mapped_by_role),
             "new_tokens": len(self.targets),
-            "contextualized": contextualized,
-            "averaged": averaged,
+            "contextualized": len(vectors) if strategy == "contextualized" else 0,
+            "averaged": len(self.targets) if strategy == "averaged" else 0,
             "averaged_fallback": len(fallback),
-            "random": random_rows,
+            "random": len(self.extra_special) + (len(self.targets) if strategy == "random" else 0),
             **({strategy: len(vectors)} if strategy in ROW_INITIALIZERS else {}),
         }
-        report["special_tokens_mapped_by_role"] = {
-            self.new_tokenizer.convert_ids_to_tokens(n): self.base_tokenizer.convert_ids_to_tokens(b)
-            for n, b in self.mapped_by_role.items()
-        }
-        report["tied_embeddings"] = tied
-        report["vocabulary"] = vocabulary_mode(self.base_tokenizer, self.new_tokenizer)
-        report["fallback_tokens"] = self.new_tokenizer.convert_ids_to_tokens(fallback)
-        report["timings_s"]["total"] = time.perf_counter() - started
-        return model, report
+
+
+@dataclass(frozen=True)
+class _BaseRows:
+    """The base model's embedding rows in float32 on the CPU: input, output (None when tied to the input) and the
+    MLM output bias (None without one)."""
+
+    input: torch.Tensor
+    output: torch.Tensor | None
+    bias: torch.Tensor | None
+    tied: bool
+
+
+def _base_rows(model: PreTrainedModel) -> _BaseRows:
+    """The base model's rows, copied before the vocabulary is resized (a model without an MLM output layer is
+    refused)."""
+    input_weight = model.get_input_embeddings().weight.detach().float().cpu().clone()
+    output_layer = model.get_output_embeddings()
+    if output_layer is None:
+        raise ValueError(
+            f"The base model {type(model).__name__} has no MLM output layer; load it with AutoModelForMaskedLM."
+        )
+    tied = output_layer.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+    output_weight = None if tied else output_layer.weight.detach().float().cpu().clone()
+    base_bias = output_layer.bias.detach().float().cpu().clone() if output_layer.bias is not None else None
+    return _BaseRows(input_weight, output_weight, base_bias, tied)
+
+
+def _install_rows(
+    model: PreTrainedModel, new_input: torch.Tensor, new_output: torch.Tensor | None, new_bias: torch.Tensor | None
+) -> None:
+    """Resize the model to the new vocabulary and copy the new rows in (in the model's own dtype)."""
+    model.resize_token_embeddings(len(new_input), mean_resizing=False)
+    embeddings = model.get_input_embeddings()
+    with torch.no_grad():
+        embeddings.weight.copy_(new_input.to(embeddings.weight.dtype))
+        output_layer = model.get_output_embeddings()
+        if new_output is not None:
+            output_layer.weight.copy_(new_output.to(output_layer.weight.dtype))
+        if new_bias is not None:
+            output_layer.bias.copy_(new_bias.to(output_layer.bias.dtype))
+    model.config.vocab_size = len(new_input)
+
+
+def _context_windows(
+    contexts: Mapping[int, Sequence[Any]],
+    sentences: Sequence[str],
+    encoded_offsets: Sequence[Sequence[tuple[int, int]]],
+    window: int,
+) -> tuple[dict[tuple[int, int], list[tuple[int, list[int]]]], dict[str, int]]:
+    """The windows to encode, ``(sentence index, window start) -> [(token id, positions within the window)]``,
+    and the pair counts (sampled, without an overlapping base token, cropped to a window)."""
+    sentence_index = {s: i for i, s in enumerate(sentences)}
+    sequences: dict[tuple[int, int], list[tuple[int, list[int]]]] = defaultdict(list)
+    pairs = pairs_without_overlap = cropped_pairs = 0
+    for token_id, found in contexts.items():
+        for context in found:
+            pairs += 1
+            s = sentence_index[context.sentence]
+            offsets = encoded_offsets[s]
+            positions = [i for i, (a, b) in enumerate(offsets) if a < context.end and b > context.start]
+            if not positions:
+                pairs_without_overlap += 1
+                continue
+            n = len(offsets)
+            first = 0
+            if n > window:
+                cropped_pairs += 1
+                positions = positions[:window]
+                span = positions[-1] - positions[0] + 1
+                first = min(max(positions[0] - (window - span) // 2, 0), n - window)
+            sequences[(s, first)].append((token_id, [p - first for p in positions]))
+    counts = {"sampled_pairs": pairs, "pairs_without_overlap": pairs_without_overlap, "cropped_pairs": cropped_pairs}
+    return sequences, counts
 
 
 def build_initialized_model(
