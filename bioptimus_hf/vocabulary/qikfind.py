@@ -37,7 +37,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from ..utils.corpus_reader import CorpusReadStats, iter_lines, plain_text_files
 from ..utils.prepared_corpus import expand_corpus_paths
@@ -365,12 +365,7 @@ def find_contexts(
     """
     import time
 
-    if isinstance(corpus_paths, (str, os.PathLike)):
-        corpus_paths = [corpus_paths]  # one file given bare
-    paths = expand_corpus_paths(corpus_paths)  # a prepared corpus's directory: its shards
-    for path in paths:
-        if not path.is_file():
-            raise FileNotFoundError(f"corpus file not found: {path}")
+    paths = _corpus_files(corpus_paths)
     targets = list(dict.fromkeys(int(t) for t in target_ids))
     if max_per_token < 0:
         raise ValueError(f"max_per_token must be >= 0, got {max_per_token}")
@@ -384,40 +379,13 @@ def find_contexts(
     bad = [t for t in targets if not 0 <= t < vocab_size]
     if bad:
         raise ValueError(f"target ids outside the tokenizer's vocabulary (size {vocab_size}): {bad[:10]}")
-
-    if backend not in ("auto", "rust", "python"):
-        raise ValueError(f"backend must be 'auto', 'rust' or 'python', got {backend!r}")
-    requested = backend
-    if backend == "auto":
-        backend = "rust" if rust_available() else "python"
-        corpus_bytes = sum(p.stat().st_size for p in paths)
-        if backend == "python" and corpus_bytes > PYTHON_BACKEND_NOTICE_BYTES:
-            logger.warning(PYTHON_BACKEND_NOTICE, corpus_bytes / 1e6)
-    elif backend == "rust" and not rust_available():
-        raise ImportError(
-            "backend='rust' but the bioptimus_hf._qikfind extension is not built (or is an older build): install "
-            "cargo and run `pip install -e .` (see docs/qikfind.md), or use backend='python'"
-        )
-
-    rust_tokenizer = None
-    if backend == "rust":
-        # Loading the tokenizer says whether a family of the Rust backend reproduces it, before any reading.
-        try:
-            rust_tokenizer = _rust_tokenizer(backend_tokenizer)
-        except UnsupportedTokenizerError as error:
-            if requested != "auto":
-                raise
-            logger.warning(RUST_UNSUPPORTED_NOTICE, error.family or "unknown", error.reason or error)
-            backend = "python"
-        else:
-            logger.info(RUST_FAMILY_NOTICE, rust_tokenizer.family, rust_tokenizer.family_description)
+    backend, rust_tokenizer = _choose_backend(backend, paths, backend_tokenizer)
 
     bar = None  # None: the Rust backend is given no callback to report to
     if progress_enabled(progress):
         bar = progress_bar(
             total=sum(p.stat().st_size for p in paths), unit="B", unit_scale=True, desc=f"qik-find ({backend})"
         )
-
     stats = QikFindStats(backend=backend)
     started = time.perf_counter()
     try:
@@ -449,3 +417,45 @@ def find_contexts(
 
 
 find_contexts.last_stats = None
+
+
+def _corpus_files(corpus_paths: Iterable[str | os.PathLike] | str | os.PathLike) -> list[Path]:
+    """The files to read: one file given bare, a list, or a prepared corpus's directory (its shards); each must
+    exist."""
+    if isinstance(corpus_paths, (str, os.PathLike)):
+        corpus_paths = [corpus_paths]  # one file given bare
+    paths = expand_corpus_paths(corpus_paths)  # a prepared corpus's directory: its shards
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"corpus file not found: {path}")
+    return paths
+
+
+def _choose_backend(backend: str, paths: Sequence[Path], backend_tokenizer) -> tuple[str, Any]:
+    """The backend that runs (``auto``: Rust when built and its families reproduce the tokenizer, else Python) and
+    the Rust side's tokenizer (None for Python); an explicit ``rust`` that cannot run is refused."""
+    if backend not in ("auto", "rust", "python"):
+        raise ValueError(f"backend must be 'auto', 'rust' or 'python', got {backend!r}")
+    requested = backend
+    if backend == "auto":
+        backend = "rust" if rust_available() else "python"
+        corpus_bytes = sum(p.stat().st_size for p in paths)
+        if backend == "python" and corpus_bytes > PYTHON_BACKEND_NOTICE_BYTES:
+            logger.warning(PYTHON_BACKEND_NOTICE, corpus_bytes / 1e6)
+    elif backend == "rust" and not rust_available():
+        raise ImportError(
+            "backend='rust' but the bioptimus_hf._qikfind extension is not built (or is an older build): install "
+            "cargo and run `pip install -e .` (see docs/qikfind.md), or use backend='python'"
+        )
+    if backend != "rust":
+        return backend, None
+    # Loading the tokenizer says whether a family of the Rust backend reproduces it, before any reading.
+    try:
+        rust_tokenizer = _rust_tokenizer(backend_tokenizer)
+    except UnsupportedTokenizerError as error:
+        if requested != "auto":
+            raise
+        logger.warning(RUST_UNSUPPORTED_NOTICE, error.family or "unknown", error.reason or error)
+        return "python", None
+    logger.info(RUST_FAMILY_NOTICE, rust_tokenizer.family, rust_tokenizer.family_description)
+    return backend, rust_tokenizer
