@@ -324,62 +324,81 @@ class _Handler(BaseHTTPRequestHandler):
 
         m = re.fullmatch(rf"/api/models/{_REPO}(?:/revision/(?P<rev>.+))?", path)
         if m and method == "GET":
-            repo = fake._repo(m["repo"], authorized)
-            commit = fake._revision(repo, m["rev"] or "main")
-            return (
-                200,
-                {
-                    "id": repo.repo_id,
-                    "modelId": repo.repo_id,
-                    "private": repo.private,
-                    "sha": commit.oid,
-                    "siblings": [{"rfilename": p} for p in sorted(commit.files)],
-                    "tags": [],
-                    "downloads": 0,
-                    "likes": 0,
-                },
-                None,
-                None,
-            )
+            return self._model_info(fake._repo(m["repo"], authorized), m["rev"] or "main")
         m = re.fullmatch(
             rf"/api/models/{_REPO}/(?P<verb>refs|branch|tag|tree|paths-info|preupload|commit)(?:/(?P<rest>.*))?", path
         )
         if m:
-            repo = fake._repo(m["repo"], authorized)
-            verb, rest = m["verb"], m["rest"] or ""
-            if verb == "refs" and method == "GET":
+            answer = self._repo_route(
+                fake._repo(m["repo"], authorized), m["verb"], method, m["rest"] or "", body, endpoint
+            )
+            if answer is not None:
+                return answer
+        answer = self._lfs_route(method, path, body, endpoint, authorized)
+        if answer is not None:
+            return answer
+        m = re.fullmatch(rf"/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", path)
+        if m and method in ("GET", "HEAD"):
+            return self._resolve(m["repo"], m["rev"], m["file"], authorized)
+        raise HubError(404, f"fake hub: no route for {method} {path}")
 
-                def refs(kind, items):
-                    return [
-                        {"name": n, "ref": f"refs/{kind}/{n}", "targetCommit": oid} for n, oid in sorted(items.items())
-                    ]
+    def _model_info(self, repo, rev):
+        """GET /api/models/<repo>[/revision/<rev>]: what ``HfApi.model_info`` reads."""
+        commit = self.fake._revision(repo, rev)
+        return (
+            200,
+            {
+                "id": repo.repo_id,
+                "modelId": repo.repo_id,
+                "private": repo.private,
+                "sha": commit.oid,
+                "siblings": [{"rfilename": p} for p in sorted(commit.files)],
+                "tags": [],
+                "downloads": 0,
+                "likes": 0,
+            },
+            None,
+            None,
+        )
 
-                return (
-                    200,
-                    {
-                        "branches": refs("heads", repo.branches),
-                        "tags": refs("tags", repo.tags),
-                        "converts": [],
-                        "pullRequests": [],
-                    },
-                    None,
-                    None,
-                )
-            if verb == "branch":
-                return self._branch(repo, method, rest, body)
-            if verb == "tag":
-                return self._tag(repo, method, rest, body)
-            if verb == "tree" and method == "GET":
-                rev, _, prefix = rest.partition("/")
-                return 200, self._tree(fake._revision(repo, rev), prefix), None, None
-            if verb == "paths-info" and method == "POST":
-                paths = self._form_or_json(body, "paths")
-                commit = fake._revision(repo, rest)
-                return 200, [self._file_entry(p, commit.files[p]) for p in paths if p in commit.files], None, None
-            if verb == "preupload" and method == "POST":
-                return self._preupload(repo, rest, json.loads(body))
-            if verb == "commit" and method == "POST":
-                return self._commit(repo, rest, body, endpoint)
+    def _repo_route(self, repo, verb, method, rest, body, endpoint):
+        """/api/models/<repo>/<verb>/...: refs, branches, tags, trees, paths-info, preupload and commits (None: no
+        route for this method)."""
+        fake = self.fake
+        if verb == "refs" and method == "GET":
+
+            def refs(kind, items):
+                return [
+                    {"name": n, "ref": f"refs/{kind}/{n}", "targetCommit": oid} for n, oid in sorted(items.items())
+                ]
+
+            payload = {
+                "branches": refs("heads", repo.branches),
+                "tags": refs("tags", repo.tags),
+                "converts": [],
+                "pullRequests": [],
+            }
+            return 200, payload, None, None
+        if verb == "branch":
+            return self._branch(repo, method, rest, body)
+        if verb == "tag":
+            return self._tag(repo, method, rest, body)
+        if verb == "tree" and method == "GET":
+            rev, _, prefix = rest.partition("/")
+            return 200, self._tree(fake._revision(repo, rev), prefix), None, None
+        if verb == "paths-info" and method == "POST":
+            paths = self._form_or_json(body, "paths")
+            commit = fake._revision(repo, rest)
+            return 200, [self._file_entry(p, commit.files[p]) for p in paths if p in commit.files], None, None
+        if verb == "preupload" and method == "POST":
+            return self._preupload(repo, rest, json.loads(body))
+        if verb == "commit" and method == "POST":
+            return self._commit(repo, rest, body, endpoint)
+        return None
+
+    def _lfs_route(self, method, path, body, endpoint, authorized):
+        """The LFS protocol: the batch call, uploads of objects and their verification (None: not an LFS route)."""
+        fake = self.fake
         m = re.fullmatch(rf"/{_REPO}\.git/info/lfs/objects/batch", path)
         if m and method == "POST":
             fake._repo(m["repo"], authorized)
@@ -398,10 +417,7 @@ class _Handler(BaseHTTPRequestHandler):
             if stored is None or len(stored) != info["size"]:
                 raise HubError(404, "object not found")
             return 200, {}, None, None
-        m = re.fullmatch(rf"/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", path)
-        if m and method in ("GET", "HEAD"):
-            return self._resolve(m["repo"], m["rev"], m["file"], authorized)
-        raise HubError(404, f"fake hub: no route for {method} {path}")
+        return None
 
     @staticmethod
     def _form_or_json(body: bytes, key: str) -> list[str]:
