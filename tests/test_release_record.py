@@ -110,6 +110,7 @@ def test_format_1_releases_still_load_and_render_right(tmp_path):
     assert info.run.effective_train_batch_size == 512 and info.run.per_device_train_batch_size == 32
     assert (info.run.warmup_ratio, info.run.warmup_steps) == (0.06, 60)
     assert info.run.base_model == "model" and info.run.train_files == ["pubmed.txt"]
+    assert info.run.base_model_hub_id is None  # a format-1 record did not say where it was loaded from
     text = render_release_card(release)
     assert "| Batch size per device | 32 |" in text and "| Effective batch size | 512 |" in text
     assert "/home/me" not in text
@@ -167,10 +168,10 @@ def test_public_names_never_show_local_paths(tmp_path, monkeypatch):
     given = Lineage.of(str(local), "sentence-transformers/all-MiniLM-L6-v2")
     assert given == Lineage("sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
     assert given.text() == "`sentence-transformers/all-MiniLM-L6-v2`" and not given.is_local
-    # A Hub id is the model loaded from the Hub, unless a local directory of that name is what was loaded.
-    assert base_model_hub_id("org/model") == "org/model" and base_model_hub_id(None) is None
+    # A Hub id is only what from_pretrained resolved through the Hub cache (tests/test_lineage.py): never the shape.
+    assert base_model_hub_id("org/model", cache_dir=tmp_path) is None and base_model_hub_id(None) is None
     monkeypatch.chdir(tmp_path)
-    assert base_model_hub_id("models") is None and base_model_hub_id("bert-base-uncased") == "bert-base-uncased"
+    assert base_model_hub_id("models") is None and base_model_hub_id("bert-base-uncased", cache_dir=tmp_path) is None
     assert Lineage.of(None) == Lineage() and Lineage().text() is None
 
 

@@ -2,12 +2,14 @@
 model's Hub id only when it is known.
 
 A card's ``base_model`` metadata links the model to another repository on the Hub, so it is never guessed. It is
-known in two cases only: the model was loaded from the Hub (``--model_name_or_path`` is a Hub id, not a local
-directory), or its id was given (``--base_model_hub_id``; ``run_distillation.py``'s ``--teacher_hub_id``). A
-local checkpoint's ``config.json`` is not asked: its ``_name_or_path`` names whatever that checkpoint was loaded or
-fine-tuned from (the packaged all-MiniLM-L6-v2 names ``nreimers/MiniLM-L6-H384-uncased``), not the checkpoint
-itself. A local start without an id is named by its folder name, and cards say so in prose
-(:func:`local_checkpoint_text`) and leave the metadata out. Local paths are never shown (:func:`public_name`).
+known in two cases only: ``from_pretrained`` resolved the name through the Hub (:func:`loaded_hub_id`, asked when
+the model is loaded: the name is no local directory and the Hub cache holds its files), or its id was given
+(``--base_model_hub_id``; ``run_distillation.py``'s ``--teacher_hub_id``). A local path never counts, whatever its
+shape (``out/v0.4`` is a folder, present or not). A local checkpoint's ``config.json`` is not asked: its
+``_name_or_path`` names whatever that checkpoint was loaded or fine-tuned from (the packaged all-MiniLM-L6-v2 names
+``nreimers/MiniLM-L6-H384-uncased``), not the checkpoint itself. A local start without an id is named by its folder
+name, and cards say so in prose (:func:`local_checkpoint_text`) and leave the metadata out. Local paths are never
+shown (:func:`public_name`).
 """
 
 from __future__ import annotations
@@ -22,31 +24,57 @@ from typing import Any
 BASE_MODEL_HUB_ID_FLAG = "--base_model_hub_id"
 
 
-def is_hub_id(name: Any) -> bool:
-    """A Hub id (``bert-base-uncased``, ``org/name``), not a local path such as ``/data/model`` or ``./m``."""
+def looks_like_hub_id(name: Any) -> bool:
+    """Shaped like a Hub id (``bert-base-uncased``, ``org/name``) rather than a path such as ``/data/model`` or
+    ``./m``. The shape says nothing of where a model was loaded from (:func:`loaded_hub_id` does)."""
     if not isinstance(name, str) or not name:
         return False
-    if name.startswith(("/", ".", "~")) or os.path.isabs(name) or os.path.exists(name) or "\\" in name:
+    if name.startswith(("/", ".", "~")) or os.path.isabs(name) or "\\" in name:
         return False
     return re.fullmatch(r"[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?", name) is not None
 
 
 def public_name(name_or_path: str | None) -> str | None:
-    """What a public card may say about a model or tokenizer location: a Hub id as is, a local path as
-    its folder name (never the author's file system)."""
+    """What a public card may say about a model or tokenizer location: a name shaped like a Hub id as is (unless
+    it is a local path that exists), a local path as its folder name (never the author's file system)."""
     if not name_or_path:
         return None
-    if is_hub_id(name_or_path):
+    if looks_like_hub_id(name_or_path) and not os.path.exists(name_or_path):
         return name_or_path
     return Path(os.path.normpath(str(name_or_path))).name or None
 
 
-def base_model_hub_id(model_name_or_path: str | None, explicit: str | None = None) -> str | None:
-    """The base model's Hub id when it is known: ``explicit`` (the flag), else ``model_name_or_path`` itself when
-    it is a Hub id; else None (a local directory, whatever its files say)."""
+def loaded_hub_id(
+    name_or_path: str | os.PathLike | None, *, cache_dir: str | os.PathLike | None = None, revision: str | None = None
+) -> str | None:
+    """The Hub id ``from_pretrained(name_or_path, cache_dir=..., revision=...)`` resolved, asked when it loads: None
+    for a local directory (``from_pretrained`` reads a directory first, whatever its name), else ``name_or_path``
+    when the Hub cache holds its ``config.json`` at ``revision`` (default ``main``): the files ``from_pretrained``
+    downloaded or found there. Offline; never a guess from the name's shape."""
+    if not isinstance(name_or_path, str) or not looks_like_hub_id(name_or_path) or os.path.isdir(name_or_path):
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(name_or_path, "config.json", cache_dir=cache_dir, revision=revision)
+    except ValueError:  # huggingface_hub's HFValidationError: not a repository id after all
+        return None
+    return name_or_path if isinstance(cached, str) else None
+
+
+def base_model_hub_id(
+    model_name_or_path: str | None,
+    explicit: str | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    revision: str | None = None,
+) -> str | None:
+    """The base model's Hub id when it is known: ``explicit`` (the flag), else the id ``from_pretrained`` resolved
+    ``model_name_or_path`` to (:func:`loaded_hub_id`; call it when the model is loaded); else None (a local
+    directory, whatever its files say)."""
     if explicit:
         return explicit
-    return model_name_or_path if is_hub_id(model_name_or_path) else None
+    return loaded_hub_id(model_name_or_path, cache_dir=cache_dir, revision=revision)
 
 
 def base_model_hub_id_field(of: str = "the base model", path_flag: str = "--model_name_or_path", **metadata) -> Any:
@@ -75,9 +103,36 @@ class Lineage:
     name: str | None = None  # the Hub id when known, else the folder name
 
     @classmethod
-    def of(cls, model_name_or_path: str | None, explicit_hub_id: str | None = None) -> "Lineage":
-        hub_id = base_model_hub_id(model_name_or_path, explicit_hub_id)
-        return cls(hub_id, hub_id or public_name(model_name_or_path))
+    def of(
+        cls,
+        model_name_or_path: str | None,
+        explicit_hub_id: str | None = None,
+        *,
+        cache_dir: str | os.PathLike | None = None,
+        revision: str | None = None,
+    ) -> "Lineage":
+        """The lineage of a model loaded from ``model_name_or_path`` (with ``cache_dir`` and ``revision``): call it
+        when the model is loaded, or give the id (``explicit_hub_id``, the ``--base_model_hub_id`` flag). Without
+        an id, the model is a local start named by its folder."""
+        hub_id = base_model_hub_id(model_name_or_path, explicit_hub_id, cache_dir=cache_dir, revision=revision)
+        if hub_id is not None or not model_name_or_path:
+            return cls(hub_id, hub_id)
+        return cls(None, Path(os.path.normpath(str(model_name_or_path))).name or None)  # a local start: its folder
+
+    @classmethod
+    def of_loaded(
+        cls,
+        model: Any,
+        explicit_hub_id: str | None = None,
+        *,
+        cache_dir: str | os.PathLike | None = None,
+        revision: str | None = None,
+    ) -> "Lineage":
+        """The lineage of a model (or config) ``from_pretrained`` just returned, from the name it was given
+        (``config.name_or_path``): see :meth:`of`."""
+        config = getattr(model, "config", model)
+        name = getattr(config, "name_or_path", None) or None
+        return cls.of(name, explicit_hub_id, cache_dir=cache_dir, revision=revision)
 
     @property
     def is_local(self) -> bool:

@@ -38,7 +38,7 @@ from typing import Any, Mapping
 from ..utils.files import read_json, write_json_atomic
 from .checkpoint_facts import CheckpointFacts as CheckpointFacts  # moved; importable from here as before
 from .lineage import base_model_hub_id as base_model_hub_id  # moved; importable from here as before
-from .lineage import is_hub_id, public_name
+from .lineage import public_name
 from .naming import is_temporary, normalise_version, release_dir_name, version_sort_key, version_tag
 from .naming import version_repo_id as version_repo_id  # moved; importable from here as before
 
@@ -213,9 +213,8 @@ def _migrate_run_v1(run: dict[str, Any]) -> dict[str, Any]:
         run["warmup_steps"] = math.ceil(warmup * max_steps) if isinstance(max_steps, int) else None
     elif isinstance(warmup, (int, float)):
         run["warmup_steps"] = int(warmup)
+    # A format-1 record did not say where its base was loaded from: no Hub id is guessed from the name's shape.
     base = run.get("base_model")
-    if base and not run.get("base_model_hub_id"):
-        run["base_model_hub_id"] = base if is_hub_id(base) else None
     run["base_model"] = public_name(base)
     run["tokenizer"] = public_name(run.get("tokenizer"))
     run["train_files"] = [os.path.basename(str(f)) for f in run.get("train_files") or []]
