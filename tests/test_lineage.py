@@ -17,9 +17,7 @@ REPO = "acme/tiny-bert"
 
 def tiny_bert(seed=0):
     torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
-    )
+    config = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
     return BertForMaskedLM(config)
 
 
