@@ -127,7 +127,7 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
     ):
         args = as_bioptimus_config(args, model)
         curriculum, schedule, warmup = curriculum_schedule(args)
-        hub = resolve_release_hub(args, args) if release_hub is FROM_ARGS else release_hub
+        hub = resolve_release_hub(args) if release_hub is FROM_ARGS else release_hub
 
         # The start model (the paper's Table 1) and its tokenizer; the masked-only head, dropout masks, allocator.
         set_seed(args.seed)

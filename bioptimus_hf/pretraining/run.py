@@ -45,7 +45,7 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
     with exit_on_bad_input():
         _, schedule, warmup = curriculum_schedule(config)
         corpus_report = check_pretraining_data(config)
-        hub = resolve_release_hub(config, config)  # --push_to_hub publishes releases, not the Trainer
+        hub = resolve_release_hub(config)  # --push_to_hub publishes releases, not the Trainer
         for note in check_training_arguments(config) if warmup is not None else []:
             logger.info("lexical warm-up: %s", note)
     logger.info("curriculum: %s", schedule.describe())

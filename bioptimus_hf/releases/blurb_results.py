@@ -10,7 +10,6 @@ the published BERT-base-uncased and PubMedBERT figures (:data:`PUBLISHED_SCORES`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -176,7 +175,3 @@ def blurb_eval_results(table: Mapping[str, Any] | None) -> list:
             )
         )
     return entries
-
-
-def blurb_results_path(directory: str | os.PathLike) -> str:
-    return os.path.join(directory, BLURB_RESULTS_FILE)

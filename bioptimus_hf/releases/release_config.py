@@ -81,11 +81,13 @@ def apply_deprecated_aliases(release_args: ReleaseArguments, training_args: Any)
 
 
 def resolve_release_hub(
-    release_args: ReleaseArguments, training_args: Any, what: str = "the curriculum releases"
+    args: Any, training_args: Any | None = None, what: str = "the curriculum releases"
 ) -> ReleaseHub | None:
-    """Where the releases are published (None: not published). Call it before training: it refuses bad or
-    contradictory flags with a ValueError naming them, and turns the Trainer's own push off (see
-    :func:`~bioptimus_hf.utils.hub_settings.take_hub_settings`)."""
-    apply_deprecated_aliases(release_args, training_args)
+    """Where the releases are published (None: not published). ``args``: the release flags
+    (:class:`ReleaseArguments`) with ``training_args`` the Trainer's, or one object holding both
+    (``BioptimusConfig``), alone. Call it before training: it refuses bad or contradictory flags with a ValueError
+    naming them, and turns the Trainer's own push off (see :func:`~bioptimus_hf.utils.hub_settings.take_hub_settings`)."""
+    training_args = args if training_args is None else training_args
+    apply_deprecated_aliases(args, training_args)
     settings = take_hub_settings(training_args, what=what, allow_revision=False)
-    return None if settings is None else ReleaseHub(settings, release_args.releases_hub_mode)
+    return None if settings is None else ReleaseHub(settings, args.releases_hub_mode)
