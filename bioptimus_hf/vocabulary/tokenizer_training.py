@@ -200,16 +200,7 @@ def extend_tokenizer(
     base_size = len(base)
     auto = str(vocab_size) == "auto"
     if not auto:
-        try:
-            vocab_size = int(vocab_size)
-        except ValueError:
-            raise ValueError(f"--vocab_size {vocab_size!r} is neither a number nor 'auto'") from None
-        if vocab_size <= base_size:
-            raise ValueError(
-                f"--vocab_size {vocab_size} leaves nothing to add to the base's {base_size} entries with "
-                f"--vocabulary_mode extend (the total, base included). Use --vocab_size "
-                f"{base_size + 1} or more, or auto"
-            )
+        vocab_size = _extended_size(vocab_size, base_size)
     if auto_threshold <= 0:
         raise ValueError(f"--auto_vocab_threshold {auto_threshold} must be positive (a relative improvement)")
     candidate_size = candidate_vocab_size or (2 * base_size if auto else vocab_size)
@@ -233,34 +224,7 @@ def extend_tokenizer(
         )
     steps: list[dict] = []
     if auto:
-        step = auto_step or max(1, base_size // 10)
-        if step <= 0:
-            raise ValueError(f"--auto_vocab_step {auto_step} must be positive")
-        added, previous = 0, _tokens_per_word(base, lines)
-        steps.append({"added_tokens": 0, "vocab_size": base_size, "tokens_per_word": previous, "improvement": None})
-        while added < len(extension):
-            trial = min(added + step, len(extension))
-            current = _tokens_per_word(extension.build(trial), lines)
-            improvement = (previous - current) / previous if previous else 0.0
-            steps.append(
-                {
-                    "added_tokens": trial,
-                    "vocab_size": base_size + trial,
-                    "tokens_per_word": current,
-                    "improvement": improvement,
-                }
-            )
-            logger.info(
-                "vocabulary growth: +%d tokens (%d in all): %.4f tokens per word, %.2f%% fewer than the step before",
-                trial,
-                base_size + trial,
-                current,
-                100 * improvement,
-            )
-            if improvement < auto_threshold:
-                break
-            added, previous = trial, current
-        added = added or steps[-1]["added_tokens"]  # even the first step fell short: keep it, said in the report
+        added, steps = _grow_while_it_helps(extension, base, lines, auto_step, auto_threshold)
     else:
         added = min(vocab_size - base_size, len(extension))
         if added < vocab_size - base_size:
@@ -275,6 +239,62 @@ def extend_tokenizer(
     if output_dir is not None:
         save_tokenizer(tokenizer, output_dir)
     return Extension(tokenizer, candidate, added, extension.usefulness, steps)
+
+
+def _extended_size(vocab_size: int | str, base_size: int) -> int:
+    """``--vocab_size`` of an extension as a number, refused unless it adds to the base's ``base_size`` entries."""
+    try:
+        vocab_size = int(vocab_size)
+    except ValueError:
+        raise ValueError(f"--vocab_size {vocab_size!r} is neither a number nor 'auto'") from None
+    if vocab_size <= base_size:
+        raise ValueError(
+            f"--vocab_size {vocab_size} leaves nothing to add to the base's {base_size} entries with "
+            f"--vocabulary_mode extend (the total, base included). Use --vocab_size "
+            f"{base_size + 1} or more, or auto"
+        )
+    return vocab_size
+
+
+def _grow_while_it_helps(
+    extension: VocabularyExtension,
+    base: PreTrainedTokenizerBase,
+    lines: list[str],
+    auto_step: int | None,
+    auto_threshold: float,
+) -> tuple[int, list[dict]]:
+    """``vocab_size="auto"``: add ``auto_step`` tokens at a time while the sampled lines' tokens per word fall by at
+    least ``auto_threshold`` per step; the tokens to add (the last size that did, else the first step) and every
+    step measured."""
+    base_size = len(base)
+    step = auto_step or max(1, base_size // 10)
+    if step <= 0:
+        raise ValueError(f"--auto_vocab_step {auto_step} must be positive")
+    added, previous = 0, _tokens_per_word(base, lines)
+    steps = [{"added_tokens": 0, "vocab_size": base_size, "tokens_per_word": previous, "improvement": None}]
+    while added < len(extension):
+        trial = min(added + step, len(extension))
+        current = _tokens_per_word(extension.build(trial), lines)
+        improvement = (previous - current) / previous if previous else 0.0
+        steps.append(
+            {
+                "added_tokens": trial,
+                "vocab_size": base_size + trial,
+                "tokens_per_word": current,
+                "improvement": improvement,
+            }
+        )
+        logger.info(
+            "vocabulary growth: +%d tokens (%d in all): %.4f tokens per word, %.2f%% fewer than the step before",
+            trial,
+            base_size + trial,
+            current,
+            100 * improvement,
+        )
+        if improvement < auto_threshold:
+            break
+        added, previous = trial, current
+    return added or steps[-1]["added_tokens"], steps  # even the first step fell short: keep it, said in the report
 
 
 # The name of bioptimus-hf 0.1, when WordPiece was the only family.
