@@ -297,9 +297,14 @@ def test_no_command_writes_prints_or_uploads_the_token(
     if not push:
         argv = argv[: argv.index("--push_to_hub")]  # the Hub flags come last
     main(_given(way, argv, tmp_path, monkeypatch))
-    if push:
-        assert repo_id in hub.repos and hub.bodies  # it did push, with the token given this way
-    else:
+    if push:  # it did push, with the token given this way, and never through the Trainer ("Model save")
+        assert repo_id in hub.repos and hub.bodies
+        assert not any(message.startswith("Model save") for _, _, message in hub.commit_messages)
+    if push and command == "blurb-task":  # the seed's folder, its card included, without the predictions
+        files = hub.files(repo_id, "main")
+        assert {"README.md", "config.json", "model.safetensors"} <= set(files) and "seed_results.json" in files
+        assert not any("predictions" in path or path.startswith("checkpoint-") for path in files)
+    if not push:
         assert hub.requests == []
     assert all(status != 401 for _, _, status in hub.requests)
     assert _leaks(out, hub, capfd, caplog) == []
