@@ -14,7 +14,7 @@ import pytest
 import yaml
 from transformers import TrainingArguments
 
-from bioptimus_hf.commands import blurb_task, distill, init_embeddings, ner, pretrain, publish, study
+from bioptimus_hf.commands import blurb, blurb_task, distill, init_embeddings, ner, pretrain, publish, study
 from bioptimus_hf.commands.config_parser import mapping_to_argv
 from bioptimus_hf.utils import secrets
 from bioptimus_hf.utils.hub_settings import take_hub_settings
@@ -367,6 +367,32 @@ def test_init_embeddings_with_the_token_in_the_environment(inputs, hub, tmp_path
         ]
     )
     assert (out / "init_report.json").is_file() and _leaks(out, hub, capfd, caplog) == []
+
+
+def test_the_blurb_benchmark_with_the_token_in_its_ner_config_and_the_environment(
+    inputs, hub, tmp_path, monkeypatch, capfd, caplog
+):
+    caplog.set_level(logging.INFO)
+    monkeypatch.setenv("HF_TOKEN", SENTINEL)
+    ner_config = tmp_path / "ner.yaml"  # the user's own file, outside the outputs
+    ner_config.write_text(yaml.safe_dump({"max_seq_length": 16, "window_stride": 4, "hub_token": SENTINEL}))
+    blurb_dir, ner_dir = tmp_path / "blurb", tmp_path / "ner"
+    write_task_dir(blurb_dir / "GAD", "relation_extraction")
+    write_dataset_dir(str(ner_dir / "NCBI-disease-IOB"), sizes=(8, 4, 4))
+    out = tmp_path / "out"
+    flags = {
+        "model_name_or_path": inputs["bert"],
+        "seeds": [1],
+        "blurb_dir": blurb_dir,
+        "ner_dir": ner_dir,
+        "ner_config": ner_config,
+        "output_dir": out,
+        "max_steps": 1,
+        "jobs": 1,
+    }
+    blurb.main(mapping_to_argv(flags))
+    assert list(out.rglob("blurb_results.json")) and list(out.rglob("seed_results.json"))
+    assert _leaks(out, hub, capfd, caplog) == []
 
 
 # ------------------------------------------------------------------------------- what a lock and an error say
