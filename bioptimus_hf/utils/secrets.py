@@ -1,7 +1,7 @@
 """What a record, log, lock, card or upload may hold: never a secret.
 
 A secret is the value of a setting named as a credential (``hub_token``, ``HF_TOKEN``, ``token``, anything ending
-in ``token`` or holding ``password``/``secret``, case-insensitive; a tokenizer's special tokens such as
+in ``token`` or ``api_key`` or holding ``password``/``secret``/``credential``, case-insensitive; special tokens such as
 ``mask_token`` and counts such as ``max_contexts_per_token`` are not), the value of the ``HF_TOKEN`` and
 ``HUGGING_FACE_HUB_TOKEN`` environment variables, and any token this process was handed for the Hub
 (:func:`remember_secret`, called by :func:`~bioptimus_hf.utils.hub_settings.take_hub_settings`). :func:`redact`
@@ -26,7 +26,7 @@ TOKEN_ENV_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 MIN_SECRET_LENGTH = 6
 
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-_CREDENTIAL_WORDS = frozenset({"password", "passwd", "secret"})
+_CREDENTIAL_WORDS = frozenset({"password", "passwd", "secret", "secrets", "credential", "credentials", "apikey"})
 # Names ending in "token" that are no credential: a tokenizer's special tokens, per-token counts.
 _NOT_CREDENTIALS = frozenset({"mask", "pad", "cls", "sep", "unk", "bos", "eos", "per"})
 # A flag with its value on a command line (``--hub_token T``, ``--hub_token=T``), or ``name: value``/``name=value``.
@@ -43,7 +43,7 @@ def is_secret_name(name: str) -> bool:
     words = [w.lower() for w in _WORDS.findall(str(name))]
     if not words:
         return False
-    if _CREDENTIAL_WORDS.intersection(words):
+    if _CREDENTIAL_WORDS.intersection(words) or words[-2:] == ["api", "key"]:
         return True
     return words[-1] == "token" and (len(words) == 1 or words[-2] not in _NOT_CREDENTIALS)
 
