@@ -34,6 +34,7 @@ from pathlib import Path
 import _machine
 from bioptimus_hf.utils import public_paths
 from bioptimus_hf.utils.files import read_json, write_json_atomic
+from bioptimus_hf.utils.secrets import redact
 
 
 ROOT = _machine.ROOT
@@ -172,7 +173,7 @@ def write_result(
         record["figures"] = dict(existing.get("figures", {}), **{section: record["figures"]})
         record["detail"] = dict(existing.get("detail", {}), **{section: record.get("detail")})
         record["sections"] = sections
-    write_json_atomic(path, record, indent=1)
+    write_json_atomic(path, redact(record), indent=1)  # a setting or command holding a token: <redacted>
     return path
 
 

@@ -180,7 +180,7 @@ def recipe_table_markdown() -> str:
 _TRAINING_FIELDS = {f.name: f for f in dataclasses.fields(TrainingArguments)}
 
 
-@dataclass
+@dataclass(repr=False)  # TrainingArguments' own repr, which masks hub_token
 class BlurbTrainingArguments(TrainingArguments):
     """``TrainingArguments`` that save no checkpoint unless asked (``save_strategy`` "no"): a seed is never resumed
     from one, so the Trainer's default saves every 500 steps would only fill the disk. With
@@ -213,7 +213,9 @@ def _recipe_training_arguments(name: str, recipe: Recipe) -> type[TrainingArgume
         "warmup_steps": float,
     }
     overrides = [(key, types[key], field(default=getattr(recipe, key), metadata=base[key].metadata)) for key in types]
-    cls = dataclasses.make_dataclass(f"{name}TrainingArguments", overrides, bases=(BlurbTrainingArguments,))
+    cls = dataclasses.make_dataclass(
+        f"{name}TrainingArguments", overrides, bases=(BlurbTrainingArguments,), repr=False
+    )
     cls.__module__ = __name__
     return cls
 

@@ -10,11 +10,14 @@ import os
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingArguments
 
 from ..ner.fine_tuning_config import FineTuningModelArguments
-from ..ner.results import run_settings
+from ..ner.results import run_settings, seed_dir
 from ..ner.stabilisation import StabilisationArguments
 from ..releases.lineage import Lineage
+from ..releases.seed_push import best_seed, push_seed_folder, take_seed_hub_settings
+from ..utils.cli import exit_on_bad_input, exit_on_hub_error
 from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
+from ..utils.hub_settings import clear_hub_token
 from ..utils.sequence_length import max_config_tokens
 from .blurb_config import (
     ARGUMENTS,
@@ -51,17 +54,27 @@ def run_blurb_task(
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
 ) -> dict:
-    """Fine-tune each unfinished seed, then merge every seed of ``output_dir``; returns ``all_results.json``'s dict."""
+    """Fine-tune each unfinished seed, then merge every seed of ``output_dir``; returns ``all_results.json``'s dict.
+    With ``--push_to_hub``, the best seed's model (dev score) is then uploaded by this project, never the Trainer."""
+    with exit_on_bad_input():
+        hub = take_seed_hub_settings(training_args, model_args.save_model)
     training_args = fine_tune_blurb_seeds(model_args, data_args, stab_args, training_args)
 
     # 5. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
+    output_dir = training_args.output_dir
+
     def merge_and_write() -> dict:
-        results = merge_blurb_results(training_args.output_dir)
-        print(write_blurb_outputs(training_args.output_dir, results))
+        results = merge_blurb_results(output_dir)
+        print(write_blurb_outputs(output_dir, results))
         return results
 
     results = share_from_main(merge_and_write)
     close_process_group()
+    if hub is not None and training_args.process_index == 0:
+        seed = best_seed(results["per_seed"], "eval_score")
+        message = f"{results['model_name']} on {results['dataset']}: seed {seed}, the best dev score"
+        with exit_on_hub_error(f"--push_to_hub to {hub.repo_id}", f"the results and models are in {output_dir}"):
+            push_seed_folder(hub, seed_dir(output_dir, seed), seed, message)
     return results
 
 
@@ -74,6 +87,7 @@ def fine_tune_blurb_seeds(
     """Steps 1-4 of :func:`run_blurb_task`: each unfinished seed fine-tuned, its ``seed_<s>/seed_results.json``
     written as it ends, nothing merged (the benchmark merges a dataset once its concurrent seeds are done);
     returns the training arguments as resolved (precision)."""
+    clear_hub_token(training_args)  # no seed's training_args.bin holds it (the benchmark's jobs start here)
     # 1. precision: bf16 where the device has it natively
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
 

@@ -13,11 +13,10 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from huggingface_hub.errors import HfHubHTTPError
-
 from ..releases.hub import VersionReport, publish_releases
 from ..releases.publish_config import PublishArguments
-from ..utils.cli import exit_on_bad_input
+from ..utils.cli import exit_on_bad_input, exit_on_hub_error
+from ..utils.secrets import redact_argv
 from .config_parser import parse_args
 
 
@@ -55,34 +54,14 @@ def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
+    resume = (
+        "Nothing published is lost and publishing is idempotent: re-run the same command (token: --hub_token or "
+        f"HF_TOKEN) to upload only what is missing:\n  bioptimus-publish {shlex.join(redact_argv(argv, drop=True))}"
+    )
+    # the Hub unreachable, the token refused, a 5xx mid-way: one line with the command that resumes
+    with exit_on_hub_error("the Hub request", resume):
         with exit_on_bad_input(ValueError, FileNotFoundError, RuntimeError):  # VersionConflictError: a RuntimeError
             publish_from_cli(argv)
-    except (HfHubHTTPError, OSError) as error:  # the Hub answered 5xx, or the network failed mid-way
-        sys.exit(
-            f"error: the Hub request failed: {_first_line(error)}\n"
-            "Nothing published is lost and publishing is idempotent: re-run the same command (token: --hub_token or "
-            "HF_TOKEN) to upload only what is "
-            f"missing:\n  bioptimus-publish {shlex.join(_without_token(argv))}"
-        )
-
-
-def _without_token(argv: Sequence[str]) -> list[str]:
-    """``argv`` without ``--hub_token`` and its value: the resume command is printed, the token never is."""
-    shown, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--hub_token":
-            skip = True
-        elif not arg.startswith("--hub_token="):
-            shown.append(arg)
-    return shown
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..releases.lineage import Lineage
+from ..releases.seed_push import take_seed_hub_settings
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.files import read_json
-from ..utils.hub_settings import HubSettings, take_hub_settings
+from ..utils.hub_settings import HubSettings
 from .model_card import build_ner_card
 from .results import seed_dir
 
@@ -43,10 +44,8 @@ class NerPush:
 
 def take_ner_hub_settings(training_args: Any, save_model: bool) -> HubSettings | None:
     """``--push_to_hub`` and friends for ``run_ner.py`` (None without it); refuses, before any training, what
-    cannot be pushed, and turns the Trainer's own per-seed push off."""
-    if training_args.push_to_hub and not save_model:
-        raise ValueError("--push_to_hub needs the fine-tuned models on disk: drop --save_model false")
-    return take_hub_settings(training_args, what="the best seed's fine-tuned model")
+    cannot be pushed, and turns the Trainer's own per-seed push off (:func:`take_seed_hub_settings`)."""
+    return take_seed_hub_settings(training_args, save_model)
 
 
 def best_seed(results: Mapping[str, Any]) -> int:

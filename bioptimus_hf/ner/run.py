@@ -28,7 +28,7 @@ import transformers
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
 from ..utils.bulk_dropout import use_bulk_dropout
-from ..utils.cli import exit_on_bad_input
+from ..utils.cli import exit_on_bad_input, exit_on_hub_error
 from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
@@ -188,12 +188,13 @@ def fine_tune_ner(
     results = share_from_main(write_and_merge)
     close_process_group()
     if hub is not None and training_args.process_index == 0:
-        push_best_seed(
-            hub,
-            base_output_dir,
-            results,
-            model_args.model_name_or_path,
-            data_args.dataset_name,
-            base_model_hub_id=model_args.base_model_hub_id,
-        )
+        with exit_on_hub_error(f"--push_to_hub to {hub.repo_id}", f"the results and models are in {base_output_dir}"):
+            push_best_seed(
+                hub,
+                base_output_dir,
+                results,
+                model_args.model_name_or_path,
+                data_args.dataset_name,
+                base_model_hub_id=model_args.base_model_hub_id,
+            )
     return results

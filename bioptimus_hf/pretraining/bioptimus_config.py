@@ -49,7 +49,7 @@ class PretrainingModelArguments:
     )
 
 
-@dataclass
+@dataclass(repr=False)  # TrainingArguments' own repr, which masks hub_token
 class BioptimusConfig(
     TrainingArguments,
     ReleaseArguments,

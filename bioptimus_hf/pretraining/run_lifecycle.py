@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..utils.secrets import redact_argv, redact_text
 from .phases import PhaseSchedule
 
 
@@ -60,7 +61,7 @@ class OutputDirLock:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             handle.seek(0)
-            holder = handle.read().strip() or "another process"
+            holder = redact_text(handle.read().strip()) or "another process"
             handle.close()
             raise OutputDirBusyError(
                 f"output directory {self.path.parent} is in use by {holder}; two runs writing into one directory "
@@ -69,7 +70,8 @@ class OutputDirLock:
             ) from None
         handle.seek(0)
         handle.truncate()
-        command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300]
+        argv = [os.path.basename(sys.argv[0]), *sys.argv[1:]] if sys.argv else []
+        command = " ".join(redact_argv(argv))[:300]
         handle.write(f"process {os.getpid()} on {socket.gethostname()} ({command})\n")
         handle.flush()
         self._handle = handle

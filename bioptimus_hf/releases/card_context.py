@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from huggingface_hub import ModelCardData
 
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.plots import LOSS_PLOT_NAME
+from ..utils.secrets import is_secret_name
 from ..vocabulary.init_config import INIT_STRATEGIES
 from .blurb_results import blurb_eval_results, blurb_markdown, load_blurb_table
 from .checkpoint_facts import CheckpointFacts
@@ -66,9 +66,6 @@ PAPER_BIBTEX = """@inproceedings{pavlova-makhlouf-2023-bioptimus,
     publisher = "Association for Computational Linguistics",
     url = "https://aclanthology.org/2023.bionlp-1.31",
 }"""
-
-# A run's extra facts may carry arbitrary arguments: never print anything that looks like a credential.
-_SECRET_KEY_PATTERN = re.compile(r"(^|_)(token|password|secret|api_key|credential)s?($|_)", re.IGNORECASE)
 
 
 def fmt(value: Any, spec: str = "") -> str:
@@ -222,8 +219,8 @@ def _other_settings(run: RunFacts) -> list[tuple[str, str]]:
     items = []
     for key in sorted(other):
         value = other[key]
-        if value is None or _SECRET_KEY_PATTERN.search(key):
-            continue  # e.g. hub_token: never written into a card
+        if value is None or is_secret_name(key):
+            continue  # a run's extra facts may carry any argument: no credential (hub_token...) in a card
         if isinstance(value, (dict, list)):
             value = json.dumps(value)
         items.append((key, fmt(value)))

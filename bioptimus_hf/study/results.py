@@ -18,6 +18,7 @@ from typing import Any
 from ..ner.results import aggregate_seed_results, paired_seed_difference
 from ..releases.record import ReleaseInfo, find_releases
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
+from ..utils.secrets import redact
 from .done_marks import is_done
 from .runner import StudyLayout, finished_ner_runs
 from .study_config import BASE_ROW, StudyArguments
@@ -180,10 +181,10 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
         "seed": args.seed,
         "ner_datasets": [Path(d).name for d in args.ner_data_dirs],
         "ner_seeds": list(args.ner_seeds),
-        "ner_args": args.ner_run_args,
+        "ner_args": redact(args.ner_run_args),
         "evaluate_checkpoints": list(args.evaluate_checkpoints),
         "evaluate_every_steps": args.evaluate_every_steps,
-        "arms": {a.name: {"init_key": a.init_key, "args": a.args} for a in args.arm_configs},
+        "arms": {a.name: {"init_key": a.init_key, "args": redact(a.args)} for a in args.arm_configs},
         "vocabulary": vocabulary,
     }
     if args.reference_results:  # first, so that every pair reads "this study's row − the earlier one"
@@ -428,7 +429,7 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
 
 def write_results(args: StudyArguments, analysis: dict[str, Any] | None = None) -> dict[str, Any]:
     """Rewrite results.json and results.md from what is finished (atomic: a reader never sees half a file)."""
-    results = collect_results(args)
+    results = redact(collect_results(args))  # the settings as given, without a secret (hub_token: <redacted>)
     if analysis:
         results["analysis"] = analysis
     results_dir = Path(args.results_dir)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..utils.files import write_text_atomic
+from ..utils.secrets import redact_text
 from .study_config import StudyArguments
 
 
@@ -33,7 +34,7 @@ def run_study(args: StudyArguments, command: str | None = None) -> dict[str, Any
 
     results_dir = Path(args.results_dir)
     if command is not None:
-        write_text_atomic(results_dir / "command.txt", command + "\n")
+        write_text_atomic(results_dir / "command.txt", redact_text(command) + "\n")
 
     # 1. The report, rewritten after each finished unit (a long study shows its progress as it goes).
     def report(analysis=None):

@@ -32,6 +32,7 @@ from ..releases.record import find_releases
 from ..utils.cli import exit_on_bad_input
 from ..utils.config_mapping import configs_from_mapping
 from ..utils.files import write_json_atomic
+from ..utils.secrets import redact
 from .done_marks import is_done, mark_done, read_done
 from .study_config import BASE_ROW, INIT_KEYS, ArmConfig, StudyArguments
 
@@ -184,7 +185,7 @@ class StudyRunner:
         args = self.pretraining_args(arm, start_model)
         write_json_atomic(
             arm_dir / "pretraining_args.json",
-            {"arm": arm.name, "init_strategy": arm.init_strategy, "init_key": arm.init_key, "args": args},
+            {"arm": arm.name, "init_strategy": arm.init_strategy, "init_key": arm.init_key, "args": redact(args)},
         )
         logger.info("study: pre-training arm %s (%d steps)", arm.name, args["max_steps"])
         started = time.perf_counter()

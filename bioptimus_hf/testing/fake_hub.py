@@ -28,7 +28,8 @@ What the real Hub does and this server does not: Xet storage (tests disable it w
 rate limits, and the Hub's full metadata validation (here: the YAML parses into a `ModelCardData`).
 
 Behaviour knobs for tests: ``token`` (required as ``Authorization: Bearer`` on every call), ``fail(...)``
-to inject failures, ``gate`` (an Event that holds every request until set), ``requests`` (method, path, status of every call) and ``lfs_uploads`` (oids PUT).
+to inject failures, ``gate`` (an Event that holds every request until set), ``requests`` (method, path, status of
+every call), ``bodies`` (the body of every POST and PUT: every byte uploaded) and ``lfs_uploads`` (oids PUT).
 The server binds 127.0.0.1 on a free port and shuts itself down after ``lifetime_s`` seconds.
 """
 
@@ -129,6 +130,7 @@ class FakeHub:
         self.lfs_store: dict[str, bytes] = {}
         self.lfs_uploads: list[str] = []
         self.requests: list[tuple[str, str, int]] = []
+        self.bodies: list[bytes] = []  # every POST/PUT body, as received
         self.commit_messages: list[tuple[str, str, str]] = []  # (repo, branch, summary)
         self.failures: list[InjectedFailure] = []
         self.gate: threading.Event | None = None  # when set to an Event, requests wait (<= 30 s) until it is set
@@ -273,6 +275,9 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path, query = unquote(split.path), parse_qs(split.query)
         body = self._body() if method in ("POST", "PUT") else b""
+        if body:
+            with fake._lock:
+                fake.bodies.append(body)
         if fake.gate is not None:
             fake.gate.wait(timeout=30)
         status = 500

@@ -40,6 +40,21 @@ def exit_on_bad_input(*errors: type[BaseException]):
         raise SystemExit(f"error: {error}") from None
 
 
+@contextmanager
+def exit_on_hub_error(what: str, hint: str = ""):
+    """End a failed Hub request (unreachable endpoint, token refused, server error) with one line, exit status 1:
+    ``error: <what> failed: <the first line of the error>`` then ``hint`` (e.g. how to resume); no traceback, no
+    secret (the line goes through :func:`~bioptimus_hf.utils.secrets.redact_text`)."""
+    from .hub_settings import hub_request_errors
+    from .secrets import redact_text
+
+    try:
+        yield
+    except hub_request_errors() as error:
+        first = (str(error).strip() or type(error).__name__).splitlines()[0]
+        raise SystemExit(redact_text(f"error: {what} failed: {first}" + (f"\n{hint}" if hint else ""))) from None
+
+
 def usage_message(message: str) -> str:
     """argparse's wording of a refused flag value as every command and mapping words it: the flag named once
     (``--flag``, not ``argument --flag/--flag-twin``), a bad choice with the valid ones unquoted

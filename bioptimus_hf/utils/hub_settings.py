@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .secrets import remember_secret
+
 
 # Every script publishes what it produced; none uploads checkpoints.
 PUBLISHING_STRATEGIES = ("every_save", "end")
@@ -29,6 +31,14 @@ class HubSettings:
     revision: str | None = None
 
 
+def hub_request_errors() -> tuple[type[BaseException], ...]:
+    """What a Hub request raises when it fails: the Hub's answer (``HfHubHTTPError``: 401, 5xx...), the transport's
+    (its base, the HTTP client's ``HTTPError``: connection refused, timeout) and the system's (``OSError``)."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    return (HfHubHTTPError, *HfHubHTTPError.__bases__, OSError)
+
+
 def trainer_repo_name(training_args: Any) -> str:
     """The repository the Trainer would push to: ``--hub_model_id``, else the name of ``--output_dir``."""
     return training_args.hub_model_id or Path(training_args.output_dir).absolute().name
@@ -40,15 +50,33 @@ def take_hub_settings(training_args: Any, *, what: str, allow_revision: bool = T
     ``what`` names what the script publishes, for the refusals. Raises ValueError naming the flag when the
     repository cannot be named the way the Trainer names it, the strategy asks for checkpoints, a revision is
     given where the script's layout has none (``allow_revision=False``) or no token can be found. After the
-    call, ``training_args.push_to_hub`` is False and ``hub_token`` None: the Trainer never creates nor pushes
-    to a repository, and the token is not pickled into checkpoints' ``training_args.bin``.
+    call, pushing or not, ``training_args.push_to_hub`` is False and ``hub_token`` None: the Trainer never
+    creates nor pushes to a repository, and the token is not pickled into any ``training_args.bin``; it is kept
+    in the returned settings only (and remembered by :mod:`~bioptimus_hf.utils.secrets`, which redacts it).
     """
+    token = clear_hub_token(training_args)
+    if not training_args.push_to_hub:
+        return None
+    settings = _read_hub_settings(training_args, token, what, allow_revision)
+    training_args.push_to_hub = False
+    return settings
+
+
+def clear_hub_token(training_args: Any) -> str | None:
+    """Take ``hub_token`` out of ``training_args`` (set to None) and return it, remembered as a secret."""
+    token = getattr(training_args, "hub_token", None)
+    remember_secret(token)
+    if token is not None:
+        training_args.hub_token = None
+    return token
+
+
+def _read_hub_settings(training_args: Any, token: str | None, what: str, allow_revision: bool) -> HubSettings:
+    """The checks and settings of :func:`take_hub_settings` (``token``: the one taken out of the arguments)."""
     from huggingface_hub import get_token
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
-    if not training_args.push_to_hub:
-        return None
     repo_id = trainer_repo_name(training_args)
     try:
         validate_repo_id(repo_id)
@@ -70,17 +98,14 @@ def take_hub_settings(training_args: Any, *, what: str, allow_revision: bool = T
             f"--hub_revision {training_args.hub_revision}: this script publishes {what} on their "
             "own branches and tags v0.k (main holds the latest); drop --hub_revision"
         )
-    if not (training_args.hub_token or get_token()):
+    if not (token or get_token()):
         raise ValueError(
             "--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN or run `hf auth login`"
         )
-    settings = HubSettings(
+    return HubSettings(
         repo_id=repo_id,
         private=training_args.hub_private_repo,
-        token=training_args.hub_token,
+        token=token,
         strategy=strategy,
         revision=training_args.hub_revision,
     )
-    training_args.push_to_hub = False
-    training_args.hub_token = None
-    return settings

@@ -42,6 +42,7 @@ from ..utils.distributed import rank_and_world, shard, share_from_main, sum_acro
 from ..utils.files import read_json
 from ..utils.hardware import resolve_precision
 from ..utils.progress import progress_bar
+from ..utils.secrets import redact
 from ..utils.sequence_length import max_model_tokens, position_offset
 from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
@@ -426,7 +427,12 @@ class ContextualizedEmbeddingInitializer:
         started = time.perf_counter()
         cfg, model = self.config, self.model
         strategy = cfg.init_strategy
-        report: dict[str, Any] = {"strategy": strategy, "config": asdict(cfg), "seed": self.seed, "timings_s": {}}
+        report: dict[str, Any] = {
+            "strategy": strategy,
+            "config": redact(asdict(cfg)),
+            "seed": self.seed,
+            "timings_s": {},
+        }
         base = _base_rows(model)
         # The new tokens' rows: contextualised, from a module of their own (new_rows.py), else none (averaged)
         module_rows = None

@@ -7,12 +7,13 @@ keep its rows for the new tokens only: shared rows are copied by the initializer
 new token too rare to get a fastText vector (deepfocus would draw it at random) falls back to `averaged`.
 
 Optional extra: ``pip install 'bioptimus-hf[focus]'`` (deepfocus, fasttext, entmax, fastdist/numba). deepfocus
-caches the tokenized corpus and the fastText model under ``$XDG_CACHE_HOME/deepfocus``.
+caches the tokenized corpus and the fastText model under ``$XDG_CACHE_HOME/deepfocus``; several corpus files are
+joined for it in a private temporary directory, removed after use.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
 import shutil
 import tempfile
@@ -43,30 +44,32 @@ def focus_rows(initializer, input_weight, corpus_files=None, contexts=None) -> N
         raise ValueError("strategy 'focus' needs corpus_files (its fastText embeddings are trained on the corpus).")
     files = check_corpus_files(corpus_files, what="initialisation corpus").files
     timings = {}
-    text_path = _one_text_file(files)
     fasttext_settings = {
         "epochs": cfg.focus_fasttext_epochs,
         "dim": cfg.focus_fasttext_dim,
         "min_count": cfg.focus_fasttext_min_count,
         "processes": cfg.init_num_threads,
     }
-    t0 = time.perf_counter()
-    fasttext_model = load_fasttext(initializer.new_tokenizer, target_training_data_path=text_path, **fasttext_settings)
-    timings["fasttext"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    rows = focus(
-        target_tokenizer=initializer.new_tokenizer,
-        source_tokenizer=initializer.base_tokenizer,
-        source_embeddings=input_weight,
-        target_training_data_path=text_path,  # the fastText model just trained, from deepfocus's cache
-        fasttext_model_epochs=cfg.focus_fasttext_epochs,
-        fasttext_model_dim=cfg.focus_fasttext_dim,
-        fasttext_model_min_count=cfg.focus_fasttext_min_count,
-        processes=cfg.init_num_threads,
-        seed=initializer.seed,
-        verbosity="info" if progress_enabled(initializer.progress) else "silent",
-    )
-    timings["focus"] = time.perf_counter() - t0
+    with _one_text_file(files) as text_path:
+        t0 = time.perf_counter()
+        fasttext_model = load_fasttext(
+            initializer.new_tokenizer, target_training_data_path=text_path, **fasttext_settings
+        )
+        timings["fasttext"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        rows = focus(
+            target_tokenizer=initializer.new_tokenizer,
+            source_tokenizer=initializer.base_tokenizer,
+            source_embeddings=input_weight,
+            target_training_data_path=text_path,  # the fastText model just trained, from deepfocus's cache
+            fasttext_model_epochs=cfg.focus_fasttext_epochs,
+            fasttext_model_dim=cfg.focus_fasttext_dim,
+            fasttext_model_min_count=cfg.focus_fasttext_min_count,
+            processes=cfg.init_num_threads,
+            seed=initializer.seed,
+            verbosity="info" if progress_enabled(initializer.progress) else "silent",
+        )
+        timings["focus"] = time.perf_counter() - t0
     tokens = initializer.new_tokenizer.convert_ids_to_tokens(list(initializer.targets))
     rare = {t for t, token in zip(initializer.targets, tokens) if is_very_rare_token(token, fasttext_model)}
     learnt = {t: rows[t].float().cpu() for t in initializer.targets if t not in rare}
@@ -81,22 +84,19 @@ def focus_rows(initializer, input_weight, corpus_files=None, contexts=None) -> N
     return NewRows(input=learnt, report=report)
 
 
-def _one_text_file(files) -> str:
-    """deepfocus reads one text file and caches by its path: several corpus files are concatenated into a file
-    whose name depends on their paths, sizes and times, so that a second run finds deepfocus's cached model."""
+@contextlib.contextmanager
+def _one_text_file(files):
+    """deepfocus reads one text file: several corpus files are concatenated into one in a private temporary
+    directory (mode 0700), removed once deepfocus has read it. deepfocus caches its fastText model by the file's
+    path, so a single corpus file finds it on a second run and a concatenation trains it again."""
     if len(files) == 1:
-        return str(files[0])
-    key = hashlib.sha256()
-    for name in files:
-        stat = os.stat(name)
-        key.update(f"{os.path.abspath(name)}|{stat.st_size}|{stat.st_mtime_ns}".encode())
-    path = os.path.join(tempfile.gettempdir(), f"bioptimus_focus_corpus_{key.hexdigest()[:16]}.txt")
-    if not os.path.exists(path):
-        partial = f"{path}.{os.getpid()}.partial"
-        with open(partial, "wb") as out:
+        yield str(files[0])
+        return
+    with tempfile.TemporaryDirectory(prefix="bioptimus_focus_") as directory:
+        path = os.path.join(directory, "corpus.txt")
+        with open(path, "wb") as out:
             for name in files:
                 with open(name, "rb") as handle:
                     shutil.copyfileobj(handle, out)
                 out.write(b"\n")
-        os.replace(partial, path)  # atomic: a concurrent or interrupted run never reads half a file
-    return path
+        yield path
