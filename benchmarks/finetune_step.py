@@ -5,10 +5,13 @@ peer, in steps per second, on a model small enough that per-step work other than
 The arms are ``benchmarks/blurb_peer.py``'s, imported, not copied: ``plain`` (transformers' run_glue.py /
 run_ner.py recipe: ``datasets.map`` tokenisation, the stock ``Trainer`` and collators) and ``ours``
 (:func:`bioptimus_hf.blurb.run.run_blurb_task` for a sequence task, ``run_ner.py``'s ``main`` for NER), with the
-same data rows, hyper-parameters, seed and float32 precision, in this process. A step's figure is the Trainer's own
+same data rows, hyper-parameters, seed and float32 precision (blurb_peer.py pins ours to float32), in this process. A step's figure is the Trainer's own
 ``train_steps_per_second`` (optimizer steps over the ``train()`` wall time after the data loader is built: collation,
 forward, backward, clipping, optimizer, scheduler, callbacks and logging; no prediction), read from the
-``TrainOutput`` of the run's ``Trainer.train``.
+``TrainOutput`` of the run's ``Trainer.train``; beside it the median time between consecutive steps' ends (a callback
+added to both arms alike), which a burst of load from other processes moves less. The sequence tasks' arms train
+on the same batches in the same order, so their ``train_loss`` must be equal (``same_train_loss``); NER's differ (the
+plain recipe truncates a sentence, ours splits it into windows).
 
 The model is a random BERT built here (``--hidden_size`` 64, ``--layers`` 2, all-MiniLM-L6-v2's tokenizer), so that
 the model's share of a step is small. Arms alternate within each round (the order flips every round), over
@@ -72,14 +75,31 @@ def build_tiny_model(path: str, hidden_size: int, layers: int) -> str:
 
 @contextlib.contextmanager
 def train_metrics():
-    """The metrics of every ``Trainer.train`` (subclasses included) run inside, in order."""
+    """The metrics of every ``Trainer.train`` (subclasses included) run inside, in order, each with
+    ``step_seconds``: the time between consecutive optimizer steps' ends (a ``TrainerCallback``'s ``on_step_end``),
+    whose median shrugs off a burst of load on a shared machine."""
+    import time
+
     import transformers
 
     collected, train = [], transformers.Trainer.train
 
+    class StepClock(transformers.TrainerCallback):
+        def __init__(self):
+            self.ends = []
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.ends.append(time.perf_counter())
+
     def recording_train(self, *args, **kwargs):
-        output = train(self, *args, **kwargs)
-        collected.append(dict(output.metrics, global_step=output.global_step))
+        clock = StepClock()
+        self.add_callback(clock)
+        try:
+            output = train(self, *args, **kwargs)
+        finally:
+            self.remove_callback(clock)
+        steps = [b - a for a, b in zip(clock.ends, clock.ends[1:])]
+        collected.append(dict(output.metrics, global_step=output.global_step, step_seconds=steps))
         return output
 
     transformers.Trainer.train = recording_train
@@ -108,9 +128,14 @@ def run_arm(task: str, arm: str, model_path: str, seed: int) -> dict:
         "steps": train["global_step"],
         "train_runtime_s": train["train_runtime"],
         "steps_per_s": train["train_steps_per_second"],
+        "median_step_ms": round(1000 * statistics.median(train["step_seconds"]), 2),
         "train_loss": train["train_loss"],
         "dev": outcome["dev"],
     }
+
+
+def geometric_mean(ratios: list[float]) -> float:
+    return round(math.exp(statistics.fmean(math.log(r) for r in ratios)), 3)
 
 
 def summarise(runs: list[dict], tasks: list[str]) -> dict:
@@ -131,10 +156,22 @@ def summarise(runs: list[dict], tasks: list[str]) -> dict:
                 }
                 for arm, arm_runs in by_arm.items()
             },
-            "ours_over_plain": round(math.exp(statistics.fmean(math.log(r) for r in ratios)), 3),
+            **{
+                f"{arm}_median_step_ms": round(statistics.median(r["median_step_ms"] for r in arm_runs), 2)
+                for arm, arm_runs in by_arm.items()
+            },
+            "ours_over_plain": geometric_mean(ratios),
+            "ours_over_plain_median_step": round(
+                statistics.median(r["median_step_ms"] for r in by_arm["plain"])
+                / statistics.median(r["median_step_ms"] for r in by_arm["ours"]),
+                3,
+            ),
             "ours_over_plain_per_round": [round(r, 3) for r in ratios],
+            "same_train_loss": all(
+                p["train_loss"] == o["train_loss"] for p, o in zip(by_arm["plain"], by_arm["ours"])
+            ),
         }
-    figures["ours_over_plain"] = round(math.exp(statistics.fmean(math.log(r) for r in all_ratios)), 3)
+    figures["ours_over_plain"] = geometric_mean(all_ratios)
     return figures
 
 
@@ -143,6 +180,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of {', '.join(TASKS)}")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--model_name_or_path", default=None, help="default: the random BERT built here")
     parser.add_argument("--hidden_size", type=int, default=64)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--data", default=None, help="the shared data folder (default ../shared/data)")
@@ -154,11 +192,12 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--tasks: unknown {', '.join(unknown)}; choose among {', '.join(TASKS)}")
     if args.data:
         blurb_peer.DATA = args.data
-    os.environ["BIOPTIMUS_DISABLE_BF16"] = "1"  # both arms float32, whatever this machine has
     target = ResultTarget(args.output)
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
-        model_path = build_tiny_model(os.path.join(scratch, "tiny_bert"), args.hidden_size, args.layers)
+        model_path = args.model_name_or_path or build_tiny_model(
+            os.path.join(scratch, "tiny_bert"), args.hidden_size, args.layers
+        )
         for round_index in range(args.rounds):
             for task in tasks:
                 for arm in ARMS if round_index % 2 == 0 else ARMS[::-1]:
@@ -168,7 +207,8 @@ def main(argv: list[str] | None = None) -> dict:
     figures = summarise(runs, tasks)
     figures["device"] = f"cpu, float32, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
     detail = {
-        "model": {"kind": "random BERT", "hidden_size": args.hidden_size, "layers": args.layers, "heads": 2},
+        "model": args.model_name_or_path
+        or {"kind": "random BERT", "hidden_size": args.hidden_size, "layers": args.layers, "heads": 2},
         "budgets": {task: dataclasses.asdict(TASKS[task]) for task in tasks},
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "runs": runs,
