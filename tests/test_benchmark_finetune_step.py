@@ -16,7 +16,9 @@ from helpers.ner import build_tiny_bert, write_dataset_dir
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 try:
-    spec = importlib.util.spec_from_file_location("finetune_step", os.path.join(ROOT, "benchmarks", "finetune_step.py"))
+    spec = importlib.util.spec_from_file_location(
+        "finetune_step", os.path.join(ROOT, "benchmarks", "finetune_step.py")
+    )
     finetune_step = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(finetune_step)
 finally:
