@@ -6,18 +6,18 @@ The arms are ``benchmarks/blurb_peer.py``'s, imported, not copied: ``plain`` (tr
 run_ner.py recipe: ``datasets.map`` tokenisation, the stock ``Trainer`` and collators) and ``ours``
 (:func:`bioptimus_hf.blurb.run.run_blurb_task` for a sequence task, ``run_ner.py``'s ``main`` for NER), with the
 same data rows, hyper-parameters, seed and float32 precision (blurb_peer.py pins ours to float32), in this process.
-A step's figure is the Trainer's own ``train_steps_per_second`` (optimizer steps over the ``train()`` wall time after the data loader is built: collation,
-forward, backward, clipping, optimizer, scheduler, callbacks and logging; no prediction), read from the
-``TrainOutput`` of the run's ``Trainer.train``; beside it the median time between consecutive steps' ends (a callback
-added to both arms alike), which a burst of load from other processes moves less. The sequence tasks' arms train
-on the same batches in the same order, so their ``train_loss`` must be equal (``same_train_loss``); NER's differ (the
-plain recipe truncates a sentence, ours splits it into windows).
+A step's figure is the Trainer's own ``train_steps_per_second`` (optimizer steps over the ``train()`` wall time
+after the data loader is built: collation, forward, backward, clipping, optimizer, scheduler, callbacks and logging;
+no prediction), read from the ``TrainOutput`` of the run's ``Trainer.train``; beside it the median time between
+consecutive steps' ends (a callback added to both arms alike), which a burst of load from other processes moves
+less. The sequence tasks' arms train on the same batches in the same order, so their ``train_loss`` must be equal
+(``same_train_loss``); NER's differ (the plain recipe truncates a sentence, ours splits it into windows).
 
 The model is a random BERT built here (``--hidden_size`` 64, ``--layers`` 2, all-MiniLM-L6-v2's tokenizer), so that
-the model's share of a step is small (on a 2-core CPU at the recipes' batches the forward, backward and AdamW over the
-30,522-row embedding still take most of a step: what is left to compare is the rest). Arms alternate within each round (the order flips every round), over
-``--rounds``; the figures are each arm's median steps/s, the spread (min, max) and ours / plain per task and overall
-(the geometric mean of the per-round ratios).
+the model's share of a step is small (on a 2-core CPU at the recipes' batches the forward, backward and AdamW over
+the 30,522-row embedding still take most of a step: what is left to compare is the rest). Arms alternate within
+each round (the order flips every round), over ``--rounds``; the figures are each arm's median steps/s, the spread
+(min, max) and ours / plain per task and overall (the geometric mean of the per-round ratios).
 
     export HF_HUB_OFFLINE=1 PYTHONPATH=. OMP_NUM_THREADS=1
     python benchmarks/finetune_step.py --rounds 3     # -> benchmarks/results/<machine kind>/finetune_step.json
