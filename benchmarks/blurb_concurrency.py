@@ -21,7 +21,10 @@ digits; the tests pin one thread both ways and compare exactly).
 
 ``--mode table`` (``blurb_table_<model name>.json``): every dataset present at the recipe (no overrides), the
 command's default seeds (``--seeds`` to choose), ``--jobs auto``, stopped at ``--deadline_s``: the wall time, the
-plan the command logged, the table, and how many seeds finished (a rerun would resume the rest).
+plan the command logged, the table, how many seeds finished (a rerun would resume the rest), each finished job's
+steps/s (the Trainer's ``train_steps_per_second``, per dataset and seed; the median per dataset in the figures) and
+each GPU's utilisation over the run (``nvidia-smi`` sampled every 500 ms: mean and median %, the fraction of samples
+with any kernel running, peak memory; none on a CPU machine).
 
 ``--dry_run``: the jobs (longest first), each one's memory estimate and the plan this device (or ``--assume_gpu
 FREE,TOTAL`` GiB) would run them with; nothing trains.
@@ -188,6 +191,61 @@ def per_seed_scores(output_dir: Path) -> dict:
     return scores
 
 
+def per_job_speeds(output_dir: Path) -> dict:
+    """{dataset: {seed: the Trainer's train steps/s and training seconds}} from the seed files present (seeds
+    written before steps/s was recorded give only their seconds)."""
+    speeds = {}
+    for path in sorted(output_dir.glob("*/seed_*/seed_results.json")):
+        run = json.loads(path.read_text())["run"]
+        speeds.setdefault(path.parent.parent.name, {})[str(run["seed"])] = {
+            "steps_per_s": run.get("train_steps_per_second"),
+            "train_runtime_s": round(run["train_runtime_s"], 1),
+        }
+    return speeds
+
+
+class DeviceUtilisation:
+    """Every GPU's utilisation (%) and memory (MiB) sampled by ``nvidia-smi`` every ``interval_ms`` while the block
+    runs, into ``path``; :meth:`summary` is None where there is no ``nvidia-smi`` (a CPU machine)."""
+
+    QUERY = "index,utilization.gpu,memory.used"
+
+    def __init__(self, path: Path, interval_ms: int = 500):
+        self.path, self.interval_ms, self.process = path, interval_ms, None
+
+    def __enter__(self):
+        if shutil.which("nvidia-smi"):
+            command = ["nvidia-smi", f"--query-gpu={self.QUERY}", "--format=csv,noheader,nounits"]
+            with open(self.path, "w", encoding="utf-8") as handle:
+                self.process = subprocess.Popen([*command, f"-lms={self.interval_ms}"], stdout=handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    def summary(self) -> dict | None:
+        if self.process is None:
+            return None
+        samples = {}
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            fields = [field.strip() for field in line.split(",")]
+            if len(fields) == 3 and all(field.isdigit() for field in fields):
+                samples.setdefault(fields[0], []).append((int(fields[1]), int(fields[2])))
+        return {
+            gpu: {
+                "samples": len(rows),
+                "interval_ms": self.interval_ms,
+                "utilisation_pct_mean": round(statistics.fmean(u for u, _ in rows), 1),
+                "utilisation_pct_median": statistics.median(u for u, _ in rows),
+                "busy_fraction": round(sum(u > 0 for u, _ in rows) / len(rows), 3),
+                "memory_mib_max": max(m for _, m in rows),
+            }
+            for gpu, rows in samples.items()
+        }
+
+
 def compare(args, work: Path, target: ResultTarget) -> None:
     runs = []
     arms = (("sequential", "1"), ("concurrent", args.concurrent))
@@ -236,7 +294,9 @@ def compare(args, work: Path, target: ResultTarget) -> None:
 
 def table(args, work: Path, target: ResultTarget) -> None:
     output_dir = work / "table"
-    run = run_command(blurb_argv(args, str(output_dir), "auto"), work / "table.log", args.deadline_s)
+    with DeviceUtilisation(work / "gpu_utilisation.csv") as utilisation:
+        run = run_command(blurb_argv(args, str(output_dir), "auto"), work / "table.log", args.deadline_s)
+    speeds = per_job_speeds(output_dir)
     results = output_dir / "blurb_results.json"
     finished = len(list(output_dir.glob("*/seed_*/seed_results.json")))
     blurb = json.loads(results.read_text()) if results.exists() else None
@@ -253,11 +313,16 @@ def table(args, work: Path, target: ResultTarget) -> None:
         }
         if blurb
         else None,
+        "steps_per_s_median": {
+            dataset: statistics.median(s["steps_per_s"] for s in by_seed.values())
+            for dataset, by_seed in speeds.items()
+            if all(s["steps_per_s"] is not None for s in by_seed.values())
+        },
+        "device_utilisation": utilisation.summary(),
     }
     print(json.dumps(figures, indent=1))
-    target.write(
-        figures, detail={"model": args.model_name, "run": run, "table": blurb, "scores": per_seed_scores(output_dir)}
-    )
+    detail = {"model": args.model_name, "run": run, "table": blurb, "scores": per_seed_scores(output_dir)}
+    target.write(figures, detail=dict(detail, speeds=speeds))
 
 
 def main(argv=None) -> None:

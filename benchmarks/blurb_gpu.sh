@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole BLURB table of all-MiniLM-L6-v2 on one lent GPU, its fine-tunes side by side (`bioptimus blurb --jobs
-# auto`): one call of the `device` tool, within its 10 minutes. Writes benchmarks/results/<kind>/
-# blurb_table_all-MiniLM-L6-v2.json (wall time, plan, table, seeds finished) and leaves it, the log and the
-# run's results.md files under $OUT.
+# auto`), every dataset at its recipe: one call of the `device` tool, within its 10 minutes. Writes
+# benchmarks/results/<kind>/blurb_table_all-MiniLM-L6-v2.json (wall time, plan, table, seeds finished, each job's
+# steps/s, each GPU's utilisation sampled by nvidia-smi: benchmarks/blurb_concurrency.py --mode table) and leaves
+# it, the log, the utilisation samples and the run's results.md files under $OUT.
 #
 #   bash benchmarks/gpu_carry.sh && bash benchmarks/blurb_gpu.sh carry   # here: build .carry/blurb/
 #   device run, carry [".carry/blurb"], command: bash benchmarks/blurb_gpu.sh
@@ -72,6 +73,7 @@ $PY benchmarks/blurb_concurrency.py --mode table --model_name_or_path "$MODEL" -
   --blurb_dir "$BLURB_DIR" --ner_dir "$NER_DIR" --deadline_s "${DEADLINE_S:-480}" --work_dir /tmp/blurb_gpu \
   "${seeds[@]}" "${subset[@]}" 2>&1 | tee "$OUT/blurb_gpu.log"
 cp benchmarks/results/*/blurb_table_*.json "$OUT/" 2>/dev/null
+cp /tmp/blurb_gpu/gpu_utilisation.csv "$OUT/" 2>/dev/null
 (cd /tmp/blurb_gpu && tar czf "$OUT/blurb_gpu_runs.tar.gz" table.log table/blurb_results.* table/*/results.md \
-  table/logs 2>/dev/null)
+  table/*/seed_*/seed_results.json table/logs 2>/dev/null)
 ls -la "$OUT"

@@ -344,6 +344,7 @@ def ours_sequence_classification(task: str, budget: Budget, model_path: str, see
         "disable_tqdm": True,
         "logging_steps": 50,
         "use_cpu": True,
+        "bf16_if_supported": False,  # float32, as the plain arm
     }
     results = run_blurb_task(*blurb_arguments_from_dict({k: v for k, v in values.items() if v is not None}))
     seed_dir = os.path.join(output_dir, f"seed_{seed}")
@@ -364,6 +365,7 @@ def ours_ner(budget: Budget, model_path: str, seed: int, output_dir: str) -> dic
         "--max_train_samples", str(budget.train_rows), "--max_eval_samples", str(budget.eval_rows),
         "--max_test_samples", str(budget.test_rows), "--save_strategy", "no", "--save_model", "false",
         "--report_to", "none", "--disable_tqdm", "true", "--logging_steps", "50", "--use_cpu", "true",
+        "--bf16_if_supported", "false",  # float32, as the plain arm
     ]  # fmt: skip
     results = run_ner.main(argv)
     # its test predictions, token<TAB>gold<TAB>predicted a line: the entities each side holds

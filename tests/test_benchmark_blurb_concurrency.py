@@ -5,6 +5,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,50 @@ def test_the_gpu_script_dry_run_plans_the_whole_table_for_an_h100(data):
     assert lines[0] == "9 jobs on cuda: up to 9 at once, 1 thread(s) each, memory budget 75.0 GiB"
     names = [line.split(" estimate")[0].strip() for line in lines[1:]]
     assert sorted(names) == sorted(f"{d} seed {s}" for d in ("NCBI-disease-IOB", "GAD", "BIOSSES") for s in (1, 2, 3))
+
+
+def test_the_table_files_each_jobs_steps_and_the_sampled_gpu_utilisation(tmp_path, monkeypatch):
+    """Per-job steps/s come from the seed files; utilisation from nvidia-smi's samples (a fake one here, printing
+    two GPUs' lines then waiting to be stopped), and none where there is no nvidia-smi."""
+    import json
+
+    for dataset, seed, speed in (("GAD", 1, 12.0), ("GAD", 2, 10.0), ("BIOSSES", 1, None)):
+        run = {"seed": seed, "train_runtime_s": 3.04, "test_score": 0.5}
+        if speed is not None:
+            run["train_steps_per_second"] = speed
+        (tmp_path / "table" / dataset / f"seed_{seed}").mkdir(parents=True)
+        (tmp_path / "table" / dataset / f"seed_{seed}" / "seed_results.json").write_text(json.dumps({"run": run}))
+    speeds = blurb_concurrency.per_job_speeds(tmp_path / "table")
+    assert speeds["GAD"] == {
+        "1": {"steps_per_s": 12.0, "train_runtime_s": 3.0},
+        "2": {"steps_per_s": 10.0, "train_runtime_s": 3.0},
+    }
+    assert speeds["BIOSSES"]["1"]["steps_per_s"] is None  # a seed written before steps/s was recorded
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nvidia-smi"
+    fake.write_text(
+        "#!/bin/sh\nprintf '0, 80, 1000\\n1, 0, 10\\n0, 40, 3000\\n1, 0, 10\\n0, 0, 2000\\n'\nexec sleep 60\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with blurb_concurrency.DeviceUtilisation(tmp_path / "util.csv") as sampled:
+        for _ in range(100):  # until the fake has printed its lines
+            if (tmp_path / "util.csv").exists() and (tmp_path / "util.csv").read_text().count("\n") == 5:
+                break
+            time.sleep(0.05)
+    summary = sampled.summary()
+    assert summary["0"] == {
+        "samples": 3,
+        "interval_ms": 500,
+        "utilisation_pct_mean": 40.0,
+        "utilisation_pct_median": 40,
+        "busy_fraction": 0.667,
+        "memory_mib_max": 3000,
+    }
+    assert summary["1"]["busy_fraction"] == 0.0 and summary["1"]["samples"] == 2
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    with blurb_concurrency.DeviceUtilisation(tmp_path / "none.csv") as none:
+        pass
+    assert none.summary() is None

@@ -348,7 +348,7 @@ def test_jobs_are_estimated_and_ordered_longest_first(bench, tmp_path):
     rows = {NER_SET: 8, "BIOSSES": 8, "DDI": 8, "GAD": 8, "HoC": 8, "PubMedQA": 8}
     memory, work = job_estimates(jobs[0], rows[NER_SET], config, "cuda")
     assert work == 8 * 20 * 64  # rows × epochs × length, the length capped by the model's 64 positions
-    assert memory == fine_tuning_memory_bytes(config, 32, 64, bf16=False)  # the config asks for no bf16
+    assert memory == fine_tuning_memory_bytes(config, 32, 64, bf16=True)  # a silent config: the default, bf16
     pooled, plan = pool_jobs(args, jobs, rows, device="cuda", gpu_memory=(10 * 2**30, 12 * 2**30))
     # epochs × length (each dataset's recipe): HoC 40, BIOSSES 30, PubMedQA 30, NER 20, GAD 10, DDI 5; × 64
     order = [job.name for job in pooled]

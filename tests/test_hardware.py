@@ -110,3 +110,25 @@ def test_native_cpu_bf16_turns_on_without_use_cpu(monkeypatch, tmp_path):
     plain = TrainingArguments(output_dir=str(tmp_path), report_to="none")
     resolved = hardware.resolve_bf16(plain, if_supported=True, allow_emulated=False)
     assert resolved.bf16 and resolved.use_cpu and resolved.device.type == "cpu"
+
+
+def test_fine_tuning_takes_bf16_by_default_where_native_and_float32_elsewhere(monkeypatch, tmp_path):
+    """bioptimus ner / blurb-task without precision flags: bf16 where the device computes it natively, float32
+    where it does not (and --bf16_if_supported false keeps float32 everywhere)."""
+    from transformers import HfArgumentParser, TrainingArguments
+
+    from bioptimus_hf.ner.fine_tuning_config import NerModelArguments
+
+    def resolved(flags, native):
+        monkeypatch.setattr(hardware, "device_has_fast_bf16", lambda device: native)
+        model_args, training_args = HfArgumentParser(
+            (NerModelArguments, TrainingArguments)
+        ).parse_args_into_dataclasses(
+            ["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--report_to", "none", *flags]
+        )
+        return hardware.resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16).bf16
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolved([], native=True) is True
+    assert resolved([], native=False) is False
+    assert resolved(["--bf16_if_supported", "false"], native=True) is False

@@ -88,6 +88,8 @@ def test_two_seed_run_writes_results(two_seed_run, tiny):
     ):
         assert key in saved, key
     assert [run["seed"] for run in saved["per_seed"]] == [1, 2]
+    speeds = [run["train_steps_per_second"] for run in saved["per_seed"]]  # the Trainer's figure, per seed
+    assert min(speeds) > 0 and saved["train_steps_per_second"] == pytest.approx(sum(speeds) / 2)
     f1s = [run["test_f1"] for run in saved["per_seed"]]
     assert saved["test_f1"] == pytest.approx(sum(f1s) / 2)
     assert saved["test_f1_std"] == pytest.approx(abs(f1s[0] - f1s[1]) / 2**0.5)

@@ -207,3 +207,21 @@ def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_pa
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     expected = NerTagger(tagging_model, max_seq_length=16)(["the patients with breast cancer .", "", "last line"])
     assert [row["line"] for row in rows] == [1, 2, 3] and [row["entities"] for row in rows] == expected
+
+
+def test_flop_estimate_counts_the_parameters_once_and_equals_the_trainers(tagging_model, tmp_path, monkeypatch):
+    """NerTrainer's per-step FLOP estimate is the stock Trainer's, with the model's parameters walked once, not
+    every step (per-step work that is not the model)."""
+    from transformers import Trainer
+
+    model = AutoModelForTokenClassification.from_pretrained(tagging_model)
+    args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    trainer = NerTrainer(model=model, args=args)
+    walks = []
+    count = type(model).num_parameters
+    monkeypatch.setattr(type(model), "num_parameters", lambda self, **kw: walks.append(kw) or count(self, **kw))
+    batches = [{"input_ids": torch.ones(4, n, dtype=torch.long)} for n in (7, 16, 3)]
+    ours = [trainer.floating_point_ops(batch) for batch in batches]
+    assert len(walks) == 1
+    assert ours == [Trainer.floating_point_ops(trainer, batch) for batch in batches] and ours[0] > 0
+    assert trainer.floating_point_ops({"labels": torch.ones(4, 7)}) == 0  # no input ids: the Trainer's 0

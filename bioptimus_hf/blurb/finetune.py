@@ -108,6 +108,7 @@ def fine_tune_seed(
     start = time.perf_counter()
     train_output = trainer.train()
     run["train_runtime_s"] = time.perf_counter() - start
+    run["train_steps_per_second"] = train_output.metrics["train_steps_per_second"]  # the Trainer's own figure
     # the Trainer's training_loss is this rank's own; the mean over ranks is the run's
     run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / training_args.world_size
     output_dir = training_args.output_dir

@@ -34,7 +34,12 @@ from .score import NER
 TRAINING_OVERRIDES = ("num_train_epochs", "max_steps")
 DATA_OVERRIDES = ("max_train_samples", "max_eval_samples", "max_test_samples")
 # What NER fine-tuning takes where its config file is silent (run_ner.py's and TrainingArguments' defaults).
-NER_DEFAULTS = {"per_device_train_batch_size": 8, "max_seq_length": 512, "num_train_epochs": 3.0}
+NER_DEFAULTS = {
+    "per_device_train_batch_size": 8,
+    "max_seq_length": 512,
+    "num_train_epochs": 3.0,
+    "bf16_if_supported": FineTuningModelArguments.bf16_if_supported,
+}
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,9 @@ def fine_tune_seeds(
     base_model_hub_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Fine-tune ``model_name_or_path`` once per seed; returns one record per seed, in order: ``seed``,
-    ``train_runtime_s``, ``train_loss`` (mean over ranks), ``eval_{f1,precision,recall}`` on devel and, with
-    a test split, ``test_{f1,precision,recall}``, ``test_predict_runtime_s`` and ``test_sentences_per_s``.
+    ``train_runtime_s``, ``train_steps_per_second`` (the Trainer's), ``train_loss`` (mean over ranks),
+    ``eval_{f1,precision,recall}`` on devel and, with a test split, ``test_{f1,precision,recall}``,
+    ``test_predict_runtime_s`` and ``test_sentences_per_s``.
 
     ``encoded`` holds the windows of ``"train"``, ``"devel"`` and (with ``test``) ``"test"``; ``stabilisation`` is
     Tinn et al.'s (:func:`~.stabilisation.apply_stabilisation`). Each seed's directory gets
@@ -110,6 +111,7 @@ def fine_tune_seeds(
         start = time.perf_counter()
         train_output = trainer.train()
         run["train_runtime_s"] = time.perf_counter() - start
+        run["train_steps_per_second"] = train_output.metrics["train_steps_per_second"]  # the Trainer's own figure
         # the Trainer's training_loss is this rank's own since its last log; the mean over ranks is the run's
         run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / args.world_size
         if save_model:

@@ -43,10 +43,10 @@ class FineTuningModelArguments:
         },
     )
     bf16_if_supported: bool = field(
-        default=False,
+        default=True,
         metadata={
             "help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
-            "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine."
+            "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine. Default: true (false: float32)."
         },
     )
     allow_emulated_bf16: bool = field(

@@ -48,9 +48,10 @@ def aggregate_seed_results(
             if values:
                 results[key] = mean(values)
                 results[f"{key}_std"] = _std(values)
-    times = [run["train_runtime_s"] for run in per_seed if run.get("train_runtime_s") is not None]
-    if times:
-        results["train_runtime_s"] = mean(times)
+    for key in ("train_runtime_s", "train_steps_per_second"):  # absent from seeds written before it was recorded
+        values = [run[key] for run in per_seed if run.get(key) is not None]
+        if values:
+            results[key] = mean(values)
     results["per_seed"] = list(per_seed)
     return results
 

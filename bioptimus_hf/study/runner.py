@@ -226,6 +226,7 @@ class StudyRunner:
                     settings = {
                         "save_model": False,
                         "report_to": "none",
+                        "bf16_if_supported": False,  # float32, as the study's records ran (ner_args may say true)
                         **self.args.ner_run_args,
                         "model_name_or_path": str(model_dir),
                         "model_name": f"{row}/{target}",
