@@ -10,12 +10,12 @@ import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, TrainingArguments
 
 from bioptimus_hf.commands import tag_entities
+from bioptimus_hf.finetuning.row_order_trainer import RowOrderTrainer
 from bioptimus_hf.ner import tagger as tagger_module
 from bioptimus_hf.ner import tagging_run
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import predicted_spans
 from bioptimus_hf.ner.tagger import NerTagger
-from bioptimus_hf.ner.trainer import NerTrainer
 from bioptimus_hf.testing.numerics import encoder_tolerance
 from bioptimus_hf.utils import hardware
 from helpers.ner import TAGGER_LABELS, synthetic_sentences
@@ -107,7 +107,7 @@ def test_length_grouping_keeps_every_window_once_and_evaluation_order(tagging_mo
         train_sampling_strategy="group_by_length",
     )
     model = AutoModelForTokenClassification.from_pretrained(tagging_model)
-    trainer = NerTrainer(model=model, args=args, train_dataset=train.dataset, processing_class=tokenizer)
+    trainer = RowOrderTrainer(model=model, args=args, train_dataset=train.dataset, processing_class=tokenizer)
     order = list(trainer._get_train_sampler())
     assert sorted(order) == list(range(len(train.dataset))) and order != sorted(order)
     lengths = [len(ids) for ids in train.dataset["input_ids"]]

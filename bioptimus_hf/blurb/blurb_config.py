@@ -1,5 +1,6 @@
-"""The data flags of ``run_blurb.py`` and the fine-tuning recipe of each BLURB dataset: the one place they are set.
-Its model and precision flags are every fine-tuning command's (:mod:`bioptimus_hf.ner.fine_tuning_config`).
+"""The flags of ``run_blurb.py`` and the fine-tuning recipe of each BLURB dataset: the one place they are set. Its
+model flags (:class:`BlurbModelArguments`) are every fine-tuning command's
+(:mod:`bioptimus_hf.finetuning.finetuning_config`) and the base model's Hub id.
 
 :data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of seeds,
 each value with the key of its source in :data:`SOURCES`: the PubMedBERT paper (Gu et al. 2021) where it fixes the
@@ -20,9 +21,9 @@ from dataclasses import dataclass, field
 from transformers import TrainingArguments
 from transformers.trainer_utils import SaveStrategy
 
-from ..ner.fine_tuning_config import FineTuningModelArguments
-from ..ner.stabilisation import StabilisationArguments
+from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
 from ..releases.blurb_results import published_name
+from ..releases.lineage import base_model_hub_id_field
 from .data import read_task_type
 from .score import NER
 from .tasks import (
@@ -277,6 +278,14 @@ class BlurbDataArguments:
 
 
 @dataclass
+class BlurbModelArguments(FineTuningModelArguments):
+    """``run_blurb.py``'s model flags: every fine-tuning run's model and precision flags and the base model's Hub id
+    for the cards."""
+
+    base_model_hub_id: str | None = base_model_hub_id_field()
+
+
+@dataclass
 class BlurbStabilisationArguments(StabilisationArguments):
     """``run_ner.py``'s stabilisation flags, whose ``--seeds`` default to the dataset's recipe."""
 
@@ -290,7 +299,7 @@ class BlurbStabilisationArguments(StabilisationArguments):
 
 
 # run_blurb.py's argument dataclasses beside its recipe TrainingArguments (recipe_training_arguments).
-ARGUMENTS = (FineTuningModelArguments, BlurbDataArguments, BlurbStabilisationArguments)
+ARGUMENTS = (BlurbModelArguments, BlurbDataArguments, BlurbStabilisationArguments)
 
 
 def fill_recipe_length(data_args: BlurbDataArguments) -> BlurbDataArguments:

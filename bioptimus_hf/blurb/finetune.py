@@ -1,7 +1,7 @@
 """Fine-tuning one model on one BLURB task, once per seed: ``AutoModelForSequenceClassification`` with the
 task's ``problem_type``, the shared stabilisation options, the ``Trainer``; dev and test predicted and scored
 with BLURB's metric. A seed whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun with the same
-``output_dir`` resumes after the last finished seed. A saved model gets its card (:mod:`.model_card`).
+``output_dir`` resumes after the last finished seed. A saved model gets its card (:mod:`bioptimus_hf.finetuning.model_card`).
 """
 
 from __future__ import annotations
@@ -15,16 +15,15 @@ from dataclasses import dataclass
 
 from transformers import AutoConfig, AutoModelForSequenceClassification, DataCollatorWithPadding, set_seed
 
-from ..ner.results import remove_checkpoints, seed_dir, write_seed_result
-from ..ner.stabilisation import StabilisationArguments, apply_stabilisation
-from ..ner.trainer import NerTrainer
+from ..finetuning.model_card import build_blurb_card, write_card
+from ..finetuning.results import remove_checkpoints, seed_dir, seed_finished, write_seed_result
+from ..finetuning.row_order_trainer import RowOrderTrainer
+from ..finetuning.stabilisation import StabilisationArguments, apply_stabilisation
 from ..releases.lineage import Lineage
 from ..utils.distributed import sum_numbers_across_ranks
 from .data import BlurbData
 from .encoding import decode_logits
 from .metrics import score
-from .model_card import write_blurb_card
-from .results import seed_finished
 
 
 logger = logging.getLogger(__name__)
@@ -94,7 +93,7 @@ def fine_tune_seed(
     def compute_metrics(prediction):  # dev scores at evaluation (--eval_strategy, --metric_for_best_model)
         return task.scores("dev", decode_logits(data.task, prediction.predictions, data.labels))
 
-    trainer = NerTrainer(  # the Trainer, predicting in row order (HoC's documents are groups of rows)
+    trainer = RowOrderTrainer(  # the Trainer, predicting in row order (HoC's documents are groups of rows)
         model=model,
         args=training_args,
         train_dataset=task.encoded["train"],
@@ -169,5 +168,5 @@ def fine_tune_seeds(
         logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
         if training_args.process_index == 0:
             if save_model:
-                write_blurb_card(seed_dir(base_output_dir, seed), run, run_info, lineage)
+                write_card(seed_dir(base_output_dir, seed), build_blurb_card(run, run_info, lineage))
             write_seed_result(base_output_dir, run, run_info)  # last: a seed without it is trained again

@@ -18,13 +18,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES, FineTuningModelArguments
-from ..ner.results import SEED_RESULTS_FILE, seed_dir
-from ..ner.stabilisation import StabilisationArguments
+from ..finetuning.finetuning_config import StabilisationArguments
+from ..finetuning.results import SEED_RESULTS_FILE, seed_dir
+from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
 from ..utils.config_files import read_config
 from ..utils.config_mapping import configs_from_mapping
 from ..utils.files import read_json
-from .blurb_config import BlurbDataArguments, ner_recipe_for, recipe_for, recipe_training_arguments
+from .blurb_config import (
+    BlurbDataArguments,
+    BlurbModelArguments,
+    ner_recipe_for,
+    recipe_for,
+    recipe_training_arguments,
+)
 from .data import read_task_type
 from .run import fill_recipe_length, fine_tune_blurb_seeds
 from .score import NER
@@ -106,7 +112,7 @@ class SeedJob:
 def blurb_seed_arguments(job: SeedJob):
     """``run_blurb.py``'s four argument objects for a job beyond NER, over its task type's recipe."""
     task = read_task_type(job.data_dir)
-    model_args = FineTuningModelArguments(
+    model_args = BlurbModelArguments(
         model_name_or_path=job.model_name_or_path, model_name=job.model_name, save_model=job.save_model
     )
     data = {key: job.overrides[key] for key in DATA_OVERRIDES if job.overrides.get(key) is not None}
@@ -200,7 +206,7 @@ def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> t
     else:
         recipe = recipe_for(read_task_type(job.data_dir), job.dataset)
         batch, length, epochs = recipe.per_device_train_batch_size, recipe.max_seq_length, recipe.num_train_epochs
-        bf16 = FineTuningModelArguments.bf16_if_supported  # the benchmark leaves the default
+        bf16 = BlurbModelArguments.bf16_if_supported  # the benchmark leaves the default
     length = min(int(length), getattr(model_config, "max_position_embeddings", None) or int(length))
     rows = train_rows
     if job.overrides.get("max_train_samples") is not None:

@@ -9,9 +9,8 @@ import os
 
 from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingArguments
 
-from ..ner.fine_tuning_config import FineTuningModelArguments
-from ..ner.results import run_settings
-from ..ner.stabilisation import StabilisationArguments
+from ..finetuning.finetuning_config import StabilisationArguments
+from ..finetuning.results import run_settings
 from ..releases.lineage import Lineage
 from ..utils.distributed import close_process_group, share_from_main
 from ..utils.hardware import resolve_bf16
@@ -19,6 +18,7 @@ from ..utils.sequence_length import max_config_tokens
 from .blurb_config import (
     ARGUMENTS,
     BlurbDataArguments,
+    BlurbModelArguments,
     fill_recipe_length,
     recipe_for,
     recipe_name,
@@ -46,7 +46,7 @@ def blurb_arguments_from_dict(values: dict):
 
 
 def run_blurb_task(
-    model_args: FineTuningModelArguments,
+    model_args: BlurbModelArguments,
     data_args: BlurbDataArguments,
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
@@ -66,7 +66,7 @@ def run_blurb_task(
 
 
 def fine_tune_blurb_seeds(
-    model_args: FineTuningModelArguments,
+    model_args: BlurbModelArguments,
     data_args: BlurbDataArguments,
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,

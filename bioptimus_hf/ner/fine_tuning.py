@@ -24,6 +24,11 @@ from transformers import (
     set_seed,
 )
 
+from ..finetuning.model_card import build_ner_card, write_card
+from ..finetuning.results import remove_checkpoints
+from ..finetuning.results import seed_dir as seed_directory
+from ..finetuning.row_order_trainer import RowOrderTrainer
+from ..finetuning.stabilisation import StabilisationArguments, apply_stabilisation
 from ..releases.lineage import Lineage
 from ..utils.bulk_dropout import enable_bulk_dropout
 from ..utils.distributed import sum_numbers_across_ranks
@@ -36,11 +41,7 @@ from .evaluation import (
     span_report,
     span_scores,
 )
-from .model_card import write_model_card
-from .results import remove_checkpoints
-from .results import seed_dir as seed_directory
-from .stabilisation import StabilisationArguments, apply_stabilisation
-from .trainer import NerTrainer
+from .schemes import pipeline_caveat
 
 
 logger = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ def fine_tune_seeds(
         if bulk_dropout:
             enable_bulk_dropout(model)
 
-        trainer = NerTrainer(
+        trainer = RowOrderTrainer(
             model=model,
             args=args,
             train_dataset=encoded["train"].dataset,
@@ -116,7 +117,15 @@ def fine_tune_seeds(
             trainer.save_model(seed_dir)
             if trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the standard pipeline gets wrong
                 lineage = Lineage.of(model_name_or_path, base_model_hub_id)
-                write_model_card(seed_dir, model_name or lineage.name, dataset_name, scheme, labels, lineage)
+                card = build_ner_card(
+                    model_name or lineage.name,
+                    dataset_name,
+                    scheme,
+                    labels,
+                    caveat=pipeline_caveat(scheme),
+                    base_model=lineage,
+                )
+                write_card(seed_dir, card)
         if not keep_checkpoints and trainer.is_world_process_zero():
             remove_checkpoints(seed_dir)
 

@@ -27,6 +27,7 @@ import os
 import transformers
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
+from ..finetuning.results import merge_seed_results, run_settings, write_seed_result
 from ..utils.bulk_dropout import use_bulk_dropout
 from ..utils.cli import exit_on_bad_input
 from ..utils.distributed import close_process_group, share_from_main
@@ -38,7 +39,7 @@ from .encoding import encode_split
 from .fine_tuning import fine_tune_seeds
 from .fine_tuning_config import NerDataArguments, NerModelArguments, StabilisationArguments
 from .hub_push import push_best_seed, take_ner_hub_settings
-from .results import merge_seed_results, run_settings, write_run_outputs, write_seed_result
+from .results import write_run_outputs
 from .schemes import label_list, normalize_scheme
 
 
