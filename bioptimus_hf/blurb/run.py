@@ -12,7 +12,7 @@ from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingAr
 from ..finetuning.finetuning_config import StabilisationArguments
 from ..finetuning.results import run_settings
 from ..releases.lineage import Lineage
-from ..utils.distributed import close_process_group, share_from_main
+from ..utils.distributed import share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
 from .blurb_config import (
@@ -51,7 +51,8 @@ def run_blurb_task(
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
 ) -> dict:
-    """Fine-tune each unfinished seed, then merge every seed of ``output_dir``; returns ``all_results.json``'s dict."""
+    """Fine-tune each unfinished seed, then merge every seed of ``output_dir``; returns ``all_results.json``'s dict.
+    Configures no logging and leaves the process group alone (``bioptimus blurb-task`` does both around it)."""
     training_args = fine_tune_blurb_seeds(model_args, data_args, stab_args, training_args)
 
     # 5. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
@@ -60,9 +61,7 @@ def run_blurb_task(
         print(write_blurb_outputs(training_args.output_dir, results))
         return results
 
-    results = share_from_main(merge_and_write)
-    close_process_group()
-    return results
+    return share_from_main(merge_and_write)
 
 
 def fine_tune_blurb_seeds(

@@ -19,10 +19,6 @@ Outputs in ``output_dir``: ``all_results.json`` (BLURB's metric as ``test_score`
 
 from __future__ import annotations
 
-import logging
-
-import transformers
-
 from bioptimus_hf.blurb.blurb_config import (
     ARGUMENTS,
     BlurbTrainingArguments,
@@ -31,6 +27,7 @@ from bioptimus_hf.blurb.blurb_config import (
 )
 from bioptimus_hf.blurb.data import read_task_type
 from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
+from bioptimus_hf.commands.run_logging import configure_logging
 from bioptimus_hf.utils.cli import exit_on_bad_input
 
 
@@ -48,14 +45,14 @@ def run(argv: list[str] | None = None) -> dict:
     """Parse, fine-tune each unfinished seed, merge; bad input raises (``main`` makes it one line)."""
     # 1. arguments: flags over a config file over the task's recipe (its input length included)
     model_args, data_args, stab_args, training_args = parse_args(argv)
-    logging.basicConfig(
-        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=training_args.get_process_log_level()
-    )
-    transformers.utils.logging.set_verbosity_warning()
+    configure_logging(training_args)
     # 2. fine-tune each unfinished seed and merge them (bioptimus_hf.blurb.run: loaded only to run, not for --help)
     from bioptimus_hf.blurb.run import run_blurb_task
+    from bioptimus_hf.utils.distributed import close_process_group
 
-    return run_blurb_task(model_args, data_args, stab_args, training_args)
+    results = run_blurb_task(model_args, data_args, stab_args, training_args)
+    close_process_group()
+    return results
 
 
 @exit_on_bad_input()

@@ -47,6 +47,55 @@ from .schemes import pipeline_caveat
 logger = logging.getLogger(__name__)
 
 
+def load_token_classifier(
+    model_name_or_path: str, labels: Sequence[str], scheme: str, ignore_mismatched_sizes: bool = False
+):
+    """The model with a fresh token-classification head for ``labels``; its config records ``ner_tagging_scheme``,
+    read back by the tagger to decode predictions."""
+    id2label = dict(enumerate(labels))
+    config = AutoConfig.from_pretrained(
+        model_name_or_path, num_labels=len(labels), id2label=id2label, label2id={v: k for k, v in id2label.items()}
+    )
+    config.ner_tagging_scheme = scheme
+    return AutoModelForTokenClassification.from_pretrained(
+        model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
+    )
+
+
+def seed_card(model_name: str, dataset_name: str, scheme: str, labels: Sequence[str], lineage: Lineage):
+    """A saved seed's card: ``model_name`` fine-tuned on ``dataset_name`` in ``scheme``, how to tag with it and what
+    transformers' pipeline gets wrong for the scheme."""
+    return build_ner_card(model_name, dataset_name, scheme, labels, caveat=pipeline_caveat(scheme), base_model=lineage)
+
+
+def score_test_split(
+    trainer: RowOrderTrainer,
+    encoded: EncodedSplit,
+    test: ConllSplit,
+    id2label: dict[int, str],
+    scheme: str,
+    seed_dir: str,
+) -> dict[str, float]:
+    """The test split predicted and scored at the span level: ``test_{f1,precision,recall}``,
+    ``test_predict_runtime_s`` and ``test_sentences_per_s``; the main process writes ``test_predictions.conll`` and
+    ``test_report.txt`` into ``seed_dir``."""
+    trainer.compute_metrics = None  # the devel-bound metrics would not fit the test windows
+    start = time.perf_counter()
+    output = trainer.predict(encoded.dataset)
+    seconds = time.perf_counter() - start
+    spans = predicted_spans(encoded, output.predictions, id2label, scheme)
+    scores = span_scores(test.sentences, spans)
+    run = {f"test_{metric}": scores[metric] for metric in ("f1", "precision", "recall")}
+    run["test_predict_runtime_s"] = seconds
+    run["test_sentences_per_s"] = len(test.sentences) / seconds
+    if trainer.is_world_process_zero():  # every rank holds the gathered predictions; one writes them
+        os.makedirs(seed_dir, exist_ok=True)
+        write_conll(os.path.join(seed_dir, "test_predictions.conll"), test.sentences, spans)
+        with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
+            handle.write(span_report(test.sentences, spans))
+    return run
+
+
 def fine_tune_seeds(
     seeds: Sequence[int],
     model_name_or_path: str,
@@ -78,24 +127,16 @@ def fine_tune_seeds(
     whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
     ``dataset_name``: how to tag with it; ``base_model`` metadata only for a Hub id or ``base_model_hub_id``)."""
     id2label = dict(enumerate(labels))
-    label2id = {label: i for i, label in id2label.items()}
     collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
     per_seed = []
     for seed in seeds:
         seed_dir = seed_directory(training_args.output_dir, seed)
         args = dataclasses.replace(training_args, seed=seed, output_dir=seed_dir)
         set_seed(seed)
-        config = AutoConfig.from_pretrained(
-            model_name_or_path, num_labels=len(labels), id2label=id2label, label2id=label2id
-        )
-        config.ner_tagging_scheme = scheme  # read back by the tagger to decode predictions
-        model = AutoModelForTokenClassification.from_pretrained(
-            model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
-        )
+        model = load_token_classifier(model_name_or_path, labels, scheme, ignore_mismatched_sizes)
         optimizers = apply_stabilisation(model, stabilisation, args)
         if bulk_dropout:
             enable_bulk_dropout(model)
-
         trainer = RowOrderTrainer(
             model=model,
             args=args,
@@ -117,38 +158,14 @@ def fine_tune_seeds(
             trainer.save_model(seed_dir)
             if trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the standard pipeline gets wrong
                 lineage = Lineage.of(model_name_or_path, base_model_hub_id)
-                card = build_ner_card(
-                    model_name or lineage.name,
-                    dataset_name,
-                    scheme,
-                    labels,
-                    caveat=pipeline_caveat(scheme),
-                    base_model=lineage,
-                )
-                write_card(seed_dir, card)
+                write_card(seed_dir, seed_card(model_name or lineage.name, dataset_name, scheme, labels, lineage))
         if not keep_checkpoints and trainer.is_world_process_zero():
             remove_checkpoints(seed_dir)
-
         eval_metrics = trainer.evaluate(metric_key_prefix="eval")
         for metric in ("f1", "precision", "recall"):
             run[f"eval_{metric}"] = eval_metrics[f"eval_{metric}"]
-
         if test is not None:
-            trainer.compute_metrics = None  # the devel-bound metrics would not fit the test windows
-            start = time.perf_counter()
-            output = trainer.predict(encoded["test"].dataset)
-            seconds = time.perf_counter() - start
-            spans = predicted_spans(encoded["test"], output.predictions, id2label, scheme)
-            scores = span_scores(test.sentences, spans)
-            for metric in ("f1", "precision", "recall"):
-                run[f"test_{metric}"] = scores[metric]
-            run["test_predict_runtime_s"] = seconds
-            run["test_sentences_per_s"] = len(test.sentences) / seconds
-            if trainer.is_world_process_zero():  # every rank holds the gathered predictions; one writes them
-                os.makedirs(seed_dir, exist_ok=True)
-                write_conll(os.path.join(seed_dir, "test_predictions.conll"), test.sentences, spans)
-                with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
-                    handle.write(span_report(test.sentences, spans))
+            run.update(score_test_split(trainer, encoded["test"], test, id2label, scheme, seed_dir))
         logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
         per_seed.append(run)
     return per_seed
