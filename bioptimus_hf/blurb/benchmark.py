@@ -136,6 +136,7 @@ def seed_jobs(
                 model_name_or_path=args.model_name_or_path,
                 model_name=args.name,
                 save_model=args.save_model,
+                base_model_hub_id=args.base_model_hub_id,
                 overrides=_overrides(args),
                 disable_tqdm=True if args.disable_tqdm else None,
                 ner=ner if dataset.task_type == NER else None,

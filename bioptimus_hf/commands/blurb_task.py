@@ -19,26 +19,18 @@ Outputs in ``output_dir``: ``all_results.json`` (BLURB's metric as ``test_score`
 
 from __future__ import annotations
 
-from bioptimus_hf.blurb.blurb_config import (
-    ARGUMENTS,
-    BlurbTrainingArguments,
-    fill_recipe_length,
-    recipe_training_arguments,
-)
-from bioptimus_hf.blurb.data import read_task_type
-from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
+from bioptimus_hf.blurb.blurb_config import BLURB_ARGUMENT_TYPES, blurb_arguments
+from bioptimus_hf.commands.config_parser import check_parsed, parse_settings
 from bioptimus_hf.commands.run_logging import configure_logging
 from bioptimus_hf.utils.cli import exit_on_bad_input
 
 
 def parse_args(argv: list[str] | None = None):
-    """``[config.{yaml,json}] [--flag value ...]``, over the defaults of the data's task type (its recipe)."""
-    _, data_args, _, _ = parse_config_and_flags(ARGUMENTS + (BlurbTrainingArguments,), argv)
-    task = read_task_type(data_args.data_dir, data_args.task_type)
-    model_args, data_args, stab_args, training_args = parse_config_and_flags(
-        ARGUMENTS + (recipe_training_arguments(task, data_args.data_dir),), argv
-    )
-    return model_args, fill_recipe_length(data_args), stab_args, training_args
+    """``[config.{yaml,json}] [--flag value ...]``, over the recipe of the data's dataset (or task type)
+    (:func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`)."""
+    parsed = blurb_arguments(parse_settings(BLURB_ARGUMENT_TYPES, argv))  # bad data raises: main makes it one line
+    check_parsed(parsed)
+    return parsed
 
 
 def run(argv: list[str] | None = None) -> dict:
