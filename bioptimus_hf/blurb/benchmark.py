@@ -25,7 +25,6 @@ from typing import Any
 
 from ..finetuning.results import SEED_RESULTS_FILE, seed_dir, seed_finished
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
-from ..ner.results import merge_ner_results
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from ..utils.job_pool import DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
@@ -197,7 +196,9 @@ def merge_dataset(dataset: BenchmarkDataset, output_dir: str) -> dict[str, Any]:
     """Every finished seed of ``output_dir`` merged into its ``all_results.json`` and ``results.md``, as the last
     seed of a run one seed after another leaves them."""
     if dataset.task_type == NER:
-        results, _ = merge_ner_results(output_dir)
+        from ..ner.run import merge_ner_run  # the NER wing's run, as its jobs load it
+
+        results, _ = merge_ner_run(output_dir)
     else:
         results = merge_blurb_results(output_dir)
         write_blurb_outputs(output_dir, results)

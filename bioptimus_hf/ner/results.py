@@ -9,15 +9,8 @@ import math
 import os
 from typing import Any, Dict
 
-from ..finetuning.results import merge_seed_results, write_results
+from ..finetuning.results import write_results
 from ..releases.ner_results import model_index
-
-
-def merge_ner_results(output_dir: str) -> tuple[Dict[str, Any], str]:
-    """Every seed of ``output_dir`` merged (:func:`~bioptimus_hf.finetuning.results.merge_seed_results`) and the
-    run's outputs written (:func:`write_run_outputs`); returns the results and their markdown table."""
-    results = merge_seed_results(output_dir)
-    return results, write_run_outputs(output_dir, results)
 
 
 def write_run_outputs(output_dir: str, results: Dict[str, Any]) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase, TrainingArguments
 
-from ..finetuning.results import run_settings, write_seed_result
+from ..finetuning.results import merge_seed_results, run_settings, write_seed_result
 from ..utils.bulk_dropout import use_bulk_dropout
 from ..utils.distributed import share_from_main
 from ..utils.hardware import resolve_bf16
@@ -41,7 +41,7 @@ from .data import load_ner_splits
 from .encoding import EncodedSplit, encode_split
 from .fine_tuning import fine_tune_seeds
 from .fine_tuning_config import NerDataArguments, NerModelArguments, StabilisationArguments
-from .results import merge_ner_results
+from .results import write_run_outputs
 from .schemes import label_list, normalize_scheme
 
 
@@ -220,6 +220,13 @@ def write_and_merge(output_dir: str, per_seed: list[dict], run_info: dict) -> di
     (the table printed); returns the merged results."""
     for run in per_seed:
         write_seed_result(output_dir, run, run_info)
-    merged, table = merge_ner_results(output_dir)
+    merged, table = merge_ner_run(output_dir)
     print(table)
     return merged
+
+
+def merge_ner_run(output_dir: str) -> tuple[dict, str]:
+    """Every seed of ``output_dir`` merged (:func:`~bioptimus_hf.finetuning.results.merge_seed_results`) and the
+    run's outputs written (:func:`~.results.write_run_outputs`); returns the results and their markdown table."""
+    results = merge_seed_results(output_dir)
+    return results, write_run_outputs(output_dir, results)
