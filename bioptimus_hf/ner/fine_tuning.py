@@ -8,7 +8,6 @@ are (each seed trains under a copy with its own ``seed`` and ``output_dir``).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -25,13 +24,11 @@ from transformers import (
 )
 
 from ..finetuning.model_card import build_ner_card, write_card
-from ..finetuning.results import remove_checkpoints
-from ..finetuning.results import seed_dir as seed_directory
 from ..finetuning.row_order_trainer import RowOrderTrainer
+from ..finetuning.seed_loop import keep_seed_model, log_seed, seed_arguments, train_seed
 from ..finetuning.stabilisation import StabilisationArguments, apply_stabilisation
 from ..releases.lineage import Lineage
 from ..utils.bulk_dropout import enable_bulk_dropout
-from ..utils.distributed import sum_numbers_across_ranks
 from .conll import ConllSplit, write_conll
 from .encoding import EncodedSplit
 from .evaluation import (
@@ -130,8 +127,8 @@ def fine_tune_seeds(
     collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
     per_seed = []
     for seed in seeds:
-        seed_dir = seed_directory(training_args.output_dir, seed)
-        args = dataclasses.replace(training_args, seed=seed, output_dir=seed_dir)
+        args = seed_arguments(training_args, seed)
+        seed_dir = args.output_dir
         set_seed(seed)
         model = load_token_classifier(model_name_or_path, labels, scheme, ignore_mismatched_sizes)
         optimizers = apply_stabilisation(model, stabilisation, args)
@@ -148,24 +145,16 @@ def fine_tune_seeds(
             preprocess_logits_for_metrics=argmax_logits,
             optimizers=optimizers,
         )
-        run = {"seed": seed}
-        start = time.perf_counter()
-        train_output = trainer.train()
-        run["train_runtime_s"] = time.perf_counter() - start
-        # the Trainer's training_loss is this rank's own since its last log; the mean over ranks is the run's
-        run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / args.world_size
-        if save_model:
-            trainer.save_model(seed_dir)
-            if trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the standard pipeline gets wrong
-                lineage = Lineage.of(model_name_or_path, base_model_hub_id)
-                write_card(seed_dir, seed_card(model_name or lineage.name, dataset_name, scheme, labels, lineage))
-        if not keep_checkpoints and trainer.is_world_process_zero():
-            remove_checkpoints(seed_dir)
+        run = train_seed(trainer, seed)
+        keep_seed_model(trainer, save_model, keep_checkpoints)
+        if save_model and trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the pipeline gets wrong
+            lineage = Lineage.of(model_name_or_path, base_model_hub_id)
+            write_card(seed_dir, seed_card(model_name or lineage.name, dataset_name, scheme, labels, lineage))
         eval_metrics = trainer.evaluate(metric_key_prefix="eval")
         for metric in ("f1", "precision", "recall"):
             run[f"eval_{metric}"] = eval_metrics[f"eval_{metric}"]
         if test is not None:
             run.update(score_test_split(trainer, encoded["test"], test, id2label, scheme, seed_dir))
-        logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
+        log_seed(run)
         per_seed.append(run)
     return per_seed
