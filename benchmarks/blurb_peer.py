@@ -321,7 +321,8 @@ def plain_token_classification(budget: Budget, model_path: str, seed: int, outpu
 
 def ours_sequence_classification(task: str, budget: Budget, model_path: str, seed: int, output_dir: str) -> dict:
     """``bioptimus blurb-task`` with the same settings: its seed results and test predictions."""
-    from bioptimus_hf.blurb.run import blurb_arguments_from_dict, run_blurb_task
+    from bioptimus_hf.blurb.blurb_config import blurb_arguments
+    from bioptimus_hf.blurb.run import run_blurb_task
 
     values = {
         "model_name_or_path": model_path,
@@ -346,7 +347,7 @@ def ours_sequence_classification(task: str, budget: Budget, model_path: str, see
         "use_cpu": True,
         "bf16_if_supported": False,  # float32, as the plain arm
     }
-    results = run_blurb_task(*blurb_arguments_from_dict({k: v for k, v in values.items() if v is not None}))
+    results = run_blurb_task(*blurb_arguments(values))
     seed_dir = os.path.join(output_dir, f"seed_{seed}")
     with open(os.path.join(seed_dir, "test_predictions.jsonl"), encoding="utf-8") as handle:
         predicted = [json.loads(line)["prediction"] for line in handle]

@@ -4,7 +4,7 @@
 
 Arms, each round in a fresh process, alternating their order from round to round:
 
-* ``ours``: :func:`bioptimus_hf.blurb.run.run_blurb_task` over :func:`~bioptimus_hf.blurb.run.blurb_arguments_from_dict`,
+* ``ours``: :func:`bioptimus_hf.blurb.run.run_blurb_task` over :func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`,
   as ``bioptimus blurb-task --max_steps N --save_model false`` runs it: the GAD recipe's input length (128), inputs
   padded per batch (``DataCollatorWithPadding``), dev and test predicted and scored;
 * ``example``: the example's recipe: ``load_dataset("json")``, labels sorted into ids, ``padding="max_length"`` with
@@ -96,7 +96,8 @@ def _common_training_arguments(args, output_dir: str, max_steps: int) -> dict:
 
 
 def run_ours(args, bf16: bool, output_dir: str, max_steps: int, test_rows: int) -> None:
-    from bioptimus_hf.blurb.run import blurb_arguments_from_dict, run_blurb_task
+    from bioptimus_hf.blurb.blurb_config import blurb_arguments
+    from bioptimus_hf.blurb.run import run_blurb_task
 
     values = {
         "model_name_or_path": args.model,
@@ -109,7 +110,7 @@ def run_ours(args, bf16: bool, output_dir: str, max_steps: int, test_rows: int) 
         "seeds": str(args.seed),
         **_common_training_arguments(args, output_dir, max_steps),
     }
-    run_blurb_task(*blurb_arguments_from_dict(values))
+    run_blurb_task(*blurb_arguments(values))
 
 
 def run_example(args, bf16: bool, output_dir: str, max_steps: int, test_rows: int) -> None:

@@ -7,8 +7,9 @@ The package is organised by pipeline stage, one sub-package (wing) each:
 * :mod:`bioptimus_hf.pretraining` — curriculum phases, the masking collator, the phase callback, data,
   the masked-only MLM head;
 * :mod:`bioptimus_hf.releases` — the release record, lineage, writer, model cards and Hub publishing;
-* :mod:`bioptimus_hf.ner` — BLURB-style NER fine-tuning over seeds, evaluation and tagging;
-* :mod:`bioptimus_hf.blurb` — BLURB beyond NER (one dataset over seeds) and the whole benchmark, with its score;
+* :mod:`bioptimus_hf.finetuning` — fine-tuning over seeds (settings, stabilisation, seed results, cards);
+* :mod:`bioptimus_hf.ner` — BLURB NER fine-tuning, evaluation and tagging; :mod:`bioptimus_hf.blurb` — BLURB
+  beyond NER and the whole benchmark;
 * :mod:`bioptimus_hf.distillation` — compact students distilled from a release, top-layer removal;
 * :mod:`bioptimus_hf.analysis` — measures of models and corpora; :mod:`bioptimus_hf.study` — the paper's study;
 * :mod:`bioptimus_hf.commands` — the console scripts; :mod:`bioptimus_hf.testing` — fakes for the tests;

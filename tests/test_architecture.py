@@ -110,6 +110,21 @@ def test_every_import_in_the_package_goes_down_the_layers():
     assert not found, "\n".join(found)
 
 
+# What BLURB takes from the NER wing: what runs its NER sets (the CoNLL reader, the NER run and its settings); seed
+# results, stabilisation, the row-order Trainer, cards and the common settings are bioptimus_hf.finetuning's.
+BLURB_FROM_NER = {"bioptimus_hf.ner.conll", "bioptimus_hf.ner.run", "bioptimus_hf.ner.fine_tuning_config"}
+
+
+def test_blurb_takes_from_ner_only_what_runs_its_ner_sets():
+    taken = {
+        f"{path.relative_to(PACKAGE.parent).as_posix()}:{line} {module}"
+        for path in (PACKAGE / "blurb").rglob("*.py")
+        for line, module in imported_modules(path)
+        if module.startswith("bioptimus_hf.ner") and module not in BLURB_FROM_NER
+    }
+    assert not taken, sorted(taken)
+
+
 @pytest.mark.parametrize(
     "source,expected",
     [

@@ -196,6 +196,26 @@ def test_a_saved_model_gets_a_card_with_its_dataset_task_metric_and_scores(tiny,
     assert AutoModelForSequenceClassification.from_pretrained(tmp_path / "seed_2").num_labels == 3
 
 
+def test_base_model_hub_id_names_the_base_model_of_a_local_start(tiny, tmp_path):
+    """--base_model_hub_id: the card of a model fine-tuned from a local copy names its Hub id as base_model (the
+    local folder never), as bioptimus ner's cards do."""
+    _, model, data = tiny
+    run(
+        model,
+        data["relation_extraction"],
+        tmp_path,
+        "--seeds",
+        "2",
+        "--save_model",
+        "true",
+        "--base_model_hub_id",
+        "acme/tiny-base",
+    )
+    card = validate_card((tmp_path / "seed_2" / "README.md").read_text(), required=("library_name", "base_model"))
+    assert card.data.base_model == "acme/tiny-base" and "Base model: `acme/tiny-base`." in card.text
+    assert str(Path(model).parent) not in card.content
+
+
 def test_config_and_flags_override_the_recipe(tiny, tmp_path):
     _, model, data = tiny
     base = ["--model_name_or_path", model, "--data_dir", data["sentence_similarity"], "--output_dir", str(tmp_path)]

@@ -22,6 +22,7 @@ from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
 from bioptimus_hf.blurb.compare import compare_tables
 from bioptimus_hf.blurb.jobs import (
     NerFineTuning,
+    blurb_seed_arguments,
     encoder_parameters,
     fine_tuning_memory_bytes,
     job_estimates,
@@ -322,6 +323,23 @@ def test_blurbs_ner_sets_take_their_recipes_and_a_named_config_or_a_flag_overrid
     }
     # the benchmark's flag overrides every set's recipe
     assert settings("ner_blurb", num_train_epochs=1)["BC5CDR-disease-IOB"][:2] == (1, 16)
+
+
+def test_base_model_hub_id_reaches_every_job(tmp_path):
+    """bioptimus blurb --base_model_hub_id: a NER job's and a job beyond NER's model arguments carry it (their
+    cards name it as base_model); each job's settings are built over its recipe."""
+    write_dataset_dir(str(tmp_path / "ner" / "MyGenes"))
+    write_task_dir(tmp_path / "blurb" / "GAD", "relation_extraction")
+    args = BenchmarkArguments(
+        model_name_or_path="m", output_dir=str(tmp_path / "out"), ner_dir=str(tmp_path / "ner"),
+        blurb_dir=str(tmp_path / "blurb"), seeds=[1], base_model_hub_id="acme/base",
+    )  # fmt: skip
+    datasets = find_datasets(args.blurb_dir, args.ner_dir)
+    jobs = {job.dataset: job for job in seed_jobs(args, datasets, ner_fine_tuning(args))}
+    ner_model = ner_seed_arguments(jobs["MyGenes"])[0]
+    model, data, stab, training = blurb_seed_arguments(jobs["GAD"])
+    assert ner_model.base_model_hub_id == model.base_model_hub_id == "acme/base"
+    assert (training.learning_rate, training.num_train_epochs, data.max_seq_length, stab.seeds) == (3e-5, 10, 128, [1])
 
 
 def test_jobs_are_estimated_and_ordered_longest_first(bench, tmp_path):

@@ -15,6 +15,7 @@ from bioptimus_hf.blurb.blurb_config import (
     RECIPES,
     SOURCES,
     TYPE_RECIPE,
+    blurb_arguments,
     ner_recipe_for,
     recipe_for,
     recipe_table_markdown,
@@ -147,7 +148,7 @@ def test_a_dataset_takes_its_own_recipe_and_flags_override_it(tmp_path):
         model + ["--data_dir", gad, "--learning_rate", "1e-4", "--max_seq_length", "64"]
     )
     assert (args.learning_rate, args.num_train_epochs, data_args.max_seq_length) == (1e-4, 10, 64)
-    _, data_args, _, args = blurb_run.blurb_arguments_from_dict(
+    _, data_args, _, args = blurb_arguments(
         {"model_name_or_path": "m", "output_dir": "o", "data_dir": gad, "num_train_epochs": 2}
     )
     assert (args.learning_rate, args.num_train_epochs, data_args.max_seq_length) == (3e-5, 2, 128)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from transformers.hf_argparser import string_to_bool
 
-from bioptimus_hf.commands import config_parser, dispatch
+from bioptimus_hf.commands import blurb_task, config_parser, dispatch
 from bioptimus_hf.commands.config_parser import CommandParser, parse_args
 from bioptimus_hf.utils import flag_spellings
 from bioptimus_hf.utils.config_mapping import configs_from_mapping
@@ -49,16 +49,19 @@ PARSE = CommandParser.parse_args_into_dataclasses
 
 
 def parsed(name: str, argv: list[str], monkeypatch) -> tuple:
-    """The dataclasses ``bioptimus NAME ARGV`` parses to (the last parse, for a command that parses twice)."""
+    """The dataclasses ``bioptimus NAME ARGV`` parses to (blurb-task's: built over the data's recipe)."""
     results = []
 
     def record(self, *args, **kwargs):
         results.append(PARSE(self, *args, **kwargs))
-        if name != "blurb-task" or len(results) == 2:  # blurb-task parses once for the task type, then again
-            raise Parsed()
-        return results[-1]
+        raise Parsed()
+
+    def record_built(built):  # blurb-task builds its dataclasses from what the line sets (blurb_arguments)
+        results.append(built)
+        raise Parsed()
 
     monkeypatch.setattr(CommandParser, "parse_args_into_dataclasses", record)
+    monkeypatch.setattr(blurb_task, "check_parsed", record_built)
     monkeypatch.setattr(config_parser, "check_model_references", lambda parsed: None)  # the examples' models
     with pytest.raises(Parsed):
         dispatch.main([name, *argv])

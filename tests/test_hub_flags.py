@@ -21,7 +21,7 @@ from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.commands.publish import main as publish_main
 from bioptimus_hf.commands.publish import publish_from_cli
 from bioptimus_hf.ner.hub_push import best_seed
-from bioptimus_hf.ner.model_card import pipeline_caveat
+from bioptimus_hf.ner.schemes import pipeline_caveat
 from bioptimus_hf.releases.card import validate_card
 from bioptimus_hf.releases.lineage import local_checkpoint_text
 from bioptimus_hf.releases.publisher import make_release_publisher

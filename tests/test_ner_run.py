@@ -13,10 +13,12 @@ from transformers import AutoTokenizer
 
 import run_ner
 from bioptimus_hf.commands import compare_ner
+from bioptimus_hf.finetuning.results import aggregate_seed_results, paired_seed_difference, write_results
 from bioptimus_hf.ner import compare
 from bioptimus_hf.ner.conll import read_conll
-from bioptimus_hf.ner.model_card import pipeline_caveat
-from bioptimus_hf.ner.results import aggregate_seed_results, markdown_table, paired_seed_difference, write_results
+from bioptimus_hf.ner.results import markdown_table
+from bioptimus_hf.ner.run import fine_tune_ner
+from bioptimus_hf.ner.schemes import pipeline_caveat
 from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.releases.ner_results import model_index
 from helpers import python_path, run_launcher
@@ -287,6 +289,14 @@ def test_bad_input_fails_before_training(tiny, tmp_path):
         SystemExit, match=r"devel\.tsv: .*absent from the training file .*train\.tsv \(first 1 sentences\).*'Disease'"
     ):
         run_ner.main(args + ["--max_train_samples", "1"])
+    assert not os.path.exists(tmp_path / "o" / "seed_42")
+    # the library function raises (the command makes it one line), and leaves --push_to_hub to the command
+    model_args, data_args, stab_args, training_args = run_ner.parse_args(args + ["--max_train_samples", "1"])
+    with pytest.raises(ValueError, match=r"devel\.tsv: .*absent from the training file"):
+        fine_tune_ner(model_args, data_args, stab_args, training_args)
+    training_args.push_to_hub = True
+    with pytest.raises(ValueError, match=r"^--push_to_hub: fine_tune_ner pushes nothing; bioptimus ner pushes"):
+        fine_tune_ner(model_args, data_args, stab_args, training_args)
     assert not os.path.exists(tmp_path / "o" / "seed_42")
 
 

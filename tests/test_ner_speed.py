@@ -10,12 +10,12 @@ import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, TrainingArguments
 
 from bioptimus_hf.commands import tag_entities
+from bioptimus_hf.finetuning.row_order_trainer import RowOrderTrainer
 from bioptimus_hf.ner import tagger as tagger_module
 from bioptimus_hf.ner import tagging_run
 from bioptimus_hf.ner.encoding import encode_split
 from bioptimus_hf.ner.evaluation import predicted_spans
 from bioptimus_hf.ner.tagger import NerTagger
-from bioptimus_hf.ner.trainer import NerTrainer
 from bioptimus_hf.testing.numerics import encoder_tolerance
 from bioptimus_hf.utils import hardware
 from helpers.ner import TAGGER_LABELS, synthetic_sentences
@@ -107,7 +107,7 @@ def test_length_grouping_keeps_every_window_once_and_evaluation_order(tagging_mo
         train_sampling_strategy="group_by_length",
     )
     model = AutoModelForTokenClassification.from_pretrained(tagging_model)
-    trainer = NerTrainer(model=model, args=args, train_dataset=train.dataset, processing_class=tokenizer)
+    trainer = RowOrderTrainer(model=model, args=args, train_dataset=train.dataset, processing_class=tokenizer)
     order = list(trainer._get_train_sampler())
     assert sorted(order) == list(range(len(train.dataset))) and order != sorted(order)
     lengths = [len(ids) for ids in train.dataset["input_ids"]]
@@ -210,13 +210,13 @@ def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_pa
 
 
 def test_flop_estimate_counts_the_parameters_once_and_equals_the_trainers(tagging_model, tmp_path, monkeypatch):
-    """NerTrainer's per-step FLOP estimate is the stock Trainer's, with the model's parameters walked once, not
+    """RowOrderTrainer's per-step FLOP estimate is the stock Trainer's, with the model's parameters walked once, not
     every step (per-step work that is not the model)."""
     from transformers import Trainer
 
     model = AutoModelForTokenClassification.from_pretrained(tagging_model)
     args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
-    trainer = NerTrainer(model=model, args=args)
+    trainer = RowOrderTrainer(model=model, args=args)
     walks = []
     count = type(model).num_parameters
     monkeypatch.setattr(type(model), "num_parameters", lambda self, **kw: walks.append(kw) or count(self, **kw))

@@ -11,16 +11,16 @@ from transformers import (
     TrainingArguments,
 )
 
-from bioptimus_hf.ner.conll import read_conll
-from bioptimus_hf.ner.encoding import encode_split
-from bioptimus_hf.ner.schemes import label_list
-from bioptimus_hf.ner.stabilisation import (
+from bioptimus_hf.finetuning.stabilisation import (
     build_optimizer,
     freeze_lower_layers,
     layer_index_of_parameters,
     layerwise_lr_param_groups,
     reinitialize_top_layers,
 )
+from bioptimus_hf.ner.conll import read_conll
+from bioptimus_hf.ner.encoding import encode_split
+from bioptimus_hf.ner.schemes import label_list
 from helpers.ner import build_tiny_bert, synthetic_sentences, write_tsv
 
 

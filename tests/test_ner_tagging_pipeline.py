@@ -12,10 +12,10 @@ from huggingface_hub import ModelCard
 from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
 
 from bioptimus_hf.commands import tag_entities
+from bioptimus_hf.finetuning.model_card import build_ner_card, write_card
 from bioptimus_hf.ner import tagger as tagger_module
 from bioptimus_hf.ner import tagging_run
-from bioptimus_hf.ner.model_card import model_card, pipeline_caveat, write_model_card
-from bioptimus_hf.ner.schemes import label_list
+from bioptimus_hf.ner.schemes import label_list, pipeline_caveat
 from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.utils import flag_spellings
 from helpers.ner import build_tiny_bert
@@ -157,7 +157,8 @@ def test_a_bioul_model_warns_at_load_what_the_pipeline_gets_wrong(tmp_path, capl
 @pytest.mark.parametrize("scheme", ["IO", "BIO", "BIOUL"])
 def test_the_model_card_says_how_to_tag_and_whether_the_pipeline_can(tmp_path, scheme):
     labels = label_list(["Disease"], scheme)
-    path = write_model_card(str(tmp_path), "v0.4", "NCBI-disease-IOB", scheme, labels)
+    written = build_ner_card("v0.4", "NCBI-disease-IOB", scheme, labels, caveat=pipeline_caveat(scheme))
+    path = write_card(str(tmp_path), written)
     card = ModelCard.load(path)
     assert card.data.pipeline_tag == "token-classification" and card.data.library_name == "transformers"
     assert "# v0.4 fine-tuned for NER on NCBI-disease-IOB" in card.text
@@ -168,7 +169,7 @@ def test_the_model_card_says_how_to_tag_and_whether_the_pipeline_can(tmp_path, s
     else:
         assert pipeline_caveat(scheme) is None
         assert f"groups this model's {scheme} labels into the same entities" in card.text
-    assert model_card("v0.4", "NCBI-disease-IOB", scheme, labels) == open(path, encoding="utf-8").read()
+    assert str(written) == open(path, encoding="utf-8").read()
 
 
 class _Spy:

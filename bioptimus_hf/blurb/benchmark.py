@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from statistics import mean, stdev
 from typing import Any
 
+from ..finetuning.results import SEED_RESULTS_FILE, seed_dir, seed_finished
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
-from ..ner.results import SEED_RESULTS_FILE, merge_seed_results, seed_dir, write_run_outputs
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from ..utils.job_pool import DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
@@ -39,7 +39,7 @@ from .jobs import (
     ner_seed_arguments,
     run_seed_job,
 )
-from .results import merge_blurb_results, seed_finished, write_blurb_outputs
+from .results import merge_blurb_results, write_blurb_outputs
 from .score import NER, DatasetScore, blurb_score
 
 
@@ -135,6 +135,7 @@ def seed_jobs(
                 model_name_or_path=args.model_name_or_path,
                 model_name=args.name,
                 save_model=args.save_model,
+                base_model_hub_id=args.base_model_hub_id,
                 overrides=_overrides(args),
                 disable_tqdm=True if args.disable_tqdm else None,
                 ner=ner if dataset.task_type == NER else None,
@@ -195,8 +196,9 @@ def merge_dataset(dataset: BenchmarkDataset, output_dir: str) -> dict[str, Any]:
     """Every finished seed of ``output_dir`` merged into its ``all_results.json`` and ``results.md``, as the last
     seed of a run one seed after another leaves them."""
     if dataset.task_type == NER:
-        results = merge_seed_results(output_dir)
-        write_run_outputs(output_dir, results)
+        from ..ner.run import merge_ner_run  # the NER wing's run, as its jobs load it
+
+        results, _ = merge_ner_run(output_dir)
     else:
         results = merge_blurb_results(output_dir)
         write_blurb_outputs(output_dir, results)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ..releases.lineage import base_model_hub_id_field
 from ..utils.config_files import resolve_config
 from ..utils.job_pool import JOBS_HELP, parse_jobs
 
@@ -49,6 +50,7 @@ class BenchmarkArguments:
         default=None, metadata={"help": "Name in the table (default: the path's basename)."}
     )
     save_model: bool = field(default=False, metadata={"help": "Keep each seed's fine-tuned model."})
+    base_model_hub_id: str | None = base_model_hub_id_field()
     num_train_epochs: float | None = field(default=None, metadata={"help": "Override every task's epochs."})
     max_steps: int | None = field(default=None, metadata={"help": "Override every task's steps (a CPU budget)."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training rows."})

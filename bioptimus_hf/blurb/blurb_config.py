@@ -1,5 +1,6 @@
-"""The data flags of ``run_blurb.py`` and the fine-tuning recipe of each BLURB dataset: the one place they are set.
-Its model and precision flags are every fine-tuning command's (:mod:`bioptimus_hf.ner.fine_tuning_config`).
+"""The flags of ``run_blurb.py`` and the fine-tuning recipe of each BLURB dataset: the one place they are set. Its
+model flags (:class:`BlurbModelArguments`) are every fine-tuning command's
+(:mod:`bioptimus_hf.finetuning.finetuning_config`) and the base model's Hub id.
 
 :data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of seeds,
 each value with the key of its source in :data:`SOURCES`: the PubMedBERT paper (Gu et al. 2021) where it fixes the
@@ -7,7 +8,7 @@ value, else the public BLURB script of a leaderboard system (LinkBERT's), else t
 LinkBERT's. Where the two sources disagree the paper wins (docs/blurb.md says how the other differs). A dataset
 directory of another name takes its task type's recipe (:data:`TYPE_RECIPE`); a NER set takes its own only when it
 is one of BLURB's (:func:`ner_recipe_for`), else its NER config's values. A recipe value is a default only: a config
-file or a flag overrides it.
+file or a flag overrides it. A dataset's settings are built in one place, :func:`blurb_arguments`.
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from transformers import TrainingArguments
 from transformers.trainer_utils import SaveStrategy
 
-from ..ner.fine_tuning_config import FineTuningModelArguments
-from ..ner.stabilisation import StabilisationArguments
+from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
 from ..releases.blurb_results import published_name
+from ..releases.lineage import base_model_hub_id_field
+from ..utils.config_mapping import configs_from_mapping
 from .data import read_task_type
 from .score import NER
 from .tasks import (
@@ -202,35 +206,6 @@ class BlurbTrainingArguments(TrainingArguments):
         super().__post_init__()
 
 
-def _recipe_training_arguments(name: str, recipe: Recipe) -> type[TrainingArguments]:
-    """``TrainingArguments`` whose defaults are ``recipe``'s (what ``--help`` and an unset flag give); a module-level
-    class, so that the Trainer can pickle its arguments with the model."""
-    base = {f.name: f for f in dataclasses.fields(TrainingArguments)}
-    types = {
-        "learning_rate": float,
-        "per_device_train_batch_size": int,
-        "num_train_epochs": float,
-        "warmup_steps": float,
-    }
-    overrides = [(key, types[key], field(default=getattr(recipe, key), metadata=base[key].metadata)) for key in types]
-    cls = dataclasses.make_dataclass(
-        f"{name}TrainingArguments", overrides, bases=(BlurbTrainingArguments,), repr=False
-    )
-    cls.__module__ = __name__
-    return cls
-
-
-RECIPE_TRAINING_ARGUMENTS = {
-    name: _recipe_training_arguments(name, recipe) for name, recipe in RECIPES.items() if recipe.task_type != NER
-}
-globals().update({cls.__name__: cls for cls in RECIPE_TRAINING_ARGUMENTS.values()})
-
-
-def recipe_training_arguments(task: TaskType, dataset: str | None = None) -> type[TrainingArguments]:
-    """The ``TrainingArguments`` class whose defaults are the recipe of ``dataset`` (a directory) for ``task``."""
-    return RECIPE_TRAINING_ARGUMENTS[recipe_name(task, dataset)]
-
-
 DOCUMENT_UNITS = ("document", "sentence")
 
 
@@ -279,6 +254,14 @@ class BlurbDataArguments:
 
 
 @dataclass
+class BlurbModelArguments(FineTuningModelArguments):
+    """``run_blurb.py``'s model flags: every fine-tuning run's model and precision flags and the base model's Hub id
+    for the cards."""
+
+    base_model_hub_id: str | None = base_model_hub_id_field()
+
+
+@dataclass
 class BlurbStabilisationArguments(StabilisationArguments):
     """``run_ner.py``'s stabilisation flags, whose ``--seeds`` default to the dataset's recipe."""
 
@@ -291,13 +274,18 @@ class BlurbStabilisationArguments(StabilisationArguments):
     )
 
 
-# run_blurb.py's argument dataclasses beside its recipe TrainingArguments (recipe_training_arguments).
-ARGUMENTS = (FineTuningModelArguments, BlurbDataArguments, BlurbStabilisationArguments)
+# run_blurb.py's arguments, in the order ``bioptimus blurb-task`` parses them and :func:`~.run.run_blurb_task` takes them.
+BLURB_ARGUMENT_TYPES = (BlurbModelArguments, BlurbDataArguments, BlurbStabilisationArguments, BlurbTrainingArguments)
 
 
-def fill_recipe_length(data_args: BlurbDataArguments) -> BlurbDataArguments:
-    """``max_seq_length`` from the dataset's recipe where no flag set it."""
-    if data_args.max_seq_length is None:
-        task = read_task_type(data_args.data_dir, data_args.task_type)
-        data_args.max_seq_length = recipe_for(task, data_args.data_dir).max_seq_length
-    return data_args
+def blurb_arguments(settings: Mapping[str, Any]) -> tuple:
+    """A dataset's four argument objects (:data:`BLURB_ARGUMENT_TYPES`): its recipe (:func:`recipe_for`: learning
+    rate, batch size, epochs, input length, warm-up) under ``settings``, a config file's values and the flags by
+    name (None: unset). The one way they are built: ``bioptimus blurb-task``, the benchmark's jobs and any caller.
+    Raises ``ValueError`` naming a value refused, an unknown name or a missing ``--data_dir``."""
+    settings = {name: value for name, value in settings.items() if value is not None}
+    if "data_dir" not in settings:
+        raise ValueError("the following arguments are required: --data_dir")
+    task = read_task_type(settings["data_dir"], settings.get("task_type"))
+    recipe = recipe_for(task, settings["data_dir"])
+    return configs_from_mapping(BLURB_ARGUMENT_TYPES, {**recipe.training_values(), **settings})

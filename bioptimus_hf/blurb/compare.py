@@ -3,7 +3,7 @@ each model minus the first (the reference), the mean ± std of the per-seed diff
 
 Fine-tuning with the same seed gives both models the same data order, head initialisation and dropout masks, so
 the spread of the differences, not the two rows' own spreads, says whether one model is ahead
-(:func:`bioptimus_hf.ner.results.paired_seed_difference`). A task type's and the score's per-seed values are
+(:func:`bioptimus_hf.finetuning.results.paired_seed_difference`). A task type's and the score's per-seed values are
 that seed's averages (``blurb_results.json``'s ``per_seed``), so they are compared only over the datasets
 both tables hold.
 """
@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..ner.results import paired_seed_difference
+from ..finetuning.results import paired_seed_difference
 from ..releases.blurb_results import HUB_TASKS, load_blurb_table
 from ..utils.files import write_json_atomic, write_text_atomic
 

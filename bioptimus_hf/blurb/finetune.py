@@ -1,7 +1,7 @@
 """Fine-tuning one model on one BLURB task, once per seed: ``AutoModelForSequenceClassification`` with the
 task's ``problem_type``, the shared stabilisation options, the ``Trainer``; dev and test predicted and scored
 with BLURB's metric. A seed whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun with the same
-``output_dir`` resumes after the last finished seed. A saved model gets its card (:mod:`.model_card`).
+``output_dir`` resumes after the last finished seed. A saved model gets its card (:mod:`bioptimus_hf.finetuning.model_card`).
 """
 
 from __future__ import annotations
@@ -9,22 +9,20 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from transformers import AutoConfig, AutoModelForSequenceClassification, DataCollatorWithPadding, set_seed
 
-from ..ner.results import remove_checkpoints, seed_dir, write_seed_result
-from ..ner.stabilisation import StabilisationArguments, apply_stabilisation
-from ..ner.trainer import NerTrainer
+from ..finetuning.model_card import build_blurb_card, write_card
+from ..finetuning.results import seed_dir, seed_finished, write_seed_result
+from ..finetuning.row_order_trainer import RowOrderTrainer
+from ..finetuning.seed_loop import keep_seed_model, log_seed, seed_arguments, train_seed
+from ..finetuning.stabilisation import StabilisationArguments, apply_stabilisation
 from ..releases.lineage import Lineage
-from ..utils.distributed import sum_numbers_across_ranks
 from .data import BlurbData
 from .encoding import decode_logits
 from .metrics import score
-from .model_card import write_blurb_card
-from .results import seed_finished
 
 
 logger = logging.getLogger(__name__)
@@ -94,7 +92,7 @@ def fine_tune_seed(
     def compute_metrics(prediction):  # dev scores at evaluation (--eval_strategy, --metric_for_best_model)
         return task.scores("dev", decode_logits(data.task, prediction.predictions, data.labels))
 
-    trainer = NerTrainer(  # the Trainer, predicting in row order (HoC's documents are groups of rows)
+    trainer = RowOrderTrainer(  # the Trainer, predicting in row order (HoC's documents are groups of rows)
         model=model,
         args=training_args,
         train_dataset=task.encoded["train"],
@@ -104,18 +102,9 @@ def fine_tune_seed(
         compute_metrics=compute_metrics,
         optimizers=optimizers,
     )
-    run: dict = {"seed": seed}
-    start = time.perf_counter()
-    train_output = trainer.train()
-    run["train_runtime_s"] = time.perf_counter() - start
-    run["train_steps_per_second"] = train_output.metrics["train_steps_per_second"]  # the Trainer's own figure
-    # the Trainer's training_loss is this rank's own; the mean over ranks is the run's
-    run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / training_args.world_size
+    run = train_seed(trainer, seed)
+    keep_seed_model(trainer, save_model, keep_checkpoints)
     output_dir = training_args.output_dir
-    if save_model:
-        trainer.save_model(output_dir)
-    if not keep_checkpoints and trainer.is_world_process_zero():
-        remove_checkpoints(output_dir)
     trainer.compute_metrics = None  # dev-bound; each split is scored against its own rows below
     for prefix, split in PREDICTION_SPLITS.items():
         if split not in task.encoded:
@@ -151,24 +140,19 @@ def fine_tune_seeds(
         if seed_finished(base_output_dir, seed):
             logger.info("seed %d: results exist in %s, skipped", seed, seed_dir(base_output_dir, seed))
             continue
-        training_args.seed = seed
-        training_args.output_dir = seed_dir(base_output_dir, seed)
-        try:
-            run = fine_tune_seed(
-                seed,
-                model_name_or_path,
-                task,
-                tokenizer,
-                training_args,
-                stabilisation,
-                save_model,
-                ignore_mismatched_sizes,
-                keep_checkpoints,
-            )
-        finally:
-            training_args.output_dir = base_output_dir
-        logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
+        run = fine_tune_seed(
+            seed,
+            model_name_or_path,
+            task,
+            tokenizer,
+            seed_arguments(training_args, seed),
+            stabilisation,
+            save_model,
+            ignore_mismatched_sizes,
+            keep_checkpoints,
+        )
+        log_seed(run)
         if training_args.process_index == 0:
             if save_model:
-                write_blurb_card(seed_dir(base_output_dir, seed), run, run_info, lineage)
+                write_card(seed_dir(base_output_dir, seed), build_blurb_card(run, run_info, lineage))
             write_seed_result(base_output_dir, run, run_info)  # last: a seed without it is trained again

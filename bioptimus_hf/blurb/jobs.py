@@ -2,8 +2,9 @@
 function a worker process runs it with (:func:`run_seed_job`), and what it is expected to cost: memory
 (:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the longest-first order).
 
-A job beyond NER builds ``run_blurb.py``'s typed arguments directly (the task type's recipe, the benchmark's
-overrides, ``--seeds <s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job lays its
+A job beyond NER builds ``run_blurb.py``'s typed arguments as ``bioptimus blurb-task`` does
+(:func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`: its recipe under the benchmark's overrides and ``--seeds
+<s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job lays its
 settings over its set's values (:class:`NerFineTuning`: the benchmark's NER config file and, for one of BLURB's
 sets, its recipe), converts them to ``bioptimus ner``'s typed arguments as a config file holding them would be
 (:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`) and runs
@@ -18,28 +19,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES, FineTuningModelArguments
-from ..ner.results import SEED_RESULTS_FILE, seed_dir
-from ..ner.stabilisation import StabilisationArguments
+from ..finetuning.results import SEED_RESULTS_FILE, seed_dir
+from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
+from ..utils.cli import exit_on_bad_input
 from ..utils.config_files import read_config
 from ..utils.config_mapping import configs_from_mapping
 from ..utils.files import read_json
-from .blurb_config import BlurbDataArguments, ner_recipe_for, recipe_for, recipe_training_arguments
-from .data import read_task_type
-from .run import fill_recipe_length, fine_tune_blurb_seeds
+from .blurb_config import blurb_arguments, ner_recipe_for
+from .run import fine_tune_blurb_seeds
 from .score import NER
 
 
 # The benchmark's flags that override every task's recipe, by the arguments they belong to.
 TRAINING_OVERRIDES = ("num_train_epochs", "max_steps")
 DATA_OVERRIDES = ("max_train_samples", "max_eval_samples", "max_test_samples")
-# What NER fine-tuning takes where its config file is silent (run_ner.py's and TrainingArguments' defaults).
-NER_DEFAULTS = {
-    "per_device_train_batch_size": 8,
-    "max_seq_length": 512,
-    "num_train_epochs": 3.0,
-    "bf16_if_supported": FineTuningModelArguments.bf16_if_supported,
-}
 
 
 @dataclass(frozen=True)
@@ -70,9 +63,6 @@ class NerFineTuning:
             return {**self.values, **recipe.training_values()}
         return {**recipe.training_values(), **self.values}
 
-    def value(self, name: str, data_dir: str) -> Any:
-        return self.values_for(data_dir).get(name, NER_DEFAULTS.get(name))
-
     def arguments(self, settings: Mapping[str, Any]) -> tuple:
         """``bioptimus ner``'s typed arguments (:data:`~bioptimus_hf.ner.fine_tuning_config.NER_ARGUMENT_TYPES`):
         ``settings`` (with the set's ``data_dir``) over the set's values; a value they refuse is a ``ValueError``
@@ -95,6 +85,7 @@ class SeedJob:
     model_name_or_path: str
     model_name: str
     save_model: bool = False
+    base_model_hub_id: str | None = None  # the cards' base_model, when model_name_or_path is a local copy
     overrides: Mapping[str, Any] = field(default_factory=dict)  # TRAINING_OVERRIDES and DATA_OVERRIDES set
     disable_tqdm: bool | None = None  # the Trainer's bars (None: its default)
     ner: NerFineTuning | None = None  # for a NER set
@@ -108,28 +99,13 @@ class SeedJob:
         return os.path.join(seed_dir(self.output_dir, self.seed), SEED_RESULTS_FILE)
 
 
-def blurb_seed_arguments(job: SeedJob):
-    """``run_blurb.py``'s four argument objects for a job beyond NER, over its task type's recipe."""
-    task = read_task_type(job.data_dir)
-    model_args = FineTuningModelArguments(
-        model_name_or_path=job.model_name_or_path, model_name=job.model_name, save_model=job.save_model
-    )
-    data = {key: job.overrides[key] for key in DATA_OVERRIDES if job.overrides.get(key) is not None}
-    data_args = fill_recipe_length(BlurbDataArguments(data_dir=job.data_dir, **data))
-    training = {key: job.overrides[key] for key in TRAINING_OVERRIDES if job.overrides.get(key) is not None}
-    if job.disable_tqdm is not None:
-        training["disable_tqdm"] = job.disable_tqdm
-    training_args = recipe_training_arguments(task, job.data_dir)(
-        output_dir=job.output_dir, report_to="none", **training
-    )
-    return model_args, data_args, StabilisationArguments(seeds=[job.seed]), training_args
-
-
-def ner_seed_settings(job: SeedJob) -> dict[str, Any]:
-    """The settings a NER job gives ``bioptimus ner`` over its config file."""
+def job_settings(job: SeedJob) -> dict[str, Any]:
+    """The settings a job gives its fine-tune (``bioptimus ner``'s over its config file, ``run_blurb.py``'s over its
+    recipe): the model, data, output directory, seed and the benchmark's overrides."""
     settings = {
         "model_name_or_path": job.model_name_or_path,
         "model_name": job.model_name,
+        "base_model_hub_id": job.base_model_hub_id,
         "data_dir": job.data_dir,
         "output_dir": job.output_dir,
         "seeds": [job.seed],
@@ -141,19 +117,27 @@ def ner_seed_settings(job: SeedJob) -> dict[str, Any]:
     return settings
 
 
+def blurb_seed_arguments(job: SeedJob) -> tuple:
+    """``run_blurb.py``'s four argument objects for a job beyond NER, over its dataset's recipe."""
+    return blurb_arguments({**job_settings(job), "report_to": "none"})
+
+
 def ner_seed_arguments(job: SeedJob) -> tuple:
     """``bioptimus ner``'s four typed arguments for a NER job: its settings over the NER config file's values."""
     if job.ner is None:
         raise ValueError(f"{job.name}: a NER set, but no NER config given")
-    return job.ner.arguments(ner_seed_settings(job))
+    return job.ner.arguments(job_settings(job))
 
 
 def run_seed_job(job: SeedJob) -> dict[str, Any]:
     """Fine-tune ``job``'s seed (nothing if its results exist); returns the seed's ``run`` record (its scores)."""
     if job.task_type == NER:
-        from ..ner.run import fine_tune_ner  # the NER wing's run loads with the first NER job
+        from ..ner.run import fine_tune_ner, load_ner_run_data  # the NER wing's run loads with the first NER job
 
-        fine_tune_ner(*ner_seed_arguments(job))
+        arguments = ner_seed_arguments(job)
+        with exit_on_bad_input():  # bad data in one line, as bioptimus ner words it
+            data = load_ner_run_data(arguments[0], arguments[1])
+        fine_tune_ner(*arguments, data)
     else:
         fine_tune_blurb_seeds(*blurb_seed_arguments(job))
     return read_json(job.seed_results_path)["run"]
@@ -191,26 +175,18 @@ def job_work(train_rows: int, epochs: float, max_steps: int | None, batch_size: 
 
 
 def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> tuple[int, float]:
-    """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length and
-    epochs of its recipe (NER: its set's values, :meth:`NerFineTuning.values_for`) under the overrides, capped by
-    the model's positions; bf16 activations on a GPU where the run asks for them (NER's ``bf16_if_supported``), else
-    float32."""
-    if job.task_type == NER:
-        assert job.ner is not None
-        batch, length, epochs = (
-            job.ner.value(key, job.data_dir)
-            for key in ("per_device_train_batch_size", "max_seq_length", "num_train_epochs")
-        )
-        bf16 = bool(job.ner.value("bf16_if_supported", job.data_dir))
-    else:
-        recipe = recipe_for(read_task_type(job.data_dir), job.dataset)
-        batch, length, epochs = recipe.per_device_train_batch_size, recipe.max_seq_length, recipe.num_train_epochs
-        bf16 = FineTuningModelArguments.bf16_if_supported  # the benchmark leaves the default
+    """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length,
+    epochs and steps of the job's own arguments (:func:`ner_seed_arguments`, :func:`blurb_seed_arguments`: its
+    recipe or NER config under the overrides), the length capped by the model's positions; bf16 activations on a GPU
+    where the run asks for them (``bf16_if_supported``), else float32."""
+    arguments = ner_seed_arguments(job) if job.task_type == NER else blurb_seed_arguments(job)
+    model_args, data_args, _, training_args = arguments
+    batch, epochs = training_args.per_device_train_batch_size, training_args.num_train_epochs
+    length = data_args.max_seq_length
     length = min(int(length), getattr(model_config, "max_position_embeddings", None) or int(length))
     rows = train_rows
-    if job.overrides.get("max_train_samples") is not None:
-        rows = min(rows, job.overrides["max_train_samples"])
-    if job.overrides.get("num_train_epochs") is not None:
-        epochs = job.overrides["num_train_epochs"]
-    memory = fine_tuning_memory_bytes(model_config, int(batch), length, bf16 and device == "cuda")
-    return memory, job_work(rows, float(epochs), job.overrides.get("max_steps"), int(batch), length)
+    if data_args.max_train_samples is not None:
+        rows = min(rows, data_args.max_train_samples)
+    bf16 = bool(model_args.bf16_if_supported) and device == "cuda"
+    memory = fine_tuning_memory_bytes(model_config, int(batch), length, bf16)
+    return memory, job_work(rows, float(epochs), training_args.max_steps, int(batch), length)

@@ -1,5 +1,5 @@
 """A BLURB task run's results: each seed's ``seed_<s>/seed_results.json`` merged into ``all_results.json`` (the
-seed files, their merging and the refusal to mix settings are ``bioptimus_hf.ner.results``'), and ``results.md``.
+seed files, their merging and the refusal to mix settings are ``bioptimus_hf.finetuning.results``'), and ``results.md``.
 
 Per seed, ``eval_<m>`` (dev) and ``test_<m>`` for each metric ``m`` of the task type, and ``eval_score`` /
 ``test_score``: BLURB's metric of the task (named by ``metric`` in the run's settings). ``all_results.json``
@@ -12,16 +12,11 @@ import math
 import os
 from typing import Any
 
-from ..ner.results import SEED_RESULTS_FILE, merge_seed_results, seed_dir, write_results
+from ..finetuning.results import merge_seed_results, write_results
 from ..utils.files import write_text_atomic
 
 
 BLURB_METRICS = ("score", "f1", "precision", "recall", "pearson", "accuracy")
-
-
-def seed_finished(output_dir: str, seed: int) -> bool:
-    """Whether ``seed`` has its results in ``output_dir`` (a rerun skips it)."""
-    return os.path.isfile(os.path.join(seed_dir(output_dir, seed), SEED_RESULTS_FILE))
 
 
 def _pct(value: float | None) -> str:

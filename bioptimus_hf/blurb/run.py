@@ -1,5 +1,6 @@
 """One model fine-tuned and evaluated on one BLURB dataset beyond NER, over several seeds: the steps of
-``run_blurb.py`` as a library function, called by it and by the benchmark (:mod:`bioptimus_hf.blurb.benchmark`).
+``run_blurb.py`` as a library function, called by it and by the benchmark (:mod:`bioptimus_hf.blurb.benchmark`),
+over the arguments :func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments` builds.
 """
 
 from __future__ import annotations
@@ -7,27 +8,17 @@ from __future__ import annotations
 import logging
 import os
 
-from transformers import AutoConfig, AutoTokenizer, HfArgumentParser, TrainingArguments
+from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
-from ..ner.fine_tuning_config import FineTuningModelArguments
-from ..ner.results import run_settings, seed_dir
-from ..ner.stabilisation import StabilisationArguments
+from ..finetuning.finetuning_config import StabilisationArguments
+from ..finetuning.results import run_settings
 from ..releases.lineage import Lineage
-from ..releases.seed_push import best_seed, push_seed_folder, take_seed_hub_settings
-from ..utils.cli import exit_on_bad_input, exit_on_hub_error
-from ..utils.distributed import close_process_group, share_from_main
+from ..utils.distributed import share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.hub_settings import clear_hub_token
 from ..utils.sequence_length import max_config_tokens
-from .blurb_config import (
-    ARGUMENTS,
-    BlurbDataArguments,
-    fill_recipe_length,
-    recipe_for,
-    recipe_name,
-    recipe_training_arguments,
-)
-from .data import load_blurb_data, read_task_type
+from .blurb_config import BlurbDataArguments, BlurbModelArguments, recipe_for, recipe_name
+from .data import BlurbData, load_blurb_data
 from .encoding import encode_rows
 from .finetune import BlurbTask, fine_tune_seeds
 from .metrics import metric_description, negative_label_of
@@ -38,26 +29,14 @@ from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION
 logger = logging.getLogger(__name__)
 
 
-def blurb_arguments_from_dict(values: dict):
-    """The four argument objects of ``run_blurb.py`` from a mapping of flag names to values, over the defaults of
-    the dataset's recipe."""
-    task = read_task_type(values["data_dir"], values.get("task_type"))
-    model_args, data_args, stab_args, training_args = HfArgumentParser(
-        ARGUMENTS + (recipe_training_arguments(task, values["data_dir"]),)
-    ).parse_dict(values)
-    return model_args, fill_recipe_length(data_args), stab_args, training_args
-
-
 def run_blurb_task(
-    model_args: FineTuningModelArguments,
+    model_args: BlurbModelArguments,
     data_args: BlurbDataArguments,
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
 ) -> dict:
     """Fine-tune each unfinished seed, then merge every seed of ``output_dir``; returns ``all_results.json``'s dict.
-    With ``--push_to_hub``, the best seed's model (dev score) is then uploaded by this project, never the Trainer."""
-    with exit_on_bad_input():
-        hub = take_seed_hub_settings(training_args, model_args.save_model)
+    Configures no logging and leaves the process group alone (``bioptimus blurb-task`` does both around it)."""
     training_args = fine_tune_blurb_seeds(model_args, data_args, stab_args, training_args)
 
     # 5. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
@@ -68,18 +47,11 @@ def run_blurb_task(
         print(write_blurb_outputs(output_dir, results))
         return results
 
-    results = share_from_main(merge_and_write)
-    close_process_group()
-    if hub is not None and training_args.process_index == 0:
-        seed = best_seed(results["per_seed"], "eval_score")
-        message = f"{results['model_name']} on {results['dataset']}: seed {seed}, the best dev score"
-        with exit_on_hub_error(f"--push_to_hub to {hub.repo_id}", f"the results and models are in {output_dir}"):
-            push_seed_folder(hub, seed_dir(output_dir, seed), seed, message)
-    return results
+    return share_from_main(merge_and_write)
 
 
 def fine_tune_blurb_seeds(
-    model_args: FineTuningModelArguments,
+    model_args: BlurbModelArguments,
     data_args: BlurbDataArguments,
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
@@ -108,9 +80,10 @@ def fine_tune_blurb_seeds(
     )
 
     # 3. inputs: [CLS] text [SEP] (text [SEP]), truncated to the model's and the recipe's length
+    recipe = recipe_for(data.task, data_args.data_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_name or model_args.model_name_or_path)
     max_length = min(
-        fill_recipe_length(data_args).max_seq_length,
+        data_args.max_seq_length or recipe.max_seq_length,
         max_config_tokens(AutoConfig.from_pretrained(model_args.model_name_or_path), tokenizer),
     )
     encoded = {
@@ -120,21 +93,9 @@ def fine_tune_blurb_seeds(
 
     # 4. fine-tune each seed not finished yet
     run_info = {
-        "model_name_or_path": model_args.model_name_or_path,
-        "model_name": model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path)),
-        "dataset": data.name,
-        "task_type": data.task.name,
-        "problem_type": data.task.problem_type,
-        "metric": data.task.metric,
-        "metric_definition": metric_description(data.task, negative),
-        "labels": data.labels,
-        "negative_label": negative,
-        "max_seq_length": max_length,
-        **({"document_unit": data_args.document_unit} if data.task is DOCUMENT_CLASSIFICATION else {}),
-        "num_rows": {name: len(split.rows) for name, split in data.splits().items()},
+        **blurb_run_info(model_args, data_args, data, negative, max_length),
         **run_settings(stab_args, training_args),
     }
-    recipe = recipe_for(data.task, data_args.data_dir)
     seeds = stab_args.seed_list(training_args.seed) if stab_args.seeds else recipe.seed_list()
     logger.info("%s: recipe %s, seeds %s", data.name, recipe_name(data.task, data_args.data_dir), seeds)
     fine_tune_seeds(
@@ -147,7 +108,32 @@ def fine_tune_blurb_seeds(
         run_info,
         model_args.save_model,
         model_args.ignore_mismatched_sizes,
-        Lineage.of(model_args.model_name_or_path),  # its Hub id when it is one; a local start by its folder name
+        # the start model as the cards name it: its Hub id when it is one or --base_model_hub_id gives it
+        Lineage.of(model_args.model_name_or_path, model_args.base_model_hub_id),
         model_args.keep_checkpoints,
     )
     return training_args
+
+
+def blurb_run_info(
+    model_args: BlurbModelArguments,
+    data_args: BlurbDataArguments,
+    data: BlurbData,
+    negative: str | None,
+    max_length: int,
+) -> dict:
+    """What a seed records of its dataset and model beside its scores (the fine-tuning settings aside)."""
+    return {
+        "model_name_or_path": model_args.model_name_or_path,
+        "model_name": model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path)),
+        "dataset": data.name,
+        "task_type": data.task.name,
+        "problem_type": data.task.problem_type,
+        "metric": data.task.metric,
+        "metric_definition": metric_description(data.task, negative),
+        "labels": data.labels,
+        "negative_label": negative,
+        "max_seq_length": max_length,
+        **({"document_unit": data_args.document_unit} if data.task is DOCUMENT_CLASSIFICATION else {}),
+        "num_rows": {name: len(split.rows) for name, split in data.splits().items()},
+    }

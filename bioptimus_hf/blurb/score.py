@@ -13,7 +13,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from ..ner.results import RESULTS_FILE
+from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import read_json
 from .tasks import DOCUMENT_CLASSIFICATION, QUESTION_ANSWERING, RELATION_EXTRACTION, SENTENCE_SIMILARITY
 

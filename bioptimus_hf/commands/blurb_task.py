@@ -19,43 +19,50 @@ Outputs in ``output_dir``: ``all_results.json`` (BLURB's metric as ``test_score`
 
 from __future__ import annotations
 
-import logging
-
-import transformers
-
-from bioptimus_hf.blurb.blurb_config import (
-    ARGUMENTS,
-    BlurbTrainingArguments,
-    fill_recipe_length,
-    recipe_training_arguments,
-)
-from bioptimus_hf.blurb.data import read_task_type
-from bioptimus_hf.commands.config_parser import parse_args as parse_config_and_flags
+from bioptimus_hf.blurb.blurb_config import BLURB_ARGUMENT_TYPES, blurb_arguments
+from bioptimus_hf.commands.config_parser import check_parsed, parse_settings
+from bioptimus_hf.commands.run_logging import configure_logging
 from bioptimus_hf.utils.cli import exit_on_bad_input
 
 
 def parse_args(argv: list[str] | None = None):
-    """``[config.{yaml,json}] [--flag value ...]``, over the defaults of the data's task type (its recipe)."""
-    _, data_args, _, _ = parse_config_and_flags(ARGUMENTS + (BlurbTrainingArguments,), argv)
-    task = read_task_type(data_args.data_dir, data_args.task_type)
-    model_args, data_args, stab_args, training_args = parse_config_and_flags(
-        ARGUMENTS + (recipe_training_arguments(task, data_args.data_dir),), argv
-    )
-    return model_args, fill_recipe_length(data_args), stab_args, training_args
+    """``[config.{yaml,json}] [--flag value ...]``, over the recipe of the data's dataset (or task type)
+    (:func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`)."""
+    parsed = blurb_arguments(parse_settings(BLURB_ARGUMENT_TYPES, argv))  # bad data raises: main makes it one line
+    check_parsed(parsed)
+    return parsed
 
 
 def run(argv: list[str] | None = None) -> dict:
     """Parse, fine-tune each unfinished seed, merge; bad input raises (``main`` makes it one line)."""
     # 1. arguments: flags over a config file over the task's recipe (its input length included)
     model_args, data_args, stab_args, training_args = parse_args(argv)
-    logging.basicConfig(
-        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=training_args.get_process_log_level()
-    )
-    transformers.utils.logging.set_verbosity_warning()
+    configure_logging(training_args)
     # 2. fine-tune each unfinished seed and merge them (bioptimus_hf.blurb.run: loaded only to run, not for --help)
     from bioptimus_hf.blurb.run import run_blurb_task
+    from bioptimus_hf.releases.seed_push import take_seed_hub_settings
+    from bioptimus_hf.utils.distributed import close_process_group
 
-    return run_blurb_task(model_args, data_args, stab_args, training_args)
+    # --push_to_hub: taken (and the token cleared) before training; the Trainer never pushes
+    hub = take_seed_hub_settings(training_args, model_args.save_model)
+    results = run_blurb_task(model_args, data_args, stab_args, training_args)
+    close_process_group()
+    # 3. the best seed's model (dev score), uploaded by this project
+    if hub is not None and training_args.process_index == 0:
+        push_best_blurb_seed(hub, training_args.output_dir, results)
+    return results
+
+
+def push_best_blurb_seed(hub, output_dir: str, results: dict) -> None:
+    """Upload the seed with the best dev score (``releases/seed_push.py``); a refusal by the Hub is one line."""
+    from bioptimus_hf.finetuning.results import seed_dir
+    from bioptimus_hf.releases.seed_push import best_seed, push_seed_folder
+    from bioptimus_hf.utils.cli import exit_on_hub_error
+
+    seed = best_seed(results["per_seed"], "eval_score")
+    message = f"{results['model_name']} on {results['dataset']}: seed {seed}, the best dev score"
+    with exit_on_hub_error(f"--push_to_hub to {hub.repo_id}", f"the results and models are in {output_dir}"):
+        push_seed_folder(hub, seed_dir(output_dir, seed), seed, message)
 
 
 @exit_on_bad_input()

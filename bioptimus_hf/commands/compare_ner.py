@@ -7,7 +7,8 @@
         --output_dir ner_comparison -- --seeds 1 2 3
 
 Everything after ``--`` is a ``bioptimus ner`` flag of every run (overriding the config); each job sets its own
-model, dataset, output directory and seed. The runs are fine-tuned in this process. Runs whose
+model, dataset, output directory and seed. The runs are fine-tuned in this process (``--push_to_hub`` is
+``bioptimus ner``'s alone). Runs whose
 ``all_results.json`` already exists are not repeated (``--rerun`` forces them), so an interrupted
 comparison resumes; ``--results_only`` only rebuilds the table.
 
@@ -28,6 +29,7 @@ import sys
 from ..ner.compare_config import NerComparisonArguments
 from ..utils.cli import exit_on_bad_input
 from .config_parser import parse_args
+from .run_logging import configure_logging
 
 
 def run(argv: list[str] | None = None) -> str | None:
@@ -40,6 +42,7 @@ def run(argv: list[str] | None = None) -> str | None:
         argv, ner_flags = argv[:cut], argv[cut + 1 :]
     (args,) = parse_args((NerComparisonArguments,), argv, description=__doc__)
     from ..ner.compare import compare_models, parse_models, plan_jobs  # the NER wing loads only to run
+    from ..utils.distributed import close_process_group
     from . import ner
 
     models, datasets, seeds = parse_models(args.models), args.data_dirs, args.seeds
@@ -52,16 +55,19 @@ def run(argv: list[str] | None = None) -> str | None:
         return "\n".join(commands)
     # The flags every job shares; each job then sets its model (this one stands in), dataset, output and seed.
     stand_in = ["--model_name_or_path", models[0][1] if models else ""]
+    ner_arguments = None if args.results_only else ner.parse_args([*config, *ner_flags, *stand_in])
+    configure_logging(ner_arguments[3] if ner_arguments else None)
     table = compare_models(
         models,
         datasets,
         args.output_dir,
-        ner_arguments=None if args.results_only else ner.parse_args([*config, *ner_flags, *stand_in]),
+        ner_arguments=ner_arguments,
         rerun=args.rerun,
         results_only=args.results_only,
         seeds=seeds,
         job_index=args.job_index,
     )
+    close_process_group()
     if table is not None:
         print(table)
     return table

@@ -206,19 +206,43 @@ def parse_args(dataclass_types, argv: list[str] | None = None, description: str 
     """Parse ``[config] [--flag value ...]``; flags given on the command line win over the config's values.
 
     ``description`` is shown by a program that is not one of the registry's commands (theirs come from it)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(dataclass_types, description)
+    with exit_on_bad_input(ValueError):
+        parsed = parser.parse_args_into_dataclasses(args=command_argv(parser, argv))
+    check_parsed(parsed)
+    return parsed
+
+
+def command_argv(parser: CommandParser, argv: list[str] | None = None) -> list[str]:
+    """``[config] [--flag value ...]`` as flags: the config file's first, then the command line's, old spellings
+    made modern."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     config: list[str] = []
     if argv and not argv[0].startswith("-"):
         with exit_on_bad_input():
             config, argv = parser.config_argv(argv[0]), argv[1:]
-    argv = config + parser.spellings.modern_argv(argv)
+    return config + parser.spellings.modern_argv(argv)
+
+
+def parse_settings(dataclass_types, argv: list[str] | None = None, description: str | None = None) -> dict:
+    """What ``[config] [--flag value ...]`` sets, by field name (a field left unset is absent): for a command whose
+    defaults depend on what is set (``bioptimus blurb-task``: the dataset's recipe under the flags). Parsed and
+    refused as :func:`parse_args` does; the caller builds the dataclasses and checks them (:func:`check_parsed`)."""
+    parser = build_parser(dataclass_types, description)
+    unset = object()
+    names = {f.name for dataclass_type in dataclass_types for f in dataclasses.fields(dataclass_type) if f.init}
+    namespace = argparse.Namespace(**dict.fromkeys(names, unset))
     with exit_on_bad_input(ValueError):
-        parsed = parser.parse_args_into_dataclasses(args=argv)
+        namespace, _ = parser.parse_known_args(command_argv(parser, argv), namespace=namespace)
+    return {name: value for name, value in vars(namespace).items() if value is not unset}
+
+
+def check_parsed(parsed) -> None:
+    """The checks of parsed arguments before anything loads: model references, a multi-process launch, torch.compile."""
+    with exit_on_bad_input(ValueError):
         check_model_references(parsed)
     check_multi_process_launch(parsed)
     check_torch_compile_supported(parsed)
-    return parsed
 
 
 def check_model_references(parsed) -> None:

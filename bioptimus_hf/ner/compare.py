@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..finetuning.results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir
 from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
-from .results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir, write_run_outputs
+from .results import write_run_outputs
 
 
 logger = logging.getLogger(__name__)

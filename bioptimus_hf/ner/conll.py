@@ -90,11 +90,38 @@ def _orphan_positions(tags: Sequence[str]) -> List[int]:
     return orphans
 
 
-def read_conll(path: str | os.PathLike, strict: bool = False) -> ConllSplit:
-    """Read and validate one CoNLL NER file; see the module docstring for the rules."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ConllFormatError(f"{path}: no such file")
+def _read_line(path: str, line_number: int, raw_bytes: bytes) -> tuple[str, str, str] | None:
+    """One line of a CoNLL file as ``(token, tag, tag prefix)``, None for a sentence break (a blank line or
+    ``-DOCSTART-``); a malformed line raises :class:`ConllFormatError` naming it."""
+    try:
+        raw = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConllFormatError(
+            f"{path}:{line_number}: not UTF-8 (byte {error.start} of the line, 0x{raw_bytes[error.start]:02x}); "
+            "convert the file, e.g. `iconv -f latin1 -t utf-8`"
+        ) from None
+    line = raw.rstrip("\r\n")
+    if not line.strip() or line.startswith("-DOCSTART-"):
+        return None
+    columns = line.split("\t")
+    if len(columns) != 2:
+        raise ConllFormatError(
+            f"{path}:{line_number}: expected 2 tab-separated columns (token<TAB>label), found {len(columns)}: {line!r}"
+        )
+    token, tag = columns[0], columns[1].strip()
+    if not token.strip() or not tag:
+        raise ConllFormatError(f"{path}:{line_number}: empty token or label: {line!r}")
+    try:
+        prefix, _ = split_tag(tag)
+    except ValueError as error:
+        raise ConllFormatError(f"{path}:{line_number}: {error}") from None
+    if prefix not in ("O", "B", "I", "E", "S", "L", "U"):
+        raise ConllFormatError(f"{path}:{line_number}: unknown tag prefix in {tag!r}; expected O or B-/I-/E-/S-/L-/U-")
+    return token, tag, prefix
+
+
+def _read_sentences(path: str) -> tuple[List[Sentence], Dict[str, int]]:
+    """The sentences of a CoNLL file (spans not yet decoded) and the first line of each tag prefix."""
     sentences: List[Sentence] = []
     tokens: List[str] = []
     tags: List[str] = []
@@ -109,43 +136,26 @@ def read_conll(path: str | os.PathLike, strict: bool = False) -> ConllSplit:
 
     with open(path, "rb") as handle:
         for line_number, raw_bytes in enumerate(handle, start=1):
-            try:
-                raw = raw_bytes.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ConllFormatError(
-                    f"{path}:{line_number}: not UTF-8 (byte {error.start} of the line, 0x{raw_bytes[error.start]:02x}); "
-                    "convert the file, e.g. `iconv -f latin1 -t utf-8`"
-                ) from None
-            line = raw.rstrip("\r\n")
-            if not line.strip():
+            read = _read_line(path, line_number, raw_bytes)
+            if read is None:
                 flush()
                 continue
-            if line.startswith("-DOCSTART-"):
-                flush()
-                continue
-            columns = line.split("\t")
-            if len(columns) != 2:
-                raise ConllFormatError(
-                    f"{path}:{line_number}: expected 2 tab-separated columns (token<TAB>label), "
-                    f"found {len(columns)}: {line!r}"
-                )
-            token, tag = columns[0], columns[1].strip()
-            if not token.strip() or not tag:
-                raise ConllFormatError(f"{path}:{line_number}: empty token or label: {line!r}")
-            try:
-                prefix, _ = split_tag(tag)
-            except ValueError as error:
-                raise ConllFormatError(f"{path}:{line_number}: {error}") from None
-            if prefix not in ("O", "B", "I", "E", "S", "L", "U"):
-                raise ConllFormatError(
-                    f"{path}:{line_number}: unknown tag prefix in {tag!r}; expected O or B-/I-/E-/S-/L-/U-"
-                )
+            token, tag, prefix = read
             first_line_of_prefix.setdefault(prefix, line_number)
             if not tokens:
                 start_line = line_number
             tokens.append(token)
             tags.append(tag)
     flush()
+    return sentences, first_line_of_prefix
+
+
+def read_conll(path: str | os.PathLike, strict: bool = False) -> ConllSplit:
+    """Read and validate one CoNLL NER file; see the module docstring for the rules."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ConllFormatError(f"{path}: no such file")
+    sentences, first_line_of_prefix = _read_sentences(path)
     if not sentences:
         raise ConllFormatError(f"{path}: file contains no sentences (empty, or only blank lines)")
 

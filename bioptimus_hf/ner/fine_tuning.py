@@ -8,7 +8,6 @@ are (each seed trains under a copy with its own ``seed`` and ``output_dir``).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -24,9 +23,12 @@ from transformers import (
     set_seed,
 )
 
+from ..finetuning.model_card import build_ner_card, write_card
+from ..finetuning.row_order_trainer import RowOrderTrainer
+from ..finetuning.seed_loop import keep_seed_model, log_seed, seed_arguments, train_seed
+from ..finetuning.stabilisation import StabilisationArguments, apply_stabilisation
 from ..releases.lineage import Lineage
 from ..utils.bulk_dropout import enable_bulk_dropout
-from ..utils.distributed import sum_numbers_across_ranks
 from .conll import ConllSplit, write_conll
 from .encoding import EncodedSplit
 from .evaluation import (
@@ -36,14 +38,59 @@ from .evaluation import (
     span_report,
     span_scores,
 )
-from .model_card import write_model_card
-from .results import remove_checkpoints
-from .results import seed_dir as seed_directory
-from .stabilisation import StabilisationArguments, apply_stabilisation
-from .trainer import NerTrainer
+from .schemes import pipeline_caveat
 
 
 logger = logging.getLogger(__name__)
+
+
+def load_token_classifier(
+    model_name_or_path: str, labels: Sequence[str], scheme: str, ignore_mismatched_sizes: bool = False
+):
+    """The model with a fresh token-classification head for ``labels``; its config records ``ner_tagging_scheme``,
+    read back by the tagger to decode predictions."""
+    id2label = dict(enumerate(labels))
+    config = AutoConfig.from_pretrained(
+        model_name_or_path, num_labels=len(labels), id2label=id2label, label2id={v: k for k, v in id2label.items()}
+    )
+    config.ner_tagging_scheme = scheme
+    return AutoModelForTokenClassification.from_pretrained(
+        model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
+    )
+
+
+def seed_card(model_name: str, dataset_name: str, scheme: str, labels: Sequence[str], lineage: Lineage):
+    """A saved seed's card: ``model_name`` fine-tuned on ``dataset_name`` in ``scheme``, how to tag with it and what
+    transformers' pipeline gets wrong for the scheme."""
+    return build_ner_card(model_name, dataset_name, scheme, labels, caveat=pipeline_caveat(scheme), base_model=lineage)
+
+
+def score_test_split(
+    trainer: RowOrderTrainer,
+    encoded: EncodedSplit,
+    test: ConllSplit,
+    id2label: dict[int, str],
+    scheme: str,
+    seed_dir: str,
+) -> dict[str, float]:
+    """The test split predicted and scored at the span level: ``test_{f1,precision,recall}``,
+    ``test_predict_runtime_s`` and ``test_sentences_per_s``; the main process writes ``test_predictions.conll`` and
+    ``test_report.txt`` into ``seed_dir``."""
+    trainer.compute_metrics = None  # the devel-bound metrics would not fit the test windows
+    start = time.perf_counter()
+    output = trainer.predict(encoded.dataset)
+    seconds = time.perf_counter() - start
+    spans = predicted_spans(encoded, output.predictions, id2label, scheme)
+    scores = span_scores(test.sentences, spans)
+    run = {f"test_{metric}": scores[metric] for metric in ("f1", "precision", "recall")}
+    run["test_predict_runtime_s"] = seconds
+    run["test_sentences_per_s"] = len(test.sentences) / seconds
+    if trainer.is_world_process_zero():  # every rank holds the gathered predictions; one writes them
+        os.makedirs(seed_dir, exist_ok=True)
+        write_conll(os.path.join(seed_dir, "test_predictions.conll"), test.sentences, spans)
+        with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
+            handle.write(span_report(test.sentences, spans))
+    return run
 
 
 def fine_tune_seeds(
@@ -78,25 +125,17 @@ def fine_tune_seeds(
     whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
     ``dataset_name``: how to tag with it; ``base_model`` metadata only for a Hub id or ``base_model_hub_id``)."""
     id2label = dict(enumerate(labels))
-    label2id = {label: i for i, label in id2label.items()}
     collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
     per_seed = []
     for seed in seeds:
-        seed_dir = seed_directory(training_args.output_dir, seed)
-        args = dataclasses.replace(training_args, seed=seed, output_dir=seed_dir)
+        args = seed_arguments(training_args, seed)
+        seed_dir = args.output_dir
         set_seed(seed)
-        config = AutoConfig.from_pretrained(
-            model_name_or_path, num_labels=len(labels), id2label=id2label, label2id=label2id
-        )
-        config.ner_tagging_scheme = scheme  # read back by the tagger to decode predictions
-        model = AutoModelForTokenClassification.from_pretrained(
-            model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
-        )
+        model = load_token_classifier(model_name_or_path, labels, scheme, ignore_mismatched_sizes)
         optimizers = apply_stabilisation(model, stabilisation, args)
         if bulk_dropout:
             enable_bulk_dropout(model)
-
-        trainer = NerTrainer(
+        trainer = RowOrderTrainer(
             model=model,
             args=args,
             train_dataset=encoded["train"].dataset,
@@ -107,41 +146,16 @@ def fine_tune_seeds(
             preprocess_logits_for_metrics=argmax_logits,
             optimizers=optimizers,
         )
-        run = {"seed": seed}
-        start = time.perf_counter()
-        train_output = trainer.train()
-        run["train_runtime_s"] = time.perf_counter() - start
-        run["train_steps_per_second"] = train_output.metrics["train_steps_per_second"]  # the Trainer's own figure
-        # the Trainer's training_loss is this rank's own since its last log; the mean over ranks is the run's
-        run["train_loss"] = sum_numbers_across_ranks([train_output.training_loss])[0] / args.world_size
-        if save_model:
-            trainer.save_model(seed_dir)
-            if trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the standard pipeline gets wrong
-                lineage = Lineage.of(model_name_or_path, base_model_hub_id)
-                write_model_card(seed_dir, model_name or lineage.name, dataset_name, scheme, labels, lineage)
-        if not keep_checkpoints and trainer.is_world_process_zero():
-            remove_checkpoints(seed_dir)
-
+        run = train_seed(trainer, seed)
+        keep_seed_model(trainer, save_model, keep_checkpoints)
+        if save_model and trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the pipeline gets wrong
+            lineage = Lineage.of(model_name_or_path, base_model_hub_id)
+            write_card(seed_dir, seed_card(model_name or lineage.name, dataset_name, scheme, labels, lineage))
         eval_metrics = trainer.evaluate(metric_key_prefix="eval")
         for metric in ("f1", "precision", "recall"):
             run[f"eval_{metric}"] = eval_metrics[f"eval_{metric}"]
-
         if test is not None:
-            trainer.compute_metrics = None  # the devel-bound metrics would not fit the test windows
-            start = time.perf_counter()
-            output = trainer.predict(encoded["test"].dataset)
-            seconds = time.perf_counter() - start
-            spans = predicted_spans(encoded["test"], output.predictions, id2label, scheme)
-            scores = span_scores(test.sentences, spans)
-            for metric in ("f1", "precision", "recall"):
-                run[f"test_{metric}"] = scores[metric]
-            run["test_predict_runtime_s"] = seconds
-            run["test_sentences_per_s"] = len(test.sentences) / seconds
-            if trainer.is_world_process_zero():  # every rank holds the gathered predictions; one writes them
-                os.makedirs(seed_dir, exist_ok=True)
-                write_conll(os.path.join(seed_dir, "test_predictions.conll"), test.sentences, spans)
-                with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
-                    handle.write(span_report(test.sentences, spans))
-        logger.info("seed %d: %s", seed, {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()})
+            run.update(score_test_split(trainer, encoded["test"], test, id2label, scheme, seed_dir))
+        log_seed(run)
         per_seed.append(run)
     return per_seed

@@ -1,11 +1,12 @@
-"""The flags of a fine-tuning run (``bioptimus ner``, ``run_blurb.py``): the one place each is set.
+"""The flags of a NER run (``bioptimus ner``): the one place each is set.
 
-* :class:`FineTuningModelArguments`: the model and precision flags, ``run_blurb.py``'s model dataclass as it stands
-  and the base of :class:`NerModelArguments` (``bioptimus ner``'s, which adds ``--bulk_dropout``). The precision flags
-  are read by :func:`bioptimus_hf.utils.hardware.resolve_bf16`, which owns what they do.
+* :class:`NerModelArguments`: every fine-tuning run's model and precision flags
+  (:class:`~bioptimus_hf.finetuning.finetuning_config.FineTuningModelArguments`), how dropout masks are drawn and
+  the base model's Hub id.
 * :class:`NerDataArguments`: a NER run's data (a CoNLL directory or a ``datasets`` dataset), its tagging scheme and
   windows.
-* :class:`StabilisationArguments`: Tinn et al.'s stabilisation and the seeds (:mod:`.stabilisation` applies them).
+* Tinn et al.'s stabilisation and the seeds are every fine-tuning run's
+  (:class:`~bioptimus_hf.finetuning.finetuning_config.StabilisationArguments`).
 
 Light imports only: a command imports this module to print its ``--help``.
 """
@@ -16,46 +17,9 @@ from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
+from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
 from ..releases.lineage import base_model_hub_id_field
 from ..utils.bulk_dropout import BULK_DROPOUT_HELP
-
-
-@dataclass
-class FineTuningModelArguments:
-    model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
-    tokenizer_name: str | None = field(default=None, metadata={"help": "Tokenizer, if not the model's."})
-    model_name: str | None = field(
-        default=None,
-        metadata={
-            "help": "Name for results tables and, where the run writes one, the model-index (default: the path's "
-            "basename)."
-        },
-    )
-    ignore_mismatched_sizes: bool = field(
-        default=False, metadata={"help": "Allow loading a checkpoint whose classification head has another label set."}
-    )
-    save_model: bool = field(default=True, metadata={"help": "Save each seed's fine-tuned model in seed_<s>/."})
-    keep_checkpoints: bool = field(
-        default=False,
-        metadata={
-            "help": "Keep the Trainer's checkpoint-* directories in seed_<s>/ after the seed's training. Default: "
-            "removed then (they hold candidate models and optimizer state; a seed is never resumed from them)."
-        },
-    )
-    bf16_if_supported: bool = field(
-        default=True,
-        metadata={
-            "help": "Train and predict in bf16 (autocast) where the device computes it natively (CPU with AMX or "
-            "AVX512-BF16, Ampere+ GPU), else in float32: safe on any machine. Default: true (false: float32)."
-        },
-    )
-    allow_emulated_bf16: bool = field(
-        default=False,
-        metadata={
-            "help": "Use bf16 even where the device only emulates it (same numerics, slower): to check results. "
-            "Default: bf16 falls back to float32 there, with a warning."
-        },
-    )
 
 
 @dataclass
@@ -105,27 +69,6 @@ class NerDataArguments:
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training sentences."})
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N devel sentences."})
     max_test_samples: int | None = field(default=None, metadata={"help": "Use only the first N test sentences."})
-
-
-@dataclass
-class StabilisationArguments:
-    freeze_embeddings: bool = field(default=False, metadata={"help": "Freeze the embedding layer."})
-    freeze_layers: int = field(
-        default=0, metadata={"help": "Freeze the lowest N transformer layers (and embeddings)."}
-    )
-    layerwise_lr_decay: float = field(
-        default=1.0, metadata={"help": "Layer-wise LR decay factor (1.0 = off): layer l learns at lr * decay^(L+1-l)."}
-    )
-    reinit_layers: int = field(
-        default=0, metadata={"help": "Re-initialise the top K transformer layers (and pooler)."}
-    )
-    seeds: list[int] | None = field(
-        default=None,
-        metadata={"help": "Seeds, e.g. --seeds 1 2 3: one full fine-tune per seed (default: --seed)."},
-    )
-
-    def seed_list(self, default: int) -> list[int]:
-        return list(self.seeds) if self.seeds else [default]
 
 
 # The arguments of a NER run, in the order ``bioptimus ner`` parses them and :func:`~.run.fine_tune_ner` takes them.

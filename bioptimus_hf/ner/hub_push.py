@@ -2,7 +2,7 @@
 
 A run fine-tunes one model per seed; the repository gets the model of the seed with the best devel F1 (ties: the
 lowest seed), chosen without looking at the test set. Its card is written by the one NER card writer
-(:func:`bioptimus_hf.ner.model_card.build_ner_card`): the seed's own card (scheme, labels, how to tag, what the
+(:func:`bioptimus_hf.finetuning.model_card.build_ner_card`): the seed's own card (scheme, labels, how to tag, what the
 standard pipeline gets wrong) plus the whole run: the per-seed table and mean ± std of ``results.md`` and the
 ``model-index`` of the mean test scores. The scheme and labels are read from the pushed model's own
 ``config.json``.
@@ -20,13 +20,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..finetuning.model_card import build_ner_card
+from ..finetuning.results import seed_dir
 from ..releases.lineage import Lineage
 from ..releases.seed_push import take_seed_hub_settings
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.files import read_json
 from ..utils.hub_settings import HubSettings
-from .model_card import build_ner_card
-from .results import seed_dir
+from .results import markdown_table
+from .schemes import normalize_scheme, pipeline_caveat
 
 
 # Trainer.push_to_hub's own ignore patterns, and the test predictions (the test sentences themselves).
@@ -95,13 +97,16 @@ def push_best_seed(
     repo_id = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True).repo_id
     config = read_json(os.path.join(folder, "config.json"))
     labels = [label for _, label in sorted((int(i), label) for i, label in (config.get("id2label") or {}).items())]
+    scheme = normalize_scheme(config.get("ner_tagging_scheme") or results["tagging_scheme"])
     card = build_ner_card(
         results["model_name"],
         results["dataset"],
-        config.get("ner_tagging_scheme") or results["tagging_scheme"],
+        scheme,
         labels,
+        caveat=pipeline_caveat(scheme),
         base_model=Lineage.of(model_name_or_path, base_model_hub_id),
         results=results,
+        results_table=markdown_table(results),
         seed=seed,
         repo_id=repo_id,
         dataset_id=hub_dataset_id(dataset_name),

@@ -16,60 +16,65 @@ benchmark).
 Outputs in ``output_dir``: ``all_results.json`` (keys documented in docs/ner.md), ``results.md``,
 ``model_index.json``, and per seed ``seed_<s>/`` with ``test_predictions.conll``, the span reports and the fine-tuned
 model (unless ``save_model`` is off). Bad input (a missing split, a malformed CoNLL line, an entity type absent from
-the training file) ends with one line naming the file, before any model is loaded.
+the training file) raises ``ValueError`` or ``FileNotFoundError`` naming the file, before any model is loaded
+(:func:`load_ner_run_data`; ``bioptimus ner`` makes it one line). A library function: it configures no logging,
+pushes nothing and leaves the process group alone; ``bioptimus ner`` (:mod:`bioptimus_hf.commands.ner`) does those
+around it, the best seed's push included (:mod:`.hub_push`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 
-import transformers
-from transformers import AutoConfig, AutoTokenizer, TrainingArguments
+from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase, TrainingArguments
 
+from ..finetuning.results import merge_seed_results, run_settings, write_seed_result
 from ..utils.bulk_dropout import use_bulk_dropout
-from ..utils.cli import exit_on_bad_input, exit_on_hub_error
-from ..utils.distributed import close_process_group, share_from_main
+from ..utils.distributed import share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
 from ..utils.tokenizer_families import tokenizer_for_words
+from .conll import ConllSplit
 from .data import load_ner_splits
-from .encoding import encode_split
+from .encoding import EncodedSplit, encode_split
 from .fine_tuning import fine_tune_seeds
 from .fine_tuning_config import NerDataArguments, NerModelArguments, StabilisationArguments
-from .hub_push import push_best_seed, take_ner_hub_settings
-from .results import merge_seed_results, run_settings, write_run_outputs, write_seed_result
+from .results import write_run_outputs
 from .schemes import label_list, normalize_scheme
 
 
 logger = logging.getLogger(__name__)
 
 
-def fine_tune_ner(
-    model_args: NerModelArguments,
-    data_args: NerDataArguments,
-    stab_args: StabilisationArguments,
-    training_args: TrainingArguments,
-) -> dict:
-    """Every seed's fine-tune of one model on one dataset, then the results of every seed of ``output_dir``
-    (``all_results.json``...); returns them. Bad input ends with one line, before any model is loaded."""
-    # under torchrun only the main process logs at INFO (transformers' --log_level / --log_level_replica)
-    logging.basicConfig(
-        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=training_args.get_process_log_level()
-    )
-    transformers.utils.logging.set_verbosity_warning()
-    training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
-    with exit_on_bad_input():  # --push_to_hub pushes the best seed's model at the end; the Trainer never pushes
-        hub = take_ner_hub_settings(training_args, model_args.save_model)
+@dataclass
+class NerRunData:
+    """What every seed of a run fine-tunes on: the splits, the training scheme and label set, the tokenizer and each
+    split's windows (``encoded``; ``window_stats`` their counts)."""
 
+    dataset_name: str
+    scheme: str
+    labels: list[str]
+    train: ConllSplit
+    devel: ConllSplit
+    test: ConllSplit | None
+    tokenizer: PreTrainedTokenizerBase
+    max_len: int
+    encoded: dict[str, EncodedSplit]
+    window_stats: dict[str, dict]
+
+
+def load_ner_run_data(model_args: NerModelArguments, data_args: NerDataArguments) -> NerRunData:
+    """Steps 1 and 2 of a run, before any model: the splits, validated (the label set from the training sentences),
+    the tokenizer and each split's windows. Bad input raises ``ValueError``/``FileNotFoundError`` naming the file or
+    flag."""
     # 1. The data: train, devel and (optional) test, validated; the label set comes from the training sentences.
-    with exit_on_bad_input():
-        scheme = normalize_scheme(data_args.tagging_scheme)
-        if scheme == "IOBES":
-            scheme = "BIOUL"  # the same scheme; one spelling for the labels
-        dataset_name, train, devel, test = load_ner_splits(data_args)
+    scheme = normalize_scheme(data_args.tagging_scheme)
+    if scheme == "IOBES":
+        scheme = "BIOUL"  # the same scheme; one spelling for the labels
+    dataset_name, train, devel, test = load_ner_splits(data_args)
     labels = label_list(train.entity_types, scheme)
-    label2id = {label: i for i, label in enumerate(labels)}
     logger.info(
         "%s: %d/%d/%s sentences, entity types %s, training scheme %s",
         dataset_name,
@@ -79,7 +84,6 @@ def fine_tune_ner(
         train.entity_types,
         scheme,
     )
-
     # 2. The tokenizer and each split's windows (long sentences are split into windows, never truncated).
     # words come pre-split: byte-level BPE must see each as a word after a space, as in running text
     tokenizer = tokenizer_for_words(
@@ -91,14 +95,16 @@ def fine_tune_ner(
     )
     window = max_len - tokenizer.num_special_tokens_to_add(pair=False)
     if not 0 <= data_args.window_stride < window:
-        with exit_on_bad_input():
-            raise ValueError(
-                f"--window_stride {data_args.window_stride} must be in [0, {window}): the window holds {window} "
-                f"sub-tokens (--max_seq_length {max_len} minus the special tokens)"
-            )
-
-    def encode(split, sort_by_length=False):
-        return encode_split(
+        raise ValueError(
+            f"--window_stride {data_args.window_stride} must be in [0, {window}): the window holds {window} "
+            f"sub-tokens (--max_seq_length {max_len} minus the special tokens)"
+        )
+    label2id = {label: i for i, label in enumerate(labels)}
+    splits = {"train": train, "devel": devel, **({"test": test} if test is not None else {})}
+    # prediction windows go longest first so that sequential batches are padded little (RowOrderTrainer reads
+    # them in order); training batches are grouped by --train_sampling_strategy group_by_length
+    encoded = {
+        name: encode_split(
             tokenizer,
             split.sentences,
             scheme,
@@ -106,14 +112,10 @@ def fine_tune_ner(
             max_len,
             data_args.window_stride,
             data_args.label_all_tokens,
-            sort_by_length,
+            name != "train",
         )
-
-    # prediction windows go longest first so that sequential batches are padded little (NerTrainer reads
-    # them in order); training batches are grouped by --train_sampling_strategy group_by_length
-    encoded = {"train": encode(train), "devel": encode(devel, sort_by_length=True)}
-    if test is not None:
-        encoded["test"] = encode(test, sort_by_length=True)
+        for name, split in splits.items()
+    }
     window_stats = {split: enc.stats.as_dict() for split, enc in encoded.items()}
     for split, stats in window_stats.items():
         logger.info(
@@ -124,46 +126,32 @@ def fine_tune_ner(
             stats["sentences_split"],
             stats["words_cut"],
         )
+    return NerRunData(dataset_name, scheme, labels, train, devel, test, tokenizer, max_len, encoded, window_stats)
 
-    # 3. One full fine-tune per seed, each from the same pre-trained model, into <output_dir>/seed_<s>/.
-    seeds = stab_args.seed_list(training_args.seed)
-    model_name = model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path))
-    base_output_dir = training_args.output_dir
-    os.makedirs(base_output_dir, exist_ok=True)
-    bulk_dropout = use_bulk_dropout(model_args.bulk_dropout, training_args)
-    logger.info("dropout masks: %s", "drawn in bulk (docs/speed.md, section 9)" if bulk_dropout else "torch's")
-    per_seed = fine_tune_seeds(
-        seeds,
-        model_args.model_name_or_path,
-        training_args,
-        labels=labels,
-        scheme=scheme,
-        tokenizer=tokenizer,
-        encoded=encoded,
-        devel=devel,
-        test=test,
-        stabilisation=stab_args,
-        save_model=model_args.save_model,
-        keep_checkpoints=model_args.keep_checkpoints,
-        ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
-        bulk_dropout=bulk_dropout,
-        model_name=model_name,
-        dataset_name=dataset_name,
-        base_model_hub_id=model_args.base_model_hub_id,
-    )
 
-    # 4. The results: each seed's, then every seed of output_dir merged (all_results.json, results.md...).
-    run_info = {
+def ner_run_info(
+    data: NerRunData,
+    model_name: str,
+    model_args: NerModelArguments,
+    data_args: NerDataArguments,
+    stab_args: StabilisationArguments,
+    training_args: TrainingArguments,
+    bulk_dropout: bool,
+) -> dict:
+    """The settings every seed of a run records beside its scores (``run_info``: seeds under other settings are
+    never merged)."""
+    train, devel, test = data.train, data.devel, data.test
+    return {
         "model_name_or_path": model_args.model_name_or_path,
         "model_name": model_name,
-        "dataset": dataset_name,
+        "dataset": data.dataset_name,
         "entity_types": train.entity_types,
-        "tagging_scheme": scheme,
+        "tagging_scheme": data.scheme,
         "gold_scheme": {"train": train.scheme, "devel": devel.scheme, "test": test.scheme if test else None},
         "label_all_tokens": data_args.label_all_tokens,
-        "max_seq_length": max_len,
+        "max_seq_length": data.max_len,
         "window_stride": data_args.window_stride,
-        "windows": window_stats,
+        "windows": data.window_stats,
         "repaired_tags": {
             "train": len(train.repaired_lines),
             "devel": len(devel.repaired_lines),
@@ -175,26 +163,70 @@ def fine_tune_ner(
         "num_train_sentences": len(train.sentences),
     }
 
-    # Each seed's result on its own, then all seeds of output_dir merged: seeds run as separate jobs
-    # (`--seeds 2` on one GPU, `--seeds 3` on another) end in the same all_results.json as one run.
-    # Under torchrun the main process writes and merges; every rank gets its result (or its error).
-    def write_and_merge() -> dict:
-        for run in per_seed:
-            write_seed_result(base_output_dir, run, run_info)
-        merged = merge_seed_results(base_output_dir)
-        print(write_run_outputs(base_output_dir, merged))
-        return merged
 
-    results = share_from_main(write_and_merge)
-    close_process_group()
-    if hub is not None and training_args.process_index == 0:
-        with exit_on_hub_error(f"--push_to_hub to {hub.repo_id}", f"the results and models are in {base_output_dir}"):
-            push_best_seed(
-                hub,
-                base_output_dir,
-                results,
-                model_args.model_name_or_path,
-                data_args.dataset_name,
-                base_model_hub_id=model_args.base_model_hub_id,
-            )
-    return results
+def fine_tune_ner(
+    model_args: NerModelArguments,
+    data_args: NerDataArguments,
+    stab_args: StabilisationArguments,
+    training_args: TrainingArguments,
+    data: NerRunData | None = None,
+) -> dict:
+    """Every seed's fine-tune of one model on one dataset, then the results of every seed of ``output_dir``
+    (``all_results.json``...); returns them. ``data``: the run's splits and windows when the caller has loaded them
+    (:func:`load_ner_run_data`), else loaded here; bad input raises before any model is loaded. Pushes nothing:
+    ``--push_to_hub`` is refused here (``bioptimus ner`` takes it, :func:`~.hub_push.take_ner_hub_settings`)."""
+    if training_args.push_to_hub:
+        raise ValueError(
+            "--push_to_hub: fine_tune_ner pushes nothing; bioptimus ner pushes the best seed "
+            "(take_ner_hub_settings before the run, push_best_seed after it)"
+        )
+    training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
+    data = data or load_ner_run_data(model_args, data_args)
+
+    # 3. One full fine-tune per seed, each from the same pre-trained model, into <output_dir>/seed_<s>/.
+    model_name = model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path))
+    os.makedirs(training_args.output_dir, exist_ok=True)
+    bulk_dropout = use_bulk_dropout(model_args.bulk_dropout, training_args)
+    logger.info("dropout masks: %s", "drawn in bulk (docs/speed.md, section 9)" if bulk_dropout else "torch's")
+    per_seed = fine_tune_seeds(
+        stab_args.seed_list(training_args.seed),
+        model_args.model_name_or_path,
+        training_args,
+        labels=data.labels,
+        scheme=data.scheme,
+        tokenizer=data.tokenizer,
+        encoded=data.encoded,
+        devel=data.devel,
+        test=data.test,
+        stabilisation=stab_args,
+        save_model=model_args.save_model,
+        keep_checkpoints=model_args.keep_checkpoints,
+        ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
+        bulk_dropout=bulk_dropout,
+        model_name=model_name,
+        dataset_name=data.dataset_name,
+        base_model_hub_id=model_args.base_model_hub_id,
+    )
+
+    # 4. The results: each seed's, then every seed of output_dir merged (all_results.json, results.md...).
+    # Seeds run as separate jobs (`--seeds 2` on one GPU, `--seeds 3` on another) end in the same all_results.json
+    # as one run. Under torchrun the main process writes and merges; every rank gets its result (or its error).
+    run_info = ner_run_info(data, model_name, model_args, data_args, stab_args, training_args, bulk_dropout)
+    return share_from_main(lambda: write_and_merge(training_args.output_dir, per_seed, run_info))
+
+
+def write_and_merge(output_dir: str, per_seed: list[dict], run_info: dict) -> dict:
+    """Each seed's ``seed_results.json``, then every seed of ``output_dir`` merged and the run's outputs written
+    (the table printed); returns the merged results."""
+    for run in per_seed:
+        write_seed_result(output_dir, run, run_info)
+    merged, table = merge_ner_run(output_dir)
+    print(table)
+    return merged
+
+
+def merge_ner_run(output_dir: str) -> tuple[dict, str]:
+    """Every seed of ``output_dir`` merged (:func:`~bioptimus_hf.finetuning.results.merge_seed_results`) and the
+    run's outputs written (:func:`~.results.write_run_outputs`); returns the results and their markdown table."""
+    results = merge_seed_results(output_dir)
+    return results, write_run_outputs(output_dir, results)

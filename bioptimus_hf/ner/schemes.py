@@ -141,3 +141,29 @@ def label_list(entity_types: Iterable[str], scheme: str) -> List[str]:
     scheme = normalize_scheme(scheme)
     order = {"IO": "I", "BIO": "BI", "BIOUL": "BILU", "IOBES": "BIES"}[scheme]
     return ["O"] + [f"{prefix}-{entity_type}" for entity_type in sorted(set(entity_types)) for prefix in order]
+
+
+# What transformers' ``pipeline("token-classification")`` groups correctly. Its grouping
+# (``TokenClassificationPipeline.group_entities``) knows two prefixes: ``B-X`` starts an entity, ``I-X`` continues
+# one of type ``X``; any other label is a type of its own. IO and BIO models are therefore grouped as this module
+# decodes them (IO's adjacent ``I-X`` words merge in both). BIOUL/IOBES models are not: ``L-X``/``E-X`` becomes an
+# entity of its own after ``B-X I-X``, and adjacent ``U-X``/``S-X`` single-word entities merge. No renaming of the
+# labels fixes that without changing how ``I-X`` after ``L-X`` is read, so such a model keeps its true labels
+# (run_ner.py's evaluation and the tagger decode them exactly) and its card and the tagger say what the pipeline
+# gets wrong.
+PIPELINE_SCHEMES = ("IO", "BIO")
+
+
+def pipeline_caveat(scheme: str) -> str | None:
+    """What ``pipeline("token-classification")`` gets wrong for a model trained in ``scheme`` (None: nothing)."""
+    scheme = normalize_scheme(scheme)
+    if scheme in PIPELINE_SCHEMES:
+        return None
+    last, single = ("L", "U") if scheme == "BIOUL" else ("E", "S")
+    return (
+        f"this model was trained with {scheme} tags: transformers' pipeline('token-classification') knows only B- and "
+        f"I- and reads {last}-X and {single}-X as types of their own, so it ends an entity before its last word "
+        f"(B-X I-X {last}-X gives two entities) and merges adjacent single-word entities ({single}-X {single}-X "
+        "gives one). Tag it with bioptimus tag or bioptimus_hf.ner.tagger.NerTagger, which decode "
+        f"{scheme}."
+    )

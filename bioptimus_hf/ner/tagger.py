@@ -7,7 +7,7 @@ merge, and decoding in the scheme the model was trained with (``config.ner_taggi
 by run_ner.py; BIO when absent). Entities come in the shape ``pipeline("token-classification",
 aggregation_strategy="first")`` gives them (``entity_group``, ``score``, ``word``, ``start``, ``end``), and for IO
 and BIO models the pipeline groups the same words; the tagger also decodes BIOUL models (a warning at load says
-what the pipeline gets wrong for them: ``ner/model_card.py``) and never truncates long abstracts.
+what the pipeline gets wrong for them: ``ner/schemes.py``) and never truncates long abstracts.
 
     bioptimus tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
     bioptimus tag --model_name_or_path out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
@@ -35,8 +35,7 @@ from ..utils.hardware import device_has_fast_bf16
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_families import tokenizer_for_words
 from .encoding import WindowEncoding, length_order, tokenize_windows
-from .model_card import pipeline_caveat
-from .schemes import tags_to_spans
+from .schemes import pipeline_caveat, tags_to_spans
 from .tagger_config import PRECISIONS
 from .windows import best_token_positions
 

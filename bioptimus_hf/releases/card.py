@@ -2,7 +2,7 @@
 card of this package passes.
 
 A release's record says which kind it is: a curriculum release (:mod:`.release_card`) or a distilled student
-(:mod:`.student_card`); a fine-tuned NER model's card is :mod:`bioptimus_hf.ner.model_card`'s. Every writer goes
+(:mod:`.student_card`); a fine-tuned model's card is :mod:`bioptimus_hf.finetuning.model_card`'s. Every writer goes
 through ``huggingface_hub.ModelCard``/``ModelCardData``; what a release card holds is :mod:`.card_context`'s.
 """
 

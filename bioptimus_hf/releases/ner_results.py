@@ -3,7 +3,7 @@
 
 The model card, the Hub publisher and ``run_ner.py``'s ``model_index.json`` all go through :func:`model_index`
 / :func:`eval_results` (``huggingface_hub``'s own ``EvalResult``). The NER wing writes ``all_results.json``
-(:mod:`bioptimus_hf.ner.results`); its name and the keys read here are the contract (see docs/ner.md).
+(:mod:`bioptimus_hf.finetuning.results`); its name and the keys read here are the contract (see docs/ner.md).
 """
 
 from __future__ import annotations

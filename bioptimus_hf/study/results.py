@@ -1,8 +1,8 @@
 """The study's results: ``results.json`` (everything measured, per row) and ``results.md`` (the paper's tables).
 
 Rows are the base model (no further pre-training) and the arms, side by side. NER numbers are test
-(and devel) F1 over the fine-tuning seeds, mean ± sample std (``ner.results.aggregate_seed_results``);
-differences between rows are paired by fine-tuning seed (``ner.results.paired_seed_difference``): the
+(and devel) F1 over the fine-tuning seeds, mean ± sample std (``finetuning.results.aggregate_seed_results``);
+differences between rows are paired by fine-tuning seed (``finetuning.results.paired_seed_difference``): the
 seed-to-seed swing of NER fine-tuning is larger than most differences between arms, and mostly shared;
 pre-training numbers come from the arm's releases (``bioptimus_phase.json``) and ``train_results.json``.
 A row or a cell that has not run yet says so; the files are rewritten after every finished unit.
@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..ner.results import aggregate_seed_results, paired_seed_difference
+from ..finetuning.results import aggregate_seed_results, paired_seed_difference
 from ..releases.record import ReleaseInfo, find_releases
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from ..utils.secrets import redact

@@ -276,7 +276,7 @@ class StudyRunner:
 
 def finished_ner_runs(layout: StudyLayout, row: str) -> list[dict[str, Any]]:
     """Every finished NER fine-tune of a row: its done mark plus the per-seed record ``bioptimus ner`` wrote."""
-    from ..ner.results import load_results
+    from ..finetuning.results import load_results
 
     runs = []
     for mark in sorted((layout.arm(row) / "ner").glob("*/*/seed_*/study_done.json")):

@@ -10,7 +10,7 @@ language models for biomedical natural language processing").
 * ``reinitialize_top_layers`` -- re-draw the weights of the top ``k`` layers (and the pooler, if any)
   with the model's own ``_init_weights``.
 
-``StabilisationArguments`` (:mod:`.fine_tuning_config`) are their flags (with ``--seeds``), shared by ``run_ner.py``
+``StabilisationArguments`` (:mod:`.finetuning_config`) are their flags (with ``--seeds``), shared by ``run_ner.py``
 and ``run_blurb.py``; ``apply_stabilisation`` applies them to a freshly loaded model.
 """
 
@@ -21,10 +21,10 @@ from typing import Dict, List
 import torch
 from torch import nn
 
-from .fine_tuning_config import StabilisationArguments
+from .finetuning_config import StabilisationArguments
 
 
-__all__ = ["StabilisationArguments", "apply_stabilisation"]  # the flags are defined in .fine_tuning_config
+__all__ = ["StabilisationArguments", "apply_stabilisation"]  # the flags are defined in .finetuning_config
 
 
 def _encoder_parts(model: nn.Module):
