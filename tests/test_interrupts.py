@@ -160,3 +160,40 @@ def test_ctrl_c_while_a_command_imports_is_one_line(command, tmp_path):
     env = _environment(PYTHONPROFILEIMPORTTIME="1")
     status, _, stderr = interrupt(command, tmp_path, _importing_torch, env)
     assert_one_line(status, stderr)
+
+
+def test_ctrl_c_while_a_tiny_model_trains_is_one_line_and_writes_no_release(tmp_path, tiny_model_dir, make_corpus):
+    """Pre-training with two DataLoader workers, interrupted once its first steps are logged: the group (workers
+    included) is gone, and nothing of a finished run is there: no release, no final model or metrics."""
+    corpus, out = make_corpus(), tmp_path / "out"
+    command = [BIOPTIMUS, "pretrain", "--model_name_or_path", tiny_model_dir, "--train_file", corpus]
+    command += ["--output_dir", out, "--max_steps", "100000", "--logging_steps", "1", "--report_to", "none"]
+    command += ["--dataloader_num_workers", "2", "--save_steps", "100000"]
+    status, stdout, stderr = interrupt(command, tmp_path, lambda stdout, stderr: "'loss'" in stdout)
+    assert_one_line(status, stderr)
+    assert not (out / "releases").exists()
+    finished = {"all_results.json", "train_results.json", "model.safetensors", "trainer_state.json"}
+    assert not finished & {path.name for path in out.iterdir()}
+
+
+def test_ctrl_c_while_blurb_jobs_fine_tune_in_workers_is_one_line_and_writes_no_table(tmp_path):
+    """``bioptimus blurb --jobs 2``: interrupted while both workers fine-tune (each has written to its job's log);
+    the workers are gone with the command, and no seed, dataset or table result is written."""
+    from helpers.blurb import write_task_dir
+    from helpers.ner import build_tiny_bert
+
+    model = build_tiny_bert(str(tmp_path / "model"))
+    write_task_dir(tmp_path / "blurb" / "GAD", "relation_extraction")
+    write_task_dir(tmp_path / "blurb" / "BIOSSES", "sentence_similarity")
+    out = tmp_path / "out"
+    command = [BIOPTIMUS, "blurb", "--model_name_or_path", model, "--blurb_dir", tmp_path / "blurb", "--seeds", "1"]
+    command += ["--output_dir", out, "--max_steps", "100000", "--jobs", "2"]
+
+    def both_workers_fine_tune(stdout: str, stderr: str) -> bool:
+        logs = list((out / "logs").glob("*.log")) if (out / "logs").is_dir() else []
+        return len(logs) == 2 and all(log.stat().st_size > 0 for log in logs)
+
+    status, _, stderr = interrupt(command, tmp_path, both_workers_fine_tune, _environment(OMP_NUM_THREADS="1"))
+    assert_one_line(status, stderr)
+    written = {path.name for path in out.rglob("*")}
+    assert not written & {"blurb_results.json", "blurb_results.md", "all_results.json", "seed_results.json"}

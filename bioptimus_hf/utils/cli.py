@@ -16,6 +16,7 @@ input, not the whole run: a ``ValueError`` from deep inside training is a bug an
 from __future__ import annotations
 
 import difflib
+import gc
 import re
 import signal
 import sys
@@ -110,6 +111,7 @@ def exit_on_interrupt():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         terminated = isinstance(caught, Terminated)
+        gc.freeze()  # the exit skips collecting what the run built: seconds with torch loaded, on a busy machine
         _close_progress_bars()  # each on its own line, as far as it got; the last line is this one
         print("terminated" if terminated else "interrupted", file=sys.stderr, flush=True)
         raise SystemExit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS) from None
