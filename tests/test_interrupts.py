@@ -6,6 +6,7 @@ command still imports (``python -X importtime``'s lines say how far it got), whi
 ``bioptimus blurb --jobs 2``'s workers fine-tune. The in-process tests pin the dispatcher's part: the one line and
 the status for every way a command is started, SIGTERM as ``terminated`` and 143."""
 
+import gc
 import importlib
 import os
 import re
@@ -29,11 +30,13 @@ READY_WITHIN_SECONDS = 600  # how long a command may take to reach the point it 
 
 @pytest.fixture
 def restored_signals():
-    """The dispatcher ignores both signals once interrupted (the process ends); this process goes on."""
+    """The dispatcher ignores both signals once interrupted and freezes the heap (the process ends); this process
+    goes on."""
     saved = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     yield
     for number, handler in saved.items():
         signal.signal(number, handler)
+    gc.unfreeze()
 
 
 # ------------------------------------------------------------------------------------------ in process
@@ -176,9 +179,22 @@ def test_ctrl_c_while_a_tiny_model_trains_is_one_line_and_writes_no_release(tmp_
     assert not finished & {path.name for path in out.iterdir()}
 
 
-def test_ctrl_c_while_blurb_jobs_fine_tune_in_workers_is_one_line_and_writes_no_table(tmp_path):
-    """``bioptimus blurb --jobs 2``: interrupted while both workers fine-tune (each has written to its job's log);
-    the workers are gone with the command, and no seed, dataset or table result is written."""
+def _workers_start(out: Path):
+    return lambda stdout, stderr: (out / "logs").is_dir()  # made just before the pool starts its workers
+
+
+def _workers_fine_tune(out: Path):
+    def ready(stdout: str, stderr: str) -> bool:  # each worker has written to its job's log
+        logs = list((out / "logs").glob("*.log")) if (out / "logs").is_dir() else []
+        return len(logs) == 2 and all(log.stat().st_size > 0 for log in logs)
+
+    return ready
+
+
+@pytest.mark.parametrize("point", [_workers_start, _workers_fine_tune], ids=["workers start", "workers fine-tune"])
+def test_ctrl_c_while_blurb_runs_jobs_in_workers_is_one_line_and_writes_no_table(point, tmp_path):
+    """``bioptimus blurb --jobs 2``, interrupted as its workers start and while both fine-tune: the workers are
+    gone with the command, and no seed, dataset or table result is written."""
     from helpers.blurb import write_task_dir
     from helpers.ner import build_tiny_bert
 
@@ -188,12 +204,7 @@ def test_ctrl_c_while_blurb_jobs_fine_tune_in_workers_is_one_line_and_writes_no_
     out = tmp_path / "out"
     command = [BIOPTIMUS, "blurb", "--model_name_or_path", model, "--blurb_dir", tmp_path / "blurb", "--seeds", "1"]
     command += ["--output_dir", out, "--max_steps", "100000", "--jobs", "2"]
-
-    def both_workers_fine_tune(stdout: str, stderr: str) -> bool:
-        logs = list((out / "logs").glob("*.log")) if (out / "logs").is_dir() else []
-        return len(logs) == 2 and all(log.stat().st_size > 0 for log in logs)
-
-    status, _, stderr = interrupt(command, tmp_path, both_workers_fine_tune, _environment(OMP_NUM_THREADS="1"))
+    status, _, stderr = interrupt(command, tmp_path, point(out), _environment(OMP_NUM_THREADS="1"))
     assert_one_line(status, stderr)
     written = {path.name for path in out.rglob("*")}
     assert not written & {"blurb_results.json", "blurb_results.md", "all_results.json", "seed_results.json"}

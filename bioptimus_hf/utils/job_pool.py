@@ -379,7 +379,7 @@ class _WorkerPool:
             if any(worker.exclusive for worker in busy) or (exclusive and busy):
                 continue
             running = [self.jobs[worker.job_index] for worker in busy]
-            workers, new_worker = len(self.running(device)) + len(self.idle(device)), not self.idle(device)
+            workers, new_worker = len(busy) + len(self.idle(device)), not self.idle(device)
             if exclusive or self.admission.admits(job, running, workers, new_worker, device):
                 room = self.admission.room(job, running, workers, new_worker, device)
                 choices.append((room if room is not None else 0, -len(busy), -device))
@@ -523,10 +523,11 @@ def _stopped(signum, frame):
 
 def _worker_main(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
     """A worker: run each job it is sent until told to stop (None) or the main process goes; on SIGTERM, the job
-    unwinds (its ``finally`` blocks, its DataLoader's workers) and the process ends at once, without the seconds an
-    interpreter with torch loaded takes to tear itself down."""
+    unwinds (its ``finally`` blocks, its DataLoader's workers). Either way the process then ends at once, without
+    the seconds an interpreter with torch loaded takes to tear itself down: it holds nothing more to write."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the workers
     signal.signal(signal.SIGTERM, _stopped)
+    code = 0
     try:
         _serve(conn, threads, log_level, device, visible_device)
     except _Stopped as stopped:
@@ -534,9 +535,10 @@ def _worker_main(conn, threads: int, log_level: int, device: str, visible_device
 
         for child in multiprocessing.active_children():
             child.terminate()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(stopped.code)
+        code = stopped.code
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _serve(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
