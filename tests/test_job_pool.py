@@ -6,9 +6,11 @@ no job finished."""
 
 import logging
 import os
+import signal
 
 import pytest
 
+from bioptimus_hf.utils import job_pool
 from bioptimus_hf.utils.hardware import FAKE_GPUS_ENV, GpuMemory, visible_gpus
 from bioptimus_hf.utils.job_pool import (
     CUDA_CONTEXT_BYTES,
@@ -255,6 +257,27 @@ def test_an_interruption_ends_every_worker_even_one_that_ignores_sigterm(tmp_pat
     pid = int(marker.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed after STOP_SECONDS, and reaped
+
+
+def test_a_second_interruption_waits_until_every_worker_is_gone(tmp_path, monkeypatch):
+    """Ctrl-C again while the workers are being stopped: it is raised once they are all gone, not half-way."""
+    marker = tmp_path / "stubborn"
+    stop = job_pool._stop_processes
+
+    def interrupted_again(workers):
+        os.kill(os.getpid(), signal.SIGINT)  # handled at once, here, unless deferred
+        stop(workers)
+
+    monkeypatch.setattr(job_pool, "_stop_processes", interrupted_again)
+
+    def interrupt(outcome):
+        raise KeyboardInterrupt
+
+    jobs = [Job("stubborn", fake.ignore_sigterm_then_mark, str(marker)), Job("quick", fake.wait_for_file, str(marker))]
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs(jobs, CPU2, progress=False, on_done=interrupt)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(marker.read_text()), 0)
 
 
 def test_the_bar_counts_finished_jobs(capsys):

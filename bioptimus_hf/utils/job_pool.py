@@ -40,6 +40,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -409,7 +410,8 @@ class _WorkerPool:
         parent, child = self.context.Pipe()
         arguments = (child, self.plan.threads_per_job, self.log_level, self.plan.device, self.devices[device])
         process = self.context.Process(target=_worker_main, args=arguments, daemon=False)
-        with _sigint_blocked():  # the worker starts with Ctrl-C blocked, its interpreter too: this process stops it
+        # the worker starts with Ctrl-C blocked, its interpreter too (this process stops it), and is recorded whole
+        with _interrupts_deferred(), _blocked(signal.SIGINT):
             process.start()
             worker = _Worker(process, parent, device)
             self.workers.append(worker)
@@ -469,7 +471,8 @@ class _WorkerPool:
     def stop_all(self) -> None:
         """Every worker gone within :data:`STOP_SECONDS`: a running job is stopped mid-way and writes nothing more."""
         workers, self.workers = self.workers, []
-        _stop_processes(workers)
+        with _interrupts_deferred():  # a second Ctrl-C waits until every worker is gone
+            _stop_processes(workers)
 
 
 def _payload(job: Job) -> bytes:
@@ -480,17 +483,37 @@ def _payload(job: Job) -> bytes:
 
 
 @contextlib.contextmanager
-def _sigint_blocked():
-    """SIGINT held back in this thread (delivered when the block ends): a process started inside inherits the
-    blocked signal, so a terminal's Ctrl-C never reaches it, not even while its interpreter starts."""
+def _blocked(*signals: signal.Signals):
+    """``signals`` held back in this thread (delivered when the block ends). A process started inside inherits
+    them blocked: with SIGINT, a terminal's Ctrl-C never reaches it, not even while its interpreter starts."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, set(signals))
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Ctrl-C and SIGTERM only noted inside (where Python handles them: in the main thread), so that what the block
+    does is never cut in half; the first one noted is raised again as the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted, previous = [], {}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        if callable(signal.getsignal(number)):  # a Python handler (KeyboardInterrupt's, the dispatcher's)
+            previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if noted:
+            signal.raise_signal(noted[0])
 
 
 def _stop_processes(workers: Sequence[_Worker]) -> None:
