@@ -128,12 +128,14 @@ def dry_run(args) -> list[dict]:
     datasets = find_datasets(bench.blurb_dir, bench.ner_dir, bench.datasets)
     ner = ner_fine_tuning(bench)
     rows = check_datasets(datasets)
-    gpu = None
+    gpus = None
     if args.assume_gpu:
+        from bioptimus_hf.utils.hardware import GpuMemory
+
         free, total = (float(x) * 2**30 for x in args.assume_gpu.split(","))
-        gpu = (int(free), int(total))
+        gpus = [GpuMemory("0", int(free), int(total))]
     jobs, plan = pool_jobs(
-        bench, seed_jobs(bench, datasets, ner), rows, "cuda" if gpu else None, gpu, args.assume_cores
+        bench, seed_jobs(bench, datasets, ner), rows, "cuda" if gpus else None, gpus, args.assume_cores
     )
     print(
         f"{len(jobs)} jobs on {plan.device}: up to {plan.slots} at once, {plan.threads_per_job} thread(s) each"

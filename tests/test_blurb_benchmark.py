@@ -35,7 +35,7 @@ from bioptimus_hf.ner import run as ner_run
 from bioptimus_hf.releases.blurb_results import HUB_TASKS, load_blurb_table
 from bioptimus_hf.releases.card import render_release_card, validate_card
 from bioptimus_hf.testing.tiny_releases import make_release
-from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV
+from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV, GpuMemory
 from bioptimus_hf.utils.job_pool import available_cores
 from helpers.blurb import write_task_dir
 from helpers.ner import build_tiny_bert, write_dataset_dir
@@ -367,7 +367,7 @@ def test_jobs_are_estimated_and_ordered_longest_first(bench, tmp_path):
     memory, work = job_estimates(jobs[0], rows[NER_SET], config, "cuda")
     assert work == 8 * 20 * 64  # rows × epochs × length, the length capped by the model's 64 positions
     assert memory == fine_tuning_memory_bytes(config, 32, 64, bf16=True)  # a silent config: the default, bf16
-    pooled, plan = pool_jobs(args, jobs, rows, device="cuda", gpu_memory=(10 * 2**30, 12 * 2**30))
+    pooled, plan = pool_jobs(args, jobs, rows, device="cuda", gpus=[GpuMemory("0", 10 * 2**30, 12 * 2**30)])
     # epochs × length (each dataset's recipe): HoC 40, BIOSSES 30, PubMedQA 30, NER 20, GAD 10, DDI 5; × 64
     order = [job.name for job in pooled]
     assert order[:2] == ["HoC seed 1", "HoC seed 2"] and order[-4:] == [

@@ -1,13 +1,17 @@
 """The job pool (bioptimus_hf/utils/job_pool.py): how a device's cores, RAM and GPU memory become slots and
-threads, the GPU's admission by memory (estimates, measured peaks, out-of-memory), and jobs run in spawned workers:
-results in order, one line per failure while the others finish, a dead worker, a retry alone after running out of
-memory, the threads each worker gets, and an interruption that leaves no job finished."""
+threads, each GPU's admission by memory (estimates, measured peaks, out-of-memory), jobs spread over every (faked)
+GPU, and jobs run in spawned workers: results in order, one line per failure while the others finish, a dead
+worker, a retry alone after running out of memory, the threads each worker gets, and an interruption that leaves
+no job finished."""
 
 import logging
 import os
+import signal
 
 import pytest
 
+from bioptimus_hf.utils import job_pool
+from bioptimus_hf.utils.hardware import FAKE_GPUS_ENV, GpuMemory, visible_gpus
 from bioptimus_hf.utils.job_pool import (
     CUDA_CONTEXT_BYTES,
     GIB,
@@ -54,11 +58,32 @@ def test_cpu_plan_divides_the_cores_and_respects_ram_and_the_thread_cap(monkeypa
     assert plan_device(None, 2, device="cpu", cores=8, ram_bytes=big) == DevicePlan("cpu", 2, 1)
 
 
-def test_gpu_plan_budgets_the_free_memory_less_a_reserve():
-    plan = plan_device(None, 40, device="cuda", cores=16, gpu_memory=(70 * GIB, 80 * GIB))
-    assert plan == DevicePlan("cuda", 16, 1, 66 * GIB, CUDA_CONTEXT_BYTES)  # reserve: 5 % of 80 GiB
-    small = plan_device(4, 40, device="cuda", cores=16, gpu_memory=(10 * GIB, 12 * GIB))
-    assert small == DevicePlan("cuda", 4, 4, 9 * GIB, CUDA_CONTEXT_BYTES)  # reserve: at least 1 GiB
+def test_gpu_plan_budgets_each_devices_free_memory_less_a_reserve():
+    plan = plan_device(None, 40, device="cuda", cores=16, gpus=[GpuMemory("0", 70 * GIB, 80 * GIB)])
+    assert plan == DevicePlan("cuda", 16, 1, (66 * GIB,), CUDA_CONTEXT_BYTES, ("0",))  # reserve: 5 % of 80 GiB
+    small = plan_device(4, 40, device="cuda", cores=16, gpus=[GpuMemory("0", 10 * GIB, 12 * GIB)])
+    assert small == DevicePlan("cuda", 4, 4, (9 * GIB,), CUDA_CONTEXT_BYTES, ("0",))  # reserve: at least 1 GiB
+    two = plan_device(
+        None,
+        40,
+        device="cuda",
+        cores=16,
+        gpus=[GpuMemory("2", 70 * GIB, 80 * GIB), GpuMemory("5", 10 * GIB, 12 * GIB)],
+    )
+    assert (two.memory_budgets, two.gpus, two.memory_budget_bytes) == ((66 * GIB, 9 * GIB), ("2", "5"), 75 * GIB)
+
+
+def test_the_gpu_report_can_be_faked_and_names_devices_as_cuda_visible_devices_does(monkeypatch):
+    monkeypatch.setenv(FAKE_GPUS_ENV, "10/12,20/24")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert visible_gpus() == [GpuMemory("3", 10 * GIB, 12 * GIB), GpuMemory("5", 20 * GIB, 24 * GIB)]
+    plan = plan_device(None, 8, device="cuda", cores=8)  # the report the plan reads by default
+    assert (plan.gpus, plan.memory_budgets) == (("3", "5"), (9 * GIB, 20 * GIB - int(0.05 * 24 * GIB)))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert [gpu.name for gpu in visible_gpus()] == ["0", "1"]
+    monkeypatch.setenv(FAKE_GPUS_ENV, "ten")
+    with pytest.raises(ValueError, match=rf"^{FAKE_GPUS_ENV}=ten: give free/total GiB per device"):
+        visible_gpus()
 
 
 def _job(name, memory, key="A"):
@@ -66,7 +91,7 @@ def _job(name, memory, key="A"):
 
 
 def test_gpu_admission_counts_contexts_estimates_and_then_measured_peaks():
-    admission = Admission(DevicePlan("cuda", 8, 1, memory_budget_bytes=16 * GIB, context_bytes=GIB))
+    admission = Admission(DevicePlan("cuda", 8, 1, memory_budgets=(16 * GIB,), context_bytes=GIB, gpus=("0",)))
     jobs = [_job(f"j{i}", 3 * GIB) for i in range(6)]
     running = []
     for job in jobs:  # each new worker brings its context: 4 jobs hold 4 × (1 + 3) = 16 GiB
@@ -88,10 +113,42 @@ def test_gpu_admission_counts_contexts_estimates_and_then_measured_peaks():
     assert not admission.admits(_job("huge", 100 * GIB, key="H"), running[:1], workers=1, new_worker=True)
 
 
-def test_cpu_admission_is_the_slots():
+def test_gpu_admission_is_per_device():
+    plan = DevicePlan("cuda", 8, 1, memory_budgets=(16 * GIB, 4 * GIB), context_bytes=GIB, gpus=("0", "1"))
+    admission = Admission(plan)
+    running = [_job("r", 3 * GIB)]
+    assert admission.admits(_job("j", 3 * GIB), running, workers=1, new_worker=True, device=0)  # 8 of 16 GiB
+    assert not admission.admits(_job("j", 3 * GIB), running, workers=1, new_worker=True, device=1)  # 8 of 4 GiB
+    assert admission.room(_job("j", 3 * GIB), running, 1, True, device=0) == 8 * GIB
+
+
+def test_cpu_admission_has_no_memory_budget():  # the slots alone decide (the pool counts them)
     admission = Admission(CPU2)
     assert admission.admits(_job("a", 100 * GIB), [_job("b", 1)], workers=1, new_worker=True)
-    assert not admission.admits(_job("a", 1), [_job("b", 1), _job("c", 1)], workers=2, new_worker=False)
+    assert admission.room(_job("a", 1), [_job("b", 1)], workers=1, new_worker=True) is None
+
+
+def test_jobs_spread_over_every_faked_gpu_each_within_its_own_budget(tmp_path, monkeypatch):
+    """Two faked GPUs of 9 GiB budget each (10 free, 1 reserved): a 3-GiB job with its worker's 1-GiB context fits
+    twice on a device, not three times. The first four jobs each wait until four have started, so they end only if
+    two ran on each device at once; the events show no device ever held a third."""
+    monkeypatch.setenv(FAKE_GPUS_ENV, "10/12,10/12")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,7")
+    plan = plan_device(6, 6, device="cuda", cores=6)
+    assert plan.gpus == ("4", "7") and plan.slots == 6
+    events = tmp_path / "events.txt"
+    together = [Job(f"wave {i}", fake.on_device_with_others, (str(events), 4), 3 * GIB, "A") for i in range(4)]
+    later = [Job(f"later {i}", fake.on_device_with_others, (str(events), 0), 3 * GIB, "A") for i in range(2)]
+    report = run_jobs(together + later, plan, progress=False)
+    assert not report.failures, [outcome.error for outcome in report.failures]
+    assert sorted(outcome.result for outcome in report.outcomes[:4]) == ["4", "4", "7", "7"]
+    assert report.max_concurrent == 4
+    held, most = {"4": 0, "7": 0}, {"4": 0, "7": 0}
+    for line in events.read_text().splitlines():
+        what, device = line.split()
+        held[device] += 1 if what == "start" else -1
+        most[device] = max(most[device], held[device])
+    assert most == {"4": 2, "7": 2}
 
 
 def test_workers_return_results_in_order_with_their_share_of_threads():
@@ -180,6 +237,47 @@ def test_an_interruption_stops_the_workers_before_their_jobs_end(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_jobs(jobs, CPU2, progress=False, on_done=interrupt)
     assert marker.with_suffix(".started").exists() and not marker.exists()  # the slow job was stopped mid-way
+
+
+def test_workers_never_see_a_terminals_ctrl_c():
+    """SIGINT is blocked in every worker from its start (its interpreter's start-up included) and ignored."""
+    report = run_jobs([Job(f"w{i}", fake.signal_state, None) for i in range(2)], CPU2, progress=False)
+    assert [outcome.result for outcome in report.outcomes] == [(True, True), (True, True)]
+
+
+def test_an_interruption_ends_every_worker_even_one_that_ignores_sigterm(tmp_path):
+    marker = tmp_path / "stubborn"
+
+    def interrupt(outcome):
+        raise KeyboardInterrupt
+
+    jobs = [Job("stubborn", fake.ignore_sigterm_then_mark, str(marker)), Job("quick", fake.wait_for_file, str(marker))]
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs(jobs, CPU2, progress=False, on_done=interrupt)
+    pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed after STOP_SECONDS, and reaped
+
+
+def test_a_second_interruption_waits_until_every_worker_is_gone(tmp_path, monkeypatch):
+    """Ctrl-C again while the workers are being stopped: it is raised once they are all gone, not half-way."""
+    marker = tmp_path / "stubborn"
+    stop = job_pool._stop_processes
+
+    def interrupted_again(workers):
+        os.kill(os.getpid(), signal.SIGINT)  # handled at once, here, unless deferred
+        stop(workers)
+
+    monkeypatch.setattr(job_pool, "_stop_processes", interrupted_again)
+
+    def interrupt(outcome):
+        raise KeyboardInterrupt
+
+    jobs = [Job("stubborn", fake.ignore_sigterm_then_mark, str(marker)), Job("quick", fake.wait_for_file, str(marker))]
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs(jobs, CPU2, progress=False, on_done=interrupt)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(marker.read_text()), 0)
 
 
 def test_the_bar_counts_finished_jobs(capsys):

@@ -27,6 +27,7 @@ from ..finetuning.results import SEED_RESULTS_FILE, seed_dir, seed_finished
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
+from ..utils.hardware import GpuMemory
 from ..utils.job_pool import DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
 from .benchmark_config import BenchmarkArguments
 from .data import load_blurb_data, read_task_type, split_path
@@ -161,11 +162,11 @@ def pool_jobs(
     jobs: Sequence[SeedJob],
     train_rows: Mapping[str, int],
     device: str | None = None,
-    gpu_memory: tuple[int, int] | None = None,
+    gpus: Sequence[GpuMemory] | None = None,
     cores: int | None = None,
 ) -> tuple[list[Job], DevicePlan]:
-    """The seed jobs as the pool runs them, the longest first, and how this device runs them (``--jobs``);
-    ``device``, ``gpu_memory`` (free, total bytes) and ``cores`` default to this machine's."""
+    """The seed jobs as the pool runs them, the longest first, and how this machine runs them (``--jobs``);
+    ``device``, ``gpus`` (every visible GPU's memory) and ``cores`` default to this machine's."""
     if device is None:
         import torch
 
@@ -173,7 +174,7 @@ def pool_jobs(
     config = _model_config(args.model_name_or_path)
     estimates = [job_estimates(job, train_rows[job.dataset], config, device) for job in jobs]
     largest = max((memory for memory, _ in estimates), default=0)
-    plan = plan_device(parse_jobs(args.jobs), len(jobs), largest, device=device, cores=cores, gpu_memory=gpu_memory)
+    plan = plan_device(parse_jobs(args.jobs), len(jobs), largest, device=device, cores=cores, gpus=gpus)
     order = sorted(range(len(jobs)), key=lambda i: -estimates[i][1])  # stable: dataset then seed among equals
     logs = os.path.join(args.output_dir, "logs") if plan.slots > 1 else None
     if logs:  # side by side, each job's output goes to its log: the Trainer's bars would only clutter it
@@ -221,7 +222,7 @@ def run_jobs_of(
         "%d fine-tunes, up to %d at once on %s (%d torch thread(s) each%s)",
         len(pooled),
         plan.slots,
-        plan.device,
+        f"{len(plan.gpus)} GPUs" if len(plan.gpus) > 1 else plan.device,
         plan.threads_per_job,
         f"; {plan.memory_budget_bytes / 2**30:.1f} GiB of device memory" if plan.memory_budget_bytes else "",
     )

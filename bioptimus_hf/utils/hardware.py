@@ -1,4 +1,5 @@
-"""What the hardware does fast: the one owner of bf16 detection and of the ``auto|bf16|float32`` choice.
+"""What the hardware does fast: the one owner of bf16 detection and of the ``auto|bf16|float32`` choice, and of
+the report of every visible GPU's memory (:func:`visible_gpus`).
 
 bf16 pays off only where the hardware multiplies bf16 natively: CUDA GPUs that report bf16 support, and
 x86 CPUs with AMX (``amx_bf16``) or AVX-512 BF16 (``avx512_bf16``). Elsewhere oneDNN emulates bf16 and
@@ -9,13 +10,16 @@ docs/speed.md), so ``auto`` picks float32 there. Nothing here requires bf16: eve
 float32-only machine, or to rule bf16 out while debugging); ``BIOPTIMUS_FORCE_BF16=1`` makes every check
 answer ``True`` (to take the bf16 branch of ``auto`` on a machine without native bf16, where bf16 is
 emulated: correct, only slow; the test suite runs its precision-sensitive tests a second time so).
-Setting both is an error.
+Setting both is an error. ``BIOPTIMUS_FAKE_GPUS=10/12,10/12`` (free/total GiB per device) makes
+:func:`visible_gpus` report those devices instead of asking CUDA: how the job pool's placement over several GPUs
+is tested on a machine without one.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 
@@ -27,6 +31,7 @@ PRECISION_CHOICES = ("auto", "bf16", "float32")
 DISABLE_BF16_ENV = "BIOPTIMUS_DISABLE_BF16"
 FORCE_BF16_ENV = "BIOPTIMUS_FORCE_BF16"
 FAST_BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+FAKE_GPUS_ENV = "BIOPTIMUS_FAKE_GPUS"
 
 
 def _env_flag(name: str) -> bool:
@@ -110,6 +115,48 @@ def default_device():
     import torch
 
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    """One visible CUDA device's memory, now."""
+
+    name: str  # how CUDA_VISIBLE_DEVICES names it for a child process (an index or a UUID)
+    free_bytes: int
+    total_bytes: int
+
+
+def _visible_device_names(count: int) -> list[str]:
+    """The names a child's ``CUDA_VISIBLE_DEVICES`` takes for this process's devices 0..count-1: this process's own
+    ``CUDA_VISIBLE_DEVICES`` entries where it is set (device 0 is its first), else the indices."""
+    names = [name.strip() for name in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if name.strip()]
+    return names[:count] if len(names) >= count else [str(index) for index in range(count)]
+
+
+def _fake_gpus(spec: str) -> list[GpuMemory]:
+    gpus = []
+    for name, entry in zip(_visible_device_names(len(spec.split(","))), spec.split(",")):
+        free, _, total = entry.partition("/")
+        try:
+            gpus.append(GpuMemory(name, int(float(free) * 2**30), int(float(total or free) * 2**30)))
+        except ValueError:
+            raise ValueError(f"{FAKE_GPUS_ENV}={spec}: give free/total GiB per device, e.g. 10/12,10/12") from None
+    return gpus
+
+
+def visible_gpus() -> list[GpuMemory]:
+    """Every CUDA device this process sees, with its free and total memory (``torch.cuda.mem_get_info``, which
+    starts a CUDA context on each); none without CUDA. ``BIOPTIMUS_FAKE_GPUS`` fakes the report."""
+    spec = os.environ.get(FAKE_GPUS_ENV, "").strip()
+    if spec:
+        return _fake_gpus(spec)
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    count = torch.cuda.device_count()
+    report = [torch.cuda.mem_get_info(index) for index in range(count)]
+    return [GpuMemory(name, free, total) for name, (free, total) in zip(_visible_device_names(count), report)]
 
 
 def resolve_precision(precision: str, device) -> "torch.dtype":

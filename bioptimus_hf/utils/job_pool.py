@@ -1,27 +1,32 @@
-"""Independent jobs run side by side on one device, as far as its cores and memory allow, under one progress bar.
+"""Independent jobs run side by side on this machine's devices, as far as their cores and memory allow, under one
+progress bar.
 
 A job (:class:`Job`) is a picklable description handed to a module-level function: ``job.function(job.argument)``.
 :func:`plan_device` decides how many run at once and with how many torch threads each; :func:`run_jobs` runs them:
 
 - **One at a time** (``slots == 1``): in this process, in order, as a plain loop would.
 - **Side by side**: in worker processes started with multiprocessing's ``spawn`` context (safe with CUDA and torch's
-  thread pools), each running one job at a time and taking the next when it is free. A worker's stdout and stderr
-  go to the job's ``log_path``; it ignores Ctrl-C (the main process stops every worker on an interrupt).
+  thread pools), each pinned to one device and running one job at a time, taking the next when it is free. A
+  worker's stdout and stderr go to the job's ``log_path``.
 - **CPU**: ``slots`` jobs at once, each with ``threads_per_job`` torch threads (the cores divided among the slots,
   never more than ``OMP_NUM_THREADS`` where it is set): N jobs never oversubscribe the cores. ``auto`` runs as many
   jobs as there are cores, fewer where the available RAM (``/proc/meminfo``'s ``MemAvailable``, 80 % of it) does
   not hold that many jobs' estimates plus a worker's own footprint (:data:`WORKER_PROCESS_BYTES`).
-- **GPU** (one device, the first visible): a job is admitted while the memory the running jobs are expected to
-  hold, plus the new one's, fits the budget: the device's free memory when the pool starts
-  (``torch.cuda.mem_get_info``) less a reserve (:data:`GPU_RESERVE_FRACTION` of the total, at least 1 GiB). Each
-  worker counts :data:`CUDA_CONTEXT_BYTES` for its CUDA context; each job its estimate: ``Job.memory_bytes`` until a
-  job with the same ``memory_key`` has finished, then the highest peak measured among those
+- **GPUs** (every visible one, :func:`~bioptimus_hf.utils.hardware.visible_gpus`): each device has its own budget,
+  its free memory when the pool starts less a reserve (:data:`GPU_RESERVE_FRACTION` of its total, at least 1 GiB),
+  and each worker is pinned to one device (``CUDA_VISIBLE_DEVICES``). A job starts on the device it fits best (the
+  most memory left) while the memory that device's jobs are expected to hold, plus the new one's, fits its budget.
+  Each worker counts :data:`CUDA_CONTEXT_BYTES` for its CUDA context; each job its estimate: ``Job.memory_bytes``
+  until a job with the same ``memory_key`` has finished, then the highest peak measured among those
   (``torch.cuda.max_memory_reserved``) plus 10 %. A job that still fails with CUDA's out-of-memory error is retried
-  once, later, alone (nothing else admitted while it runs), and its key's estimate is doubled; a job too big for the
-  budget runs alone at once. ``auto`` allows as many workers as there are cores.
+  once, later, alone on a device (nothing else admitted there while it runs), and its key's estimate is doubled; a
+  job too big for any budget runs alone on an empty device. ``auto`` allows as many workers as there are cores.
 - **Failures**: a failing job is reported in one line (its name and the error; the traceback is in its log) and the
   others finish; :class:`PoolReport` lists every outcome. A worker that dies (a signal, ``os._exit``) fails its job;
   a worker killed by SIGKILL (the kernel's out-of-memory killer) is treated as out of memory and retried alone.
+- **Ctrl-C**: workers start with SIGINT blocked (a terminal's Ctrl-C reaches the main process only); however the
+  main process stops (Ctrl-C, an error), it terminates every running worker, which unwinds its job at once, and
+  kills any still alive after :data:`STOP_SECONDS`: no job finishes after the interrupt.
 
 The progress bar counts finished jobs (:mod:`bioptimus_hf.utils.progress`'s rules: the main process only, not with
 ``progress=False`` nor with Hugging Face's progress bars off).
@@ -29,17 +34,21 @@ The progress bar counts finished jobs (:mod:`bioptimus_hf.utils.progress`'s rule
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .hardware import GpuMemory, visible_gpus
 
 
 logger = logging.getLogger(__name__)
@@ -53,11 +62,13 @@ CUDA_CONTEXT_BYTES = 1 * GIB
 GPU_RESERVE_FRACTION = 0.05
 # Headroom over a measured peak before it stands for its key's jobs.
 MEASURED_HEADROOM = 1.1
+# How long a stopped worker has to end before it is killed (within the 5 s a Ctrl-C ends a command in).
+STOP_SECONDS = 3.0
 JOBS_HELP = (
-    "How many fine-tunes run at once on this device: auto (CPU: one per core, each on its share of the cores, "
-    "fewer where the RAM is short; GPU: as many as its free memory holds, judged from each job's estimate and then "
-    "the measured peaks), or a number (the most at once; on a GPU memory still decides). 1 runs them one after "
-    "another in this process."
+    "How many fine-tunes run at once: auto (CPU: one per core, each on its share of the cores, fewer where the RAM "
+    "is short; GPUs: spread over every visible one, as many as each one's free memory holds, judged from each "
+    "job's estimate and then the measured peaks), or a number (the most at once; on GPUs memory still decides). "
+    "1 runs them one after another in this process."
 )
 
 
@@ -105,10 +116,16 @@ class JobsFailed(RuntimeError):
 @dataclass(frozen=True)
 class DevicePlan:
     device: str  # "cpu" or "cuda"
-    slots: int  # the most jobs at once
+    slots: int  # the most jobs at once, on all devices together
     threads_per_job: int  # torch threads of each worker (a plan of one slot leaves this process's alone)
-    memory_budget_bytes: int | None = None  # GPU: what the jobs and their workers may hold together
+    memory_budgets: tuple[int, ...] = ()  # GPU: per device, what its jobs and their workers may hold together
     context_bytes: int = 0  # GPU: what each worker holds besides its job
+    gpus: tuple[str, ...] = ()  # GPU: each device as CUDA_VISIBLE_DEVICES names it, in memory_budgets' order
+
+    @property
+    def memory_budget_bytes(self) -> int | None:
+        """GPU: the budgets of every device together; None where none was measured."""
+        return sum(self.memory_budgets) if self.memory_budgets else None
 
 
 def parse_jobs(value: str | int) -> int | None:
@@ -145,6 +162,11 @@ def _thread_cap() -> int | None:
     return int(requested) if requested.isdigit() and int(requested) > 0 else None
 
 
+def gpu_budget(gpu: GpuMemory) -> int:
+    """What the pool plans for on one device: its free memory less the reserve (:data:`GPU_RESERVE_FRACTION`)."""
+    return max(0, gpu.free_bytes - max(GIB, int(GPU_RESERVE_FRACTION * gpu.total_bytes)))
+
+
 def plan_device(
     requested: int | None,
     num_jobs: int,
@@ -153,31 +175,27 @@ def plan_device(
     device: str | None = None,
     cores: int | None = None,
     ram_bytes: int | None = None,
-    gpu_memory: tuple[int, int] | None = None,
+    gpus: Sequence[GpuMemory] | None = None,
 ) -> DevicePlan:
-    """How ``num_jobs`` jobs share this device: ``requested`` slots (None: ``auto``, see the module docstring).
+    """How ``num_jobs`` jobs share this machine: ``requested`` slots (None: ``auto``, see the module docstring).
 
     ``job_memory_bytes`` is the largest job's estimate (RAM on a CPU). ``device``, ``cores``, ``ram_bytes`` and
-    ``gpu_memory`` (free, total bytes) default to this machine's."""
+    ``gpus`` (every visible device's memory, :func:`~bioptimus_hf.utils.hardware.visible_gpus`) default to this
+    machine's."""
     if device is None:
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
     cores = cores or available_cores()
-    num_jobs = max(1, num_jobs)
+    slots = min(requested or cores, max(1, num_jobs))
     if device == "cuda":
-        slots = min(requested or cores, num_jobs)
-        if slots > 1 and gpu_memory is None:
-            import torch
-
-            gpu_memory = torch.cuda.mem_get_info()
-        budget = None
-        if gpu_memory is not None:
-            free, total = gpu_memory
-            budget = max(0, free - max(GIB, int(GPU_RESERVE_FRACTION * total)))
+        if slots > 1 and gpus is None:
+            gpus = visible_gpus()
+        gpus = list(gpus or ())
         threads = max(1, cores // slots)
-        return DevicePlan("cuda", slots, min(threads, _thread_cap() or threads), budget, CUDA_CONTEXT_BYTES)
-    slots = min(requested or cores, num_jobs)
+        budgets = tuple(gpu_budget(gpu) for gpu in gpus)
+        names = tuple(gpu.name for gpu in gpus)
+        return DevicePlan("cuda", slots, min(threads, _thread_cap() or threads), budgets, CUDA_CONTEXT_BYTES, names)
     if requested is None and slots > 1:
         ram_bytes = ram_bytes if ram_bytes is not None else available_ram_bytes()
         if ram_bytes is not None:
@@ -187,7 +205,7 @@ def plan_device(
 
 
 class Admission:
-    """Which job may start now on a plan's device (the GPU's memory accounting; on a CPU, the slots alone)."""
+    """Whether a job fits on a device beside the jobs running there (each GPU's memory; a CPU has no budget)."""
 
     def __init__(self, plan: DevicePlan):
         self.plan = plan
@@ -196,16 +214,19 @@ class Admission:
     def estimate(self, job: Job) -> int:
         return self.measured.get(job.memory_key, job.memory_bytes) if job.memory_key is not None else job.memory_bytes
 
-    def admits(self, job: Job, running: Sequence[Job], workers: int, new_worker: bool) -> bool:
-        """Whether ``job`` may start beside ``running`` (``workers`` live workers; ``new_worker``: one is started)."""
-        if len(running) >= self.plan.slots:
-            return False
-        if not running:
-            return True  # alone: always (too big for the budget, it runs alone rather than never)
-        if self.plan.memory_budget_bytes is None:
-            return True
+    def room(self, job: Job, running: Sequence[Job], workers: int, new_worker: bool, device: int = 0) -> int | None:
+        """The bytes ``device`` would have left with ``job`` started beside ``running`` (its jobs; ``workers``: its
+        live workers; ``new_worker``: one is started for ``job``); None where the device has no budget."""
+        if not self.plan.memory_budgets:
+            return None
         held = (workers + new_worker) * self.plan.context_bytes + sum(self.estimate(other) for other in running)
-        return held + self.estimate(job) <= self.plan.memory_budget_bytes
+        return self.plan.memory_budgets[device] - held - self.estimate(job)
+
+    def admits(self, job: Job, running: Sequence[Job], workers: int, new_worker: bool, device: int = 0) -> bool:
+        """Whether ``job`` may start on ``device`` beside ``running`` (see :meth:`room`): an empty device takes
+        any job (too big for the budget, it runs alone rather than never)."""
+        room = self.room(job, running, workers, new_worker, device)
+        return not running or room is None or room >= 0
 
     def record_peak(self, job: Job, peak_bytes: int | None) -> None:
         if job.memory_key is not None and peak_bytes:
@@ -233,90 +254,6 @@ def is_out_of_memory(error: BaseException) -> bool:
     return "CUDA out of memory" in str(error) or "CUBLAS_STATUS_ALLOC_FAILED" in str(error)
 
 
-def _device_peak(device: str) -> int | None:
-    if device != "cuda":
-        return None
-    import torch
-
-    return int(torch.cuda.max_memory_reserved()) if torch.cuda.is_initialized() else None
-
-
-def _reset_device(device: str) -> None:
-    if device != "cuda":
-        return
-    import gc
-
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_initialized():
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-
-
-def _worker_main(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
-    """A worker: run each job it is sent until told to stop (None) or the main process goes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the workers
-    if visible_device is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = visible_device  # one device: the Trainer must not spread over several
-    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=log_level)
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # torch, once a job imports it, starts this many threads
-        os.environ[name] = str(threads)
-    terminal = os.dup(1), os.dup(2)
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:
-            return
-        if message is None:
-            return
-        index, payload, log_path = message
-        sys.stdout.flush()
-        sys.stderr.flush()
-        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if log_path else None
-        if log is not None:
-            os.dup2(log, 1)
-            os.dup2(log, 2)
-        _reset_device(device)
-        if "torch" in sys.modules:  # as the last job left it: a job may set its own
-            sys.modules["torch"].set_num_threads(threads)
-        start = time.perf_counter()
-        try:
-            job = pickle.loads(payload)
-            result = job.function(job.argument)
-            reply = ("done", index, result, None, False)
-        except BaseException as error:  # noqa: BLE001 - every failure is the job's, reported, and the worker goes on
-            traceback.print_exc()
-            reply = ("failed", index, None, one_line(error), is_out_of_memory(error))
-        peak = _device_peak(device)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if log is not None:
-            os.dup2(terminal[0], 1)
-            os.dup2(terminal[1], 2)
-            os.close(log)
-        _reset_device(device)
-        try:
-            conn.send((*reply, peak, time.perf_counter() - start))
-        except (pickle.PicklingError, TypeError, AttributeError) as error:  # an unpicklable result
-            conn.send(("failed", index, None, f"result not picklable: {one_line(error)}", False, peak, 0.0))
-
-
-@dataclass
-class _Worker:
-    process: Any
-    conn: Any
-    job_index: int | None = None
-    started: float = 0.0
-    exclusive: bool = False  # a retry that runs alone: nothing else starts while it runs
-    shared: bool = False  # another job ran beside this one
-
-
-def _visible_device() -> str:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    return visible or "0"
-
-
 def run_jobs(
     jobs: Sequence[Job],
     plan: DevicePlan,
@@ -325,7 +262,7 @@ def run_jobs(
     description: str = "jobs",
     on_done: Callable[[JobOutcome], None] | None = None,
 ) -> PoolReport:
-    """Run ``jobs`` (in this order, as slots and memory free up) on ``plan``'s device; every outcome comes back, in
+    """Run ``jobs`` (in this order, as slots and memory free up) on ``plan``'s devices; every outcome comes back, in
     the jobs' order. ``on_done(outcome)`` is called in this process as each job ends (after its last attempt)."""
     from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -348,25 +285,17 @@ def run_jobs(
             bar.set_postfix(failed=len(report.failures))
 
     try:
-        with logging_redirect_tqdm() if not bar.disable else _nothing():
+        with logging_redirect_tqdm() if not bar.disable else contextlib.nullcontext():
             if plan.slots <= 1 or len(jobs) <= 1:
                 _run_in_process(jobs, finish)
                 report.max_concurrent = min(1, len(jobs))
             else:
-                _run_in_workers(jobs, plan, finish, report)
+                _WorkerPool(jobs, plan, finish, report).run()
     finally:
         bar.close()
     order = {id(job): i for i, job in enumerate(jobs)}
     report.outcomes.sort(key=lambda outcome: order[id(outcome.job)])
     return report
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _run_in_process(jobs: Sequence[Job], finish: Callable[[JobOutcome], None]) -> None:
@@ -381,135 +310,330 @@ def _run_in_process(jobs: Sequence[Job], finish: Callable[[JobOutcome], None]) -
         finish(JobOutcome(job, result, error, ran_alone=True, seconds=time.perf_counter() - start))
 
 
-def _run_in_workers(
-    jobs: Sequence[Job], plan: DevicePlan, finish: Callable[[JobOutcome], None], report: PoolReport
-) -> None:
-    import multiprocessing
-    from multiprocessing.connection import wait
+# ------------------------------------------------------------------------------------------ side by side
+@dataclass(eq=False)  # each worker is itself (hashable, compared by identity)
+class _Worker:
+    process: Any
+    conn: Any
+    device: int = 0  # the index of its device in the plan (0 on a CPU)
+    job_index: int | None = None
+    started: float = 0.0
+    exclusive: bool = False  # a retry that runs alone: nothing else starts on its device while it runs
+    shared: bool = False  # another job ran beside this one on its device
 
-    context = multiprocessing.get_context("spawn")
-    payloads = []
-    for job in jobs:
+
+class _WorkerPool:
+    """``jobs`` run in spawned workers, each pinned to one device of ``plan``: the pending jobs start in order as
+    slots and each device's memory allow (:meth:`admit`), each end is recorded (:meth:`ended`) until none runs.
+    However it ends (done, a failure of this process, Ctrl-C), every worker is gone at the end (:meth:`stop_all`)."""
+
+    def __init__(self, jobs: Sequence[Job], plan: DevicePlan, finish: Callable[[JobOutcome], None], report):
+        import multiprocessing
+
+        self.payloads = [_payload(job) for job in jobs]  # refused before anything runs
+        self.jobs, self.plan, self.finish, self.report = jobs, plan, finish, report
+        self.context = multiprocessing.get_context("spawn")
+        self.admission = Admission(plan)
+        self.devices: tuple[str | None, ...] = plan.gpus if plan.device == "cuda" and plan.gpus else (None,)
+        self.pending: deque[int] = deque(range(len(jobs)))
+        self.attempts = [0] * len(jobs)
+        self.retry_alone: set[int] = set()
+        self.workers: list[_Worker] = []
+        self.log_level = logging.getLogger().getEffectiveLevel()
+
+    def run(self) -> None:
         try:
-            payloads.append(pickle.dumps(job))
-        except (pickle.PicklingError, TypeError, AttributeError) as error:
-            raise ValueError(f"{job.name}: the job cannot be sent to a worker process: {one_line(error)}") from None
-    admission = Admission(plan)
-    pending: deque[int] = deque(range(len(jobs)))
-    attempts = [0] * len(jobs)
-    retry_alone: set[int] = set()
-    workers: list[_Worker] = []
-    visible = _visible_device() if plan.device == "cuda" else None
-    level = logging.getLogger().getEffectiveLevel()
+            self.admit()
+            while self.running():
+                for worker, reply in self.wait_for_replies():
+                    self.ended(worker, *reply)
+                if not self.pending:
+                    for worker in self.idle():
+                        self.stop(worker)  # what they hold goes back to the jobs still running
+                self.admit()
+        finally:
+            self.stop_all()
 
-    def running() -> list[_Worker]:
-        return [worker for worker in workers if worker.job_index is not None]
+    # ---------------------------------------------------------------------------------------- who is where
+    def running(self, device: int | None = None) -> list[_Worker]:
+        return [w for w in self.workers if w.job_index is not None and device in (None, w.device)]
 
-    def idle() -> list[_Worker]:
-        return [worker for worker in workers if worker.job_index is None]
+    def idle(self, device: int | None = None) -> list[_Worker]:
+        return [w for w in self.workers if w.job_index is None and device in (None, w.device)]
 
-    def start_worker() -> _Worker:
-        parent, child = context.Pipe()
-        process = context.Process(
-            target=_worker_main, args=(child, plan.threads_per_job, level, plan.device, visible), daemon=False
-        )
-        process.start()
+    # ---------------------------------------------------------------------------------------- starting jobs
+    def admit(self) -> None:
+        """Start pending jobs in order while the first one has a device: nothing passes it (the caller's order,
+        the longest first); it starts when a device frees up enough memory."""
+        while self.pending and len(self.running()) < self.plan.slots:
+            device = self.place(self.pending[0])
+            if device is None:
+                return
+            self.start_job(self.pending.popleft(), device)
+
+    def place(self, index: int) -> int | None:
+        """The device job ``index`` starts on now: of those where it fits, the one left with the most memory (the
+        fewest jobs, without a budget); a retry alone waits for an empty device. None: none has room."""
+        job, exclusive, choices = self.jobs[index], index in self.retry_alone, []
+        for device in range(len(self.devices)):
+            busy = self.running(device)
+            if any(worker.exclusive for worker in busy) or (exclusive and busy):
+                continue
+            running = [self.jobs[worker.job_index] for worker in busy]
+            workers, new_worker = len(busy) + len(self.idle(device)), not self.idle(device)
+            if exclusive or self.admission.admits(job, running, workers, new_worker, device):
+                room = self.admission.room(job, running, workers, new_worker, device)
+                choices.append((room if room is not None else 0, -len(busy), -device))
+        return -max(choices)[2] if choices else None
+
+    def start_job(self, index: int, device: int) -> None:
+        busy = self.running(device)
+        message = (index, self.payloads[index], self.jobs[index].log_path)
+        worker = self.idle(device)[0] if self.idle(device) else self.start_worker(device)
+        try:
+            worker.conn.send(message)
+        except (OSError, ValueError):  # an idle worker that died: a fresh one
+            self.stop(worker)
+            worker = self.start_worker(device)
+            worker.conn.send(message)
+        worker.job_index, worker.started = index, time.perf_counter()
+        worker.exclusive, worker.shared = index in self.retry_alone, bool(busy)
+        for other in busy:
+            other.shared = True
+        self.attempts[index] += 1
+        self.report.max_concurrent = max(self.report.max_concurrent, len(self.running()))
+
+    def start_worker(self, device: int) -> _Worker:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()  # started first: starting it unblocks SIGINT in this thread
+        parent, child = self.context.Pipe()
+        arguments = (child, self.plan.threads_per_job, self.log_level, self.plan.device, self.devices[device])
+        process = self.context.Process(target=_worker_main, args=arguments, daemon=False)
+        # the worker starts with Ctrl-C blocked, its interpreter too (this process stops it), and is recorded whole
+        with _interrupts_deferred(), _blocked(signal.SIGINT):
+            process.start()
+            worker = _Worker(process, parent, device)
+            self.workers.append(worker)
         child.close()
-        worker = _Worker(process, parent)
-        workers.append(worker)
         return worker
 
-    def stop_worker(worker: _Worker) -> None:
-        try:
-            worker.conn.send(None)
-        except (OSError, ValueError):
-            pass
-        worker.process.join(timeout=30)
-        if worker.process.is_alive():
-            worker.process.terminate()
-            worker.process.join()
-        worker.conn.close()
-        workers.remove(worker)
+    # ---------------------------------------------------------------------------------------- ends of jobs
+    def wait_for_replies(self) -> list[tuple[_Worker, tuple]]:
+        """Wait until some running jobs end; each one's worker and reply (a dead worker's is made here)."""
+        from multiprocessing.connection import wait
 
-    def admit() -> None:
-        while pending:
-            busy = running()
-            if any(worker.exclusive for worker in busy):
-                return
-            index = pending[0]
-            exclusive = index in retry_alone
-            if exclusive and busy:
-                return  # it waits for the device to empty; nothing passes it
-            if not exclusive and not admission.admits(
-                jobs[index], [jobs[w.job_index] for w in busy], len(workers), not idle()
-            ):
-                return  # in order (the caller's: the longest first); it starts when memory frees up
-            pending.popleft()
-            worker = idle()[0] if idle() else start_worker()
+        handles = {}
+        for worker in self.running():
+            handles[worker.conn] = worker
+            handles[worker.process.sentinel] = worker
+        ended = dict.fromkeys(handles[handle] for handle in wait(list(handles)))  # each worker once
+        return [(worker, self.reply_of(worker)) for worker in ended]
+
+    def reply_of(self, worker: _Worker) -> tuple:
+        """The worker's reply: (result, error, out of memory, peak, seconds)."""
+        if worker.conn.poll():
             try:
-                worker.conn.send((index, payloads[index], jobs[index].log_path))
-            except (OSError, ValueError):  # an idle worker that died: a fresh one
-                stop_worker(worker)
-                worker = start_worker()
-                worker.conn.send((index, payloads[index], jobs[index].log_path))
-            worker.job_index, worker.started = index, time.perf_counter()
-            worker.exclusive, worker.shared = exclusive, bool(busy)
-            for other in busy:
-                other.shared = True
-            attempts[index] += 1
-            report.max_concurrent = max(report.max_concurrent, len(running()))
+                status, _, result, error, out_of_memory, peak, seconds = worker.conn.recv()
+                return result, error if status == "failed" else None, out_of_memory, peak, seconds
+            except (EOFError, OSError):
+                pass
+        worker.process.join(timeout=5)
+        code = worker.process.exitcode
+        killed = code == -signal.SIGKILL  # the kernel's out-of-memory killer
+        why = "killed (out of memory?)" if killed else f"exit code {code}"
+        return None, f"its worker process died: {why}", killed, None, time.perf_counter() - worker.started
 
-    def ended(worker: _Worker, result, error, out_of_memory: bool, peak, seconds: float) -> None:
+    def ended(self, worker: _Worker, result, error: str | None, out_of_memory: bool, peak, seconds: float) -> None:
+        """Record a job's end: its outcome, or a retry alone when it ran out of memory beside other jobs."""
         index, alone = worker.job_index, not worker.shared
         worker.job_index, worker.exclusive, worker.shared = None, False, False
-        job = jobs[index]
+        job = self.jobs[index]
         if error is None:
-            admission.record_peak(job, peak)
-            finish(JobOutcome(job, result, None, attempts[index], alone, peak, seconds))
+            self.admission.record_peak(job, peak)
+            self.finish(JobOutcome(job, result, None, self.attempts[index], alone, peak, seconds))
             return
-        stop_worker(worker)  # a fresh process for what comes next
-        if out_of_memory and not alone and index not in retry_alone:
-            admission.record_out_of_memory(job)
-            retry_alone.add(index)
-            pending.append(index)
+        self.stop(worker)  # a fresh process for what comes next
+        if out_of_memory and not alone and index not in self.retry_alone:
+            self.admission.record_out_of_memory(job)
+            self.retry_alone.add(index)
+            self.pending.append(index)
             logger.warning("%s ran out of memory beside other jobs: it runs again later, alone", job.name)
             return
-        finish(JobOutcome(job, None, error, attempts[index], alone, peak, seconds))
+        self.finish(JobOutcome(job, None, error, self.attempts[index], alone, peak, seconds))
 
+    # ---------------------------------------------------------------------------------------- stopping workers
+    def stop(self, worker: _Worker) -> None:
+        """Stop one idle worker (or a dead one) and forget it."""
+        _stop_processes([worker])
+        self.workers.remove(worker)
+
+    def stop_all(self) -> None:
+        """Every worker gone within :data:`STOP_SECONDS`: a running job is stopped mid-way and writes nothing more."""
+        workers, self.workers = self.workers, []
+        with _interrupts_deferred():  # a second Ctrl-C waits until every worker is gone
+            _stop_processes(workers)
+
+
+def _payload(job: Job) -> bytes:
     try:
-        admit()
-        while running():
-            handles = {}
-            for worker in running():
-                handles[worker.conn] = worker
-                handles[worker.process.sentinel] = worker
-            for handle in wait(list(handles)):
-                worker = handles[handle]
-                if worker not in workers or worker.job_index is None:
-                    continue  # seen through its other handle
-                message = None
-                if worker.conn.poll():
-                    try:
-                        message = worker.conn.recv()
-                    except (EOFError, OSError):
-                        message = None
-                if message is not None:
-                    status, _, result, error, out_of_memory, peak, seconds = message
-                    ended(worker, result, error if status == "failed" else None, out_of_memory, peak, seconds)
-                    continue
-                worker.process.join(timeout=5)
-                code = worker.process.exitcode
-                killed = code == -signal.SIGKILL
-                why = "killed (out of memory?)" if killed else f"exit code {code}"
-                ended(
-                    worker, None, f"its worker process died: {why}", killed, None, time.perf_counter() - worker.started
-                )
-            if not pending:
-                for worker in idle():
-                    stop_worker(worker)  # what they hold goes back to the jobs still running
-            admit()
+        return pickle.dumps(job)
+    except (pickle.PicklingError, TypeError, AttributeError) as error:
+        raise ValueError(f"{job.name}: the job cannot be sent to a worker process: {one_line(error)}") from None
+
+
+@contextlib.contextmanager
+def _blocked(*signals: signal.Signals):
+    """``signals`` held back in this thread (delivered when the block ends). A process started inside inherits
+    them blocked: with SIGINT, a terminal's Ctrl-C never reaches it, not even while its interpreter starts."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, set(signals))
+    try:
+        yield
     finally:
-        for worker in list(workers):
-            if worker.job_index is not None and worker.process.is_alive():
-                worker.process.terminate()  # interrupted: the job writes nothing more
-            stop_worker(worker)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Ctrl-C and SIGTERM only noted inside (where Python handles them: in the main thread), so that what the block
+    does is never cut in half; the first one noted is raised again as the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted, previous = [], {}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        if callable(signal.getsignal(number)):  # a Python handler (KeyboardInterrupt's, the dispatcher's)
+            previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if noted:
+            signal.raise_signal(noted[0])
+
+
+def _stop_processes(workers: Sequence[_Worker]) -> None:
+    """An idle worker is told to stop, a running one terminated (SIGTERM: it unwinds at once, its job's own
+    workers with it); whichever is still alive after :data:`STOP_SECONDS` is killed."""
+    for worker in workers:
+        if worker.job_index is None:
+            with contextlib.suppress(OSError, ValueError):
+                worker.conn.send(None)
+        elif worker.process.is_alive():
+            worker.process.terminate()
+    deadline = time.monotonic() + STOP_SECONDS
+    for worker in workers:
+        worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
+    for worker in workers:
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()
+
+
+# ------------------------------------------------------------------------------------------ in a worker
+class _Stopped(SystemExit):
+    """SIGTERM in a worker: the main process stops it. A SystemExit, so the process ends quietly with its code."""
+
+
+def _stopped(signum, frame):
+    raise _Stopped(128 + signal.SIGTERM)
+
+
+def _worker_main(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
+    """A worker: run each job it is sent until told to stop (None) or the main process goes; on SIGTERM, the job
+    unwinds (its ``finally`` blocks, its DataLoader's workers). Either way the process then ends at once, without
+    the seconds an interpreter with torch loaded takes to tear itself down: it holds nothing more to write."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the workers
+    signal.signal(signal.SIGTERM, _stopped)
+    code = 0
+    try:
+        _serve(conn, threads, log_level, device, visible_device)
+    except _Stopped as stopped:
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            child.terminate()
+        code = stopped.code
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _serve(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
+    """Run each job sent until told to stop (None) or the main process goes (the pipe closes)."""
+    if visible_device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible_device  # its one device: the Trainer must not spread over several
+    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=log_level)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # torch, once a job imports it, starts this many threads
+        os.environ[name] = str(threads)
+    terminal = os.dup(1), os.dup(2)
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        index, payload, log_path = message
+        reply = _run_job(payload, log_path, threads, device, terminal)
+        try:
+            conn.send((reply[0], index, *reply[1:]))
+        except (pickle.PicklingError, TypeError, AttributeError) as error:  # an unpicklable result
+            conn.send(("failed", index, None, f"result not picklable: {one_line(error)}", False, reply[4], 0.0))
+
+
+def _run_job(payload: bytes, log_path: str | None, threads: int, device: str, terminal: tuple[int, int]) -> tuple:
+    """One job in this worker, its output in ``log_path``: (status, result, error, out of memory, peak, seconds)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if log_path else None
+    if log is not None:
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+    _reset_device(device)
+    if "torch" in sys.modules:  # as the last job left it: a job may set its own
+        sys.modules["torch"].set_num_threads(threads)
+    start = time.perf_counter()
+    try:
+        job = pickle.loads(payload)
+        reply = ("done", job.function(job.argument), None, False)
+    except _Stopped:
+        raise
+    except BaseException as error:  # noqa: BLE001 - every failure is the job's, reported, and the worker goes on
+        traceback.print_exc()
+        reply = ("failed", None, one_line(error), is_out_of_memory(error))
+    peak = _device_peak(device)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if log is not None:
+        os.dup2(terminal[0], 1)
+        os.dup2(terminal[1], 2)
+        os.close(log)
+    _reset_device(device)
+    return (*reply, peak, time.perf_counter() - start)
+
+
+def _device_peak(device: str) -> int | None:
+    if device != "cuda":
+        return None
+    import torch
+
+    return int(torch.cuda.max_memory_reserved()) if torch.cuda.is_initialized() else None
+
+
+def _reset_device(device: str) -> None:
+    if device != "cuda":
+        return
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()

@@ -1,6 +1,7 @@
 """Job functions for tests/test_job_pool.py: module-level, so that a spawned worker imports them by name."""
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -56,3 +57,37 @@ def wait_for_file(path):
             return "seen"
         time.sleep(0.1)
     raise TimeoutError(f"{path} never appeared")
+
+
+def on_device_with_others(argument):
+    """Appends ``start <device>`` to the events file, waits until ``others`` jobs have started (each on its device,
+    ``CUDA_VISIBLE_DEVICES``), appends ``end <device>``; returns the device."""
+    events, others = argument
+    device = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    with open(events, "a") as handle:
+        handle.write(f"start {device}\n")
+    for _ in range(600):
+        if Path(events).read_text().count("start") >= others:
+            break
+        time.sleep(0.1)
+    else:
+        raise TimeoutError(f"{others} jobs never ran at once")
+    with open(events, "a") as handle:
+        handle.write(f"end {device}\n")
+    return device
+
+
+def ignore_sigterm_then_mark(marker):
+    """Ignores SIGTERM (a job that swallows the pool's stop) and writes its pid to ``marker``; then sleeps."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    Path(marker).write_text(str(os.getpid()))
+    time.sleep(60)  # well past the pool's STOP_SECONDS
+    return "finished"
+
+
+def signal_state(_):
+    """Whether SIGINT is blocked in this process (``/proc/self/status``) and its handler ignores it."""
+    blocked = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("SigBlk:"))
+    return bool(int(blocked.split()[1], 16) & (1 << (signal.SIGINT - 1))), signal.getsignal(
+        signal.SIGINT
+    ) == signal.SIG_IGN
