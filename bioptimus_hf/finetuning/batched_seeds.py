@@ -101,6 +101,8 @@ class StackedSeedsModel(nn.Module):
         object.__setattr__(self, "_seed_models", list(models))
         for name, child in template.named_children():
             self.add_module(name, child)
+        for name, parameter in template.named_parameters(recurse=False):  # a model's own, outside its modules
+            self.register_parameter(name, parameter)
         self.num_seeds = len(models)
         self.config = template.config
         forward = inspect.signature(template.forward).parameters.values()
