@@ -128,15 +128,19 @@ class SeedNorms(TrainerCallback):
         self.norms.append(model.seed_gradient_norms())
 
 
-@pytest.mark.parametrize(("kind", "sampling"), [("seq", "random"), ("token", "group_by_length")])
-def test_each_seed_ends_with_its_separate_runs_weights(setup, tmp_path, kind, sampling):
+@pytest.mark.parametrize(
+    ("kind", "sampling", "accumulation"),
+    [("seq", "random", 1), ("token", "group_by_length", 1), ("token", "random", 2)],
+)
+def test_each_seed_ends_with_its_separate_runs_weights(setup, tmp_path, kind, sampling, accumulation):
+    """The third case accumulates 2 batches a step (``num_items_in_batch`` counted per seed)."""
     model_init, dataset, collator = task(setup, kind)
-    args = training_args(tmp_path, sampling)
+    args = training_args(tmp_path, sampling, gradient_accumulation_steps=accumulation)
     norms = SeedNorms()
     batched = train_seeds_batched(SEEDS, model_init, args, dataset, collator, callbacks=[norms])
     separate = train_seeds_separately(SEEDS, model_init, args, dataset, collator)
 
-    steps = EPOCHS * -(-ROWS // BATCH)
+    steps = EPOCHS * -(-(-(-ROWS // BATCH)) // accumulation)
     assert len(norms.norms) == steps and min(n.min().item() for n in norms.norms) > MAX_GRAD_NORM
     config = batched[0].model.config
     depth = 2 * (transformer_depth(config.num_hidden_layers) + 2)  # forward and backward, pooler and classifier
