@@ -8,8 +8,9 @@ script.
 The run is :mod:`bioptimus_hf.commands.blurb_task` (docs/blurb.md).
 """
 
-from bioptimus_hf.commands.blurb_task import main, parse_args, run  # noqa: F401  (names importers use)
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line, from the first import on
+    from bioptimus_hf.commands.dispatch import main
 
-
-if __name__ == "__main__":
     main()
+else:
+    from bioptimus_hf.commands.blurb_task import main, parse_args, run  # noqa: F401  (names importers use)

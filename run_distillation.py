@@ -8,8 +8,9 @@
 The run is :mod:`bioptimus_hf.commands.distill` (docs/distillation.md).
 """
 
-from bioptimus_hf.commands.distill import main
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line, from the first import on
+    from bioptimus_hf.commands.dispatch import main
 
-
-if __name__ == "__main__":
     main()
+else:
+    from bioptimus_hf.commands.distill import main  # noqa: F401  (the name importers use)

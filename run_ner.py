@@ -7,8 +7,9 @@
 The command is :mod:`bioptimus_hf.commands.ner`; the run :func:`bioptimus_hf.ner.run.fine_tune_ner` (docs/ner.md).
 """
 
-from bioptimus_hf.commands.ner import main, parse_args  # noqa: F401  (names importers use)
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line, from the first import on
+    from bioptimus_hf.commands.dispatch import main
 
-
-if __name__ == "__main__":
     main()
+else:
+    from bioptimus_hf.commands.ner import main, parse_args  # noqa: F401  (names importers use)

@@ -7,8 +7,9 @@
 The command is :mod:`bioptimus_hf.commands.pretrain`; the run :func:`bioptimus_hf.pretraining.run.run_pretraining`.
 """
 
-from bioptimus_hf.commands.pretrain import main
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line, from the first import on
+    from bioptimus_hf.commands.dispatch import main
 
-
-if __name__ == "__main__":
     main()
+else:
+    from bioptimus_hf.commands.pretrain import main  # noqa: F401  (the name importers use)

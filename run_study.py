@@ -6,8 +6,9 @@
 The study is :mod:`bioptimus_hf.commands.study` (docs/study.md).
 """
 
-from bioptimus_hf.commands.study import main
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line, from the first import on
+    from bioptimus_hf.commands.dispatch import main
 
-
-if __name__ == "__main__":
     main()
+else:
+    from bioptimus_hf.commands.study import main  # noqa: F401  (the name importers use)

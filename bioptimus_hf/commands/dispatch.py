@@ -8,8 +8,9 @@
 ``bioptimus <command> ARGS`` is ``main(ARGS)`` of the command's module under :mod:`bioptimus_hf.commands`; so is
 the console script ``bioptimus-<command> ARGS`` (every one points here and is told apart by its name), the
 command's script where it has one (``python run_pretraining.py ARGS``), and ``python -m bioptimus_hf.commands
-<command> ARGS`` without installing. This module imports neither torch nor transformers: ``bioptimus --help``
-answers at once.
+<command> ARGS`` without installing. Ctrl-C (or SIGTERM) ends every one of them with one line, ``interrupted``, and
+exit status 130 (143), from the first import on. This module imports neither torch nor transformers:
+``bioptimus --help`` answers at once.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from ..utils.cli import USAGE_ERROR_STATUS, exit_on_usage_error
+from ..utils.cli import USAGE_ERROR_STATUS, exit_on_interrupt, exit_on_usage_error
 
 
 @dataclass(frozen=True)
@@ -244,15 +245,20 @@ def run(name: str, args: list[str], program: str | None = None) -> None:
     saved = sys.argv[0]
     sys.argv[0] = program or f"bioptimus {name}"  # argparse names the program after argv[0]
     try:
-        importlib.import_module(f"{__package__}.{command.module}").main(args)
+        with exit_on_interrupt():  # the import too: torch and transformers take seconds to load
+            importlib.import_module(f"{__package__}.{command.module}").main(args)
     finally:
         sys.argv[0] = saved
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``bioptimus <command> ARGS``, or ``bioptimus-<command> ARGS`` (returns None so that the exit status is 0)."""
+    """``bioptimus <command> ARGS``, ``bioptimus-<command> ARGS`` or ``python run_<command>.py ARGS`` (returns None
+    so that the exit status is 0)."""
     program = os.path.basename(sys.argv[0])
     args = list(sys.argv[1:] if argv is None else argv)
+    script = command_for_program(program) if argv is None and program.endswith(".py") else None
+    if script is not None:  # a command's script (run_ner.py): its name says the command
+        return run(script, args, program)
     if argv is None and program.startswith("bioptimus-"):  # a console script: its name says the command
         name = DEPRECATED_SCRIPTS.get(program, program.removeprefix("bioptimus-"))
         if program in DEPRECATED_SCRIPTS:

@@ -1,5 +1,6 @@
 """How every script and command ends on bad input: one line, ``error: <message>``, exit status 1, no traceback;
-and on a command line that cannot be parsed (an unknown flag, a bad choice): one line, exit status 2 (argparse's).
+on a command line that cannot be parsed (an unknown flag, a bad choice): one line, exit status 2 (argparse's);
+and on Ctrl-C or SIGTERM (:func:`exit_on_interrupt`, around every command): one line, exit status 130 or 143.
 
 The library's refusals name the flag or file at fault in their message (``--window_stride 40 must be in
 [0, 12)``, ``train.tsv, line 3: ...``), so that line is all the user needs. Wrap only the steps that check
@@ -16,13 +17,17 @@ from __future__ import annotations
 
 import difflib
 import re
+import signal
 import sys
+import threading
 from collections.abc import Iterable
 from contextlib import contextmanager
 from typing import NoReturn
 
 
 USAGE_ERROR_STATUS = 2  # argparse's and the shells' convention for a command line that cannot be parsed
+INTERRUPTED_STATUS = 128 + signal.SIGINT  # 130: the shells' status of a command ended by Ctrl-C
+TERMINATED_STATUS = 128 + signal.SIGTERM  # 143: ended by SIGTERM (kill, torchrun, a batch scheduler)
 
 # What the library raises for input it refuses (a ConllFormatError is a ValueError).
 BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError)
@@ -66,3 +71,48 @@ def exit_on_usage_error(message: str) -> NoReturn:
     """End a command line that cannot be parsed: ``error: <message>`` on stderr, exit status 2, no usage dump."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(USAGE_ERROR_STATUS)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, as Ctrl-C raises KeyboardInterrupt: the same ``finally`` blocks run."""
+
+
+def _raise_terminated(signum, frame) -> NoReturn:
+    raise Terminated()
+
+
+def _close_progress_bars() -> None:
+    bars = getattr(sys.modules["tqdm"].tqdm, "_instances", ()) if "tqdm" in sys.modules else ()
+    for bar in list(bars):
+        try:
+            bar.close()
+        except Exception:  # noqa: BLE001 - a bar that cannot close must not hide the interrupt
+            pass
+
+
+@contextmanager
+def exit_on_interrupt():
+    """End the block on Ctrl-C (or SIGTERM) with one line, ``interrupted`` (``terminated``), and exit status 130
+    (143), no traceback, after the ``finally`` blocks inside have run (they stop workers, remove partial files).
+
+    SIGTERM is handled so only where nothing else has claimed it (its handler is the default), in the main thread.
+    Once interrupted, the process ignores both signals (the status says the process ends): a second Ctrl-C cannot
+    break the clean-up that follows (interpreter exit: workers joined) into a traceback."""
+    claim = (
+        threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    )
+    if claim:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    except KeyboardInterrupt as caught:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        terminated = isinstance(caught, Terminated)
+        _close_progress_bars()  # each on its own line, as far as it got; the last line is this one
+        print("terminated" if terminated else "interrupted", file=sys.stderr, flush=True)
+        raise SystemExit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS) from None
+    finally:
+        if claim and signal.getsignal(signal.SIGTERM) is _raise_terminated:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)

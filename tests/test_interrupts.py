@@ -1,0 +1,162 @@
+"""Ctrl-C ends every command in one line: ``interrupted``, exit status 130, no traceback, its whole process group
+(workers included) gone within 5 seconds, nothing written that looks finished.
+
+Each command runs in its own session; SIGINT goes to the group, as a terminal's Ctrl-C does. The points: while the
+command still imports (``python -X importtime``'s lines say how far it got), while a tiny model trains, and while
+``bioptimus blurb --jobs 2``'s workers fine-tune. The in-process tests pin the dispatcher's part: the one line and
+the status for every way a command is started, SIGTERM as ``terminated`` and 143."""
+
+import importlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bioptimus_hf.commands import dispatch
+from bioptimus_hf.utils.cli import INTERRUPTED_STATUS, TERMINATED_STATUS, exit_on_interrupt
+
+
+ROOT = Path(__file__).resolve().parents[1]
+BIOPTIMUS = Path(sys.executable).with_name("bioptimus")
+GONE_WITHIN_SECONDS = 5  # the bound the docs promise: a bound on termination, not a speed
+READY_WITHIN_SECONDS = 600  # how long a command may take to reach the point it is interrupted at (a loaded machine)
+
+
+@pytest.fixture
+def restored_signals():
+    """The dispatcher ignores both signals once interrupted (the process ends); this process goes on."""
+    saved = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for number, handler in saved.items():
+        signal.signal(number, handler)
+
+
+# ------------------------------------------------------------------------------------------ in process
+@pytest.mark.parametrize("how", ["bioptimus ner", "bioptimus-ner", "run_ner.py"])
+def test_a_keyboard_interrupt_is_one_line_and_status_130_however_the_command_is_started(
+    how, monkeypatch, capsys, restored_signals
+):
+    module = importlib.import_module("bioptimus_hf.commands.ner")
+
+    def interrupted(argv=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "main", interrupted)
+    if how == "bioptimus ner":
+        call = lambda: dispatch.main(["ner", "--seeds", "1"])  # noqa: E731
+    else:
+        monkeypatch.setattr(sys, "argv", [f"/some/where/{how}", "--seeds", "1"])
+        call = dispatch.main
+    with pytest.raises(SystemExit) as ended:
+        call()
+    assert ended.value.code == INTERRUPTED_STATUS == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # a second Ctrl-C cannot break the clean-up
+
+
+def test_sigterm_is_one_line_and_status_143_and_the_handler_is_given_back(capsys, restored_signals):
+    with pytest.raises(SystemExit) as ended, exit_on_interrupt():
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+    assert ended.value.code == TERMINATED_STATUS == 143
+    assert capsys.readouterr().err == "terminated\n"
+    with exit_on_interrupt():
+        pass
+    assert signal.getsignal(signal.SIGTERM) in (signal.SIG_IGN, signal.SIG_DFL)
+
+
+def test_a_finished_command_leaves_sigterm_as_it_was(restored_signals):
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with exit_on_interrupt():
+        pass
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    own = lambda signum, frame: None  # noqa: E731  (a launcher's own handler is left alone)
+    signal.signal(signal.SIGTERM, own)
+    with exit_on_interrupt():
+        assert signal.getsignal(signal.SIGTERM) is own
+    assert signal.getsignal(signal.SIGTERM) is own
+
+
+# ------------------------------------------------------------------------------------------ a process group
+def _environment(**extra) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **extra}
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        env[name] = "1"
+    env["TOKENIZERS_PARALLELISM"] = "false"
+    return env
+
+
+def _group_alive(process: subprocess.Popen) -> bool:
+    process.poll()  # reaps the leader once it has ended (a zombie still counts as alive)
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def interrupt(command, tmp_path, ready, env=None):
+    """Start ``command`` in its own session, wait until ``ready(stdout, stderr)``, send SIGINT to its group, and
+    return (exit status, stdout, stderr) once the group is gone; fail if it outlives :data:`GONE_WITHIN_SECONDS`."""
+    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        process = subprocess.Popen(
+            list(map(str, command)),
+            cwd=tmp_path,
+            env=env or _environment(),
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + READY_WITHIN_SECONDS
+        while not ready(out.read_text(errors="replace"), err.read_text(errors="replace")):
+            assert process.poll() is None, f"ended before the point to interrupt:\n{err.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"never reached the point to interrupt:\n{err.read_text()[-3000:]}"
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)
+        sent = time.monotonic()
+        while _group_alive(process) and time.monotonic() - sent < GONE_WITHIN_SECONDS:
+            time.sleep(0.05)
+        alive = _group_alive(process)
+    finally:
+        if _group_alive(process):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert not alive, f"the process group outlived Ctrl-C by {GONE_WITHIN_SECONDS} s:\n{err.read_text()[-3000:]}"
+    return process.returncode, out.read_text(errors="replace"), err.read_text(errors="replace")
+
+
+def assert_one_line(status: int, stderr: str) -> None:
+    """Exit status 130; the last of stderr one line, ``interrupted``; no traceback anywhere (import-time lines of
+    ``-X importtime`` aside)."""
+    lines = [line for line in stderr.splitlines() if not line.startswith("import time:") and line.strip()]
+    assert status == INTERRUPTED_STATUS, stderr[-3000:]
+    assert lines and lines[-1] == "interrupted", stderr[-3000:]
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
+
+
+def _importing_torch(stdout: str, stderr: str) -> bool:
+    """The dispatcher is loaded and the command's module is importing torch (numpy comes first)."""
+    return "bioptimus_hf.commands.dispatch" in stderr and re.search(r"\|\s+numpy$", stderr, re.MULTILINE) is not None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [BIOPTIMUS, "pretrain", "--help"],
+        [sys.executable, "-X", "importtime", ROOT / "run_pretraining.py", "--help"],
+        [sys.executable, "-X", "importtime", "-m", "bioptimus_hf.commands", "blurb", "--help"],
+    ],
+    ids=["console script", "run_pretraining.py", "python -m"],
+)
+def test_ctrl_c_while_a_command_imports_is_one_line(command, tmp_path):
+    env = _environment(PYTHONPROFILEIMPORTTIME="1")
+    status, _, stderr = interrupt(command, tmp_path, _importing_torch, env)
+    assert_one_line(status, stderr)
