@@ -196,3 +196,14 @@ def test_a_run_that_lost_records_ends_non_zero_saying_how_many_and_where(case, t
     capsys.readouterr()
     dispatch.main([*base, "--on_error", "skip"])  # the loss accepted: status 0
     assert '"written"' in capsys.readouterr().out
+
+
+def test_a_refusal_in_a_worker_ends_the_run_in_one_line(tmp_path):
+    inputs, _ = lost_cases(tmp_path / "pubmed")["broken record"]
+    with pytest.raises(SystemExit) as refused:
+        dispatch.main(["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
+                       "--num_workers", "2", "--on_error", "fail", "--disable_tqdm", "true"])  # fmt: skip
+    assert str(refused.value) == (
+        f"error: {inputs[1]}: record 4: PubmedArticle: PMID 'x1' is not a number (--on_error skip skips it)"
+    )
+    assert not (tmp_path / "out" / MANIFEST_NAME).exists() and not list((tmp_path / "out").rglob(".*.partial"))

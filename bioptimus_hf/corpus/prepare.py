@@ -362,7 +362,9 @@ def write_shard(intermediate: str, rows: np.ndarray, target: str, settings: dict
     import pyarrow.parquet as pq
 
     target = Path(target)
-    parsed = read_intermediate(Path(intermediate)).take(pa.array(rows, type=pa.int64()))
+    parsed = read_intermediate(Path(intermediate))
+    if len(rows) != parsed.num_rows or not np.array_equal(rows, np.arange(len(rows))):  # not every row current
+        parsed = parsed.take(pa.array(rows, type=pa.int64()))
     kept, filtered = _kept_rows(parsed, settings)
     if settings["shuffle_rows"]:
         generator = np.random.default_rng([settings["seed"], zlib.crc32(target.name.encode())])
