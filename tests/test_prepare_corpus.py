@@ -17,7 +17,7 @@ from bioptimus_hf.corpus import pubmed_xml
 from bioptimus_hf.corpus.prepare import merge_events, prepare_corpus
 from bioptimus_hf.corpus.prepare_config import PrepareCorpusArguments
 from bioptimus_hf.corpus.pubmed_xml import Citation, read_pubmed_file
-from bioptimus_hf.testing.pubmed_files import Record, write_pubmed_file
+from bioptimus_hf.testing.pubmed_files import Record, pubmed_document, write_pubmed_file
 from bioptimus_hf.utils.corpus_reader import CorpusFileError, check_corpus_files, iter_lines
 from bioptimus_hf.utils.prepared_corpus import MANIFEST_NAME, PreparedCorpusError, shard_paths
 from helpers.pubmed import EXPECTED_TEXTS, EXPECTED_YEARS, TRUNCATED, write_pubmed_fixtures
@@ -275,3 +275,24 @@ def test_parsing_memory_stays_flat_in_the_file_size(tmp_path, monkeypatch):
 
     small, large = peak(300), peak(4800)  # 16 times the records
     assert large < 1.5 * small
+
+
+def test_records_cut_across_chunks_read_as_a_whole_and_a_broken_one_is_located(tmp_path, monkeypatch):
+    records = [Record(i, f"Title <i>{i}</i>.", [("AIM", "OBJECTIVE", f"Words {i} " * 30)]) for i in range(1, 60)]
+    path = write_pubmed_file(tmp_path / "pubmed25n0001.xml.gz", records, deletions=[3, 4])
+    whole = list(read_pubmed_file(path))
+    assert len(whole) == 61
+    monkeypatch.setattr(pubmed_xml, "_CHUNK_BYTES", 777)  # every record across chunk boundaries
+    monkeypatch.setattr(pubmed_xml, "_READ_BYTES", 333)
+    assert list(read_pubmed_file(path)) == whole
+
+    lines = pubmed_document(records).splitlines(keepends=True)  # three lines of header, then a record a line
+    lines[7] = lines[7].replace("</ArticleTitle>", "</Title>")  # the 5th record's XML is broken
+    broken = tmp_path / "pubmed25n0002.xml"
+    broken.write_text("".join(lines))
+    read = []
+    with pytest.raises(pubmed_xml.PubmedFileError) as stopped:
+        read.extend(read_pubmed_file(broken))
+    assert [item.pmid for item in read] == [1, 2, 3, 4]  # the records before the break are read
+    assert stopped.value.position == "after record 4, XML line 8"
+    assert "mismatched tag" in stopped.value.reason

@@ -1,7 +1,10 @@
 """One PubMed XML file (NLM's baseline or update file, the PubMed DTD), read as a stream of citations and deletions.
 
-:func:`read_pubmed_file` parses with ``xml.etree.ElementTree.iterparse`` and clears each top-level record once
-read, so memory stays flat whatever the file's size. It yields, in document order:
+:func:`read_pubmed_file` decompresses the file as it reads it, cuts each MB of XML into its top-level records at
+their tags (``<PubmedArticle>`` to ``</PubmedArticle>``...: the PubMed DTD has no comments or CDATA that could hold
+one) and parses them at once with ElementTree's C parser, so no Python runs per element and memory stays flat
+whatever the file's size; the XML around the records (declaration, root, the space between) is checked by a parser
+of its own, so a broken file is refused as a whole would be. It yields, in document order:
 
 * :class:`Citation` for each ``PubmedArticle`` (and ``PubmedBookArticle``): PMID and its ``Version``, the title,
   the abstract (the ``AbstractText`` sections in order, each after its ``Label`` and ": " when it has one and
@@ -13,7 +16,7 @@ read, so memory stays flat whatever the file's size. It yields, in document orde
   position: the record's number in the file (1-based, counting every top-level record).
 
 A file that ends early (a truncated ``.gz``, XML cut off or broken) raises :class:`PubmedFileError` naming the
-file and the position (the last complete record, and the XML line and column where there is one) after the
+file and the position (the last complete record, and the file's XML line where there is one) after the
 records read before it were yielded: the caller decides whether they are kept.
 """
 
@@ -214,6 +217,7 @@ class FileReading:
 
 
 _RECORD_START = re.compile(rb"<(PubmedArticle|PubmedBookArticle|DeleteCitation)(?=[\s>/])")
+_RECORD_END = {tag.encode(): re.compile(rb"</" + tag.encode() + rb"\s*>") for tag in RECORD_TAGS}
 _ENCODING = re.compile(rb"""<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']""")
 _CHUNK_BYTES = 1 << 20  # of XML parsed at once
 _READ_BYTES = 1 << 18  # of the file read at once
@@ -277,11 +281,10 @@ def _record_spans(buffer: bytes, position: int) -> Iterator[tuple[int, int]]:
         found = _RECORD_START.search(buffer, position)
         if found is None:
             return
-        close = b"</" + found.group(1) + b">"
-        end = buffer.find(close, found.end())
-        if end < 0:
+        end = _RECORD_END[found.group(1)].search(buffer, found.end())
+        if end is None:
             return
-        position = end + len(close)
+        position = end.end()
         yield found.start(), position
 
 
