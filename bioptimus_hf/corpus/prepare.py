@@ -332,16 +332,18 @@ def _shard_schema(sentences: bool):
     return pa.schema([*fields, (TEXT_COLUMN, pa.string())])
 
 
-def _shard_table(parsed, sentences: bool):
-    """The shard's columns from the kept citations, in order (a row per sentence for the sentence unit)."""
+def _shard_table(parsed, kept: np.ndarray, sentences: bool):
+    """The shard's columns: the citations ``kept`` of ``parsed``, in that order (a row per sentence for the sentence
+    unit). The text is joined first and then taken with the rest, in one pass over each column."""
     import pyarrow as pa
 
+    order = pa.array(kept, type=pa.int64())
     columns = {
-        "pmid": parsed.column("pmid"),
-        "version": parsed.column("version"),
-        "year": parsed.column("year"),
-        "language": parsed.column("languages"),
-        TEXT_COLUMN: _text(parsed),
+        "pmid": parsed.column("pmid").take(order),
+        "version": parsed.column("version").take(order),
+        "year": parsed.column("year").take(order),
+        "language": parsed.column("languages").take(order),
+        TEXT_COLUMN: _text(parsed).take(order),
     }
     if not sentences:
         return pa.table(columns)
@@ -370,7 +372,7 @@ def write_shard(intermediate: str, rows: np.ndarray, target: str, settings: dict
         generator = np.random.default_rng([settings["seed"], zlib.crc32(target.name.encode())])
         kept = kept[generator.permutation(len(kept))]
     sentences = settings["text_unit"] == "sentence"
-    table = _shard_table(parsed.take(pa.array(kept, type=pa.int64())), sentences)
+    table = _shard_table(parsed, kept, sentences)
     entry = {"file": target.name, "rows": table.num_rows, "citations": len(kept)}
     if not len(kept):
         target.unlink(missing_ok=True)  # an earlier preparation's shard of this input is no longer part of it
