@@ -205,3 +205,17 @@ def test_a_refusal_in_a_worker_ends_the_run_in_one_line(tmp_path):
         f"error: {inputs[1]}: record 4: PubmedArticle: PMID 'x1' is not a number (--on_error skip skips it)"
     )
     assert not (tmp_path / "out" / MANIFEST_NAME).exists() and not list((tmp_path / "out").rglob(".*.partial"))
+
+
+def test_the_progress_bars_name_what_they_count(tmp_path, capsys):
+    inputs = [
+        write_pubmed_file(tmp_path / f"pubmed25n000{n}.xml.gz", sentence_records(n * 100, 30, n)) for n in (1, 2)
+    ]
+    dispatch.main(["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
+                   "--num_workers", "1"])  # fmt: skip
+    bars = [line.strip() for line in capsys.readouterr().err.replace("\r", "\n").splitlines() if ":" in line]
+    parsing = [line for line in bars if line.startswith("parsing PubMed XML (compressed bytes):")]
+    writing = [line for line in bars if line.startswith("writing shards:")]
+    assert parsing and writing, bars
+    assert all("B/s" in line or "?" in line for line in parsing)  # bytes, not shards
+    assert "2/2" in writing[-1] and all("shard" in line for line in writing[1:])
