@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-_STOP_GRACE_SECONDS = 1.0
+_STOP_GRACE_SECONDS = 1.0  # after SIGTERM, before SIGKILL
+_EXIT_SECONDS = 30.0  # for a worker told to stop after its last task (its results are in)
 
 
 def _worker(connection) -> None:
@@ -66,7 +67,7 @@ def _stop(workers: list[tuple[Any, Any]], at_once: bool) -> None:
             except OSError:
                 pass
     for process, connection in workers:
-        process.join(_STOP_GRACE_SECONDS if at_once else None)
+        process.join(_STOP_GRACE_SECONDS if at_once else _EXIT_SECONDS)
         if process.is_alive():
             process.kill()
             process.join()
