@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -208,7 +209,7 @@ def synthetic_record(pmid: int, sentences: list[str], rng: np.random.Generator) 
     def draw(n):
         return " ".join(sentences[i] for i in rng.integers(0, len(sentences), n))
 
-    title = draw(1)[:250]
+    title = re.sub(r"&[^;]*$", "", draw(1)[:250])  # not half an entity of the escaped text
     kind = rng.random()
     if kind < 0.03:
         sections = []

@@ -13,10 +13,11 @@ import pytest
 
 from bioptimus_hf.commands import dispatch
 from bioptimus_hf.corpus import prepare as prepare_module
+from bioptimus_hf.corpus import pubmed_xml
 from bioptimus_hf.corpus.prepare import merge_events, prepare_corpus
 from bioptimus_hf.corpus.prepare_config import PrepareCorpusArguments
 from bioptimus_hf.corpus.pubmed_xml import Citation, read_pubmed_file
-from bioptimus_hf.testing.pubmed_files import Record, write_pubmed_file
+from bioptimus_hf.testing.pubmed_files import Record, pubmed_document, write_pubmed_file
 from bioptimus_hf.utils.corpus_reader import CorpusFileError, check_corpus_files, iter_lines
 from bioptimus_hf.utils.prepared_corpus import MANIFEST_NAME, PreparedCorpusError, shard_paths
 from helpers.pubmed import EXPECTED_TEXTS, EXPECTED_YEARS, TRUNCATED, write_pubmed_fixtures
@@ -157,19 +158,8 @@ def test_on_error_fail_refuses_a_malformed_record_or_a_broken_file_naming_it(tmp
 
 
 def test_the_command_prints_the_counts_and_refuses_what_is_not_pubmed_xml(tmp_path, inputs, capsys):
-    dispatch.main(
-        [
-            "prepare-corpus",
-            "--input_files",
-            *map(str, inputs),
-            "--output_dir",
-            str(tmp_path / "out"),
-            "--num_workers",
-            "1",
-            "--disable_tqdm",
-            "true",
-        ]
-    )
+    command = ["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out")]
+    dispatch.main([*command, "--num_workers", "1", "--disable_tqdm", "true", "--on_error", "skip"])
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads((tmp_path / "out" / MANIFEST_NAME).read_text())["counts"]
     text = tmp_path / "corpus.txt"
@@ -177,6 +167,9 @@ def test_the_command_prints_the_counts_and_refuses_what_is_not_pubmed_xml(tmp_pa
     with pytest.raises(SystemExit) as refused:
         dispatch.main(["prepare-corpus", "--input_files", str(text), "--output_dir", str(tmp_path / "x")])
     assert str(refused.value) == f"error: --input_files: {text} is not a PubMed XML file (.xml.gz or .xml)"
+    with pytest.raises(SystemExit) as refused:
+        dispatch.main(["prepare-corpus", "--input_files", str(tmp_path), "--output_dir", str(tmp_path / "x")])
+    assert str(refused.value) == (f"error: --input_files: {tmp_path} is not a file (give the XML files, not a folder)")
 
 
 def test_filters_and_the_sentence_unit(tmp_path, inputs):
@@ -265,7 +258,9 @@ def test_every_stage_reads_the_prepared_corpus_as_lines(tmp_path, inputs):
         check_corpus_files([tmp_path / "notext.parquet"])
 
 
-def test_parsing_memory_stays_flat_in_the_file_size(tmp_path):
+def test_parsing_memory_stays_flat_in_the_file_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(pubmed_xml, "_CHUNK_BYTES", 1 << 14)  # records are parsed a chunk at a time: a small one
+
     def peak(records):
         path = write_pubmed_file(
             tmp_path / f"pubmed25n{records:04d}.xml.gz",
@@ -280,3 +275,24 @@ def test_parsing_memory_stays_flat_in_the_file_size(tmp_path):
 
     small, large = peak(300), peak(4800)  # 16 times the records
     assert large < 1.5 * small
+
+
+def test_records_cut_across_chunks_read_as_a_whole_and_a_broken_one_is_located(tmp_path, monkeypatch):
+    records = [Record(i, f"Title <i>{i}</i>.", [("AIM", "OBJECTIVE", f"Words {i} " * 30)]) for i in range(1, 60)]
+    path = write_pubmed_file(tmp_path / "pubmed25n0001.xml.gz", records, deletions=[3, 4])
+    whole = list(read_pubmed_file(path))
+    assert len(whole) == 61
+    monkeypatch.setattr(pubmed_xml, "_CHUNK_BYTES", 777)  # every record across chunk boundaries
+    monkeypatch.setattr(pubmed_xml, "_READ_BYTES", 333)
+    assert list(read_pubmed_file(path)) == whole
+
+    lines = pubmed_document(records).splitlines(keepends=True)  # three lines of header, then a record a line
+    lines[7] = lines[7].replace("</ArticleTitle>", "</Title>")  # the 5th record's XML is broken
+    broken = tmp_path / "pubmed25n0002.xml"
+    broken.write_text("".join(lines))
+    read = []
+    with pytest.raises(pubmed_xml.PubmedFileError) as stopped:
+        read.extend(read_pubmed_file(broken))
+    assert [item.pmid for item in read] == [1, 2, 3, 4]  # the records before the break are read
+    assert stopped.value.position == "after record 4, XML line 8"
+    assert "mismatched tag" in stopped.value.reason

@@ -5,14 +5,16 @@
     bioptimus pretrain configs/x.yaml --train_file corpus/pubmed --streaming
 
 Writes ``DIR/<input>.parquet`` shards (``pmid``, ``text``: the title then the abstract, ...) and, last,
-``DIR/manifest.json`` with the counts and checksums; a rerun skips what is done. See docs/pubmed.md.
+``DIR/manifest.json`` with the counts and checksums; a rerun skips what is done. A run that skipped records (malformed,
+a file cut short) ends with status 1 and a last line saying how many and where, unless ``--on_error skip`` accepts
+it. See docs/pubmed.md.
 """
 
 from __future__ import annotations
 
 import json
 
-from ..corpus.prepare import PrepareCorpusError, prepare_corpus
+from ..corpus.prepare import PrepareCorpusError, lost_records_message, prepare_corpus
 from ..corpus.prepare_config import PrepareCorpusArguments
 from ..utils.cli import exit_on_bad_input
 from .config_parser import parse_args
@@ -23,7 +25,10 @@ def run(argv: list[str] | None = None) -> dict:
     (args,) = parse_args((PrepareCorpusArguments,), argv, description=__doc__)
     with exit_on_bad_input(ValueError, FileNotFoundError, PrepareCorpusError):
         manifest = prepare_corpus(args)
-    print(json.dumps(manifest["counts"], indent=2))
+    print(json.dumps(manifest["counts"], indent=2), flush=True)
+    lost = lost_records_message(manifest)
+    if lost and args.on_error == "report":
+        raise SystemExit(f"error: {lost}")
     return manifest
 
 

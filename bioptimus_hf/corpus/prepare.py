@@ -28,8 +28,6 @@ import logging
 import os
 import shutil
 import zlib
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +38,7 @@ from ..utils.progress import progress_bar
 from ..vocabulary.qikfind import split_sentences
 from .prepare_config import FILTER_REASONS, PrepareCorpusArguments
 from .pubmed_xml import Citation, FileReading, Malformed, PubmedFileError, read_pubmed_file
+from .tasks import run_tasks
 
 
 logger = logging.getLogger(__name__)
@@ -47,7 +46,8 @@ logger = logging.getLogger(__name__)
 WORK_DIR_NAME = ".prepare"
 CITATION, DELETION = 0, 1
 # Parse results of this layout are reused by a rerun; another layout is parsed again.
-PARSE_FORMAT = 1
+PARSE_FORMAT = 2
+INTERMEDIATE_SUFFIX = ".arrow"
 SHARD_METADATA_KEY = b"bioptimus_prepare"
 _WRITE_BATCH = 4096
 _ROW_GROUP = 8192
@@ -71,9 +71,8 @@ def ordered_inputs(files: list[str]) -> list[Path]:
     paths = sorted((Path(f) for f in files), key=lambda p: p.name)
     for path in paths:
         if not path.is_file():
-            raise FileNotFoundError(
-                f"--input_files: {path} does not exist" if not path.exists() else f"{path} is not a file"
-            )
+            what = "does not exist" if not path.exists() else "is not a file (give the XML files, not a folder)"
+            raise FileNotFoundError(f"--input_files: {path} {what}")
         if not path.name.endswith(_XML_SUFFIXES):
             raise PrepareCorpusError(f"--input_files: {path} is not a PubMed XML file (.xml.gz or .xml)")
     stems = [input_stem(p) for p in paths]
@@ -113,81 +112,103 @@ def _parse_settings(args: PrepareCorpusArguments) -> dict:
     return {"format": PARSE_FORMAT, "section_labels": args.section_labels}
 
 
-def parse_file(path: str, work_dir: str, settings: dict, fail_on_error: bool, on_bytes=None) -> dict:
-    """Parse one input into ``<work_dir>/<stem>.parquet`` and write its report ``<stem>.json`` (returned)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def _intermediate_path(work: Path, stem: str) -> Path:
+    return work / f"{stem}{INTERMEDIATE_SUFFIX}"
 
-    path, work = Path(path), Path(work_dir)
-    stem = input_stem(path)
-    target = work / f"{stem}.parquet"
-    temporary = work / f".{stem}.parquet.partial"
-    schema = _intermediate_schema()
-    columns: dict[str, list] = {name: [] for name in schema.names}
-    counts = {"records": 0, "citations": 0, "deletions": 0}
-    malformed, broken = [], None
-    reading = FileReading()
 
-    def flush(writer):
-        writer.write_table(pa.table(columns, schema=schema))
-        for values in columns.values():
+class _Columns:
+    """The parsed records of one file, appended as they come and written to an Arrow IPC file in batches."""
+
+    def __init__(self, temporary: Path):
+        import pyarrow as pa
+
+        self.pa = pa
+        self.schema = _intermediate_schema()
+        self.values: dict[str, list] = {name: [] for name in self.schema.names}
+        options = pa.ipc.IpcWriteOptions(compression="lz4")
+        self.writer = pa.ipc.new_file(str(temporary), self.schema, options=options)
+
+    def add(self, item) -> None:
+        values, citation = self.values, isinstance(item, Citation)
+        values["kind"].append(CITATION if citation else DELETION)
+        values["pmid"].append(item.pmid)
+        values["version"].append(item.version)
+        values["title"].append(item.title if citation else None)
+        values["abstract"].append(item.abstract if citation else None)
+        values["languages"].append(";".join(item.languages) if citation else None)
+        values["year"].append(item.year if citation else None)
+        values["record"].append(item.record)
+        if len(values["pmid"]) >= _WRITE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        self.writer.write_table(self.pa.table(self.values, schema=self.schema))
+        for values in self.values.values():
             values.clear()
 
-    writer = pq.ParquetWriter(temporary, schema, compression="zstd")
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def _read_records(path: Path, settings: dict, fail_on_error: bool, on_bytes, columns: _Columns) -> dict:
+    """Read ``path`` into ``columns``; the counts, the malformed records and the break (None if the file is whole)."""
+    counts = {"records": 0, "citations": 0, "deletions": 0}
+    malformed, broken, reading = [], None, FileReading()
     try:
-        try:
-            for item in read_pubmed_file(
-                path, section_labels=settings["section_labels"], on_bytes=on_bytes, reading=reading
-            ):
-                if isinstance(item, Malformed):
-                    if fail_on_error:
-                        raise PrepareCorpusError(
-                            f"{path}: {item.position()}: {item.reason} (--on_error skip skips it)"
-                        )
-                    malformed.append({"position": item.position(), "error": item.reason})
-                    continue
-                counts["records"] += 1
-                is_citation = isinstance(item, Citation)
-                counts["citations" if is_citation else "deletions"] += 1
-                columns["kind"].append(CITATION if is_citation else DELETION)
-                columns["pmid"].append(item.pmid)
-                columns["version"].append(item.version)
-                columns["title"].append(item.title if is_citation else None)
-                columns["abstract"].append(item.abstract if is_citation else None)
-                columns["languages"].append(";".join(item.languages) if is_citation else None)
-                columns["year"].append(item.year if is_citation else None)
-                columns["record"].append(item.record)
-                if len(columns["pmid"]) >= _WRITE_BATCH:
-                    flush(writer)
-        except PubmedFileError as error:
-            if fail_on_error:
-                raise PrepareCorpusError(f"{error} (--on_error skip keeps the records before it)") from None
-            broken = {"position": error.position, "error": error.reason}
-        flush(writer)
-        writer.close()
+        for item in read_pubmed_file(
+            path, section_labels=settings["section_labels"], on_bytes=on_bytes, reading=reading
+        ):
+            if isinstance(item, Malformed):
+                if fail_on_error:
+                    raise PrepareCorpusError(f"{path}: {item.position()}: {item.reason} (--on_error skip skips it)")
+                malformed.append({"position": item.position(), "error": item.reason})
+                continue
+            counts["records"] += 1
+            counts["citations" if isinstance(item, Citation) else "deletions"] += 1
+            columns.add(item)
+    except PubmedFileError as error:
+        if fail_on_error:
+            raise PrepareCorpusError(f"{error} (--on_error skip keeps the records before it)") from None
+        broken = {"position": error.position, "error": error.reason}
+    sha256 = reading.sha256 if not broken else _checksum(path)["sha256"]  # of the whole file
+    return {"sha256": sha256, "bytes_read": reading.bytes, **counts, "malformed": malformed, "broken": broken}
+
+
+def parse_file(path: str, work_dir: str, settings: dict, fail_on_error: bool, on_bytes=None) -> dict:
+    """Parse one input into ``<work_dir>/<stem>.arrow`` and write its report ``<stem>.json`` (returned)."""
+    path, work = Path(path), Path(work_dir)
+    stem = input_stem(path)
+    target = _intermediate_path(work, stem)
+    temporary = work / f".{target.name}.partial"
+    columns = _Columns(temporary)
+    try:
+        found = _read_records(path, settings, fail_on_error, on_bytes, columns)
+        columns.close()
     except BaseException:
-        writer.close()
+        columns.writer.close()
         temporary.unlink(missing_ok=True)
         raise
     _fsync(temporary)
     os.replace(temporary, target)
-    report = {
-        **_input_identity(path),
-        "settings": settings,
-        "sha256": reading.sha256 if not broken else _checksum(path)["sha256"],  # of the whole file
-        "bytes_read": reading.bytes,
-        **counts,
-        "malformed": malformed,
-        "broken": broken,
-    }
+    report = {**_input_identity(path), "settings": settings, **found}
     write_json_atomic(work / f"{stem}.json", report)
     return report
+
+
+def read_intermediate(path: Path, columns: list[str] | None = None):
+    """A parsed file's records (an Arrow table, memory-mapped)."""
+    import pyarrow as pa
+
+    with pa.memory_map(str(path)) as source:
+        table = pa.ipc.open_file(source).read_all()
+    return table.select(columns) if columns else table
 
 
 def _parsed_report(path: Path, work: Path, settings: dict) -> dict | None:
     """The report of an earlier parse of this very file with these settings, or None (parse it)."""
     stem = input_stem(path)
-    report_path, data_path = work / f"{stem}.json", work / f"{stem}.parquet"
+    report_path, data_path = work / f"{stem}.json", _intermediate_path(work, stem)
     if not report_path.is_file() or not data_path.is_file():
         return None
     try:
@@ -263,14 +284,43 @@ def shard_key(input_sha256: str, rows: np.ndarray, settings: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _filter_reason(title: str, abstract: str, languages: str, settings: dict) -> str | None:
-    if settings["require_abstract"] and not abstract:
-        return "no_abstract"
-    if settings["languages"] and not set(languages.split(";")) & set(settings["languages"]):
-        return "language"
-    if len(abstract) < settings["min_abstract_chars"]:
-        return "too_short"
-    return None
+def _kept_rows(table, settings: dict) -> tuple[np.ndarray, dict]:
+    """Which rows of ``table`` (current citations) the filters keep, and how many each reason left out (a row is
+    counted under the first reason that applies, in :data:`FILTER_REASONS`' order)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    abstract = table.column("abstract").fill_null("")
+    reasons = {}
+    if settings["require_abstract"]:
+        reasons["no_abstract"] = pc.equal(abstract, "").to_numpy(zero_copy_only=False)
+    if settings["languages"]:
+        split = pc.split_pattern(table.column("languages").fill_null("").combine_chunks(), ";")
+        hit = pc.is_in(pc.list_flatten(split), value_set=pa.array(settings["languages"])).to_numpy(
+            zero_copy_only=False
+        )
+        matched = np.zeros(len(table), dtype=bool)
+        matched[pc.list_parent_indices(split).to_numpy()[hit]] = True
+        reasons["language"] = ~matched
+    if settings["min_abstract_chars"]:
+        short = pc.less(pc.utf8_length(abstract), settings["min_abstract_chars"])
+        reasons["too_short"] = short.to_numpy(zero_copy_only=False)
+    left_out = np.zeros(len(table), dtype=bool)
+    filtered = dict.fromkeys(FILTER_REASONS, 0)
+    for reason in FILTER_REASONS:
+        if reason in reasons:
+            filtered[reason] = int((reasons[reason] & ~left_out).sum())
+            left_out |= reasons[reason]
+    return np.flatnonzero(~left_out), filtered
+
+
+def _text(table):
+    """The title, then the abstract, one space between (either alone when the other is empty)."""
+    import pyarrow.compute as pc
+
+    title, abstract = table.column("title").fill_null(""), table.column("abstract").fill_null("")
+    joined = pc.binary_join_element_wise(title, abstract, " ")
+    return pc.if_else(pc.equal(title, ""), abstract, pc.if_else(pc.equal(abstract, ""), title, joined))
 
 
 def _shard_schema(sentences: bool):
@@ -282,43 +332,53 @@ def _shard_schema(sentences: bool):
     return pa.schema([*fields, (TEXT_COLUMN, pa.string())])
 
 
+def _shard_table(parsed, kept: np.ndarray, sentences: bool):
+    """The shard's columns: the citations ``kept`` of ``parsed``, in that order (a row per sentence for the sentence
+    unit). The text is joined first and then taken with the rest, in one pass over each column."""
+    import pyarrow as pa
+
+    order = pa.array(kept, type=pa.int64())
+    columns = {
+        "pmid": parsed.column("pmid").take(order),
+        "version": parsed.column("version").take(order),
+        "year": parsed.column("year").take(order),
+        "language": parsed.column("languages").take(order),
+        TEXT_COLUMN: _text(parsed).take(order),
+    }
+    if not sentences:
+        return pa.table(columns)
+    repeat, index, units = [], [], []
+    for row, text in enumerate(columns[TEXT_COLUMN].to_pylist()):
+        found = split_sentences(text)[0]
+        repeat += [row] * len(found)
+        index += range(len(found))
+        units += found
+    take = pa.array(repeat, type=pa.int64())
+    table = {name: columns[name].take(take) for name in ("pmid", "version", "year", "language")}
+    return pa.table({**table, "sentence": pa.array(index, type=pa.int32()), TEXT_COLUMN: pa.array(units, pa.string())})
+
+
 def write_shard(intermediate: str, rows: np.ndarray, target: str, settings: dict, key: str) -> dict:
     """Write one shard of the current citations ``rows`` of a parsed file; returns its entry and filtered counts."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     target = Path(target)
-    parsed = pq.read_table(intermediate).take(pa.array(rows, type=pa.int64())).to_pydict()
-    filtered = dict.fromkeys(FILTER_REASONS, 0)
-    kept = []
-    for i, (title, abstract, languages) in enumerate(zip(parsed["title"], parsed["abstract"], parsed["languages"])):
-        reason = _filter_reason(title or "", abstract or "", languages or "", settings)
-        if reason is None:
-            kept.append(i)
-        else:
-            filtered[reason] += 1
+    parsed = read_intermediate(Path(intermediate))
+    if len(rows) != parsed.num_rows or not np.array_equal(rows, np.arange(len(rows))):  # not every row current
+        parsed = parsed.take(pa.array(rows, type=pa.int64()))
+    kept, filtered = _kept_rows(parsed, settings)
     if settings["shuffle_rows"]:
         generator = np.random.default_rng([settings["seed"], zlib.crc32(target.name.encode())])
-        kept = [kept[i] for i in generator.permutation(len(kept))]
+        kept = kept[generator.permutation(len(kept))]
     sentences = settings["text_unit"] == "sentence"
-    out: dict[str, list] = {name: [] for name in _shard_schema(sentences).names}
-    for i in kept:
-        text = f"{parsed['title'][i] or ''} {parsed['abstract'][i] or ''}".strip()
-        units = split_sentences(text)[0] if sentences else [text]
-        for index, unit in enumerate(units):
-            out["pmid"].append(parsed["pmid"][i])
-            out["version"].append(parsed["version"][i])
-            out["year"].append(parsed["year"][i])
-            out["language"].append(parsed["languages"][i])
-            if sentences:
-                out["sentence"].append(index)
-            out[TEXT_COLUMN].append(unit)
-    entry = {"file": target.name, "rows": len(out[TEXT_COLUMN]), "citations": len(kept)}
-    if not kept:
+    table = _shard_table(parsed, kept, sentences)
+    entry = {"file": target.name, "rows": table.num_rows, "citations": len(kept)}
+    if not len(kept):
         target.unlink(missing_ok=True)  # an earlier preparation's shard of this input is no longer part of it
         return {**entry, "key": key, "filtered": filtered}
     metadata = {SHARD_METADATA_KEY: json.dumps({**entry, "key": key, "filtered": filtered}).encode()}
-    table = pa.table(out, schema=_shard_schema(sentences).with_metadata(metadata))
+    table = table.cast(_shard_schema(sentences)).replace_schema_metadata(metadata)
     temporary = target.with_name(f".{target.name}.partial")
     try:
         pq.write_table(table, temporary, compression="zstd", row_group_size=_ROW_GROUP)
@@ -371,100 +431,140 @@ def _remove_temporaries(directory: Path) -> None:
 
 def _run_tasks(function, tasks: list[tuple], workers: int, on_done) -> list:
     """``function(*task)`` for each task, in ``workers`` processes (in this one for 1); results in task order."""
-    results: list = [None] * len(tasks)
-    if workers <= 1 or len(tasks) <= 1:
-        for i, task in enumerate(tasks):
-            results[i] = function(*task)
-            on_done(i, results[i])
-        return results
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=get_context("spawn")) as pool:
-        futures = {pool.submit(function, *task): i for i, task in enumerate(tasks)}
-        try:
-            for future in as_completed(futures):
-                i = futures[future]
-                results[i] = future.result()
-                on_done(i, results[i])
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    if workers > 1 and len(tasks) > 1:
+        return run_tasks(function, tasks, workers, on_done)
+    results: list = []
+    for i, task in enumerate(tasks):
+        results.append(function(*task))
+        on_done(i, results[i])
     return results
 
 
-def prepare_corpus(args: PrepareCorpusArguments) -> dict:
-    """Prepare ``args.output_dir`` from ``args.input_files`` (module docstring); returns the manifest."""
-    import pyarrow.parquet as pq
-
-    inputs = ordered_inputs(args.input_files)
-    output = Path(args.output_dir)
-    work = output / WORK_DIR_NAME
-    work.mkdir(parents=True, exist_ok=True)
-    (output / MANIFEST_NAME).unlink(missing_ok=True)  # the directory is unfinished until the new one is written
-    _remove_temporaries(output)
-    _remove_temporaries(work)
-    workers = args.num_workers or os.cpu_count() or 1
-    fail = args.on_error == "fail"
-
-    # 1. parse every input not parsed before with these settings
-    parse_settings = _parse_settings(args)
-    reports: list[dict | None] = [_parsed_report(p, work, parse_settings) for p in inputs]
+def _parse_inputs(args, inputs: list[Path], work: Path, workers: int) -> list[dict]:
+    """Step 1: each input's parse report, parsing those not parsed before with these settings."""
+    settings = _parse_settings(args)
+    reports: list[dict | None] = [_parsed_report(p, work, settings) for p in inputs]
     todo = [i for i, report in enumerate(reports) if report is None]
+    serial = workers <= 1 or len(todo) <= 1
     bar = progress_bar(
         total=sum(inputs[i].stat().st_size for i in todo),
         unit="B",
         unit_scale=True,
-        desc="parsing PubMed XML",
+        desc="parsing PubMed XML (compressed bytes)",
         enabled=not args.disable_tqdm,
     )
     with bar:
-        serial = workers <= 1 or len(todo) <= 1
         extra = (bar.update,) if serial else ()  # in this process the bar follows the bytes; else the files
 
         def parsed(j, report):
             if not serial:
                 bar.update(inputs[todo[j]].stat().st_size)
 
-        tasks = [(str(inputs[i]), str(work), parse_settings, fail, *extra) for i in todo]
-        done = _run_tasks(parse_file, tasks, workers, parsed)
-        for i, report in zip(todo, done):
+        tasks = [(str(inputs[i]), str(work), settings, args.on_error == "fail", *extra) for i in todo]
+        for i, report in zip(todo, _run_tasks(parse_file, tasks, workers, parsed)):
             reports[i] = report
-        logger.info("parsed %d file(s), %d reused from %s", len(todo), len(inputs) - len(todo), work)
+    logger.info("parsed %d file(s), %d reused from %s", len(todo), len(inputs) - len(todo), work)
+    return reports
 
-        # 2. merge: which citations are current after applying the files in name order
-        intermediates = [work / f"{input_stem(p)}.parquet" for p in inputs]
-        pmids, kinds = [], []
-        for path in intermediates:
-            table = pq.read_table(path, columns=["pmid", "kind"])
-            pmids.append(table.column("pmid").to_numpy().astype(np.int64, copy=False))
-            kinds.append(table.column("kind").to_numpy())
-        kept, merged = merge_events(pmids, kinds)
-        del pmids, kinds
 
-        # 3. write each input's shard, unless an identical one is there
-        settings = _shard_settings(args)
-        keys = [shard_key(report["sha256"], rows, settings) for report, rows in zip(reports, kept)]
-        targets = [output / f"{input_stem(p)}{SHARD_SUFFIX}" for p in inputs]
-        entries: list[dict | None] = [finished_shard(t, k) for t, k in zip(targets, keys)]
-        todo = [i for i, entry in enumerate(entries) if entry is None]
-        bar.unit, bar.unit_scale = "shard", False
-        bar.reset(total=len(inputs))
-        bar.set_description("writing shards")
-        bar.update(len(inputs) - len(todo))
-        written = _run_tasks(
-            write_shard,
-            [(str(intermediates[i]), kept[i], str(targets[i]), settings, keys[i]) for i in todo],
-            workers,
-            lambda j, entry: bar.update(1),
-        )
-        for i, entry in zip(todo, written):
+def _merge(inputs: list[Path], work: Path) -> tuple[list[np.ndarray], dict]:
+    """Step 2: which citations are current after applying the files in name order."""
+    pmids, kinds = [], []
+    for path in inputs:
+        table = read_intermediate(_intermediate_path(work, input_stem(path)), ["pmid", "kind"])
+        pmids.append(table.column("pmid").to_numpy().astype(np.int64, copy=False))
+        kinds.append(table.column("kind").to_numpy())
+    return merge_events(pmids, kinds)
+
+
+def _write_shards(args, inputs, reports, kept, output: Path, work: Path, workers: int) -> list[dict]:
+    """Step 3: each input's shard, unless an identical one is there."""
+    settings = _shard_settings(args)
+    keys = [shard_key(report["sha256"], rows, settings) for report, rows in zip(reports, kept)]
+    targets = [output / f"{input_stem(p)}{SHARD_SUFFIX}" for p in inputs]
+    entries: list[dict | None] = [finished_shard(t, k) for t, k in zip(targets, keys)]
+    todo = [i for i, entry in enumerate(entries) if entry is None]
+    with progress_bar(
+        total=len(inputs),
+        initial=len(inputs) - len(todo),
+        unit="shard",
+        desc="writing shards",
+        enabled=not args.disable_tqdm,
+    ) as bar:
+        intermediates = [_intermediate_path(work, input_stem(p)) for p in inputs]
+        tasks = [(str(intermediates[i]), kept[i], str(targets[i]), settings, keys[i]) for i in todo]
+        for i, entry in zip(todo, _run_tasks(write_shard, tasks, workers, lambda j, entry: bar.update(1))):
             entries[i] = entry
     logger.info("wrote %d shard(s), %d unchanged", len(todo), len(inputs) - len(todo))
+    return entries
 
+
+def _is_our_shard(path: Path) -> bool:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return SHARD_METADATA_KEY in (pq.read_schema(path).metadata or {})
+    except (pa.ArrowException, OSError):
+        return False
+
+
+def remove_stale_shards(output: Path, shards: list[dict]) -> list[str]:
+    """Remove the shards an earlier preparation wrote (its metadata says so) that this manifest does not list (an
+    input dropped, or left with no rows): the directory then holds exactly the manifest's shards."""
+    listed = {shard["file"] for shard in shards}
+    stale = [p for p in output.glob(f"*{SHARD_SUFFIX}") if p.name not in listed and _is_our_shard(p)]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return sorted(p.name for p in stale)
+
+
+def prepare_corpus(args: PrepareCorpusArguments) -> dict:
+    """Prepare ``args.output_dir`` from ``args.input_files`` (module docstring); returns the manifest.
+
+    An interruption (Ctrl-C) or an error stops the workers at once and removes the temporaries before it goes on:
+    what is left is complete shards and parsed files, no manifest."""
+    inputs = ordered_inputs(args.input_files)
+    output = Path(args.output_dir)
+    work = output / WORK_DIR_NAME
+    work.mkdir(parents=True, exist_ok=True)
+    (output / MANIFEST_NAME).unlink(missing_ok=True)  # the directory is unfinished until the new one is written
+    workers = args.num_workers or os.cpu_count() or 1
+    try:
+        _remove_temporaries(output)
+        _remove_temporaries(work)
+        reports = _parse_inputs(args, inputs, work, workers)
+        kept, merged = _merge(inputs, work)
+        entries = _write_shards(args, inputs, reports, kept, output, work, workers)
+    except BaseException:
+        _remove_temporaries(output)
+        _remove_temporaries(work)
+        raise
     manifest = build_manifest(args, inputs, reports, entries, merged)
+    removed = remove_stale_shards(output, manifest["shards"])
+    if removed:
+        logger.info("removed %d shard(s) of inputs no longer given: %s", len(removed), ", ".join(removed[:5]))
     write_json_atomic(output / MANIFEST_NAME, manifest)
     if not args.keep_intermediate:
         shutil.rmtree(work, ignore_errors=True)
     return manifest
+
+
+def lost_records_message(manifest: dict) -> str | None:
+    """One line saying how many records a run lost and where (None when it lost none)."""
+    counts, errors = manifest["counts"], manifest["errors"]
+    if not errors:
+        return None
+    files = sorted({error["file"] for error in errors})
+    where = "; ".join(f"{e['file']} {e['position']}" for e in errors[:5]) + (
+        f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+    )
+    return (
+        f"records lost: {counts['malformed']} malformed record(s) skipped, {counts['broken_files']} file(s) cut short "
+        f"(the records after the break unread), in {', '.join(files[:5])}{' ...' if len(files) > 5 else ''}: "
+        f"{where}; the corpus holds the rest (manifest.json lists each; --on_error skip accepts this, --on_error fail "
+        "refuses it)"
+    )
 
 
 def build_manifest(args, inputs: list[Path], reports: list[dict], entries: list[dict], merged: dict) -> dict:

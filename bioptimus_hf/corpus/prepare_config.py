@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 # What one output row holds: a citation's title and abstract, or one sentence of it (qik-find's sentence split).
 TEXT_UNITS = ("abstract", "sentence")
-# What a malformed record or a file that breaks off does: skipped and reported, or the run refused.
-ON_ERROR = ("skip", "fail")
+# What a malformed record or a file that breaks off does: skipped, the corpus finished without it, and the run ends
+# with status 1 and a line saying what was lost (report, the default); the same with status 0 (skip: asked for); or
+# the run refused at the first one (fail).
+ON_ERROR = ("report", "skip", "fail")
 # Why a current citation is left out of the corpus (the manifest's ``filtered`` counts, in the order checked).
 FILTER_REASONS = ("no_abstract", "language", "too_short")
 
@@ -53,10 +55,12 @@ class PrepareCorpusArguments:
     )
     seed: int = field(default=42, metadata={"help": "Seed of the rows' order within each shard."})
     on_error: str = field(
-        default="skip",
+        default="report",
         metadata={
-            "help": "A malformed record, or a file that breaks off (truncated .gz): skip (reported with file and "
-            "position in the log and manifest.json; a broken file keeps the records before the break) or fail.",
+            "help": "A malformed record, or a file that breaks off (truncated .gz, empty): report (skip it, finish "
+            "the corpus, then end with exit status 1 and a last line saying how many and where), skip (the same, "
+            "exit status 0: the loss accepted) or fail (stop at the first). Skipped records are listed with file "
+            "and position in manifest.json; a broken file keeps the records before the break.",
             "choices": list(ON_ERROR),
         },
     )

@@ -1,7 +1,10 @@
 """One PubMed XML file (NLM's baseline or update file, the PubMed DTD), read as a stream of citations and deletions.
 
-:func:`read_pubmed_file` parses with ``xml.etree.ElementTree.iterparse`` and clears each top-level record once
-read, so memory stays flat whatever the file's size. It yields, in document order:
+:func:`read_pubmed_file` decompresses the file as it reads it, cuts each MB of XML into its top-level records at
+their tags (``<PubmedArticle>`` to ``</PubmedArticle>``...: the PubMed DTD has no comments or CDATA that could hold
+one) and parses them at once with ElementTree's C parser, so no Python runs per element and memory stays flat
+whatever the file's size; the XML around the records (declaration, root, the space between) is checked by a parser
+of its own, so a broken file is refused as a whole would be. It yields, in document order:
 
 * :class:`Citation` for each ``PubmedArticle`` (and ``PubmedBookArticle``): PMID and its ``Version``, the title,
   the abstract (the ``AbstractText`` sections in order, each after its ``Label`` and ": " when it has one and
@@ -13,7 +16,7 @@ read, so memory stays flat whatever the file's size. It yields, in document orde
   position: the record's number in the file (1-based, counting every top-level record).
 
 A file that ends early (a truncated ``.gz``, XML cut off or broken) raises :class:`PubmedFileError` naming the
-file and the position (the last complete record, and the XML line and column where there is one) after the
+file and the position (the last complete record, and the file's XML line where there is one) after the
 records read before it were yielded: the caller decides whether they are kept.
 """
 
@@ -31,6 +34,7 @@ from typing import Callable, Iterator
 
 ARTICLE_TAGS = ("PubmedArticle", "PubmedBookArticle")
 DELETE_TAG = "DeleteCitation"
+RECORD_TAGS = (*ARTICLE_TAGS, DELETE_TAG)
 _YEAR = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
 
 
@@ -45,7 +49,7 @@ class PubmedFileError(ValueError):
         return (type(self), (self.path, self.position, self.reason))
 
 
-@dataclass
+@dataclass(slots=True)
 class Citation:
     pmid: int
     version: int
@@ -78,6 +82,9 @@ class Malformed:
 
 
 def normalise_space(text: str) -> str:
+    # Printable text holds no white space but ASCII spaces: unchanged unless two meet or one is at an end.
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
     return " ".join(text.split())
 
 
@@ -87,17 +94,16 @@ def element_text(element: ET.Element | None) -> str:
 
 
 def abstract_text(abstract: ET.Element | None, section_labels: bool = True) -> str:
+    """The ``AbstractText`` sections in order, each after its label and ': ' (``section_labels``), white space
+    normalised once over the whole (what normalising each section and joining them by a space gives)."""
     if abstract is None:
         return ""
-    sections = []
+    parts = []
     for section in abstract.iter("AbstractText"):
-        body = element_text(section)
-        label = normalise_space(section.get("Label") or "")
-        if section_labels and label:
-            body = f"{label}: {body}" if body else f"{label}:"
-        if body:
-            sections.append(body)
-    return " ".join(sections)
+        label = section.get("Label") if section_labels else None
+        body = "".join(section.itertext())
+        parts.append(f"{label}: {body}" if label and not label.isspace() else body)
+    return normalise_space(" ".join(parts))
 
 
 def _number(text: str | None, what: str) -> int:
@@ -107,14 +113,28 @@ def _number(text: str | None, what: str) -> int:
     return int(text)
 
 
+def _child(element: ET.Element | None, *tags: str) -> ET.Element | None:
+    """``element.find("a/b/c")`` without ElementPath (a chain of the C ``find``)."""
+    for tag in tags:
+        if element is None:
+            return None
+        element = element.find(tag)
+    return element
+
+
 def _year(*elements: ET.Element | None) -> int | None:
     for element in elements:
         if element is None:
             continue
-        found = _YEAR.search(element_text(element))
+        found = _YEAR.search("".join(element.itertext()))
         if found:
             return int(found.group(1))
     return None
+
+
+def _languages(elements: list[ET.Element]) -> list[str]:
+    codes = (element_text(language) for language in elements)
+    return [code for code in codes if code]
 
 
 def _citation(record: ET.Element, number: int, section_labels: bool) -> Citation:
@@ -128,11 +148,9 @@ def _citation(record: ET.Element, number: int, section_labels: bool) -> Citation
         title_element = article.find("ArticleTitle")
         abstract = article.find("Abstract")
         languages = article.findall("Language")
-        issue_date = article.find("Journal/JournalIssue/PubDate")
+        issue_date = _child(article, "Journal", "JournalIssue", "PubDate")
         year = _year(
-            issue_date.find("Year") if issue_date is not None else None,
-            issue_date.find("MedlineDate") if issue_date is not None else None,
-            article.find("ArticleDate/Year"),
+            _child(issue_date, "Year"), _child(issue_date, "MedlineDate"), _child(article, "ArticleDate", "Year")
         )
     else:  # PubmedBookArticle
         body = record.find("BookDocument")
@@ -140,10 +158,11 @@ def _citation(record: ET.Element, number: int, section_labels: bool) -> Citation
             raise ValueError("no BookDocument")
         title_element = body.find("ArticleTitle")
         if title_element is None:
-            title_element = body.find("Book/BookTitle")
+            title_element = _child(body, "Book", "BookTitle")
         abstract = body.find("Abstract")
         languages = body.findall("Language")
-        year = _year(body.find("Book/PubDate/Year"), body.find("Book/PubDate/MedlineDate"))
+        date = _child(body, "Book", "PubDate")
+        year = _year(_child(date, "Year"), _child(date, "MedlineDate"))
     pmid_element = body.find("PMID")
     if pmid_element is None:
         raise ValueError("no PMID")
@@ -154,7 +173,7 @@ def _citation(record: ET.Element, number: int, section_labels: bool) -> Citation
         version=version,
         title=element_text(title_element),
         abstract=abstract_text(abstract, section_labels),
-        languages=[element_text(language) for language in languages if element_text(language)],
+        languages=_languages(languages),
         year=year,
         record=number,
     )
@@ -197,6 +216,149 @@ class FileReading:
     bytes: int = 0
 
 
+_RECORD_START = re.compile(rb"<(PubmedArticle|PubmedBookArticle|DeleteCitation)(?=[\s>/])")
+_RECORD_END = {tag.encode(): re.compile(rb"</" + tag.encode() + rb"\s*>") for tag in RECORD_TAGS}
+_ENCODING = re.compile(rb"""<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']""")
+_CHUNK_BYTES = 1 << 20  # of XML parsed at once
+_READ_BYTES = 1 << 18  # of the file read at once
+
+
+def _chunks(raw: _CountingReader, gzipped: bool) -> Iterator[bytes]:
+    """The file's bytes, decompressed as they come (``gzip -d``'s rules: members one after another, zero padding
+    after them), so that what precedes a cut or a corrupt block is read before the error."""
+    while True:
+        data = raw.read(_READ_BYTES)
+        if not gzipped or not data:
+            if data:
+                yield data
+                continue
+            return
+        break
+    decompressor = zlib.decompressobj(wbits=31)
+    while data:
+        while data:  # at most a chunk out at a time, whatever the compression ratio
+            yield decompressor.decompress(data, _CHUNK_BYTES)
+            data = decompressor.unconsumed_tail
+            if decompressor.eof and decompressor.unused_data.lstrip(b"\x00"):  # another member follows
+                data = decompressor.unused_data.lstrip(b"\x00")
+                decompressor = zlib.decompressobj(wbits=31)
+        data = raw.read(_READ_BYTES)
+    if not decompressor.eof:
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+
+class _EmptyFile(Exception):
+    """A file without any XML (0 bytes, or white space only)."""
+
+
+class _Document:
+    """The document outside its records (declaration, root, the space between records), checked by its own parser
+    so that the file is refused as a whole when its skeleton is broken; lines are counted in the whole file."""
+
+    def __init__(self):
+        self.parser = ET.XMLParser()
+        self.line = 1  # of the next byte fed
+        self.encoding: str | None = None
+        self.started = False
+
+    def feed(self, data: bytes, record: bytes = b"") -> None:
+        if not self.started and data.strip():
+            self.started = True
+            found = _ENCODING.search(data)
+            self.encoding = found.group(1).decode("ascii") if found else None
+        # a record stands as its line breaks: the skeleton's lines are the file's
+        self.parser.feed(data + b"\n" * record.count(b"\n"))
+        self.line += data.count(b"\n") + record.count(b"\n")
+
+    def record_parser(self) -> ET.XMLParser:
+        plain = self.encoding is None or self.encoding.lower().replace("-", "") == "utf8"
+        return ET.XMLParser() if plain else ET.XMLParser(encoding=self.encoding)
+
+
+def _record_spans(buffer: bytes, position: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each complete top-level record in ``buffer`` from ``position`` on."""
+    while True:
+        found = _RECORD_START.search(buffer, position)
+        if found is None:
+            return
+        end = _RECORD_END[found.group(1)].search(buffer, found.end())
+        if end is None:
+            return
+        position = end.end()
+        yield found.start(), position
+
+
+def _split_batches(chunks: Iterator[bytes], document: _Document) -> Iterator[tuple[bytes, int]]:
+    """The complete records of each chunk as one run of bytes (with the line it starts on), in order; the rest of
+    the file goes to ``document``."""
+    buffer = b""
+    for chunk in chunks:
+        buffer = buffer + chunk if buffer else chunk
+        spans = list(_record_spans(buffer, 0))
+        if not spans:
+            continue
+        start, end = spans[0][0], spans[-1][1]
+        document.feed(buffer[:start])
+        line = document.line
+        batch = buffer[start:end]
+        document.feed(b"", batch)
+        yield batch, line
+        buffer = buffer[end:]
+    found = _RECORD_START.search(buffer)
+    if found is not None:  # a record that never ends: the file was cut off
+        document.feed(buffer[: found.start()])
+        raise ET.ParseError(f"no end tag for <{found.group(1).decode()}>: the XML ends inside a record")
+    document.feed(buffer)
+    if not document.started:
+        raise _EmptyFile
+    document.parser.close()
+
+
+def _parse(data: bytes, document: _Document, wrap: bool) -> ET.Element:
+    parser = document.record_parser()
+    if wrap:
+        parser.feed(b"<batch>")
+    parser.feed(data)
+    if wrap:
+        parser.feed(b"</batch>")
+    return parser.close()
+
+
+def _batch_records(path: Path, batch: bytes, line: int, document: _Document, number: int) -> list[ET.Element]:
+    """The records of a batch, parsed at once; where the batch does not parse, one by one up to the one that does
+    not, which raises :class:`PubmedFileError` (after the records before it were returned... by the caller)."""
+    try:
+        return [element for element in _parse(batch, document, True) if element.tag in RECORD_TAGS]
+    except ET.ParseError:
+        pass
+    records = []
+    for start, end in _record_spans(batch, 0):
+        try:
+            records.append(_parse(batch[start:end], document, False))
+        except ET.ParseError as error:
+            at = line + batch.count(b"\n", 0, start) + error.position[0] - 1
+            records.append(_broken(path, number + len(records), at, None, error))
+            break
+    return records
+
+
+def _records(element: ET.Element, number: int, section_labels: bool) -> Iterator[Citation | Deletion | Malformed]:
+    if element.tag == DELETE_TAG:
+        for pmid in element.iter("PMID"):
+            try:
+                version = pmid.get("Version")
+                yield Deletion(
+                    _number(pmid.text, "PMID"), _number(version, "PMID Version") if version else None, number
+                )
+            except ValueError as error:
+                yield Malformed(number, f"DeleteCitation: {error}")
+        return
+    try:
+        yield _citation(element, number, section_labels)
+    except ValueError as error:
+        yield Malformed(number, f"{element.tag}: {error}")
+
+
 def read_pubmed_file(
     path: str | Path,
     *,
@@ -210,54 +372,35 @@ def read_pubmed_file(
     ``on_bytes(n)`` is called with the bytes read from disk as they are read (progress bars)."""
     path = Path(path)
     raw = _CountingReader(open(path, "rb"), on_bytes)
-    stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.endswith(".gz") else raw
+    document = _Document()
     number = 0
-    root = None
     try:
         try:
-            for event, element in ET.iterparse(stream, events=("start", "end")):
-                if event == "start":
-                    if root is None:
-                        root = element
-                    continue
-                if element.tag not in (*ARTICLE_TAGS, DELETE_TAG) or element is root:
-                    continue
-                number += 1
-                if element.tag == DELETE_TAG:
-                    for pmid in element.iter("PMID"):
-                        try:
-                            version = pmid.get("Version")
-                            yield Deletion(
-                                _number(pmid.text, "PMID"),
-                                _number(version, "PMID Version") if version else None,
-                                number,
-                            )
-                        except ValueError as error:
-                            yield Malformed(number, f"DeleteCitation: {error}")
-                else:
-                    try:
-                        yield _citation(element, number, section_labels)
-                    except ValueError as error:
-                        yield Malformed(number, f"{element.tag}: {error}")
-                root.clear()  # the records read so far: memory stays flat in the file's size
-        except ET.ParseError as error:
-            line, column = error.position
-            raise PubmedFileError(
-                path,
-                f"after record {number}, XML line {line}, column {column}",
-                f"XML ends or breaks ({_reason(error)})",
-            ) from None
+            for batch, line in _split_batches(_chunks(raw, path.name.endswith(".gz")), document):
+                for element in _batch_records(path, batch, line, document, number):
+                    if isinstance(element, PubmedFileError):
+                        raise element
+                    number += 1
+                    yield from _records(element, number, section_labels)
+        except ET.ParseError as error:  # the document around the records, or a record cut off
+            line, column = getattr(error, "position", None) or (document.line, None)
+            raise _broken(path, number, line, column, error) from None
+        except _EmptyFile:
+            raise PubmedFileError(path, "record 0", "no XML element (an empty file)") from None
         except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as error:
             raise PubmedFileError(
                 path, f"after record {number}", f"corrupt or truncated gzip stream ({error})"
             ) from None
-        if root is None:
-            raise PubmedFileError(path, "record 0", "no XML element (an empty file)")
     finally:
         raw.close()
         if reading is not None:  # of the bytes read: the whole file unless it broke off
             reading.sha256 = raw.sha256.hexdigest()
             reading.bytes = raw.bytes
+
+
+def _broken(path: Path, number: int, line: int, column: int | None, error: ET.ParseError) -> PubmedFileError:
+    where = f"after record {number}, XML line {line}" + (f", column {column}" if column is not None else "")
+    return PubmedFileError(path, where, f"XML ends or breaks ({_reason(error)})")
 
 
 def _reason(error: ET.ParseError) -> str:

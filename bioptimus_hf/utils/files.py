@@ -30,13 +30,31 @@ def read_json(path: str | os.PathLike, missing: str | None = None) -> Any:
         raise ValueError(f"{path}: not valid JSON ({error})") from None
 
 
+def current_umask() -> int:
+    """This process's umask (Linux's ``/proc/self/status``; elsewhere set and restored at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``.
+
+    The file gets the mode ``open()`` would give it (0666 less the umask: 0644 under umask 022), not
+    ``mkstemp``'s private 0600: a shared output stays readable by whoever the umask lets read it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
+            os.fchmod(out.fileno(), 0o666 & ~current_umask())
             out.write(text)
             out.flush()
             os.fsync(out.fileno())

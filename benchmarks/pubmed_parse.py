@@ -1,0 +1,182 @@
+"""prepare-corpus against a plain ``xml.etree.ElementTree.iterparse`` extraction of the same PubMed files.
+
+    SCRATCH=/tmp/pubmed_parse python benchmarks/pubmed_parse.py --work_dir $SCRATCH --gzip_bytes 1e9 --repeats 3
+
+The files: PubMed DTD files (``bioptimus_hf/testing/pubmed_files.py``) of ``--citations_per_file`` synthetic
+citations (``benchmarks/pubmed_scale.py``'s: sentences of ``../shared/data/corpus``, 60 % structured abstracts),
+written under ``--work_dir/xml`` until their gzipped bytes reach ``--gzip_bytes``, and reused by a later run with the
+same settings (``corpus.json`` there records them). NLM's files hold ~30,000 citations and ~20 MB each; real records
+carry more markup (authors, MeSH, references) than these.
+
+The arms, each a process started from here, alternated in each repeat (their order rotates):
+
+* ``plain``: one process, ``iterparse(gzip.open(f), events=("end",))`` over the files in turn, each
+  ``PubmedArticle``'s PMID, title and abstract text (``itertext``) taken and the element cleared: the extraction a
+  user writes by hand, which writes nothing.
+* ``prepare_w<N>``: ``bioptimus prepare-corpus --num_workers N`` into a fresh directory: parse, merge by PMID, filter,
+  shuffle, Parquet shards, manifest (``--on_error skip``; the directory removed after).
+
+Each arm's wall seconds and CPU seconds (its whole process tree: user + system), the median over the repeats; the
+figures are ``plain`` seconds over each arm's (>= 1.0: at least as fast as the plain extraction). On a machine shared
+with other jobs, wall seconds carry the others' load (recorded): the CPU seconds say what each arm costs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import pubmed_scale
+from _results import ResultTarget, output_help
+from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.testing.pubmed_files import write_pubmed_file
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PLAIN = textwrap.dedent("""
+    import gzip, sys
+    import xml.etree.ElementTree as ET
+    citations = 0
+    for path in sys.argv[1:]:
+        with gzip.open(path, "rb") as stream:
+            for _, element in ET.iterparse(stream, events=("end",)):
+                if element.tag != "PubmedArticle":
+                    continue
+                pmid = element.findtext("MedlineCitation/PMID")
+                title = element.find("MedlineCitation/Article/ArticleTitle")
+                title = "".join(title.itertext()) if title is not None else ""
+                abstract = " ".join("".join(s.itertext()) for s in element.iter("AbstractText"))
+                citations += bool(pmid)
+                element.clear()
+    print(citations)
+""")
+
+
+@dataclass
+class PubmedParseArguments:
+    work_dir: str = field(default="pubmed_parse_work", metadata={"help": "Scratch: the XML files (kept, reused)."})
+    gzip_bytes: float = field(default=5e7, metadata={"help": "Gzipped XML to write and read (1e9: 1 GB)."})
+    citations_per_file: int = field(default=30_000, metadata={"help": "Citations per file (NLM's: ~30,000)."})
+    workers: list[int] = field(default_factory=lambda: [1, 2], metadata={"help": "prepare-corpus --num_workers arms."})
+    repeats: int = field(default=3, metadata={"help": "Rounds of every arm, alternated."})
+    corpus_dir: str = field(
+        default=str(pubmed_scale.CORPUS_DIR), metadata={"help": "The sentences the citations are drawn from."}
+    )
+    seed: int = field(default=0)
+    output_json: str = field(default="pubmed_parse", metadata={"help": output_help("pubmed_parse")})
+
+
+def write_files(directory: Path, args: PubmedParseArguments) -> list[Path]:
+    """Files of synthetic citations until their gzipped bytes reach ``args.gzip_bytes`` (reused when recorded)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    record_path = directory / "corpus.json"
+    settings = {"gzip_bytes": args.gzip_bytes, "citations_per_file": args.citations_per_file, "seed": args.seed}
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    if record.get("settings") == settings and all((directory / name).is_file() for name in record["files"]):
+        return [directory / name for name in record["files"]]
+    pubmed_scale.CORPUS_DIR = Path(args.corpus_dir)
+    sentences = pubmed_scale.corpus_sentences()
+    rng = np.random.default_rng(args.seed)
+    files, total, pmid = [], 0, 0
+    while total < args.gzip_bytes:
+        records = [pubmed_scale.synthetic_record(pmid + i + 1, sentences, rng) for i in range(args.citations_per_file)]
+        path = write_pubmed_file(directory / f"pubmed25n{len(files) + 1:04d}.xml.gz", records)
+        files.append(path)
+        total += path.stat().st_size
+        pmid += args.citations_per_file
+        print(f"wrote {path.name}: {total / 1e6:.0f} MB of {args.gzip_bytes / 1e6:.0f}", flush=True)
+    record_path.write_text(json.dumps({"settings": settings, "files": [p.name for p in files]}))
+    return files
+
+
+def measure(command: list[str]) -> dict:
+    """Run ``command``; its wall seconds, its process tree's CPU seconds and its last line of output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"error: {' '.join(command[:5])}... failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "output": done.stdout.strip()}
+
+
+def arm_command(arm: str, files: list[Path], scratch: Path) -> list[str]:
+    if arm == "plain":
+        return [sys.executable, "-c", PLAIN, *map(str, files)]
+    workers = arm.removeprefix("prepare_w")
+    return [sys.executable, "-m", "bioptimus_hf.commands", "prepare-corpus", "--input_files", *map(str, files),
+            "--output_dir", str(scratch / arm), "--num_workers", workers, "--disable_tqdm", "true",
+            "--on_error", "skip"]  # fmt: skip
+
+
+def run_arms(arms: list[str], files: list[Path], scratch: Path, repeats: int) -> dict[str, list[dict]]:
+    runs: dict[str, list[dict]] = {arm: [] for arm in arms}
+    for repeat in range(repeats):
+        order = arms[repeat % len(arms) :] + arms[: repeat % len(arms)]
+        for arm in order:
+            shutil.rmtree(scratch / arm, ignore_errors=True)
+            result = {"load_average": [round(x, 2) for x in os.getloadavg()], "repeat": repeat}
+            result.update(measure(arm_command(arm, files, scratch)))
+            shutil.rmtree(scratch / arm, ignore_errors=True)
+            runs[arm].append(result)
+            print(f"{arm}: {result['seconds']:.1f} s, {result['cpu_seconds']:.1f} CPU s", flush=True)
+    return runs
+
+
+def figures_of(runs: dict[str, list[dict]], gzip_mb: float) -> dict:
+    median = {
+        arm: {k: float(np.median([r[k] for r in rs])) for k in ("seconds", "cpu_seconds")} for arm, rs in runs.items()
+    }
+    figures = {"input_gz_mb": round(gzip_mb, 1)}
+    for arm, m in median.items():
+        figures[arm] = {
+            "seconds": round(m["seconds"], 2),
+            "cpu_seconds": round(m["cpu_seconds"], 2),
+            "gz_mb_per_second": round(gzip_mb / m["seconds"], 2),
+        }
+        if arm != "plain":
+            figures[arm]["speed_vs_plain"] = round(median["plain"]["seconds"] / m["seconds"], 3)
+            figures[arm]["cpu_vs_plain"] = round(median["plain"]["cpu_seconds"] / m["cpu_seconds"], 3)
+    return figures
+
+
+def main() -> None:
+    (args,) = parse_args((PubmedParseArguments,), description=__doc__)
+    target = ResultTarget(args.output_json)
+    work = Path(args.work_dir)
+    files = write_files(work / "xml", args)
+    gzip_mb = sum(p.stat().st_size for p in files) / 1e6
+    arms = ["plain", *(f"prepare_w{n}" for n in args.workers)]
+    runs = run_arms(arms, files, work / "runs", args.repeats)
+    citations = {arm: rs[-1]["output"] for arm, rs in runs.items()}
+    figures = figures_of(runs, gzip_mb)
+    target.write(
+        figures,
+        detail={
+            "runs": runs,
+            "files": len(files),
+            "cores": os.cpu_count(),
+            "last_output": citations,
+            "settings": asdict(args),
+        },  # fmt: skip
+    )
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
