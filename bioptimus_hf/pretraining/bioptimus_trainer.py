@@ -21,7 +21,9 @@ phase end (published with ``push_to_hub``), and the lexical warm-up's frozen bod
 
 ``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is this trainer plus what a command adds around it: the
 corpus read from files, the output directory locked and resumed from its last complete checkpoint, the final model
-and metrics saved. ``Trainer(callbacks=[PhaseScheduleCallback(collator)])`` still works for a Trainer of your own.
+and metrics saved. The curriculum's metrics are added to every log in :meth:`BioptimusTrainer.log`, before any
+reporter sees it. For a Trainer of your own: ``add_callback_first(trainer, PhaseScheduleCallback(collator))``
+(:func:`~.callback.add_callback_first`).
 """
 
 from __future__ import annotations
@@ -118,6 +120,8 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
             resolved it before (it turns the Trainer's own push off); by default the trainer resolves
             ``args.push_to_hub`` itself.
         run_info: further facts for the releases' record (``train_files``, ``dataset_name``...).
+        curriculum_plan: the run's curriculum, schedule and warm-up as :func:`curriculum_schedule` built them before
+            (a command checks them before any model loads); by default the trainer builds them from ``args``.
         Every other argument is the ``Trainer``'s.
     """
 
