@@ -27,6 +27,7 @@ from ..releases.publisher import start_release_publisher
 from ..releases.release_config import ReleaseArguments, resolve_release_hub
 from ..utils.cli import exit_on_bad_input
 from ..utils.distributed import close_process_group
+from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
 from .distillation_config import (
@@ -111,7 +112,8 @@ def run_distillation(
     add_callback_first(trainer, callback)  # ahead of report_to's reporters: they see the curriculum's metrics
 
     # 7. Distil.
-    train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    with tied_keys_expected(trainer.model):  # a checkpoint holds the student's tied decoder once
+        train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
     publisher = start_release_publisher(checked.hub, training_args)

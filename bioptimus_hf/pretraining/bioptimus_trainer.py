@@ -41,6 +41,7 @@ from ..releases.release_config import ReleaseHub, resolve_release_hub
 from ..utils.allocator import retain_freed_memory
 from ..utils.bulk_dropout import enable_bulk_dropout, use_bulk_dropout
 from ..utils.files import write_json_atomic
+from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
 from ..vocabulary.embedding_init import (
@@ -198,6 +199,11 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
         self.init_report = start.init_report
         if start.init_report is not None and self.is_world_process_zero():
             write_json_atomic(f"{args.output_dir}/{INIT_REPORT_NAME}", start.init_report)
+
+    def train(self, *args: Any, **kwargs: Any):
+        # A checkpoint holds a tied decoder once: the Trainer's "missing keys" warning on resume is expected then.
+        with tied_keys_expected(self.model):
+            return super().train(*args, **kwargs)
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         # The curriculum's metrics, before the history and every callback (report_to's reporters included) see logs.

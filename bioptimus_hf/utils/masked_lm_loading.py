@@ -1,17 +1,24 @@
-"""A masked LM loaded from a checkpoint that may have no MLM head (a sentence encoder, a plain ``BertModel``).
+"""A masked LM loaded from a checkpoint that may have no MLM head (a sentence encoder, a plain ``BertModel``), and a
+resumed run's checkpoint loaded without the warning its tied decoder gives.
 
 transformers warns twice for such a headless base, both expected: its load report lists the head's keys as MISSING
 (and the pooler's as UNEXPECTED), and ``PreTrainedModel.tie_weights`` says "This checkpoint seem corrupted" because
 the head's bias and its decoder's bias, tied together, are both absent from the checkpoint. Those two warnings are
 replaced by one line saying the MLM head starts new (main process only); any other warning of the load, and the
 report of a checkpoint missing more than the head, are shown as transformers writes them.
+
+A checkpoint stores a tied decoder once, as the input embeddings it shares its weight with; the ``Trainer`` resuming
+from it warns "There were missing keys in the checkpoint model loaded" for the decoder. :func:`tied_keys_expected`
+drops exactly that warning, when every key it names is a parameter tied to one the checkpoint holds.
 """
 
 from __future__ import annotations
 
+import ast
 import logging
 import re
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 
 logger = logging.getLogger(__name__)
@@ -20,6 +27,9 @@ logger = logging.getLogger(__name__)
 LOADING_LOGGER = "transformers.modeling_utils"
 _LOAD_REPORT = "LOAD REPORT"
 _CORRUPTED_TIE = re.compile(r"This checkpoint seem corrupted\. .* to tie (\S+) to (\S+), but both are absent")
+# The logger and warning of the Trainer loading a checkpoint to resume from.
+RESUME_LOGGER = "transformers.trainer"
+_MISSING_ON_RESUME = re.compile(r"There were missing keys in the checkpoint model loaded: (\[.*\])\.$")
 
 
 class _HoldBack(logging.Filter):
@@ -80,3 +90,45 @@ def load_masked_lm(name_or_path: str, **kwargs: Any):
             "%s has no MLM head: it starts new (%s, %d tensors)", name_or_path, ", ".join(modules), len(head)
         )
     return model
+
+
+def tied_parameter_names(model: Any) -> set[str]:
+    """The names under which a parameter appears after its first name: the tied ones a checkpoint stores once."""
+    seen: set[int] = set()
+    tied: set[str] = set()
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        if id(parameter) in seen:
+            tied.add(name)
+        seen.add(id(parameter))
+    return tied
+
+
+class _TiedKeysOnly(logging.Filter):
+    def __init__(self, tied: set[str]) -> None:
+        super().__init__()
+        self.tied = tied
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        match = _MISSING_ON_RESUME.match(record.getMessage())
+        if match is None:
+            return True
+        try:
+            missing = set(ast.literal_eval(match.group(1)))
+        except (ValueError, SyntaxError):
+            return True
+        return not (missing and missing <= self.tied)
+
+
+@contextmanager
+def tied_keys_expected(model: Any) -> Iterator[None]:
+    """While it lasts, the Trainer's warning of missing keys on resume is dropped when the keys are all tied
+    parameters of ``model`` (stored once, under the name they share); any other missing key is still said."""
+    from transformers.utils import logging as hf_logging
+
+    resume_logger = hf_logging.get_logger(RESUME_LOGGER)
+    quiet = _TiedKeysOnly(tied_parameter_names(model))
+    resume_logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        resume_logger.removeFilter(quiet)
