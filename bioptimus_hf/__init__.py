@@ -37,6 +37,7 @@ _EXPORTS = {
     "CurriculumBatch": "bioptimus_hf.pretraining.collator",
     "CurriculumDataCollator": "bioptimus_hf.pretraining.collator",
     "PhaseScheduleCallback": "bioptimus_hf.pretraining.callback",
+    "add_callback_first": "bioptimus_hf.pretraining.callback",
     "BioptimusConfig": "bioptimus_hf.pretraining.bioptimus_config",
     "BioptimusTrainer": "bioptimus_hf.pretraining.bioptimus_trainer",
     "tokenize_with_word_ids": "bioptimus_hf.pretraining.tokenization",

@@ -9,7 +9,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
 
-from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
+from bioptimus_hf.pretraining.callback import PhaseScheduleCallback, add_callback_first
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import CurriculumPhase
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
@@ -93,7 +93,7 @@ def run_probe(model_dir, data, output_dir, phase_steps, max_steps, resume=None, 
         processing_class=tokenizer,
         callbacks=[recorder],
     )
-    trainer.callback_handler.callbacks.insert(0, schedule)
+    add_callback_first(trainer, schedule)
     trainer.train(resume_from_checkpoint=resume)
     return recorder, schedule, collator, trainer
 

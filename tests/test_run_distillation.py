@@ -141,7 +141,7 @@ def test_tinybiobert_resumes_with_its_projection(monkeypatch, tmp_path, teacher_
         shutil.rmtree(out / later)
     with caplog.at_level("INFO"):
         run_script(monkeypatch, run_distillation, args)
-    assert re.search(r"resuming training at \S*checkpoint-2\b", caplog.text)
+    assert re.search(r"resuming from \S*checkpoint-2 at step 2 of 4\n", caplog.text)
     # Only the tied decoder (never saved separately) may be reported missing; the projection never.
     missing = [line for line in caplog.text.splitlines() if "missing keys" in line.lower()]
     assert not [line for line in missing if "projection" in line]

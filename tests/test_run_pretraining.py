@@ -1,11 +1,13 @@
 """run_pretraining.py end to end on a tiny random BERT, and its refusal of bad input before training."""
 
 import json
+import logging
+import shutil
 import sys
 
 import pytest
 import torch
-from transformers import AutoModelForMaskedLM
+from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import run_pretraining
 from bioptimus_hf.utils.bulk_dropout import bulk_dropout_pays_off
@@ -306,3 +308,52 @@ def test_torch_compile_releases_plain_models_equal_to_the_final_weights(monkeypa
     assert not torch.equal(
         model.bert.encoder.layer[0].output.dense.weight, base.bert.encoder.layer[0].output.dense.weight
     )
+
+
+class _Recorder(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def test_a_headless_base_is_one_line_and_a_resume_names_its_checkpoint_and_step(
+    monkeypatch, tmp_path, tiny_model_dir, corpus, caplog
+):
+    """A base without an MLM head (a sentence encoder) gives one line saying the head starts new, in place of
+    transformers' load report and its "checkpoint seem corrupted" for the head's tied bias; a resumed run says from
+    which checkpoint and step it resumes, once, without the Trainer's "missing keys" for the tied decoder."""
+    headless = tmp_path / "headless"
+    AutoModelForMaskedLM.from_pretrained(tiny_model_dir).bert.save_pretrained(headless)  # a BertModel: no cls.*
+    AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(headless)
+    recorder = _Recorder()
+    logging.getLogger("transformers").addHandler(recorder)
+    try:
+        AutoModelForMaskedLM.from_pretrained(headless)  # what transformers says on its own: both warnings
+        assert any("seem corrupted" in m for m in recorder.messages)
+        assert any("LOAD REPORT" in m and "cls.predictions" in m for m in recorder.messages)
+        recorder.messages.clear()
+
+        out = tmp_path / "out"
+        flags = [*base_args(headless, corpus, out), "--max_steps", 8, "--save_steps", 4]
+        with caplog.at_level(logging.WARNING):
+            run_script(monkeypatch, run_pretraining, flags)
+        assert not any("seem corrupted" in m or "LOAD REPORT" in m for m in recorder.messages), recorder.messages
+        head_lines = [r.getMessage() for r in caplog.records if "MLM head" in r.getMessage()]
+        assert head_lines == [f"{headless} has no MLM head: it starts new (cls.predictions.*, 6 tensors)"]
+        assert not any("resuming" in r.getMessage() for r in caplog.records)
+
+        for checkpoint in out.glob("checkpoint-*"):
+            if int(checkpoint.name.split("-")[1]) > 4:
+                shutil.rmtree(checkpoint)  # as if the run had stopped after step 4
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            run_script(monkeypatch, run_pretraining, flags)
+        assert recorder.messages == [], recorder.messages  # no load report, no "missing keys" of the tied decoder
+    finally:
+        logging.getLogger("transformers").removeHandler(recorder)
+    resumed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("resuming")]
+    assert resumed == [f"resuming from {out / 'checkpoint-4'} at step 4 of 8"]
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 8

@@ -108,3 +108,22 @@ def test_cli_writes_tokenizer_and_report(tmp_path, corpus_file, capsys):
     assert on_disk["corpus"]["nonempty_lines"] == len(CORPUS)
     assert AutoTokenizer.from_pretrained(out).is_fast
     assert '"new_tokens"' in capsys.readouterr().out
+
+
+def test_reading_the_corpus_shows_a_bar_of_its_lines_and_the_help_names_a_prepared_corpus(
+    tmp_path, corpus_file, capsys
+):
+    """The trainer's own bars start once the whole corpus is read: the reading has its bar (main process), and
+    ``--train_files`` says it takes a prepared corpus directory too."""
+    base_path = tiny_base_tokenizer(tmp_path)
+    train_tokenizer([corpus_file], base_path, vocab_size=140, show_progress=True)
+    bar = capsys.readouterr().err.replace("\r", "\n")
+    assert "vocabulary training: reading the corpus: 100%|" in bar and f"{len(CORPUS)}/{len(CORPUS)}" in bar
+    train_tokenizer([corpus_file], base_path, vocab_size=140, show_progress=False)
+    assert "reading the corpus" not in capsys.readouterr().err
+
+    with pytest.raises(SystemExit):
+        run_cli(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--train_files" in help_text and "or a prepared corpus directory (bioptimus prepare-corpus)" in help_text
+    assert "Corpus text files" not in help_text

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, TrainerCallback, TrainingArguments
 
-from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
+from bioptimus_hf.pretraining.callback import PhaseScheduleCallback, add_callback_first
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.lexical_warmup import LexicalWarmup, LexicalWarmupTrainer
 from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
@@ -113,7 +113,7 @@ def run_warmup_probe(
         callbacks=[recorder],
         lexical_warmup=LexicalWarmup(warmup_steps, lexical_lr),
     )
-    trainer.callback_handler.callbacks.insert(0, schedule)
+    add_callback_first(trainer, schedule)
     trainer.train(resume_from_checkpoint=resume)
     return recorder, schedule, trainer
 

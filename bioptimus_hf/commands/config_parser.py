@@ -32,11 +32,11 @@ import shutil
 import sys
 import textwrap
 
-from transformers import HfArgumentParser
 from transformers.hf_argparser import string_to_bool
 
 from ..utils.cli import exit_on_bad_input, exit_on_usage_error, unknown_name_message, usage_message
 from ..utils.config_files import packaged_config_names, read_config
+from ..utils.config_mapping import ListingArgumentParser
 from ..utils.flag_spellings import FlagSpellings
 from ..utils.model_reference import MODEL_REFERENCE_FIELDS, check_model_reference
 from .dispatch import COMMANDS, command_for_program
@@ -79,22 +79,21 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{', '.join(names)} {metavar}"
 
 
-class CommandParser(HfArgumentParser):
+class CommandParser(ListingArgumentParser):
     """HfArgumentParser without prefix matching, whose usage errors are one line (``utils/cli.py``), where every
     boolean reads alike and old spellings still parse (:attr:`spellings`)."""
 
     def __init__(self, dataclass_types, **kwargs) -> None:
         super().__init__(dataclass_types, **kwargs)
         types = dataclass_types if isinstance(dataclass_types, (list, tuple)) else [dataclass_types]
-        self.spellings = FlagSpellings.of(types, self._actions)
+        self.spellings = FlagSpellings.of(types, self.arguments)
 
-    def _add_dataclass_arguments(self, dtype) -> None:
-        super()._add_dataclass_arguments(dtype)
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
         # HfArgumentParser gives `--flag` alone the value true for a bool field, not for an optional one
         # (`bool | None`, default unset); here every boolean reads `--flag [true|false]`.
-        for action in self._actions:
-            if action.type is string_to_bool and action.nargs is None and action.option_strings:
-                action.nargs, action.const = "?", True
+        if kwargs.get("type") is string_to_bool and "nargs" not in kwargs and args and args[0].startswith("-"):
+            kwargs.update(nargs="?", const=True)
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message: str):
         exit_on_usage_error(usage_message(message))
@@ -106,7 +105,7 @@ class CommandParser(HfArgumentParser):
         return namespace, extras
 
     def flags(self) -> list[str]:
-        return [name for action in self._actions for name in action.option_strings if name.startswith("--")]
+        return [name for action in self.arguments for name in action.option_strings if name.startswith("--")]
 
     def unknown_flags_message(self, extras: list[str]) -> str:
         flag = next((item for item in extras if item.startswith("-")), None)

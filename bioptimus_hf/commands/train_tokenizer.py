@@ -4,6 +4,8 @@
     bioptimus-train-tokenizer --train_files corpus.txt --base_tokenizer bert-base-uncased \
         --vocab_size 30522 --output_dir out/biomed_tok      # writes the tokenizer and coverage_report.json
 
+    bioptimus-train-tokenizer --train_files out/pubmed_corpus ...   # a prepared corpus directory (prepare-corpus)
+
     bioptimus-train-tokenizer --vocabulary_mode extend --vocab_size auto ...   # the base's vocabulary + domain tokens
 """
 

@@ -111,10 +111,28 @@ class DistillationConfig:
         for name in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"):
             if not isinstance(getattr(teacher_config, name, None), int):
                 raise ValueError(f"the teacher's configuration has no {name}: a BERT-style masked LM is needed")
-        teacher_layers = teacher_config.num_hidden_layers
-        teacher_hidden = teacher_config.hidden_size
         init = self.student_init or ("random" if student_config is not None else recipe.student_init)
+        weights, temperature = self._loss_weights(recipe)
+        hidden, heads, intermediate, depth = self._student_shape(recipe, init, teacher_config, student_config)
+        layers, layer_map = self._student_layers(recipe, init, teacher_config, (hidden, heads, intermediate), depth)
+        use_projection = self._use_projection(weights, teacher_config, hidden, heads)
+        return DistillationPlan(
+            recipe=recipe.name,
+            student_init=init,
+            student_layers=layers,
+            layer_map=layer_map,
+            weights=weights,
+            temperature=temperature,
+            use_projection=use_projection,
+            student_hidden_size=hidden,
+            student_num_attention_heads=heads,
+            student_intermediate_size=intermediate,
+            teacher_num_layers=teacher_config.num_hidden_layers,
+            teacher_hidden_size=teacher_config.hidden_size,
+        )
 
+    def _loss_weights(self, recipe: Any) -> tuple[dict[str, float], float]:
+        """The loss weights (the recipe's, overridden by ``--alpha_*``) and the temperature."""
         weights = {name: recipe.weight(name) for name in LOSS_NAMES}
         for name in LOSS_NAMES:
             given = getattr(self, f"alpha_{name}")
@@ -127,8 +145,13 @@ class DistillationConfig:
         temperature = recipe.temperature if self.temperature is None else float(self.temperature)
         if not (math.isfinite(temperature) and temperature > 0):
             raise ValueError(f"--temperature {self.temperature!r} must be > 0")
+        return weights, temperature
 
-        # The student's shape.
+    def _student_shape(
+        self, recipe: Any, init: str, teacher_config: Any, student_config: Any
+    ) -> tuple[int, int, int, int | None]:
+        """The student's hidden size, heads, intermediate size and depth (None: from the layers kept)."""
+        teacher_hidden = teacher_config.hidden_size
         if student_config is not None:
             if init != "random":
                 raise ValueError(
@@ -156,7 +179,13 @@ class DistillationConfig:
             raise ValueError(
                 f"--student_hidden_size {hidden} must be a positive multiple of --student_num_attention_heads {heads}"
             )
+        return hidden, heads, intermediate, depth
 
+    def _student_layers(
+        self, recipe: Any, init: str, teacher_config: Any, widths: tuple[int, int, int], depth: int | None
+    ) -> tuple[list[int], list[int]]:
+        """The teacher layers the student keeps (or is initialised from) and the layer map of the layer losses."""
+        teacher_layers = teacher_config.num_hidden_layers
         layers = (
             list(self.student_layers)
             if self.student_layers
@@ -166,13 +195,15 @@ class DistillationConfig:
         if depth is not None and len(layers) != depth:
             raise ValueError(f"--student_layers has {len(layers)} layers but --student_config_name describes {depth}")
         if init == "teacher_layers":
+            teacher_widths = (
+                teacher_config.hidden_size,
+                teacher_config.num_attention_heads,
+                teacher_config.intermediate_size,
+            )
+            flags = ("--student_hidden_size", "--student_num_attention_heads", "--student_intermediate_size")
             different = [
                 f"{flag} {mine} != teacher's {theirs}"
-                for flag, mine, theirs in (
-                    ("--student_hidden_size", hidden, teacher_hidden),
-                    ("--student_num_attention_heads", heads, teacher_config.num_attention_heads),
-                    ("--student_intermediate_size", intermediate, teacher_config.intermediate_size),
-                )
+                for flag, mine, theirs in zip(flags, widths, teacher_widths)
                 if mine != theirs
             ]
             if different:
@@ -188,7 +219,11 @@ class DistillationConfig:
                 "teacher layer per student layer"
             )
         _check_layers("--layer_map", layer_map, teacher_layers, strictly_increasing=False)
+        return layers, layer_map
 
+    def _use_projection(self, weights: dict[str, float], teacher_config: Any, hidden: int, heads: int) -> bool:
+        """Whether the learned projection W_p maps the student's hidden states to the teacher's width."""
+        teacher_hidden = teacher_config.hidden_size
         projection_losses = [name for name in HIDDEN_LOSSES if weights[name] > 0]
         use_projection = self.use_projection
         if use_projection is None:
@@ -205,20 +240,7 @@ class DistillationConfig:
                 f"{teacher_config.num_attention_heads}; set --student_num_attention_heads "
                 f"{teacher_config.num_attention_heads} or --alpha_attention 0"
             )
-        return DistillationPlan(
-            recipe=recipe.name,
-            student_init=init,
-            student_layers=layers,
-            layer_map=layer_map,
-            weights=weights,
-            temperature=temperature,
-            use_projection=bool(use_projection),
-            student_hidden_size=hidden,
-            student_num_attention_heads=heads,
-            student_intermediate_size=intermediate,
-            teacher_num_layers=teacher_layers,
-            teacher_hidden_size=teacher_hidden,
-        )
+        return bool(use_projection)
 
 
 def _check_layers(flag: str, layers: list[int], teacher_layers: int, strictly_increasing: bool) -> None:

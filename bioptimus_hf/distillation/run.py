@@ -11,22 +11,28 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
+from typing import Any
 
 from transformers import AutoConfig, TrainingArguments, set_seed
 
-from ..pretraining.callback import PhaseScheduleCallback
+from ..pretraining.callback import PhaseScheduleCallback, add_callback_first
+from ..pretraining.collator import CurriculumDataCollator
 from ..pretraining.data import load_pretraining_datasets
 from ..pretraining.data_config import PretrainingDataArguments
+from ..pretraining.phases import PhaseSchedule
 from ..pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
 from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
 from ..releases.release_config import ReleaseArguments, resolve_release_hub
 from ..utils.cli import exit_on_bad_input
 from ..utils.distributed import close_process_group
+from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
 from .distillation_config import (
     DistillationConfig,
+    DistillationPlan,
     StudentCurriculumArguments,
     TeacherArguments,
     check_shared_vocabulary,
@@ -37,6 +43,18 @@ from .student_release import distillation_facts, student_release_info, write_stu
 
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _CheckedInputs:
+    """What step 1 of a run checked without model weights."""
+
+    curriculum: Any
+    schedule: PhaseSchedule
+    plan: DistillationPlan
+    student_config: Any
+    tokenizer: Any
+    hub: Any
 
 
 def run_distillation(
@@ -52,6 +70,72 @@ def run_distillation(
 
     # 1. Everything that can be checked without model weights: schedule, corpus, teacher configuration, the
     #    distillation plan (layers, layer map, projection, heads, weights) and the shared vocabulary.
+    checked = _check_inputs(teacher_args, distillation_config, data_args, curriculum_args, release_args, training_args)
+    tokenizer, plan = checked.tokenizer, checked.plan
+
+    # 2. The output directory: locked for this run; resume from its last complete checkpoint.
+    with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
+        checkpoint, _lock = open_output_dir(
+            training_args, release_args.overwrite_output_dir, checked.schedule, curriculum_args.allow_schedule_change
+        )
+    set_seed(training_args.seed)
+
+    # 3. Teacher (with its MLM head) and student (kept teacher layers, or a random smaller configuration).
+    teacher_path = teacher_args.teacher_model_name_or_path
+    with exit_on_bad_input(ValueError):
+        teacher = load_teacher(teacher_path, plan)
+    student = build_student(teacher, plan, checked.student_config)
+
+    # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
+    collator = CurriculumDataCollator.from_arguments(
+        curriculum_args, tokenizer, checked.curriculum, training_args.seed, data_args.line_by_line
+    )
+    longest = min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer))  # both must take it
+    data = load_pretraining_datasets(data_args, tokenizer, training_args, model_max_tokens=longest)
+    training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
+    if data_args.streaming:
+        training_args.accelerator_config.dispatch_batches = False
+
+    # 6. The phase callback (phase switches; the student is released once, at the end) and the trainer.
+    callback = _phase_callback(collator, checked.schedule, teacher_args, data_args, curriculum_args, data, tokenizer)
+    with exit_on_bad_input(ValueError):
+        trainer = DistillationTrainer(
+            model=student,
+            teacher_model=teacher,
+            plan=plan,
+            args=training_args,
+            train_dataset=data.train,
+            eval_dataset=data.eval,
+            processing_class=tokenizer,
+            data_collator=collator,
+        )
+    add_callback_first(trainer, callback)  # ahead of report_to's reporters: they see the curriculum's metrics
+
+    # 7. Distil.
+    with tied_keys_expected(trainer.model):  # a checkpoint holds the student's tied decoder once
+        train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+
+    # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
+    publisher = start_release_publisher(checked.hub, training_args)
+    _release_student(trainer, teacher, callback, collator, plan, teacher_args, training_args, publisher)
+
+    # 9. Final model, metrics and state of the run (and the student on the Hub, with --push_to_hub).
+    finish_run(trainer, collator, train_result, publisher)
+
+    # 10. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
+    close_process_group()
+
+
+def _check_inputs(
+    teacher_args: TeacherArguments,
+    distillation_config: DistillationConfig,
+    data_args: PretrainingDataArguments,
+    curriculum_args: StudentCurriculumArguments,
+    release_args: ReleaseArguments,
+    training_args: TrainingArguments,
+) -> _CheckedInputs:
+    """Step 1: schedule, corpus, teacher configuration, distillation plan and shared vocabulary, checked without
+    model weights (bad input ends with one line); the schedule and plan logged."""
     teacher_path = teacher_args.teacher_model_name_or_path
     with exit_on_bad_input(ValueError, OSError):
         curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args)
@@ -72,32 +156,25 @@ def run_distillation(
     logger.info("distillation: %s", plan.to_dict())
     if corpus_report is not None and corpus_report.undecodable_lines:
         logger.warning("corpus: %s", corpus_report.summary())
+    return _CheckedInputs(curriculum, schedule, plan, student_config, tokenizer, hub)
 
-    # 2. The output directory: locked for this run; resume from its last complete checkpoint.
-    with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
-        checkpoint, _lock = open_output_dir(
-            training_args, release_args.overwrite_output_dir, schedule, curriculum_args.allow_schedule_change
-        )
-    set_seed(training_args.seed)
 
-    # 3. Teacher (with its MLM head) and student (kept teacher layers, or a random smaller configuration).
-    with exit_on_bad_input(ValueError):
-        teacher = load_teacher(teacher_path, plan)
-    student = build_student(teacher, plan, student_config)
-
-    # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
-    collator = curriculum_args.build_collator(tokenizer, curriculum, training_args.seed, data_args.line_by_line)
-    longest = min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer))  # both must take it
-    data = load_pretraining_datasets(data_args, tokenizer, training_args, model_max_tokens=longest)
-    training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
-    if data_args.streaming:
-        training_args.accelerator_config.dispatch_batches = False
-
-    # 6. The phase callback (phase switches; the student is released once, at the end) and the trainer.
+def _phase_callback(
+    collator: CurriculumDataCollator,
+    schedule: PhaseSchedule,
+    teacher_args: TeacherArguments,
+    data_args: PretrainingDataArguments,
+    curriculum_args: StudentCurriculumArguments,
+    data: Any,
+    tokenizer: Any,
+) -> PhaseScheduleCallback:
+    """The phase callback of the run's one schedule: phase switches only (the student is released once, at the
+    end), with the facts of the student's record."""
+    teacher_path = teacher_args.teacher_model_name_or_path
     hub_id = base_model_hub_id(teacher_path, teacher_args.teacher_hub_id)
-    callback = PhaseScheduleCallback(
+    return PhaseScheduleCallback(
         collator,
-        phase_steps=schedule.step_counts,
+        schedule=schedule,
         write_releases=False,
         evaluate_at_phase_end=False,
         run_info={
@@ -113,46 +190,37 @@ def run_distillation(
         },
         allow_schedule_change=curriculum_args.allow_schedule_change,
     )
-    with exit_on_bad_input(ValueError):
-        trainer = DistillationTrainer(
-            model=student,
-            teacher_model=teacher,
-            plan=plan,
-            args=training_args,
-            train_dataset=data.train,
-            eval_dataset=data.eval,
-            processing_class=tokenizer,
-            data_collator=collator,
-        )
-    trainer.callback_handler.callbacks.insert(0, callback)
 
-    # 7. Distil.
-    train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
-    # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
-    publisher = start_release_publisher(hub, training_args)
+def _release_student(
+    trainer: DistillationTrainer,
+    teacher: Any,
+    callback: PhaseScheduleCallback,
+    collator: CurriculumDataCollator,
+    plan: DistillationPlan,
+    teacher_args: TeacherArguments,
+    training_args: TrainingArguments,
+    publisher: Any,
+) -> None:
+    """Step 8: held-out MLM loss of student and teacher, speed, and (main process) the student as a release at
+    ``<output_dir>/student/``, handed to ``publisher``."""
     measured = trainer.measure_student_and_teacher(speed_batches=teacher_args.speed_batches)
     totals = collator.stats.summed_over_ranks()  # every rank: the masking the student saw, over all ranks
-    if trainer.is_world_process_zero():
-        facts = distillation_facts(
-            plan,
-            teacher_path,
-            teacher,
-            trainer.model,
-            teacher_args.teacher_hub_id,
-            measured["teacher_heldout_mlm_loss"],
-            measured["speed"],
-        )
-        info = student_release_info(
-            callback, facts, trainer.state.global_step, measured["metrics"], teacher_args.student_version, totals
-        )
-        target = write_student_release(training_args.output_dir, trainer.model, tokenizer, info)
-        logger.info("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
-        if publisher is not None:
-            publisher(target)
-
-    # 9. Final model, metrics and state of the run (and the student on the Hub, with --push_to_hub).
-    finish_run(trainer, collator, train_result, publisher)
-
-    # 10. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
-    close_process_group()
+    if not trainer.is_world_process_zero():
+        return
+    facts = distillation_facts(
+        plan,
+        teacher_args.teacher_model_name_or_path,
+        teacher,
+        trainer.model,
+        teacher_args.teacher_hub_id,
+        measured["teacher_heldout_mlm_loss"],
+        measured["speed"],
+    )
+    info = student_release_info(
+        callback, facts, trainer.state.global_step, measured["metrics"], teacher_args.student_version, totals
+    )
+    target = write_student_release(training_args.output_dir, trainer.model, trainer.processing_class, info)
+    logger.info("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
+    if publisher is not None:
+        publisher(target)

@@ -21,15 +21,17 @@ phase end (published with ``push_to_hub``), and the lexical warm-up's frozen bod
 
 ``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is this trainer plus what a command adds around it: the
 corpus read from files, the output directory locked and resumed from its last complete checkpoint, the final model
-and metrics saved. ``Trainer(callbacks=[PhaseScheduleCallback(collator)])`` still works for a Trainer of your own.
+and metrics saved. The curriculum's metrics are added to every log in :meth:`BioptimusTrainer.log`, before any
+reporter sees it. For a Trainer of your own: ``add_callback_first(trainer, PhaseScheduleCallback(collator))``
+(:func:`~.callback.add_callback_first`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import fields
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple
 
 from transformers import PreTrainedModel, TrainingArguments, set_seed
 
@@ -39,6 +41,7 @@ from ..releases.release_config import ReleaseHub, resolve_release_hub
 from ..utils.allocator import retain_freed_memory
 from ..utils.bulk_dropout import enable_bulk_dropout, use_bulk_dropout
 from ..utils.files import write_json_atomic
+from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
 from ..vocabulary.embedding_init import (
@@ -64,7 +67,16 @@ logger = logging.getLogger(__name__)
 FROM_ARGS = "from args"
 
 
-def curriculum_schedule(config: BioptimusConfig) -> tuple[Curriculum, PhaseSchedule, LexicalWarmup | None]:
+class CurriculumPlan(NamedTuple):
+    """The curriculum of a run, its schedule over ``max_steps`` and its lexical warm-up (None: none), built once
+    (:func:`curriculum_schedule`) and given to everything that needs them."""
+
+    curriculum: Curriculum
+    schedule: PhaseSchedule
+    warmup: LexicalWarmup | None
+
+
+def curriculum_schedule(config: BioptimusConfig) -> CurriculumPlan:
     """The curriculum of ``config``, its schedule over ``max_steps`` and its lexical warm-up (None: none). Cheap (no
     model): raises ValueError naming the flag or file for a schedule that cannot run."""
     if config.max_steps is None or config.max_steps <= 0:
@@ -79,7 +91,7 @@ def curriculum_schedule(config: BioptimusConfig) -> tuple[Curriculum, PhaseSched
                 f"--lexical_warmup_release {config.lexical_warmup_release} is a version of the curriculum "
                 f"({', '.join(schedule.versions)}): give the warm-up's release its own (e.g. 0.0)"
             )
-    return curriculum, schedule, warmup
+    return CurriculumPlan(curriculum, schedule, warmup)
 
 
 def as_bioptimus_config(args: TrainingArguments | None, model: Any) -> BioptimusConfig:
@@ -109,6 +121,8 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
             resolved it before (it turns the Trainer's own push off); by default the trainer resolves
             ``args.push_to_hub`` itself.
         run_info: further facts for the releases' record (``train_files``, ``dataset_name``...).
+        curriculum_plan: the run's curriculum, schedule and warm-up as :func:`curriculum_schedule` built them before
+            (a command checks them before any model loads); by default the trainer builds them from ``args``.
         Every other argument is the ``Trainer``'s.
     """
 
@@ -123,58 +137,24 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
         *,
         release_hub: ReleaseHub | None | str = FROM_ARGS,
         run_info: dict[str, Any] | None = None,
+        curriculum_plan: CurriculumPlan | None = None,
         **kwargs: Any,
     ):
         args = as_bioptimus_config(args, model)
-        curriculum, schedule, warmup = curriculum_schedule(args)
+        plan = curriculum_plan or curriculum_schedule(args)
         hub = resolve_release_hub(args) if release_hub is FROM_ARGS else release_hub
 
         # The start model (the paper's Table 1) and its tokenizer; the masked-only head, dropout masks, allocator.
         set_seed(args.seed)
-        model_name = model if isinstance(model, str) or model is None else getattr(model, "name_or_path", None)
-        tokenizer_name = (
-            processing_class if isinstance(processing_class, str) else getattr(processing_class, "name_or_path", None)
-        )
-        init_report = None
-        if isinstance(model, PreTrainedModel):
-            tokenizer = load_fast_tokenizer(processing_class or model_name, purpose="word ids")
-        else:
-            model, tokenizer, init_report = build_initialized_model(
-                model,
-                processing_class,  # a name, a path or a tokenizer (load_fast_tokenizer takes each)
-                args,
-                seed=args.seed,
-                config_name=args.config_name,
-                progress=not args.disable_tqdm,
-            )
-        masked_only = use_masked_only_prediction(model, args.masked_only_prediction, args.gradient_accumulation_steps)
-        logger.info("masked-only prediction: %s", masked_only_status(model))
-        dropout_masks = "torch"
-        if use_bulk_dropout(args.bulk_dropout, args):
-            logger.info("bulk dropout: %s", enable_bulk_dropout(model))
-            dropout_masks = "bulk"
-        if args.retain_freed_memory and args.device.type == "cpu":
-            logger.info("allocator: %s", retain_freed_memory())
-        warmup_facts = None
-        if warmup is not None:
-            lexical = lexical_parameters(model)
-            warmup_facts = warmup.facts(args, lexical, schedule.versions[0], args.lexical_warmup_release)
-            logger.info(
-                "lexical warm-up: %d steps at peak learning rate %g on v%s's masking, training %s",
-                schedule.lexical_warmup_steps,
-                warmup_facts.learning_rate,
-                schedule.versions[0],
-                lexical.describe(),
-            )
+        start = _StartModel.build(model, processing_class, args)
+        model, tokenizer = start.model, start.tokenizer
+        facts = self._prepare_model(model, args, plan)
 
         # The curriculum's masking collator (it refuses a tokenizer without a mask token), with static shapes.
-        collator = data_collator or args.build_collator(tokenizer, curriculum, args.seed, args.line_by_line)
-        static_shapes = self._static_shapes(args, masked_only)
-        collator.static_masked_positions = static_shapes
-        if static_shapes and args.torch_compile:
-            # The warm-up's end recompiles the first phase's graph once (requires_grad is part of its guards).
-            allow_compiled_shapes(len(curriculum.phases) + (1 if warmup is not None else 0))
-        logger.info("static masked positions (one compiled shape per phase): %s", "on" if static_shapes else "off")
+        collator = data_collator or CurriculumDataCollator.from_arguments(
+            args, tokenizer, plan.curriculum, args.seed, args.line_by_line
+        )
+        self._set_static_shapes(collator, args, plan, facts["masked_only_prediction"])
 
         # The texts as packed blocks with word ids.
         data = prepare_pretraining_datasets(
@@ -187,35 +167,13 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
 
         # The callback that switches phases and writes a release at each phase end.
         self.release_publisher = start_release_publisher(hub, args)
-        # A checkpoint of bioptimus-init-embeddings continued here is described by its own initialisation and base.
-        init_strategy, base_model, tokenizer_source = start_model_provenance(
-            model_name, tokenizer_name, args.init_strategy
-        )
-        hub_id = base_model_hub_id(base_model, args.base_model_hub_id)
         phase_callback = PhaseScheduleCallback(
             collator,
-            phase_steps=schedule.step_counts,
+            schedule=plan.schedule,
             evaluate_at_phase_end=data.eval is not None,
-            run_info={
-                "base_model": hub_id or public_name(base_model),
-                "base_model_hub_id": hub_id,
-                "init_strategy": init_strategy,
-                "tokenizer": public_name(tokenizer_source or getattr(tokenizer, "name_or_path", None)),
-                "vocab_size": len(tokenizer),
-                "max_seq_length": data.max_seq_length,
-                "packing": not args.line_by_line,
-                "masked_only_prediction": masked_only,
-                "dropout_masks": dropout_masks,
-                "masking_stream": collator.masking_stream,
-                "train_files": [os.path.basename(f) for f in args.train_file or []],
-                "dataset_name": args.dataset_name,
-                **vocabulary_facts(init_report, model_name),
-                **({"lexical_warmup": warmup_facts} if warmup_facts is not None else {}),
-                **(run_info or {}),
-            },
+            run_info={**start.release_facts(args, data, collator), **facts, **(run_info or {})},
             on_release=[self.release_publisher] if self.release_publisher is not None else [],
             allow_schedule_change=args.allow_schedule_change,
-            lexical_warmup_steps=schedule.lexical_warmup_steps,
             lexical_warmup_release=args.lexical_warmup_release,
         )
         # With a lexical warm-up, the Trainer freezes the body for it and runs its learning-rate schedule.
@@ -226,7 +184,7 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
             train_dataset=data.train,
             eval_dataset=data.eval,
             processing_class=tokenizer,
-            lexical_warmup=warmup,
+            lexical_warmup=plan.warmup,
             # A stream resumes from the loader state its checkpoint holds, not by reading every trained batch again.
             streaming_resume=args.streaming_resume,
             shuffle_buffer_size=shuffle_buffer_size(args) if data.streaming else 0,
@@ -237,10 +195,55 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
         )
         self.add_callback(phase_callback)
         self.phase_callback = phase_callback
-        self.schedule = schedule
-        self.init_report = init_report
-        if init_report is not None and self.is_world_process_zero():
-            write_json_atomic(f"{args.output_dir}/{INIT_REPORT_NAME}", init_report)
+        self.schedule = plan.schedule
+        self.init_report = start.init_report
+        if start.init_report is not None and self.is_world_process_zero():
+            write_json_atomic(f"{args.output_dir}/{INIT_REPORT_NAME}", start.init_report)
+
+    def train(self, *args: Any, **kwargs: Any):
+        # A checkpoint holds a tied decoder once: the Trainer's "missing keys" warning on resume is expected then.
+        with tied_keys_expected(self.model):
+            return super().train(*args, **kwargs)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        # The curriculum's metrics, before the history and every callback (report_to's reporters included) see logs.
+        self.phase_callback.add_metrics(logs)
+        super().log(logs, start_time)
+
+    @staticmethod
+    def _prepare_model(model: PreTrainedModel, args: BioptimusConfig, plan: CurriculumPlan) -> dict[str, Any]:
+        """The masked-only head, dropout masks, allocator and the lexical warm-up's parameters; their facts for the
+        releases' record."""
+        masked_only = use_masked_only_prediction(model, args.masked_only_prediction, args.gradient_accumulation_steps)
+        logger.info("masked-only prediction: %s", masked_only_status(model))
+        facts: dict[str, Any] = {"masked_only_prediction": masked_only, "dropout_masks": "torch"}
+        if use_bulk_dropout(args.bulk_dropout, args):
+            logger.info("bulk dropout: %s", enable_bulk_dropout(model))
+            facts["dropout_masks"] = "bulk"
+        if args.retain_freed_memory and args.device.type == "cpu":
+            logger.info("allocator: %s", retain_freed_memory())
+        if plan.warmup is not None:
+            schedule, lexical = plan.schedule, lexical_parameters(model)
+            warmup_facts = plan.warmup.facts(args, lexical, schedule.versions[0], args.lexical_warmup_release)
+            logger.info(
+                "lexical warm-up: %d steps at peak learning rate %g on v%s's masking, training %s",
+                schedule.lexical_warmup_steps,
+                warmup_facts.learning_rate,
+                schedule.versions[0],
+                lexical.describe(),
+            )
+            facts["lexical_warmup"] = warmup_facts
+        return facts
+
+    def _set_static_shapes(
+        self, collator: CurriculumDataCollator, args: BioptimusConfig, plan: CurriculumPlan, masked_only: bool
+    ) -> None:
+        static_shapes = self._static_shapes(args, masked_only)
+        collator.static_masked_positions = static_shapes
+        if static_shapes and args.torch_compile:
+            # The warm-up's end recompiles the first phase's graph once (requires_grad is part of its guards).
+            allow_compiled_shapes(len(plan.curriculum.phases) + (1 if plan.warmup is not None else 0))
+        logger.info("static masked positions (one compiled shape per phase): %s", "on" if static_shapes else "off")
 
     @staticmethod
     def _static_shapes(args: BioptimusConfig, masked_only: bool) -> bool:
@@ -251,3 +254,56 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
             logger.warning("--static_masked_positions needs masked-only prediction, which is off: not used")
             return False
         return args.static_masked_positions
+
+
+@dataclass
+class _StartModel:
+    """The start model of a run, its tokenizer, its initialisation report (None: given, not built) and the names
+    they came from."""
+
+    model: PreTrainedModel
+    tokenizer: Any
+    init_report: dict | None
+    model_name: str | None
+    tokenizer_name: str | None
+
+    @classmethod
+    def build(cls, model: PreTrainedModel | str | None, processing_class: Any, args: BioptimusConfig) -> "_StartModel":
+        """The model given (with its tokenizer), or the start model of ``args.init_strategy`` built from a name."""
+        model_name = model if isinstance(model, str) or model is None else getattr(model, "name_or_path", None)
+        tokenizer_name = (
+            processing_class if isinstance(processing_class, str) else getattr(processing_class, "name_or_path", None)
+        )
+        if isinstance(model, PreTrainedModel):
+            tokenizer = load_fast_tokenizer(processing_class or model_name, purpose="word ids")
+            return cls(model, tokenizer, None, model_name, tokenizer_name)
+        model, tokenizer, init_report = build_initialized_model(
+            model,
+            processing_class,  # a name, a path or a tokenizer (load_fast_tokenizer takes each)
+            args,
+            seed=args.seed,
+            config_name=args.config_name,
+            progress=not args.disable_tqdm,
+        )
+        return cls(model, tokenizer, init_report, model_name, tokenizer_name)
+
+    def release_facts(self, args: BioptimusConfig, data: Any, collator: CurriculumDataCollator) -> dict[str, Any]:
+        """The model and data facts of the releases' record."""
+        # A checkpoint of bioptimus-init-embeddings continued here is described by its own initialisation and base.
+        init_strategy, base_model, tokenizer_source = start_model_provenance(
+            self.model_name, self.tokenizer_name, args.init_strategy
+        )
+        hub_id = base_model_hub_id(base_model, args.base_model_hub_id)
+        return {
+            "base_model": hub_id or public_name(base_model),
+            "base_model_hub_id": hub_id,
+            "init_strategy": init_strategy,
+            "tokenizer": public_name(tokenizer_source or getattr(self.tokenizer, "name_or_path", None)),
+            "vocab_size": len(self.tokenizer),
+            "max_seq_length": data.max_seq_length,
+            "packing": not args.line_by_line,
+            "masking_stream": collator.masking_stream,
+            "train_files": [os.path.basename(f) for f in args.train_file or []],
+            "dataset_name": args.dataset_name,
+            **vocabulary_facts(self.init_report, self.model_name),
+        }

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import os
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from transformers import TrainerCallback
-from transformers.trainer_callback import CallbackHandler, ExportableState
+from transformers import Trainer, TrainerCallback
+from transformers.trainer_callback import ExportableState
 
 from ..releases.naming import release_dir_name
 from ..releases.record import PHASE_FILE, ReleaseInfo, RunFacts
@@ -25,9 +24,8 @@ logger = logging.getLogger(__name__)
 
 # The pending release's "phase index" when it is the end of the lexical warm-up (--lexical_warmup_release).
 WARMUP_RELEASE = -1
-# How many callers up the stack the handler dispatching an event may be (CallbackHandler.call_event is the
-# event method's direct caller; the margin admits a wrapper or two).
-_HANDLER_SEARCH_DEPTH = 8
+# The key of the curriculum's metrics that every log carries once they are added (PhaseScheduleCallback.add_metrics).
+CURRICULUM_PHASE_KEY = "curriculum_phase"
 
 
 class ScheduleMismatchError(RuntimeError):
@@ -61,10 +59,14 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             mask as the first phase, write no release, and the phases share the steps after them.
         lexical_warmup_release: a version (not one of the curriculum's) under which the model at the end of the
             lexical warm-up is also released, evaluated like a phase's end; None (default): no such release.
+        schedule: the run's :class:`~.phases.PhaseSchedule`, resolved once before (its ``max_steps`` must be the
+            run's); ``phase_steps`` and ``lexical_warmup_steps`` are then ignored. Default: resolved from them when
+            training starts.
 
-    Put it anywhere: ``Trainer(callbacks=[callback])``, ``trainer.add_callback(callback)`` or first in the
-    Trainer's callback list. It takes the first place in that list itself (:meth:`_move_first`), so the metrics
-    it adds to every log reach ``log_history`` and every reporter of ``report_to`` (TensorBoard...).
+    The curriculum's metrics (:meth:`add_metrics`) reach ``log_history`` and the callbacks called after this one.
+    :class:`~.bioptimus_trainer.BioptimusTrainer` adds them in its ``log``, before any callback, so every reporter
+    of ``report_to`` (TensorBoard...) sees them. With a ``Trainer`` of your own, add the callback with
+    :func:`add_callback_first`, which puts it ahead of the reporters the Trainer already has.
     The phase is derived from ``state.global_step`` when training starts, so a run resumed with
     ``resume_from_checkpoint`` continues in the right phase; the LR follows from the restored
     scheduler. Every rank of a distributed run switches at the same global step; only the main
@@ -83,10 +85,15 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         allow_schedule_change: bool = False,
         lexical_warmup_steps: float | int = 0,
         lexical_warmup_release: str | None = None,
+        schedule: PhaseSchedule | None = None,
     ):
         self.collator = collator
+        self.planned_schedule = schedule
         self.curriculum = Curriculum(
-            collator.phases, tuple(phase_steps), source="phase_steps", lexical_warmup_steps=lexical_warmup_steps
+            collator.phases,
+            tuple(schedule.step_counts if schedule is not None else phase_steps),
+            source="phase_steps",
+            lexical_warmup_steps=schedule.lexical_warmup_steps if schedule is not None else lexical_warmup_steps,
         )
         self.releases_dir = releases_dir
         self.write_releases = write_releases
@@ -108,15 +115,23 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
 
     def validate(self, max_steps: int) -> list[int]:
         """Resolve and check the per-phase step counts for a run of ``max_steps`` (fails early)."""
-        return list(self.curriculum.resolve(max_steps).step_counts)
+        return list(self.resolve(max_steps).step_counts)
+
+    def resolve(self, max_steps: int) -> PhaseSchedule:
+        """The schedule of a run of ``max_steps``: the one given, else the curriculum resolved (ValueError when
+        it cannot run, or when the schedule given was resolved for another ``max_steps``)."""
+        if self.planned_schedule is None:
+            return self.curriculum.resolve(max_steps)
+        if self.planned_schedule.max_steps != max_steps:
+            raise ValueError(
+                f"the curriculum schedule was resolved for max_steps={self.planned_schedule.max_steps}, "
+                f"but the Trainer runs {max_steps} steps"
+            )
+        return self.planned_schedule
 
     # ------------------------------------------------------------------ Trainer events
-    def on_init_end(self, args, state, control, **kwargs):
-        self._move_first()
-
     def on_train_begin(self, args, state, control, **kwargs):
-        self._move_first()  # again: added after the Trainer was built, or something was put before it since
-        self.schedule = self.curriculum.resolve(state.max_steps)
+        self.schedule = self.resolve(state.max_steps)
         self._restore(state)
         self._activate(self.schedule.phase_at(state.global_step), state.global_step)
         self.run_facts = RunFacts.from_training_arguments(args, **self.run_info)
@@ -153,11 +168,20 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             self._finish_phase(args, state, kwargs, metrics=None)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs is None or self.schedule is None:
-            return
+        extra = self.add_metrics(logs)
+        # The Trainer stored a copy of `logs` in the history before calling callbacks.
+        if extra and state.log_history and state.log_history[-1].get("step") == state.global_step:
+            state.log_history[-1].update(extra)
+
+    def add_metrics(self, logs: dict[str, Any] | None) -> dict[str, Any]:
+        """Add the curriculum's metrics to ``logs`` (the phase, its masking, the realised masked fraction of
+        training logs) and return them; nothing before training starts, or when ``logs`` already has them (added
+        by :meth:`BioptimusTrainer.log <.bioptimus_trainer.BioptimusTrainer.log>`)."""
+        if logs is None or self.schedule is None or CURRICULUM_PHASE_KEY in logs:
+            return {}
         phase = self.collator.active_phase
         extra = {
-            "curriculum_phase": self.collator.phase_index + 1,
+            CURRICULUM_PHASE_KEY: self.collator.phase_index + 1,
             "masking_rate": phase.masking_rate,
             "whole_word_masking": int(phase.whole_word),
             "corruption": int(phase.corruption),
@@ -171,36 +195,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
                 # Batches of this phase so far whose labelled positions did not fit the static bucket.
                 extra["masked_positions_overflows"] = self.collator.stats.overflows[self.collator.phase_index]
         logs.update(extra)
-        # The Trainer stored a copy of `logs` in the history before calling callbacks.
-        if state.log_history and state.log_history[-1].get("step") == state.global_step:
-            state.log_history[-1].update(extra)
-
-    def _move_first(self) -> None:
-        """Take the first place in the list of the ``CallbackHandler`` dispatching the current event.
-
-        The curriculum's metrics must be in ``logs`` before a reporter's ``on_log`` reads them. transformers has no
-        event between ``Trainer.log`` building ``logs`` and ``on_log``, which the handler calls on its callbacks in
-        list order: ``DefaultFlowCallback``, then report_to's reporters, then ``Trainer(callbacks=...)``, then
-        whatever ``add_callback`` appended. So the callback moves itself to the front, wherever it was put. The
-        handler is found on the call stack, as the ``self`` of ``CallbackHandler.call_event`` (the one way events
-        reach callbacks; they get no reference to the handler). Moving during the handler's loop over that list
-        calls every other callback once: those before this one shift by one place, those after keep theirs.
-        """
-        frame = inspect.currentframe()
-        try:
-            for _ in range(_HANDLER_SEARCH_DEPTH):
-                frame = frame.f_back if frame is not None else None
-                if frame is None:
-                    break
-                owner = frame.f_locals.get("self")
-                if isinstance(owner, CallbackHandler) and any(c is self for c in owner.callbacks):
-                    if owner.callbacks[0] is not self:
-                        owner.callbacks.remove(self)
-                        owner.callbacks.insert(0, self)
-                    return
-        finally:
-            del frame  # a frame referenced from a local keeps the stack's objects alive
-        logger.debug("curriculum: event not dispatched by a CallbackHandler; the callback list is left as it is")
+        return extra
 
     # ------------------------------------------------------------------ state for checkpoints
     def state(self) -> dict:
@@ -336,6 +331,17 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
                 hook(target)
             except Exception as error:  # a publishing hook must never stop training
                 logger.warning("release hook %r failed for %s: %s", hook, target, error)
+
+
+def add_callback_first(trainer: Trainer, callback: TrainerCallback) -> None:
+    """Add ``callback`` to ``trainer`` ahead of every callback it has (``report_to``'s reporters included), so that
+    what its ``on_log`` adds to the logs reaches them: every callback is popped and added back after it, in order,
+    with the Trainer's own ``pop_callback``/``add_callback``. Callbacks added later come after it."""
+    others = [c for c in trainer.callback_handler.callbacks if c is not callback]
+    for other in [callback, *others]:
+        trainer.pop_callback(other)
+    for other in [callback, *others]:
+        trainer.add_callback(other)
 
 
 def schedule_mismatch(where: str, change: str) -> ScheduleMismatchError:

@@ -62,7 +62,8 @@ import numpy as np
 import torch
 from transformers import BatchEncoding
 
-from . import curriculum_config, static_shapes
+from . import static_shapes
+from .curriculum_config import DEFAULT_MASKING_STREAM, MASKING_STREAMS, CurriculumArguments
 from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
 from .tokenization import check_word_boundaries
 
@@ -70,10 +71,6 @@ from .tokenization import check_word_boundaries
 logger = logging.getLogger(__name__)
 
 _LIVE_COLLATORS: "weakref.WeakValueDictionary[str, CurriculumDataCollator]" = weakref.WeakValueDictionary()
-
-# Where each batch's masking randomness comes from (module docstring): the choices of --masking_stream, defined with
-# the flag (a light module, for a command's --help); the first is the default.
-MASKING_STREAMS, DEFAULT_MASKING_STREAM = curriculum_config.MASKING_STREAMS, curriculum_config.DEFAULT_MASKING_STREAM
 
 # BERT's corruption rule for the selected tokens: 80% [MASK], 10% random token, 10% kept.
 MASK_FRACTION = 0.8
@@ -240,6 +237,26 @@ class CurriculumDataCollator:
     the word that brings the count closest to the budget, so a sequence is within half a word of it
     and never has part of a word masked.
     """
+
+    @classmethod
+    def from_arguments(
+        cls,
+        arguments: CurriculumArguments,
+        tokenizer,
+        phases: Sequence[CurriculumPhase],
+        seed: int,
+        line_by_line=False,
+    ) -> "CurriculumDataCollator":
+        """The collator the curriculum flags describe, masking ``phases`` (a :class:`~.phases.Curriculum` or its
+        phases) with ``--mask_seed``, else the run's ``seed``; padded lines are rounded up to a multiple of 8 for
+        tensor cores. Refuses a tokenizer without a mask token (ValueError)."""
+        return cls(
+            tokenizer,
+            phases=phases,
+            seed=seed if arguments.mask_seed is None else arguments.mask_seed,
+            pad_to_multiple_of=8 if line_by_line else None,
+            masking_stream=arguments.masking_stream,
+        )
 
     def __init__(
         self,

@@ -68,19 +68,6 @@ class CurriculumArguments:
             )
         return Curriculum.from_spec(self.curriculum, self.phase_steps, lexical_warmup_steps=lexical_warmup_steps)
 
-    def build_collator(self, tokenizer, curriculum: Curriculum, seed: int, line_by_line: bool = False):
-        """The masking collator of ``curriculum`` (``--mask_seed``, else the run's ``seed``); padded lines are
-        rounded up to a multiple of 8 for tensor cores. Refuses a tokenizer without a mask token (ValueError)."""
-        from .collator import CurriculumDataCollator
-
-        return CurriculumDataCollator(
-            tokenizer,
-            phases=curriculum.phases,
-            seed=seed if self.mask_seed is None else self.mask_seed,
-            pad_to_multiple_of=8 if line_by_line else None,
-            masking_stream=self.masking_stream,
-        )
-
 
 @dataclass
 class LexicalWarmupArguments:

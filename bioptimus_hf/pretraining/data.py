@@ -235,6 +235,36 @@ def prepare_pretraining_datasets(
         raise ValueError(
             f"--text_column_name {text_column!r} not in the dataset columns {_column_names(train, text_column)}"
         )
+    tokenized = {}
+    with training_args.main_process_first(desc="tokenizing the corpus"):
+        for split_name, split in (("train", train), ("validation", held_out)):
+            if split is not None:
+                tokenized[split_name] = _tokenize_split(
+                    split, split_name, tokenizer, data_args, max_seq_length, streaming
+                )
+    train, held_out = tokenized["train"], tokenized.get("validation")
+    if streaming:
+        buffer = shuffle_buffer_size(data_args)
+        if buffer:
+            train = train.shuffle(seed=training_args.seed, buffer_size=buffer)
+        if data_args.max_eval_samples and held_out is not None:
+            held_out = held_out.take(data_args.max_eval_samples)
+    else:
+        train, held_out = _limit_samples(train, held_out, data_args, max_seq_length)
+    return PretrainingDatasets(train, held_out, max_seq_length, streaming)
+
+
+def _tokenize_split(split: Any, split_name: str, tokenizer, data_args: Any, max_seq_length: int, streaming: bool):
+    """One split tokenized with word ids, then packed into ``max_seq_length``-token blocks (or kept line by line,
+    long lines chunked); a split already tokenized is returned as it is."""
+    if is_tokenized(split):
+        return split
+    text_column = data_args.text_column_name
+    map_kwargs = (
+        {}
+        if streaming
+        else {"num_proc": data_args.preprocessing_num_workers, "load_from_cache_file": not data_args.overwrite_cache}
+    )
 
     def tokenize(examples):
         return tokenize_with_word_ids(
@@ -244,68 +274,46 @@ def prepare_pretraining_datasets(
     def pack(examples):
         return group_texts(examples, max_seq_length)
 
-    map_kwargs = (
-        {}
-        if streaming
-        else {
-            "num_proc": data_args.preprocessing_num_workers,
-            "load_from_cache_file": not data_args.overwrite_cache,
-        }
+    ds = split.map(
+        tokenize,
+        batched=True,
+        remove_columns=_column_names(split, text_column),
+        **map_kwargs,
+        **({} if streaming else {"desc": f"tokenizing {split_name}"}),
     )
-    tokenized = {}
-    with training_args.main_process_first(desc="tokenizing the corpus"):
-        for split_name, split in (("train", train), ("validation", held_out)):
-            if split is None:
-                continue
-            if is_tokenized(split):
-                tokenized[split_name] = split
-                continue
-            ds = split.map(
-                tokenize,
-                batched=True,
-                remove_columns=_column_names(split, text_column),
-                **map_kwargs,
-                **({} if streaming else {"desc": f"tokenizing {split_name}"}),
+    if not data_args.line_by_line:
+        return ds.remove_columns(["chunk"]).map(
+            pack,
+            batched=True,
+            **map_kwargs,
+            **({} if streaming else {"desc": f"packing {split_name} into {max_seq_length}-token blocks"}),
+        )
+    if not streaming:
+        chunks = ds["chunk"]
+        extra = sum(1 for c in chunks if c > 0)
+        if extra:
+            logger.warning(
+                "%s: %d line(s) longer than %d tokens were chunked into %d extra sequence(s) (not truncated)",
+                split_name,
+                sum(1 for c in chunks if c == 1),
+                max_seq_length,
+                extra,
             )
-            if data_args.line_by_line:
-                if not streaming:
-                    chunks = ds["chunk"]
-                    extra = sum(1 for c in chunks if c > 0)
-                    if extra:
-                        logger.warning(
-                            "%s: %d line(s) longer than %d tokens were chunked into %d extra sequence(s) (not truncated)",
-                            split_name,
-                            sum(1 for c in chunks if c == 1),
-                            max_seq_length,
-                            extra,
-                        )
-                ds = ds.remove_columns(["chunk"])
-            else:
-                ds = ds.remove_columns(["chunk"]).map(
-                    pack,
-                    batched=True,
-                    **map_kwargs,
-                    **({} if streaming else {"desc": f"packing {split_name} into {max_seq_length}-token blocks"}),
-                )
-            tokenized[split_name] = ds
+    return ds.remove_columns(["chunk"])
 
-    train, held_out = tokenized["train"], tokenized.get("validation")
-    if streaming:
-        buffer = shuffle_buffer_size(data_args)
-        if buffer:
-            train = train.shuffle(seed=training_args.seed, buffer_size=buffer)
-        if data_args.max_eval_samples and held_out is not None:
-            held_out = held_out.take(data_args.max_eval_samples)
-    else:
-        if len(train) == 0:
-            raise ValueError(
-                f"no training sequence: the corpus is shorter than one {max_seq_length}-token block "
-                "(use --line_by_line or a smaller --max_seq_length)"
-            )
-        if data_args.max_train_samples is not None:
-            train = train.select(range(min(len(train), data_args.max_train_samples)))
-        if held_out is not None and data_args.max_eval_samples is not None:
-            held_out = held_out.select(range(min(len(held_out), data_args.max_eval_samples)))
-        if held_out is not None and len(held_out) == 0:
-            held_out = None
-    return PretrainingDatasets(train, held_out, max_seq_length, streaming)
+
+def _limit_samples(train: Any, held_out: Any | None, data_args: Any, max_seq_length: int) -> tuple[Any, Any | None]:
+    """``--max_train_samples``/``--max_eval_samples`` applied to map-style splits; an empty training split refused,
+    an empty held-out one dropped."""
+    if len(train) == 0:
+        raise ValueError(
+            f"no training sequence: the corpus is shorter than one {max_seq_length}-token block "
+            "(use --line_by_line or a smaller --max_seq_length)"
+        )
+    if data_args.max_train_samples is not None:
+        train = train.select(range(min(len(train), data_args.max_train_samples)))
+    if held_out is not None and data_args.max_eval_samples is not None:
+        held_out = held_out.select(range(min(len(held_out), data_args.max_eval_samples)))
+    if held_out is not None and len(held_out) == 0:
+        held_out = None
+    return train, held_out

@@ -328,13 +328,18 @@ class LexicalWarmupCallback(TrainerCallback):
             self._unfreeze(state.global_step)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs is None or self.steps is None or any(key.startswith("eval_") for key in logs):
-            return
+        if self.add_metrics(logs, state.global_step) and state.log_history:
+            if state.log_history[-1].get("step") == state.global_step:
+                state.log_history[-1][LOG_KEY] = logs[LOG_KEY]
+
+    def add_metrics(self, logs: dict | None, global_step: int) -> bool:
+        """Add the ``lexical_warmup`` key to training ``logs`` (whether the logged window ends in the warm-up);
+        False when it is not added (before training, evaluation logs, or already there)."""
+        if logs is None or self.steps is None or LOG_KEY in logs or any(key.startswith("eval_") for key in logs):
+            return False
         # The logged window ends with step `global_step`, a warm-up step when it is at most the warm-up's steps.
-        value = int(state.global_step <= self.steps)
-        logs[LOG_KEY] = value
-        if state.log_history and state.log_history[-1].get("step") == state.global_step:
-            state.log_history[-1][LOG_KEY] = value
+        logs[LOG_KEY] = int(global_step <= self.steps)
+        return True
 
     def _freeze(self, model: nn.Module, global_step: int) -> None:
         self.frozen = [p for p in model.parameters() if p.requires_grad and not self.lexical.contains(p)]
@@ -387,8 +392,13 @@ class LexicalWarmupTrainer(Trainer):
                 "which parameters train when they wrap the model"
             )
         self.lexical_warmup_callback = LexicalWarmupCallback(lexical_warmup)
-        # First in line, so that reporters (TensorBoard...) see the `lexical_warmup` key it adds to logs.
-        self.callback_handler.callbacks.insert(0, self.lexical_warmup_callback)
+        self.add_callback(self.lexical_warmup_callback)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        # The `lexical_warmup` key, before the history and every callback (reporters included) see the logs.
+        if self.lexical_warmup_callback is not None:
+            self.lexical_warmup_callback.add_metrics(logs, self.state.global_step)
+        super().log(logs, start_time)
 
     def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None):
         if self.lexical_warmup is None:

@@ -265,6 +265,27 @@ def _record_top_level_calls(model: nn.Module, run) -> list[tuple[str, tuple, dic
 
 
 def _trace(model: nn.Module) -> MaskedLMHeadPlan:
+    encoder_name, forward, parameters = _traced_forward(model)
+    inputs, labels, positions = _dummy_batch(model)
+    standard: dict[str, Any] = {}
+
+    def run_without_labels():
+        standard["plain"] = forward(model, **inputs, return_dict=True)
+
+    calls = _record_top_level_calls(model, run_without_labels)
+    logits = standard["plain"].logits
+    if not calls or calls[0][0] != encoder_name:
+        raise MaskedOnlyUnsupported(f"its forward calls {calls[0][0] if calls else 'nothing'} before the base model")
+    hidden = calls[0][3][0]
+    steps = _head_steps(model, calls, encoder_name, hidden, logits)
+    plan = MaskedLMHeadPlan(encoder=encoder_name, head=tuple(steps), forward_parameters=parameters)
+    _check_premise(model, plan, forward, (inputs, labels, positions), hidden, logits)
+    return plan
+
+
+def _traced_forward(model: nn.Module) -> tuple[str, Any, tuple[str, ...]]:
+    """The base model's name, the class's forward and its named parameters (without self); refused for a model
+    that is no masked LM, whose base model is not a direct submodule, or whose forward takes no ``labels``."""
     if not any("ForMaskedLM" in cls.__name__ for cls in type(model).__mro__):
         raise MaskedOnlyUnsupported("it is not a masked LM (no *ForMaskedLM class among its classes)")
     encoder_name = getattr(model, "base_model_prefix", "")
@@ -279,19 +300,12 @@ def _trace(model: nn.Module) -> MaskedLMHeadPlan:
     )[1:]  # without self
     if "labels" not in parameters:
         raise MaskedOnlyUnsupported("its forward does not name a `labels` parameter")
+    return encoder_name, forward, parameters
 
-    inputs, labels, positions = _dummy_batch(model)
-    standard: dict[str, Any] = {}
 
-    def run_without_labels():
-        standard["plain"] = forward(model, **inputs, return_dict=True)
-
-    calls = _record_top_level_calls(model, run_without_labels)
-    logits = standard["plain"].logits
-    if not calls or calls[0][0] != encoder_name:
-        raise MaskedOnlyUnsupported(f"its forward calls {calls[0][0] if calls else 'nothing'} before the base model")
-    hidden = calls[0][3][0]
-
+def _head_steps(model: nn.Module, calls: list, encoder_name: str, hidden: torch.Tensor, logits: torch.Tensor):
+    """The head as the chain of top-level modules the forward calls after the base model, each on the previous
+    one's output; refused when anything is computed between them or the chain does not end in the logits."""
     names: dict[int, tuple[str, str]] = {}
     for name, parameter in model.named_parameters(remove_duplicate=False):
         names.setdefault(id(parameter), ("parameter", name))
@@ -323,9 +337,14 @@ def _trace(model: nn.Module) -> MaskedLMHeadPlan:
         raise MaskedOnlyUnsupported(
             "its logits are not the output of a chain of its modules applied to the encoder output"
         )
-    plan = MaskedLMHeadPlan(encoder=encoder_name, head=tuple(steps), forward_parameters=parameters)
+    return steps
 
-    # The premise, checked: the head is position-wise, and the class's loss is ForMaskedLMLoss on those rows.
+
+def _check_premise(
+    model: nn.Module, plan: MaskedLMHeadPlan, forward: Any, batch: tuple, hidden: torch.Tensor, logits: torch.Tensor
+) -> None:
+    """The premise, checked: the head is position-wise, and the class's loss is ForMaskedLMLoss on those rows."""
+    inputs, labels, positions = batch
     tolerance = _trace_tolerance(model)
     rows = plan.apply_head(model, hidden.reshape(-1, hidden.shape[-1]).index_select(0, positions))
     expected_rows = logits.reshape(-1, logits.shape[-1]).index_select(0, positions)
@@ -345,7 +364,6 @@ def _trace(model: nn.Module) -> MaskedLMHeadPlan:
         or _relative_difference(gradient, expected_gradient) > tolerance
     ):
         raise MaskedOnlyUnsupported("its loss is not the cross-entropy of the labelled positions (ForMaskedLMLoss)")
-    return plan
 
 
 def _standard_loss_and_encoder_gradient(model, forward, inputs, labels):

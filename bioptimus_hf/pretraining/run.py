@@ -43,12 +43,12 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
     # 1. Everything that can be checked without a model is checked first: bad input fails in seconds (a lexical
     #    warm-up longer than the run, or one these training arguments cannot run, included).
     with exit_on_bad_input():
-        _, schedule, warmup = curriculum_schedule(config)
+        plan = curriculum_schedule(config)  # the one schedule of the run
         corpus_report = check_pretraining_data(config)
         hub = resolve_release_hub(config)  # --push_to_hub publishes releases, not the Trainer
-        for note in check_training_arguments(config) if warmup is not None else []:
+        for note in check_training_arguments(config) if plan.warmup is not None else []:
             logger.info("lexical warm-up: %s", note)
-    logger.info("curriculum: %s", schedule.describe())
+    logger.info("curriculum: %s", plan.schedule.describe())
     if corpus_report is not None:
         logger.info("corpus check: %s", corpus_report.summary())
         if corpus_report.undecodable_lines:
@@ -57,7 +57,7 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
     with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
         checkpoint, _lock = open_output_dir(
-            config, config.overwrite_output_dir, schedule, config.allow_schedule_change
+            config, config.overwrite_output_dir, plan.schedule, config.allow_schedule_change
         )
     if checkpoint is not None and checkpoint_step(checkpoint) >= config.max_steps:
         logger.info(
@@ -80,6 +80,7 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
             eval_dataset=raw.get("validation"),
             processing_class=model_args.tokenizer_name,
             release_hub=hub,
+            curriculum_plan=plan,
         )
 
     # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.

@@ -155,7 +155,6 @@ def prepare_output_dir(
         return checkpoint, lock
     checkpoint = last_complete_checkpoint(output_dir, set_aside_incomplete=training_args.process_index == 0)
     if checkpoint is not None:
-        logger.info("checkpoint detected, resuming training at %s", checkpoint)
         return checkpoint, lock
     leftovers = [p.name for p in output_dir.iterdir() if p.name not in _IGNORED_ENTRIES] if output_dir.is_dir() else []
     if leftovers and not overwrite_output_dir:
@@ -219,7 +218,8 @@ def open_output_dir(
     training_args: Any, overwrite_output_dir: bool, schedule: PhaseSchedule, allow_schedule_change: bool
 ) -> tuple[Path | None, OutputDirLock | None]:
     """Step 2 of a training script: lock ``output_dir`` and find the checkpoint to resume from, refusing a
-    resume under another schedule (:func:`prepare_output_dir` + :func:`check_resume_schedule`)."""
+    resume under another schedule (:func:`prepare_output_dir` + :func:`check_resume_schedule`); the main process
+    says which checkpoint and step a run resumes from."""
     checkpoint, lock = prepare_output_dir(training_args, overwrite_output_dir)
     try:
         check_resume_schedule(checkpoint, schedule, allow_schedule_change)
@@ -227,6 +227,10 @@ def open_output_dir(
         if lock is not None:
             lock.release()
         raise
+    step = checkpoint_step(checkpoint) if checkpoint is not None else 0
+    if checkpoint is not None and step < schedule.max_steps and training_args.process_index == 0:
+        # Shown at the default verbosity (warnings): the progress bar of a resumed run starts at 0 and jumps.
+        logger.warning("resuming from %s at step %d of %d", checkpoint, step, schedule.max_steps)
     return checkpoint, lock
 
 

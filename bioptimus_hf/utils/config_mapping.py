@@ -19,8 +19,38 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from transformers import HfArgumentParser
+
 from .cli import unknown_name_message, usage_message
 from .flag_spellings import FlagSpellings
+
+
+class ListingArgumentParser(HfArgumentParser):
+    """``HfArgumentParser`` that keeps the ``argparse.Action`` each of its ``add_argument`` calls returns, in
+    :attr:`arguments` (argparse lists them nowhere public): one per flag of its dataclasses' fields, each with its
+    option strings, ``dest``, ``nargs``, ``type``, ``choices`` and ``default``, plus ``--help``."""
+
+    def __init__(self, dataclass_types, **kwargs) -> None:
+        self.arguments: list[argparse.Action] = []
+        super().__init__(dataclass_types, **kwargs)
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.arguments.append(action)
+        return action
+
+    def add_argument_group(self, *args, **kwargs):
+        # A dataclass with `_argument_group_name` has its flags added to a group: those are listed too.
+        group = super().add_argument_group(*args, **kwargs)
+        add = group.add_argument
+
+        def add_argument(*names, **options):
+            action = add(*names, **options)
+            self.arguments.append(action)
+            return action
+
+        group.add_argument = add_argument
+        return group
 
 
 def _as_text(value: Any) -> str:
@@ -60,17 +90,15 @@ def configs_from_mapping(dataclass_types: Sequence[type], mapping: Mapping[str, 
     converted as a config file's would be; a None value leaves the field at its default. Raises ``ValueError``
     naming an unknown argument, a value its field refuses, or a required argument the mapping lacks (and whatever
     the dataclasses' own checks raise)."""
-    from transformers import HfArgumentParser
-
-    parser = HfArgumentParser(dataclass_types)
+    parser = ListingArgumentParser(dataclass_types)
     actions: dict[str, argparse.Action] = {}
-    for action in parser._actions:
-        if isinstance(action, (argparse._HelpAction, argparse._StoreFalseAction)):
+    for action in parser.arguments:
+        if action.nargs == 0:
             continue  # --help, and the --no_<flag> spellings of a flag (a mapping gives the flag false)
         for option in action.option_strings:
             actions.setdefault(option.lstrip("-"), action)
     values: dict[str, Any] = {}
-    for name, value in FlagSpellings.of(dataclass_types, parser._actions).modern_mapping(mapping).items():
+    for name, value in FlagSpellings.of(dataclass_types, parser.arguments).modern_mapping(mapping).items():
         action = actions.get(name)
         if action is None:
             known = ", ".join(t.__name__ for t in dataclass_types)

@@ -41,6 +41,7 @@ from ..utils.corpus_reader import check_corpus_files
 from ..utils.distributed import rank_and_world, shard, share_from_main, sum_across_ranks
 from ..utils.files import read_json
 from ..utils.hardware import resolve_precision
+from ..utils.masked_lm_loading import load_masked_lm
 from ..utils.progress import progress_bar
 from ..utils.secrets import redact
 from ..utils.sequence_length import max_model_tokens, position_offset
@@ -88,8 +89,9 @@ def set_special_token_ids(
 
 
 def load_base_model(name_or_path: str, args: EmbeddingInitArguments) -> PreTrainedModel:
-    """The base masked-LM, loaded the same way for every strategy (cache directory and revision honoured)."""
-    return AutoModelForMaskedLM.from_pretrained(name_or_path, cache_dir=args.cache_dir, revision=args.model_revision)
+    """The base masked-LM, loaded the same way for every strategy (cache directory and revision honoured; a headless
+    base's MLM head starts new, said in one line)."""
+    return load_masked_lm(name_or_path, cache_dir=args.cache_dir, revision=args.model_revision)
 
 
 class ContextualizedEmbeddingInitializer:

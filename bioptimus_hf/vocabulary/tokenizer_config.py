@@ -9,7 +9,12 @@ from .vocabulary_extension import VOCABULARY_MODES
 
 @dataclass
 class TokenizerTrainingArguments:
-    train_files: list[str] = field(metadata={"help": "Corpus text files (one sentence or document a line; .gz ok)."})
+    train_files: list[str] = field(
+        metadata={
+            "help": "The corpus: text files (one sentence or document a line; .gz ok) or a prepared corpus "
+            "directory (bioptimus prepare-corpus)."
+        }
+    )
     base_tokenizer: str = field(metadata={"help": "Base tokenizer (path or Hub id) whose pipeline is kept."})
     output_dir: str = field(metadata={"help": "Where the tokenizer and coverage_report.json are written."})
     vocabulary_mode: str = field(

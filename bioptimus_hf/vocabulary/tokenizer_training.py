@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from transformers import PreTrainedTokenizerBase
 
 from ..utils.corpus_reader import CorpusReadStats, check_corpus_files, iter_text_lines
+from ..utils.progress import progress_bar
 from ..utils.tokenizer_families import (
     TokenizerFamily,
     check_trainer_options,
@@ -127,16 +128,25 @@ def train_tokenizer(
     _check_vocab_size(vocab_size, base, family)
     for what in not_carried_over(base, family) if warn_not_carried_over else ():
         logger.warning("vocabulary training from %s: not carried over: %s", base.name_or_path, what)
-    files = check_corpus_files(files, what="tokenizer training corpus").files
+    checked = check_corpus_files(files, what="tokenizer training corpus")
     stats = stats if stats is not None else CorpusReadStats()
+    # The trainer's own bars (show_progress) start once it has read the whole corpus: this one shows the reading.
+    reading = progress_bar(
+        iter_text_lines(checked.files, stats),
+        enabled=show_progress,
+        total=checked.nonempty_lines,
+        desc="vocabulary training: reading the corpus",
+        unit=" lines",
+    )
     try:
         new = base.train_new_from_iterator(
-            _batched(iter_text_lines(files, stats)),
+            _batched(reading),
             vocab_size=vocab_size,
             show_progress=show_progress,
             **trainer_options,
         )
     except Exception as error:  # the Unigram trainer raises a bare Exception for this one
+        reading.close()
         if "not large enough to contain all chars" not in str(error):
             raise
         raise ValueError(
@@ -200,7 +210,7 @@ def extend_tokenizer(
     base_size = len(base)
     auto = str(vocab_size) == "auto"
     if not auto:
-        vocab_size = _extended_size(vocab_size, base_size)
+        vocab_size = _extended_vocab_size(vocab_size, base_size)
     if auto_threshold <= 0:
         raise ValueError(f"--auto_vocab_threshold {auto_threshold} must be positive (a relative improvement)")
     candidate_size = candidate_vocab_size or (2 * base_size if auto else vocab_size)
@@ -224,7 +234,10 @@ def extend_tokenizer(
         )
     steps: list[dict] = []
     if auto:
-        added, steps = _grow_while_it_helps(extension, base, lines, auto_step, auto_threshold)
+        step = auto_step or max(1, base_size // 10)
+        if step <= 0:
+            raise ValueError(f"--auto_vocab_step {auto_step} must be positive")
+        added, steps = _grow_in_steps(extension, base, lines, step, auto_threshold)
     else:
         added = min(vocab_size - base_size, len(extension))
         if added < vocab_size - base_size:
@@ -241,8 +254,8 @@ def extend_tokenizer(
     return Extension(tokenizer, candidate, added, extension.usefulness, steps)
 
 
-def _extended_size(vocab_size: int | str, base_size: int) -> int:
-    """``--vocab_size`` of an extension as a number, refused unless it adds to the base's ``base_size`` entries."""
+def _extended_vocab_size(vocab_size: int | str, base_size: int) -> int:
+    """``--vocab_size`` of an extension as a number: the total, more than the base's entries (ValueError)."""
     try:
         vocab_size = int(vocab_size)
     except ValueError:
@@ -256,20 +269,12 @@ def _extended_size(vocab_size: int | str, base_size: int) -> int:
     return vocab_size
 
 
-def _grow_while_it_helps(
-    extension: VocabularyExtension,
-    base: PreTrainedTokenizerBase,
-    lines: list[str],
-    auto_step: int | None,
-    auto_threshold: float,
+def _grow_in_steps(
+    extension: VocabularyExtension, base: PreTrainedTokenizerBase, lines: list[str], step: int, threshold: float
 ) -> tuple[int, list[dict]]:
-    """``vocab_size="auto"``: add ``auto_step`` tokens at a time while the sampled lines' tokens per word fall by at
-    least ``auto_threshold`` per step; the tokens to add (the last size that did, else the first step) and every
-    step measured."""
+    """``vocab_size="auto"``: add ``step`` tokens at a time while the sampled lines' tokens per word fall by at
+    least ``threshold`` (relative) per step; the tokens to add and every step measured."""
     base_size = len(base)
-    step = auto_step or max(1, base_size // 10)
-    if step <= 0:
-        raise ValueError(f"--auto_vocab_step {auto_step} must be positive")
     added, previous = 0, _tokens_per_word(base, lines)
     steps = [{"added_tokens": 0, "vocab_size": base_size, "tokens_per_word": previous, "improvement": None}]
     while added < len(extension):
@@ -291,10 +296,11 @@ def _grow_while_it_helps(
             current,
             100 * improvement,
         )
-        if improvement < auto_threshold:
+        if improvement < threshold:
             break
         added, previous = trial, current
-    return added or steps[-1]["added_tokens"], steps  # even the first step fell short: keep it, said in the report
+    added = added or steps[-1]["added_tokens"]  # even the first step fell short: keep it, said in the report
+    return added, steps
 
 
 # The name of bioptimus-hf 0.1, when WordPiece was the only family.
