@@ -110,6 +110,71 @@ def test_every_import_in_the_package_goes_down_the_layers():
     assert not found, "\n".join(found)
 
 
+def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (lazy imports and importlib strings included; ``from m import x``
+    counts as ``m`` where ``m.x`` is no module). The facade (the package root) and the compiled leaves are left
+    out: the facade imports every wing lazily, above all layers, and no wing imports it."""
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if len(parts) > 1:
+            modules[".".join(parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for _, target in imported_modules(path, package):
+            while target not in modules and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target in modules and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's circles: each strongly connected set of two or more modules, sorted (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            members = []
+            while True:
+                member = stack.pop()
+                members.append(member)
+                if member == node:
+                    break
+            if len(members) > 1:
+                circles.append(sorted(members))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(circles)
+
+
+def test_the_import_graph_has_no_circle():
+    circles = import_circles(module_graph())
+    assert not circles, "modules that import each other: " + "; ".join(" <-> ".join(c) for c in circles)
+
+
+def test_a_circle_is_named():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
 # What BLURB takes from the NER wing: what runs its NER sets (the CoNLL reader, the NER run and its settings); seed
 # results, stabilisation, the row-order Trainer, cards and the common settings are bioptimus_hf.finetuning's.
 BLURB_FROM_NER = {"bioptimus_hf.ner.conll", "bioptimus_hf.ner.run", "bioptimus_hf.ner.fine_tuning_config"}

@@ -48,7 +48,7 @@ from ..utils.sequence_length import max_model_tokens, position_offset
 from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
 from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
-from .new_rows import ROW_INITIALIZERS, new_token_rows
+from .row_initializers import ROW_INITIALIZERS, new_token_rows
 from .vocabulary_extension import vocabulary_mode
 
 
