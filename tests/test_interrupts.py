@@ -165,11 +165,19 @@ def test_ctrl_c_while_a_command_imports_is_one_line(command, tmp_path):
     assert_one_line(status, stderr)
 
 
-def test_ctrl_c_while_a_tiny_model_trains_is_one_line_and_writes_no_release(tmp_path, tiny_model_dir, make_corpus):
+@pytest.mark.parametrize(
+    "launcher",
+    [[BIOPTIMUS, "pretrain"], [sys.executable, "-m", "bioptimus_hf.commands.pretrain"]],
+    ids=["bioptimus pretrain", "python -m bioptimus_hf.commands.pretrain"],
+)
+def test_ctrl_c_while_a_tiny_model_trains_is_one_line_and_writes_no_release(
+    launcher, tmp_path, tiny_model_dir, make_corpus
+):
     """Pre-training with two DataLoader workers, interrupted once its first steps are logged: the group (workers
-    included) is gone, and nothing of a finished run is there: no release, no final model or metrics."""
+    included) is gone, and nothing of a finished run is there: no release, no final model or metrics. A command's
+    own module run with ``python -m`` goes through the dispatcher too."""
     corpus, out = make_corpus(), tmp_path / "out"
-    command = [BIOPTIMUS, "pretrain", "--model_name_or_path", tiny_model_dir, "--train_file", corpus]
+    command = [*launcher, "--model_name_or_path", tiny_model_dir, "--train_file", corpus]
     command += ["--output_dir", out, "--max_steps", "100000", "--logging_steps", "1", "--report_to", "none"]
     command += ["--dataloader_num_workers", "2", "--save_steps", "100000"]
     status, stdout, stderr = interrupt(command, tmp_path, lambda stdout, stderr: "'loss'" in stdout)

@@ -251,6 +251,14 @@ def run(name: str, args: list[str], program: str | None = None) -> None:
         sys.argv[0] = saved
 
 
+def run_module(module: str) -> None:
+    """``python -m bioptimus_hf.commands.<module> ARGS``: the command that module holds, through :func:`run` (so that
+    Ctrl-C ends it in one line, as under ``bioptimus``)."""
+    short = module.rsplit(".", 1)[-1]
+    name = next(name for name, command in COMMANDS.items() if command.module == short)
+    run(name, sys.argv[1:])
+
+
 def main(argv: list[str] | None = None) -> None:
     """``bioptimus <command> ARGS``, ``bioptimus-<command> ARGS`` or ``python run_<command>.py ARGS`` (returns None
     so that the exit status is 0)."""

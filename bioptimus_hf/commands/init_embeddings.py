@@ -35,5 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     run(argv)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line
+    from bioptimus_hf.commands.dispatch import run_module
+
+    run_module(__spec__.name)

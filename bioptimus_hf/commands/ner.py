@@ -56,5 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     return results
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line
+    from bioptimus_hf.commands.dispatch import run_module
+
+    run_module(__spec__.name)

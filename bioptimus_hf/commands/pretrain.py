@@ -28,5 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     run_pretraining(model_args, config)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line
+    from bioptimus_hf.commands.dispatch import run_module
+
+    run_module(__spec__.name)

@@ -34,5 +34,7 @@ def main(argv=None):
     return run_study(args, command)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line
+    from bioptimus_hf.commands.dispatch import run_module
+
+    run_module(__spec__.name)
