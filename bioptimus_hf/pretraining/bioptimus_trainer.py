@@ -293,7 +293,9 @@ class _StartModel:
         init_strategy, base_model, tokenizer_source = start_model_provenance(
             self.model_name, self.tokenizer_name, args.init_strategy
         )
-        hub_id = base_model_hub_id(base_model, args.base_model_hub_id)
+        hub_id = base_model_hub_id(
+            base_model, args.base_model_hub_id, cache_dir=args.cache_dir, revision=args.model_revision
+        )
         return {
             "base_model": hub_id or public_name(base_model),
             "base_model_hub_id": hub_id,
