@@ -117,7 +117,7 @@ def test_every_recipe_value_names_its_source_and_the_docs_show_the_table():
     table = recipe_table_markdown()
     assert (
         "| ChemProt | relation_extraction | 3e-5 (LinkBERT) | 32 (LinkBERT) | 10 (LinkBERT) | 256 (paper RE) "
-        "| 10% of the steps (paper schedule) | 5 (paper seeds) |"
+        "| 10% of the steps (paper schedule) | 5 (paper seeds) | 5/10/20 (search epochs) |"
     ) in table.splitlines()
     assert table in (ROOT / "docs" / "blurb.md").read_text(encoding="utf-8"), "docs/blurb.md: paste the new table"
 

@@ -12,6 +12,10 @@ resumes where the last one stopped. Once its jobs are done, each dataset's seeds
 and the table (``blurb_results.json``/``.md``, format owned by
 :mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the seeds asked for: the same files and
 table whether the jobs ran side by side or one after another.
+
+With ``--search``, each dataset × grid point × seed is a job (:mod:`bioptimus_hf.blurb.search`): a point's seeds go to
+``<output_dir>/<DATASET>/search/<point>/``, and the dataset's ``all_results.json``, ``results.md`` and table row are
+those of the point of the highest mean dev score over the seeds, with a ``search`` section holding every point's.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from statistics import mean, stdev
+from statistics import mean
 from typing import Any
 
-from ..finetuning.results import SEED_RESULTS_FILE, seed_dir, seed_finished
+from ..finetuning.results import SEED_RESULTS_FILE, sample_std, seed_dir, seed_finished
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
@@ -36,12 +40,14 @@ from .jobs import (
     TRAINING_OVERRIDES,
     NerFineTuning,
     SeedJob,
+    job_arguments,
     job_estimates,
     ner_seed_arguments,
     run_seed_job,
 )
 from .results import merge_blurb_results, write_blurb_outputs
 from .score import NER, DatasetScore, blurb_score
+from .search import GridPoint, SearchGrid, chosen_point, point_dir, point_scores, search_record
 
 
 logger = logging.getLogger(__name__)
@@ -116,34 +122,68 @@ def _overrides(args: BenchmarkArguments) -> dict[str, Any]:
     return {key: getattr(args, key) for key in keys if getattr(args, key) is not None}
 
 
-def seed_jobs(
+def search_grids(
     args: BenchmarkArguments, datasets: Sequence[BenchmarkDataset], ner: NerFineTuning | None
+) -> dict[str, SearchGrid]:
+    """With ``--search``, each dataset's grid: the ``--search_*`` flags, else the paper's learning rates and batch
+    sizes and the epoch choices of the epochs the dataset trains at its recipe (or NER settings); else none."""
+    if not args.search:
+        return {}
+    grids = {}
+    for dataset in datasets:
+        at_recipe = _seed_job(args, dataset, ner, os.path.join(args.output_dir, dataset.name), args.seeds[0])
+        epochs = job_arguments(at_recipe)[3].num_train_epochs
+        grids[dataset.name] = SearchGrid.for_dataset(
+            epochs, args.search_learning_rates, args.search_batch_sizes, args.search_epochs
+        )
+    return grids
+
+
+def _seed_job(
+    args: BenchmarkArguments,
+    dataset: BenchmarkDataset,
+    ner: NerFineTuning | None,
+    output_dir: str,
+    seed: int,
+    point: GridPoint | None = None,
+) -> SeedJob:
+    return SeedJob(
+        dataset=dataset.name,
+        task_type=dataset.task_type,
+        data_dir=dataset.data_dir,
+        output_dir=output_dir,
+        seed=seed,
+        model_name_or_path=args.model_name_or_path,
+        model_name=args.name,
+        save_model=args.save_model,
+        base_model_hub_id=args.base_model_hub_id,
+        overrides=_overrides(args),
+        disable_tqdm=True if args.disable_tqdm else None,
+        ner=ner if dataset.task_type == NER else None,
+        point=point,
+    )
+
+
+def seed_jobs(
+    args: BenchmarkArguments,
+    datasets: Sequence[BenchmarkDataset],
+    ner: NerFineTuning | None,
+    grids: Mapping[str, SearchGrid] | None = None,
 ) -> list[SeedJob]:
-    """A job for each dataset × seed not finished yet, in dataset then seed order."""
+    """A job for each dataset × seed not finished yet, in dataset then seed order; with ``--search``, for each
+    dataset × grid point × seed (``grids``: :func:`search_grids`'), in dataset, point then seed order."""
+    if grids is None:
+        grids = search_grids(args, datasets, ner)
     jobs = []
     for dataset in datasets:
-        output_dir = os.path.join(args.output_dir, dataset.name)
-        done = [seed for seed in args.seeds if seed_finished(output_dir, seed)]
-        if done:
-            logger.info("%s: seeds %s finished, skipped", dataset.name, done)
-        jobs += [
-            SeedJob(
-                dataset=dataset.name,
-                task_type=dataset.task_type,
-                data_dir=dataset.data_dir,
-                output_dir=output_dir,
-                seed=seed,
-                model_name_or_path=args.model_name_or_path,
-                model_name=args.name,
-                save_model=args.save_model,
-                base_model_hub_id=args.base_model_hub_id,
-                overrides=_overrides(args),
-                disable_tqdm=True if args.disable_tqdm else None,
-                ner=ner if dataset.task_type == NER else None,
-            )
-            for seed in args.seeds
-            if seed not in done
-        ]
+        dataset_dir = os.path.join(args.output_dir, dataset.name)
+        grid = grids.get(dataset.name)
+        runs = [(point_dir(dataset_dir, point), point) for point in grid.points] if grid else [(dataset_dir, None)]
+        for output_dir, point in runs:
+            done = [seed for seed in args.seeds if seed_finished(output_dir, seed)]
+            if done:
+                logger.info("%s%s: seeds %s finished, skipped", dataset.name, f" {point.name}" if point else "", done)
+            jobs += [_seed_job(args, dataset, ner, output_dir, seed, point) for seed in args.seeds if seed not in done]
     return jobs
 
 
@@ -185,24 +225,28 @@ def pool_jobs(
             function=run_seed_job,
             argument=jobs[i],
             memory_bytes=estimates[i][0],
-            memory_key=jobs[i].dataset,
-            log_path=os.path.join(logs, f"{jobs[i].dataset}-seed_{jobs[i].seed}.log") if logs else None,
+            memory_key=jobs[i].memory_key,
+            log_path=os.path.join(logs, jobs[i].log_name) if logs else None,
         )
         for i in order
     ]
     return pooled, plan
 
 
-def merge_dataset(dataset: BenchmarkDataset, output_dir: str) -> dict[str, Any]:
-    """Every finished seed of ``output_dir`` merged into its ``all_results.json`` and ``results.md``, as the last
-    seed of a run one seed after another leaves them."""
+def merge_dataset(
+    dataset: BenchmarkDataset, output_dir: str, into: str | None = None, search: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Every finished seed of ``output_dir`` merged into ``all_results.json`` and ``results.md``, as the last seed of
+    a run one seed after another leaves them: in ``output_dir``, or in ``into`` with the ``search`` section (the
+    dataset's directory, from its chosen grid point's)."""
+    extra = {"search": search} if search is not None else {}
     if dataset.task_type == NER:
         from ..ner.run import merge_ner_run  # the NER wing's run, as its jobs load it
 
-        results, _ = merge_ner_run(output_dir)
+        results, _ = merge_ner_run(output_dir, into, extra)
     else:
-        results = merge_blurb_results(output_dir)
-        write_blurb_outputs(output_dir, results)
+        results = {**merge_blurb_results(output_dir), **extra}
+        write_blurb_outputs(into or output_dir, results)
     return results
 
 
@@ -235,10 +279,12 @@ def run_jobs_of(
             logger.info("%s: %s, %.0f s", outcome.job.name, shown, outcome.seconds)
 
     report = run_jobs(pooled, plan, progress=not args.disable_tqdm, description="BLURB fine-tunes", on_done=done)
-    trained = {outcome.job.argument.dataset for outcome in report.outcomes if outcome.ok}
-    for dataset in datasets:
-        if dataset.name in trained:
-            merge_dataset(dataset, os.path.join(args.output_dir, dataset.name))
+    trained = {
+        (outcome.job.argument.dataset, outcome.job.argument.output_dir) for outcome in report.outcomes if outcome.ok
+    }
+    by_name = {dataset.name: dataset for dataset in datasets}
+    for name, output_dir in sorted(trained):  # each dataset's (or grid point's) directory that trained a seed
+        merge_dataset(by_name[name], output_dir)
     if report.failures:
         names = ", ".join(outcome.job.name for outcome in report.failures)
         raise JobsFailed(
@@ -247,10 +293,6 @@ def run_jobs_of(
             + ": rerun the same command to train only the missing seeds"
         )
     return report.outcomes
-
-
-def _std(values: Sequence[float]) -> float:
-    return stdev(values) if len(values) > 1 else 0.0
 
 
 def dataset_row(dataset: BenchmarkDataset, output_dir: str, seeds: Sequence[int]) -> dict[str, Any]:
@@ -275,7 +317,7 @@ def dataset_row(dataset: BenchmarkDataset, output_dir: str, seeds: Sequence[int]
         "metric": metric,
         "per_seed": per_seed,
         "mean": mean(values),
-        "std": _std(values),
+        "std": sample_std(values),
     }
 
 
@@ -335,17 +377,40 @@ def ner_fine_tuning(args: BenchmarkArguments) -> NerFineTuning | None:
     return NerFineTuning.from_config(args.ner_config, recipe_over_config=args.uses_default_ner_config)
 
 
+def search_row(dataset: BenchmarkDataset, dataset_dir: str, grid: SearchGrid, seeds: Sequence[int]) -> dict:
+    """With ``--search``, a dataset's row at its chosen point (:mod:`.search`), with the table's ``search`` entry
+    (scores 0-100); the dataset's ``all_results.json`` and ``results.md`` are the chosen point's seeds merged, with
+    the ``search`` section (scores as fractions)."""
+    keys = ("eval_f1", "test_f1") if dataset.task_type == NER else ("eval_score", "test_score")
+    record = search_record(grid, [point_scores(dataset_dir, p, seeds, *keys) for p in grid.points], seeds, keys[0])
+    chosen_dir = os.path.join(dataset_dir, chosen_point(record)["output_dir"])
+    merge_dataset(dataset, chosen_dir, into=dataset_dir, search=record)
+    percent = ("dev_mean", "dev_std", "test_mean", "test_std")
+
+    def in_percent(entry: dict[str, Any]) -> dict[str, Any]:
+        return {k: 100 * v if k in percent and v is not None else v for k, v in entry.items() if k != "output_dir"}
+
+    search = {**record, "points": [in_percent(entry) for entry in record["points"]]}
+    return {**dataset_row(dataset, chosen_dir, seeds), "search": search}
+
+
 def run_benchmark(args: BenchmarkArguments) -> dict[str, Any]:
-    """Every dataset present, each unfinished seed fine-tuned (side by side as far as the device allows), then the
-    table; returns it."""
+    """Every dataset present, each unfinished seed fine-tuned (side by side as far as the device allows; with
+    ``--search``, at every point of its grid), then the table; returns it."""
     datasets = find_datasets(args.blurb_dir, args.ner_dir, args.datasets)
     ner = ner_fine_tuning(args)
     train_rows = check_datasets(datasets)
-    jobs = seed_jobs(args, datasets, ner)
+    grids = search_grids(args, datasets, ner)
+    jobs = seed_jobs(args, datasets, ner, grids)
     check_ner_config(jobs)
     os.makedirs(args.output_dir, exist_ok=True)
     run_jobs_of(args, datasets, jobs, train_rows)
-    rows = [dataset_row(d, os.path.join(args.output_dir, d.name), args.seeds) for d in datasets]
+    rows = [
+        search_row(d, os.path.join(args.output_dir, d.name), grids[d.name], args.seeds)
+        if d.name in grids
+        else dataset_row(d, os.path.join(args.output_dir, d.name), args.seeds)
+        for d in datasets
+    ]
     table = benchmark_table(rows, args.seeds, args.name, args.model_name_or_path)
     print(write_benchmark_table(args.output_dir, table))
     return table

@@ -12,6 +12,8 @@ from ..utils.job_pool import JOBS_HELP, parse_jobs
 
 
 DEFAULT_NER_CONFIG = "ner_blurb"  # a packaged config, found from any working directory (utils/config_files.py)
+# --search's grid flags, each overriding one axis of the grid (blurb_config.PAPER_*, epoch_choices)
+SEARCH_FLAGS = ("search_learning_rates", "search_batch_sizes", "search_epochs")
 
 
 @dataclass
@@ -57,6 +59,24 @@ class BenchmarkArguments:
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N dev rows."})
     max_test_samples: int | None = field(default=None, metadata={"help": "Use only the first N test rows."})
     jobs: str = field(default="auto", metadata={"help": JOBS_HELP})
+    search: bool = field(
+        default=False,
+        metadata={
+            "help": "Run the paper's search on dev: every point of the grid (learning rates × batch sizes × epochs) "
+            "over the seeds, each dataset reported at the point of the highest mean dev score. Default: false, "
+            "each dataset at its recipe."
+        },
+    )
+    search_learning_rates: list[float] | None = field(
+        default=None, metadata={"help": "The grid's learning rates, e.g. 1e-5 3e-5 (default: the paper's)."}
+    )
+    search_batch_sizes: list[int] | None = field(
+        default=None, metadata={"help": "The grid's batch sizes, e.g. 16 32 (default: the paper's)."}
+    )
+    search_epochs: list[float] | None = field(
+        default=None,
+        metadata={"help": "The grid's epochs for every dataset, e.g. 5 10 (default: each dataset's choices)."},
+    )
     disable_tqdm: bool = field(
         default=False, metadata={"help": "No progress bars: the jobs' bar, and the fine-tunes' own."}
     )
@@ -72,11 +92,31 @@ class BenchmarkArguments:
         for flag in ("blurb_dir", "ner_dir"):
             if getattr(self, flag) and not os.path.isdir(getattr(self, flag)):
                 raise ValueError(f"--{flag} {getattr(self, flag)}: not a directory")
+        self._check_search()
         if self.ner_dir:
             try:
                 resolve_config(self.ner_config)
             except FileNotFoundError as error:
                 raise ValueError(f"--ner_config {str(error).removeprefix('config file ')}") from None
+
+    def _check_search(self) -> None:
+        """The grid flags: positive values, none twice, only with ``--search true``, whose epochs are the grid's."""
+        for flag in SEARCH_FLAGS:
+            values = getattr(self, flag)
+            if values is None:
+                continue
+            shown = f"--{flag} {' '.join(f'{value:g}' for value in values)}"
+            if not self.search:
+                raise ValueError(f"{shown}: a grid of --search: give --search true as well")
+            if not values or min(values) <= 0:
+                raise ValueError(f"{shown}: give one or more values above 0")
+            if len(set(values)) != len(values):
+                raise ValueError(f"{shown}: a value is given twice")
+        if self.search and self.num_train_epochs is not None:
+            raise ValueError(
+                f"--num_train_epochs {self.num_train_epochs:g}: not with --search true, whose epochs are the grid's "
+                "(--search_epochs)"
+            )
 
     @property
     def uses_default_ner_config(self) -> bool:

@@ -47,7 +47,7 @@ PAPER_SCHEDULE, PAPER_SEEDS, PAPER_RE_LENGTH, PAPER_QA_LENGTH = (
     "paper RE",
     "paper QA",
 )
-LINKBERT, GRID = "LinkBERT", "grid"
+LINKBERT, GRID, SEARCH_EPOCHS = "LinkBERT", "grid", "search epochs"
 SOURCES = {
     PAPER_SCHEDULE: "Gu et al. 2021, section 6.2: Adam, linear warm-up over the first 10 % of steps then linear decay, "
     "dropout 0.1; learning rate, batch size and epochs searched on dev within 1e-5/3e-5/5e-5, 16/32, 2-60",
@@ -56,8 +56,22 @@ SOURCES = {
     PAPER_QA_LENGTH: "Gu et al. 2021, section 5 (question answering): 512 tokens",
     LINKBERT: "michiyasunaga/LinkBERT, src/run_examples_blurb_biolinkbert-base.sh (BioLinkBERT-base's BLURB runs)",
     GRID: "where LinkBERT's learning rate lies off the paper's grid, the grid value nearest it on a log scale",
+    SEARCH_EPOCHS: "ours (the paper names a range, 2-60, not each dataset's choices): the recipe's epochs, half "
+    "of them rounded down and twice them, kept within 2-60",
 }
-PAPER_LEARNING_RATES = (1e-5, 3e-5, 5e-5)  # the paper's search grid (section 6.2)
+# The paper's search grid (section 6.2), which bioptimus blurb --search runs: learning rates × batch sizes × each
+# dataset's epoch choices (epoch_choices), every point over the dataset's seeds, chosen by the mean dev score.
+PAPER_LEARNING_RATES = (1e-5, 3e-5, 5e-5)
+PAPER_BATCH_SIZES = (16, 32)
+PAPER_EPOCH_RANGE = (2, 60)
+
+
+def epoch_choices(epochs: float) -> tuple[float, ...]:
+    """The epochs ``--search`` tries for a dataset that trains ``epochs`` at its recipe (:data:`SOURCES`'
+    ``search epochs``: half rounded down, the recipe's, twice, within the paper's 2-60), in increasing order
+    (GAD's 10 -> 5, 10, 20; HoC's 40 -> 20, 40, 60)."""
+    low, high = PAPER_EPOCH_RANGE
+    return tuple(sorted({max(low, int(epochs // 2)), epochs, min(high, 2 * epochs)}))
 
 
 def nearest_on_grid(linkbert_learning_rate: float) -> float:
@@ -88,6 +102,11 @@ class Recipe:
 
     def seed_list(self) -> list[int]:
         return list(range(1, self.seeds + 1))
+
+    @property
+    def search_epochs(self) -> tuple[float, ...]:
+        """The epochs ``--search`` tries (:func:`epoch_choices` of the recipe's)."""
+        return epoch_choices(self.num_train_epochs)
 
     def training_values(self) -> dict:
         """The recipe as fine-tuning settings (a config file's keys), the seed count aside."""
@@ -172,11 +191,13 @@ def _format(name: str, value) -> str:
 
 
 def recipe_table_markdown() -> str:
-    """:data:`RECIPES` as docs/blurb.md shows it: each value with its source's key."""
-    header = "| dataset | task type | learning rate | batch | epochs | max tokens | warm-up | seeds |"
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+    """:data:`RECIPES` as docs/blurb.md shows it: each value with its source's key, then the epochs ``--search``
+    tries."""
+    header = "| dataset | task type | learning rate | batch | epochs | max tokens | warm-up | seeds | search epochs |"
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for name, recipe in RECIPES.items():
         cells = [f"{_format(f, getattr(recipe, f))} ({recipe.sources[f]})" for f in RECIPE_FIELDS]
+        cells.append(f"{'/'.join(f'{e:g}' for e in recipe.search_epochs)} ({SEARCH_EPOCHS})")
         lines.append(f"| {name} | {recipe.task_type} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

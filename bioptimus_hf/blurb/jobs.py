@@ -1,6 +1,7 @@
-"""The BLURB benchmark's unit of work: one dataset × seed fine-tune as a picklable description (:class:`SeedJob`), the
-function a worker process runs it with (:func:`run_seed_job`), and what it is expected to cost: memory
-(:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the longest-first order).
+"""The BLURB benchmark's unit of work: one dataset × seed fine-tune (with ``--search``, dataset × grid point × seed)
+as a picklable description (:class:`SeedJob`), the function a worker process runs it with (:func:`run_seed_job`),
+and what it is expected to cost: memory (:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the
+longest-first order).
 
 A job beyond NER builds ``run_blurb.py``'s typed arguments as ``bioptimus blurb-task`` does
 (:func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`: its recipe under the benchmark's overrides and ``--seeds
@@ -28,6 +29,7 @@ from ..utils.files import read_json
 from .blurb_config import blurb_arguments, ner_recipe_for
 from .run import fine_tune_blurb_seeds
 from .score import NER
+from .search import GridPoint
 
 
 # The benchmark's flags that override every task's recipe, by the arguments they belong to.
@@ -75,12 +77,13 @@ class NerFineTuning:
 
 @dataclass(frozen=True)
 class SeedJob:
-    """One dataset × seed fine-tune of the benchmark: everything a worker process needs to run it."""
+    """One dataset × seed fine-tune of the benchmark (with ``--search``, at one grid point, whose settings go over
+    every other): everything a worker process needs to run it."""
 
     dataset: str  # the data directory's name, and the run's under the benchmark's output_dir
     task_type: str  # a key of score.BLURB_DATASETS
     data_dir: str
-    output_dir: str  # the dataset's: the seed goes to <output_dir>/seed_<seed>/
+    output_dir: str  # the dataset's (or its grid point's): the seed goes to <output_dir>/seed_<seed>/
     seed: int
     model_name_or_path: str
     model_name: str
@@ -89,10 +92,20 @@ class SeedJob:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # TRAINING_OVERRIDES and DATA_OVERRIDES set
     disable_tqdm: bool | None = None  # the Trainer's bars (None: its default)
     ner: NerFineTuning | None = None  # for a NER set
+    point: GridPoint | None = None  # --search's grid point
 
     @property
     def name(self) -> str:
-        return f"{self.dataset} seed {self.seed}"
+        return f"{self.dataset}{f' {self.point.name}' if self.point else ''} seed {self.seed}"
+
+    @property
+    def log_name(self) -> str:
+        return f"{self.dataset}{f'-{self.point.name}' if self.point else ''}-seed_{self.seed}.log"
+
+    @property
+    def memory_key(self) -> str:
+        """Jobs whose measured peak stands for each other's: one dataset, one batch size."""
+        return f"{self.dataset} bs{self.point.per_device_train_batch_size}" if self.point else self.dataset
 
     @property
     def seed_results_path(self) -> str:
@@ -101,7 +114,7 @@ class SeedJob:
 
 def job_settings(job: SeedJob) -> dict[str, Any]:
     """The settings a job gives its fine-tune (``bioptimus ner``'s over its config file, ``run_blurb.py``'s over its
-    recipe): the model, data, output directory, seed and the benchmark's overrides."""
+    recipe): the model, data, output directory, seed, the benchmark's overrides and the grid point's settings."""
     settings = {
         "model_name_or_path": job.model_name_or_path,
         "model_name": job.model_name,
@@ -111,6 +124,7 @@ def job_settings(job: SeedJob) -> dict[str, Any]:
         "seeds": [job.seed],
         "save_model": job.save_model,
         **{key: value for key, value in job.overrides.items() if value is not None},
+        **(job.point.settings() if job.point else {}),
     }
     if job.disable_tqdm is not None:
         settings["disable_tqdm"] = job.disable_tqdm
@@ -127,6 +141,11 @@ def ner_seed_arguments(job: SeedJob) -> tuple:
     if job.ner is None:
         raise ValueError(f"{job.name}: a NER set, but no NER config given")
     return job.ner.arguments(job_settings(job))
+
+
+def job_arguments(job: SeedJob) -> tuple:
+    """A job's four typed arguments, NER's (:func:`ner_seed_arguments`) or another's (:func:`blurb_seed_arguments`)."""
+    return ner_seed_arguments(job) if job.task_type == NER else blurb_seed_arguments(job)
 
 
 def run_seed_job(job: SeedJob) -> dict[str, Any]:
@@ -179,8 +198,7 @@ def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> t
     epochs and steps of the job's own arguments (:func:`ner_seed_arguments`, :func:`blurb_seed_arguments`: its
     recipe or NER config under the overrides), the length capped by the model's positions; bf16 activations on a GPU
     where the run asks for them (``bf16_if_supported``), else float32."""
-    arguments = ner_seed_arguments(job) if job.task_type == NER else blurb_seed_arguments(job)
-    model_args, data_args, _, training_args = arguments
+    model_args, data_args, _, training_args = job_arguments(job)
     batch, epochs = training_args.per_device_train_batch_size, training_args.num_train_epochs
     length = data_args.max_seq_length
     length = min(int(length), getattr(model_config, "max_position_embeddings", None) or int(length))

@@ -8,6 +8,7 @@ the others with their dataset's or task type's recipe; ``--num_train_epochs``, `
 trained again, and ``blurb_results.md``/``.json`` give each dataset's mean ± std, each task type's average and the
 BLURB score over the task types present (docs/blurb.md). The dataset × seed fine-tunes run side by side on this
 device as far as its cores and memory allow (``--jobs auto``; ``--jobs 1``: one after another in this process).
+``--search true`` runs the paper's grid on dev instead of the recipe and reports each dataset at its dev-best point.
 The run: :func:`bioptimus_hf.blurb.benchmark.run_benchmark`.
 """
 

@@ -11,6 +11,7 @@ Means are over seeds; ``*_std`` is the sample standard deviation (ddof=1; 0.0 fo
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from dataclasses import asdict
@@ -27,7 +28,11 @@ from ..utils.files import read_json
 SEED_RESULTS_FILE = "seed_results.json"
 
 
-def _std(values: Sequence[float]) -> float:
+def sample_std(values: Sequence[float]) -> float:
+    """The sample standard deviation (ddof=1): 0.0 for one value, not a number where a value is not one (a constant
+    prediction's Pearson r; ``statistics.stdev`` raises on it)."""
+    if any(math.isnan(value) for value in values):
+        return math.nan
     return stdev(values) if len(values) > 1 else 0.0
 
 
@@ -47,7 +52,7 @@ def aggregate_seed_results(
             values = [run[key] for run in per_seed if run.get(key) is not None]
             if values:
                 results[key] = mean(values)
-                results[f"{key}_std"] = _std(values)
+                results[f"{key}_std"] = sample_std(values)
     for key in ("train_runtime_s", "train_steps_per_second"):  # absent from seeds written before it was recorded
         values = [run[key] for run in per_seed if run.get(key) is not None]
         if values:
@@ -76,7 +81,7 @@ def paired_seed_difference(
         "seeds": seeds,
         "differences": differences,
         "mean": mean(differences),
-        "std": _std(differences),
+        "std": sample_std(differences),
         "num_seeds": len(seeds),
     }
 

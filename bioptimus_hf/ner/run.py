@@ -225,8 +225,10 @@ def write_and_merge(output_dir: str, per_seed: list[dict], run_info: dict) -> di
     return merged
 
 
-def merge_ner_run(output_dir: str) -> tuple[dict, str]:
+def merge_ner_run(output_dir: str, into: str | None = None, extra: dict | None = None) -> tuple[dict, str]:
     """Every seed of ``output_dir`` merged (:func:`~bioptimus_hf.finetuning.results.merge_seed_results`) and the
-    run's outputs written (:func:`~.results.write_run_outputs`); returns the results and their markdown table."""
-    results = merge_seed_results(output_dir)
-    return results, write_run_outputs(output_dir, results)
+    run's outputs written (:func:`~.results.write_run_outputs`), in ``into`` where given and with ``extra``'s keys
+    (the BLURB benchmark's search: a dataset's results from its chosen point's seeds); returns the results and
+    their markdown table."""
+    results = {**merge_seed_results(output_dir), **(extra or {})}
+    return results, write_run_outputs(into or output_dir, results)

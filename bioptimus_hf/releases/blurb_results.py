@@ -6,6 +6,8 @@ mean and sample standard deviation; each task type its average over its datasets
 over the task types present (``absent_task_types`` names the others). Task types are BLURB's names (``ner``,
 ``relation_extraction``, ...); :data:`HUB_TASKS` says how the Hub names each. Beside each row the markdown shows
 the published BERT-base-uncased and PubMedBERT figures (:data:`PUBLISHED_SCORES`) averaged over the same datasets.
+A table of ``bioptimus blurb --search`` gives each row a ``search`` entry (the grid, every point's dev mean and std
+and test mean, the choice and how it was made: ``bioptimus_hf/blurb/search.py``); the markdown lists them below.
 """
 
 from __future__ import annotations
@@ -148,7 +150,37 @@ def blurb_markdown(table: Mapping[str, Any]) -> str:
         f"{PUBLISHED_SOURCE} (means of ten runs for BIOSSES, BioASQ and PubMedQA, five for the others), averaged "
         "over the same datasets as this table (– where the paper has no figure for a dataset).\n"
     )
-    return "\n".join(lines) + "\n" + note
+    return "\n".join(lines) + "\n" + note + search_markdown(table)
+
+
+def _score(mean: float | None, std: float | None = None) -> str:
+    if mean is None or mean != mean:  # none, or not a number (a constant prediction's Pearson r)
+        return "–"
+    return _mean_std(mean, std)
+
+
+def search_markdown(table: Mapping[str, Any]) -> str:
+    """With ``bioptimus blurb --search`` (rows with a ``search`` entry), every grid point of each dataset: its
+    settings, dev mean ± std and test mean over the seeds, the chosen one marked; else nothing."""
+    rows = [row for row in table["datasets"] if row.get("search")]
+    if not rows:
+        return ""
+    lines = [
+        "| dataset | learning rate | batch | epochs | dev (mean ± std) | test (mean) | chosen |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        search = row["search"]
+        for point in search["points"]:
+            lines.append(
+                f"| {row['dataset']} | {point['learning_rate']:g} | {point['per_device_train_batch_size']} | "
+                f"{point['num_train_epochs']:g} | {_score(point['dev_mean'], point['dev_std'])} | "
+                f"{_score(point['test_mean'])} | {'✓' if point['point'] == search['choice'] else ''} |"
+            )
+    chosen_by = rows[0]["search"]["chosen_by"]
+    return f"\n**Search on dev.** Each dataset's row above is its test at the point chosen by {chosen_by}:\n\n" + (
+        "\n".join(lines) + "\n"
+    )
 
 
 def blurb_eval_results(table: Mapping[str, Any] | None) -> list:
