@@ -414,7 +414,8 @@ def script_duties(package: Path = PACKAGE) -> list[str]:
         if relative.split("/")[0] in SCRIPT_MODULES or relative == "utils/cli.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        for function in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for function in [tree, *functions]:
             if (relative, getattr(function, "name", None)) in SCRIPT_DUTY_ALLOWED:
                 continue
             for node in _own_nodes(function):

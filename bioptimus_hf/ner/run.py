@@ -174,8 +174,9 @@ def fine_tune_ner(
 ) -> dict:
     """Every seed's fine-tune of one model on one dataset, then the results of every seed of ``output_dir``
     (``all_results.json``...); returns them. ``data``: the run's splits and windows when the caller has loaded them
-    (:func:`load_ner_run_data`), else loaded here, bad data raising ``BadInput`` before any model is loaded. Pushes
-    nothing: ``--push_to_hub`` is refused here (``bioptimus ner`` takes it, :func:`~.hub_push.take_ner_hub_settings`)."""
+    (:func:`load_ner_run_data`), else loaded here, bad data raising ``BadInput`` before any model is loaded.
+    Pushes nothing: ``--push_to_hub`` is refused here (``bioptimus ner`` takes it,
+    :func:`~.hub_push.take_ner_hub_settings`)."""
     if training_args.push_to_hub:
         raise ValueError(
             "--push_to_hub: fine_tune_ner pushes nothing; bioptimus ner pushes the best seed "
