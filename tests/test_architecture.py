@@ -441,6 +441,104 @@ def test_a_long_command_function_and_argv_from_a_mapping_are_named(tmp_path):
     assert argv_from_mappings(package) == ["bioptimus_hf/study/runner.py:2 calls parse_mapping"]
 
 
+# ------------------------------------------------------------------------------------------ a script's duties
+# What only a command or script does around a library run: configure logging, end the process (bad input as one
+# line, a Hub error, an interrupt), close the process group, push the best seed. The library marks bad input
+# (utils/cli.py's bad_input) and returns.
+SCRIPT_CALLS = {
+    "exit_on_bad_input",
+    "exit_on_hub_error",
+    "exit_on_interrupt",
+    "exit_on_usage_error",
+    "close_process_group",
+    "basicConfig",
+    "set_verbosity",
+    "set_verbosity_info",
+    "set_verbosity_warning",
+    "set_verbosity_error",
+    "set_verbosity_debug",
+    "enable_default_handler",
+    "enable_explicit_format",
+    "exit",
+    "_exit",
+    "push_best_seed",
+    "push_seed_folder",
+}
+# Where a library module may do it, by module and function: the job pool's worker is a process's main (its
+# logging, its os._exit). utils/cli.py defines the ending itself.
+SCRIPT_DUTY_ALLOWED = {("utils/job_pool.py", "_serve"), ("utils/job_pool.py", "_worker_main")}
+SCRIPT_MODULES = ("commands", "testing")
+
+
+def script_duties(package: Path = PACKAGE) -> list[str]:
+    """``file:line what`` for each call of :data:`SCRIPT_CALLS` and each ``raise SystemExit`` in a library module
+    (outside commands/, testing/ and utils/cli.py), but for :data:`SCRIPT_DUTY_ALLOWED`."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.split("/")[0] in SCRIPT_MODULES or relative == "utils/cli.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for function in [tree, *functions]:
+            if (relative, getattr(function, "name", None)) in SCRIPT_DUTY_ALLOWED:
+                continue
+            for node in _own_nodes(function):
+                what = None
+                if isinstance(node, ast.Call):
+                    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                    what = f"calls {name}" if name in SCRIPT_CALLS else None
+                elif isinstance(node, ast.Raise) and node.exc is not None:
+                    raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                    what = "raises SystemExit" if getattr(raised, "id", None) == "SystemExit" else None
+                if what:
+                    found.append(f"bioptimus_hf/{relative}:{node.lineno} {what}")
+    return sorted(set(found), key=lambda line: (line.split(":")[0], int(line.split(":")[1].split()[0])))
+
+
+def _own_nodes(scope):
+    """The nodes of a module or function, not those of the functions defined inside it (each is its own scope)."""
+    pending = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            pending += node.decorator_list  # a decorator runs in the enclosing scope
+            continue
+        yield node
+        pending += ast.iter_child_nodes(node)
+
+
+def test_no_library_module_does_a_script_s_duties():
+    """Library functions never configure logging, exit the process, close the process group or push the best seed:
+    the commands and scripts do, around them."""
+    found = script_duties()
+    assert not found, "\n".join(found)
+
+
+def test_a_script_s_duty_in_the_library_is_named(tmp_path):
+    package = _package_with(
+        tmp_path,
+        {
+            "pretraining/run.py": (
+                "import logging, sys\nfrom ..utils.cli import exit_on_bad_input\n"
+                "def run():\n    logging.basicConfig()\n    with exit_on_bad_input():\n        sys.exit(1)\n"
+                "@exit_on_bad_input()\ndef main():\n    raise SystemExit('error: x')\n"
+            ),
+            "utils/job_pool.py": "import os\ndef _worker_main():\n    os._exit(0)\ndef other():\n    os._exit(1)\n",
+            "utils/cli.py": "def exit_on_bad_input():\n    raise SystemExit(1)\n",
+            "commands/pretrain.py": "from ..utils.distributed import close_process_group\nclose_process_group()\n",
+        },
+    )
+    assert script_duties(package) == [
+        "bioptimus_hf/pretraining/run.py:4 calls basicConfig",
+        "bioptimus_hf/pretraining/run.py:5 calls exit_on_bad_input",
+        "bioptimus_hf/pretraining/run.py:6 calls exit",
+        "bioptimus_hf/pretraining/run.py:7 calls exit_on_bad_input",
+        "bioptimus_hf/pretraining/run.py:9 raises SystemExit",
+        "bioptimus_hf/utils/job_pool.py:5 calls _exit",
+    ]
+
+
 # ------------------------------------------------------------------------------------------ the contract table
 def owner_modules(text: str) -> set[str]:
     """``wing/module.py`` (or ``wing/folder/``) named in the owner column of the contract table; a bare

@@ -18,7 +18,7 @@ from bioptimus_hf.commands import ner as ner_command
 from bioptimus_hf.ner.run import fine_tune_ner
 from bioptimus_hf.pretraining import run as pretraining_run
 from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
-from bioptimus_hf.utils.cli import exit_on_bad_input
+from bioptimus_hf.utils.cli import BadInput, bad_input, exit_on_bad_input
 from helpers import python_path
 from helpers.ner import build_tiny_bert, write_dataset_dir
 
@@ -236,6 +236,34 @@ def test_exit_on_bad_input_says_the_message_and_leaves_other_errors_alone():
             command(KeyError("flag"))
     with pytest.raises(ValueError, match="a bug"):  # not the errors it was given: the traceback stays
         command(ValueError("a bug"))
+
+
+def test_the_library_marks_bad_input_and_the_command_ends_it_in_one_line():
+    """A checking step raises BadInput (message kept, the refusal chained); the command makes it one line, exit
+    status 1; any other error, a ValueError of a bug included, keeps its traceback."""
+    refusal = FileExistsError("--output_dir out holds a run")
+    with pytest.raises(BadInput, match="^--output_dir out holds a run$") as marked:
+        with bad_input(RuntimeError, FileExistsError):
+            raise refusal
+    assert marked.value.__cause__ is refusal and isinstance(marked.value, ValueError)
+    with pytest.raises(KeyError):  # not one of the errors the step refuses
+        with bad_input(FileExistsError):
+            raise KeyError("a bug")
+    with pytest.raises(BadInput) as again, bad_input(TypeError):  # already marked: passes through as it is
+        raise BadInput("--seed: not a number")
+    assert again.value.__cause__ is None
+
+    def run(error):
+        with exit_on_bad_input(BadInput):
+            with bad_input():
+                raise error
+
+    with pytest.raises(SystemExit) as stopped:
+        run(ValueError("--window_stride 40 must be in [0, 12)"))
+    assert stopped.value.code == "error: --window_stride 40 must be in [0, 12)" and stopped.value.__cause__ is None
+    with pytest.raises(ValueError, match="a bug"):  # a ValueError the library did not mark: the traceback stays
+        with exit_on_bad_input(BadInput):
+            raise ValueError("a bug")
 
 
 # ------------------------------------------------------------------------------------------ the NER seed loop

@@ -11,6 +11,7 @@ import signal
 import pytest
 
 from bioptimus_hf.utils import job_pool
+from bioptimus_hf.utils.cli import BadInput
 from bioptimus_hf.utils.hardware import FAKE_GPUS_ENV, GpuMemory, visible_gpus
 from bioptimus_hf.utils.job_pool import (
     CUDA_CONTEXT_BYTES,
@@ -19,6 +20,7 @@ from bioptimus_hf.utils.job_pool import (
     Admission,
     DevicePlan,
     Job,
+    one_line,
     parse_jobs,
     plan_device,
     run_jobs,
@@ -195,6 +197,16 @@ def test_a_failing_job_is_one_line_and_the_others_finish(tmp_path, caplog):
     assert all("\n" not in line for line in lines)
     text = log.read_text()
     assert "about to fail: bad\nthing" in text and "Traceback" in text and "raise ValueError(message)" in text
+
+
+def test_a_job_s_bad_input_is_its_message_alone():
+    """A library run's refusal (BadInput) or a SystemExit's line is reported as its message, without a type."""
+    assert (
+        one_line(BadInput("--data_dir x: missing devel.tsv\n(see docs)"))
+        == "--data_dir x: missing devel.tsv (see docs)"
+    )
+    assert one_line(SystemExit("error: --seeds: empty")) == "--seeds: empty"
+    assert one_line(ValueError("a bug")) == "ValueError: a bug"
 
 
 def test_out_of_memory_beside_others_is_retried_alone_then_reported(tmp_path):

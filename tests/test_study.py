@@ -400,6 +400,21 @@ def test_an_arm_setting_the_run_refuses_ends_the_study_with_one_line(tmp_path, t
     assert not (tmp_path / "study" / "arms" / "a" / "pretraining").exists()
 
 
+def test_a_ner_set_the_run_refuses_ends_the_study_with_one_line(tmp_path, tiny_model_dir):
+    """A unit's bad data (the base row's NER set lacks its devel split) ends the study with the NER run's one line,
+    before any model is trained."""
+    config = study_config(
+        tmp_path, tiny_model_dir, arms=[{"name": "a", "init_strategy": "continued"}], skip_analysis=True
+    )
+    (tmp_path / "tiny-ner" / "devel.tsv").unlink()
+    with pytest.raises(SystemExit, match=r"^error: .*tiny-ner.*missing devel\.tsv") as ended:
+        run_study.main([config])
+    assert "\n" not in str(ended.value.code)
+    assert not (
+        tmp_path / "study" / "arms" / "base" / "ner" / "final" / "tiny-ner" / "seed_1" / "study_done.json"
+    ).exists()
+
+
 def test_isotropy_measures_on_constructed_clouds():
     rng = np.random.default_rng(0)
     gaussian = rng.normal(size=(5000, 20))

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..finetuning.results import SEED_RESULTS_FILE, seed_dir
 from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
-from ..utils.cli import exit_on_bad_input
+from ..utils.cli import bad_input
 from ..utils.config_files import read_config
 from ..utils.config_mapping import configs_from_mapping
 from ..utils.files import read_json
@@ -154,7 +154,7 @@ def run_seed_job(job: SeedJob) -> dict[str, Any]:
         from ..ner.run import fine_tune_ner, load_ner_run_data  # the NER wing's run loads with the first NER job
 
         arguments = ner_seed_arguments(job)
-        with exit_on_bad_input():  # bad data in one line, as bioptimus ner words it
+        with bad_input():  # bad data: the pool reports it in one line, as bioptimus ner words it
             data = load_ner_run_data(arguments[0], arguments[1])
         fine_tune_ner(*arguments, data)
     else:

@@ -8,6 +8,7 @@ overriding it) into its wing's argument dataclasses and calls its wing's run, wh
 dataclasses: :func:`bioptimus_hf.pretraining.run.run_pretraining` (on
 :class:`~bioptimus_hf.pretraining.bioptimus_trainer.BioptimusTrainer`), :func:`bioptimus_hf.ner.run.fine_tune_ner`,
 :func:`bioptimus_hf.vocabulary.run.train_and_report`, :func:`bioptimus_hf.vocabulary.run.write_initialized_model`,
-:func:`bioptimus_hf.distillation.run.run_distillation`, :func:`bioptimus_hf.study.run.run_study`. Bad input ends with
-one line (:func:`bioptimus_hf.utils.cli.exit_on_bad_input`).
+:func:`bioptimus_hf.distillation.run.run_distillation`, :func:`bioptimus_hf.study.run.run_study`. Around the run, the
+command configures logging (:mod:`bioptimus_hf.commands.run_logging`), ends the library's ``BadInput`` with one line
+(:func:`bioptimus_hf.utils.cli.exit_on_bad_input`) and closes the process group: the library does none of these.
 """

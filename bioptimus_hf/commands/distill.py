@@ -20,15 +20,22 @@ The flags: :data:`bioptimus_hf.distillation.distillation_config.DISTILLATION_ARG
 from __future__ import annotations
 
 from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands.run_logging import configure_training_logging
 from bioptimus_hf.distillation.distillation_config import DISTILLATION_ARGUMENT_TYPES
+from bioptimus_hf.utils.cli import BadInput, exit_on_bad_input
 
 
 def main(argv=None) -> None:
-    """``[config.{yaml,json}] [--flag value ...]``: parse, then distil (bad input ends with one line)."""
+    """``[config.{yaml,json}] [--flag value ...]``: parse, then distil (bad input ends with one line); under
+    torchrun / accelerate every rank waits for the others at the end, then the process group is closed."""
     arguments = parse_args(DISTILLATION_ARGUMENT_TYPES, argv)
+    configure_training_logging(arguments[-1])  # the TrainingArguments
     from bioptimus_hf.distillation.run import run_distillation  # datasets and models load only to run
+    from bioptimus_hf.utils.distributed import close_process_group
 
-    run_distillation(*arguments)
+    with exit_on_bad_input(BadInput):
+        run_distillation(*arguments)
+    close_process_group()
 
 
 if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line

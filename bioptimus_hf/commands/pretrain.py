@@ -17,15 +17,23 @@ The flags are :class:`~bioptimus_hf.pretraining.bioptimus_config.PretrainingMode
 from __future__ import annotations
 
 from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands.run_logging import configure_training_logging
 from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES as ARGUMENT_TYPES
+from bioptimus_hf.utils.cli import BadInput, exit_on_bad_input
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``[config.{yaml,json}] [--flag value ...]``: parse, then run (returns None so that the exit status is 0)."""
+    """``[config.{yaml,json}] [--flag value ...]``: parse, then run (returns None so that the exit status is 0).
+    Around the run: logging, bad input as one line, and (under torchrun / accelerate) every rank waiting for the
+    others before the process group is closed."""
     model_args, config = parse_args(ARGUMENT_TYPES, argv)
+    configure_training_logging(config)
     from bioptimus_hf.pretraining.run import run_pretraining  # datasets and models load only to run
+    from bioptimus_hf.utils.distributed import close_process_group
 
-    run_pretraining(model_args, config)
+    with exit_on_bad_input(BadInput):
+        run_pretraining(model_args, config)
+    close_process_group()
 
 
 if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line

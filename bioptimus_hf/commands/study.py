@@ -20,18 +20,24 @@ import sys
 
 from bioptimus_hf.commands.config_parser import parse_args
 from bioptimus_hf.study.study_config import StudyArguments
+from bioptimus_hf.utils.cli import BadInput, exit_on_bad_input
 from bioptimus_hf.utils.public_paths import public_command
 
 
 def main(argv=None):
     """``[config.{yaml,json}] [--flag value ...]``: run (or resume) the study; returns its results
-    (:func:`bioptimus_hf.study.run.run_study`)."""
+    (:func:`bioptimus_hf.study.run.run_study`). Bad input, in the study's settings or a unit's, ends it with one
+    line."""
     (args,) = parse_args((StudyArguments,), argv, description=__doc__)
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
     command = public_command(shlex.join(["bioptimus", "study", *(sys.argv[1:] if argv is None else argv)]))
     from bioptimus_hf.study.run import run_study  # models and datasets load only to run
+    from bioptimus_hf.utils.distributed import close_process_group
 
-    return run_study(args, command)
+    with exit_on_bad_input(BadInput):
+        results = run_study(args, command)
+    close_process_group()
+    return results
 
 
 if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line

@@ -15,15 +15,18 @@ stays bounded whatever the file size. The output goes to ``<output_file>.partial
 from __future__ import annotations
 
 from ..ner.tagger_config import TaggingArguments
+from ..utils.cli import BadInput, exit_on_bad_input
 from .config_parser import parse_args
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Parse the command line, then tag (:func:`bioptimus_hf.ner.tagging_run.run_tagging`)."""
+    """Parse the command line, then tag (:func:`bioptimus_hf.ner.tagging_run.run_tagging`); bad input ends with
+    one line naming the flag, file or line."""
     (args,) = parse_args((TaggingArguments,), argv, description=__doc__)
     from ..ner.tagging_run import run_tagging  # the model loads only to run
 
-    run_tagging(args)
+    with exit_on_bad_input(BadInput):
+        run_tagging(args)
 
 
 if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line

@@ -11,17 +11,19 @@
 
 from __future__ import annotations
 
+from ..utils.cli import BadInput, exit_on_bad_input
 from ..vocabulary.tokenizer_config import TokenizerTrainingArguments
 from .config_parser import parse_args
 
 
 def run(argv: list[str] | None = None) -> dict:
     """Parse the command line, train, write and return the coverage report
-    (:func:`bioptimus_hf.vocabulary.run.train_and_report`)."""
+    (:func:`bioptimus_hf.vocabulary.run.train_and_report`); bad input ends with one line naming the flag."""
     (args,) = parse_args((TokenizerTrainingArguments,), argv, description=__doc__)
     from ..vocabulary.run import train_and_report  # tokenizers and the corpus load only to run
 
-    return train_and_report(args)
+    with exit_on_bad_input(BadInput):
+        return train_and_report(args)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,7 +4,8 @@ A compact student distilled from a BIOptimus release (or any BERT masked LM) wit
 (DistilBioBERT, CompactBioBERT, TinyBioBERT), on the corpus and through the curriculum of ``bioptimus pretrain``,
 written to ``<output_dir>/student/`` as a release (plain ``BertForMaskedLM``, tokenizer, ``bioptimus_phase.json``
 with the distillation record, model card). The settings: :data:`~.distillation_config.DISTILLATION_ARGUMENT_TYPES`.
-See docs/distillation.md.
+Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag or file; the command around the run
+configures logging, makes that error one line and closes the process group. See docs/distillation.md.
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ from ..pretraining.collator import CurriculumDataCollator
 from ..pretraining.data import load_pretraining_datasets
 from ..pretraining.data_config import PretrainingDataArguments
 from ..pretraining.phases import PhaseSchedule
-from ..pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule, setup_logging
+from ..pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule
 from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
 from ..releases.release_config import ReleaseArguments, resolve_release_hub
-from ..utils.cli import exit_on_bad_input
-from ..utils.distributed import close_process_group
+from ..utils.cli import bad_input
 from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
@@ -65,16 +65,14 @@ def run_distillation(
     release_args: ReleaseArguments,
     training_args: TrainingArguments,
 ) -> None:
-    """One distillation run (or its resumption) from its typed settings; bad input ends with one line."""
-    setup_logging(training_args)
-
+    """One distillation run (or its resumption) from its typed settings; bad input raises ``BadInput``."""
     # 1. Everything that can be checked without model weights: schedule, corpus, teacher configuration, the
     #    distillation plan (layers, layer map, projection, heads, weights) and the shared vocabulary.
     checked = _check_inputs(teacher_args, distillation_config, data_args, curriculum_args, release_args, training_args)
     tokenizer, plan = checked.tokenizer, checked.plan
 
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
-    with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
+    with bad_input(RuntimeError, FileExistsError, FileNotFoundError):
         checkpoint, _lock = open_output_dir(
             training_args, release_args.overwrite_output_dir, checked.schedule, curriculum_args.allow_schedule_change
         )
@@ -82,7 +80,7 @@ def run_distillation(
 
     # 3. Teacher (with its MLM head) and student (kept teacher layers, or a random smaller configuration).
     teacher_path = teacher_args.teacher_model_name_or_path
-    with exit_on_bad_input(ValueError):
+    with bad_input(ValueError):
         teacher = load_teacher(teacher_path, plan)
     student = build_student(teacher, plan, checked.student_config)
 
@@ -98,7 +96,7 @@ def run_distillation(
 
     # 6. The phase callback (phase switches; the student is released once, at the end) and the trainer.
     callback = _phase_callback(collator, checked.schedule, teacher_args, data_args, curriculum_args, data, tokenizer)
-    with exit_on_bad_input(ValueError):
+    with bad_input(ValueError):
         trainer = DistillationTrainer(
             model=student,
             teacher_model=teacher,
@@ -122,9 +120,6 @@ def run_distillation(
     # 9. Final model, metrics and state of the run (and the student on the Hub, with --push_to_hub).
     finish_run(trainer, collator, train_result, publisher)
 
-    # 10. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
-    close_process_group()
-
 
 def _check_inputs(
     teacher_args: TeacherArguments,
@@ -135,9 +130,9 @@ def _check_inputs(
     training_args: TrainingArguments,
 ) -> _CheckedInputs:
     """Step 1: schedule, corpus, teacher configuration, distillation plan and shared vocabulary, checked without
-    model weights (bad input ends with one line); the schedule and plan logged."""
+    model weights (bad input raises ``BadInput``); the schedule and plan logged."""
     teacher_path = teacher_args.teacher_model_name_or_path
-    with exit_on_bad_input(ValueError, OSError):
+    with bad_input(ValueError, OSError):
         curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args)
         teacher_config = AutoConfig.from_pretrained(teacher_path)
         student_config = (

@@ -32,6 +32,7 @@ from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase, Tra
 
 from ..finetuning.results import merge_seed_results, run_settings, write_seed_result
 from ..utils.bulk_dropout import use_bulk_dropout
+from ..utils.cli import bad_input
 from ..utils.distributed import share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
@@ -173,15 +174,18 @@ def fine_tune_ner(
 ) -> dict:
     """Every seed's fine-tune of one model on one dataset, then the results of every seed of ``output_dir``
     (``all_results.json``...); returns them. ``data``: the run's splits and windows when the caller has loaded them
-    (:func:`load_ner_run_data`), else loaded here; bad input raises before any model is loaded. Pushes nothing:
-    ``--push_to_hub`` is refused here (``bioptimus ner`` takes it, :func:`~.hub_push.take_ner_hub_settings`)."""
+    (:func:`load_ner_run_data`), else loaded here, bad data raising ``BadInput`` before any model is loaded.
+    Pushes nothing: ``--push_to_hub`` is refused here (``bioptimus ner`` takes it,
+    :func:`~.hub_push.take_ner_hub_settings`)."""
     if training_args.push_to_hub:
         raise ValueError(
             "--push_to_hub: fine_tune_ner pushes nothing; bioptimus ner pushes the best seed "
             "(take_ner_hub_settings before the run, push_best_seed after it)"
         )
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
-    data = data or load_ner_run_data(model_args, data_args)
+    if data is None:
+        with bad_input():  # the study's NER units: bad data ends the study in one line
+            data = load_ner_run_data(model_args, data_args)
 
     # 3. One full fine-tune per seed, each from the same pre-trained model, into <output_dir>/seed_<s>/.
     model_name = model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path))

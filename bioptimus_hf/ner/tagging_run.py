@@ -20,7 +20,7 @@ import sys
 from typing import Iterator
 
 from ..utils.allocator import retain_freed_memory
-from ..utils.cli import exit_on_bad_input
+from ..utils.cli import bad_input
 from .tagger import NerTagger
 from .tagger_config import TaggingArguments
 
@@ -42,8 +42,9 @@ class _Lines:
 
 def run_tagging(args: TaggingArguments) -> None:
     """Tag ``args.text`` or every line of ``args.input_file`` into JSON lines (``args.output_file`` or stdout; see
-    the module docstring). Bad input ends with one line naming the flag, file or line."""
-    with exit_on_bad_input():
+    the module docstring). Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag, file or
+    line (``bioptimus tag`` makes it one line)."""
+    with bad_input():
         if args.input_file and not os.path.isfile(args.input_file):
             raise FileNotFoundError(f"--input_file {args.input_file}: no such file")
         try:
@@ -65,7 +66,7 @@ def run_tagging(args: TaggingArguments) -> None:
     partial = f"{args.output_file}.partial" if args.output_file else None
     out = open(partial, "w", encoding="utf-8") if partial else sys.stdout
     try:
-        with exit_on_bad_input():
+        with bad_input():
             try:
                 results = tagger.tag_stream(lines, progress=True) if lines else iter([tagger(args.text)])
                 for line_number, found in enumerate(results, start=1):

@@ -13,7 +13,8 @@ Around :class:`~.bioptimus_trainer.BioptimusTrainer`, the steps a command takes:
 without a model first (schedule, corpus, Hub flags: bad input fails in seconds), then the output directory (locked
 for the run, resumed from its last complete checkpoint, never overwritten by accident), the corpus read from
 ``--train_file``/``--dataset_name``, the trainer, training, and the end of the run (final model, metrics, the list
-of releases). Bad input ends with one line naming the flag or file.
+of releases). Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag or file; the command
+around the run (``bioptimus pretrain``) configures logging, makes that error one line and closes the process group.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ from __future__ import annotations
 import logging
 
 from ..releases.release_config import resolve_release_hub
-from ..utils.cli import exit_on_bad_input
-from ..utils.distributed import close_process_group
+from ..utils.cli import bad_input
 from .bioptimus_config import BioptimusConfig, PretrainingModelArguments
 from .lexical_warmup import check_training_arguments
-from .run_lifecycle import checkpoint_step, finish_run, open_output_dir, setup_logging
+from .run_lifecycle import checkpoint_step, finish_run, open_output_dir
 
 
 logger = logging.getLogger(__name__)
@@ -34,15 +34,14 @@ logger = logging.getLogger(__name__)
 def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConfig) -> list[str] | None:
     """One pre-training run (or its resumption); returns the names of the releases written (None when the output
     directory's run was already finished). ``config`` is changed as the Trainer needs it (Hub push off,
-    ``remove_unused_columns`` off)."""
+    ``remove_unused_columns`` off). Bad input raises ``BadInput``; configures no logging and leaves the process
+    group alone."""
     from .bioptimus_trainer import BioptimusTrainer, curriculum_schedule
     from .data import check_pretraining_data, load_raw_corpus, text_corpus_files
 
-    setup_logging(config)
-
     # 1. Everything that can be checked without a model is checked first: bad input fails in seconds (a lexical
     #    warm-up longer than the run, or one these training arguments cannot run, included).
-    with exit_on_bad_input():
+    with bad_input():
         plan = curriculum_schedule(config)  # the one schedule of the run
         corpus_report = check_pretraining_data(config)
         hub = resolve_release_hub(config)  # --push_to_hub publishes releases, not the Trainer
@@ -55,7 +54,7 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
             logger.warning("corpus: %s", corpus_report.summary())
 
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
-    with exit_on_bad_input(RuntimeError, FileExistsError, FileNotFoundError):
+    with bad_input(RuntimeError, FileExistsError, FileNotFoundError):
         checkpoint, _lock = open_output_dir(
             config, config.overwrite_output_dir, plan.schedule, config.allow_schedule_change
         )
@@ -72,7 +71,7 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
     #    ids, the curriculum's collator and phase callback (a release at each phase end).
     config.init_corpus_files = config.init_corpus_files or text_corpus_files(config)
     raw = load_raw_corpus(config, config.cache_dir, config.seed)
-    with exit_on_bad_input():
+    with bad_input():
         trainer = BioptimusTrainer(
             model_args.model_name_or_path,
             args=config,
@@ -87,8 +86,4 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
     train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     # 5. Final model, metrics and the list of releases.
-    releases = finish_run(trainer, trainer.data_collator, train_result, trainer.release_publisher)
-
-    # 6. Under torchrun / accelerate: every rank waits for the others, then the process group is closed.
-    close_process_group()
-    return releases
+    return finish_run(trainer, trainer.data_collator, train_result, trainer.release_publisher)

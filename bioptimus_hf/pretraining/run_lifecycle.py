@@ -234,25 +234,6 @@ def open_output_dir(
     return checkpoint, lock
 
 
-def setup_logging(training_args: Any) -> None:
-    """Logging as in transformers' examples: process-aware level for this package, transformers and datasets."""
-    import datasets
-    import transformers
-
-    logging.basicConfig(
-        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
-        datefmt="%m/%d/%Y %H:%M:%S",
-        handlers=[logging.StreamHandler(sys.stdout)],
-    )
-    level = training_args.get_process_log_level()
-    logging.getLogger("bioptimus_hf").setLevel(level)
-    logging.getLogger("__main__").setLevel(level)
-    datasets.utils.logging.set_verbosity(level)
-    transformers.utils.logging.set_verbosity(level)
-    transformers.utils.logging.enable_default_handler()
-    transformers.utils.logging.enable_explicit_format()
-
-
 def finish_run(
     trainer: Any, collator: Any, train_result: Any, publisher: Any = None, publish_timeout: float = 600
 ) -> list[str]:

@@ -16,8 +16,9 @@ called in this process with its typed settings: the vocabulary's :func:`~bioptim
 and :func:`~bioptimus_hf.vocabulary.run.write_initialized_model`, :func:`~bioptimus_hf.pretraining.run.run_pretraining`,
 :func:`~bioptimus_hf.ner.run.fine_tune_ner`. The study's settings are mappings (an arm's yaml, ``ner_args``): each
 unit's mapping becomes the run's dataclasses as a config file holding it would
-(:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`), and a value one refuses ends the study with one
-line naming it.
+(:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`), and a value one refuses raises
+:class:`~bioptimus_hf.utils.cli.BadInput` naming it, as a unit's bad input does: ``bioptimus study`` ends with
+that one line.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..releases.record import find_releases
-from ..utils.cli import exit_on_bad_input
+from ..utils.cli import bad_input
 from ..utils.config_mapping import configs_from_mapping
 from ..utils.files import write_json_atomic
 from ..utils.secrets import redact
@@ -85,8 +86,8 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
 
 
 def typed_settings(dataclass_types: Sequence[type], mapping: Mapping[str, Any]) -> tuple:
-    """A unit's settings as its run's dataclasses (see the module docstring); bad values end with one line."""
-    with exit_on_bad_input():
+    """A unit's settings as its run's dataclasses (see the module docstring); bad values raise ``BadInput``."""
+    with bad_input():
         return configs_from_mapping(dataclass_types, mapping)
 
 

@@ -3,11 +3,16 @@ on a command line that cannot be parsed (an unknown flag, a bad choice): one lin
 and on Ctrl-C or SIGTERM (:func:`exit_on_interrupt`, around every command): one line, exit status 130 or 143.
 
 The library's refusals name the flag or file at fault in their message (``--window_stride 40 must be in
-[0, 12)``, ``train.tsv, line 3: ...``), so that line is all the user needs. Wrap only the steps that check
-input, not the whole run: a ``ValueError`` from deep inside training is a bug and keeps its traceback.
+[0, 12)``, ``train.tsv, line 3: ...``), so that line is all the user needs. The library never exits: a step that
+checks input marks what it refuses as :class:`BadInput` (:func:`bad_input`), and the command around the run ends
+it with the one line (:func:`exit_on_bad_input`). Mark only the steps that check input, not the whole run: a
+``ValueError`` from deep inside training is a bug and keeps its traceback.
 
-    with exit_on_bad_input():                       # a step of a main()
+    with bad_input():                               # a checking step of a library run
         schedule = resolve_run_schedule(...)
+
+    with exit_on_bad_input(BadInput):               # the command, around the library run
+        run_pretraining(model_args, config)
 
     @exit_on_bad_input(ValueError, FileExistsError)  # or a whole command whose every error is the user's
     def main(argv=None): ...
@@ -34,12 +39,31 @@ TERMINATED_STATUS = 128 + signal.SIGTERM  # 143: ended by SIGTERM (kill, torchru
 BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError)
 
 
+class BadInput(ValueError):
+    """Input a library run refuses, its message naming the flag, file or line at fault; the command around the run
+    ends with that message in one line (:func:`exit_on_bad_input`), a job pool reports it as the job's error."""
+
+
+@contextmanager
+def bad_input(*errors: type[BaseException]):
+    """Re-raise ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside as :class:`BadInput`, same message, the
+    original chained: what a checking step of a library run refuses. A context manager, and a decorator too."""
+    caught = errors or BAD_INPUT_ERRORS
+    try:
+        yield
+    except BadInput:
+        raise
+    except caught as error:
+        raise BadInput(str(error)) from error
+
+
 @contextmanager
 def exit_on_bad_input(*errors: type[BaseException]):
-    """Turn ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside into ``SystemExit("error: <message>")``.
+    """Turn :class:`BadInput` and ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside into
+    ``SystemExit("error: <message>")``: for commands and scripts only (the library marks, :func:`bad_input`).
 
     A context manager, and a decorator too (``@exit_on_bad_input()``)."""
-    caught = errors or BAD_INPUT_ERRORS
+    caught = (BadInput, *errors) if errors else BAD_INPUT_ERRORS
     try:
         yield
     except caught as error:

@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cli import BadInput
 from .hardware import GpuMemory, visible_gpus
 
 
@@ -239,8 +240,11 @@ class Admission:
 
 
 def one_line(error: BaseException) -> str:
-    """An exception as one line: ``Type: message`` (a ``SystemExit``'s message alone: it is already a sentence)."""
-    if isinstance(error, SystemExit):
+    """An exception as one line: ``Type: message`` (the message alone of a refused input, ``BadInput``, or of a
+    ``SystemExit``: it is already a sentence)."""
+    if isinstance(error, BadInput):
+        text = str(error)
+    elif isinstance(error, SystemExit):
         text = str(error.code).removeprefix("error: ")
     else:
         text = f"{type(error).__name__}: {error}"
@@ -304,7 +308,7 @@ def _run_in_process(jobs: Sequence[Job], finish: Callable[[JobOutcome], None]) -
         try:
             result, error = job.function(job.argument), None
         except (Exception, SystemExit) as caught:  # noqa: BLE001 - reported in one line; the others still run
-            if not isinstance(caught, SystemExit):  # a SystemExit's message is the whole story
+            if not isinstance(caught, (BadInput, SystemExit)):  # their message is the whole story
                 logger.error("%s: the traceback", job.name, exc_info=True)
             result, error = None, one_line(caught)
         finish(JobOutcome(job, result, error, ran_alone=True, seconds=time.perf_counter() - start))

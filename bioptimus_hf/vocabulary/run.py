@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from ..utils.cli import exit_on_bad_input
+from ..utils.cli import bad_input
 from ..utils.corpus_reader import CorpusReadStats
 from ..utils.files import write_json_atomic, writing_directory
 from .embedding_init import INIT_REPORT_NAME, build_initialized_model
@@ -30,10 +30,10 @@ from .tokenizer_training import (
 
 def train_and_report(args: TokenizerTrainingArguments) -> dict:
     """Train the vocabulary into ``args.output_dir`` with ``coverage_report.json``; print and return the report.
-    Bad input (the message names the flag) ends with one line."""
+    Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` (the message names the flag)."""
     stats = CorpusReadStats()
     # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
-    with exit_on_bad_input():  # bad input, said plainly (the message names the flag)
+    with bad_input():  # bad input, said plainly (the message names the flag)
         with writing_directory(args.output_dir) as output_dir:
             options = {
                 "min_frequency": args.min_frequency,
