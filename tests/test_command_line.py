@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bioptimus_hf.commands import dispatch
+from bioptimus_hf.commands import config_parser, dispatch
 from bioptimus_hf.commands.config_parser import CommandParser, HelpFormatter, parse_args
 from bioptimus_hf.utils.config_files import (
     INPUT_PATH_FIELDS,
@@ -70,7 +70,11 @@ def test_every_example_parses_with_its_commands_flags(name, monkeypatch):
     def parse_then_stop(self, *args, **kwargs):
         raise Parsed(parse(self, *args, **kwargs))
 
+    def checked_then_stop(parsed):  # a command that builds its dataclasses itself (blurb-task: over the recipe)
+        raise Parsed(parsed)
+
     monkeypatch.setattr(CommandParser, "parse_args_into_dataclasses", parse_then_stop)
+    monkeypatch.setattr(config_parser, "check_model_references", checked_then_stop)
     monkeypatch.chdir(ROOT)  # the examples name ../shared/data as the README does
     with pytest.raises(Parsed):
         dispatch.main(shlex.split(dispatch.COMMANDS[name].example)[1:])
