@@ -5,7 +5,7 @@ NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through :func:`biop
 settings over it, the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
 :func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``,
 ``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset × seed is one job
-(:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and memory allow
+(:mod:`bioptimus_hf.blurb.jobs`; with ``--batched_seeds``, each dataset's unfinished seeds are one job); the jobs run side by side on this device as far as its cores and memory allow
 (:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each dataset's runs go
 to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a rerun
 resumes where the last one stopped. Once its jobs are done, each dataset's seeds are merged (``all_results.json``)
@@ -27,7 +27,7 @@ from ..finetuning.results import SEED_RESULTS_FILE, seed_dir, seed_finished
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
-from ..utils.hardware import GpuMemory
+from ..utils.hardware import GpuMemory, resolve_batched_seeds
 from ..utils.job_pool import DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
 from .benchmark_config import BenchmarkArguments
 from .data import load_blurb_data, read_task_type, split_path
@@ -116,23 +116,34 @@ def _overrides(args: BenchmarkArguments) -> dict[str, Any]:
     return {key: getattr(args, key) for key in keys if getattr(args, key) is not None}
 
 
+def seed_groups(args: BenchmarkArguments, output_dir: str, name: str) -> list[list[int]]:
+    """The unfinished seeds of a dataset as its jobs train them: each alone, or all in one job with batched seeds
+    (``--batched_seeds``, :func:`~bioptimus_hf.utils.hardware.resolve_batched_seeds` on this machine)."""
+    done = [seed for seed in args.seeds if seed_finished(output_dir, seed)]
+    if done:
+        logger.info("%s: seeds %s finished, skipped", name, done)
+    left = [seed for seed in args.seeds if seed not in done]
+    if resolve_batched_seeds(args.batched_seeds):
+        return [left] if left else []
+    return [[seed] for seed in left]
+
+
 def seed_jobs(
     args: BenchmarkArguments, datasets: Sequence[BenchmarkDataset], ner: NerFineTuning | None
 ) -> list[SeedJob]:
-    """A job for each dataset × seed not finished yet, in dataset then seed order."""
+    """A job for each dataset × seed not finished yet (with batched seeds, for each dataset with one), in dataset
+    then seed order."""
+    batched = resolve_batched_seeds(args.batched_seeds)
     jobs = []
     for dataset in datasets:
         output_dir = os.path.join(args.output_dir, dataset.name)
-        done = [seed for seed in args.seeds if seed_finished(output_dir, seed)]
-        if done:
-            logger.info("%s: seeds %s finished, skipped", dataset.name, done)
         jobs += [
             SeedJob(
                 dataset=dataset.name,
                 task_type=dataset.task_type,
                 data_dir=dataset.data_dir,
                 output_dir=output_dir,
-                seed=seed,
+                seed=seeds[0],
                 model_name_or_path=args.model_name_or_path,
                 model_name=args.name,
                 save_model=args.save_model,
@@ -140,9 +151,10 @@ def seed_jobs(
                 overrides=_overrides(args),
                 disable_tqdm=True if args.disable_tqdm else None,
                 ner=ner if dataset.task_type == NER else None,
+                batched_seeds=batched,
+                batched_with=tuple(seeds[1:]),
             )
-            for seed in args.seeds
-            if seed not in done
+            for seeds in seed_groups(args, output_dir, dataset.name)
         ]
     return jobs
 
@@ -186,7 +198,7 @@ def pool_jobs(
             argument=jobs[i],
             memory_bytes=estimates[i][0],
             memory_key=jobs[i].dataset,
-            log_path=os.path.join(logs, f"{jobs[i].dataset}-seed_{jobs[i].seed}.log") if logs else None,
+            log_path=os.path.join(logs, f"{jobs[i].dataset}-{jobs[i].label}.log") if logs else None,
         )
         for i in order
     ]

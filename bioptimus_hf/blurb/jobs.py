@@ -1,4 +1,4 @@
-"""The BLURB benchmark's unit of work: one dataset × seed fine-tune as a picklable description (:class:`SeedJob`), the
+"""The BLURB benchmark's unit of work: one dataset × seed fine-tune (with batched seeds, one dataset's seeds left) as a picklable description (:class:`SeedJob`), the
 function a worker process runs it with (:func:`run_seed_job`), and what it is expected to cost: memory
 (:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the longest-first order).
 
@@ -89,10 +89,21 @@ class SeedJob:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # TRAINING_OVERRIDES and DATA_OVERRIDES set
     disable_tqdm: bool | None = None  # the Trainer's bars (None: its default)
     ner: NerFineTuning | None = None  # for a NER set
+    batched_seeds: bool | None = None  # --batched_seeds (None: the fine-tune's default)
+    batched_with: tuple[int, ...] = ()  # the dataset's other seeds trained with this one as one batched model
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return (self.seed, *self.batched_with)
+
+    @property
+    def label(self) -> str:
+        """``seed_<s>``, or ``seeds_<s>-<t>...`` for a job of batched seeds (its log's name)."""
+        return f"seeds_{'-'.join(map(str, self.seeds))}" if self.batched_with else f"seed_{self.seed}"
 
     @property
     def name(self) -> str:
-        return f"{self.dataset} seed {self.seed}"
+        return f"{self.dataset} {self.label.replace('_', ' ').replace('-', ' ')}"
 
     @property
     def seed_results_path(self) -> str:
@@ -108,12 +119,13 @@ def job_settings(job: SeedJob) -> dict[str, Any]:
         "base_model_hub_id": job.base_model_hub_id,
         "data_dir": job.data_dir,
         "output_dir": job.output_dir,
-        "seeds": [job.seed],
+        "seeds": list(job.seeds),
         "save_model": job.save_model,
         **{key: value for key, value in job.overrides.items() if value is not None},
     }
-    if job.disable_tqdm is not None:
-        settings["disable_tqdm"] = job.disable_tqdm
+    for name in ("disable_tqdm", "batched_seeds"):  # unset: the fine-tune's default, or its config file's value
+        if getattr(job, name) is not None:
+            settings[name] = getattr(job, name)
     return settings
 
 
@@ -130,7 +142,8 @@ def ner_seed_arguments(job: SeedJob) -> tuple:
 
 
 def run_seed_job(job: SeedJob) -> dict[str, Any]:
-    """Fine-tune ``job``'s seed (nothing if its results exist); returns the seed's ``run`` record (its scores)."""
+    """Fine-tune ``job``'s seeds (nothing if their results exist); returns its first seed's ``run`` record (its
+    scores)."""
     if job.task_type == NER:
         from ..ner.run import fine_tune_ner, load_ner_run_data  # the NER wing's run loads with the first NER job
 
@@ -178,7 +191,8 @@ def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> t
     """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length,
     epochs and steps of the job's own arguments (:func:`ner_seed_arguments`, :func:`blurb_seed_arguments`: its
     recipe or NER config under the overrides), the length capped by the model's positions; bf16 activations on a GPU
-    where the run asks for them (``bf16_if_supported``), else float32."""
+    where the run asks for them (``bf16_if_supported``), else float32. A job of K batched seeds: K times both (K
+    models' parameters and optimizer state, K batches' activations a step, K seeds' steps)."""
     arguments = ner_seed_arguments(job) if job.task_type == NER else blurb_seed_arguments(job)
     model_args, data_args, _, training_args = arguments
     batch, epochs = training_args.per_device_train_batch_size, training_args.num_train_epochs
@@ -189,4 +203,5 @@ def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> t
         rows = min(rows, data_args.max_train_samples)
     bf16 = bool(model_args.bf16_if_supported) and device == "cuda"
     memory = fine_tuning_memory_bytes(model_config, int(batch), length, bf16)
-    return memory, job_work(rows, float(epochs), training_args.max_steps, int(batch), length)
+    work = job_work(rows, float(epochs), training_args.max_steps, int(batch), length)
+    return len(job.seeds) * memory, len(job.seeds) * work

@@ -15,6 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+BATCHED_SEEDS_HELP = (
+    "Train the run's unfinished seeds together as one batched model (torch.func.vmap: each seed its own head, data "
+    "order, dropout, clipping and optimizer state), then evaluate and save each seed as alone. Default: on where "
+    "the run is on a CUDA device (one K-times larger step), off on a CPU (no faster there: "
+    "benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds.json). A model or setting that cannot run "
+    "batched trains the seeds one after another, saying why in one line."
+)
+
+
 @dataclass
 class FineTuningModelArguments:
     model_name_or_path: str = field(metadata={"help": "Pretrained model directory or Hub id (e.g. a release dir)."})
@@ -51,16 +60,7 @@ class FineTuningModelArguments:
             "Default: bf16 falls back to float32 there, with a warning."
         },
     )
-    batched_seeds: bool | None = field(
-        default=None,
-        metadata={
-            "help": "Train the run's unfinished seeds together as one batched model (torch.func.vmap: each seed its "
-            "own head, data order, dropout, clipping and optimizer state), then evaluate and save each seed as "
-            "alone. Default: on where the run is on a CUDA device (one K-times larger step), off on a CPU (no "
-            "faster there: benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds.json). A model or setting "
-            "that cannot run batched trains the seeds one after another, saying why in one line."
-        },
-    )
+    batched_seeds: bool | None = field(default=None, metadata={"help": BATCHED_SEEDS_HELP})
 
 
 @dataclass
