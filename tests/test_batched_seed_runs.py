@@ -229,3 +229,31 @@ def test_blurb_benchmark_batched_seeds_one_job_per_dataset(tiny, tmp_path, monke
         assert row["per_seed"] == pytest.approx(other["per_seed"], rel=1e-4, abs=1e-4)
     for name in ("GAD", "NCBI-disease-IOB"):
         assert all(r["run_info"]["batched_seeds"] for r in _records(tmp_path / "true" / name).values())
+
+
+def test_a_batched_job_holds_a_datasets_unfinished_seeds_at_k_times_the_estimates(tiny, tmp_path):
+    from bioptimus_hf.blurb.benchmark import find_datasets, seed_jobs
+    from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
+    from bioptimus_hf.blurb.jobs import job_estimates, job_settings
+
+    root, model, _, _, _ = tiny
+    config = AutoConfig.from_pretrained(model)
+    jobs = {}
+    for batched in (True, False):
+        args = BenchmarkArguments(
+            model_name_or_path=model, output_dir=str(tmp_path), seeds=[1, 2, 3], blurb_dir=str(root / "blurb"),
+            batched_seeds=batched,
+        )  # fmt: skip
+        jobs[batched] = seed_jobs(args, find_datasets(args.blurb_dir, None), None)
+    (batched,), alone = jobs[True], jobs[False]
+    assert (batched.name, batched.label, batched.seeds) == ("GAD seeds 1 2 3", "seeds_1-2-3", (1, 2, 3))
+    assert [job.name for job in alone] == ["GAD seed 1", "GAD seed 2", "GAD seed 3"]
+    assert job_settings(batched)["seeds"] == [1, 2, 3] and job_settings(batched)["batched_seeds"] is True
+    memory, work = job_estimates(alone[0], 8, config, "cuda")
+    assert job_estimates(batched, 8, config, "cuda") == (3 * memory, 3 * work)
+
+    (tmp_path / "GAD" / "seed_2").mkdir(parents=True)  # a finished seed stays out of the batched job
+    (tmp_path / "GAD" / "seed_2" / "seed_results.json").write_text("{}")
+    args.batched_seeds = True
+    (resumed,) = seed_jobs(args, find_datasets(args.blurb_dir, None), None)
+    assert resumed.seeds == (1, 3)
