@@ -5,6 +5,7 @@ setting falling back in one line, and the default resolved by the (faked) device
 
 import json
 import logging
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -200,6 +201,10 @@ def test_the_default_is_on_where_the_device_report_has_a_gpu(tiny, tmp_path, mon
     assert resolve_batched_seeds(False) is False and resolve_batched_seeds(True, "cpu") is True
     assert resolve_batched_seeds(None, torch.device("cuda", 1)) is True
     assert resolve_batched_seeds(None, torch.device("cpu")) is False
+    one_gpu, two_processes = (SimpleNamespace(world_size=w, n_gpu=1, device=torch.device("cuda")) for w in (1, 2))
+    assert seed_loop.use_batched_seeds(None, one_gpu) is True  # several processes: off unless asked
+    assert seed_loop.use_batched_seeds(None, two_processes) is False
+    assert seed_loop.use_batched_seeds(True, two_processes) is True  # then the run falls back, saying why
 
     _, model, biosses, _, _ = tiny  # a run without the flag asks the device report of its device
     asked = []

@@ -2,6 +2,8 @@
 task's ``problem_type``, the shared stabilisation options, the ``Trainer``; dev and test predicted and scored
 with BLURB's metric. A seed whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun with the same
 ``output_dir`` resumes after the last finished seed. A saved model gets its card (:mod:`bioptimus_hf.finetuning.model_card`).
+With batched seeds, the unfinished seeds train together first, then each is predicted and written as alone (the
+steps shared with NER: :mod:`bioptimus_hf.finetuning.seed_loop`).
 """
 
 from __future__ import annotations
@@ -173,12 +175,12 @@ def fine_tune_seeds(
 ) -> None:
     """Each unfinished seed fine-tuned into ``<output_dir>/seed_<s>/``, its results written as soon as it ends;
     with ``save_model``, its model's card beside it first (``lineage``: the start model, as the card names it).
-    With ``batched``, the unfinished seeds train together first (:func:`~bioptimus_hf.finetuning.seed_loop.
-    train_seeds_together`), then each is predicted and written; ``run_info`` records ``batched_seeds``: whether
-    they did."""
+    With ``batched``, the unfinished seeds train together first
+    (:func:`~bioptimus_hf.finetuning.seed_loop.train_seeds_together`), then each is predicted and written;
+    ``run_info`` records ``batched_seeds``: whether they did."""
     base_output_dir = training_args.output_dir
     unfinished = [seed for seed in seeds if not seed_finished(base_output_dir, seed)]
-    for seed in sorted(set(seeds) - set(unfinished), key=list(seeds).index):
+    for seed in (seed for seed in seeds if seed not in unfinished):
         logger.info("seed %d: results exist in %s, skipped", seed, seed_dir(base_output_dir, seed))
     recipe = blurb_recipe(
         model_name_or_path,

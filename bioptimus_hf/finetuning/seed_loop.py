@@ -21,6 +21,7 @@ from typing import Any
 from transformers import PreTrainedModel, Trainer, TrainingArguments, set_seed
 
 from ..utils.distributed import sum_numbers_across_ranks
+from ..utils.hardware import resolve_batched_seeds
 from .batched_seeds import SeedTraining, batched_seeds_refusal, train_seeds_batched
 from .results import remove_checkpoints, seed_dir
 
@@ -74,6 +75,15 @@ class SeedRecipe:
     processing_class: Any = None
     save_model: bool = True
     keep_checkpoints: bool = False
+
+
+def use_batched_seeds(requested: bool | None, training_args: TrainingArguments) -> bool:
+    """``--batched_seeds`` for a run: as asked; unset, the default of its device
+    (:func:`~bioptimus_hf.utils.hardware.resolve_batched_seeds`) where it runs as one process on one device (over
+    several, each seed's batches are already split across them)."""
+    if requested is None and (training_args.world_size > 1 or training_args.n_gpu > 1):
+        return False
+    return resolve_batched_seeds(requested, training_args.device)
 
 
 def train_seeds_together(

@@ -3,7 +3,9 @@ pre-trained model, with its own classification head, stabilisation and Trainer, 
 ``<output_dir>/seed_<s>/``.
 
 :func:`fine_tune_seeds` is the loop of ``bioptimus ner``; it leaves the caller's ``TrainingArguments`` as they
-are (each seed trains under a copy with its own ``seed`` and ``output_dir``).
+are (each seed trains under a copy with its own ``seed`` and ``output_dir``). With batched seeds, the seeds train
+together first, then each is evaluated and saved as alone (the steps shared with BLURB:
+:mod:`bioptimus_hf.finetuning.seed_loop`; a seed's fine-tune is :func:`ner_recipe`).
 """
 
 from __future__ import annotations

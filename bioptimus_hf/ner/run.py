@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase, TrainingArguments
 
 from ..finetuning.results import merge_seed_results, run_settings, write_seed_result
+from ..finetuning.seed_loop import use_batched_seeds
 from ..utils.bulk_dropout import use_bulk_dropout
 from ..utils.distributed import share_from_main
-from ..utils.hardware import resolve_batched_seeds, resolve_bf16
+from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
 from ..utils.tokenizer_families import tokenizer_for_words
 from .conll import ConllSplit
@@ -190,7 +191,7 @@ def fine_tune_ner(
     os.makedirs(training_args.output_dir, exist_ok=True)
     bulk_dropout = use_bulk_dropout(model_args.bulk_dropout, training_args)
     logger.info("dropout masks: %s", "drawn in bulk (docs/speed.md, section 9)" if bulk_dropout else "torch's")
-    batched = resolve_batched_seeds(model_args.batched_seeds, training_args.device)
+    batched = use_batched_seeds(model_args.batched_seeds, training_args)
     if batched and bulk_dropout:  # bulk dropout draws its masks outside torch.func.vmap's per-seed randomness
         logger.warning("batched seeds: not with bulk dropout (--bulk_dropout); the seeds train one after another")
         batched = False
