@@ -10,6 +10,11 @@ Arms, each round in fresh processes, their order rotated from round to round:
   (:func:`~bioptimus_hf.finetuning.batched_seeds.train_seeds_separately`);
 * ``side_by_side``: K processes at once, one seed each, the threads divided among them (at least one each).
 
+``--through loop`` runs the same three arms through the real seed loop, ``bioptimus blurb-task`` on a synthetic
+relation-extraction set of the same rows (its recipe under the benchmark's batch, epochs, length and learning rate;
+float32; dev and test predicted, seed files written): ``--batched_seeds true``, ``--batched_seeds false``, and K
+processes of ``--seeds <s>`` each. ``--through core`` (the default) calls the training functions alone.
+
 Threads: a one-process arm runs ``--threads`` torch threads (default: every core available), a side-by-side process
 ``--threads // K``, at least one (so with ``--threads 1`` the side-by-side arm runs K threads).
 
@@ -22,6 +27,8 @@ each other arm, round by round.
     HF_HUB_OFFLINE=1 PYTHONPATH=. nice -n 10 python benchmarks/batched_seeds.py --rounds 3
     HF_HUB_OFFLINE=1 PYTHONPATH=. nice -n 10 python benchmarks/batched_seeds.py --rounds 3 --threads 1 \\
         --output batched_seeds_1thread
+    HF_HUB_OFFLINE=1 PYTHONPATH=. nice -n 10 python benchmarks/batched_seeds.py --through loop --rounds 2 \\
+        --output batched_seeds_loop
     # -> benchmarks/results/<machine kind>/batched_seeds.json
 """
 
@@ -54,6 +61,9 @@ def parse_args(argv=None):
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--task", default="seq", choices=("seq", "token"))
+    parser.add_argument(
+        "--through", default="core", choices=("core", "loop"), help="the training functions, or bioptimus blurb-task"
+    )
     parser.add_argument("--rows", type=int, default=256, help="training rows (synthetic token ids)")
     parser.add_argument("--max_length", type=int, default=32, help="longest row, in tokens")
     parser.add_argument("--batch_size", type=int, default=16)
@@ -67,7 +77,10 @@ def parse_args(argv=None):
     parser.add_argument("--output", default="batched_seeds", help=output_help("batched_seeds"))
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # internal: one arm's process
     parser.add_argument("--work_dir", default=None, help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.through == "loop" and args.task != "seq":
+        parser.error("--through loop: only --task seq (bioptimus blurb-task's relation extraction)")
+    return args
 
 
 def _config(args, num_labels: int):
@@ -85,10 +98,21 @@ def _config(args, num_labels: int):
     )
 
 
+def _rows(args) -> list[list[int]]:
+    """The benchmark's token ids, row by row (``[CLS] ... [SEP]``), the same in every process."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for _ in range(args.rows):
+        length = int(torch.randint(4, args.max_length - 1, (1,), generator=generator))
+        rows.append([2, *(int(i) for i in torch.randint(5, VOCAB, (length,), generator=generator)), 3])
+    return rows
+
+
 def _task(args, work_dir: str):
     """(model_init, dataset, collator) of the benchmark's task, from the encoder and vocabulary in ``work_dir``."""
     import datasets
-    import torch
     from transformers import (
         BertForSequenceClassification,
         BertForTokenClassification,
@@ -98,11 +122,8 @@ def _task(args, work_dir: str):
     )
 
     tokenizer = BertTokenizerFast(vocab_file=os.path.join(work_dir, "vocab.txt"))
-    generator = torch.Generator().manual_seed(0)
     rows = []
-    for _ in range(args.rows):
-        length = int(torch.randint(4, args.max_length - 1, (1,), generator=generator))
-        ids = [2, *(int(i) for i in torch.randint(5, VOCAB, (length,), generator=generator)), 3]
+    for ids in _rows(args):
         row = {"input_ids": ids, "attention_mask": [1] * len(ids)}
         row.update(
             {"label": ids[1] % 3} if args.task == "seq" else {"labels": [-100, *(i % 5 for i in ids[1:-1]), -100]}
@@ -159,16 +180,49 @@ def worker(args) -> dict:
         return output
 
     Trainer.train = timed
-    model_init, dataset, collator = _task(args, args.work_dir)
-    training_args = _training_args(args, os.path.join(args.work_dir, f"out_{os.getpid()}"))
-    train = batched_seeds.train_seeds_batched if args.worker == "batched" else batched_seeds.train_seeds_separately
-    trained = train(args.seeds, model_init, training_args, dataset, collator)
+    if args.through == "loop":
+        report = _loop(args)
+    else:
+        model_init, dataset, collator = _task(args, args.work_dir)
+        training_args = _training_args(args, os.path.join(args.work_dir, f"out_{os.getpid()}"))
+        batched = args.worker == "batched"
+        train = batched_seeds.train_seeds_batched if batched else batched_seeds.train_seeds_separately
+        trained = train(args.seeds, model_init, training_args, dataset, collator)
+        report = {"batched": trained is not None and batched, "train_losses": [t.train_loss for t in trained or []]}
+    return {**report, "train_s": sum(train_s), "steps": steps, "threads": torch.get_num_threads()}
+
+
+def _loop(args) -> dict:
+    """``bioptimus blurb-task`` over ``args.seeds`` (``--batched_seeds true`` in the batched arm): whether the seeds
+    trained batched, each seed's training loss and test score, from its seed file."""
+    from bioptimus_hf.commands import blurb_task
+
+    output_dir = os.path.join(args.work_dir, f"loop_{os.getpid()}")
+    argv = ["--model_name_or_path", os.path.join(args.work_dir, "encoder"), "--output_dir", output_dir]
+    argv += ["--data_dir", os.path.join(args.work_dir, "data"), "--seeds", *map(str, args.seeds)]
+    argv += ["--batched_seeds", "true" if args.worker == "batched" else "false"]
+    argv += ["--per_device_train_batch_size", str(args.batch_size), "--num_train_epochs", str(args.epochs)]
+    argv += ["--max_seq_length", str(args.max_length), "--learning_rate", "5e-5", "--weight_decay", "0.01"]
+    argv += [
+        "--warmup_steps",
+        "0.1",
+        "--max_grad_norm",
+        "1.0",
+        "--save_model",
+        "false",
+        "--bf16_if_supported",
+        "false",
+    ]
+    argv += ["--report_to", "none", "--disable_tqdm", "true", "--use_cpu", "true", "--logging_strategy", "no"]
+    blurb_task.run(argv)
+    records = []
+    for seed in args.seeds:
+        with open(os.path.join(output_dir, f"seed_{seed}", "seed_results.json"), encoding="utf-8") as handle:
+            records.append(json.load(handle))
     return {
-        "batched": trained is not None and args.worker == "batched",
-        "train_s": sum(train_s),
-        "steps": steps,
-        "threads": torch.get_num_threads(),
-        "train_losses": [t.train_loss for t in trained or []],
+        "batched": all(record["run_info"]["batched_seeds"] for record in records),
+        "train_losses": [record["run"]["train_loss"] for record in records],
+        "test_scores": [record["run"]["test_score"] for record in records],
     }
 
 
@@ -181,7 +235,7 @@ def _launch(args, arm: str, seeds: list[int], threads: int | None) -> subprocess
     argv += ["--seeds", *map(str, seeds), "--task", args.task, "--rows", str(args.rows)]
     argv += ["--max_length", str(args.max_length), "--batch_size", str(args.batch_size), "--epochs", str(args.epochs)]
     argv += ["--hidden_size", str(args.hidden_size), "--layers", str(args.layers)]
-    argv += ["--attn_implementation", args.attn_implementation]
+    argv += ["--attn_implementation", args.attn_implementation, "--through", args.through]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
 
 
@@ -213,6 +267,7 @@ def run_arm(args, arm: str) -> dict:
         "threads_per_process": reports[0]["threads"],
         "batched": any(report["batched"] for report in reports),
         "train_losses": [loss for report in reports for loss in report["train_losses"]],
+        "test_scores": [score for report in reports for score in report.get("test_scores", [])],
     }
 
 
@@ -225,6 +280,26 @@ def _write_base(args) -> None:
         handle.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]))
     torch.manual_seed(0)
     BertModel(_config(args, 3)).save_pretrained(os.path.join(args.work_dir, "encoder"))
+    if args.through == "loop":
+        _write_loop_data(args, words)
+
+
+def _write_loop_data(args, words: list[str]) -> None:
+    """The encoder's tokenizer, and the rows as a relation-extraction set (``bioptimus blurb-task``'s data): the
+    training rows, and the first 64 again as dev and test."""
+    from transformers import BertTokenizerFast
+
+    BertTokenizerFast(vocab_file=os.path.join(args.work_dir, "vocab.txt")).save_pretrained(
+        os.path.join(args.work_dir, "encoder")
+    )
+    rows = [
+        {"id": str(i), "sentence": " ".join(words[t - 5] for t in ids[1:-1]), "label": str(ids[1] % 3)}
+        for i, ids in enumerate(_rows(args))
+    ]
+    os.makedirs(os.path.join(args.work_dir, "data"), exist_ok=True)
+    for split, chosen in (("train", rows), ("dev", rows[:64]), ("test", rows[:64])):
+        with open(os.path.join(args.work_dir, "data", f"{split}.jsonl"), "w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in chosen)
 
 
 def summarise(args, runs: list[dict]) -> dict:

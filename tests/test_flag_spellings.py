@@ -176,6 +176,7 @@ def test_no_list_flag_is_a_comma_separated_string_any_more():
 
     plural = re.compile(r"(^|_)(seeds|models|runs|datasets|dirs|files|layers|versions|languages|arms)$")
     counts = {"freeze_layers", "reinit_layers"}  # how many layers, not which
+    counts |= {"batched_seeds"}  # a switch: whether the seeds train together, not which
     transformers_own = {f.name for f in dataclasses.fields(TrainingArguments)}
     wrong = []
     for name, kind, field in every_field():

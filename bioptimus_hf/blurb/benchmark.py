@@ -5,7 +5,7 @@ NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through :func:`biop
 settings over it, the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
 :func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``,
 ``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset × seed is one job
-(:mod:`bioptimus_hf.blurb.jobs`); the jobs run side by side on this device as far as its cores and memory allow
+(:mod:`bioptimus_hf.blurb.jobs`; with ``--batched_seeds``, each dataset's unfinished seeds are one job); the jobs run side by side on this device as far as its cores and memory allow
 (:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each dataset's runs go
 to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a rerun
 resumes where the last one stopped. Once its jobs are done, each dataset's seeds are merged (``all_results.json``)
@@ -31,7 +31,7 @@ from ..finetuning.results import SEED_RESULTS_FILE, sample_std, seed_dir, seed_f
 from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
-from ..utils.hardware import GpuMemory
+from ..utils.hardware import GpuMemory, resolve_batched_seeds
 from ..utils.job_pool import DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs, plan_device, run_jobs
 from .benchmark_config import BenchmarkArguments
 from .data import load_blurb_data, read_task_type, split_path
@@ -122,6 +122,18 @@ def _overrides(args: BenchmarkArguments) -> dict[str, Any]:
     return {key: getattr(args, key) for key in keys if getattr(args, key) is not None}
 
 
+def seed_groups(args: BenchmarkArguments, output_dir: str, name: str, batched: bool) -> list[list[int]]:
+    """The unfinished seeds of one run (a dataset, or one of its grid points) as its jobs train them: each alone, or
+    all in one job with ``batched`` seeds (``--batched_seeds``, resolved on this machine)."""
+    done = [seed for seed in args.seeds if seed_finished(output_dir, seed)]
+    if done:
+        logger.info("%s: seeds %s finished, skipped", name, done)
+    left = [seed for seed in args.seeds if seed not in done]
+    if batched:
+        return [left] if left else []
+    return [[seed] for seed in left]
+
+
 def search_grids(
     args: BenchmarkArguments, datasets: Sequence[BenchmarkDataset], ner: NerFineTuning | None
 ) -> dict[str, SearchGrid]:
@@ -131,7 +143,7 @@ def search_grids(
         return {}
     grids = {}
     for dataset in datasets:
-        at_recipe = _seed_job(args, dataset, ner, os.path.join(args.output_dir, dataset.name), args.seeds[0])
+        at_recipe = _seed_job(args, dataset, ner, os.path.join(args.output_dir, dataset.name), args.seeds[:1])
         epochs = job_arguments(at_recipe)[3].num_train_epochs
         grids[dataset.name] = SearchGrid.for_dataset(
             epochs, args.search_learning_rates, args.search_batch_sizes, args.search_epochs
@@ -144,15 +156,19 @@ def _seed_job(
     dataset: BenchmarkDataset,
     ner: NerFineTuning | None,
     output_dir: str,
-    seed: int,
+    seeds: Sequence[int],
     point: GridPoint | None = None,
+    batched: bool | None = None,
 ) -> SeedJob:
+    """The job of ``seeds`` (several: trained as one batched model) of one run of ``dataset``."""
     return SeedJob(
         dataset=dataset.name,
         task_type=dataset.task_type,
         data_dir=dataset.data_dir,
         output_dir=output_dir,
-        seed=seed,
+        seed=seeds[0],
+        batched_seeds=batched,
+        batched_with=tuple(seeds[1:]),
         model_name_or_path=args.model_name_or_path,
         model_name=args.name,
         save_model=args.save_model,
@@ -171,19 +187,20 @@ def seed_jobs(
     grids: Mapping[str, SearchGrid] | None = None,
 ) -> list[SeedJob]:
     """A job for each dataset × seed not finished yet, in dataset then seed order; with ``--search``, for each
-    dataset × grid point × seed (``grids``: :func:`search_grids`'), in dataset, point then seed order."""
+    dataset × grid point × seed (``grids``: :func:`search_grids`'), in dataset, point then seed order; with batched
+    seeds, one job holds a run's unfinished seeds."""
     if grids is None:
         grids = search_grids(args, datasets, ner)
+    batched = resolve_batched_seeds(args.batched_seeds)
     jobs = []
     for dataset in datasets:
         dataset_dir = os.path.join(args.output_dir, dataset.name)
         grid = grids.get(dataset.name)
         runs = [(point_dir(dataset_dir, point), point) for point in grid.points] if grid else [(dataset_dir, None)]
         for output_dir, point in runs:
-            done = [seed for seed in args.seeds if seed_finished(output_dir, seed)]
-            if done:
-                logger.info("%s%s: seeds %s finished, skipped", dataset.name, f" {point.name}" if point else "", done)
-            jobs += [_seed_job(args, dataset, ner, output_dir, seed, point) for seed in args.seeds if seed not in done]
+            name = f"{dataset.name}{f' {point.name}' if point else ''}"
+            for seeds in seed_groups(args, output_dir, name, batched):
+                jobs.append(_seed_job(args, dataset, ner, output_dir, seeds, point, batched))
     return jobs
 
 

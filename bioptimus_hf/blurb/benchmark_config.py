@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ..finetuning.finetuning_config import BATCHED_SEEDS_HELP
 from ..releases.lineage import base_model_hub_id_field
 from ..utils.config_files import resolve_config
 from ..utils.job_pool import JOBS_HELP, parse_jobs
@@ -76,6 +77,10 @@ class BenchmarkArguments:
     search_epochs: list[float] | None = field(
         default=None,
         metadata={"help": "The grid's epochs for every dataset, e.g. 5 10 (default: each dataset's choices)."},
+    )
+    batched_seeds: bool | None = field(
+        default=None,
+        metadata={"help": BATCHED_SEEDS_HELP + " Here: one job per dataset holds its unfinished seeds."},
     )
     disable_tqdm: bool = field(
         default=False, metadata={"help": "No progress bars: the jobs' bar, and the fine-tunes' own."}

@@ -1,7 +1,7 @@
-"""The BLURB benchmark's unit of work: one dataset × seed fine-tune (with ``--search``, dataset × grid point × seed)
-as a picklable description (:class:`SeedJob`), the function a worker process runs it with (:func:`run_seed_job`),
-and what it is expected to cost: memory (:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the
-longest-first order).
+"""The BLURB benchmark's unit of work: one dataset × seed fine-tune (with ``--search``, dataset × grid point × seed;
+with batched seeds, a dataset's unfinished seeds in one job) as a picklable description (:class:`SeedJob`), the
+function a worker process runs it with (:func:`run_seed_job`), and what it is expected to cost: memory
+(:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the longest-first order).
 
 A job beyond NER builds ``run_blurb.py``'s typed arguments as ``bioptimus blurb-task`` does
 (:func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`: its recipe under the benchmark's overrides and ``--seeds
@@ -93,19 +93,32 @@ class SeedJob:
     disable_tqdm: bool | None = None  # the Trainer's bars (None: its default)
     ner: NerFineTuning | None = None  # for a NER set
     point: GridPoint | None = None  # --search's grid point
+    batched_seeds: bool | None = None  # --batched_seeds (None: the fine-tune's default)
+    batched_with: tuple[int, ...] = ()  # the dataset's other seeds trained with this one as one batched model
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return (self.seed, *self.batched_with)
+
+    @property
+    def label(self) -> str:
+        """``seed_<s>``, or ``seeds_<s>-<t>...`` for a job of batched seeds."""
+        return f"seeds_{'-'.join(map(str, self.seeds))}" if self.batched_with else f"seed_{self.seed}"
 
     @property
     def name(self) -> str:
-        return f"{self.dataset}{f' {self.point.name}' if self.point else ''} seed {self.seed}"
+        point = f" {self.point.name}" if self.point else ""
+        return f"{self.dataset}{point} {self.label.replace('_', ' ').replace('-', ' ')}"
 
     @property
     def log_name(self) -> str:
-        return f"{self.dataset}{f'-{self.point.name}' if self.point else ''}-seed_{self.seed}.log"
+        return f"{self.dataset}{f'-{self.point.name}' if self.point else ''}-{self.label}.log"
 
     @property
     def memory_key(self) -> str:
-        """Jobs whose measured peak stands for each other's: one dataset, one batch size."""
-        return f"{self.dataset} bs{self.point.per_device_train_batch_size}" if self.point else self.dataset
+        """Jobs whose measured peak stands for each other's: one dataset, one batch size, as many seeds at once."""
+        key = f"{self.dataset} bs{self.point.per_device_train_batch_size}" if self.point else self.dataset
+        return f"{key} x{len(self.seeds)}" if self.batched_with else key
 
     @property
     def seed_results_path(self) -> str:
@@ -121,13 +134,14 @@ def job_settings(job: SeedJob) -> dict[str, Any]:
         "base_model_hub_id": job.base_model_hub_id,
         "data_dir": job.data_dir,
         "output_dir": job.output_dir,
-        "seeds": [job.seed],
+        "seeds": list(job.seeds),
         "save_model": job.save_model,
         **{key: value for key, value in job.overrides.items() if value is not None},
         **(job.point.settings() if job.point else {}),
     }
-    if job.disable_tqdm is not None:
-        settings["disable_tqdm"] = job.disable_tqdm
+    for name in ("disable_tqdm", "batched_seeds"):  # unset: the fine-tune's default, or its config file's value
+        if getattr(job, name) is not None:
+            settings[name] = getattr(job, name)
     return settings
 
 
@@ -149,7 +163,8 @@ def job_arguments(job: SeedJob) -> tuple:
 
 
 def run_seed_job(job: SeedJob) -> dict[str, Any]:
-    """Fine-tune ``job``'s seed (nothing if its results exist); returns the seed's ``run`` record (its scores)."""
+    """Fine-tune ``job``'s seeds (nothing if their results exist); returns its first seed's ``run`` record (its
+    scores)."""
     if job.task_type == NER:
         from ..ner.run import fine_tune_ner, load_ner_run_data  # the NER wing's run loads with the first NER job
 
@@ -197,7 +212,8 @@ def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> t
     """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length,
     epochs and steps of the job's own arguments (:func:`ner_seed_arguments`, :func:`blurb_seed_arguments`: its
     recipe or NER config under the overrides), the length capped by the model's positions; bf16 activations on a GPU
-    where the run asks for them (``bf16_if_supported``), else float32."""
+    where the run asks for them (``bf16_if_supported``), else float32. A job of K batched seeds: K times both (K
+    models' parameters and optimizer state, K batches' activations a step, K seeds' steps)."""
     model_args, data_args, _, training_args = job_arguments(job)
     batch, epochs = training_args.per_device_train_batch_size, training_args.num_train_epochs
     length = data_args.max_seq_length
@@ -207,4 +223,5 @@ def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> t
         rows = min(rows, data_args.max_train_samples)
     bf16 = bool(model_args.bf16_if_supported) and device == "cuda"
     memory = fine_tuning_memory_bytes(model_config, int(batch), length, bf16)
-    return memory, job_work(rows, float(epochs), training_args.max_steps, int(batch), length)
+    work = job_work(rows, float(epochs), training_args.max_steps, int(batch), length)
+    return len(job.seeds) * memory, len(job.seeds) * work

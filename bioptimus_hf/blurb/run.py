@@ -12,6 +12,7 @@ from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
 from ..finetuning.finetuning_config import StabilisationArguments
 from ..finetuning.results import run_settings
+from ..finetuning.seed_loop import use_batched_seeds
 from ..releases.lineage import Lineage
 from ..utils.distributed import share_from_main
 from ..utils.hardware import resolve_bf16
@@ -111,6 +112,7 @@ def fine_tune_blurb_seeds(
         # the start model as the cards name it: its Hub id when it is one or --base_model_hub_id gives it
         Lineage.of(model_args.model_name_or_path, model_args.base_model_hub_id),
         model_args.keep_checkpoints,
+        use_batched_seeds(model_args.batched_seeds, training_args),
     )
     return training_args
 

@@ -55,13 +55,14 @@ LABEL_COLUMNS = ("label", "label_ids", "labels")
 
 @dataclasses.dataclass
 class SeedTraining:
-    """One seed's trained model, its mean training loss and the wall time of the run that trained it (with
-    batched seeds, the one run shared by every seed)."""
+    """One seed's trained model, its mean training loss, the wall time of the run that trained it (with batched
+    seeds, the one run shared by every seed) and its optimizer steps."""
 
     seed: int
     model: PreTrainedModel
     train_loss: float
     train_runtime_s: float
+    train_steps: int = 0
 
 
 def _stack_parameters(models: Sequence[nn.Module]) -> nn.Module:
@@ -416,8 +417,8 @@ def train_seeds_batched(
     start = time.perf_counter()
     trainer.train()
     runtime = time.perf_counter() - start
-    losses = trainer.seed_train_losses()
-    return [SeedTraining(seed, stacked.seed_model(i), losses[i], runtime) for i, seed in enumerate(seeds)]
+    losses, steps = trainer.seed_train_losses(), trainer.state.global_step
+    return [SeedTraining(seed, stacked.seed_model(i), losses[i], runtime, steps) for i, seed in enumerate(seeds)]
 
 
 def train_seeds_separately(
@@ -451,7 +452,8 @@ def train_seeds_separately(
         )
         start = time.perf_counter()
         output = trainer.train()
-        trained.append(SeedTraining(seed, model, output.training_loss, time.perf_counter() - start))
+        runtime = time.perf_counter() - start
+        trained.append(SeedTraining(seed, model, output.training_loss, runtime, trainer.state.global_step))
     return trained
 
 

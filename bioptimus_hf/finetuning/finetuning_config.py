@@ -3,7 +3,8 @@
 * :class:`FineTuningModelArguments`: the model and precision flags, the base of ``bioptimus ner``'s
   (:class:`~bioptimus_hf.ner.fine_tuning_config.NerModelArguments`) and of BLURB's
   (:class:`~bioptimus_hf.blurb.blurb_config.BlurbModelArguments`). The precision flags are read by
-  :func:`bioptimus_hf.utils.hardware.resolve_bf16`, which owns what they do.
+  :func:`bioptimus_hf.utils.hardware.resolve_bf16`, which owns what they do; ``--batched_seeds`` by
+  :func:`bioptimus_hf.utils.hardware.resolve_batched_seeds` (its default) and :mod:`.seed_loop`.
 * :class:`StabilisationArguments`: Tinn et al.'s stabilisation and the seeds (:mod:`.stabilisation` applies them).
 
 Light imports only: a command imports this module to print its ``--help``.
@@ -12,6 +13,15 @@ Light imports only: a command imports this module to print its ``--help``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+
+BATCHED_SEEDS_HELP = (
+    "Train the run's unfinished seeds together as one batched model (torch.func.vmap: each seed its own head, data "
+    "order, dropout, clipping and optimizer state), then evaluate and save each seed as alone. Default: on where "
+    "the run is one process on a CUDA device (one K-times larger step), off on a CPU (wall time not steadily lower "
+    "there: benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds*.json). A model or setting that cannot "
+    "run batched trains the seeds one after another, saying why in one line."
+)
 
 
 @dataclass
@@ -50,6 +60,7 @@ class FineTuningModelArguments:
             "Default: bf16 falls back to float32 there, with a warning."
         },
     )
+    batched_seeds: bool | None = field(default=None, metadata={"help": BATCHED_SEEDS_HELP})
 
 
 @dataclass

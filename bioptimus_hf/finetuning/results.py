@@ -151,6 +151,8 @@ def merge_seed_results(output_dir: str, metrics: Sequence[str] = METRICS) -> Dic
         record["run_info"].setdefault("world_size", 1)
         # and seeds written before run_info recorded who drew the dropout masks used torch's
         record["run_info"].setdefault("dropout_masks", "torch")
+        # and seeds written before run_info recorded whether they trained batched trained one after another
+        record["run_info"].setdefault("batched_seeds", False)
     records.sort(key=lambda item: item[1]["run"]["seed"])
     first_file, first = records[0]
     for file, record in records[1:]:

@@ -140,16 +140,12 @@ def reinitialize_top_layers(model: nn.Module, k: int) -> List[str]:
     return [name for name, p in model.named_parameters() if id(p) in targets]
 
 
-def apply_stabilisation(model: nn.Module, args: StabilisationArguments, training_args) -> tuple:
-    """Re-initialise, then freeze, as ``args`` asks; returns the Trainer's ``optimizers``: ``(AdamW with layer-wise
-    rates, None)`` under layer-wise decay (the Trainer still builds its scheduler, which scales every group's rate
-    alike), else ``(None, None)`` (the Trainer's own optimizer)."""
-    reinitialize_top_layers(model, args.reinit_layers)
-    if args.freeze_layers or args.freeze_embeddings:
-        freeze_lower_layers(model, args.freeze_layers, freeze_embeddings=True)
+def stabilisation_optimizer(model: nn.Module, args: StabilisationArguments, training_args):
+    """The optimizer of ``model`` (a seed's, or the stacked seeds' of :mod:`.batched_seeds`) under ``args``: AdamW
+    with layer-wise rates under layer-wise decay, else None (the Trainer's own)."""
     if args.layerwise_lr_decay == 1.0:
-        return None, None
-    optimizer = build_optimizer(
+        return None
+    return build_optimizer(
         model,
         training_args.learning_rate,
         args.layerwise_lr_decay,
@@ -157,4 +153,18 @@ def apply_stabilisation(model: nn.Module, args: StabilisationArguments, training
         (training_args.adam_beta1, training_args.adam_beta2),
         training_args.adam_epsilon,
     )
-    return optimizer, None
+
+
+def stabilise_model(model: nn.Module, args: StabilisationArguments) -> nn.Module:
+    """Re-initialise, then freeze, as ``args`` asks; returns ``model``."""
+    reinitialize_top_layers(model, args.reinit_layers)
+    if args.freeze_layers or args.freeze_embeddings:
+        freeze_lower_layers(model, args.freeze_layers, freeze_embeddings=True)
+    return model
+
+
+def apply_stabilisation(model: nn.Module, args: StabilisationArguments, training_args) -> tuple:
+    """Re-initialise, then freeze, as ``args`` asks (:func:`stabilise_model`); returns the Trainer's ``optimizers``:
+    ``(AdamW with layer-wise rates, None)`` under layer-wise decay (the Trainer still builds its scheduler, which
+    scales every group's rate alike), else ``(None, None)`` (the Trainer's own; :func:`stabilisation_optimizer`)."""
+    return stabilisation_optimizer(stabilise_model(model, args), args, training_args), None

@@ -3,7 +3,9 @@ pre-trained model, with its own classification head, stabilisation and Trainer, 
 ``<output_dir>/seed_<s>/``.
 
 :func:`fine_tune_seeds` is the loop of ``bioptimus ner``; it leaves the caller's ``TrainingArguments`` as they
-are (each seed trains under a copy with its own ``seed`` and ``output_dir``).
+are (each seed trains under a copy with its own ``seed`` and ``output_dir``). With batched seeds, the seeds train
+together first, then each is evaluated and saved as alone (the steps shared with BLURB:
+:mod:`bioptimus_hf.finetuning.seed_loop`; a seed's fine-tune is :func:`ner_recipe`).
 """
 
 from __future__ import annotations
@@ -20,13 +22,12 @@ from transformers import (
     DataCollatorForTokenClassification,
     PreTrainedTokenizerBase,
     TrainingArguments,
-    set_seed,
 )
 
 from ..finetuning.model_card import build_ner_card, write_card
 from ..finetuning.row_order_trainer import RowOrderTrainer
-from ..finetuning.seed_loop import keep_seed_model, log_seed, seed_arguments, train_seed
-from ..finetuning.stabilisation import StabilisationArguments, apply_stabilisation
+from ..finetuning.seed_loop import SeedRecipe, log_seed, seed_arguments, seed_trainer, train_seeds_together
+from ..finetuning.stabilisation import StabilisationArguments, stabilisation_optimizer, stabilise_model
 from ..releases.lineage import Lineage
 from ..utils.bulk_dropout import enable_bulk_dropout
 from .conll import ConllSplit, write_conll
@@ -93,6 +94,59 @@ def score_test_split(
     return run
 
 
+def ner_recipe(
+    model_name_or_path: str,
+    training_args: TrainingArguments,
+    *,
+    labels: Sequence[str],
+    scheme: str,
+    tokenizer: PreTrainedTokenizerBase,
+    encoded: dict[str, EncodedSplit],
+    devel: ConllSplit,
+    stabilisation: StabilisationArguments,
+    save_model: bool = True,
+    keep_checkpoints: bool = False,
+    ignore_mismatched_sizes: bool = False,
+    bulk_dropout: bool = False,
+) -> SeedRecipe:
+    """How a seed is fine-tuned (:class:`~bioptimus_hf.finetuning.seed_loop.SeedRecipe`): the token classifier with
+    a fresh head, stabilised (bulk dropout where asked); the Trainer scoring devel at the span level."""
+    id2label = dict(enumerate(labels))
+    collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
+
+    def model_init(seed):
+        model = stabilise_model(
+            load_token_classifier(model_name_or_path, labels, scheme, ignore_mismatched_sizes), stabilisation
+        )
+        if bulk_dropout:
+            enable_bulk_dropout(model)
+        return model
+
+    def build_trainer(model, args, optimizers):
+        return RowOrderTrainer(
+            model=model,
+            args=args,
+            train_dataset=encoded["train"].dataset,
+            eval_dataset=encoded["devel"].dataset,
+            processing_class=tokenizer,
+            data_collator=collator,
+            compute_metrics=build_compute_metrics(encoded["devel"], devel.sentences, id2label, scheme),
+            preprocess_logits_for_metrics=argmax_logits,
+            optimizers=optimizers,
+        )
+
+    return SeedRecipe(
+        model_init=model_init,
+        build_trainer=build_trainer,
+        train_dataset=encoded["train"].dataset,
+        data_collator=collator,
+        optimizer_factory=lambda model: stabilisation_optimizer(model, stabilisation, training_args),
+        processing_class=tokenizer,
+        save_model=save_model,
+        keep_checkpoints=keep_checkpoints,
+    )
+
+
 def fine_tune_seeds(
     seeds: Sequence[int],
     model_name_or_path: str,
@@ -112,11 +166,13 @@ def fine_tune_seeds(
     ignore_mismatched_sizes: bool = False,
     bulk_dropout: bool = False,
     base_model_hub_id: str | None = None,
-) -> list[dict[str, Any]]:
+    batched: bool = False,
+) -> tuple[list[dict[str, Any]], bool]:
     """Fine-tune ``model_name_or_path`` once per seed; returns one record per seed, in order: ``seed``,
     ``train_runtime_s``, ``train_steps_per_second`` (the Trainer's), ``train_loss`` (mean over ranks),
     ``eval_{f1,precision,recall}`` on devel and, with a test split, ``test_{f1,precision,recall}``,
-    ``test_predict_runtime_s`` and ``test_sentences_per_s``.
+    ``test_predict_runtime_s`` and ``test_sentences_per_s``; and whether the seeds trained together as one batched
+    model (``batched`` asks it, :func:`~bioptimus_hf.finetuning.seed_loop.train_seeds_together`).
 
     ``encoded`` holds the windows of ``"train"``, ``"devel"`` and (with ``test``) ``"test"``; ``stabilisation`` is
     Tinn et al.'s (:func:`~.stabilisation.apply_stabilisation`). Each seed's directory gets
@@ -125,37 +181,33 @@ def fine_tune_seeds(
     whose config records ``ner_tagging_scheme`` for the tagger, and its card (``model_name`` fine-tuned on
     ``dataset_name``: how to tag with it; ``base_model`` metadata only for a Hub id or ``base_model_hub_id``)."""
     id2label = dict(enumerate(labels))
-    collator = DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None)
+    recipe = ner_recipe(
+        model_name_or_path,
+        training_args,
+        labels=labels,
+        scheme=scheme,
+        tokenizer=tokenizer,
+        encoded=encoded,
+        devel=devel,
+        stabilisation=stabilisation,
+        save_model=save_model,
+        keep_checkpoints=keep_checkpoints,
+        ignore_mismatched_sizes=ignore_mismatched_sizes,
+        bulk_dropout=bulk_dropout,
+    )
+    together = train_seeds_together(recipe, seeds, training_args, batched)
     per_seed = []
     for seed in seeds:
         args = seed_arguments(training_args, seed)
-        seed_dir = args.output_dir
-        set_seed(seed)
-        model = load_token_classifier(model_name_or_path, labels, scheme, ignore_mismatched_sizes)
-        optimizers = apply_stabilisation(model, stabilisation, args)
-        if bulk_dropout:
-            enable_bulk_dropout(model)
-        trainer = RowOrderTrainer(
-            model=model,
-            args=args,
-            train_dataset=encoded["train"].dataset,
-            eval_dataset=encoded["devel"].dataset,
-            processing_class=tokenizer,
-            data_collator=collator,
-            compute_metrics=build_compute_metrics(encoded["devel"], devel.sentences, id2label, scheme),
-            preprocess_logits_for_metrics=argmax_logits,
-            optimizers=optimizers,
-        )
-        run = train_seed(trainer, seed)
-        keep_seed_model(trainer, save_model, keep_checkpoints)
+        trainer, run = seed_trainer(recipe, args, together[seed] if together else None)
         if save_model and trainer.is_world_process_zero():  # how to tag it; for BIOUL, what the pipeline gets wrong
             lineage = Lineage.of(model_name_or_path, base_model_hub_id)
-            write_card(seed_dir, seed_card(model_name or lineage.name, dataset_name, scheme, labels, lineage))
+            write_card(args.output_dir, seed_card(model_name or lineage.name, dataset_name, scheme, labels, lineage))
         eval_metrics = trainer.evaluate(metric_key_prefix="eval")
         for metric in ("f1", "precision", "recall"):
             run[f"eval_{metric}"] = eval_metrics[f"eval_{metric}"]
         if test is not None:
-            run.update(score_test_split(trainer, encoded["test"], test, id2label, scheme, seed_dir))
+            run.update(score_test_split(trainer, encoded["test"], test, id2label, scheme, args.output_dir))
         log_seed(run)
         per_seed.append(run)
-    return per_seed
+    return per_seed, together is not None

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase, TrainingArguments
 
 from ..finetuning.results import merge_seed_results, run_settings, write_seed_result
+from ..finetuning.seed_loop import use_batched_seeds
 from ..utils.bulk_dropout import use_bulk_dropout
 from ..utils.cli import bad_input
 from ..utils.distributed import share_from_main
@@ -138,6 +139,7 @@ def ner_run_info(
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
     bulk_dropout: bool,
+    batched_seeds: bool = False,
 ) -> dict:
     """The settings every seed of a run records beside its scores (``run_info``: seeds under other settings are
     never merged)."""
@@ -160,6 +162,7 @@ def ner_run_info(
         },
         **run_settings(stab_args, training_args),
         "dropout_masks": "bulk" if bulk_dropout else "torch",
+        "batched_seeds": batched_seeds,
         "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),
     }
@@ -192,7 +195,11 @@ def fine_tune_ner(
     os.makedirs(training_args.output_dir, exist_ok=True)
     bulk_dropout = use_bulk_dropout(model_args.bulk_dropout, training_args)
     logger.info("dropout masks: %s", "drawn in bulk (docs/speed.md, section 9)" if bulk_dropout else "torch's")
-    per_seed = fine_tune_seeds(
+    batched = use_batched_seeds(model_args.batched_seeds, training_args)
+    if batched and bulk_dropout:  # bulk dropout draws its masks outside torch.func.vmap's per-seed randomness
+        logger.warning("batched seeds: not with bulk dropout (--bulk_dropout); the seeds train one after another")
+        batched = False
+    per_seed, batched = fine_tune_seeds(
         stab_args.seed_list(training_args.seed),
         model_args.model_name_or_path,
         training_args,
@@ -210,12 +217,13 @@ def fine_tune_ner(
         model_name=model_name,
         dataset_name=data.dataset_name,
         base_model_hub_id=model_args.base_model_hub_id,
+        batched=batched,
     )
 
     # 4. The results: each seed's, then every seed of output_dir merged (all_results.json, results.md...).
     # Seeds run as separate jobs (`--seeds 2` on one GPU, `--seeds 3` on another) end in the same all_results.json
     # as one run. Under torchrun the main process writes and merges; every rank gets its result (or its error).
-    run_info = ner_run_info(data, model_name, model_args, data_args, stab_args, training_args, bulk_dropout)
+    run_info = ner_run_info(data, model_name, model_args, data_args, stab_args, training_args, bulk_dropout, batched)
     return share_from_main(lambda: write_and_merge(training_args.output_dir, per_seed, run_info))
 
 

@@ -12,7 +12,7 @@ answer ``True`` (to take the bf16 branch of ``auto`` on a machine without native
 emulated: correct, only slow; the test suite runs its precision-sensitive tests a second time so).
 Setting both is an error. ``BIOPTIMUS_FAKE_GPUS=10/12,10/12`` (free/total GiB per device) makes
 :func:`visible_gpus` report those devices instead of asking CUDA: how the job pool's placement over several GPUs
-is tested on a machine without one.
+is tested on a machine without one. It is also the device report :func:`batched_seeds_by_default` reads.
 """
 
 from __future__ import annotations
@@ -157,6 +157,25 @@ def visible_gpus() -> list[GpuMemory]:
     count = torch.cuda.device_count()
     report = [torch.cuda.mem_get_info(index) for index in range(count)]
     return [GpuMemory(name, free, total) for name, (free, total) in zip(_visible_device_names(count), report)]
+
+
+BATCHED_SEEDS_RECORD = "benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds.json"
+
+
+def batched_seeds_by_default(device=None) -> bool:
+    """Whether a fine-tuning run trains its seeds as one batched model when ``--batched_seeds`` is unset: on a CUDA
+    device, where one K-times larger step replaces K small ones; not on a CPU, where its wall time is not steadily
+    below the seeds one after another's (``BATCHED_SEEDS_RECORD`` and its ``_1thread``, ``_loop`` siblings).
+    ``device``: the run's (``TrainingArguments.device``); None: this machine's, ``cuda`` where :func:`visible_gpus`
+    reports one."""
+    if device is None:
+        return bool(visible_gpus())
+    return getattr(device, "type", str(device).split(":")[0]) == "cuda"
+
+
+def resolve_batched_seeds(requested: bool | None, device=None) -> bool:
+    """``--batched_seeds``: as asked, or unset (None) :func:`batched_seeds_by_default` on ``device``."""
+    return bool(requested) if requested is not None else batched_seeds_by_default(device)
 
 
 def resolve_precision(precision: str, device) -> "torch.dtype":
