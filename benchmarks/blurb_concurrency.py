@@ -83,6 +83,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="compare: sequential, concurrent, ... per round")
     for name, value in COMPARE_BUDGET.items():
         parser.add_argument(f"--{name}", type=type(value), default=None, help=f"compare default: {value}")
+    parser.add_argument("--search", default=None, choices=("true", "false"), help="bioptimus blurb's --search")
+    parser.add_argument(
+        "--batched_seeds", default=None, choices=("true", "false"), help="bioptimus blurb's (default: its own)"
+    )
     parser.add_argument("--deadline_s", type=float, default=None, help="table: stop the run after this long")
     parser.add_argument("--work_dir", default=None, help="the runs' output directories (default: a temporary one)")
     parser.add_argument("--dry_run", action="store_true")
@@ -112,8 +116,8 @@ def blurb_argv(args, output_dir: str, jobs: str) -> list[str]:
         argv += ["--datasets", *args.datasets]
     if args.seeds:
         argv += ["--seeds", *map(str, args.seeds)]
-    for name in COMPARE_BUDGET:
-        if getattr(args, name) is not None:
+    for name in (*COMPARE_BUDGET, "search", "batched_seeds"):
+        if getattr(args, name, None) is not None:
             argv += [f"--{name}", str(getattr(args, name))]
     return argv
 

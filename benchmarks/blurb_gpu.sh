@@ -8,6 +8,7 @@
 #   bash benchmarks/gpu_carry.sh && bash benchmarks/blurb_gpu.sh carry   # here: build .carry/blurb/
 #   device run, carry [".carry/blurb"], command: bash benchmarks/blurb_gpu.sh
 #   DRY_RUN=1 bash benchmarks/blurb_gpu.sh     # anywhere: the jobs and an H100's plan, nothing trains
+#   SEARCH=1 bash benchmarks/blurb_gpu.sh      # a second call: the paper's search on dev, BIOSSES and PubMedQA
 #
 # The machine is bare and offline, and a call carries 64 MiB with the working tree (about 10 MiB): `carry`
 # recompresses what benchmarks/gpu_carry.sh builds (newer transformers & co., MiniLM's config, tokenizer and weights
@@ -27,6 +28,12 @@ seeds=()
 subset=()  # DATASETS="GAD HoC": only those; OUTPUT: the results file's name (default blurb_table_<model>)
 [ -n "${DATASETS:-}" ] && subset+=(--datasets $DATASETS)
 [ -n "${OUTPUT:-}" ] && subset+=(--output "$OUTPUT")
+if [ -n "${SEARCH:-}" ]; then  # --search true on the two sets the recipe fails small models on
+  subset+=(--search true)
+  [ -n "${DATASETS:-}" ] || subset+=(--datasets BIOSSES PubMedQA)
+  [ -n "${OUTPUT:-}" ] || subset+=(--output blurb_search_all-MiniLM-L6-v2)
+fi
+[ -n "${BATCHED_SEEDS:-}" ] && subset+=(--batched_seeds "$BATCHED_SEEDS")  # default: bioptimus blurb's (on a GPU: on)
 
 if [ "${1:-}" = carry ]; then
   set -e
