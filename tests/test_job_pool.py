@@ -7,6 +7,9 @@ no job finished."""
 import logging
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +29,10 @@ from bioptimus_hf.utils.job_pool import (
     run_jobs,
 )
 from helpers import jobs as fake
+from helpers import python_path
 
 
+ROOT = Path(__file__).resolve().parents[1]
 CPU2 = DevicePlan("cpu", slots=2, threads_per_job=1)
 
 
@@ -269,6 +274,31 @@ def test_an_interruption_ends_every_worker_even_one_that_ignores_sigterm(tmp_pat
     pid = int(marker.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed after STOP_SECONDS, and reaped
+
+
+def test_a_killed_worker_s_semaphore_adds_no_line_after_the_last(tmp_path):
+    """A worker killed mid-job (it ignored SIGTERM) leaves its semaphore to multiprocessing's resource tracker, which
+    removes it once the main process has ended: quietly, so that the run's own line stays the last."""
+    marker = str(tmp_path / "stubborn")
+    script = "\n".join(
+        [
+            "import sys",
+            "from bioptimus_hf.utils.job_pool import DevicePlan, Job, run_jobs",
+            "from helpers import jobs as fake",
+            "def interrupt(outcome):",
+            "    raise KeyboardInterrupt",
+            f"jobs = [Job('stubborn', fake.hold_a_semaphore_ignoring_sigterm, {marker!r}),",
+            f"        Job('quick', fake.wait_for_file, {marker!r})]",
+            "try:",
+            "    run_jobs(jobs, DevicePlan('cpu', slots=2, threads_per_job=1), progress=False, on_done=interrupt)",
+            "except KeyboardInterrupt:",
+            "    print('the last line', file=sys.stderr)",
+        ]
+    )
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT, ROOT / "tests")}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == "the last line", result.stderr[-3000:]
 
 
 def test_a_second_interruption_waits_until_every_worker_is_gone(tmp_path, monkeypatch):

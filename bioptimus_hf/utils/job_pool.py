@@ -408,9 +408,7 @@ class _WorkerPool:
         self.report.max_concurrent = max(self.report.max_concurrent, len(self.running()))
 
     def start_worker(self, device: int) -> _Worker:
-        from multiprocessing import resource_tracker
-
-        resource_tracker.ensure_running()  # started first: starting it unblocks SIGINT in this thread
+        _start_resource_tracker()
         parent, child = self.context.Pipe()
         arguments = (child, self.plan.threads_per_job, self.log_level, self.plan.device, self.devices[device])
         process = self.context.Process(target=_worker_main, args=arguments, daemon=False)
@@ -518,6 +516,22 @@ def _interrupts_deferred():
             signal.signal(number, handler)
         if noted:
             signal.raise_signal(noted[0])
+
+
+# multiprocessing's resource tracker reports the semaphores of a worker killed mid-job (one that outlived
+# STOP_SECONDS) when this process ends, as it removes them: a warning after the run's last line. It takes this
+# process's -W options when it starts.
+_QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
+
+
+def _start_resource_tracker() -> None:
+    """multiprocessing's resource tracker, started before any worker (starting it unblocks SIGINT in this thread),
+    told to remove a killed worker's semaphores without a warning."""
+    from multiprocessing import resource_tracker
+
+    if _QUIET_TRACKER not in sys.warnoptions:
+        sys.warnoptions.append(_QUIET_TRACKER)
+    resource_tracker.ensure_running()
 
 
 def _stop_processes(workers: Sequence[_Worker]) -> None:

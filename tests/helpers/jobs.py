@@ -91,3 +91,15 @@ def signal_state(_):
     return bool(int(blocked.split()[1], 16) & (1 << (signal.SIGINT - 1))), signal.getsignal(
         signal.SIGINT
     ) == signal.SIG_IGN
+
+
+def hold_a_semaphore_ignoring_sigterm(marker):
+    """Creates a semaphore (registered with multiprocessing's resource tracker), ignores SIGTERM and writes its pid to
+    ``marker``; then sleeps until the pool kills it, the semaphore still registered."""
+    import multiprocessing
+
+    held = multiprocessing.get_context("spawn").Semaphore()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    Path(marker).write_text(str(os.getpid()))
+    time.sleep(60)  # well past the pool's STOP_SECONDS
+    return held is not None
