@@ -335,10 +335,11 @@ def _parse(data: bytes, document: _Document, wrap: bool) -> ET.Element:
 
 # The elements a PubmedArticle's citation is read from, all before its ``</Article>``; each start tag matched whole
 # (quoted attributes may hold ">"), group 3 "/" when it closes itself.
+_FIELD_NAMES = (b"PMID", b"ArticleTitle", b"Abstract", b"Language", b"PubDate", b"ArticleDate")
 _FIELD_START = re.compile(
-    rb"<(PMID|ArticleTitle|Abstract|Language|PubDate|ArticleDate)"
-    rb"((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*)(/?)>"
+    rb"<(" + b"|".join(_FIELD_NAMES) + rb")((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*)(/?)>"
 )
+_FIELD_END = {name: re.compile(rb"</" + name + rb"\s*>") for name in _FIELD_NAMES}
 _ONCE = (b"PMID", b"ArticleTitle", b"Abstract", b"PubDate")  # more than one: read the record whole
 
 
@@ -360,10 +361,10 @@ def _cut_fields(batch: bytes, start: int, end: int) -> bytes | None:
     while (found := _FIELD_START.search(batch, position, stop)) is not None:
         name, close = found.group(1), found.end()
         if not found.group(3):
-            close = batch.find(b"</" + name + b">", close, stop)
-            if close < 0:
+            end_tag = _FIELD_END[name].search(batch, close, stop)
+            if end_tag is None:
                 return None
-            close += len(name) + 3
+            close = end_tag.end()
         if name in _ONCE:
             if name in seen:
                 return None
