@@ -81,7 +81,10 @@ PLAIN = textwrap.dedent("""
 @dataclass
 class PubmedParseArguments:
     work_dir: str = field(default="pubmed_parse_work", metadata={"help": "Scratch: the XML files (kept, reused)."})
-    gzip_bytes: float = field(default=5e7, metadata={"help": "Gzipped XML to write and read (1e9: 1 GB)."})
+    gzip_bytes: list[float] = field(
+        default_factory=lambda: [5e7],
+        metadata={"help": "Gzipped XML to write and read (1e9: 1 GB), for each record shape in turn (one: for all)."},
+    )
     citations_per_file: int = field(default=30_000, metadata={"help": "Citations per file (NLM's: ~30,000)."})
     record_shapes: list[str] = field(
         default_factory=lambda: ["full", "text"], metadata={"help": f"Shapes of the records: {', '.join(SHAPES)}."}
@@ -95,13 +98,15 @@ class PubmedParseArguments:
     output_json: str = field(default="pubmed_parse", metadata={"help": output_help("pubmed_parse")})
 
 
-def write_files(directory: Path, args: PubmedParseArguments, shape: str) -> tuple[list[Path], float]:
-    """Files of synthetic citations until their gzipped bytes reach ``args.gzip_bytes`` (reused when recorded), and
+def write_files(
+    directory: Path, args: PubmedParseArguments, shape: str, gzip_bytes: float
+) -> tuple[list[Path], float]:
+    """Files of synthetic citations until their gzipped bytes reach ``gzip_bytes`` (reused when recorded), and
     the share of the XML bytes the title and abstract take (of the first file's first 2,000 records)."""
     directory.mkdir(parents=True, exist_ok=True)
     record_path = directory / "corpus.json"
     settings = {
-        "gzip_bytes": args.gzip_bytes,
+        "gzip_bytes": gzip_bytes,
         "citations_per_file": args.citations_per_file,
         "seed": args.seed,
         "shape": shape,
@@ -113,14 +118,14 @@ def write_files(directory: Path, args: PubmedParseArguments, shape: str) -> tupl
     sentences = pubmed_scale.corpus_sentences()
     rng = np.random.default_rng(args.seed)
     files, total, pmid, share = [], 0, 0, None
-    while total < args.gzip_bytes:
+    while total < gzip_bytes:
         records = [pubmed_scale.synthetic_record(pmid + i + 1, sentences, rng) for i in range(args.citations_per_file)]
         share = round(text_share(records[:2000], shape), 4) if share is None else share
         path = write_pubmed_file(directory / f"pubmed25n{len(files) + 1:04d}.xml.gz", records, shape=shape)
         files.append(path)
         total += path.stat().st_size
         pmid += args.citations_per_file
-        print(f"wrote {path.name}: {total / 1e6:.0f} MB of {args.gzip_bytes / 1e6:.0f}", flush=True)
+        print(f"wrote {path.name}: {total / 1e6:.0f} MB of {gzip_bytes / 1e6:.0f}", flush=True)
     record = {"settings": settings, "files": [p.name for p in files], "title_abstract_share": share}
     record_path.write_text(json.dumps(record))
     return files, share
@@ -204,12 +209,15 @@ def main() -> None:
     unknown = sorted(set(args.record_shapes) - set(SHAPES))
     if unknown:
         raise SystemExit(f"error: --record_shapes: {unknown[0]} is not one of {', '.join(SHAPES)}")
+    sizes = args.gzip_bytes * len(args.record_shapes) if len(args.gzip_bytes) == 1 else args.gzip_bytes
+    if len(sizes) != len(args.record_shapes):
+        raise SystemExit("error: --gzip_bytes: one size, or one for each of --record_shapes")
     target = ResultTarget(args.output_json)
     work = Path(args.work_dir)
     arms = ["plain", *(f"prepare_w{n}" for n in args.workers)]
     figures, detail = {}, {"cores": os.cpu_count(), "settings": asdict(args)}
-    for shape in args.record_shapes:
-        files, share = write_files(work / f"xml_{shape}", args, shape)
+    for shape, gzip_bytes in zip(args.record_shapes, sizes):
+        files, share = write_files(work / f"xml_{shape}", args, shape, gzip_bytes)
         gzip_mb = sum(p.stat().st_size for p in files) / 1e6
         runs = run_arms(arms, files, work / "runs", args.repeats)
         checked = verify(files, work / "runs")

@@ -1,10 +1,18 @@
 """One PubMed XML file (NLM's baseline or update file, the PubMed DTD), read as a stream of citations and deletions.
 
-:func:`read_pubmed_file` decompresses the file as it reads it, cuts each MB of XML into its top-level records at
-their tags (``<PubmedArticle>`` to ``</PubmedArticle>``...: the PubMed DTD has no comments or CDATA that could hold
-one) and parses them at once with ElementTree's C parser, so no Python runs per element and memory stays flat
-whatever the file's size; the XML around the records (declaration, root, the space between) is checked by a parser
-of its own, so a broken file is refused as a whole would be. It yields, in document order:
+:func:`read_pubmed_file` decompresses the file as it reads it and cuts each MB of XML into its top-level records at
+their tags (``<PubmedArticle>`` to ``</PubmedArticle>``...), so memory stays flat whatever the file's size. Of each
+``PubmedArticle`` only the elements its citation is read from are parsed: ``PMID``, ``ArticleTitle``, ``Abstract``,
+``Language``, ``PubDate`` and ``ArticleDate``, located by their tags before ``</Article>``, cut out of the bytes
+and parsed together, a MB at a time, by ElementTree's C parser (no Python per element); the rest of the record
+(authors, MeSH, references, ``PubmedData``: most of a real record's bytes) is checked only for its tags' balance
+(as many ``<`` as end tags and self-closing tags account for), not parsed. A record with CDATA, a comment or a
+processing instruction (none in the DTD), tags that do not balance, a field twice or a field never closed is
+parsed whole, as are ``PubmedBookArticle`` and ``DeleteCitation`` records; where the fields do not parse, the
+MB's records are parsed whole, one by one, and the first that does not parse stops the file. The XML around the
+records (declaration, root, the space between) is checked by a parser of its own, so a broken file is refused as
+a whole would be. Not checked in the parts not parsed: an end tag naming another element, attributes, entities
+and characters. It yields, in document order:
 
 * :class:`Citation` for each ``PubmedArticle`` (and ``PubmedBookArticle``): PMID and its ``Version``, the title,
   the abstract (the ``AbstractText`` sections in order, each after its ``Label`` and ": " when it has one and
@@ -353,8 +361,9 @@ def _cut_fields(batch: bytes, start: int, end: int) -> bytes | None:
     stop = batch.find(b"</Article>", start, end)
     if stop < 0 or batch.find(b"<MedlineCitation", start, stop) < 0:
         return None
-    if batch.find(b"<!", start, end) >= 0 or batch.find(b"<?", start, end) >= 0:
-        return None
+    for mark in (b"!", b"?"):  # a byte search first (memchr), the markup's two only where it is there
+        if batch.find(mark, start, end) >= 0 and batch.find(b"<" + mark, start, end) >= 0:
+            return None
     if batch.count(b"<", start, end) != 2 * batch.count(b"</", start, end) + batch.count(b"/>", start, end):
         return None  # an element not closed (or a stray "<" or "/>"): the whole record's parse says where
     parts, seen, position = [b"<" + FIELDS_TAG.encode() + b">"], set(), start
