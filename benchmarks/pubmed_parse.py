@@ -221,7 +221,9 @@ def main() -> None:
         gzip_mb = sum(p.stat().st_size for p in files) / 1e6
         runs = run_arms(arms, files, work / "runs", args.repeats)
         checked = verify(files, work / "runs")
+        loads = [run["load_average"][0] for arm_runs in runs.values() for run in arm_runs]
         figures[shape] = {"title_abstract_share": share, **figures_of(runs, gzip_mb)}
+        figures[shape]["load_average_1min"] = {"min": min(loads), "max": max(loads)}  # other jobs on the machine
         detail[shape] = {"runs": runs, "files": len(files), "verified": checked}
         print(json.dumps({shape: figures[shape]}, indent=2), flush=True)
     target.write(figures, detail=detail)
