@@ -21,7 +21,8 @@ The arms, each a process started from here, alternated in each repeat (their ord
 After the timed rounds, untimed: both arms on the first file, every shard row's text checked equal to the plain
 extraction's for its PMID, and the citations read equal (``verified``; a difference ends the run).
 
-Each arm's wall seconds and CPU seconds (its whole process tree: user + system), the median over the repeats; the
+Each shape is a section of the record (``figures.<shape>``), written as soon as its arms are done. Each arm's wall
+seconds and CPU seconds (its whole process tree: user + system), the median over the repeats; the
 figures are ``plain`` seconds over each arm's (>= 1.0: at least as fast as the plain extraction). On a machine shared
 with other jobs, wall seconds carry the others' load (recorded at each run): the CPU seconds say what each arm costs.
 """
@@ -215,18 +216,17 @@ def main() -> None:
     target = ResultTarget(args.output_json)
     work = Path(args.work_dir)
     arms = ["plain", *(f"prepare_w{n}" for n in args.workers)]
-    figures, detail = {}, {"cores": os.cpu_count(), "settings": asdict(args)}
     for shape, gzip_bytes in zip(args.record_shapes, sizes):
         files, share = write_files(work / f"xml_{shape}", args, shape, gzip_bytes)
         gzip_mb = sum(p.stat().st_size for p in files) / 1e6
         runs = run_arms(arms, files, work / "runs", args.repeats)
         checked = verify(files, work / "runs")
         loads = [run["load_average"][0] for arm_runs in runs.values() for run in arm_runs]
-        figures[shape] = {"title_abstract_share": share, **figures_of(runs, gzip_mb)}
-        figures[shape]["load_average_1min"] = {"min": min(loads), "max": max(loads)}  # other jobs on the machine
-        detail[shape] = {"runs": runs, "files": len(files), "verified": checked}
-        print(json.dumps({shape: figures[shape]}, indent=2), flush=True)
-    target.write(figures, detail=detail)
+        figures = {"title_abstract_share": share, **figures_of(runs, gzip_mb)}
+        figures["load_average_1min"] = {"min": min(loads), "max": max(loads)}  # other jobs on the machine
+        detail = {"runs": runs, "files": len(files), "verified": checked, "cores": os.cpu_count()}
+        target.write(figures, detail={**detail, "settings": asdict(args)}, section=shape)  # a section a shape
+        print(json.dumps({shape: figures}, indent=2), flush=True)
 
 
 if __name__ == "__main__":
