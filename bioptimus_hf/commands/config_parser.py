@@ -262,6 +262,8 @@ TORCH_COMPILE_MIN_VERSION = "2.7.1"
 
 def check_torch_compile_supported(parsed) -> None:
     """Refuse ``--torch_compile true`` on a torch older than :data:`TORCH_COMPILE_MIN_VERSION`, naming both."""
+    if not any(getattr(args, "torch_compile", False) for args in parsed):  # torch not imported for nothing
+        return
     import torch
     from transformers import TrainingArguments
 
@@ -283,12 +285,12 @@ def check_multi_process_launch(parsed) -> None:
     with ``parallel_mode`` NOT_PARALLEL). Every process would then train the whole run alone, and all of them
     would write checkpoints and releases into one ``--output_dir``. The error names the flag instead.
     """
-    from transformers import TrainingArguments
-    from transformers.training_args import ParallelMode
-
     world = int(os.environ.get("WORLD_SIZE") or 1)
     if world <= 1:
         return
+    from transformers import TrainingArguments
+    from transformers.training_args import ParallelMode
+
     for args in parsed:
         if isinstance(args, TrainingArguments) and args.parallel_mode != ParallelMode.DISTRIBUTED:
             raise SystemExit(

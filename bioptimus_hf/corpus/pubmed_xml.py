@@ -1,10 +1,18 @@
 """One PubMed XML file (NLM's baseline or update file, the PubMed DTD), read as a stream of citations and deletions.
 
-:func:`read_pubmed_file` decompresses the file as it reads it, cuts each MB of XML into its top-level records at
-their tags (``<PubmedArticle>`` to ``</PubmedArticle>``...: the PubMed DTD has no comments or CDATA that could hold
-one) and parses them at once with ElementTree's C parser, so no Python runs per element and memory stays flat
-whatever the file's size; the XML around the records (declaration, root, the space between) is checked by a parser
-of its own, so a broken file is refused as a whole would be. It yields, in document order:
+:func:`read_pubmed_file` decompresses the file as it reads it and cuts each MB of XML into its top-level records at
+their tags (``<PubmedArticle>`` to ``</PubmedArticle>``...), so memory stays flat whatever the file's size. Of each
+``PubmedArticle`` only the elements its citation is read from are parsed: ``PMID``, ``ArticleTitle``, ``Abstract``,
+``Language``, ``PubDate`` and ``ArticleDate``, located by their tags before ``</Article>``, cut out of the bytes
+and parsed together, a MB at a time, by ElementTree's C parser (no Python per element); the rest of the record
+(authors, MeSH, references, ``PubmedData``: most of a real record's bytes) is checked only for its tags' balance
+(as many ``<`` as end tags and self-closing tags account for), not parsed. A record with CDATA, a comment or a
+processing instruction (none in the DTD), tags that do not balance, a field twice or a field never closed is
+parsed whole, as are ``PubmedBookArticle`` and ``DeleteCitation`` records; where the fields do not parse, the
+MB's records are parsed whole, one by one, and the first that does not parse stops the file. The XML around the
+records (declaration, root, the space between) is checked by a parser of its own, so a broken file is refused as
+a whole would be. Not checked in the parts not parsed: an end tag naming another element, attributes, entities
+and characters. It yields, in document order:
 
 * :class:`Citation` for each ``PubmedArticle`` (and ``PubmedBookArticle``): PMID and its ``Version``, the title,
   the abstract (the ``AbstractText`` sections in order, each after its ``Label`` and ": " when it has one and
@@ -35,6 +43,7 @@ from typing import Callable, Iterator
 ARTICLE_TAGS = ("PubmedArticle", "PubmedBookArticle")
 DELETE_TAG = "DeleteCitation"
 RECORD_TAGS = (*ARTICLE_TAGS, DELETE_TAG)
+FIELDS_TAG = "PubmedArticleFields"  # the element the fields cut out of a PubmedArticle are parsed in
 _YEAR = re.compile(r"\b(1[5-9]\d\d|2\d\d\d)\b")
 
 
@@ -138,7 +147,11 @@ def _languages(elements: list[ET.Element]) -> list[str]:
 
 
 def _citation(record: ET.Element, number: int, section_labels: bool) -> Citation:
-    if record.tag == "PubmedArticle":
+    if record.tag == FIELDS_TAG:  # the fields cut out of a PubmedArticle (:func:`_cut_fields`)
+        article = body = record
+        title_element = record.find("ArticleTitle")
+        issue_date = record.find("PubDate")
+    elif record.tag == "PubmedArticle":
         body = record.find("MedlineCitation")
         if body is None:
             raise ValueError("no MedlineCitation")
@@ -146,23 +159,27 @@ def _citation(record: ET.Element, number: int, section_labels: bool) -> Citation
         if article is None:
             raise ValueError("no Article")
         title_element = article.find("ArticleTitle")
-        abstract = article.find("Abstract")
-        languages = article.findall("Language")
         issue_date = _child(article, "Journal", "JournalIssue", "PubDate")
-        year = _year(
-            _child(issue_date, "Year"), _child(issue_date, "MedlineDate"), _child(article, "ArticleDate", "Year")
-        )
     else:  # PubmedBookArticle
-        body = record.find("BookDocument")
-        if body is None:
-            raise ValueError("no BookDocument")
-        title_element = body.find("ArticleTitle")
-        if title_element is None:
-            title_element = _child(body, "Book", "BookTitle")
-        abstract = body.find("Abstract")
-        languages = body.findall("Language")
-        date = _child(body, "Book", "PubDate")
-        year = _year(_child(date, "Year"), _child(date, "MedlineDate"))
+        return _book_citation(record, number, section_labels)
+    year = _year(_child(issue_date, "Year"), _child(issue_date, "MedlineDate"), _child(article, "ArticleDate", "Year"))
+    return _new_citation(body, title_element, article, year, number, section_labels)
+
+
+def _book_citation(record: ET.Element, number: int, section_labels: bool) -> Citation:
+    body = record.find("BookDocument")
+    if body is None:
+        raise ValueError("no BookDocument")
+    title_element = body.find("ArticleTitle")
+    if title_element is None:
+        title_element = _child(body, "Book", "BookTitle")
+    date = _child(body, "Book", "PubDate")
+    year = _year(_child(date, "Year"), _child(date, "MedlineDate"))
+    return _new_citation(body, title_element, body, year, number, section_labels)
+
+
+def _new_citation(body, title_element, parent, year: int | None, number: int, section_labels: bool) -> Citation:
+    """The citation of a record: its PMID (``body``'s), title, and the abstract and languages under ``parent``."""
     pmid_element = body.find("PMID")
     if pmid_element is None:
         raise ValueError("no PMID")
@@ -172,8 +189,8 @@ def _citation(record: ET.Element, number: int, section_labels: bool) -> Citation
         pmid=pmid,
         version=version,
         title=element_text(title_element),
-        abstract=abstract_text(abstract, section_labels),
-        languages=_languages(languages),
+        abstract=abstract_text(parent.find("Abstract"), section_labels),
+        languages=_languages(parent.findall("Language")),
         year=year,
         record=number,
     )
@@ -324,21 +341,71 @@ def _parse(data: bytes, document: _Document, wrap: bool) -> ET.Element:
     return parser.close()
 
 
-def _batch_records(path: Path, batch: bytes, line: int, document: _Document, number: int) -> list[ET.Element]:
-    """The records of a batch, parsed at once; where the batch does not parse, one by one up to the one that does
-    not, which raises :class:`PubmedFileError` (after the records before it were returned... by the caller)."""
+# The elements a PubmedArticle's citation is read from, all before its ``</Article>``; each start tag matched whole
+# (quoted attributes may hold ">"), group 3 "/" when it closes itself.
+_FIELD_NAMES = (b"PMID", b"ArticleTitle", b"Abstract", b"Language", b"PubDate", b"ArticleDate")
+_FIELD_START = re.compile(
+    rb"<(" + b"|".join(_FIELD_NAMES) + rb")((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*)(/?)>"
+)
+_FIELD_END = {name: re.compile(rb"</" + name + rb"\s*>") for name in _FIELD_NAMES}
+_ONCE = (b"PMID", b"ArticleTitle", b"Abstract", b"PubDate")  # more than one: read the record whole
+
+
+def _cut_fields(batch: bytes, start: int, end: int) -> bytes | None:
+    """The elements a ``PubmedArticle`` (``batch[start:end]``) is read from, cut out at their tags as one
+    ``FIELDS_TAG`` element; None where the record must be read whole: not a PubmedArticle, no ``</Article>``,
+    CDATA, a comment or a processing instruction (none in the DTD), start and end tags that do not balance, a
+    field twice or never closed. The rest of the record (authors, MeSH, references, ``PubmedData``) is not parsed."""
+    if not batch.startswith(b"<PubmedArticle", start):
+        return None
+    stop = batch.find(b"</Article>", start, end)
+    if stop < 0 or batch.find(b"<MedlineCitation", start, stop) < 0:
+        return None
+    for mark in (b"!", b"?"):  # a byte search first (memchr), the markup's two only where it is there
+        if batch.find(mark, start, end) >= 0 and batch.find(b"<" + mark, start, end) >= 0:
+            return None
+    if batch.count(b"<", start, end) != 2 * batch.count(b"</", start, end) + batch.count(b"/>", start, end):
+        return None  # an element not closed (or a stray "<" or "/>"): the whole record's parse says where
+    parts, seen, position = [b"<" + FIELDS_TAG.encode() + b">"], set(), start
+    while (found := _FIELD_START.search(batch, position, stop)) is not None:
+        name, close = found.group(1), found.end()
+        if not found.group(3):
+            end_tag = _FIELD_END[name].search(batch, close, stop)
+            if end_tag is None:
+                return None
+            close = end_tag.end()
+        if name in _ONCE:
+            if name in seen:
+                return None
+            seen.add(name)
+        parts.append(batch[found.start() : close])
+        position = close
+    parts.append(b"</" + FIELDS_TAG.encode() + b">")
+    return b"".join(parts)
+
+
+def _batch_records(path: Path, batch: bytes, line: int, document: _Document, number: int) -> list:
+    """The records of a batch: each PubmedArticle's fields cut out (:func:`_cut_fields`) and parsed at once, any
+    other record parsed whole. Where the fields do not parse, every record is parsed whole, one by one, up to the
+    one that does not: it ends the list as a :class:`PubmedFileError` (the caller raises it after the others)."""
+    spans = list(_record_spans(batch, 0))
+    cuts = [_cut_fields(batch, start, end) for start, end in spans]
+    fields = [cut for cut in cuts if cut is not None]
     try:
-        return [element for element in _parse(batch, document, True) if element.tag in RECORD_TAGS]
+        parsed = iter(_parse(b"".join(fields), document, True) if fields else ())
+        elements = [next(parsed) if cut is not None else None for cut in cuts]
     except ET.ParseError:
-        pass
+        elements = [None] * len(spans)
     records = []
-    for start, end in _record_spans(batch, 0):
-        try:
-            records.append(_parse(batch[start:end], document, False))
-        except ET.ParseError as error:
-            at = line + batch.count(b"\n", 0, start) + error.position[0] - 1
-            records.append(_broken(path, number + len(records), at, None, error))
-            break
+    for (start, end), element in zip(spans, elements):
+        if element is None:
+            try:
+                element = _parse(batch[start:end], document, False)
+            except ET.ParseError as error:
+                at = line + batch.count(b"\n", 0, start) + error.position[0] - 1
+                records.append(_broken(path, number + len(records), at, None, error))
+                break
+        records.append(element)
     return records
 
 
@@ -356,7 +423,7 @@ def _records(element: ET.Element, number: int, section_labels: bool) -> Iterator
     try:
         yield _citation(element, number, section_labels)
     except ValueError as error:
-        yield Malformed(number, f"{element.tag}: {error}")
+        yield Malformed(number, f"{'PubmedArticle' if element.tag == FIELDS_TAG else element.tag}: {error}")
 
 
 def read_pubmed_file(
