@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 BATCHED_SEEDS_HELP = (
     "Train the run's unfinished seeds together as one batched model (torch.func.vmap: each seed its own head, data "
     "order, dropout, clipping and optimizer state), then evaluate and save each seed as alone. Default: on where "
-    "the run is one process on a CUDA device (one K-times larger step), off on a CPU (wall time not steadily lower "
-    "there: benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds*.json). A model or setting that cannot "
+    "the run is one process on a CUDA device (one K-times larger step), off on a CPU (a tiny model gains little "
+    "wall time there: benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds_loop.json; its seeds' "
+    "dropout masks are not those of separate runs). A model or setting that cannot "
     "run batched trains the seeds one after another, saying why in one line."
 )
 

@@ -164,8 +164,9 @@ BATCHED_SEEDS_RECORD = "benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_
 
 def batched_seeds_by_default(device=None) -> bool:
     """Whether a fine-tuning run trains its seeds as one batched model when ``--batched_seeds`` is unset: on a CUDA
-    device, where one K-times larger step replaces K small ones; not on a CPU, where its wall time is not steadily
-    below the seeds one after another's (``BATCHED_SEEDS_RECORD`` and its ``_1thread``, ``_loop`` siblings).
+    device, where one K-times larger step replaces K small ones; not on a CPU, where a tiny model gains 4-8 % of the
+    wall time over the seeds one after another (``BATCHED_SEEDS_RECORD``'s ``_loop`` sibling), too little to give its
+    runs other dropout masks than separate runs by default.
     ``device``: the run's (``TrainingArguments.device``); None: this machine's, ``cuda`` where :func:`visible_gpus`
     reports one."""
     if device is None:
