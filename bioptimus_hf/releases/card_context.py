@@ -234,6 +234,19 @@ def run_lineage(run: RunFacts) -> Lineage:
 
 
 @dataclass
+class CardOptions:
+    """What a release card shows beyond its release directory (``render_release_card``'s options)."""
+
+    repo_id: str | None = None  # the Hub repository, in the loading snippets and as model-index name
+    per_version_repos: bool = False  # a repository per version (``bioptimus publish --mode repos``)
+    license: str = "apache-2.0"
+    datasets: Iterable[str] | None = None  # Hub dataset ids of the training data (default: the run's)
+    tags: Iterable[str] | None = None  # default: the writer's, with the checkpoint's model type
+    ner_results: Any = None  # anything :func:`~bioptimus_hf.releases.ner_results.load_ner_results` accepts
+    blurb_results: Any = None  # a ``bioptimus blurb`` table: anything ``load_blurb_table`` accepts
+
+
+@dataclass
 class ReleaseCardContext:
     """A release directory's card before its template: the record, the checkpoint's facts, the metadata and what
     every template shows (``values``); a writer adds its own values and renders."""
@@ -246,27 +259,17 @@ class ReleaseCardContext:
 
 
 def release_card_context(
-    release_dir: str | os.PathLike,
-    ner_results: Any = None,
-    *,
-    default_tags: Iterable[str],
-    default_name: str,
-    repo_id: str | None = None,
-    per_version_repos: bool = False,
-    license: str = "apache-2.0",
-    datasets: Iterable[str] | None = None,
-    tags: Iterable[str] | None = None,
-    blurb_results: Any = None,
+    release_dir: str | os.PathLike, options: CardOptions, default_tags: Iterable[str], default_name: str
 ) -> ReleaseCardContext:
-    """The common context of the card of the release in ``release_dir`` (options: see
-    :func:`bioptimus_hf.releases.card.render_release_card`); ``default_name`` names the model without a
+    """The common context of the card of the release in ``release_dir``; ``default_name`` names the model without a
     ``repo_id``."""
     release = Path(release_dir)
     info = ReleaseInfo.load(release)
     checkpoint = CheckpointFacts.read(release)
     run = info.run
-    results = load_ner_results(ner_results)
-    blurb = load_blurb_table(blurb_results)
+    repo_id, per_version_repos = options.repo_id, options.per_version_repos
+    results = load_ner_results(options.ner_results)
+    blurb = load_blurb_table(options.blurb_results)
     hub_results = eval_results(results) + blurb_eval_results(blurb)
     rows = _curriculum_rows(info, checkpoint.mask_token)
     versions = [row["version"] for row in rows]
@@ -275,15 +278,15 @@ def release_card_context(
     lineage = run_lineage(run)
     dataset_ids = [
         check_dataset_id(d, f"datasets of the card of {release}")
-        for d in (datasets if datasets is not None else run.datasets)
+        for d in (options.datasets if options.datasets is not None else run.datasets)
     ]
     model_name = (version_repo_id(repo_id, info.version) if repo_id and per_version_repos else repo_id) or default_name
     card_data = ModelCardData(
-        license=license,
+        license=options.license,
         language="en",
         library_name="transformers",
         pipeline_tag="fill-mask",
-        tags=list(tags if tags is not None else card_tags(default_tags, checkpoint)),
+        tags=list(options.tags if options.tags is not None else card_tags(default_tags, checkpoint)),
         datasets=dataset_ids or None,
         base_model=lineage.hub_id if run.init_strategy != "scratch" else None,
         model_name=model_name if hub_results else None,

@@ -1,30 +1,23 @@
 """The release record: what one BIOptimus release is, and the only reader and writer of ``bioptimus_phase.json``.
 
-A release is the model at the end of one curriculum phase (``<output_dir>/releases/v0.k/``). Everything
-that describes it — the phase's masking task, where it sits in the curriculum, the held-out loss, and the
-facts of the run that produced it — is one typed :class:`ReleaseInfo`, with the run's facts in a
-:class:`RunFacts`. The training callback builds it in one call, and the release writer, the model card
-and the Hub publisher read the object, never the raw JSON. The names of release directories, branches, tags and
-per-version repositories are :mod:`.naming`'s; what a record may say of a model's origin (Hub ids, public names of
-local paths) is :mod:`.lineage`'s; what a release's own files say of its model is :mod:`.checkpoint_facts`'s.
+A release is the model at the end of one curriculum phase (``<output_dir>/releases/v0.k/``). Everything that
+describes it (the phase's masking task, its place in the curriculum, the held-out loss, the facts of the run that
+produced it) is one typed :class:`ReleaseInfo`, with the run's facts in a :class:`RunFacts`. The training callback
+builds it in one call; the release writer, the model card and the Hub publisher read the object, never the raw JSON.
+Release names are :mod:`.naming`'s; what a record may say of a model's origin, :mod:`.lineage`'s; what a release's
+own files say of its model, :mod:`.checkpoint_facts`'s.
 
-Format versions of ``bioptimus_phase.json``:
+The record's ``run`` holds the per-device batch and the derived ``effective_train_batch_size``, the warm-up as
+``warmup_ratio`` (when given as a ratio) and the resolved ``warmup_steps``. Optional parts, each written only by
+the runs they describe (a reader keeps a key it does not know in ``extra``):
 
-* 1 (no ``format_version`` key; written by bioptimus-hf 0.1.0): ``run.train_batch_size`` was the
-  *effective* batch (per device × accumulation × processes) and ``run.warmup_steps`` held the
-  ``TrainingArguments`` value (a float ratio when below 1). :meth:`ReleaseInfo.from_dict` migrates it.
-* 2: ``run`` holds ``per_device_train_batch_size`` and the derived ``effective_train_batch_size``;
-  warm-up as ``warmup_ratio`` (when given as a ratio) and the resolved ``warmup_steps``.
-* 3: format 2 plus a ``distillation`` object (:class:`DistillationFacts`): the release is a student distilled
-  from a teacher (``run_distillation.py``). Only such releases are written as format 3; curriculum releases
-  stay format 2, so older readers keep reading them and refuse students (whose card they cannot render).
-
-A run with a lexical warm-up before its curriculum (:mod:`bioptimus_hf.pretraining.lexical_warmup`) records it
-as ``run.lexical_warmup`` (:class:`LexicalWarmupFacts`), still format 2: the key is written only by such runs,
-and a reader that does not know it keeps it in ``run.extra``. The warm-up's end is not a release unless the run
-asked for one (``--lexical_warmup_release V``): then it is release ``vV`` with ``phase_index`` null, the first
-phase's masking, steps ``0 .. warm-up steps``, and ``run.lexical_warmup.release_version`` equal to its own version
-(:attr:`ReleaseInfo.is_lexical_warmup`).
+* ``distillation`` (:class:`DistillationFacts`): the release is a student distilled from a teacher
+  (``bioptimus distill``);
+* ``run.lexical_warmup`` (:class:`LexicalWarmupFacts`): the run began with a lexical warm-up
+  (:mod:`bioptimus_hf.pretraining.lexical_warmup`). Its end is a release only when asked
+  (``--lexical_warmup_release V``): release ``vV`` with ``phase_index`` null, the first phase's masking, steps
+  ``0 .. warm-up steps`` and ``run.lexical_warmup.release_version`` its own version
+  (:attr:`ReleaseInfo.is_lexical_warmup`).
 """
 
 from __future__ import annotations
@@ -36,23 +29,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..utils.files import read_json, write_json_atomic
-from .checkpoint_facts import CheckpointFacts as CheckpointFacts  # moved; importable from here as before
-from .lineage import base_model_hub_id as base_model_hub_id  # moved; importable from here as before
-from .lineage import public_name
 from .naming import is_temporary, normalise_version, release_dir_name, version_sort_key, version_tag
-from .naming import version_repo_id as version_repo_id  # moved; importable from here as before
 
 
 PHASE_FILE = "bioptimus_phase.json"
-FORMAT_VERSION = 2  # a curriculum release
-STUDENT_FORMAT_VERSION = 3  # a release with a `distillation` record (a distilled student)
-NEWEST_FORMAT_VERSION = STUDENT_FORMAT_VERSION
+FORMAT_VERSION = 2  # a reader refuses another: its fields may mean something else
 
 
 # ------------------------------------------------------------------------------------------ records
 def _known_fields_and_extra(cls: type, data: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """A record's keys split into ``cls``'s fields and the rest, kept in ``extra`` (with a stored ``extra``): a key
-    written by a newer version survives a round trip through an older reader."""
+    this code does not know survives a round trip."""
     data = dict(data or {})
     known = {f.name for f in fields(cls)} - {"extra"}
     extra = dict(data.pop("extra", {}) or {})
@@ -97,17 +84,17 @@ class RunFacts:
     tokenizer: str | None = None  # public name of the tokenizer (folder name or Hub id)
     vocab_size: int | None = None
     # "extend": the base vocabulary kept with ``added_tokens`` appended; "replace": a new vocabulary. None (and not
-    # written): a run of the base vocabulary, or a record written before the choice existed.
+    # written): the run did not record it.
     vocabulary_mode: str | None = None
     added_tokens: int | None = None
     max_seq_length: int | None = None
     packing: bool | None = None
     masked_only_prediction: bool | None = None
-    # who drew the dropout masks: "bulk" (utils/bulk_dropout.py, a CPU default) or "torch"; None: a record
-    # written before the choice existed (torch's). Same dropout either way, another random stream.
+    # who drew the dropout masks: "bulk" (utils/bulk_dropout.py, a CPU default) or "torch"; None means torch's.
+    # Same dropout either way, another random stream.
     dropout_masks: str | None = None
     # where the curriculum's masks came from: "keyed" (seeded per batch; pretraining/collator.py) or "sequential";
-    # None: a record written before the choice existed (sequential).
+    # None means sequential.
     masking_stream: str | None = None
     train_files: list[str] = field(default_factory=list)  # file names only
     dataset_name: str | None = None
@@ -177,48 +164,20 @@ class RunFacts:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        if self.lexical_warmup is None:
-            del data["lexical_warmup"]  # a run without the warm-up writes the same record as before it existed
-        for key in ("vocabulary_mode", "added_tokens"):
+        for key in ("lexical_warmup", "vocabulary_mode", "added_tokens"):
             if data[key] is None:
-                del data[key]  # likewise a run whose vocabulary mode is unknown
+                del data[key]  # written only by the runs they describe
         data["effective_train_batch_size"] = self.effective_train_batch_size
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], format_version: int = FORMAT_VERSION) -> "RunFacts":
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunFacts":
         data = dict(data or {})
         data.pop("effective_train_batch_size", None)
-        if format_version < 2:
-            data = _migrate_run_v1(data)
         values, extra = _known_fields_and_extra(cls, data)
         values["train_files"] = list(values.get("train_files") or [])
         values["datasets"] = list(values.get("datasets") or [])
         return cls(**values, extra=extra)
-
-
-def _migrate_run_v1(run: dict[str, Any]) -> dict[str, Any]:
-    """Format 1 -> 2: ``train_batch_size`` was per device × accumulation × processes; ``warmup_steps`` the raw
-    TrainingArguments value; paths were stored as given."""
-    run = dict(run)
-    effective = run.pop("train_batch_size", None)
-    accumulation = run.get("gradient_accumulation_steps") or 1
-    world = run.get("world_size") or 1
-    if run.get("per_device_train_batch_size") is None and isinstance(effective, int):
-        run["per_device_train_batch_size"] = effective // (accumulation * world)
-    warmup = run.get("warmup_steps")
-    if isinstance(warmup, float) and 0 < warmup < 1:
-        run["warmup_ratio"] = warmup
-        max_steps = run.get("max_steps")
-        run["warmup_steps"] = math.ceil(warmup * max_steps) if isinstance(max_steps, int) else None
-    elif isinstance(warmup, (int, float)):
-        run["warmup_steps"] = int(warmup)
-    # A format-1 record did not say where its base was loaded from: no Hub id is guessed from the name's shape.
-    base = run.get("base_model")
-    run["base_model"] = public_name(base)
-    run["tokenizer"] = public_name(run.get("tokenizer"))
-    run["train_files"] = [os.path.basename(str(f)) for f in run.get("train_files") or []]
-    return run
 
 
 @dataclass
@@ -280,15 +239,13 @@ class ReleaseInfo:
     run: RunFacts = field(default_factory=RunFacts)
     # Schedule changes accepted on resume (``--allow_schedule_change``): what changed, at which step.
     schedule_changes: list[dict[str, Any]] = field(default_factory=list)
-    # Set for a student distilled from a teacher (format 3); None for curriculum releases.
-    distillation: DistillationFacts | None = None
+    distillation: DistillationFacts | None = None  # a student distilled from a teacher; None for the curriculum's
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self):
         self.version = normalise_version(self.version)
         if isinstance(self.distillation, Mapping):
             self.distillation = DistillationFacts.from_dict(self.distillation)
-        self.format_version = STUDENT_FORMAT_VERSION if self.distillation is not None else FORMAT_VERSION
         if self.heldout_mlm_loss is not None and self.heldout_perplexity is None:
             self.heldout_perplexity = math.exp(self.heldout_mlm_loss) if self.heldout_mlm_loss < 50 else math.inf
 
@@ -324,7 +281,7 @@ class ReleaseInfo:
         data = asdict(self)
         data["run"] = self.run.to_dict()
         if self.distillation is None:
-            del data["distillation"]  # a curriculum release stays byte-for-byte format 2
+            del data["distillation"]  # written only by a student
         if data["heldout_perplexity"] == math.inf:
             data["heldout_perplexity"] = None
         return data
@@ -334,19 +291,14 @@ class ReleaseInfo:
         if not isinstance(data, Mapping) or "version" not in data:
             raise ValueError(f"{source}: expected a JSON object with a 'version' key")
         data = dict(data)
-        format_version = int(data.pop("format_version", 1))
-        if format_version > NEWEST_FORMAT_VERSION:
+        format_version = data.pop("format_version", FORMAT_VERSION)
+        if format_version != FORMAT_VERSION:
             raise ValueError(
-                f"{source}: format version {format_version} is newer than this bioptimus-hf understands "
-                f"({NEWEST_FORMAT_VERSION}); upgrade bioptimus-hf"
+                f"{source}: format version {format_version}, this bioptimus-hf reads {FORMAT_VERSION} (a newer record "
+                "needs a newer bioptimus-hf)"
             )
-        run = RunFacts.from_dict(data.pop("run", {}) or {}, format_version)
+        run = RunFacts.from_dict(data.pop("run", {}) or {})
         distillation = data.pop("distillation", None)
-        if distillation is not None and format_version < STUDENT_FORMAT_VERSION:
-            raise ValueError(
-                f"{source}: a 'distillation' record needs format version {STUDENT_FORMAT_VERSION}, "
-                f"the file says {format_version}"
-            )
         known = {f.name for f in fields(cls)} - {"run", "format_version"}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -11,7 +11,7 @@ from typing import Any
 
 from huggingface_hub import ModelCard
 
-from .card_context import fmt, load_targets, release_card_context
+from .card_context import CardOptions, fmt, load_targets, release_card_context
 from .lineage import Lineage, public_name
 from .record import ReleaseInfo
 
@@ -75,18 +75,11 @@ def _student_values(info: ReleaseInfo, parameters: int | None, load_target: dict
     }
 
 
-def build_student_card(release_dir: str | os.PathLike, ner_results: Any = None, **options: Any) -> ModelCard:
-    """The card of the student release in ``release_dir`` (``options``: see
-    :func:`bioptimus_hf.releases.card.render_release_card`)."""
+def build_student_card(release_dir: str | os.PathLike, options: CardOptions) -> ModelCard:
+    """The card of the student release in ``release_dir``."""
     info = ReleaseInfo.load(release_dir)
-    context = release_card_context(
-        release_dir,
-        ner_results,
-        default_tags=STUDENT_TAGS,
-        default_name=f"bioptimus-student-v{info.version}",
-        **options,
-    )
-    target = load_targets([info.version], options.get("repo_id"), options.get("per_version_repos", False))[0]
+    context = release_card_context(release_dir, options, STUDENT_TAGS, f"bioptimus-student-v{info.version}")
+    target = load_targets([info.version], options.repo_id, options.per_version_repos)[0]
     return ModelCard.from_template(
         context.card_data,
         template_path=str(STUDENT_TEMPLATE_PATH),
