@@ -1,15 +1,12 @@
 """What every card of a release directory shows, whatever its kind (a curriculum release or a distilled student).
 
-Everything comes from the release itself: its :class:`~bioptimus_hf.releases.record.ReleaseInfo` (the phase, the
-whole curriculum and the run's facts), its checkpoint's own files
-(:class:`~bioptimus_hf.releases.checkpoint_facts.CheckpointFacts`), the weights' safetensors header (parameter
-count), plus optional NER results (anything :func:`bioptimus_hf.releases.ner_results.load_ner_results` accepts) and
-BLURB tables. The metadata is a ``huggingface_hub.ModelCardData``: the ``model-index`` is written by
-``huggingface_hub`` itself, and only when real results were supplied; ``base_model`` only when the run knew its
-Hub id (:mod:`.lineage`). Nothing is invented: a missing number is "n/a". Nothing private is shown: models and
-tokenizers appear as Hub ids or folder names, never as local paths.
-
-The card writers (:mod:`.release_card`, :mod:`.student_card`) render this context with their own template.
+Everything comes from the release itself: its record (:class:`~bioptimus_hf.releases.record.ReleaseInfo`), its
+checkpoint's files (:class:`~bioptimus_hf.releases.checkpoint_facts.CheckpointFacts`), the safetensors headers
+(parameter count), plus the NER results and BLURB table a :class:`CardOptions` names. The metadata is a
+``huggingface_hub.ModelCardData``, whose ``model-index`` ``huggingface_hub`` writes, only from results supplied;
+``base_model`` only when the run knew its Hub id (:mod:`.lineage`). Nothing is invented (a missing number is "n/a")
+and nothing private shown (Hub ids or folder names, never local paths). :mod:`.card` and :mod:`.student_card`
+render this context with their templates.
 """
 
 from __future__ import annotations
@@ -51,11 +48,6 @@ FINE_TUNING_SETTINGS = (
     "max_seq_length",
 )
 
-PAPER_TITLE = (
-    "BIOptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity "
-    "Recognition"
-)
-PAPER_URL = "https://aclanthology.org/2023.bionlp-1.31"
 PAPER_BIBTEX = """@inproceedings{pavlova-makhlouf-2023-bioptimus,
     title = "{BIO}ptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity Recognition",
     author = "Pavlova, Vera and Makhlouf, Mohammed",
@@ -301,8 +293,6 @@ def release_card_context(
         load_targets=load_targets(loadable, repo_id, per_version_repos),
         repo_known=repo_id is not None,
         repo_placeholder=REPO_PLACEHOLDER,
-        paper_title=PAPER_TITLE,
-        paper_url=PAPER_URL,
         bibtex=PAPER_BIBTEX,
     )
     return ReleaseCardContext(info, checkpoint, card_data, values, parameters)

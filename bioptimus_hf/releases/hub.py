@@ -105,7 +105,16 @@ def stage_release(
     edited = edited_card(release) if rerender else None
     if edited is not None:
         rerender = not keep_edited_card
-        _say_edited_card(edited, keep_edited_card, card.ner_results is not None, say)
+        if keep_edited_card:
+            missing = "the repository id or NER results" if card.ner_results is not None else "the repository id"
+            say(
+                f"{edited}: edited by hand; published as it is (--keep_edited_card), without {missing} rendered into it"
+            )
+        else:
+            say(
+                f"{edited}: edited by hand (differs from what its record renders); replaced by the re-rendered card "
+                "(--keep_edited_card true keeps it)"
+            )
     for source in sorted(release.rglob("*")):
         relative = source.relative_to(release)
         if any(part.startswith(".") or part == "__pycache__" for part in relative.parts) or not source.is_file():
@@ -128,17 +137,6 @@ def edited_card(release_dir: str | os.PathLike) -> Path | None:
     if not card.is_file():
         return None
     return card if card.read_text(encoding="utf-8") != render_release_card(release_dir) else None
-
-
-def _say_edited_card(card: Path, kept: bool, with_ner: bool, say: Callable[[str], None]) -> None:
-    if kept:
-        missing = "the repository id or NER results" if with_ner else "the repository id"
-        say(f"{card}: edited by hand; published as it is (--keep_edited_card), without {missing} rendered into it")
-    else:
-        say(
-            f"{card}: edited by hand (differs from what its record renders); replaced by the re-rendered card "
-            "(--keep_edited_card true keeps it)"
-        )
 
 
 def local_files(staged_dir: Path) -> dict[str, CommitOperationAdd]:
@@ -284,16 +282,14 @@ def _hub_api(token: str | None, endpoint: str | None) -> HfApi:
 
 
 def _resolve_repo_id(repo_id: str, organization: str | None, api: HfApi | None) -> str:
-    if "/" in repo_id:
-        namespace = repo_id.split("/", 1)[0]
-        if organization and organization != namespace:
-            raise ValueError(
-                f"--hub_model_id {repo_id!r} already names namespace {namespace!r}, "
-                f"which contradicts --organization {organization!r}"
-            )
-        return repo_id
-    if organization:
-        return f"{organization}/{repo_id}"
+    namespace = repo_id.split("/", 1)[0] if "/" in repo_id else None
+    if namespace and organization and organization != namespace:
+        raise ValueError(
+            f"--hub_model_id {repo_id!r} already names namespace {namespace!r}, which contradicts --organization "
+            f"{organization!r}"
+        )
+    if namespace or organization:
+        return repo_id if namespace else f"{organization}/{repo_id}"
     if api is None:
         raise ValueError(
             f"--hub_model_id {repo_id!r} has no namespace: give 'org/{repo_id}' or --organization "
@@ -341,11 +337,10 @@ def _publish_version(api: HfApi, report: VersionReport, local: Mapping[str, Comm
     report.commit, report.uploaded, report.deleted = _commit_diff(api, repo_id, branch, local, message)
     if tag in tags:  # forced: the tag moves to the new commit
         api.delete_tag(repo_id, tag=tag)
-    if _tag_commit(api, report, local):
+    if _tag_and_check(api, report, local):
         report.status = "republished" if report.status == "conflict-forced" else "published"
     else:
         report.status = "unchanged"
-    report.commit = verify_published(api, repo_id, tag, local)
     logger.info("%s@%s: %s", repo_id, tag, report.status)
 
 
@@ -390,9 +385,10 @@ def _commit_diff(api: HfApi, repo_id: str, branch: str, local: Mapping[str, Any]
     return info.oid, uploaded, deletions
 
 
-def _tag_commit(api: HfApi, report: VersionReport, local: Mapping[str, Any]) -> bool:
-    """Tag the commit made (not the branch head, which another publisher may have moved). False when someone else
-    created the tag meanwhile with the same files; raises when it holds other files.
+def _tag_and_check(api: HfApi, report: VersionReport, local: Mapping[str, Any]) -> bool:
+    """Tag the commit made (not the branch head, which another publisher may have moved), then check that the tag
+    holds exactly the staged files; returns whether this call made the tag (False: another publisher made it
+    meanwhile, with the same files). Raises `VersionConflictError` when the tag holds other files.
 
     Branch and tag share a name (``v0.k``): a branch left at another commit than the tag's would make
     ``revision="v0.k"`` ambiguous, so a publisher that loses the race moves the branch back to the tag.
@@ -400,39 +396,33 @@ def _tag_commit(api: HfApi, report: VersionReport, local: Mapping[str, Any]) -> 
     repo_id, branch, tag = report.repo_id, report.branch, report.tag
     try:
         api.create_tag(repo_id, tag=tag, revision=report.commit, tag_message=f"BIOptimus v{report.version}")
-        return True
+        made = True
     except HfHubHTTPError as error:
         if _http_status(error) != 409:
             raise
+        made = False
     branches, tags = _refs(api, repo_id) or ({}, {})
     tagged = tags.get(tag)
-    uploads, deletions = _diff(api, repo_id, tagged, local) if tagged else (list(local.values()), [])
-    if not uploads and not deletions:
-        return False
-    if tagged and branches.get(branch) == report.commit and branch != MAIN_BRANCH:
-        api.delete_branch(repo_id, branch=branch)
-        api.create_branch(repo_id, branch=branch, revision=tagged)
-    raise VersionConflictError(
-        f"{repo_id}@{tag} was created by another publisher while this one ran, with different files "
-        f"({[op.path_in_repo for op in uploads] + deletions}); this run's files were not tagged (branch {branch} "
-        "points at the tag again). Compare the two runs, then re-run with --force to replace it if ours is the "
-        "right one"
-    )
-
-
-def verify_published(api: HfApi, repo_id: str, tag: str, local: Mapping[str, Any]) -> str:
-    """Raise unless the tag's commit holds exactly the staged files (checked after every publication); return that
-    commit."""
-    tagged = (_refs(api, repo_id) or ({}, {}))[1].get(tag)
     if tagged is None:
         raise VersionConflictError(f"{repo_id}@{tag}: the tag is missing right after publishing (deleted by someone?)")
     uploads, deletions = _diff(api, repo_id, tagged, local)
-    if uploads or deletions:
+    differs = [op.path_in_repo for op in uploads] + deletions
+    if not differs:
+        report.commit = tagged
+        return made
+    if made:
         raise VersionConflictError(
-            f"{repo_id}@{tag} does not hold the files this run staged after publishing (differs: "
-            f"{[op.path_in_repo for op in uploads]}, extra: {deletions}); another publisher may have raced this one"
+            f"{repo_id}@{tag} does not hold the files this run staged after publishing ({differs} differ); another "
+            "publisher may have raced this one"
         )
-    return tagged
+    if branches.get(branch) == report.commit and branch != MAIN_BRANCH:
+        api.delete_branch(repo_id, branch=branch)
+        api.create_branch(repo_id, branch=branch, revision=tagged)
+    raise VersionConflictError(
+        f"{repo_id}@{tag} was created by another publisher while this one ran, with different files ({differs}); "
+        f"this run's files were not tagged (branch {branch} points at the tag again). Compare the two runs, then "
+        "re-run with --force to replace it if ours is the right one"
+    )
 
 
 def _update_main(api: HfApi, repo_id: str, local: Mapping[str, Mapping[str, Any]]) -> None:

@@ -28,8 +28,7 @@ class PublishArguments:
     mode: str = field(
         default="branches",
         metadata={
-            "help": "'branches': one repository, a branch and tag per version, main = latest; 'repos': one "
-            "repository per version.",
+            "help": "'branches': a branch and tag per version, main = latest; 'repos': a repository per version.",
             "choices": list(MODES),
         },
     )
@@ -40,9 +39,7 @@ class PublishArguments:
         },
     )
     hub_token: str | None = field(
-        default=None,
-        repr=False,
-        metadata={"help": "Hub token (default: HF_TOKEN, or the one saved by `hf auth login`)."},
+        default=None, repr=False, metadata={"help": "Hub token (default: HF_TOKEN, or `hf auth login`'s)."}
     )
     commit_message: str = field(
         default=DEFAULT_COMMIT_MESSAGE, metadata={"help": "Commit message; '{version}' is replaced by the version."}
@@ -75,9 +72,8 @@ class PublishArguments:
     keep_edited_card: bool = field(
         default=False,
         metadata={
-            "help": "Upload a release's README.md as it is when it was edited by hand (it differs from what the "
-            "release's record renders); other cards are re-rendered. Without it, an edited card is replaced and "
-            "publishing says so."
+            "help": "Upload a README.md edited by hand (it differs from what its record renders) as it is; without "
+            "it, such a card is replaced, in one line."
         },
     )
     endpoint: str | None = field(

@@ -37,18 +37,24 @@ FORMAT_VERSION = 2  # a reader refuses another: its fields may mean something el
 
 
 # ------------------------------------------------------------------------------------------ records
-def _known_fields_and_extra(cls: type, data: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A record's keys split into ``cls``'s fields and the rest, kept in ``extra`` (with a stored ``extra``): a key
-    this code does not know survives a round trip."""
-    data = dict(data or {})
-    known = {f.name for f in fields(cls)} - {"extra"}
-    extra = dict(data.pop("extra", {}) or {})
-    extra.update({k: v for k, v in data.items() if k not in known})
-    return {k: v for k, v in data.items() if k in known}, extra
+class _Record:
+    """A record's ``to_dict``/``from_dict``: keys this code does not know are kept in ``extra`` (with a stored
+    ``extra``), so that they survive a round trip; a missing list is an empty one."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None):
+        data, known = dict(data or {}), {f.name: f for f in fields(cls) if f.name != "extra"}
+        extra = dict(data.pop("extra", None) or {}) | {k: v for k, v in data.items() if k not in known}
+        values = {k: v for k, v in data.items() if k in known}
+        values |= {k: list(values.get(k) or []) for k, f in known.items() if f.default_factory is list}
+        return cls(**values, extra=extra)
 
 
 @dataclass
-class LexicalWarmupFacts:
+class LexicalWarmupFacts(_Record):
     """The lexical warm-up a run began with: its steps (global steps ``0 .. steps``, before the first phase), the
     first phase's masking it trained on, its learning-rate schedule, and which parameters it trained (every other
     parameter was frozen)."""
@@ -64,18 +70,9 @@ class LexicalWarmupFacts:
     release_version: str | None = None  # the warm-up's end released as this version (--lexical_warmup_release)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "LexicalWarmupFacts":
-        values, extra = _known_fields_and_extra(cls, data)
-        values["parameters"] = list(values.get("parameters") or [])
-        return cls(**values, extra=extra)
-
 
 @dataclass
-class RunFacts:
+class RunFacts(_Record):
     """Facts of the run that produced a release: model, data and optimisation (never credentials)."""
 
     base_model: str | None = None  # public name: the Hub id when known, else the folder name
@@ -171,17 +168,14 @@ class RunFacts:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RunFacts":
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "RunFacts":
         data = dict(data or {})
-        data.pop("effective_train_batch_size", None)
-        values, extra = _known_fields_and_extra(cls, data)
-        values["train_files"] = list(values.get("train_files") or [])
-        values["datasets"] = list(values.get("datasets") or [])
-        return cls(**values, extra=extra)
+        data.pop("effective_train_batch_size", None)  # derived
+        return super().from_dict(data)
 
 
 @dataclass
-class DistillationFacts:
+class DistillationFacts(_Record):
     """How a student release was distilled: teacher, recipe, layer map, losses, sizes and measured speed."""
 
     teacher: str | None = None  # public name: the Hub id when known, else the folder name
@@ -210,14 +204,6 @@ class DistillationFacts:
     speed: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "DistillationFacts":
-        values, extra = _known_fields_and_extra(cls, data)
-        return cls(**values, extra=extra)
-
 
 @dataclass
 class ReleaseInfo:
@@ -244,6 +230,8 @@ class ReleaseInfo:
 
     def __post_init__(self):
         self.version = normalise_version(self.version)
+        if not isinstance(self.run, RunFacts):
+            self.run = RunFacts.from_dict(self.run)
         if isinstance(self.distillation, Mapping):
             self.distillation = DistillationFacts.from_dict(self.distillation)
         if self.heldout_mlm_loss is not None and self.heldout_perplexity is None:
@@ -256,10 +244,6 @@ class ReleaseInfo:
     @property
     def tag(self) -> str:
         return version_tag(self.version)
-
-    @property
-    def is_last(self) -> bool:
-        return bool(self.curriculum) and str(self.curriculum[-1].get("version")) == self.version
 
     @property
     def training_tokens(self) -> int | None:
@@ -297,18 +281,11 @@ class ReleaseInfo:
                 f"{source}: format version {format_version}, this bioptimus-hf reads {FORMAT_VERSION} (a newer record "
                 "needs a newer bioptimus-hf)"
             )
-        run = RunFacts.from_dict(data.pop("run", {}) or {})
-        distillation = data.pop("distillation", None)
-        known = {f.name for f in fields(cls)} - {"run", "format_version"}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"{source}: unknown release field(s) {unknown}")
         try:
-            return cls(
-                **data,
-                run=run,
-                distillation=DistillationFacts.from_dict(distillation) if distillation is not None else None,
-            )
+            return cls(**data)  # the run's and a student's facts as mappings, read by __post_init__
         except TypeError as error:
             raise ValueError(f"{source}: {error}") from None
 
@@ -320,11 +297,6 @@ class ReleaseInfo:
         path = Path(release_dir) / PHASE_FILE
         data = read_json(path, f"{path} not found: {release_dir} is not a BIOptimus release directory")
         return cls.from_dict(data, source=str(path))
-
-
-def is_release_dir(path: str | os.PathLike) -> bool:
-    path = Path(path)
-    return path.is_dir() and not is_temporary(path) and (path / PHASE_FILE).is_file()
 
 
 def find_releases(path: str | os.PathLike) -> list[Path]:
@@ -341,7 +313,7 @@ def find_releases(path: str | os.PathLike) -> list[Path]:
     releases_dir = path / "releases" if (path / "releases").is_dir() else path
     if not releases_dir.is_dir():
         raise FileNotFoundError(f"{path}: no such run, releases or release directory")
-    found = [d for d in releases_dir.iterdir() if is_release_dir(d)]
+    found = [d for d in releases_dir.iterdir() if d.is_dir() and not is_temporary(d) and (d / PHASE_FILE).is_file()]
     if not found:
         raise FileNotFoundError(f"{releases_dir}: no release directories (v0.k/ with {PHASE_FILE}) found")
     return sorted(found, key=lambda d: version_sort_key(ReleaseInfo.load(d).version))

@@ -19,17 +19,6 @@ from .record import ReleaseInfo
 STUDENT_TEMPLATE_PATH = Path(__file__).parent / "templates" / "student_card.md"
 STUDENT_TAGS = ("biomedical", "fill-mask", "bioptimus", "knowledge-distillation", "pubmed")
 
-DISTILLATION_PAPER_URL = "https://doi.org/10.1093/bioinformatics/btad103"
-DISTILLATION_BIBTEX = """@article{rohanian2023effectiveness,
-    title = {On the effectiveness of compact biomedical transformers},
-    author = {Rohanian, Omid and Nouriborji, Mohammadmahdi and Kouchaki, Samaneh and Clifton, David A},
-    journal = {Bioinformatics},
-    volume = {39},
-    number = {3},
-    pages = {btad103},
-    year = {2023},
-}"""
-
 
 def _student_values(info: ReleaseInfo, parameters: int | None, load_target: dict[str, str]) -> dict[str, Any]:
     """What the student card shows beyond a release's common facts (teacher, recipe, layers, losses, sizes, speed)."""
@@ -70,8 +59,6 @@ def _student_values(info: ReleaseInfo, parameters: int | None, load_target: dict
         if facts.teacher_heldout_mlm_loss is not None
         else None,
         "load_target": load_target,
-        "distillation_paper_url": DISTILLATION_PAPER_URL,
-        "distillation_bibtex": DISTILLATION_BIBTEX,
     }
 
 

@@ -177,20 +177,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test output quiet
         pass
 
-    def do_GET(self):
-        self._dispatch("GET")
+    def _handle(self) -> None:
+        self._dispatch(self.command)
 
-    def do_HEAD(self):
-        self._dispatch("HEAD")
-
-    def do_POST(self):
-        self._dispatch("POST")
-
-    def do_PUT(self):
-        self._dispatch("PUT")
-
-    def do_DELETE(self):
-        self._dispatch("DELETE")
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _handle
 
     def _body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():  # streamed uploads
@@ -364,20 +354,9 @@ class _Handler(BaseHTTPRequestHandler):
         return entry
 
     def _tree(self, commit: Commit, prefix: str) -> list[dict]:
-        prefix = prefix.strip("/")
-        entries, folders = [], set()
-        for path in sorted(commit.files):
-            if prefix and not path.startswith(prefix + "/"):
-                continue
-            parts = path.split("/")
-            folders.update(
-                "/".join(parts[: depth + 1]) for depth in range(prefix.count("/") + 1 if prefix else 0, len(parts) - 1)
-            )
-            entries.append(self._file_entry(path, commit.files[path]))
-        return entries + [
-            {"type": "directory", "oid": hashlib.sha1(f.encode()).hexdigest(), "size": 0, "path": f}
-            for f in sorted(folders)
-        ]
+        """The files under ``prefix`` (folders are not listed: no caller of this fake's reads them)."""
+        prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        return [self._file_entry(path, f) for path, f in sorted(commit.files.items()) if path.startswith(prefix)]
 
     def _preupload(self, repo, revision, payload):
         """Each file's upload mode and the oid the revision holds of it (a branch not yet created holds nothing)."""
