@@ -1,9 +1,10 @@
 """The model card (README.md) of a release directory, and the offline checks every card of this package passes.
 
-A release's record says its kind: a curriculum release's card is written here (``templates/model_card.md``, with the
-phase's place in the curriculum and a lexical warm-up's), a distilled student's by :mod:`.student_card`; what every
-release card holds is :mod:`.card_context`'s, a fine-tuned model's card :mod:`bioptimus_hf.finetuning.model_card`'s.
-Every writer goes through ``huggingface_hub.ModelCard.from_template`` and ``ModelCardData``.
+A release's record says its kind, and the kind its template: a curriculum release's card
+(``templates/model_card.md``) adds the phase's place in the curriculum and a lexical warm-up's, a distilled
+student's (``templates/student_card.md``) the teacher, the recipe, the layers, the losses, the sizes and the
+measured speed, both to what every release card holds (:mod:`.card_context`). A fine-tuned model's card is
+:mod:`bioptimus_hf.finetuning.model_card`'s. Every card goes through ``huggingface_hub.ModelCard.from_template``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,23 @@ from typing import Any
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
-from .card_context import CardOptions, corruption_text, fmt, masking_unit_text, release_card_context
+from .card_context import (
+    CardOptions,
+    ReleaseCardContext,
+    corruption_text,
+    fmt,
+    load_targets,
+    masking_unit_text,
+    release_card_context,
+)
+from .lineage import Lineage, public_name
 from .record import ReleaseInfo
-from .student_card import build_student_card
 
 
-TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card.md"
-# Tags of every curriculum release card; the checkpoint's model type (e.g. "bert", "roberta") goes after "biomedical".
+TEMPLATES = Path(__file__).parent / "templates"
+# Each kind's tags; the checkpoint's model type (e.g. "bert", "roberta") goes after "biomedical".
 DEFAULT_TAGS = ("biomedical", "fill-mask", "bioptimus", "curriculum-learning", "pubmed")
+STUDENT_TAGS = ("biomedical", "fill-mask", "bioptimus", "knowledge-distillation", "pubmed")
 # What every release card's metadata holds (a fine-tuned model's card names no license or language it cannot know).
 RELEASE_CARD_KEYS = ("license", "language", "library_name", "tags")
 
@@ -36,18 +46,16 @@ def render_release_card(release_dir: str | os.PathLike, ner_results: Any = None,
 
 
 def build_card(release_dir: str | os.PathLike, options: CardOptions) -> ModelCard:
-    """The card of one release as a ``huggingface_hub.ModelCard``, by the writer of its kind."""
+    """The card of one release as a ``huggingface_hub.ModelCard``, with the template of its kind."""
     info = ReleaseInfo.load(release_dir)
     if info.is_student:
-        return build_student_card(release_dir, options)
-    context = release_card_context(release_dir, options, DEFAULT_TAGS, f"bioptimus-v{info.version}")
-    return ModelCard.from_template(
-        context.card_data,
-        template_path=str(TEMPLATE_PATH),
-        **context.values,
-        lexical_warmup=_lexical_warmup(info, context.checkpoint.mask_token),
-        is_lexical_warmup=info.is_lexical_warmup,
-    )
+        context = release_card_context(release_dir, options, STUDENT_TAGS, f"bioptimus-student-v{info.version}")
+        template, own = "student_card.md", _student_values(context, options)
+    else:
+        context = release_card_context(release_dir, options, DEFAULT_TAGS, f"bioptimus-v{info.version}")
+        warmup = _lexical_warmup(info, context.checkpoint.mask_token)
+        template, own = "model_card.md", {"lexical_warmup": warmup, "is_lexical_warmup": info.is_lexical_warmup}
+    return ModelCard.from_template(context.card_data, template_path=str(TEMPLATES / template), **context.values, **own)
 
 
 def _lexical_warmup(info: ReleaseInfo, mask_token: str | None) -> dict[str, Any] | None:
@@ -72,6 +80,48 @@ def _lexical_warmup(info: ReleaseInfo, mask_token: str | None) -> dict[str, Any]
         "trained": f"{facts.trained_parameter_count:,}" if facts.trained_parameter_count is not None else "n/a",
         "frozen": f"{facts.frozen_parameter_count:,}" if facts.frozen_parameter_count is not None else "n/a",
         "release": facts.release_version,
+    }
+
+
+def _student_values(context: ReleaseCardContext, options: CardOptions) -> dict[str, Any]:
+    """What a student's card shows beyond a release's common facts (teacher, recipe, layers, losses, sizes, speed)."""
+    facts, parameters = context.info.distillation, context.parameters
+    copied = facts.student_init == "teacher_layers"
+    teacher = Lineage(facts.teacher_hub_id, facts.teacher_hub_id or public_name(facts.teacher))
+    student_parameters = facts.student_parameters or parameters
+    share = student_parameters / facts.teacher_parameters if student_parameters and facts.teacher_parameters else None
+    return {
+        "student": facts,
+        "teacher_text": teacher.name or "the teacher",
+        "teacher_link": f"https://huggingface.co/{teacher.hub_id}" if teacher.hub_id else None,
+        "teacher_lineage": teacher.text(local_prefix="") if teacher.is_local else None,
+        "recipe_name": facts.recipe_name or facts.recipe or "custom",
+        "recipe_description": facts.recipe_description or "recipe not recorded",
+        "init_text": (
+            "the teacher's embeddings, MLM head and the teacher layers listed below, copied"
+            if copied
+            else "random (a smaller configuration), trained from scratch against the teacher"
+        ),
+        "layer_rows": [
+            {
+                "student": index,
+                "initialised": layer if copied else "— (random)",
+                "aligned": facts.layer_map[index] if index < len(facts.layer_map) else "n/a",
+            }
+            for index, layer in enumerate(facts.student_layers)
+        ],
+        "loss_rows": [
+            {"name": name, "weight": fmt(weight), "description": facts.loss_descriptions.get(name, "")}
+            for name, weight in facts.loss_weights.items()
+        ],
+        "teacher_parameters": f"{facts.teacher_parameters:,}" if facts.teacher_parameters else "n/a",
+        "student_parameters": f"{student_parameters:,}" if student_parameters else "n/a",
+        "parameter_share": f"{100 * share:.0f}%" if share else None,
+        "speed": facts.speed or {},
+        "teacher_heldout_loss": fmt(facts.teacher_heldout_mlm_loss, ".4f")
+        if facts.teacher_heldout_mlm_loss is not None
+        else None,
+        "load_target": load_targets([context.info.version], options.repo_id, options.per_version_repos)[0],
     }
 
 

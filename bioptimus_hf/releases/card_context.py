@@ -5,8 +5,8 @@ checkpoint's files (:class:`~bioptimus_hf.releases.checkpoint_facts.CheckpointFa
 (parameter count), plus the NER results and BLURB table a :class:`CardOptions` names. The metadata is a
 ``huggingface_hub.ModelCardData``, whose ``model-index`` ``huggingface_hub`` writes, only from results supplied;
 ``base_model`` only when the run knew its Hub id (:mod:`.lineage`). Nothing is invented (a missing number is "n/a")
-and nothing private shown (Hub ids or folder names, never local paths). :mod:`.card` and :mod:`.student_card`
-render this context with their templates.
+and nothing private shown (Hub ids or folder names, never local paths). :mod:`.card` renders this context with
+each kind's template.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +104,7 @@ def _parameter_count(release_dir: Path) -> int | None:
     total = 0
     for file in files:
         with safe_open(str(file), framework="numpy") as handle:
-            for key in handle.keys():
-                total += math.prod(handle.get_slice(key).get_shape())
+            total += sum(math.prod(handle.get_slice(key).get_shape()) for key in handle.keys())
     return total
 
 
@@ -113,26 +112,12 @@ def _architecture(checkpoint: CheckpointFacts) -> dict[str, Any]:
     """What the templates show of the checkpoint (empty without a config.json)."""
     if checkpoint.model_type is None:
         return {}
-    return {
-        "model_type": checkpoint.model_type,
-        "architectures": ", ".join(checkpoint.architectures) or None,
-        "hidden_size": checkpoint.hidden_size,
-        "num_hidden_layers": checkpoint.num_hidden_layers,
-        "num_attention_heads": checkpoint.num_attention_heads,
-        "vocab_size": checkpoint.vocab_size,
-    }
+    return asdict(checkpoint) | {"architectures": ", ".join(checkpoint.architectures) or None}
 
 
 def _curriculum_rows(info: ReleaseInfo, mask_token: str | None) -> list[dict[str, Any]]:
-    curriculum = info.curriculum or [
-        {
-            "version": info.version,
-            "masking_unit": info.masking_unit,
-            "masking_rate": info.masking_rate,
-            "corruption": info.corruption,
-            "steps": info.steps,
-        }
-    ]
+    own_phase = {key: getattr(info, key) for key in ("version", "masking_unit", "masking_rate", "corruption", "steps")}
+    curriculum = info.curriculum or [own_phase]
     # The phases start where the lexical warm-up ends.
     rows, start = [], info.run.lexical_warmup.steps if info.run.lexical_warmup is not None else 0
     for phase in curriculum:
@@ -157,11 +142,7 @@ def load_targets(versions: Sequence[str], repo_id: str | None, per_version_repos
     """Where each version loads from: repository and revision (the placeholder before the repository is known)."""
     repo = repo_id or REPO_PLACEHOLDER
     return [
-        {
-            "version": v,
-            "repo_id": version_repo_id(repo, v) if per_version_repos else repo,
-            "revision": version_tag(v),
-        }
+        {"version": v, "repo_id": version_repo_id(repo, v) if per_version_repos else repo, "revision": version_tag(v)}
         for v in versions
     ]
 
@@ -208,15 +189,9 @@ def _other_settings(run: RunFacts) -> list[tuple[str, str]]:
         "dataset_name": run.dataset_name,
         **run.extra,
     }
-    items = []
-    for key in sorted(other):
-        value = other[key]
-        if value is None or is_secret_name(key):
-            continue  # a run's extra facts may carry any argument: no credential (hub_token...) in a card
-        if isinstance(value, (dict, list)):
-            value = json.dumps(value)
-        items.append((key, fmt(value)))
-    return items
+    # a run's extra facts may carry any argument: no credential (hub_token...) in a card
+    shown = {key: value for key, value in other.items() if value is not None and not is_secret_name(key)}
+    return [(k, fmt(json.dumps(v) if isinstance(v, (dict, list)) else v)) for k, v in sorted(shown.items())]
 
 
 def run_lineage(run: RunFacts) -> Lineage:

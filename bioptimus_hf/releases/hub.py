@@ -1,13 +1,11 @@
 """Publishing a run's curriculum releases (``<output_dir>/releases/v0.k/``) to the Hub: ``bioptimus publish``.
 
-Layout ``branches`` (default): one repository, version ``0.k`` committed to its branch ``v0.k`` and tagged ``v0.k``,
-``main`` holding the latest version (``from_pretrained("org/name", revision="v0.3")``). Layout ``repos``: a
-repository ``org/name-v0.k`` per version, the release on its ``main``, tagged ``v0.k``.
-
+Layout ``branches`` (default): one repository, version ``0.k`` on its branch and tag ``v0.k``, ``main`` the latest
+(``from_pretrained("org/name", revision="v0.3")``); layout ``repos``: a repository ``org/name-v0.k`` per version.
 Every write is ``huggingface_hub``'s (``create_repo``, ``create_branch``, ``create_commit`` with
-``CommitOperationAdd``/``CommitOperationDelete``, ``create_tag``), with the token handed to ``HfApi`` only. This
-module adds what the library does not promise: before anything is written, each version is compared file by file
-with what its tag holds (the same files: skipped; others: refused unless ``--force``); a commit carries the
+``CommitOperationAdd``/``CommitOperationDelete``, ``create_tag``), the token handed to ``HfApi`` only. What this
+module adds, the library does not promise: before anything is written, each version is compared file by file with
+what its tag holds (the same files: skipped; others: refused unless ``--force``); a commit carries the
 ``parent_commit`` its diff was computed against; a tag names the commit made, and its files are checked afterwards
 (docs/hub.md, docs/guarantees.md). ``--dry_run`` stages the files and prints every operation without network.
 """
@@ -23,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
 from huggingface_hub.errors import HfHubHTTPError, HFValidationError, RepositoryNotFoundError
@@ -34,16 +32,12 @@ from huggingface_hub.utils.sha import git_hash
 from .card import build_card, render_release_card
 from .card_context import CardOptions
 from .naming import normalise_version, version_repo_id, version_sort_key, version_tag
+from .publish_config import PublishArguments
 from .record import ReleaseInfo, find_releases
 
 
-if TYPE_CHECKING:
-    from .publish_config import PublishArguments
-
 logger = logging.getLogger(__name__)
 
-MODES = ("branches", "repos")
-DEFAULT_COMMIT_MESSAGE = "Release BIOptimus v{version}"
 MAIN_COMMIT_MESSAGE = "Point main at BIOptimus v{version} (latest release)"
 MAIN_BRANCH = "main"
 # Files the Hub writes itself (the initial commit's LFS attributes): never compared nor deleted.
@@ -84,13 +78,10 @@ def stage_release(
     keep_edited_card: bool = False,
     say: Callable[[str], None] = logger.warning,
 ) -> Path:
-    """Build in ``staging_dir`` the exact tree of files one version's Hub revision will hold.
-
-    Release files are hard-linked (copied across filesystems); hidden files are left out. README.md is re-rendered
-    with ``card`` (the repository id, for the loading snippets, and NER results), unless ``keep_release_readme`` and
-    no NER results are given. A card that differs from what the release's record renders was edited by hand:
-    replacing it is said in one line (``say``), and ``keep_edited_card`` publishes it as it is instead.
-    """
+    """Build in ``staging_dir`` the files one version's Hub revision will hold: the release's, hard-linked (copied
+    across filesystems), hidden ones left out, and README.md re-rendered with ``card`` unless ``keep_release_readme``
+    (and no NER results). A card edited by hand (it differs from what its record renders) is named in one line
+    (``say``) when replaced; ``keep_edited_card`` publishes it as it is."""
     release, staged, card = Path(release_dir), Path(staging_dir), card or CardOptions()
     if staged.exists():
         if not (staged / STAGING_MARKER).is_file():
@@ -102,8 +93,8 @@ def stage_release(
     staged.mkdir(parents=True)
     (staged / STAGING_MARKER).write_text(f"staged from {release.name} by bioptimus publish\n", encoding="utf-8")
     rerender = not keep_release_readme or card.ner_results is not None
-    edited = edited_card(release) if rerender else None
-    if edited is not None:
+    edited = release / "README.md"  # edited by hand when it is not what the release's record renders
+    if rerender and edited.is_file() and edited.read_text(encoding="utf-8") != render_release_card(release):
         rerender = not keep_edited_card
         if keep_edited_card:
             missing = "the repository id or NER results" if card.ner_results is not None else "the repository id"
@@ -128,15 +119,6 @@ def stage_release(
     if not (staged / "README.md").exists():
         (staged / "README.md").write_text(str(build_card(release, card)), encoding="utf-8")
     return staged
-
-
-def edited_card(release_dir: str | os.PathLike) -> Path | None:
-    """The release's README.md when it differs from what its record renders (as the release writer wrote it), that
-    is, when someone edited it; None when it has none or it is the rendered one."""
-    card = Path(release_dir) / "README.md"
-    if not card.is_file():
-        return None
-    return card if card.read_text(encoding="utf-8") != render_release_card(release_dir) else None
 
 
 def local_files(staged_dir: Path) -> dict[str, CommitOperationAdd]:
@@ -356,14 +338,7 @@ def _commit_diff(api: HfApi, repo_id: str, branch: str, local: Mapping[str, Any]
     if not uploads and not deletions:
         return head, [], []
     uploaded = [op.path_in_repo for op in uploads]
-    logger.info(
-        "%s@%s: committing %d file(s) %s%s",
-        repo_id,
-        branch,
-        len(uploads),
-        uploaded,
-        f", deleting {deletions}" * bool(deletions),
-    )
+    logger.info("%s@%s: committing %s%s", repo_id, branch, uploaded, f", deleting {deletions}" if deletions else "")
     # a new operation per commit: huggingface_hub refuses to commit one twice (the same file goes to main too)
     operations = [CommitOperationAdd(op.path_in_repo, op.path_or_fileobj) for op in uploads]
     try:
@@ -432,13 +407,10 @@ def _update_main(api: HfApi, repo_id: str, local: Mapping[str, Mapping[str, Any]
         return
     latest = max(published, key=version_sort_key)
     if latest not in local:
-        logger.info(
-            "%s@%s: the latest version, v%s, is not part of this call; main left as is", repo_id, MAIN_BRANCH, latest
-        )
+        logger.info("%s: v%s, the latest version tagged, is not part of this call; main left as is", repo_id, latest)
         return
-    _, uploaded, deleted = _commit_diff(
-        api, repo_id, MAIN_BRANCH, local[latest], MAIN_COMMIT_MESSAGE.format(version=latest)
-    )
+    message = MAIN_COMMIT_MESSAGE.format(version=latest)
+    _, uploaded, deleted = _commit_diff(api, repo_id, MAIN_BRANCH, local[latest], message)
     logger.info("%s@%s: holds v%s%s", repo_id, MAIN_BRANCH, latest, " (updated)" if uploaded or deleted else "")
 
 

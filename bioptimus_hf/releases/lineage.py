@@ -1,12 +1,8 @@
 """Where a model came from, as a record or a card may say it: Hub ids, public names of local paths, and the base
-model's Hub id only when it is known.
-
-A card's ``base_model`` links the model to another Hub repository, so it is never guessed: it is the id
-``from_pretrained`` resolved through the Hub (:func:`loaded_hub_id`, asked when the model is loaded), or the one given
-(``--base_model_hub_id``; ``bioptimus distill``'s ``--teacher_hub_id``). A local path never counts, whatever its
-shape (``out/v0.4`` is a folder, present or not), nor a local ``config.json``'s ``_name_or_path``, which names what
-that checkpoint was loaded or fine-tuned from (the packaged all-MiniLM-L6-v2 names ``nreimers/MiniLM-L6-H384-uncased``).
-A local start is named by its folder, never its path (:func:`public_name`), and cards say so in prose.
+model's Hub id only when it is known: the id ``from_pretrained`` resolved through the Hub (:func:`loaded_hub_id`,
+asked when the model is loaded) or the one given (``--base_model_hub_id``). Never a guess from a local path's shape
+(``out/v0.4`` is a folder, present or not) nor from a local ``config.json``'s ``_name_or_path``, which names what
+that checkpoint was loaded or fine-tuned from. A local start is named by its folder, never its path (docs/hub.md).
 """
 
 from __future__ import annotations

@@ -50,9 +50,8 @@ class NerResult:
             raise ValueError(f"{source}: NER result for {name!r} has no 'test_f1'")
         seeds = raw.get("seeds", raw.get("num_seeds"))
         if seeds is None and isinstance(raw.get("per_seed"), list):
-            seeds = len(raw["per_seed"])
-        elif isinstance(seeds, (list, tuple)):
-            seeds = len(seeds)
+            seeds = raw["per_seed"]
+        seeds = len(seeds) if isinstance(seeds, (list, tuple)) else seeds
 
         def number(key: str) -> float | None:
             value = raw.get(key)
@@ -62,16 +61,12 @@ class NerResult:
                 raise ValueError(f"{source}: {key!r} of {name!r} must be a finite number, got {value!r}")
             return float(value)
 
-        test_f1 = number("test_f1")
-        if not 0.0 <= test_f1 <= 1.0:
-            raise ValueError(f"{source}: 'test_f1' of {name!r} must be a fraction in [0, 1], got {test_f1}")
+        scores = {key: number(key) for key in ("test_f1", "test_f1_std", "test_precision", "test_recall", "eval_f1")}
+        if not 0.0 <= scores["test_f1"] <= 1.0:
+            raise ValueError(f"{source}: 'test_f1' of {name!r} must be a fraction in [0, 1], got {scores['test_f1']}")
         return cls(
-            dataset_name=name,
-            test_f1=test_f1,
-            test_f1_std=number("test_f1_std"),
-            test_precision=number("test_precision"),
-            test_recall=number("test_recall"),
-            eval_f1=number("eval_f1"),
+            name,
+            **scores,
             seeds=int(seeds) if seeds is not None else None,
             dataset_id=check_dataset_id(raw["dataset_id"], source) if raw.get("dataset_id") else None,
             dataset_config=raw.get("dataset_config"),

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .hub import DEFAULT_COMMIT_MESSAGE, MODES
 from .naming import normalise_version
+
+
+MODES = ("branches", "repos")  # a branch and tag per version in one repository, or a repository per version
+DEFAULT_COMMIT_MESSAGE = "Release BIOptimus v{version}"
 
 
 @dataclass

@@ -64,12 +64,10 @@ class ReleasePublisher:
                 self.published += publish_releases(args)
             except BaseException as error:  # noqa: BLE001 - publishing must never take training down
                 self.failed.append((args.run_dir, publish_command(args)))
+                failure = f"{type(error).__name__}: {error}"
                 logger.warning(
-                    "Publishing %s to the Hub failed (%s: %s). The release is kept on disk; publish it later with:\n  %s",
-                    args.run_dir,
-                    type(error).__name__,
-                    error,
-                    self.failed[-1][1],
+                    f"Publishing {args.run_dir} to the Hub failed ({failure}). The release is kept on disk; publish it "
+                    f"later with:\n  {self.failed[-1][1]}"
                 )
             finally:
                 self._queue.task_done()

@@ -2,22 +2,11 @@
 
 A release is the model at the end of one curriculum phase (``<output_dir>/releases/v0.k/``). Everything that
 describes it (the phase's masking task, its place in the curriculum, the held-out loss, the facts of the run that
-produced it) is one typed :class:`ReleaseInfo`, with the run's facts in a :class:`RunFacts`. The training callback
-builds it in one call; the release writer, the model card and the Hub publisher read the object, never the raw JSON.
-Release names are :mod:`.naming`'s; what a record may say of a model's origin, :mod:`.lineage`'s; what a release's
-own files say of its model, :mod:`.checkpoint_facts`'s.
-
-The record's ``run`` holds the per-device batch and the derived ``effective_train_batch_size``, the warm-up as
-``warmup_ratio`` (when given as a ratio) and the resolved ``warmup_steps``. Optional parts, each written only by
-the runs they describe (a reader keeps a key it does not know in ``extra``):
-
-* ``distillation`` (:class:`DistillationFacts`): the release is a student distilled from a teacher
-  (``bioptimus distill``);
-* ``run.lexical_warmup`` (:class:`LexicalWarmupFacts`): the run began with a lexical warm-up
-  (:mod:`bioptimus_hf.pretraining.lexical_warmup`). Its end is a release only when asked
-  (``--lexical_warmup_release V``): release ``vV`` with ``phase_index`` null, the first phase's masking, steps
-  ``0 .. warm-up steps`` and ``run.lexical_warmup.release_version`` its own version
-  (:attr:`ReleaseInfo.is_lexical_warmup`).
+produced it) is one typed :class:`ReleaseInfo`, the run's facts a :class:`RunFacts`; a student's record adds its
+:class:`DistillationFacts`, a run that began with a lexical warm-up its :class:`LexicalWarmupFacts` (released as a
+version only when asked: :attr:`ReleaseInfo.is_lexical_warmup`). The training callback builds the record in one
+call; the writer, the cards and the Hub publisher read the object, never the JSON (its fields: docs/ARCHITECTURE.md).
+Release names are :mod:`.naming`'s, what a record may say of a model's origin :mod:`.lineage`'s.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..utils.hub_settings import HubSettings, take_hub_settings
-from .hub import MODES
+from .publish_config import MODES
 
 
 logger = logging.getLogger(__name__)

@@ -9,6 +9,7 @@ the new one is in place. Readers (``find_releases``, the Hub publisher) ignore `
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shutil
@@ -82,8 +83,7 @@ def write_release(
     if log_history:
         from ..utils.plots import LOSS_PLOT_NAME, plot_training_curves
 
-        ends = [int(p["steps"]) for p in info.curriculum]
-        ends = [sum(ends[: i + 1]) for i in range(len(ends))]
+        ends = list(itertools.accumulate(int(p["steps"]) for p in info.curriculum))
         try:
             plot_training_curves(
                 log_history,

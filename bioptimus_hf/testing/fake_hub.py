@@ -177,11 +177,6 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test output quiet
         pass
 
-    def _handle(self) -> None:
-        self._dispatch(self.command)
-
-    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _handle
-
     def _body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():  # streamed uploads
             chunks = []
@@ -202,8 +197,8 @@ class _Handler(BaseHTTPRequestHandler):
         if method != "HEAD":
             self.wfile.write(body)
 
-    def _dispatch(self, method: str) -> None:
-        fake = self.fake
+    def _dispatch(self) -> None:
+        fake, method = self.fake, self.command
         path = unquote(urlsplit(self.path).path)
         body = self._body() if method in ("POST", "PUT") else b""
         if body:
@@ -228,6 +223,8 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with fake._lock:
                 fake.requests.append((method, path, status))
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _dispatch
 
     def _route(self, method, path, body):
         """``(status, JSON payload, headers, raw body)`` of one request."""
