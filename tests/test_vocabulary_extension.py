@@ -283,7 +283,7 @@ def test_every_strategy_copies_every_base_row_bit_for_bit_and_searches_added_tok
     monkeypatch.setattr(
         qikfind,
         "find_contexts",
-        lambda files, tok, targets, **kw: (searched.extend(targets), real_find(files, tok, targets, **kw))[1],
+        lambda files, tok, targets, *a, **kw: (searched.extend(targets), real_find(files, tok, targets, *a, **kw))[1],
     )
     if strategy == "focus":  # deepfocus stands in: rows for every id, of which only the added ones may be used
         monkeypatch.setattr(

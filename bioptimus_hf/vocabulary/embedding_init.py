@@ -259,18 +259,17 @@ class ContextualizedEmbeddingInitializer:
 
     def find_contexts(self, corpus_files: Sequence[str]) -> tuple[dict[int, list[Any]], dict]:
         """Search the corpus with qik-find; returns (contexts, the search's statistics)."""
-        from .qikfind import find_contexts
+        from .qikfind import FindOptions, find_contexts
 
+        cfg = self.config
+        options = FindOptions(cfg.max_contexts_per_token, self.seed, cfg.max_context_chars, cfg.init_num_threads)
         # Under torchrun/accelerate the search runs once, on the main process, and every rank gets its result.
         contexts, stats = share_from_main(
             lambda: find_contexts(
                 list(corpus_files),
                 self.new_tokenizer,
                 list(self.targets),
-                max_per_token=self.config.max_contexts_per_token,
-                seed=self.seed,
-                max_context_chars=self.config.max_context_chars,
-                num_threads=self.config.init_num_threads,
+                options,
                 progress=self.progress,
                 return_stats=True,
             )
