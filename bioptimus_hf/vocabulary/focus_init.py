@@ -14,7 +14,7 @@ import time
 
 from ..utils.corpus_reader import check_corpus_files
 from ..utils.progress import progress_enabled
-from .row_initializers import NewRows
+from .new_rows import NewRows
 
 
 def _deepfocus():

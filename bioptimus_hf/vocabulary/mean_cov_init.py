@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .row_initializers import NewRows
+from .new_rows import NewRows
 
 
 def mean_cov_rows(initializer, input_weight, corpus_files=None, contexts=None) -> NewRows:

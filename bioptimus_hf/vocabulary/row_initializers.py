@@ -1,18 +1,21 @@
-"""The strategies whose new-token rows a module of their own computes (mean_cov, token_distillation, focus): which
-module (``ROW_INITIALIZERS``), the call into it (:func:`new_token_rows`) and what it returns (:class:`NewRows`).
+"""Which module computes the new-token rows of each strategy that lives in a module of its own (mean_cov,
+token_distillation, focus), and the call into it.
 
-``ContextualizedEmbeddingInitializer.initialize`` (``embedding_init``) keeps the vocabulary mapping (shared rows
-copied, special tokens by role, fallbacks to the sub-token average) and asks for the new tokens' rows. The modules
-are named as strings and imported on use (FOCUS's needs the optional extra), so each may import this one.
+`ContextualizedEmbeddingInitializer.initialize` keeps the vocabulary mapping (shared rows copied, special
+tokens by role, fallbacks to the sub-token average) and asks :func:`new_token_rows` for the rows of the
+new tokens. A strategy module returns a :class:`~bioptimus_hf.vocabulary.new_rows.NewRows`; the modules are named
+here as strings and imported on use (FOCUS's needs the optional extra), and they import only ``new_rows``, so the
+two never import each other.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import torch
+
+from .new_rows import NewRows
 
 
 # strategy name -> "module:function"; each function is (initializer, input_weight, corpus_files, contexts) -> NewRows
@@ -21,17 +24,6 @@ ROW_INITIALIZERS = {
     "token_distillation": "bioptimus_hf.vocabulary.token_distillation:token_distillation_rows",
     "focus": "bioptimus_hf.vocabulary.focus_init:focus_rows",  # optional extra [focus]
 }
-
-
-@dataclass
-class NewRows:
-    """Rows of new tokens, by new-vocabulary id (those left out fall back to `averaged`); `output`/`bias` None: the
-    `averaged` output rows and bias."""
-
-    input: dict[int, torch.Tensor]
-    output: dict[int, torch.Tensor] | None = None
-    bias: dict[int, float] | None = None
-    report: dict[str, Any] = field(default_factory=dict)
 
 
 def new_token_rows(

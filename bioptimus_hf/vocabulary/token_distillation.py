@@ -19,7 +19,7 @@ import torch
 from ..utils.hardware import resolve_precision
 from ..utils.progress import progress_bar
 from ..utils.sequence_length import max_model_tokens
-from .row_initializers import NewRows
+from .new_rows import NewRows
 
 
 def _pairs(initializer, contexts, window):
