@@ -27,9 +27,10 @@ Two kinds of table, from two sources (docs/qikfind.md, "Unicode policy"):
 
 ``sentence``
     ``rust/src/generated/sentence_classes.rs`` and ``bioptimus_hf/vocabulary/_sentence_classes.py``: the
-    sentence splitter's two character classes, one table compiled into both backends: White_Space
-    (fixed list, checked against this Python) and Uppercase (from this Python's ``str.isupper``, i.e. the
-    Unicode ``Uppercase`` property of ``unicodedata.unidata_version``). They were generated once, with
+    sentence splitter's two character classes, the same code points in both backends ((first, last) ranges
+    for Rust, (first, last, step) runs for Python): White_Space (fixed list, checked against this Python) and
+    Uppercase (from this Python's ``str.isupper``, i.e. the Unicode ``Uppercase`` property of
+    ``unicodedata.unidata_version``). They were generated once, with
     Unicode 14.0.0 (Python 3.11); regenerating them with another Unicode version changes where sentences
     split, hence sampled contexts, so the version must be confirmed with ``--unicode-version``.
 

@@ -281,7 +281,7 @@ class ContextualizedEmbeddingInitializer:
             raise ValueError(f"max_context_tokens={max_tokens} leaves no room for text after the special tokens.")
 
         sentences = sorted({c.sentence for found in contexts.values() for c in found})
-        encoded_ids, encoded_offsets = self._tokenize_sentences(sentences)
+        encoded_ids, encoded_offsets = self.tokenize_sentences(sentences)
         sequences, pair_counts = _context_windows(contexts, sentences, encoded_offsets, window)
 
         device = torch.device(self.config.init_device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -317,7 +317,7 @@ class ContextualizedEmbeddingInitializer:
         }
         return vectors, stats
 
-    def _tokenize_sentences(self, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+    def tokenize_sentences(self, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
         """Base token ids and character offsets of each sentence (no special tokens), tokenized in batches."""
         encoded_ids, encoded_offsets = [], []
         for start in range(0, len(sentences), 1024):

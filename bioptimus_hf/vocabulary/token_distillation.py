@@ -26,11 +26,7 @@ def _pairs(initializer, contexts, window):
     """(token id, teacher ids with [CLS]/[SEP], first, last) per context; `first..last` = replaced span."""
     tokenizer = initializer.base_tokenizer
     sentences = sorted({c.sentence for found in contexts.values() for c in found})
-    encoded = {}
-    for start in range(0, len(sentences), 1024):  # tokenize each distinct sentence once
-        chunk = sentences[start : start + 1024]
-        batch = tokenizer(chunk, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-        encoded.update(zip(chunk, zip(batch["input_ids"], batch["offset_mapping"])))
+    encoded = dict(zip(sentences, zip(*initializer.tokenize_sentences(sentences))))  # each distinct sentence once
     prefix = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
     suffix = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
     pairs, without_overlap = defaultdict(list), 0
