@@ -696,12 +696,9 @@ def start_model_provenance(
     call it "continued" from the intermediate folder. Anything else is described as given.
     """
     tokenizer = tokenizer_name_or_path or model_name_or_path
-    if init_strategy != "continued" or model_name_or_path is None:
+    report = _start_model_report(model_name_or_path) if init_strategy == "continued" else None
+    if report is None:
         return init_strategy, model_name_or_path, tokenizer
-    report_file = Path(model_name_or_path) / INIT_REPORT_NAME
-    if not report_file.is_file():
-        return init_strategy, model_name_or_path, tokenizer
-    report = read_json(report_file)
     if tokenizer_name_or_path is None:
         tokenizer = report.get("new_tokenizer") or tokenizer
     return report.get("strategy") or init_strategy, report.get("base_model") or model_name_or_path, tokenizer
@@ -711,12 +708,17 @@ def vocabulary_facts(init_report: Mapping[str, Any] | None, model_name_or_path: 
     """``{"vocabulary_mode", "added_tokens"}`` of a run for its records: from its initialisation's report, or,
     continuing a checkpoint of ``bioptimus init-embeddings``, from that checkpoint's; empty when neither says."""
     vocabulary = (init_report or {}).get("vocabulary")
-    if vocabulary is None and (init_report or {}).get("strategy") == "continued" and model_name_or_path is not None:
-        report_file = Path(model_name_or_path) / INIT_REPORT_NAME
-        vocabulary = read_json(report_file).get("vocabulary") if report_file.is_file() else None
+    if vocabulary is None and (init_report or {}).get("strategy") == "continued":
+        vocabulary = (_start_model_report(model_name_or_path) or {}).get("vocabulary")
     if not vocabulary:
         return {}
     return {"vocabulary_mode": vocabulary["mode"], "added_tokens": vocabulary["added_tokens"]}
+
+
+def _start_model_report(model_name_or_path: str | None) -> dict | None:
+    """The ``init_report.json`` of a start model written by ``bioptimus init-embeddings``, None elsewhere."""
+    report_file = Path(model_name_or_path) / INIT_REPORT_NAME if model_name_or_path is not None else None
+    return read_json(report_file) if report_file is not None and report_file.is_file() else None
 
 
 def _has_tokenizer(name_or_path: str) -> bool:
