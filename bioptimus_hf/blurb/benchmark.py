@@ -45,7 +45,7 @@ from .jobs import (
     ner_seed_arguments,
     run_seed_job,
 )
-from .results import merge_blurb_results, write_blurb_outputs
+from .run import merge_blurb_results, write_blurb_outputs
 from .score import NER, DatasetScore, blurb_score
 from .search import GridPoint, SearchGrid, chosen_point, point_dir, point_scores, search_record
 

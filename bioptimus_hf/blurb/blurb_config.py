@@ -1,8 +1,6 @@
-"""The flags of ``run_blurb.py`` and the fine-tuning recipe of each BLURB dataset: the one place they are set. Its
-model flags (:class:`BlurbModelArguments`) are every fine-tuning command's
-(:mod:`bioptimus_hf.finetuning.finetuning_config`) and the base model's Hub id.
-
-:data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of seeds,
+"""The flags of ``bioptimus blurb-task`` (the model's and stabilisation's are every fine-tuning run's,
+:mod:`bioptimus_hf.finetuning.finetuning_config`) and the fine-tuning recipe of each BLURB dataset: the one place
+they are set. :data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of seeds,
 each value with the key of its source in :data:`SOURCES`: the PubMedBERT paper (Gu et al. 2021) where it fixes the
 value, else the public BLURB script of a leaderboard system (LinkBERT's), else the paper's grid value nearest
 LinkBERT's. Where the two sources disagree the paper wins (docs/blurb.md says how the other differs). A dataset
@@ -25,7 +23,6 @@ from transformers.trainer_utils import SaveStrategy
 
 from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
 from ..releases.blurb_results import published_name
-from ..releases.lineage import base_model_hub_id_field
 from ..utils.config_mapping import configs_from_mapping
 from .data import read_task_type
 from .score import NER
@@ -274,29 +271,9 @@ class BlurbDataArguments:
             raise ValueError(f"--max_seq_length {self.max_seq_length}: needs room for at least the special tokens")
 
 
-@dataclass
-class BlurbModelArguments(FineTuningModelArguments):
-    """``run_blurb.py``'s model flags: every fine-tuning run's model and precision flags and the base model's Hub id
-    for the cards."""
-
-    base_model_hub_id: str | None = base_model_hub_id_field()
-
-
-@dataclass
-class BlurbStabilisationArguments(StabilisationArguments):
-    """``run_ner.py``'s stabilisation flags, whose ``--seeds`` default to the dataset's recipe."""
-
-    seeds: list[int] | None = field(
-        default=None,
-        metadata={
-            "help": "Seeds, e.g. --seeds 1 2 3: one full fine-tune per seed (default: the dataset's "
-            "recipe, 1-10 for BIOSSES, PubMedQA and BioASQ, 1-5 for the others)."
-        },
-    )
-
-
-# run_blurb.py's arguments, in the order ``bioptimus blurb-task`` parses them and :func:`~.run.run_blurb_task` takes them.
-BLURB_ARGUMENT_TYPES = (BlurbModelArguments, BlurbDataArguments, BlurbStabilisationArguments, BlurbTrainingArguments)
+# The arguments of a dataset's run, in the order ``bioptimus blurb-task`` parses them and :func:`~.run.run_blurb_task`
+# takes them.
+BLURB_ARGUMENT_TYPES = (FineTuningModelArguments, BlurbDataArguments, StabilisationArguments, BlurbTrainingArguments)
 
 
 def blurb_arguments(settings: Mapping[str, Any]) -> tuple:

@@ -1,9 +1,7 @@
-"""Comparing several models on several NER datasets: one table in the layout of the BIOptimus paper's
-Table 5 (one row per model, one column per dataset, test F1 mean ± std over seeds, and the average).
-
-:func:`compare_models` fine-tunes each model × dataset pair (× seed: :func:`plan_jobs`, independent jobs that can
-run in parallel) with :func:`bioptimus_hf.ner.run.fine_tune_ner`, in this process, and builds the table; the
-command is ``bioptimus compare``.
+"""``bioptimus compare``: several models on several NER datasets, one table in the layout of the BIOptimus paper's
+Table 5 (a row per model, a column per dataset, test F1 mean ± std over seeds, and the average). Each model ×
+dataset (× seed: :func:`plan_jobs`, independent jobs) is fine-tuned in this process by
+:func:`bioptimus_hf.ner.run.fine_tune_ner`.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..finetuning.results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir
 from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
-from .results import write_run_outputs
 
 
 logger = logging.getLogger(__name__)
@@ -118,17 +115,17 @@ def plan_jobs(
 
 
 def merge_comparison(models: Sequence[Tuple[str, str]], datasets: Sequence[str], output_dir: str) -> str:
-    """Merge each model × dataset directory's finished seeds (``merge_seed_results``; directories from before
-    per-seed results keep their ``all_results.json``), write ``comparison.md`` / ``comparison.json``, return
-    the markdown table."""
+    """Each model × dataset directory's finished seeds merged (a directory without seed files: its
+    ``all_results.json``), ``comparison.md`` and ``comparison.json`` written; returns the markdown table."""
+    from .run import write_run_outputs
+
     dataset_names = [os.path.basename(os.path.normpath(d)) for d in datasets]
     results: Dict[Tuple[str, str], dict] = {}
     for name, _ in models:
         for dataset, dataset_name in zip(datasets, dataset_names):
             directory = run_dir(output_dir, name, dataset)
             if glob.glob(os.path.join(directory, "seed_*", SEED_RESULTS_FILE)):
-                merged = merge_seed_results(directory)
-                results[(name, dataset_name)] = merged
+                merged = results[(name, dataset_name)] = merge_seed_results(directory)
                 written = os.path.join(directory, RESULTS_FILE)
                 if not os.path.isfile(written) or load_results(written) != json.loads(json.dumps(merged)):
                     write_run_outputs(directory, merged)  # seeds finished since `bioptimus ner` last merged
