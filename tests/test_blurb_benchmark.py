@@ -22,9 +22,9 @@ from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
 from bioptimus_hf.blurb.compare import compare_tables
 from bioptimus_hf.blurb.jobs import (
     NerFineTuning,
-    blurb_seed_arguments,
     encoder_parameters,
     fine_tuning_memory_bytes,
+    job_arguments,
     job_estimates,
     ner_seed_arguments,
 )
@@ -337,7 +337,7 @@ def test_base_model_hub_id_reaches_every_job(tmp_path):
     datasets = find_datasets(args.blurb_dir, args.ner_dir)
     jobs = {job.dataset: job for job in seed_jobs(args, datasets, ner_fine_tuning(args))}
     ner_model = ner_seed_arguments(jobs["MyGenes"])[0]
-    model, data, stab, training = blurb_seed_arguments(jobs["GAD"])
+    model, data, stab, training = job_arguments(jobs["GAD"])
     assert ner_model.base_model_hub_id == model.base_model_hub_id == "acme/base"
     assert (training.learning_rate, training.num_train_epochs, data.max_seq_length, stab.seeds) == (3e-5, 10, 128, [1])
 
