@@ -22,9 +22,7 @@ from statistics import mean
 from typing import Any
 
 from ..finetuning.results import SEED_RESULTS_FILE, sample_std, seed_dir, seed_finished
-from ..ner.conll import is_ner_data_dir
-from ..ner.data import load_ner_splits
-from ..ner.fine_tuning_config import NerDataArguments
+from ..ner.conll import NER_SPLITS, check_entity_types, is_ner_data_dir, ner_split_path, read_conll
 from ..releases.blurb_results import BLURB_RESULTS_FILE, BLURB_TABLE_FILE, blurb_markdown
 from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from ..utils.hardware import GpuMemory, resolve_batched_seeds
@@ -96,10 +94,14 @@ def check_datasets(datasets: Sequence[BenchmarkDataset]) -> dict[str, int]:
     first (naming the file and line); returns each dataset's training rows (sentences for NER)."""
     train_rows = {}
     for dataset in datasets:
-        if dataset.task_type == NER:
-            train_rows[dataset.name] = len(load_ner_splits(NerDataArguments(data_dir=dataset.data_dir))[1].sentences)
-        else:
+        if dataset.task_type != NER:
             train_rows[dataset.name] = len(load_blurb_data(dataset.data_dir).train.rows)
+            continue
+        paths = [ner_split_path(dataset.data_dir, split) for split in NER_SPLITS]
+        train, *others = [read_conll(path) for path in paths if os.path.isfile(path)]
+        for other in others:
+            check_entity_types(train, other)
+        train_rows[dataset.name] = len(train.sentences)
     return train_rows
 
 
@@ -302,7 +304,7 @@ def dataset_row(dataset: BenchmarkDataset, output_dir: str, seeds: Sequence[int]
                 "seed directory or use another --output_dir"
             )
     per_seed = {str(seed): 100 * record["run"][key] for seed, record in zip(seeds, records)}
-    metric = records[0]["run_info"].get("metric", "f1")  # run_ner.py's runs: entity-level F1
+    metric = records[0]["run_info"].get("metric", "f1")  # a NER run's: entity-level F1
     values = list(per_seed.values())
     return {
         "dataset": dataset.name,

@@ -1,12 +1,11 @@
 """One model fine-tuned and evaluated on one BLURB dataset beyond NER over several seeds (``bioptimus blurb-task``, a
-job of ``bioptimus blurb``), over the arguments :func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments` builds:
-``AutoModelForSequenceClassification`` with the task's ``problem_type``, dev and test predicted and scored with
-BLURB's metric, each seed through the shared loop (:func:`bioptimus_hf.finetuning.seed_loop.fine_tune_seeds`). A seed
-whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun resumes after the last finished seed.
-
-Per seed, ``eval_<m>`` (dev) and ``test_<m>`` for each metric ``m`` of the task type, and ``eval_score`` /
-``test_score``: BLURB's metric of the task (``metric`` in the run's settings). ``all_results.json`` holds their means
-over seeds and ``*_std``; ``results.md`` the table.
+job of ``bioptimus blurb``), from the arguments :func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments` builds:
+``AutoModelForSequenceClassification`` with the task's ``problem_type``, classifying from the first token's encoding
+(``[CLS]`` pooling, as the PubMedBERT paper's models), each seed through the shared loop
+(:func:`bioptimus_hf.finetuning.seed_loop.fine_tune_seeds`), dev and test predicted and scored with BLURB's metric. A
+seed whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun resumes after the last finished seed. Per seed,
+``eval_<m>`` (dev) and ``test_<m>`` for each metric ``m`` of the task type, and ``eval_score``/``test_score``, BLURB's
+metric of the task; ``all_results.json`` holds their means over seeds and ``*_std``, ``results.md`` the table.
 """
 
 from __future__ import annotations
@@ -18,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from datasets import Dataset
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
@@ -37,9 +38,8 @@ from ..utils.hub_settings import clear_hub_token
 from ..utils.sequence_length import max_config_tokens
 from .blurb_config import BlurbDataArguments, recipe_for, recipe_name
 from .data import BlurbData, load_blurb_data
-from .encoding import decode_logits, encode_rows
 from .metrics import metric_description, negative_label_of, score
-from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION
+from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION, TaskType
 
 
 logger = logging.getLogger(__name__)
@@ -61,6 +61,37 @@ class BlurbTask:
         rows = self.data.splits()[split].rows
         scores = score(self.data.task, rows, predictions, self.data.labels, self.negative_label)
         return {**scores, "score": scores[self.data.task.metric]}
+
+
+def encode_rows(tokenizer, rows: Sequence[dict], task: TaskType, labels: Sequence[str], max_length: int):
+    """``rows`` as a ``datasets.Dataset`` of the tokenizer's outputs and ``labels``, in row order: ``[CLS] text [SEP]``
+    or ``[CLS] text_a [SEP] text_b [SEP]`` (the tokenizer's own special tokens) truncated to ``max_length``; a class
+    id (single-label), a float (regression) or a 0/1 float vector over the classes (multi-label, as transformers'
+    ``BCEWithLogitsLoss`` wants)."""
+    texts = [[row[field] for row in rows] for field in task.text_fields]
+    # a pair loses tokens from its longer text first: a question's context (never the error of "only_second"
+    # when a question alone is too long)
+    encoded = dict(tokenizer(*texts, truncation="longest_first", max_length=max_length))
+    gold = [row[task.label_field] for row in rows]
+    if task.problem_type == "regression":
+        targets = [float(value) for value in gold]
+    elif task.problem_type == "multi_label_classification":
+        targets = [[float(label in set(row_labels)) for label in labels] for row_labels in gold]
+    else:
+        index = {label: i for i, label in enumerate(labels)}
+        targets = [index[label] for label in gold]
+    return Dataset.from_dict({**encoded, "labels": targets})
+
+
+def decode_logits(task: TaskType, logits: np.ndarray, labels: Sequence[str]) -> list:
+    """One prediction per row in label space: a class (argmax), a score, or the classes with a positive logit
+    (sigmoid > 0.5)."""
+    logits = np.asarray(logits)
+    if task.problem_type == "regression":
+        return [float(value) for value in logits.reshape(len(logits), -1)[:, 0]]
+    if task.problem_type == "multi_label_classification":
+        return [[labels[i] for i in np.flatnonzero(row > 0)] for row in logits]
+    return [labels[i] for i in logits.argmax(axis=-1)]
 
 
 def load_classifier(model_name_or_path: str, data: BlurbData, ignore_mismatched_sizes: bool = False):

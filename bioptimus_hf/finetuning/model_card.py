@@ -80,7 +80,7 @@ def build_ner_card(
 
 def build_blurb_card(run: Mapping[str, Any], run_info: Mapping[str, Any], lineage: Lineage | None = None) -> ModelCard:
     """The card of the model of one BLURB seed: ``run`` (its scores, ``eval_score``/``test_score`` as fractions) and
-    ``run_info`` (what ``run_blurb.py`` records: dataset, task type, metric, labels, settings)."""
+    ``run_info`` (what ``bioptimus blurb-task`` records: dataset, task type, metric, labels, settings)."""
     lineage = lineage or Lineage.of(run_info.get("model_name_or_path"))
     task_type, metric = run_info["task_type"], run_info["metric"]
     test_score = run.get("test_score")

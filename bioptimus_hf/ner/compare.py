@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..finetuning.results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir
+from ..finetuning.results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_finished
 from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
 
@@ -72,20 +72,12 @@ class NerJob:
         directory = self.directory(output_dir)
         if self.seed is None:
             return os.path.isfile(os.path.join(directory, RESULTS_FILE))
-        return os.path.isfile(os.path.join(seed_dir(directory, self.seed), SEED_RESULTS_FILE))
+        return seed_finished(directory, self.seed)
 
     def flags(self, output_dir: str) -> List[str]:
         """This job's own ``bioptimus ner`` flags (after the shared ones, so that they win)."""
-        flags = [
-            "--model_name_or_path",
-            self.model_path,
-            "--model_name",
-            self.model,
-            "--data_dir",
-            self.dataset,
-            "--output_dir",
-            self.directory(output_dir),
-        ]
+        flags = ["--model_name_or_path", self.model_path, "--model_name", self.model, "--data_dir", self.dataset]
+        flags += ["--output_dir", self.directory(output_dir)]
         if self.seed is not None:
             flags += ["--seeds", str(self.seed)]
         return flags
@@ -158,18 +150,12 @@ def compare_models(
     seeds: Sequence[int] | None = None,
     job_index: int | None = None,
 ) -> str | None:
-    """Fine-tune and evaluate every model on every dataset (skipping finished jobs), write
-    ``comparison.md`` and ``comparison.json`` in ``output_dir``, return the markdown table.
-
-    ``ner_arguments`` are the NER run's arguments every job shares (``NerModelArguments``, ``NerDataArguments``,
-    ``StabilisationArguments``, ``TrainingArguments``: :mod:`.fine_tuning_config`); each job replaces its model,
-    dataset, output directory and seed (:meth:`NerJob.arguments`), then :func:`~.run.fine_tune_ner` runs it. They
-    are not needed with ``results_only``.
-
-    With ``seeds`` every seed is a job of its own; ``job_index`` runs only that job of :func:`plan_jobs`
-    (e.g. a SLURM array task or one GPU of several) and returns None: a later call with
-    ``results_only=True`` merges the seeds into the same table as a single run.
-    """
+    """Every model fine-tuned on every dataset (finished jobs skipped unless ``rerun``), ``comparison.md`` and
+    ``comparison.json`` written in ``output_dir``; returns the markdown table. ``ner_arguments``: the four parsed
+    arguments of ``bioptimus ner`` every job shares (not needed with ``results_only``), each job setting its model,
+    dataset, output directory and seed (:meth:`NerJob.arguments`). With ``seeds`` every seed is a job of its own;
+    ``job_index`` runs only that job of :func:`plan_jobs` (a SLURM array task, one GPU of several) and returns None:
+    a later call with ``results_only`` merges the seeds into the same table as one run."""
     jobs = plan_jobs(models, datasets, seeds)
     if job_index is not None:
         if not 0 <= job_index < len(jobs):
