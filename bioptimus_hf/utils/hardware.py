@@ -1,18 +1,12 @@
-"""What the hardware does fast: the one owner of bf16 detection and of the ``auto|bf16|float32`` choice, and of
-the report of every visible GPU's memory (:func:`visible_gpus`).
+"""What the hardware does fast: the one owner of bf16 detection, of the ``auto|bf16|float32`` choice and of the report
+of every visible GPU's memory (:func:`visible_gpus`).
 
-bf16 pays off only where the hardware multiplies bf16 natively: CUDA GPUs that report bf16 support, and
-x86 CPUs with AMX (``amx_bf16``) or AVX-512 BF16 (``avx512_bf16``). Elsewhere oneDNN emulates bf16 and
-a bf16 matmul can be *slower* than float32 (measured on an AVX2-only AMD EPYC: 0.4 vs 13 GFLOP/s, see
-docs/speed.md), so ``auto`` picks float32 there. Nothing here requires bf16: every caller falls back.
-
-``BIOPTIMUS_DISABLE_BF16=1`` in the environment makes every check answer ``False`` (to reproduce a
-float32-only machine, or to rule bf16 out while debugging); ``BIOPTIMUS_FORCE_BF16=1`` makes every check
-answer ``True`` (to take the bf16 branch of ``auto`` on a machine without native bf16, where bf16 is
-emulated: correct, only slow; the test suite runs its precision-sensitive tests a second time so).
-Setting both is an error. ``BIOPTIMUS_FAKE_GPUS=10/12,10/12`` (free/total GiB per device) makes
-:func:`visible_gpus` report those devices instead of asking CUDA: how the job pool's placement over several GPUs
-is tested on a machine without one. It is also the device report :func:`batched_seeds_by_default` reads.
+bf16 pays off only where the hardware multiplies it natively: CUDA GPUs that report bf16 support, x86 CPUs with AMX
+(``amx_bf16``) or AVX-512 BF16 (``avx512_bf16``). Elsewhere oneDNN emulates it, slower than float32 (docs/speed.md),
+so ``auto`` picks float32 there. ``BIOPTIMUS_DISABLE_BF16=1`` makes every check answer ``False``,
+``BIOPTIMUS_FORCE_BF16=1`` ``True`` (bf16 emulated: correct, only slow; the suite's second precision pass), both an
+error. ``BIOPTIMUS_FAKE_GPUS=10/12,10/12`` (free/total GiB per device) makes :func:`visible_gpus` report those
+devices: how the job pool's placement over several GPUs is tested without one.
 """
 
 from __future__ import annotations
@@ -75,11 +69,8 @@ def cpu_vendor(cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
 
 
 def torch_draws_dropout_masks_in_bulk(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
-    """Whether torch's CPU dropout draws its masks with MKL's vectorised Bernoulli generator.
-
-    torch takes that path only on Intel CPUs, in builds with MKL; elsewhere it draws element by element
-    (docs/speed.md, section 9), and ``bioptimus_hf.utils.bulk_dropout`` is worth its other random stream.
-    """
+    """Whether torch's CPU dropout draws its masks with MKL's vectorised Bernoulli generator: on Intel CPUs, in
+    builds with MKL; elsewhere it draws element by element and ``utils/bulk_dropout.py`` pays (docs/speed.md)."""
     import torch
 
     return torch.backends.mkl.is_available() and cpu_vendor(cpuinfo_path) == "GenuineIntel"
@@ -159,16 +150,12 @@ def visible_gpus() -> list[GpuMemory]:
     return [GpuMemory(name, free, total) for name, (free, total) in zip(_visible_device_names(count), report)]
 
 
-BATCHED_SEEDS_RECORD = "benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds.json"
-
-
 def batched_seeds_by_default(device=None) -> bool:
     """Whether a fine-tuning run trains its seeds as one batched model when ``--batched_seeds`` is unset: on a CUDA
     device, where one K-times larger step replaces K small ones; not on a CPU, where a tiny model gains 4-8 % of the
-    wall time over the seeds one after another (``BATCHED_SEEDS_RECORD``'s ``_loop`` sibling), too little to give its
-    runs other dropout masks than separate runs by default.
-    ``device``: the run's (``TrainingArguments.device``); None: this machine's, ``cuda`` where :func:`visible_gpus`
-    reports one."""
+    wall time over the seeds one after another (benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds_loop.json),
+    too little to give its runs other dropout masks than separate runs by default. ``device``: the run's
+    (``TrainingArguments.device``); None: this machine's, ``cuda`` where :func:`visible_gpus` reports one."""
     if device is None:
         return bool(visible_gpus())
     return getattr(device, "type", str(device).split(":")[0]) == "cuda"
@@ -180,11 +167,8 @@ def resolve_batched_seeds(requested: bool | None, device=None) -> bool:
 
 
 def resolve_precision(precision: str, device) -> "torch.dtype":
-    """``auto`` -> bf16 where :func:`device_has_fast_bf16`, float32 otherwise; ``bf16``/``float32`` as asked.
-
-    An explicit ``bf16`` is honoured on any device (bf16 runs everywhere, only slowly without hardware
-    support): it is the way to measure its accuracy on a machine without it.
-    """
+    """``auto`` -> bf16 where :func:`device_has_fast_bf16`, float32 otherwise; ``bf16``/``float32`` as asked (bf16 on
+    any device: slow without hardware support, the way to measure its accuracy on a machine without it)."""
     import torch
 
     if precision not in PRECISION_CHOICES:
