@@ -1,8 +1,6 @@
-"""Token frequencies of a corpus under a tokenizer, frequency buckets, and the rare / frequent token sets.
-
-Counts are of the tokenizer's own ids over the corpus lines (no special tokens added), so they are
-exactly what the model sees in training. Buckets are half-open count ranges on a log scale
-(``[1, 10)``, ``[10, 100)`` ...; bucket 0 holds the ids never seen).
+"""Token frequencies of a corpus under a tokenizer (its own ids, no special tokens added: what the model sees in
+training), frequency buckets on a log scale (``[1, 10)``, ``[10, 100)`` ...; bucket 0 the ids never seen), and the
+rare and frequent token sets.
 """
 
 from __future__ import annotations
@@ -79,11 +77,8 @@ def frequency_buckets(
 def rare_and_frequent(
     counts: np.ndarray, exclude: Iterable[int] = (), fraction: float = 0.2, candidates: Iterable[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(rare ids, frequent ids): the ``fraction`` least and most frequent of the seen ids (count >= 1).
-
-    ``candidates`` restricts the ranking (e.g. to ids that occur in an encoded sample). Ties are broken by
-    id, so the split is deterministic.
-    """
+    """(rare ids, frequent ids): the ``fraction`` least and most frequent of the seen ids (count >= 1), ties broken
+    by id; ``candidates`` restricts the ranking (e.g. to ids that occur in an encoded sample)."""
     if not 0 < fraction <= 0.5:
         raise ValueError(f"fraction must be in (0, 0.5], got {fraction}")
     excluded = {int(i) for i in exclude}

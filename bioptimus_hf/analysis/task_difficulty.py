@@ -1,10 +1,7 @@
-"""How hard each curriculum phase's masked-LM task is for a given model (paper Figure 4): the model's MLM
-loss and perplexity on a corpus sample masked the way each phase masks.
-
-The sample is packed into blocks exactly as pre-training packs it (``pretraining.tokenization``), and each
-phase masks the *same* blocks with the curriculum's own collator, from the same seed; so the phases differ
-only in their masking (phases with the same unit and rate select the very same tokens), and a phase with a
-higher loss is a harder task for this model.
+"""How hard each curriculum phase's masked-LM task is for a model (``bioptimus task-difficulty``, paper Figure 4):
+its MLM loss and perplexity on a corpus sample masked the way each phase masks. The sample is packed into blocks as
+pre-training packs them, and every phase masks the *same* blocks with the curriculum's collator from the same seed:
+the phases differ only in their masking (those with the same unit and rate select the very same tokens).
 """
 
 from __future__ import annotations
@@ -116,16 +113,11 @@ def difficulty_table(model_name: str, rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
-    """One line per model: its MLM loss under each phase's masking (the paper's Figure 4), as a PNG.
+def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str:
+    """One line per model: its MLM loss under each phase's masking (the paper's Figure 4), as a PNG. ``results`` are
+    per-model dicts with ``label`` and ``phases`` (``phase_losses`` rows)."""
+    from ..utils.plots import pyplot
 
-    ``results`` are per-model dicts with ``label`` and ``phases`` (``phase_losses`` rows). Nothing is
-    drawn (``None``) without matplotlib.
-    """
-    from ..utils.plots import have_matplotlib, pyplot
-
-    if not have_matplotlib():
-        return None
     plt = pyplot()
     phases = results[0]["phases"]
     ticks = [

@@ -1,10 +1,8 @@
-"""Representation analysis of a study: for the base model and every release of every arm, the isotropy of
-input embeddings and of contextual token representations, and how far rare tokens sit from frequent ones
-(paper Figure 5), plus one projection figure per arm with a panel per phase; and for every release, its
-held-out masked-LM loss on new and old tokens apart (:mod:`bioptimus_hf.analysis.token_kind_loss`).
-
-Each model's measures are cached in ``<output_dir>/analysis/<row>/<target>.json`` (written atomically), so
-a resumed study analyses only new releases.
+"""A study's representation analysis: for the base model and every release of every arm, the isotropy of input
+embeddings and of contextual token representations and how far rare tokens sit from frequent ones (paper Figure 5),
+one projection figure per arm with a panel per phase, and each release's held-out loss on new and old tokens apart
+(:mod:`bioptimus_hf.analysis.token_kind_loss`). Each model's measures are cached in
+``<output_dir>/analysis/<row>/<target>.json``, so a resumed study analyses only new releases.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The study's PNG figures, drawn from ``results.json`` and each arm's ``trainer_state.json``.
-
-* ``loss_<arm>.png``: training and held-out loss per step, learning rate, phase ends (one per arm);
-* ``heldout_loss.png``: held-out loss per step of every arm on one axis;
-* ``masked_fraction.png``: realised masked fraction of each phase, per arm;
-* ``ner_f1.png``: test F1 per row (base and arms), mean ± std over seeds, one panel per dataset;
-* ``ner_f1_per_checkpoint.png``: test F1 along each arm's checkpoints and releases (paper Figure 3).
+"""The study's PNG figures, drawn from ``results.json`` and each arm's ``trainer_state.json``: each arm's loss curves
+(``loss_<arm>.png``), every arm's held-out loss (``heldout_loss.png``), each phase's realised masked fraction
+(``masked_fraction.png``), each row's test F1 (``ner_f1.png``) and along each arm's checkpoints
+(``ner_f1_per_checkpoint.png``, paper Figure 3).
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..utils.files import read_json
-from ..utils.plots import have_matplotlib, loss_series, plot_training_curves, pyplot
+from ..utils.plots import loss_series, plot_training_curves, pyplot
 from .runner import StudyLayout
 
 
@@ -35,8 +32,6 @@ def _phase_ends(row: dict[str, Any]) -> tuple[list[int], list[str]]:
 
 def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: str | Path) -> list[Path]:
     """Write every figure that the finished work allows; returns the files written."""
-    if not have_matplotlib():
-        return []
     plt = pyplot()
     layout, figures_dir = StudyLayout(output_dir), Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -136,8 +131,8 @@ def _ner_f1_figure(plt, rows: dict[str, Any], datasets: list[str], figures_dir: 
     finals = {name: row["ner"].get("final", {}) for name, row in rows.items()}
     if not (datasets and any(finals.values())):
         return None
-    figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
+    figure, axes = _panels(plt, datasets)
+    for ax, dataset in zip(axes, datasets):
         names = [n for n in finals if dataset in finals[n]]
         means = [100 * finals[n][dataset]["test_f1"] for n in names]
         stds = [100 * finals[n][dataset].get("test_f1_std", 0.0) for n in names]
@@ -165,19 +160,13 @@ def _checkpoint_figure(plt, rows: dict[str, Any], datasets: list[str], figures_d
             curves[name] = sorted(points)
     if not (curves and datasets):
         return None
-    figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
+    figure, axes = _panels(plt, datasets)
+    for ax, dataset in zip(axes, datasets):
         for name, points in curves.items():
             mine = [p for p in points if p[0] == dataset]
             if mine:
-                ax.errorbar(
-                    [p[1] for p in mine],
-                    [p[2] for p in mine],
-                    yerr=[p[3] for p in mine],
-                    marker="o",
-                    capsize=3,
-                    label=name,
-                )
+                _, steps, f1, std = zip(*mine)
+                ax.errorbar(steps, f1, yerr=std, marker="o", capsize=3, label=name)
         ax.set_xlabel("pre-training step")
         ax.set_ylabel("test F1 %")
         ax.set_title(dataset)
@@ -193,6 +182,12 @@ def _target_step(target: str, row: dict[str, Any]) -> int | None:
     if target == "final":
         return row.get("max_steps", 0)  # the base row: step 0
     return next((r["global_step"] for r in releases if f"v{r['version']}" == target), None)
+
+
+def _panels(plt, datasets: list[str]):
+    """A figure with one panel per dataset, side by side."""
+    figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
+    return figure, axes[0]
 
 
 def _save(plt, figure, path: Path) -> Path:

@@ -1,9 +1,6 @@
-"""The loss plot of a pre-training run: training and held-out loss per step, the learning rate, and where each
-curriculum phase ends — drawn from the Trainer's ``log_history`` (``trainer_state.json``) as a PNG.
-
-The same picture goes into every release (``training_loss.png``, linked from its model card), into a study's
-figures, and is drawn again from a finished run by ``bioptimus plot RUN_DIR``
-(:mod:`bioptimus_hf.pretraining.run_figures`). matplotlib is a dependency of the package.
+"""The loss plot of a pre-training run (training and held-out loss per step, the learning rate, each curriculum
+phase's end) drawn from the Trainer's ``log_history`` as a PNG: in every release (``training_loss.png``, linked from
+its card), in a study's figures, and by ``bioptimus plot RUN_DIR``; and matplotlib's pyplot for every figure.
 """
 
 from __future__ import annotations
@@ -16,20 +13,9 @@ from typing import Any, Mapping, Sequence
 LOSS_PLOT_NAME = "training_loss.png"
 
 
-def have_matplotlib() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def pyplot():
     """matplotlib's pyplot on the file-only Agg backend (no display on servers and in tests)."""
-    try:
-        import matplotlib
-    except ImportError as error:  # a broken install: the package requires matplotlib
-        raise ImportError(f"matplotlib is required to draw figures ({error}): pip install 'matplotlib>=3.8'") from None
+    import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -75,14 +61,9 @@ def plot_training_curves(
     for index, end in enumerate(phase_ends):
         ax.axvline(end, color="grey", linestyle=":", linewidth=1)
         if index < len(versions):
+            label = f"v{versions[index]}"
             ax.text(
-                (start + end) / 2,
-                1.0,
-                f"v{versions[index]}",
-                transform=ax.get_xaxis_transform(),
-                ha="center",
-                va="bottom",
-                fontsize=8,
+                (start + end) / 2, 1.0, label, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=8
             )
         start = end
     if series["learning_rate"]:
