@@ -127,14 +127,8 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str:
     ]
     figure, axis = plt.subplots(figsize=(1.6 * len(phases) + 5.0, 4.0))
     for result in results:
-        axis.errorbar(
-            range(len(result["phases"])),
-            [p["mlm_loss"] for p in result["phases"]],
-            yerr=[p["mlm_loss_se"] for p in result["phases"]],
-            marker="o",
-            capsize=3,
-            label=result["label"],
-        )
+        losses, errors = [p["mlm_loss"] for p in result["phases"]], [p["mlm_loss_se"] for p in result["phases"]]
+        axis.errorbar(range(len(losses)), losses, yerr=errors, marker="o", capsize=3, label=result["label"])
     axis.set_xticks(range(len(phases)), ticks)
     axis.set_ylabel("MLM loss per masked token")
     axis.set_title("Task difficulty: each phase's masking on the same blocks")
@@ -173,12 +167,8 @@ def measure_task_difficulty(args: TaskDifficultyArguments, curriculum: Curriculu
         models.append({"model": name, "label": label, "blocks": len(blocks), "phases": rows})
         print(difficulty_table(label, rows))
         del model
-    result = {
-        "corpus_files": list(args.corpus_files),
-        "max_seq_length": args.max_seq_length,
-        "seed": args.seed,
-        "models": models,
-    }
+    result = dict(corpus_files=list(args.corpus_files), max_seq_length=args.max_seq_length, seed=args.seed)
+    result["models"] = models
     if args.output_file:
         write_json_atomic(args.output_file, result)
     if args.output_plot:
@@ -190,8 +180,7 @@ def split_label(entry: str, entries: list[str]) -> tuple[str, str]:
     """``LABEL=PATH`` -> (LABEL, PATH); a bare path is labelled by the shortest tail that tells it from the
     other bare paths (``a/releases/v0.4`` and ``b/releases/v0.4`` -> ``a/releases/v0.4``, ``b/...``)."""
     if "=" in entry:
-        label, path = entry.split("=", 1)
-        return label, path
+        return tuple(entry.split("=", 1))
     paths = [e.rstrip("/").split("/") for e in entries if "=" not in e]
     parts = entry.rstrip("/").split("/")
     for depth in range(1, len(parts) + 1):

@@ -72,10 +72,6 @@ def decode_lossy(raw: bytes) -> tuple[str, int, int | None]:
         return text, text.count("\ufffd") - raw.count("\ufffd".encode()), error.start
 
 
-def is_gzip(path: str | os.PathLike) -> bool:
-    return str(path).endswith(".gz")
-
-
 def _require_file(path: Path) -> None:
     if not path.is_file():
         raise FileNotFoundError(
@@ -105,7 +101,7 @@ def iter_lines(
 
 def _iter_file_lines(path: Path, stats: CorpusReadStats, on_bytes, max_examples: int) -> Iterator[str]:
     with open(path, "rb") as raw:
-        stream = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip(path) else raw
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.endswith(".gz") else raw
         reported = number = 0
         try:
             for number, line in enumerate(stream, start=1):

@@ -11,6 +11,7 @@ devices: how the job pool's placement over several GPUs is tested without one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
@@ -46,14 +47,11 @@ def bf16_forced_by_environment() -> bool:
 def cpuinfo_field(name: str, cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
     """The first value of ``name`` (``flags``, ``vendor_id``, ``model name``) in /proc/cpuinfo; None where the
     kernel reports none (no such file: not Linux; no such line: e.g. ``vendor_id`` on ARM)."""
-    try:
-        with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                if key.strip() == name:
-                    return value.strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            if key.strip() == name:
+                return value.strip()
     return None
 
 
@@ -78,10 +76,8 @@ def torch_draws_dropout_masks_in_bulk(cpuinfo_path: str = "/proc/cpuinfo") -> bo
 
 def cpu_has_fast_bf16() -> bool:
     """True when the CPU multiplies bf16 natively (AMX or AVX-512 BF16), or when forced by the environment."""
-    if bf16_forced_by_environment():
-        return True
-    if bf16_disabled_by_environment():
-        return False
+    if bf16_forced_by_environment() or bf16_disabled_by_environment():  # the environment decides
+        return bf16_forced_by_environment()
     return any(flag in cpu_flags() for flag in FAST_BF16_CPU_FLAGS)
 
 
@@ -89,16 +85,10 @@ def device_has_fast_bf16(device) -> bool:
     """True when bf16 matmuls on ``device`` (a ``torch.device`` or string) are native, hence worth using."""
     import torch
 
-    if bf16_forced_by_environment():
-        return True
-    if bf16_disabled_by_environment():
-        return False
     device = torch.device(device)
-    if device.type == "cuda":
+    if device.type == "cuda" and not (bf16_forced_by_environment() or bf16_disabled_by_environment()):
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    if device.type == "cpu":
-        return cpu_has_fast_bf16()
-    return False
+    return cpu_has_fast_bf16() if device.type in ("cpu", "cuda") else bf16_forced_by_environment()
 
 
 def default_device():
@@ -202,20 +192,16 @@ def resolve_bf16(training_args, if_supported: bool, allow_emulated: bool):
     wanted = training_args.bf16 or if_supported
     use = wanted and (allow_emulated or device_has_fast_bf16(training_args.device))
     if wanted and not use:
+        why = "has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32"
         logging.getLogger(__name__).warning(
-            "bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32 "
-            "(--allow_emulated_bf16 true to use emulated bf16)",
-            training_args.device,
+            "bf16: %s %s (--allow_emulated_bf16 true to use emulated bf16)", training_args.device, why
         )
     if use == training_args.bf16 and (use or not training_args.bf16_full_eval):
         return training_args
     # transformers refuses bf16 without a GPU unless --use_cpu says the CPU is meant
-    on_cpu = use and training_args.device.type == "cpu"
+    use_cpu = training_args.use_cpu or (use and training_args.device.type == "cpu")
     return dataclasses.replace(
-        training_args,
-        bf16=use,
-        bf16_full_eval=training_args.bf16_full_eval and use,
-        use_cpu=training_args.use_cpu or on_cpu,
+        training_args, bf16=use, bf16_full_eval=training_args.bf16_full_eval and use, use_cpu=use_cpu
     )
 
 

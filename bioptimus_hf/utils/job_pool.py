@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cli import BadInput
-from .hardware import GpuMemory, visible_gpus
+from .hardware import GpuMemory, default_device, visible_gpus
 
 
 logger = logging.getLogger(__name__)
@@ -156,14 +156,10 @@ def plan_device(
     ram_bytes: int | None = None,
     gpus: Sequence[GpuMemory] | None = None,
 ) -> DevicePlan:
-    """How ``num_jobs`` jobs share this machine: ``requested`` slots (None: ``auto``, see the module docstring).
-
-    ``job_memory_bytes`` is the largest job's estimate (RAM on a CPU). ``device``, ``cores``, ``ram_bytes`` and
-    ``gpus`` (every visible device's memory) default to this machine's."""
-    if device is None:
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    """How ``num_jobs`` jobs share this machine: ``requested`` slots (None: ``auto``), ``job_memory_bytes`` the
+    largest job's estimate (RAM on a CPU); ``device``, ``cores``, ``ram_bytes`` and ``gpus`` default to this
+    machine's."""
+    device = device or default_device().type
     cores = cores or available_cores()
     slots = min(requested or cores, max(1, num_jobs))
     gpus = list((visible_gpus() if slots > 1 and gpus is None else gpus) or ()) if device == "cuda" else []
@@ -302,7 +298,7 @@ class _Worker:
 class _WorkerPool:
     """``jobs`` in spawned workers, each pinned to one device of ``plan``: pending jobs start in order as slots and
     each device's memory allow (:meth:`admit`), each end is recorded (:meth:`ended`) until none runs; however it
-    ends (done, an error here, Ctrl-C), every worker is gone at the end (:meth:`stop_all`)."""
+    ends (done, an error here, Ctrl-C), every worker is gone at the end."""
 
     def __init__(self, jobs: Sequence[Job], plan: DevicePlan, finish: Callable[[JobOutcome], None], report):
         import multiprocessing
@@ -386,16 +382,21 @@ class _WorkerPool:
         parent, child = self.context.Pipe()
         arguments = (child, self.plan.threads_per_job, self.log_level, self.plan.device, self.devices[device])
         process = self.context.Process(target=_worker_main, args=arguments, daemon=False)
-        # the worker starts with Ctrl-C blocked, its interpreter too (this process stops it), and is recorded whole
-        with _interrupts_deferred(), _blocked(signal.SIGINT):
-            process.start()
+        # the worker inherits Ctrl-C blocked, so that it never sees a terminal's, not even while its interpreter
+        # starts (this process stops it); and it is recorded whole
+        with _interrupts_deferred():
+            unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                process.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
             worker = _Worker(process, parent, device)
             self.workers.append(worker)
         child.close()
         return worker
 
     def reply_of(self, worker: _Worker) -> tuple:
-        """The worker's reply: (result, error, out of memory, peak, seconds); a dead worker's is made here."""
+        """(result, error, out of memory, peak, seconds) as the worker sent it, or made here for a dead worker."""
         if worker.conn.poll():
             with contextlib.suppress(EOFError, OSError):
                 return worker.conn.recv()
@@ -432,17 +433,6 @@ def _payload(job: Job) -> bytes:
         return pickle.dumps(job)
     except (pickle.PicklingError, TypeError, AttributeError) as error:
         raise ValueError(f"{job.name}: the job cannot be sent to a worker process: {one_line(error)}") from None
-
-
-@contextlib.contextmanager
-def _blocked(*signals: signal.Signals):
-    """``signals`` held back in this thread (delivered when the block ends). A process started inside inherits
-    them blocked: with SIGINT, a terminal's Ctrl-C never reaches it, not even while its interpreter starts."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, set(signals))
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextlib.contextmanager
@@ -507,9 +497,8 @@ def _stopped(signum, frame):
 
 
 def _worker_main(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
-    """A worker: run each job it is sent until told to stop (None) or the main process goes; on SIGTERM, the job
-    unwinds (its ``finally`` blocks, its DataLoader's workers). Either way the process then ends at once, without
-    the seconds an interpreter with torch loaded takes to tear itself down: it holds nothing more to write."""
+    """A worker: on SIGTERM its job unwinds (its ``finally`` blocks, its DataLoader's workers); either way it then ends
+    at once, without the seconds an interpreter with torch loaded takes to tear down: it has nothing left to write."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the workers
     signal.signal(signal.SIGTERM, _stopped)
     code = 0
