@@ -25,6 +25,16 @@ def _trainer_state(run_dir: Path) -> dict[str, Any] | None:
     return None
 
 
+def _releases(rows: dict[str, Any], references: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Each row's releases (of the rows with any; ``references``: a reference study's only)."""
+    releases = {
+        n: (r.get("pretraining") or {}).get("releases")
+        for n, r in rows.items()
+        if r.get("reference") or not references
+    }
+    return {name: row_releases for name, row_releases in releases.items() if row_releases}
+
+
 def _phase_ends(row: dict[str, Any]) -> tuple[list[int], list[str]]:
     releases = (row.get("pretraining") or {}).get("releases") or []
     return [r["global_step"] for r in releases], [r["version"] for r in releases]
@@ -36,55 +46,37 @@ def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: s
     layout, figures_dir = StudyLayout(output_dir), Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     rows, datasets = results["rows"], results["study"]["ner_datasets"]
-    histories = {}
-    for name, row in rows.items():
-        if row.get("pretraining") is None or row.get("reference"):
-            continue
-        state = _trainer_state(layout.pretraining(name))
-        if state is not None:
-            histories[name] = state["log_history"]
-    written = _loss_figures(rows, histories, figures_dir)
-    for figure in (
+    states = {
+        n: _trainer_state(layout.pretraining(n))
+        for n, r in rows.items()
+        if r.get("pretraining") and not r.get("reference")
+    }
+    histories = {name: state["log_history"] for name, state in states.items() if state is not None}
+    written = _loss_figures(rows, histories, figures_dir) + [
         _heldout_figure(plt, rows, histories, figures_dir),
         _masked_fraction_figure(plt, rows, figures_dir),
         _ner_f1_figure(plt, rows, datasets, figures_dir),
         _checkpoint_figure(plt, rows, datasets, figures_dir),
-    ):
-        if figure:
-            written.append(figure)
-    return written
+    ]
+    return [path for path in written if path]
 
 
 def _loss_figures(rows: dict[str, Any], histories: dict[str, list], figures_dir: Path) -> list[Path]:
     """``loss_<arm>.png``: each arm's training curves with its phase ends."""
     written = []
     for name, history in histories.items():
-        row = rows[name]
-        ends, versions = _phase_ends(row)
-        path = plot_training_curves(
-            history,
-            figures_dir / f"loss_{name}.png",
-            ends,
-            versions,
-            title=f"{name}: {row['init_strategy']}, {row.get('curriculum')}",
-        )
-        if path:
-            written.append(path)
-    return written
+        row, path = rows[name], figures_dir / f"loss_{name}.png"
+        title = f"{name}: {row['init_strategy']}, {row.get('curriculum')}"
+        written.append(plot_training_curves(history, path, *_phase_ends(row), title=title))
+    return [path for path in written if path]
 
 
 def _heldout_figure(plt, rows: dict[str, Any], histories: dict[str, list], figures_dir: Path) -> Path | None:
     """``heldout_loss.png``: every arm's held-out loss on one axis."""
-    # A reference study's rows (--reference_results) keep no log history here: their releases' held-out loss
-    # (the same phase's own masking) is drawn at each phase's end instead.
+    # A reference study's rows keep no log history here: their releases' held-out losses are drawn instead.
     released = {
-        name: [
-            (r["global_step"], r["heldout_mlm_loss"])
-            for r in row["pretraining"]["releases"]
-            if r.get("heldout_mlm_loss") is not None
-        ]
-        for name, row in rows.items()
-        if row.get("reference") and (row.get("pretraining") or {}).get("releases")
+        name: [(r["global_step"], r["heldout_mlm_loss"]) for r in releases if r.get("heldout_mlm_loss") is not None]
+        for name, releases in _releases(rows, references=True).items()
     }
     if not (histories or released):
         return None
@@ -103,8 +95,7 @@ def _heldout_figure(plt, rows: dict[str, Any], histories: dict[str, list], figur
 
 def _masked_fraction_figure(plt, rows: dict[str, Any], figures_dir: Path) -> Path | None:
     """``masked_fraction.png``: each phase's realised masked fraction per arm, against its target rate."""
-    fractions = {name: (row.get("pretraining") or {}).get("releases") or [] for name, row in rows.items()}
-    fractions = {name: releases for name, releases in fractions.items() if releases}
+    fractions = _releases(rows)
     if not fractions:
         return None
     figure, ax = plt.subplots(figsize=(7, 3.5))

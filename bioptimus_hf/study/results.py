@@ -46,12 +46,8 @@ def _pretraining_summary(run_dir: Path, finished: bool) -> dict[str, Any]:
 
 
 def reference_rows(path: str | Path, wanted: list[str] | None, study: dict[str, Any]) -> dict[str, Any]:
-    """The rows of an earlier study's ``results.json``, named ``row [its folder]`` and marked as references.
-
-    Refused (naming the file and the setting) unless the earlier study shares :data:`REFERENCE_KEYS` with
-    ``study``: a paired difference between rows fine-tuned with other NER arguments or trained on another
-    budget would not measure the arms.
-    """
+    """The rows of an earlier study's ``results.json``, named ``row [its folder]`` and marked as references; refused
+    (naming the file and the setting) unless it shares :data:`REFERENCE_KEYS` with ``study``."""
     path = Path(path)
     try:
         reference = read_json(path)
@@ -59,11 +55,7 @@ def reference_rows(path: str | Path, wanted: list[str] | None, study: dict[str, 
         raise FileNotFoundError(f"--reference_results {path}: no such file") from None
     except ValueError as error:
         raise ValueError(f"--reference_results {path}: not JSON ({error})") from None
-    if (
-        not isinstance(reference, dict)
-        or not isinstance(reference.get("study"), dict)
-        or not isinstance(reference.get("rows"), dict)
-    ):
+    if not (isinstance(reference, dict) and all(isinstance(reference.get(k), dict) for k in ("study", "rows"))):
         raise ValueError(f"--reference_results {path}: not a study's results.json (needs 'study' and 'rows')")
     theirs, rows = reference["study"], reference["rows"]
     for key in REFERENCE_KEYS:
@@ -257,11 +249,8 @@ def _ner_table(results: dict[str, Any]) -> list[str]:
     base = _base_row(rows)
     for name, row in rows.items():
         pre = row.get("pretraining")
-        status = (
-            ""
-            if name == base or row.get("reference") or (pre and pre["finished"])
-            else (" (training)" if pre else " (not run)")
-        )
+        finished = name == base or row.get("reference") or (pre and pre["finished"])
+        status = "" if finished else (" (training)" if pre else " (not run)")
         row_base = _base_row(rows, row.get("reference"))
         cells = [
             f"{name}{status}",

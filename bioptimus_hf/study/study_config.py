@@ -132,26 +132,17 @@ class StudyArguments:
     base_model_hub_id: str | None = base_model_hub_id_field()
     tokenizer_name: str | None = field(
         default=None,
-        metadata={
-            "help": "The vocabulary of every new-vocabulary arm (default: trained once into <output_dir>/tokenizer "
-            "from --tokenizer_train_files)."
-        },
+        metadata={"help": "The new-vocabulary arms' tokenizer (default: trained in <output_dir>/tokenizer)."},
     )
     tokenizer_train_files: list[str] | None = field(
         default=None, metadata={"help": "Corpus the study's tokenizer is trained on (default: the arms' train_file)."}
     )
     tokenizer_vocab_size: str = field(
-        default="30522",
-        metadata={
-            "help": "Size of the trained vocabulary (vocabulary_mode extend: the total, base included, or auto)."
-        },
+        default="30522", metadata={"help": "The trained vocabulary's size (extending a base: the total, or auto)."}
     )
     tokenizer_args: str | None = field(
         default=None,
-        metadata={
-            "help": "Further bioptimus train-tokenizer settings of the study's vocabulary (a mapping), e.g. "
-            "{vocabulary_mode: extend}: the base vocabulary extended instead of replaced."
-        },
+        metadata={"help": "More bioptimus train-tokenizer settings (a mapping: {vocabulary_mode: extend})."},
     )
     seed: int = field(default=42, metadata={"help": "Seed of every arm (initialisation, data order, masking)."})
     include_base: bool = field(default=True, metadata={"help": "Evaluate the base model as a row of every table."})
@@ -168,10 +159,7 @@ class StudyArguments:
     )
     evaluate_checkpoints: list[str] = field(
         default_factory=lambda: ["final"],
-        metadata={
-            "help": f"What of each arm NER evaluates, any of {CHECKPOINT_KINDS}: the final model, every release, "
-            "every --evaluate_every_steps checkpoint (Figure-3 curves)."
-        },
+        metadata={"help": f"What of each arm NER evaluates, any of {CHECKPOINT_KINDS} (steps: Figure-3 curves)."},
     )
     evaluate_every_steps: int | None = field(
         default=None, metadata={"help": "With 'steps': keep and evaluate a checkpoint every N optimizer steps."}
@@ -188,18 +176,11 @@ class StudyArguments:
     )
     skip_analysis: bool = field(default=False, metadata={"help": "Do not run the representation analysis."})
     report_only: bool = field(
-        default=False,
-        metadata={
-            "help": "Train and fine-tune nothing: rewrite the results and figures from the finished work (with the "
-            "analysis unless --skip_analysis)."
-        },
+        default=False, metadata={"help": "Train nothing: rewrite the results and figures from the work finished."}
     )
     prepare_only: bool = field(
         default=False,
-        metadata={
-            "help": "Build the tokenizer and start models the selected arms share, then stop: the arms can then run "
-            "as separate jobs (--only_arms A --include_base false, one per job)."
-        },
+        metadata={"help": "Build the tokenizer and start models the arms share, then stop (docs/study.md)."},
     )
     results_dir: str | None = field(
         default=None, metadata={"help": "Where results.json, results.md and figures go (default: <output_dir>/study)."}
@@ -207,8 +188,8 @@ class StudyArguments:
     reference_results: str | None = field(
         default=None,
         metadata={
-            "help": "results.json of an earlier study sharing the base model, token budget and NER settings "
-            "(checked): its rows join the tables as 'row [its folder]', paired with this study's by seed."
+            "help": "results.json of an earlier study with the same base model, token budget and NER settings "
+            "(checked): its rows join the tables, paired with this study's by fine-tuning seed."
         },
     )
     reference_rows: list[str] | None = field(
