@@ -16,9 +16,7 @@ from ..utils.corpus_reader import iter_text_lines
 DEFAULT_BUCKET_EDGES = (1, 10, 100, 1000, 10000)
 
 
-def token_frequencies(
-    corpus_files: Sequence[str], tokenizer, max_lines: int | None = None, batch_size: int = 1000
-) -> np.ndarray:
+def token_frequencies(corpus_files: Sequence[str], tokenizer, batch_size: int = 1000) -> np.ndarray:
     """How often each id of ``tokenizer`` occurs in the corpus lines (an array of ``len(tokenizer)`` counts)."""
     counts = np.zeros(len(tokenizer), dtype=np.int64)
     batch: list[str] = []
@@ -29,9 +27,7 @@ def token_frequencies(
         counts[:] += np.bincount(flat, minlength=len(counts))[: len(counts)]
         batch.clear()
 
-    for number, line in enumerate(iter_text_lines(corpus_files)):
-        if max_lines is not None and number >= max_lines:
-            break
+    for line in iter_text_lines(corpus_files):
         batch.append(line)
         if len(batch) == batch_size:
             flush()
@@ -61,16 +57,12 @@ def frequency_buckets(
     if edges != sorted(set(edges)) or (edges and edges[0] < 1):
         raise ValueError(f"bucket edges must be increasing counts >= 1, got {edges}")
     excluded = {int(i) for i in exclude}
-    bounds = [0] + edges
-    buckets = []
-    for index, low in enumerate(bounds):
-        high = bounds[index + 1] if index + 1 < len(bounds) else None
-        ids = tuple(
-            int(i)
-            for i in np.nonzero((counts >= low) & ((counts < high) if high is not None else True))[0]
-            if int(i) not in excluded
+    bounds, buckets = [0] + edges, []
+    for low, high in zip(bounds, bounds[1:] + [None]):
+        in_bucket = (counts >= low) & (counts < high) if high is not None else counts >= low
+        buckets.append(
+            FrequencyBucket(low, high, tuple(int(i) for i in np.nonzero(in_bucket)[0] if i not in excluded))
         )
-        buckets.append(FrequencyBucket(low, high, ids))
     return buckets
 
 

@@ -1,14 +1,10 @@
-"""Held-out masked-LM loss on new and old tokens apart, for a study's analysis (:mod:`bioptimus_hf.study.analysis`).
-
-With a new vocabulary a release's held-out loss averages two populations: targets the base vocabulary also has
-(their rows copied from the base) and *new* targets (their rows initialised), the ones the lexical warm-up is for.
-Per model: the arm's own held-out split, built as pre-training builds it
-(:func:`~bioptimus_hf.pretraining.data.load_pretraining_datasets`: its data arguments and seed), tokenized with the
-model's tokenizer; one fixed, seeded masking for every model of every arm (the paper's phase 0.1: 15 % of tokens,
-80/10/10), so the numbers compare across phases and arms; the cross-entropy of each masked position under the
-model's standard head (float32), averaged over the new targets, the old ones, and all (the positions-weighted mean
-of the two). A token is new when its string is not in the base tokenizer's vocabulary; special tokens are never
-masked; an arm that keeps the base vocabulary has no new target.
+"""Held-out masked-LM loss on new and old tokens apart, for a study's analysis (:mod:`bioptimus_hf.study.analysis`):
+with a new vocabulary a release's held-out loss averages targets the base vocabulary also has (rows copied) and new
+ones (rows initialised, what the lexical warm-up is for). Per model: the arm's own held-out split, built as
+pre-training builds it, tokenized with the model's tokenizer; one seeded masking for every model of every arm (the
+paper's phase 0.1: tokens, 15 %, 80/10/10), so the numbers compare across phases and arms; the standard head's
+cross-entropy (float32) over the new targets, the old ones and all. A token is new when its string is not in the
+base tokenizer's vocabulary.
 """
 
 from __future__ import annotations

@@ -81,14 +81,9 @@ def _base_row(rows: dict[str, Any], reference: dict[str, Any] | None = None) -> 
     study's base; otherwise this study's base row, else a reference study's."""
     if reference is None and BASE_ROW in rows:
         return BASE_ROW
+    bases = [name for name, row in rows.items() if (row.get("reference") or {}).get("row") == BASE_ROW]
     return next(
-        (
-            name
-            for name, row in rows.items()
-            if (row.get("reference") or {}).get("row") == BASE_ROW
-            and (reference is None or row["reference"]["results"] == reference["results"])
-        ),
-        None,
+        (n for n in bases if reference is None or rows[n]["reference"]["results"] == reference["results"]), None
     )
 
 
@@ -101,12 +96,11 @@ def _study_vocabulary(args: StudyArguments, layout: StudyLayout) -> dict[str, An
         "vocab_size": args.tokenizer_vocab_size,
     }
     report_file = Path(args.tokenizer_name or layout.tokenizer) / COVERAGE_REPORT_NAME
-    if report_file.is_file():
-        report = read_json(report_file)
-        vocabulary["mode"] = report.get("vocabulary_mode", vocabulary["mode"])
-        vocabulary["vocab_size"] = report.get("new_vocab_size", vocabulary["vocab_size"])
-        if "added_tokens" in report:
-            vocabulary["added_tokens"] = report["added_tokens"]
+    report = read_json(report_file) if report_file.is_file() else {}
+    recorded_as = {"mode": "vocabulary_mode", "vocab_size": "new_vocab_size", "added_tokens": "added_tokens"}
+    for key, recorded in recorded_as.items():
+        if recorded in report:
+            vocabulary[key] = report[recorded]
     return vocabulary
 
 
@@ -116,9 +110,7 @@ def _initialisation_text(row: dict[str, Any]) -> str:
     if vocabulary.get("mode") != "extend":
         return row["init_strategy"]
     added = vocabulary.get("added_tokens")
-    return (
-        f"{row['init_strategy']}, base vocabulary + {added:,} tokens" if added else f"{row['init_strategy']}, extended"
-    )
+    return f"{row['init_strategy']}, " + (f"base vocabulary + {added:,} tokens" if added else "extended")
 
 
 def _ner_cells(layout: StudyLayout, name: str) -> dict[str, dict[str, Any]]:

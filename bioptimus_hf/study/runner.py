@@ -1,14 +1,8 @@
 """Running a study (``bioptimus study``): one tokenizer, one start model per initialisation, the arms one after
-another, NER on each evaluated checkpoint, resumable at every unit; :class:`StudyLayout` is the one definition of
-``output_dir``'s layout (docs/study.md draws it).
-
-Each unit is marked done (:mod:`.done_marks`) after its results are written; a marked unit is skipped, an unmarked
-pre-training run is started again and resumes from its own last checkpoint. Each unit is a wing's run called in this
-process with its typed settings (:func:`~bioptimus_hf.vocabulary.run.train_and_report`,
-:func:`~bioptimus_hf.vocabulary.run.write_initialized_model`, :func:`~bioptimus_hf.pretraining.run.run_pretraining`,
-:func:`~bioptimus_hf.ner.run.fine_tune_ner`), built from the study's mappings (an arm's yaml, ``ner_args``) by
-:func:`typed_settings`; a value a run refuses raises :class:`~bioptimus_hf.utils.cli.BadInput` naming it, and
-``bioptimus study`` ends with that one line.
+another, NER on each evaluated checkpoint. Each unit is a wing's run called in this process with settings built from
+the study's mappings (:func:`typed_settings`: a refused value raises ``BadInput`` naming it), and is marked done
+(:mod:`.done_marks`) once its results are written: a marked unit is skipped, an unmarked pre-training run resumes
+from its own last checkpoint. :class:`StudyLayout` is the one definition of ``output_dir``'s layout.
 """
 
 from __future__ import annotations

@@ -44,18 +44,14 @@ def transformer_depth(num_hidden_layers: int) -> int:
     return 6 * num_hidden_layers
 
 
-def encoder_reduction_length(config) -> int:
-    """The longest reduction of an encoder's matrix products: the feed-forward output's (intermediate
-    size), or the hidden size, whichever is larger (attention reductions are shorter in the tests)."""
-    return max(int(getattr(config, "intermediate_size", 0) or 0), int(config.hidden_size))
-
-
 def encoder_tolerance(config, dtype: torch.dtype, extra_depth: int = 0, contribution_scale: float = 1.0) -> float:
     """:func:`relative_tolerance` for the last hidden states of a transformer encoder with ``config`` (plus
     ``extra_depth`` matrix products after it, e.g. an MLM head), times ``contribution_scale`` (see
-    :func:`linear_output_scale`; 1 is always valid, only looser)."""
+    :func:`linear_output_scale`; 1 is always valid, only looser). The longest reduction is the feed-forward
+    output's (intermediate size) or the hidden size, whichever is larger (attention's are shorter in the tests)."""
     depth = transformer_depth(config.num_hidden_layers) + extra_depth
-    return contribution_scale * relative_tolerance(dtype, encoder_reduction_length(config), depth)
+    reduction = max(int(getattr(config, "intermediate_size", 0) or 0), int(config.hidden_size))
+    return contribution_scale * relative_tolerance(dtype, reduction, depth)
 
 
 @contextlib.contextmanager

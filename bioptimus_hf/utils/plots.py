@@ -40,32 +40,24 @@ def plot_training_curves(
     phase_ends: Sequence[int] = (),
     versions: Sequence[str] = (),
     title: str | None = None,
-    ax=None,
 ) -> Path | None:
-    """Draw the run's curves into ``path`` (or onto ``ax``); returns the file written, None without any logged
-    loss."""
+    """Draw the run's curves into ``path``; returns the file written, None without any logged loss."""
     series = loss_series(log_history)
     if not series["loss"] and not series["eval_loss"]:
         return None
     plt = pyplot()
-    own_figure = ax is None
-    if own_figure:
-        figure, ax = plt.subplots(figsize=(7, 4))
+    figure, ax = plt.subplots(figsize=(7, 4))
     for key, label, style in (("loss", "training loss", "-"), ("eval_loss", "held-out loss", "o-")):
         if series[key]:
             steps, values = zip(*series[key])
             ax.plot(steps, values, style, label=label, markersize=3)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("masked-LM loss")
-    start = 0
-    for index, end in enumerate(phase_ends):
+    for index, (start, end) in enumerate(zip([0, *phase_ends], phase_ends)):
         ax.axvline(end, color="grey", linestyle=":", linewidth=1)
         if index < len(versions):
-            label = f"v{versions[index]}"
-            ax.text(
-                (start + end) / 2, 1.0, label, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=8
-            )
-        start = end
+            where = dict(transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=8)
+            ax.text((start + end) / 2, 1.0, f"v{versions[index]}", **where)
     if series["learning_rate"]:
         rate_axis = ax.twinx()
         steps, values = zip(*series["learning_rate"])
@@ -74,8 +66,6 @@ def plot_training_curves(
     ax.legend(loc="upper right", fontsize=8)
     if title:
         ax.set_title(title, pad=14)
-    if not own_figure:
-        return None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
