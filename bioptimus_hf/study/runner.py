@@ -7,6 +7,7 @@ from its own last checkpoint. :class:`StudyLayout` is the one definition of ``ou
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import time
@@ -61,10 +62,8 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
         )
         targets.update({f"step_{s}": p for s, p in steps if s % every_steps == 0})
     if "releases" in kinds:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             targets.update({p.name: p for p in find_releases(pretraining_dir)})
-        except FileNotFoundError:
-            pass
     if "final" in kinds:
         targets["final"] = pretraining_dir
     return targets
@@ -236,9 +235,8 @@ class StudyRunner:
             self.ner(BASE_ROW, {"final": Path(self.args.model_name_or_path)})
         for arm in self.args.selected_arms:
             run_dir = self.pretrain(arm, tokenizer)
-            self.ner(
-                arm.name, checkpoint_targets(run_dir, self.args.evaluate_checkpoints, self.args.evaluate_every_steps)
-            )
+            kinds, every = self.args.evaluate_checkpoints, self.args.evaluate_every_steps
+            self.ner(arm.name, checkpoint_targets(run_dir, kinds, every))
 
     def _progress(self) -> None:
         if self.on_progress is not None:
@@ -251,14 +249,7 @@ def finished_ner_runs(layout: StudyLayout, row: str) -> list[dict[str, Any]]:
 
     runs = []
     for mark in sorted((layout.arm(row) / "ner").glob("*/*/seed_*/study_done.json")):
-        run_dir = mark.parent
-        done = read_done(run_dir)
-        results = load_results(str(run_dir))
-        runs.append(
-            {
-                **done,
-                "result": results["per_seed"][0],
-                "run_info": {k: v for k, v in results.items() if k not in ("per_seed",)},
-            }
-        )
+        results = load_results(str(mark.parent))
+        run_info = {k: v for k, v in results.items() if k != "per_seed"}
+        runs.append({**read_done(mark.parent), "result": results["per_seed"][0], "run_info": run_info})
     return runs

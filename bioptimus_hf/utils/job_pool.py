@@ -516,14 +516,13 @@ def _worker_main(conn, threads: int, log_level: int, device: str, visible_device
 
 
 def _serve(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
-    """Run each job sent until told to stop (None) or the main process goes (the pipe closes)."""
     if visible_device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible_device  # its one device: the Trainer must not spread over several
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=log_level)
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # torch, once a job imports it, starts this many threads
         os.environ[name] = str(threads)
     terminal = os.dup(1), os.dup(2)
-    while (message := _receive(conn)) is not None:
+    while (message := _receive(conn)) is not None:  # None: told to stop, or the main process went
         reply = _run_job(*message, threads, device, terminal)
         try:
             conn.send(reply)

@@ -22,9 +22,7 @@ def load_fast_tokenizer(
     if isinstance(tokenizer, (str, os.PathLike)):
         from transformers import AutoTokenizer
 
-        kwargs = {"cache_dir": cache_dir, "use_fast": True}
-        if revision is not None:
-            kwargs["revision"] = revision
+        kwargs = {"cache_dir": cache_dir, "use_fast": True} | ({"revision": revision} if revision is not None else {})
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(tokenizer), **kwargs)
         except (OSError, ValueError) as error:
