@@ -8,8 +8,8 @@ the learned projection W_p that maps a narrower student's hidden states to the t
   describes.
 * :func:`prepare_student_for_distillation` / :func:`strip_distillation` — during training the student runs its
   MLM head at masked positions only (:mod:`bioptimus_hf.pretraining.masked_lm`) and carries W_p as a submodule,
-  applied inside its ``forward`` (so DDP sees and synchronises it, checkpoints save it, resume restores it);
-  :func:`strip_distillation` removes both, leaving a plain ``BertForMaskedLM`` to release.
+  applied by a forward hook inside its call (so DDP sees and synchronises it, checkpoints save it, resume restores
+  it); :func:`strip_distillation` removes both, leaving a plain ``BertForMaskedLM`` to release.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ from __future__ import annotations
 import copy
 import logging
 import re
-import types
 from typing import Sequence
 
 from torch import nn
 from transformers import BertForMaskedLM
 
 from ..pretraining.masked_lm import (
-    _masked_only_forward,
     disable_masked_only_prediction,
+    enable_masked_only_prediction,
     supports_masked_only_prediction,
 )
 from .distillation_config import DistillationPlan
@@ -34,7 +33,7 @@ from .distillation_config import DistillationPlan
 logger = logging.getLogger(__name__)
 
 PROJECTION_NAME = "bioptimus_distillation_projection"
-_PREPARED_FLAG = "_bioptimus_distillation_forward"
+_PROJECTION_HOOK = "_bioptimus_projection_hook"
 # "bert.encoder.layer.4.attention..." / "encoder.layer.4...." in any BERT-family state dict.
 _LAYER_KEY = re.compile(r"^((?:.*\.)?encoder\.layer\.)(\d+)(\..*)$")
 
@@ -102,34 +101,10 @@ def parameter_count(model: nn.Module) -> int:
 
 
 # ------------------------------------------------------------------------------------- training-time student
-def _distillation_forward(
-    self,
-    input_ids=None,
-    attention_mask=None,
-    token_type_ids=None,
-    position_ids=None,
-    inputs_embeds=None,
-    encoder_hidden_states=None,
-    encoder_attention_mask=None,
-    labels=None,
-    **kwargs,
-):
-    outputs = _masked_only_forward(
-        self,
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        token_type_ids=token_type_ids,
-        position_ids=position_ids,
-        inputs_embeds=inputs_embeds,
-        encoder_hidden_states=encoder_hidden_states,
-        encoder_attention_mask=encoder_attention_mask,
-        labels=labels,
-        **kwargs,
-    )
-    projection = getattr(self, PROJECTION_NAME, None)
-    if projection is not None and outputs.hidden_states is not None:
-        outputs["projected_hidden_states"] = tuple(projection(state) for state in outputs.hidden_states)
-    return outputs
+def _add_projected_states(student: nn.Module, args, output):
+    projection = getattr(student, PROJECTION_NAME, None)
+    if projection is not None and getattr(output, "hidden_states", None) is not None:
+        output["projected_hidden_states"] = tuple(projection(state) for state in output.hidden_states)
 
 
 def prepare_student_for_distillation(student: nn.Module, plan: DistillationPlan) -> nn.Module:
@@ -147,16 +122,17 @@ def prepare_student_for_distillation(student: nn.Module, plan: DistillationPlan)
         student.add_module(PROJECTION_NAME, projection.to(next(student.parameters()).device))
     if plan.needs_attentions:
         student.set_attn_implementation("eager")  # sdpa returns no attention weights
-    student.forward = types.MethodType(_distillation_forward, student)
-    setattr(student, _PREPARED_FLAG, True)
+    enable_masked_only_prediction(student)
+    if _PROJECTION_HOOK not in vars(student):
+        setattr(student, _PROJECTION_HOOK, student.register_forward_hook(_add_projected_states))
     return student
 
 
 def strip_distillation(student: nn.Module) -> nn.Module:
-    """Remove W_p and the training-time forward: a plain model of its class (what is saved and released)."""
-    if getattr(student, _PREPARED_FLAG, False):
-        del student.forward
-        delattr(student, _PREPARED_FLAG)
+    """Remove W_p and the training-time hooks: a plain model of its class (what is saved and released)."""
+    hook = vars(student).pop(_PROJECTION_HOOK, None)
+    if hook is not None:
+        hook.remove()
     disable_masked_only_prediction(student)
     if getattr(student, PROJECTION_NAME, None) is not None:
         delattr(student, PROJECTION_NAME)
@@ -166,8 +142,6 @@ def strip_distillation(student: nn.Module) -> nn.Module:
 def prepare_teacher(teacher: nn.Module, plan: DistillationPlan) -> nn.Module:
     """The teacher in inference mode: eval (no dropout), no parameter requires a gradient, masked-only head,
     eager attention when attention maps are compared."""
-    from ..pretraining.masked_lm import enable_masked_only_prediction
-
     teacher.eval()
     teacher.requires_grad_(False)
     if plan.needs_attentions:
