@@ -423,6 +423,28 @@ def test_modernbert_equals_its_own_sparse_prediction():
     assert fast.config.sparse_prediction is False
 
 
+def test_a_decoder_replaced_after_enabling_still_gives_the_loss():
+    """resize_token_embeddings replaces an untied decoder, the module whose output is DistilBERT's logits: the loss
+    is then computed after the forward, from the same gathered rows."""
+    from transformers import DistilBertConfig, DistilBertForMaskedLM
+
+    torch.manual_seed(0)
+    config = DistilBertConfig(
+        vocab_size=VOCAB, dim=32, n_layers=2, n_heads=2, hidden_dim=64, dropout=0.0, attention_dropout=0.0
+    )
+    config.tie_word_embeddings = False
+    fast = enable_masked_only_prediction(DistilBertForMaskedLM(config))
+    decoder = fast.get_output_embeddings()
+    fast.resize_token_embeddings(VOCAB + 3)
+    assert fast.get_output_embeddings() is not decoder
+    standard = disable_masked_only_prediction(copy.deepcopy(fast))
+    inputs = batch()
+    out, reference = fast(**inputs), standard(**inputs)
+    labelled = inputs["labels"] != -100
+    assert out.logits.shape == (int(labelled.sum()), VOCAB + 3)
+    torch.testing.assert_close(out.loss, reference.loss, atol=1e-5, rtol=0)
+
+
 class _SmoothedLossBert(BertForMaskedLM):
     """Overrides forward with another loss: refused, as every override of a known forward is."""
 

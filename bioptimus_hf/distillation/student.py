@@ -1,15 +1,10 @@
-"""Students and layer selection: a model that keeps some of a teacher's layers, a random smaller student, and
-the learned projection W_p that maps a narrower student's hidden states to the teacher's width.
-
-* :func:`keep_layers` — a new model of the same class keeping the given encoder layers (embeddings, heads and
-  the kept layers' weights bit-identical). It makes DistilBioBERT/CompactBioBERT students (every other layer)
-  and the top-layer-removed models of Tinn et al.'s Table 7 (``bioptimus-remove-layers``).
-* :func:`build_student` — the student a :class:`~bioptimus_hf.distillation.distillation_config.DistillationPlan`
-  describes.
-* :func:`prepare_student_for_distillation` / :func:`strip_distillation` — during training the student runs its
-  MLM head at masked positions only (:mod:`bioptimus_hf.pretraining.masked_lm`) and carries W_p as a submodule,
-  applied by a forward hook inside its call (so DDP sees and synchronises it, checkpoints save it, resume restores
-  it); :func:`strip_distillation` removes both, leaving a plain ``BertForMaskedLM`` to release.
+"""Students: a model that keeps some of a teacher's layers (:func:`keep_layers`: DistilBioBERT/CompactBioBERT's every
+other layer, the top-layer-removed models of Tinn et al.'s Table 7, ``bioptimus remove-layers``), the student a
+:class:`~bioptimus_hf.distillation.distillation_config.DistillationPlan` describes (:func:`build_student`), and the
+training-time student (:func:`prepare_student_for_distillation`): its MLM head at masked positions only
+(:mod:`bioptimus_hf.pretraining.masked_lm`) and the learned projection W_p onto the teacher's width, a submodule
+applied by a forward hook inside its call (so DDP synchronises it, checkpoints save it, resume restores it).
+:func:`strip_distillation` removes both, leaving a plain ``BertForMaskedLM`` to release.
 """
 
 from __future__ import annotations
@@ -43,9 +38,8 @@ def encoder_depth(model: nn.Module) -> int:
 
 
 def keep_layers(model: nn.Module, layers: Sequence[int]) -> nn.Module:
-    """A new model of ``model``'s class whose encoder is ``model``'s layers ``layers`` (in that order), with the
-    same embeddings and heads. Weights are copied exactly (``torch.equal`` with the source); ``model`` is not
-    changed. Raises ``ValueError`` for layers that do not exist."""
+    """A new model of ``model``'s class whose encoder is ``model``'s ``layers`` (in that order), with its embeddings
+    and heads, every weight copied exactly; ``ValueError`` for layers that do not exist."""
     layers = [int(layer) for layer in layers]
     depth = encoder_depth(model)
     if not layers or any(not 0 <= layer < depth for layer in layers):

@@ -130,21 +130,24 @@ class _MaskedOnlyHooks:
         return (rows, *args[1:])
 
     def compute_loss(self, module, args, logits):
-        # Inside the model's forward (one compiled graph with it). Without the rows gathered (the entry took the
-        # hidden states by keyword) the logits are the full ones, and so are the targets.
+        # Inside the model's forward: one compiled graph with it
         if self.call is not None:
-            targets = self.call.get("targets", self.call["labels"])
-            self.call["loss"] = ForMaskedLMLoss(
-                logits, targets, vocab_size=logits.shape[-1], num_items_in_batch=self.call["items"]
-            )
+            self.call["loss"] = self.loss(self.call, logits)
+
+    @staticmethod
+    def loss(call: dict, logits: torch.Tensor) -> torch.Tensor:
+        # Without the rows gathered (the entry took the hidden states by keyword) logits and targets are the full ones
+        targets = call.get("targets", call["labels"])
+        return ForMaskedLMLoss(logits, targets, vocab_size=logits.shape[-1], num_items_in_batch=call["items"])
 
     def add_loss(self, model, args, output):
         call, self.call = self.call, None
-        if call is None or "loss" not in call:
+        if call is None:
             return None
-        if isinstance(output, tuple):
-            return (call["loss"], *output)
-        return type(output)(loss=call["loss"], **output)
+        logits = output[0] if isinstance(output, tuple) else output.logits
+        # Not computed inside: the logits module was replaced after the hooks (resize_token_embeddings)
+        loss = call["loss"] if "loss" in call else self.loss(call, logits)
+        return (loss, *output) if isinstance(output, tuple) else type(output)(loss=loss, **output)
 
 
 def is_masked_only_prediction_enabled(model: nn.Module) -> bool:
