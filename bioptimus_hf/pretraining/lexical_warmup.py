@@ -39,9 +39,6 @@ from .phases import resolve_lexical_warmup_steps
 
 logger = logging.getLogger(__name__)
 
-# Normalisation layers of the embedding block (any family's own class counts by its name).
-_NORM_TYPES = (nn.LayerNorm, nn.RMSNorm)
-_NORM_NAME_SUFFIXES = ("LayerNorm", "RMSNorm", "Norm")
 # The key the callback adds to the Trainer's training logs: 1 while the logged steps are warm-up steps.
 LOG_KEY = "lexical_warmup"
 
@@ -53,10 +50,8 @@ class LexicalWarmupUnsupported(ValueError):
 # ------------------------------------------------------------------------------------------ what trains
 @dataclass(frozen=True)
 class LexicalParameters:
-    """The parameters a lexical warm-up trains on one model (:func:`lexical_parameters`).
-
-    ``parameters``: each trained tensor once (tied weights are one tensor); ``names``: its qualified names,
-    aliases of a tied tensor joined by `` = ``; ``trained_count`` and ``total_count``: numbers of scalars."""
+    """The parameters a lexical warm-up trains on one model (:func:`lexical_parameters`): each tensor once, its
+    names (a tied tensor's joined by `` = ``), and the numbers of scalars trained and in all."""
 
     parameters: tuple[nn.Parameter, ...]
     names: tuple[str, ...]
@@ -77,10 +72,6 @@ class LexicalParameters:
         )
 
 
-def _is_norm(module: nn.Module) -> bool:
-    return isinstance(module, _NORM_TYPES) or type(module).__name__.endswith(_NORM_NAME_SUFFIXES)
-
-
 def lexical_parameters(model: nn.Module) -> LexicalParameters:
     """The lexical parameters of ``model``: input embeddings, every parameter outside the base model (the MLM head)
     and the embedding block's normalisation layers (module docstring). Raises :class:`LexicalWarmupUnsupported` for
@@ -96,7 +87,10 @@ def lexical_parameters(model: nn.Module) -> LexicalParameters:
     block = model.get_submodule(embedding_name.rpartition(".")[0])
     in_base = {id(p) for p in base.parameters()}
     chosen = {id(p) for p in embeddings.parameters()} | {id(p) for p in model.parameters() if id(p) not in in_base}
-    chosen |= {id(p) for child in block.children() if _is_norm(child) for p in child.parameters()}
+    # the embedding block's normalisation layers, torch's or a family's own (LayerNorm, RMSNorm, ...Norm)
+    chosen |= {
+        id(p) for child in block.children() if type(child).__name__.endswith("Norm") for p in child.parameters()
+    }
     aliases: dict[int, list[str]] = {}
     for name, parameter in model.named_parameters(remove_duplicate=False):
         aliases.setdefault(id(parameter), []).append(name)
@@ -215,9 +209,9 @@ def check_training_arguments(args: Any) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ the Trainer side
 class LexicalWarmupCallback(TrainerCallback):
-    """Freezes every parameter but the lexical ones for the warm-up's steps and unfreezes them at its end (see the
-    module docstring); adds ``lexical_warmup`` (1 or 0) to the training logs. :class:`LexicalWarmupTrainer` adds
-    it; a run without that Trainer must also give the Trainer the warm-up's learning-rate schedule."""
+    """Freezes every parameter but the lexical ones for the warm-up's steps, unfreezes them at its end, and adds
+    ``lexical_warmup`` (1 or 0) to the training logs. Without :class:`LexicalWarmupTrainer`, which adds it, give the
+    Trainer the warm-up's learning-rate schedule too."""
 
     def __init__(self, warmup: LexicalWarmup):
         self.warmup = warmup
