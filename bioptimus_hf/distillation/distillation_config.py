@@ -1,7 +1,7 @@
-"""The distillation settings (:class:`DistillationConfig`, the flags of ``run_distillation.py``) and their
-resolution against a teacher into a checked :class:`DistillationPlan`; the teacher's flags
-(:class:`TeacherArguments`) and the student's curriculum (:class:`StudentCurriculumArguments`: phase 0.1 alone by
-default).
+"""The settings of ``bioptimus distill``: how the student is built and trained (:class:`DistillationConfig`), resolved
+against a teacher into a checked :class:`DistillationPlan`; the teacher's flags (:class:`TeacherArguments`); the
+corpus, curriculum (:class:`StudentCurriculumArguments`: phase 0.1 alone by default) and release settings of
+``bioptimus pretrain`` (``bioptimus_hf.pretraining.bioptimus_config``).
 
 Every setting left unset (``None``) takes the recipe's value (:mod:`~bioptimus_hf.distillation.recipes`).
 :meth:`DistillationConfig.resolve` runs every check that needs only the teacher's configuration — valid
@@ -18,10 +18,8 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from ..pretraining.curriculum_config import CurriculumArguments
-from ..pretraining.data_config import PretrainingDataArguments
+from ..pretraining.bioptimus_config import CurriculumArguments, PretrainingDataArguments, ReleaseArguments
 from ..releases.lineage import base_model_hub_id_field
-from ..releases.release_config import ReleaseArguments
 from .recipes import (
     DISTILLATION_RECIPES,
     HIDDEN_LOSSES,
@@ -326,9 +324,10 @@ class StudentCurriculumArguments(CurriculumArguments):
     single_phase: str | None = field(
         default="0.1",
         metadata={
+            "group": "curriculum",
             "help": "The masking phase of the whole run: 0.1 (default: BERT's token masking at 15%%, as in "
             "DistilBERT and Rohanian et al.), another phase's version, or 'all' to distil through the "
-            "whole curriculum (--phase_steps as in run_pretraining.py)."
+            "whole curriculum (--phase_steps as in bioptimus pretrain).",
         },
     )
 

@@ -17,15 +17,15 @@ from typing import Any
 
 from transformers import AutoConfig, TrainingArguments, set_seed
 
+from ..pretraining.bioptimus_config import PretrainingDataArguments, ReleaseArguments
 from ..pretraining.callback import PhaseScheduleCallback, add_callback_first
 from ..pretraining.collator import CurriculumDataCollator
 from ..pretraining.data import load_pretraining_datasets
-from ..pretraining.data_config import PretrainingDataArguments
 from ..pretraining.phases import PhaseSchedule
 from ..pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule
 from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
-from ..releases.release_config import ReleaseArguments, resolve_release_hub
+from ..releases.release_config import resolve_release_hub
 from ..utils.cli import bad_input
 from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens

@@ -79,7 +79,6 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
             eval_dataset=raw.get("validation"),
             processing_class=model_args.tokenizer_name,
             release_hub=hub,
-            curriculum_plan=plan,
         )
 
     # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.

@@ -1,21 +1,19 @@
-"""A pre-training run's life around ``trainer.train()``: its output directory (one owner at a time, resume
-from the last complete checkpoint, never overwrite a run by accident) and its end (metrics, releases).
+"""A training run's life around ``trainer.train()`` (``bioptimus pretrain``, ``bioptimus distill``): its output
+directory (one owner at a time, resume from the last complete checkpoint, never overwrite a run by accident) and
+its end (metrics, releases).
 
-* :class:`OutputDirLock` — an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held for the
-  whole run by the main process; a second run on the same directory is refused with the first one's
-  process id, host and command.
-* :func:`last_complete_checkpoint` — the newest ``checkpoint-N`` whose ``trainer_state.json`` (the file
-  the Trainer writes last) is complete; newer, half-written ones (a run killed while saving) are renamed
+* :class:`OutputDirLock` — an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held for the whole run by
+  the main process; a second run on the same directory is refused with the first one's process id, host and command.
+* :func:`last_complete_checkpoint` — the newest ``checkpoint-N`` whose ``trainer_state.json`` (the file the Trainer
+  writes last) is complete; newer, half-written ones (a run killed while saving) are renamed
   ``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip over them.
-* :func:`prepare_output_dir` — all of the above, plus the refusal to write into a non-empty directory
-  that holds no checkpoint unless ``--overwrite_output_dir``. It behaves the same with or without
-  ``--do_train`` (pre-training always trains).
-* :func:`check_resume_schedule` — a resume under another curriculum schedule than the checkpoint's is
-  refused before any model is loaded (unless ``--allow_schedule_change``).
-* :func:`resolve_run_schedule` and :func:`open_output_dir` — the first two steps every training script
-  (``run_pretraining.py``, ``run_distillation.py``) takes, in this order, before any model is loaded.
-* :func:`finish_run` — final model, metrics (realised masked fraction per phase), trainer state, pending
-  Hub publications, and a list of the releases written.
+* :func:`prepare_output_dir` — all of the above, plus the refusal to write into a non-empty directory that holds no
+  checkpoint unless ``--overwrite_output_dir``, with or without ``--do_train`` (pre-training always trains).
+* :func:`check_resume_schedule` — a resume under another curriculum schedule than the checkpoint's is refused
+  before any model is loaded (unless ``--allow_schedule_change``).
+* :func:`resolve_run_schedule` and :func:`open_output_dir` — a run's first two steps, in this order, before any
+  model is loaded. :func:`finish_run` — final model, metrics (realised masked fraction per phase), trainer state,
+  pending Hub publications, and the list of the releases written.
 """
 
 from __future__ import annotations
@@ -70,8 +68,8 @@ class OutputDirLock:
             ) from None
         handle.seek(0)
         handle.truncate()
-        argv = [os.path.basename(sys.argv[0]), *sys.argv[1:]] if sys.argv else []
-        command = " ".join(redact_argv(argv))[:300]
+        # The process's whole command line, the interpreter by its name only.
+        command = " ".join(redact_argv([os.path.basename(sys.orig_argv[0]), *sys.orig_argv[1:]]))[:300]
         handle.write(f"process {os.getpid()} on {socket.gethostname()} ({command})\n")
         handle.flush()
         self._handle = handle
@@ -199,17 +197,15 @@ def check_resume_schedule(
     return change
 
 
-def resolve_run_schedule(
-    training_args: Any, curriculum_args: Any, data_args: Any, lexical_warmup_steps: float | int | None = None
-) -> tuple[Any, PhaseSchedule, Any]:
-    """Step 1 of a training script: ``(curriculum, schedule, corpus report)``, everything that can be checked
-    without a model, so that bad input fails in seconds (a lexical warm-up longer than the run included).
-    Raises ValueError/FileNotFoundError naming the flag or file."""
+def resolve_run_schedule(training_args: Any, curriculum_args: Any, data_args: Any) -> tuple[Any, PhaseSchedule, Any]:
+    """Step 1 of a run: ``(curriculum, schedule, corpus report)``, everything that can be checked without a model,
+    so that bad input fails in seconds. Raises ValueError/FileNotFoundError naming the flag or file."""
+    from .bioptimus_config import build_curriculum
     from .data import check_pretraining_data
 
     if training_args.max_steps is None or training_args.max_steps <= 0:
         raise ValueError("--max_steps must be > 0: curriculum phases are scheduled in optimizer steps")
-    curriculum = curriculum_args.build(lexical_warmup_steps)
+    curriculum = build_curriculum(curriculum_args)
     schedule = curriculum.resolve(training_args.max_steps)
     return curriculum, schedule, check_pretraining_data(data_args)
 
@@ -217,7 +213,7 @@ def resolve_run_schedule(
 def open_output_dir(
     training_args: Any, overwrite_output_dir: bool, schedule: PhaseSchedule, allow_schedule_change: bool
 ) -> tuple[Path | None, OutputDirLock | None]:
-    """Step 2 of a training script: lock ``output_dir`` and find the checkpoint to resume from, refusing a
+    """Step 2 of a run: lock ``output_dir`` and find the checkpoint to resume from, refusing a
     resume under another schedule (:func:`prepare_output_dir` + :func:`check_resume_schedule`); the main process
     says which checkpoint and step a run resumes from."""
     checkpoint, lock = prepare_output_dir(training_args, overwrite_output_dir)

@@ -17,8 +17,8 @@ the base, special tokens included (special tokens are matched by role: the new `
 row even if spelled differently); the MLM output bias follows the same mapping. Position and token-type
 embeddings and the encoder are the base model's.
 
-Settings: :class:`~bioptimus_hf.vocabulary.init_config.EmbeddingInitArguments` (one dataclass for the
-library, ``run_pretraining.py`` and the ``bioptimus-init-embeddings`` command). Used by run_pretraining.py:
+Settings: the initialisation settings of ``BioptimusConfig`` (``bioptimus_hf.pretraining.bioptimus_config``; its
+``EmbeddingInitArguments`` alone for ``bioptimus init-embeddings``), read by name. Used by ``bioptimus pretrain``:
 
     args = EmbeddingInitArguments(init_strategy="contextualized", init_corpus_files=["corpus.txt"])
     model, tokenizer, report = build_initialized_model(base, new_tokenizer, args, seed=42)
@@ -47,7 +47,7 @@ from ..utils.secrets import redact
 from ..utils.sequence_length import max_model_tokens, position_offset
 from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
-from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
+from .init_config import INIT_STRATEGIES, ROW_STRATEGIES
 from .row_initializers import ROW_INITIALIZERS, new_token_rows
 from .vocabulary_extension import vocabulary_mode
 
@@ -88,7 +88,7 @@ def set_special_token_ids(
         setattr(config, attribute, moved if moved is not None else getattr(tokenizer, attribute, None))
 
 
-def load_base_model(name_or_path: str, args: EmbeddingInitArguments) -> PreTrainedModel:
+def load_base_model(name_or_path: str, args: Any) -> PreTrainedModel:
     """The base masked-LM, loaded the same way for every strategy (cache directory and revision honoured; a headless
     base's MLM head starts new, said in one line)."""
     return load_masked_lm(name_or_path, cache_dir=args.cache_dir, revision=args.model_revision)
@@ -108,14 +108,14 @@ class ContextualizedEmbeddingInitializer:
         base_model: PreTrainedModel,
         base_tokenizer: PreTrainedTokenizerBase,
         new_tokenizer: PreTrainedTokenizerBase,
-        args: EmbeddingInitArguments | None = None,
+        args: Any,
         seed: int = 0,
         progress: bool = True,
     ):
         self.model = base_model
         self.base_tokenizer = load_fast_tokenizer(base_tokenizer, purpose="character offsets")
         self.new_tokenizer = load_fast_tokenizer(new_tokenizer, purpose="character offsets")
-        self.config = args or EmbeddingInitArguments(init_strategy="contextualized")
+        self.config = args
         if self.config.init_strategy not in ROW_STRATEGIES:
             raise ValueError(
                 f"ContextualizedEmbeddingInitializer maps rows for {ROW_STRATEGIES}; {self.config.init_strategy!r} "
@@ -626,7 +626,7 @@ def _context_windows(
 def build_initialized_model(
     base_model_name_or_path: str | None,
     tokenizer_name_or_path: str | None,
-    args: EmbeddingInitArguments,
+    args: Any,
     *,
     seed: int = 0,
     config_name: str | None = None,
