@@ -11,7 +11,7 @@ import pytest
 import torch
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
-from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, TrainingArguments
+from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification
 
 import run_distillation
 import run_ner
@@ -21,7 +21,7 @@ from bioptimus_hf.commands.publish import main as publish_main
 from bioptimus_hf.commands.publish import publish_from_cli
 from bioptimus_hf.ner.hub_push import best_seed
 from bioptimus_hf.ner.schemes import pipeline_caveat
-from bioptimus_hf.pretraining.bioptimus_config import ReleaseArguments
+from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
 from bioptimus_hf.releases.card import validate_card
 from bioptimus_hf.releases.lineage import local_checkpoint_text
 from bioptimus_hf.releases.publisher import make_release_publisher
@@ -61,7 +61,9 @@ def hub(monkeypatch):
 
 
 def _args(*argv):
-    return parse_args((ReleaseArguments, TrainingArguments), [str(a) for a in argv])
+    """The release settings and the Trainer's, as one ``BioptimusConfig`` holds them (twice: both roles)."""
+    (config,) = parse_args((BioptimusConfig,), [str(a) for a in argv])
+    return config, config
 
 
 def _checkout(hub, repo_id: str, revision: str, target: Path) -> Path:

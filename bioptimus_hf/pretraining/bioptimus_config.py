@@ -1,20 +1,14 @@
-"""The settings of a BIOptimus pre-training run: :class:`BioptimusConfig`, ``TrainingArguments`` with every setting
-of the curriculum run declared in it (the config of :class:`~.bioptimus_trainer.BioptimusTrainer`, as TRL's
-``SFTConfig`` is ``SFTTrainer``'s), and :class:`PretrainingModelArguments` (the model and tokenizer a run starts
-from). ``bioptimus pretrain`` parses ``(PretrainingModelArguments, BioptimusConfig)``.
+"""Every setting of a BIOptimus pre-training run, defined once: :class:`BioptimusConfig`, ``TrainingArguments`` with
+the curriculum run's fields declared in it (``BioptimusTrainer``'s config, as TRL's ``SFTConfig`` is
+``SFTTrainer``'s), and :class:`PretrainingModelArguments`, the model and tokenizer a run starts from.
 
     config = BioptimusConfig(output_dir="out", max_steps=1000, max_seq_length=128, init_strategy="continued")
 
-Each field's ``metadata["group"]`` names its group in the help (initialisation, corpus, curriculum, lexical
-warm-up, releases, masked LM). A command that takes one group only parses the dataclass :func:`settings_group`
-derives from these fields, so a name, default, help or check is written once: :class:`EmbeddingInitArguments`
-(``bioptimus init-embeddings``, :func:`~bioptimus_hf.vocabulary.embedding_init.build_initialized_model`),
-:class:`PretrainingDataArguments`, :class:`CurriculumArguments` and :class:`ReleaseArguments` (``bioptimus
-distill``, ``bioptimus task-difficulty``). The checks are one function per group, called in order by
-``__post_init__`` (the derived dataclasses call their group's).
-
-This module imports dataclasses and ``TrainingArguments`` (and light constants), so that a command can import it
-to print its ``--help`` without loading ``datasets`` or a model.
+A field's ``metadata["group"]`` is its group in ``--help``; each group's checks are one function, called in order
+by ``__post_init__``. A command that takes some groups only parses the dataclass :func:`settings_group` makes of
+their fields (``bioptimus init-embeddings``: :class:`EmbeddingInitArguments`; ``bioptimus task-difficulty``:
+:class:`CurriculumArguments`; ``bioptimus distill``), so a name, default, help or check is written once. Light
+to import (no ``datasets``, no model): a command's ``--help`` loads nothing more.
 """
 
 from __future__ import annotations
@@ -56,7 +50,7 @@ CORPUS_BUILDERS = {
 DEFAULT_SHUFFLE_BUFFER_SIZE = 10_000
 
 
-def _in_group(group: str) -> Callable[..., Any]:
+def grouped(group: str) -> Callable[..., Any]:
     """The field maker of one help group: ``name: type = _corpus(default, "help", choices=[...])``."""
 
     def make(default: Any = None, help: str | None = None, **metadata: Any) -> Any:
@@ -65,7 +59,7 @@ def _in_group(group: str) -> Callable[..., Any]:
     return make
 
 
-_model, _initialisation, _corpus, _curriculum, _warmup, _releases, _masked_lm = map(_in_group, GROUPS)
+_model, _initialisation, _corpus, _curriculum, _warmup, _releases, _masked_lm = map(grouped, GROUPS)
 
 
 @dataclass
@@ -322,25 +316,42 @@ def build_curriculum(args: Any, lexical_warmup_steps: float | int | None = None)
     return Curriculum.from_spec(args.curriculum, args.phase_steps, lexical_warmup_steps=lexical_warmup_steps)
 
 
-def settings_group(name: str, group: str, check: Callable[[Any], None] | None = None) -> type:
-    """A dataclass of :class:`BioptimusConfig`'s fields of one help ``group`` (their names, types, defaults and
-    help), whose ``__post_init__`` is ``check``: the settings of a command that takes that group only."""
+GROUP_CHECKS = {
+    "initialisation": check_initialisation,
+    "corpus": check_corpus,
+    "lexical warm-up": check_lexical_warmup,
+}
+
+
+def settings_group(name: str, *groups: str, base: type | None = None, module: str = __name__) -> type:
+    """A dataclass of :class:`BioptimusConfig`'s fields of ``groups`` (their names, types, defaults and help), whose
+    ``__post_init__`` runs those groups' checks (then ``base``'s): the settings of a command that takes those groups
+    only. With ``base`` (``TrainingArguments``), it extends it, keeping its repr (which masks ``hub_token``)."""
     hints = typing.get_type_hints(BioptimusConfig)
     specs = [
         (f.name, hints[f.name], field(default=f.default, metadata=f.metadata))
         for f in fields(BioptimusConfig)
-        if f.metadata.get("group") == group
+        if f.metadata.get("group") in groups
     ]
-    namespace = {"__module__": __name__, "__doc__": f"``BioptimusConfig``'s {group} settings, alone."}
-    if check is not None:
-        namespace["__post_init__"] = check
-    return make_dataclass(name, specs, namespace=namespace)
+    checks = [GROUP_CHECKS[group] for group in groups if group in GROUP_CHECKS]
+
+    def __post_init__(self):
+        for check in checks:
+            check(self)
+        if base is not None:
+            base.__post_init__(self)
+
+    namespace = {
+        "__module__": module,
+        "__doc__": f"``BioptimusConfig``'s {', '.join(groups)} settings.",
+        "__post_init__": __post_init__,
+    }
+    return make_dataclass(name, specs, bases=(base,) if base else (), namespace=namespace, repr=base is None)
 
 
-EmbeddingInitArguments = settings_group("EmbeddingInitArguments", "initialisation", check_initialisation)
-PretrainingDataArguments = settings_group("PretrainingDataArguments", "corpus", check_corpus)
+EmbeddingInitArguments = settings_group("EmbeddingInitArguments", "initialisation")
+PretrainingDataArguments = settings_group("PretrainingDataArguments", "corpus")
 CurriculumArguments = settings_group("CurriculumArguments", "curriculum")
-ReleaseArguments = settings_group("ReleaseArguments", "releases")
 
 
 def group_settings(config: BioptimusConfig, group_class: type) -> Any:
