@@ -84,8 +84,8 @@ def train_and_report(args: TokenizerTrainingArguments) -> dict:
 
 
 def write_initialized_model(args: StartModelArguments, init_args: Any) -> dict:
-    """Build the initialised model, write it with its tokenizer and ``init_report.json`` to ``args.output_dir``
-    (all at once), print the counts and return the report."""
+    """Build the initialised model of the initialisation settings ``init_args``, write it with its tokenizer and
+    ``init_report.json`` to ``args.output_dir`` (all at once), print the counts and return the report."""
     model, tokenizer, report = build_initialized_model(
         args.model_name_or_path,
         args.tokenizer_name,
