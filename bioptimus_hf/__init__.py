@@ -28,7 +28,7 @@ _EXPORTS = {
     "enable_masked_only_prediction": "bioptimus_hf.pretraining.masked_lm",
     "ContextualizedEmbeddingInitializer": "bioptimus_hf.vocabulary.embedding_init",
     "build_initialized_model": "bioptimus_hf.vocabulary.embedding_init",
-    "EmbeddingInitArguments": "bioptimus_hf.vocabulary.init_config",
+    "EmbeddingInitArguments": "bioptimus_hf.pretraining.bioptimus_config",
     "INIT_STRATEGIES": "bioptimus_hf.vocabulary.init_config",
     "find_contexts": "bioptimus_hf.vocabulary.qikfind",
     "train_tokenizer": "bioptimus_hf.vocabulary.tokenizer_training",

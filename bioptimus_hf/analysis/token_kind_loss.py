@@ -70,7 +70,7 @@ def heldout_loss_by_token_kind(
     model_dir: str | Path, base_tokenizer: str | Path, data_args, seed: int, batch_size: int = 32
 ) -> dict[str, Any]:
     """:func:`loss_by_token_kind` of the model in ``model_dir`` on its held-out split (see the module
-    docstring); ``data_args`` are the arm's :class:`~bioptimus_hf.pretraining.data_config.PretrainingDataArguments`."""
+    docstring); ``data_args`` are the arm's :class:`~bioptimus_hf.pretraining.bioptimus_config.PretrainingDataArguments`."""
     import tempfile
 
     from transformers import AutoModelForMaskedLM, TrainingArguments

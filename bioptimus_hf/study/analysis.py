@@ -95,7 +95,7 @@ def arm_data_arguments(args: StudyArguments, row: str):
     """The data arguments an arm was pre-trained with (its ``pretraining_args.json``), or None."""
     import dataclasses
 
-    from ..pretraining.data_config import PretrainingDataArguments
+    from ..pretraining.bioptimus_config import PretrainingDataArguments
 
     recorded = StudyLayout(args.output_dir).arm(row) / "pretraining_args.json"
     if not recorded.is_file():

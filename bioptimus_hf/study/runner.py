@@ -114,8 +114,9 @@ class StudyRunner:
         """The initialised start model shared by every arm with the same initialisation (None: the base itself)."""
         if arm.init_strategy == "continued":
             return None
+        from ..pretraining.bioptimus_config import EmbeddingInitArguments
         from ..vocabulary.embedding_init import INIT_REPORT_NAME
-        from ..vocabulary.init_config import EmbeddingInitArguments, StartModelArguments
+        from ..vocabulary.init_config import StartModelArguments
         from ..vocabulary.run import write_initialized_model
 
         path = self.layout.init(arm.init_key)
