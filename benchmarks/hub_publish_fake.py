@@ -8,6 +8,8 @@ say nothing about real Hub bandwidth. Writes benchmarks/results/<machine kind>/h
     HF_HUB_OFFLINE=1 nice python benchmarks/hub_publish_fake.py
 """
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -25,6 +27,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer  # noqa: E402
 from _results import ResultTarget  # noqa: E402
 from bioptimus_hf.releases.card import render_release_card  # noqa: E402
 from bioptimus_hf.releases.hub import publish_releases  # noqa: E402
+from bioptimus_hf.releases.publish_config import PublishArguments  # noqa: E402
 from bioptimus_hf.releases.record import ReleaseInfo, RunFacts  # noqa: E402
 from bioptimus_hf.testing.fake_hub import FakeHub  # noqa: E402
 from bioptimus_hf.testing.tiny_releases import TINY_CURRICULUM, tiny_run_args  # noqa: E402
@@ -72,16 +75,18 @@ def main():
         size = sum(p.stat().st_size for p in (run / "releases" / "v0.1").iterdir())
         results["release_bytes"] = size
         t = time.perf_counter()
-        publish_releases(run, "acme/bioptimus", dry_run=True, staging_dir=Path(tmp) / "dry", print_fn=lambda s: None)
+        with contextlib.redirect_stdout(io.StringIO()):  # the plan a dry run prints
+            publish_releases(PublishArguments(str(run), "acme/bioptimus", dry_run=True, staging_dir=f"{tmp}/dry"))
         results["dry_run_s"] = round(time.perf_counter() - t, 3)
         with FakeHub(token=TOKEN, lifetime_s=600) as hub:
+            args = PublishArguments(str(run), "acme/bioptimus", hub_token=TOKEN, endpoint=hub.url)
             t = time.perf_counter()
-            publish_releases(run, "acme/bioptimus", token=TOKEN, endpoint=hub.url)
+            publish_releases(args)
             results["first_publish_s"] = round(time.perf_counter() - t, 3)
             results["first_publish_lfs_bytes"] = sum(len(hub.lfs_store[o]) for o in hub.lfs_uploads)
             n = len(hub.lfs_uploads)
             t = time.perf_counter()
-            publish_releases(run, "acme/bioptimus", token=TOKEN, endpoint=hub.url)
+            publish_releases(args)
             results["idempotent_rerun_s"] = round(time.perf_counter() - t, 3)
             results["idempotent_rerun_lfs_uploads"] = len(hub.lfs_uploads) - n
             results["requests_total"] = len(hub.requests)

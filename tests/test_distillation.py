@@ -195,7 +195,7 @@ def test_saved_student_loads_and_matches_the_in_memory_student(tmp_path, teacher
     with safe_open(str(release / "model.safetensors"), "pt") as handle:
         assert not [key for key in handle.keys() if "projection" in key]
     stored = ReleaseInfo.load(release)
-    assert stored.format_version == 3 and stored.distillation.recipe == "tinybiobert"
+    assert stored.format_version == 2 and stored.distillation.recipe == "tinybiobert"
     assert stored.distillation.student_hidden_size == 16 and stored.distillation.projection is True
     assert stored.distillation.student_parameters == sum(p.numel() for p in loaded.parameters())
     card = (release / "README.md").read_text()

@@ -1,4 +1,4 @@
-"""Publishing releases (bioptimus_hf.releases.hub) against a local fake Hub (tests/fake_hub.py); no network."""
+"""Publishing releases (bioptimus_hf.releases.hub) against the loopback fake Hub (bioptimus_hf.testing.fake_hub)."""
 
 import json
 import logging
@@ -18,8 +18,10 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from bioptimus_hf.commands.publish import publish_from_cli
 from bioptimus_hf.releases.card import validate_card
+from bioptimus_hf.releases.card_context import CardOptions
 from bioptimus_hf.releases.hub import VersionConflictError, publish_releases, stage_release
-from bioptimus_hf.releases.publisher import make_release_publisher
+from bioptimus_hf.releases.publish_config import PublishArguments
+from bioptimus_hf.releases.publisher import ReleasePublisher
 from bioptimus_hf.releases.record import find_releases
 from bioptimus_hf.testing.fake_hub import FakeHub
 from bioptimus_hf.testing.tiny_releases import make_run
@@ -54,8 +56,12 @@ def hub():
         yield fake
 
 
+def _args(run, **kwargs):
+    return PublishArguments(run_dir=str(run), hub_model_id=kwargs.pop("repo_id", REPO), **kwargs)
+
+
 def _publish(run, hub, **kwargs):
-    return publish_releases(run, kwargs.pop("repo_id", REPO), token=TOKEN, endpoint=hub.url, **kwargs)
+    return publish_releases(_args(run, hub_token=TOKEN, endpoint=hub.url, **kwargs))
 
 
 def _expected_files(staged: Path) -> dict:
@@ -77,7 +83,7 @@ def test_find_releases_accepts_run_releases_or_one_release(run_dir):
 def test_staged_versions_load_with_from_pretrained_and_cards_validate(run_dir, tmp_path):
     for version in VERSIONS:
         release = run_dir / "releases" / f"v{version}"
-        staged = stage_release(release, tmp_path / version, repo_id=REPO)
+        staged = stage_release(release, tmp_path / version, CardOptions(repo_id=REPO))
         model = AutoModelForMaskedLM.from_pretrained(staged)
         tokenizer = AutoTokenizer.from_pretrained(staged)
         reference = load_file(release / "model.safetensors")
@@ -90,7 +96,7 @@ def test_staged_versions_load_with_from_pretrained_and_cards_validate(run_dir, t
 
 
 def test_publish_branches_tags_main_then_idempotent(run_dir, hub, tmp_path):
-    reports = _publish(run_dir, hub, staging_dir=tmp_path / "staging")
+    reports = _publish(run_dir, hub, staging_dir=str(tmp_path / "staging"))
     assert [r.status for r in reports] == ["published"] * 4
     repo = hub.repos[REPO]
     assert not repo.private
@@ -165,7 +171,7 @@ def test_changed_version_is_refused_unless_forced(run_dir, hub, tmp_path):
     assert all(m == "GET" for m, _, _ in hub.requests[before:])  # refused before writing anything
     old_tag = hub.repos[REPO].tags["v0.1"]
 
-    reports = _publish(other, hub, force=True, staging_dir=tmp_path / "staging")
+    reports = _publish(other, hub, force=True, staging_dir=str(tmp_path / "staging"))
     assert reports[0].status == "republished" and reports[0].uploaded == ["model.safetensors"]
     repo = hub.repos[REPO]
     assert repo.tags["v0.1"] != old_tag and repo.tags["v0.1"] == repo.branches["v0.1"]
@@ -180,7 +186,7 @@ def test_one_private_repository_per_version(run_dir, hub):
         run_dir,
         hub,
         mode="repos",
-        private=True,
+        hub_private_repo=True,
         versions=["v0.2", "0.3"],
         commit_message="BIOptimus {version} release",
     )
@@ -262,12 +268,12 @@ def test_missing_token_is_a_clear_error(run_dir, monkeypatch, tmp_path):
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
     monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
     with pytest.raises(RuntimeError, match="No Hugging Face token found: set HF_TOKEN"):
-        publish_releases(run_dir, REPO, endpoint="http://127.0.0.1:9")
+        publish_releases(_args(run_dir, endpoint="http://127.0.0.1:9"))
 
 
 def test_background_publisher_publishes_in_order_and_never_raises(run_dir, hub, caplog):
     caplog.set_level(logging.DEBUG)
-    publisher = make_release_publisher(REPO, token=TOKEN, endpoint=hub.url)
+    publisher = ReleasePublisher(_args(run_dir, hub_token=TOKEN, endpoint=hub.url))
     assert TOKEN not in repr(publisher)
     hub.gate = threading.Event()  # the Hub answers nothing until the gate opens
     for version in ("0.1", "0.2"):
@@ -285,13 +291,14 @@ def test_background_publisher_publishes_in_order_and_never_raises(run_dir, hub, 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
-    unreachable = make_release_publisher(REPO, token=TOKEN, endpoint=f"http://127.0.0.1:{closed_port}")
-    rejected = make_release_publisher(REPO, token="hf_wrong", endpoint=hub.url)
+    unreachable = ReleasePublisher(_args(run_dir, hub_token=TOKEN, endpoint=f"http://127.0.0.1:{closed_port}"))
+    rejected = ReleasePublisher(_args(run_dir, hub_token="hf_wrong", endpoint=hub.url))
     unreachable(run_dir / "releases" / "v0.3")
     rejected(run_dir / "releases" / "v0.3")
     assert unreachable.wait(timeout=60) and rejected.wait(timeout=60)
-    expected = f"bioptimus-publish --run_dir {run_dir / 'releases' / 'v0.3'} --hub_model_id {REPO} --mode branches"
-    assert [cmd for _, cmd in unreachable.failed] == [expected] and [cmd for _, cmd in rejected.failed] == [expected]
+    expected = f"bioptimus publish --run_dir {run_dir / 'releases' / 'v0.3'} --hub_model_id {REPO} --endpoint "
+    assert [cmd for _, cmd in unreachable.failed] == [expected + f"http://127.0.0.1:{closed_port}"]
+    assert [cmd for _, cmd in rejected.failed] == [expected + hub.url]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "bioptimus_hf" in r.name]
     assert len([w for w in warnings if expected in w and "kept on disk" in w]) == 2
     assert "v0.3" not in hub.repos[REPO].tags
@@ -385,8 +392,7 @@ def test_cards_pass_modelcard_validate_through_the_hub_endpoint(run_dir, hub, tm
     staged = stage_release(
         run_dir / "releases" / "v0.4",
         tmp_path / "v0.4",
-        repo_id=REPO,
-        ner_results=[{"dataset_name": "BC5CDR-chem", "test_f1": 0.93}],
+        CardOptions(repo_id=REPO, ner_results=[{"dataset_name": "BC5CDR-chem", "test_f1": 0.93}]),
     )
     ModelCard.load(staged / "README.md").validate()
     broken = (staged / "README.md").read_text().replace("  - task:\n", "  - tusk:\n", 1)
@@ -468,7 +474,7 @@ def test_racing_publishers_never_tag_the_other_runs_weights(run_dir, hub, tmp_pa
     def run_p2():
         try:
             outcome["p2"] = publish_releases(
-                other, REPO, api=_PausingApi(hub, before_tag=p2_waits_for_p1), staging_dir=tmp_path / "stage2"
+                _args(other, staging_dir=str(tmp_path / "stage2")), api=_PausingApi(hub, before_tag=p2_waits_for_p1)
             )
         except Exception as error:  # noqa: BLE001 - what P2 reports is the point of the test
             outcome["p2"] = error
@@ -480,11 +486,8 @@ def test_racing_publishers_never_tag_the_other_runs_weights(run_dir, hub, tmp_pa
             assert p2_at_tag.wait(60)
 
     p1 = publish_releases(
-        run_dir,
-        REPO,
-        versions=["0.1"],
+        _args(run_dir, versions=["0.1"], staging_dir=str(tmp_path / "stage1")),
         api=_PausingApi(hub, before_tag=p1_lets_p2_commit_first),
-        staging_dir=tmp_path / "stage1",
     )
     p1_tagged.set()
     outcome["thread"].join(60)
@@ -515,7 +518,7 @@ def test_a_branch_moved_between_diff_and_commit_is_refused(run_dir, hub, tmp_pat
     with pytest.raises(
         VersionConflictError, match=r"acme/bioptimus@v0.2 changed while this release was being published"
     ):
-        publish_releases(run_dir, REPO, versions=["0.2"], api=api, staging_dir=tmp_path / "stage")
+        publish_releases(_args(run_dir, versions=["0.2"], staging_dir=str(tmp_path / "stage")), api=api)
     assert "v0.2" not in hub.repos[REPO].tags
     assert set(hub.files(REPO, "v0.2")) == set(hub.files(REPO, "v0.1")) | {"notes.txt"}  # ours not committed
     reports = _publish(run_dir, hub, versions=["0.2"], force=True)  # a re-run publishes on the new state
@@ -527,17 +530,17 @@ def test_staging_never_deletes_what_it_did_not_create(run_dir, tmp_path):
     releases = run_dir / "releases"
     before = {p: p.read_bytes() for p in releases.rglob("*") if p.is_file()}
     with pytest.raises(ValueError, match="refusing to stage into"):
-        publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=releases)
+        publish_releases(_args(run_dir, versions=["0.3"], dry_run=True, staging_dir=str(releases)))
     precious = tmp_path / "mine" / "v0.3"
     precious.mkdir(parents=True)
     (precious / "thesis.tex").write_text("keep")
-    with pytest.raises(ValueError, match=r"mine/v0.3 exists and was not created by bioptimus-publish"):
-        publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=tmp_path / "mine")
+    with pytest.raises(ValueError, match=r"mine/v0.3 exists and was not created by bioptimus publish"):
+        publish_releases(_args(run_dir, versions=["0.3"], dry_run=True, staging_dir=str(tmp_path / "mine")))
     assert (precious / "thesis.tex").read_text() == "keep"
     assert {p: p.read_bytes() for p in releases.rglob("*") if p.is_file()} == before
     # Its own earlier staging is replaced without complaint.
-    publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=tmp_path / "ours")
-    publish_releases(run_dir, REPO, versions=["0.3"], dry_run=True, staging_dir=tmp_path / "ours")
+    publish_releases(_args(run_dir, versions=["0.3"], dry_run=True, staging_dir=str(tmp_path / "ours")))
+    publish_releases(_args(run_dir, versions=["0.3"], dry_run=True, staging_dir=str(tmp_path / "ours")))
 
 
 def test_an_edited_card_is_replaced_with_one_line_or_kept_on_request(hub, tmp_path, caplog):

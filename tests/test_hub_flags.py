@@ -24,7 +24,8 @@ from bioptimus_hf.ner.schemes import pipeline_caveat
 from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
 from bioptimus_hf.releases.card import validate_card
 from bioptimus_hf.releases.lineage import local_checkpoint_text
-from bioptimus_hf.releases.publisher import make_release_publisher
+from bioptimus_hf.releases.publish_config import PublishArguments
+from bioptimus_hf.releases.publisher import ReleasePublisher
 from bioptimus_hf.releases.release_config import resolve_release_hub
 from bioptimus_hf.testing.fake_hub import FakeHub
 from bioptimus_hf.testing.tiny_releases import make_run
@@ -166,15 +167,18 @@ def test_the_release_publisher_runs_on_the_main_process_only_and_honours_hub_str
         "end",
     )
     hub = resolve_release_hub(release_args, training_args)
-    publisher = start_release_publisher(hub, SimpleNamespace(process_index=0))
-    assert (publisher.repo_id, publisher.mode, publisher.at_end) == ("acme/x", "branches", True)
+    publisher = start_release_publisher(hub, SimpleNamespace(process_index=0, output_dir=str(tmp_path / "run")))
+    assert (publisher.args.hub_model_id, publisher.args.mode, publisher.at_end) == ("acme/x", "branches", True)
+    assert publisher.args.run_dir == str(tmp_path / "run") and TOKEN not in repr(publisher)
     assert start_release_publisher(hub, SimpleNamespace(process_index=1)) is None
     assert start_release_publisher(None, SimpleNamespace(process_index=0)) is None
 
 
 def test_hub_strategy_end_keeps_the_releases_for_the_end_of_training(hub, tmp_path):
     run = make_run(tmp_path / "run", n_versions=2)
-    publisher = make_release_publisher("acme/x", token=TOKEN, at_end=True)
+    publisher = ReleasePublisher(
+        PublishArguments(run_dir=str(run), hub_model_id="acme/x", hub_token=TOKEN), at_end=True
+    )
     for version in ("v0.1", "v0.2"):
         publisher(run / "releases" / version)
     assert publisher._queue.unfinished_tasks == 0 and hub.requests == []  # nothing queued, nothing sent

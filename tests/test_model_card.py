@@ -14,7 +14,8 @@ from transformers import DistilBertConfig, DistilBertForMaskedLM, RobertaConfig,
 import run_distillation
 import run_ner
 import run_pretraining
-from bioptimus_hf.releases.card import REPO_PLACEHOLDER, render_release_card, validate_card
+from bioptimus_hf.releases.card import render_release_card, validate_card
+from bioptimus_hf.releases.card_context import REPO_PLACEHOLDER
 from bioptimus_hf.releases.lineage import local_checkpoint_text
 from bioptimus_hf.releases.ner_results import load_ner_results
 from bioptimus_hf.releases.record import PHASE_FILE, DistillationFacts, ReleaseInfo, find_releases

@@ -8,8 +8,6 @@ from transformers import TrainingArguments
 
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
-from bioptimus_hf.releases import record
-from bioptimus_hf.releases.card import render_release_card
 from bioptimus_hf.releases.checkpoint_facts import CheckpointFacts
 from bioptimus_hf.releases.lineage import Lineage, base_model_hub_id, public_name
 from bioptimus_hf.releases.naming import normalise_version, version_repo_id
@@ -68,56 +66,10 @@ def test_card_of_a_multi_process_run_shows_per_device_and_effective_batch(tmp_pa
     assert "| Warm-up | 6% of the steps (60 steps) |" in text
 
 
-def test_format_1_releases_still_load_and_render_right(tmp_path):
-    """What bioptimus-hf 0.1.0's callback wrote: train_batch_size was per device x accumulation x processes."""
-    release = tmp_path / "v0.2"
-    release.mkdir()
-    legacy = {
-        "version": "0.2",
-        "phase_index": 1,
-        "masking_unit": "word",
-        "masking_rate": 0.15,
-        "corruption": True,
-        "steps": 200,
-        "start_step": 100,
-        "end_step": 300,
-        "global_step": 300,
-        "realised_masked_fraction": 0.15,
-        "heldout_mlm_loss": 2.0,
-        "curriculum": [
-            {"version": "0.1", "masking_unit": "token", "masking_rate": 0.15, "corruption": True, "steps": 100},
-            {"version": "0.2", "masking_unit": "word", "masking_rate": 0.15, "corruption": True, "steps": 200},
-        ],
-        "run": {
-            "base_model": "/home/me/.venv/lib/site-packages/minilm/model",
-            "init_strategy": "continued",
-            "tokenizer": "/home/me/tok",
-            "learning_rate": 1e-4,
-            "warmup_steps": 0.06,
-            "weight_decay": 0.01,
-            "per_device_train_batch_size": 32,
-            "gradient_accumulation_steps": 2,
-            "world_size": 8,
-            "train_batch_size": 512,
-            "max_seq_length": 128,
-            "max_steps": 1000,
-            "seed": 1,
-            "train_files": ["/data/pubmed.txt"],
-        },
-    }
-    (release / "bioptimus_phase.json").write_text(json.dumps(legacy))
-    info = ReleaseInfo.load(release)
-    assert info.run.effective_train_batch_size == 512 and info.run.per_device_train_batch_size == 32
-    assert (info.run.warmup_ratio, info.run.warmup_steps) == (0.06, 60)
-    assert info.run.base_model == "model" and info.run.train_files == ["pubmed.txt"]
-    assert info.run.base_model_hub_id is None  # a format-1 record did not say where it was loaded from
-    text = render_release_card(release)
-    assert "| Batch size per device | 32 |" in text and "| Effective batch size | 512 |" in text
-    assert "/home/me" not in text
-    # A newer format than this code knows is refused with a message, not misread.
-    (release / "bioptimus_phase.json").write_text(json.dumps({"version": "0.2", "format_version": 99}))
-    with pytest.raises(ValueError, match="format version 99 is newer"):
-        ReleaseInfo.load(release)
+def test_a_record_of_another_format_is_refused_with_a_message(tmp_path):
+    (tmp_path / "bioptimus_phase.json").write_text(json.dumps({"version": "0.2", "format_version": 99}))
+    with pytest.raises(ValueError, match=f"format version 99, this bioptimus-hf reads {FORMAT_VERSION}"):
+        ReleaseInfo.load(tmp_path)
 
 
 def test_record_round_trip_and_unknown_fields(tmp_path):
@@ -143,10 +95,8 @@ def test_record_round_trip_and_unknown_fields(tmp_path):
         ReleaseInfo.load(tmp_path)
 
 
-def test_names_that_moved_out_of_the_record_still_import_from_it():
-    assert record.base_model_hub_id is base_model_hub_id and record.CheckpointFacts is CheckpointFacts
-    assert record.public_name is public_name and record.normalise_version is normalise_version
-    assert record.version_repo_id("acme/b", "v0.3") == version_repo_id("acme/b", "0.3") == "acme/b-v0.3"
+def test_a_version_names_its_repository_with_or_without_its_v():
+    assert version_repo_id("acme/b", "v0.3") == version_repo_id("acme/b", "0.3") == "acme/b-v0.3"
 
 
 @pytest.mark.parametrize("version", ["../evil", "0.1/x", "", "v", ".hidden", "0..1", "a b"])

@@ -13,6 +13,7 @@ from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 
 import run_distillation
 from bioptimus_hf.releases.hub import publish_releases
+from bioptimus_hf.releases.publish_config import PublishArguments
 from bioptimus_hf.releases.record import ReleaseInfo, find_releases
 from helpers import corpus_lines, python_path, run_launcher, run_script, write_corpus
 
@@ -92,7 +93,9 @@ def test_the_issue_interface_leaves_a_loadable_student(monkeypatch, tmp_path, te
     )
     # Publishable with the Hub tooling: the release is found and staged (dry run, no network).
     assert find_releases(out / "student") == [out / "student"]
-    report = publish_releases(out / "student", "acme/tiny-student", dry_run=True)
+    report = publish_releases(
+        PublishArguments(run_dir=str(out / "student"), hub_model_id="acme/tiny-student", dry_run=True)
+    )
     assert "0.1" in json.dumps(report, default=str)
 
 

@@ -24,26 +24,7 @@ def publish_from_cli(argv: Sequence[str] | None = None) -> list[VersionReport]:
     """Parse CLI arguments (or one .json/.yaml file of them), publish, print one line per version."""
     (args,) = parse_args((PublishArguments,), None if argv is None else list(argv))
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    reports = publish_releases(
-        args.run_dir,
-        args.hub_model_id,
-        versions=args.versions,
-        mode=args.mode,
-        private=args.hub_private_repo,
-        organization=args.organization,
-        commit_message=args.commit_message,
-        force=args.force,
-        dry_run=args.dry_run,
-        staging_dir=args.staging_dir,
-        ner_results=args.ner_result_paths(),
-        license=args.license,
-        datasets=args.datasets,
-        rerender_card=not args.keep_release_readme,
-        keep_edited_card=args.keep_edited_card,
-        token=args.hub_token,
-        endpoint=args.endpoint,
-        print_fn=print if args.dry_run else None,
-    )
+    reports = publish_releases(args)
     for report in reports:
         print(
             f"v{report.version}: {report.status} -> {report.repo_id} (branch {report.branch}, tag {report.tag})"

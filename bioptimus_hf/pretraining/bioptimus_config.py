@@ -19,9 +19,9 @@ from typing import Any, Callable
 
 from transformers import TrainingArguments
 
-from ..releases.hub import MODES
 from ..releases.lineage import base_model_hub_id_field
 from ..releases.naming import normalise_version
+from ..releases.publish_config import MODES
 from ..utils.bulk_dropout import BULK_DROPOUT_HELP
 from ..utils.corpus_reader import DEFAULT_MAX_UNDECODABLE_FRACTION
 from ..utils.hardware import PRECISION_CHOICES

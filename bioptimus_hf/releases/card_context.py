@@ -1,15 +1,12 @@
 """What every card of a release directory shows, whatever its kind (a curriculum release or a distilled student).
 
-Everything comes from the release itself: its :class:`~bioptimus_hf.releases.record.ReleaseInfo` (the phase, the
-whole curriculum and the run's facts), its checkpoint's own files
-(:class:`~bioptimus_hf.releases.checkpoint_facts.CheckpointFacts`), the weights' safetensors header (parameter
-count), plus optional NER results (anything :func:`bioptimus_hf.releases.ner_results.load_ner_results` accepts) and
-BLURB tables. The metadata is a ``huggingface_hub.ModelCardData``: the ``model-index`` is written by
-``huggingface_hub`` itself, and only when real results were supplied; ``base_model`` only when the run knew its
-Hub id (:mod:`.lineage`). Nothing is invented: a missing number is "n/a". Nothing private is shown: models and
-tokenizers appear as Hub ids or folder names, never as local paths.
-
-The card writers (:mod:`.release_card`, :mod:`.student_card`) render this context with their own template.
+Everything comes from the release itself: its record (:class:`~bioptimus_hf.releases.record.ReleaseInfo`), its
+checkpoint's files (:class:`~bioptimus_hf.releases.checkpoint_facts.CheckpointFacts`), the safetensors headers
+(parameter count), plus the NER results and BLURB table a :class:`CardOptions` names. The metadata is a
+``huggingface_hub.ModelCardData``, whose ``model-index`` ``huggingface_hub`` writes, only from results supplied;
+``base_model`` only when the run knew its Hub id (:mod:`.lineage`). Nothing is invented (a missing number is "n/a")
+and nothing private shown (Hub ids or folder names, never local paths). :mod:`.card` renders this context with
+each kind's template.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +48,6 @@ FINE_TUNING_SETTINGS = (
     "max_seq_length",
 )
 
-PAPER_TITLE = (
-    "BIOptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity "
-    "Recognition"
-)
-PAPER_URL = "https://aclanthology.org/2023.bionlp-1.31"
 PAPER_BIBTEX = """@inproceedings{pavlova-makhlouf-2023-bioptimus,
     title = "{BIO}ptimus: Pre-training an Optimal Biomedical Language Model with Curriculum Learning for Named Entity Recognition",
     author = "Pavlova, Vera and Makhlouf, Mohammed",
@@ -112,8 +104,7 @@ def _parameter_count(release_dir: Path) -> int | None:
     total = 0
     for file in files:
         with safe_open(str(file), framework="numpy") as handle:
-            for key in handle.keys():
-                total += math.prod(handle.get_slice(key).get_shape())
+            total += sum(math.prod(handle.get_slice(key).get_shape()) for key in handle.keys())
     return total
 
 
@@ -121,26 +112,12 @@ def _architecture(checkpoint: CheckpointFacts) -> dict[str, Any]:
     """What the templates show of the checkpoint (empty without a config.json)."""
     if checkpoint.model_type is None:
         return {}
-    return {
-        "model_type": checkpoint.model_type,
-        "architectures": ", ".join(checkpoint.architectures) or None,
-        "hidden_size": checkpoint.hidden_size,
-        "num_hidden_layers": checkpoint.num_hidden_layers,
-        "num_attention_heads": checkpoint.num_attention_heads,
-        "vocab_size": checkpoint.vocab_size,
-    }
+    return asdict(checkpoint) | {"architectures": ", ".join(checkpoint.architectures) or None}
 
 
 def _curriculum_rows(info: ReleaseInfo, mask_token: str | None) -> list[dict[str, Any]]:
-    curriculum = info.curriculum or [
-        {
-            "version": info.version,
-            "masking_unit": info.masking_unit,
-            "masking_rate": info.masking_rate,
-            "corruption": info.corruption,
-            "steps": info.steps,
-        }
-    ]
+    own_phase = {key: getattr(info, key) for key in ("version", "masking_unit", "masking_rate", "corruption", "steps")}
+    curriculum = info.curriculum or [own_phase]
     # The phases start where the lexical warm-up ends.
     rows, start = [], info.run.lexical_warmup.steps if info.run.lexical_warmup is not None else 0
     for phase in curriculum:
@@ -165,11 +142,7 @@ def load_targets(versions: Sequence[str], repo_id: str | None, per_version_repos
     """Where each version loads from: repository and revision (the placeholder before the repository is known)."""
     repo = repo_id or REPO_PLACEHOLDER
     return [
-        {
-            "version": v,
-            "repo_id": version_repo_id(repo, v) if per_version_repos else repo,
-            "revision": version_tag(v),
-        }
+        {"version": v, "repo_id": version_repo_id(repo, v) if per_version_repos else repo, "revision": version_tag(v)}
         for v in versions
     ]
 
@@ -216,21 +189,28 @@ def _other_settings(run: RunFacts) -> list[tuple[str, str]]:
         "dataset_name": run.dataset_name,
         **run.extra,
     }
-    items = []
-    for key in sorted(other):
-        value = other[key]
-        if value is None or is_secret_name(key):
-            continue  # a run's extra facts may carry any argument: no credential (hub_token...) in a card
-        if isinstance(value, (dict, list)):
-            value = json.dumps(value)
-        items.append((key, fmt(value)))
-    return items
+    # a run's extra facts may carry any argument: no credential (hub_token...) in a card
+    shown = {key: value for key, value in other.items() if value is not None and not is_secret_name(key)}
+    return [(k, fmt(json.dumps(v) if isinstance(v, (dict, list)) else v)) for k, v in sorted(shown.items())]
 
 
 def run_lineage(run: RunFacts) -> Lineage:
     """The model a run started from, as its record says: the Hub id only when the run knew it, else its public name
     (a record written by hand may hold a path)."""
     return Lineage(run.base_model_hub_id, run.base_model_hub_id or public_name(run.base_model))
+
+
+@dataclass
+class CardOptions:
+    """What a release card shows beyond its release directory (``render_release_card``'s options)."""
+
+    repo_id: str | None = None  # the Hub repository, in the loading snippets and as model-index name
+    per_version_repos: bool = False  # a repository per version (``bioptimus publish --mode repos``)
+    license: str = "apache-2.0"
+    datasets: Iterable[str] | None = None  # Hub dataset ids of the training data (default: the run's)
+    tags: Iterable[str] | None = None  # default: the writer's, with the checkpoint's model type
+    ner_results: Any = None  # anything :func:`~bioptimus_hf.releases.ner_results.load_ner_results` accepts
+    blurb_results: Any = None  # a ``bioptimus blurb`` table: anything ``load_blurb_table`` accepts
 
 
 @dataclass
@@ -246,27 +226,17 @@ class ReleaseCardContext:
 
 
 def release_card_context(
-    release_dir: str | os.PathLike,
-    ner_results: Any = None,
-    *,
-    default_tags: Iterable[str],
-    default_name: str,
-    repo_id: str | None = None,
-    per_version_repos: bool = False,
-    license: str = "apache-2.0",
-    datasets: Iterable[str] | None = None,
-    tags: Iterable[str] | None = None,
-    blurb_results: Any = None,
+    release_dir: str | os.PathLike, options: CardOptions, default_tags: Iterable[str], default_name: str
 ) -> ReleaseCardContext:
-    """The common context of the card of the release in ``release_dir`` (options: see
-    :func:`bioptimus_hf.releases.card.render_release_card`); ``default_name`` names the model without a
+    """The common context of the card of the release in ``release_dir``; ``default_name`` names the model without a
     ``repo_id``."""
     release = Path(release_dir)
     info = ReleaseInfo.load(release)
     checkpoint = CheckpointFacts.read(release)
     run = info.run
-    results = load_ner_results(ner_results)
-    blurb = load_blurb_table(blurb_results)
+    repo_id, per_version_repos = options.repo_id, options.per_version_repos
+    results = load_ner_results(options.ner_results)
+    blurb = load_blurb_table(options.blurb_results)
     hub_results = eval_results(results) + blurb_eval_results(blurb)
     rows = _curriculum_rows(info, checkpoint.mask_token)
     versions = [row["version"] for row in rows]
@@ -275,15 +245,15 @@ def release_card_context(
     lineage = run_lineage(run)
     dataset_ids = [
         check_dataset_id(d, f"datasets of the card of {release}")
-        for d in (datasets if datasets is not None else run.datasets)
+        for d in (options.datasets if options.datasets is not None else run.datasets)
     ]
     model_name = (version_repo_id(repo_id, info.version) if repo_id and per_version_repos else repo_id) or default_name
     card_data = ModelCardData(
-        license=license,
+        license=options.license,
         language="en",
         library_name="transformers",
         pipeline_tag="fill-mask",
-        tags=list(tags if tags is not None else card_tags(default_tags, checkpoint)),
+        tags=list(options.tags if options.tags is not None else card_tags(default_tags, checkpoint)),
         datasets=dataset_ids or None,
         base_model=lineage.hub_id if run.init_strategy != "scratch" else None,
         model_name=model_name if hub_results else None,
@@ -298,8 +268,6 @@ def release_card_context(
         load_targets=load_targets(loadable, repo_id, per_version_repos),
         repo_known=repo_id is not None,
         repo_placeholder=REPO_PLACEHOLDER,
-        paper_title=PAPER_TITLE,
-        paper_url=PAPER_URL,
         bibtex=PAPER_BIBTEX,
     )
     return ReleaseCardContext(info, checkpoint, card_data, values, parameters)

@@ -28,14 +28,12 @@ MODEL_FAMILY_NAMES = {
     "mpnet": "MPNet",
 }
 TOKENIZER_FILES_WITH_SPECIAL_TOKENS = ("tokenizer_config.json", "special_tokens_map.json")
+_SIZES = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")  # transformers' names, every family
 
 
 @dataclass(frozen=True)
 class CheckpointFacts:
-    """What a release's own files say about its model: ``config.json`` and the tokenizer's mask token.
-
-    The card names the model from these, never from a default: a RoBERTa release is a RoBERTa with ``<mask>``.
-    """
+    """What ``config.json`` and the tokenizer say; a card names the model from these: a RoBERTa with ``<mask>``."""
 
     model_type: str | None = None
     architectures: tuple[str, ...] = ()
@@ -57,17 +55,10 @@ class CheckpointFacts:
     @classmethod
     def read(cls, release_dir: str | os.PathLike) -> "CheckpointFacts":
         """Facts of the checkpoint in ``release_dir``; fields stay None where its files do not say."""
-        release = Path(release_dir)
-        config = _read_config(release)
-        return cls(
-            model_type=config.get("model_type"),
-            architectures=tuple(config.get("architectures") or ()),
-            hidden_size=config.get("hidden_size"),
-            num_hidden_layers=config.get("num_hidden_layers"),
-            num_attention_heads=config.get("num_attention_heads"),
-            vocab_size=config.get("vocab_size"),
-            mask_token=_read_mask_token(release),
-        )
+        config = _read_config(Path(release_dir))
+        sizes = {name: config.get(name) for name in _SIZES}
+        architectures = tuple(config.get("architectures") or ())
+        return cls(config.get("model_type"), architectures, **sizes, mask_token=_read_mask_token(Path(release_dir)))
 
 
 def _read_config(release: Path) -> dict[str, Any]:
@@ -83,8 +74,7 @@ def _read_config(release: Path) -> dict[str, Any]:
         config = AutoConfig.from_pretrained(str(release))
     except (ValueError, KeyError, OSError):
         return raw
-    names = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-    return {**raw, **{name: getattr(config, name, raw.get(name)) for name in names}}
+    return {**raw, **{name: getattr(config, name, raw.get(name)) for name in _SIZES}}
 
 
 def _read_mask_token(release: Path) -> str | None:

@@ -1,15 +1,8 @@
 """Where a model came from, as a record or a card may say it: Hub ids, public names of local paths, and the base
-model's Hub id only when it is known.
-
-A card's ``base_model`` metadata links the model to another repository on the Hub, so it is never guessed. It is
-known in two cases only: ``from_pretrained`` resolved the name through the Hub (:func:`loaded_hub_id`, asked when
-the model is loaded: the name is no local directory and the Hub cache holds its files), or its id was given
-(``--base_model_hub_id``; ``run_distillation.py``'s ``--teacher_hub_id``). A local path never counts, whatever its
-shape (``out/v0.4`` is a folder, present or not). A local checkpoint's ``config.json`` is not asked: its
-``_name_or_path`` names whatever that checkpoint was loaded or fine-tuned from (the packaged all-MiniLM-L6-v2 names
-``nreimers/MiniLM-L6-H384-uncased``), not the checkpoint itself. A local start without an id is named by its folder
-name, and cards say so in prose (:func:`local_checkpoint_text`) and leave the metadata out. Local paths are never
-shown (:func:`public_name`).
+model's Hub id only when it is known: the id ``from_pretrained`` resolved through the Hub (:func:`loaded_hub_id`,
+asked when the model is loaded) or the one given (``--base_model_hub_id``). Never a guess from a local path's shape
+(``out/v0.4`` is a folder, present or not) nor from a local ``config.json``'s ``_name_or_path``, which names what
+that checkpoint was loaded or fine-tuned from. A local start is named by its folder, never its path (docs/hub.md).
 """
 
 from __future__ import annotations
@@ -21,22 +14,17 @@ from pathlib import Path
 from typing import Any
 
 
-BASE_MODEL_HUB_ID_FLAG = "--base_model_hub_id"
-
-
 def looks_like_hub_id(name: Any) -> bool:
-    """Shaped like a Hub id (``bert-base-uncased``, ``org/name``) rather than a path such as ``/data/model`` or
-    ``./m``. The shape says nothing of where a model was loaded from (:func:`loaded_hub_id` does)."""
-    if not isinstance(name, str) or not name:
+    """Shaped like a Hub id (``bert-base-uncased``, ``org/name``) rather than a path (``/data/model``, ``./m``). The
+    shape says nothing of where a model was loaded from (:func:`loaded_hub_id` does)."""
+    if not isinstance(name, str) or not name or name.startswith(("/", ".", "~")) or "\\" in name:
         return False
-    if name.startswith(("/", ".", "~")) or os.path.isabs(name) or "\\" in name:
-        return False
-    return re.fullmatch(r"[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?", name) is not None
+    return not os.path.isabs(name) and re.fullmatch(r"[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?", name) is not None
 
 
 def public_name(name_or_path: str | None) -> str | None:
-    """What a public card may say about a model or tokenizer location: a name shaped like a Hub id as is (unless
-    it is a local path that exists), a local path as its folder name (never the author's file system)."""
+    """What a public card may say of a model or tokenizer location: a name shaped like a Hub id as is (unless it is
+    a local path that exists), a local path as its folder name."""
     if not name_or_path:
         return None
     if looks_like_hub_id(name_or_path) and not os.path.exists(name_or_path):
@@ -48,9 +36,8 @@ def loaded_hub_id(
     name_or_path: str | os.PathLike | None, *, cache_dir: str | os.PathLike | None = None, revision: str | None = None
 ) -> str | None:
     """The Hub id ``from_pretrained(name_or_path, cache_dir=..., revision=...)`` resolved, asked when it loads: None
-    for a local directory (``from_pretrained`` reads a directory first, whatever its name), else ``name_or_path``
-    when the Hub cache holds its ``config.json`` at ``revision`` (default ``main``): the files ``from_pretrained``
-    downloaded or found there. Offline; never a guess from the name's shape."""
+    for a local directory (read first by ``from_pretrained``, whatever its name), else ``name_or_path`` when the Hub
+    cache holds its ``config.json`` at ``revision`` (default ``main``). Offline; never a guess from the shape."""
     if not isinstance(name_or_path, str) or not looks_like_hub_id(name_or_path) or os.path.isdir(name_or_path):
         return None
     from huggingface_hub import try_to_load_from_cache
@@ -69,25 +56,18 @@ def base_model_hub_id(
     cache_dir: str | os.PathLike | None = None,
     revision: str | None = None,
 ) -> str | None:
-    """The base model's Hub id when it is known: ``explicit`` (the flag), else the id ``from_pretrained`` resolved
-    ``model_name_or_path`` to (:func:`loaded_hub_id`; call it when the model is loaded); else None (a local
-    directory, whatever its files say)."""
-    if explicit:
-        return explicit
-    return loaded_hub_id(model_name_or_path, cache_dir=cache_dir, revision=revision)
+    """The base model's Hub id when it is known: ``explicit`` (the flag), else what :func:`loaded_hub_id` says."""
+    return explicit or loaded_hub_id(model_name_or_path, cache_dir=cache_dir, revision=revision)
 
 
 def base_model_hub_id_field(of: str = "the base model", path_flag: str = "--model_name_or_path", **metadata) -> Any:
-    """The dataclass field of the flag that gives a model's Hub id when it was loaded from a local copy (the one
+    """The dataclass field of the flag that gives a model's Hub id when it is loaded from a local copy (the one
     definition of its help; ``metadata`` adds e.g. ``aliases``)."""
-    return field(
-        default=None,
-        metadata={
-            "help": f"The Hub id of {of}, for model cards' base_model, when {path_flag} is a local copy. Never "
-            "guessed: without it a local directory is named by its folder and cards name no base_model.",
-            **metadata,
-        },
+    text = (
+        f"The Hub id of {of}, for model cards' base_model, when {path_flag} is a local copy. Never guessed: without "
+        "it a local directory is named by its folder and cards name no base_model."
     )
+    return field(default=None, metadata={"help": text, **metadata})
 
 
 def local_checkpoint_text(name: str) -> str:
@@ -103,36 +83,20 @@ class Lineage:
     name: str | None = None  # the Hub id when known, else the folder name
 
     @classmethod
-    def of(
-        cls,
-        model_name_or_path: str | None,
-        explicit_hub_id: str | None = None,
-        *,
-        cache_dir: str | os.PathLike | None = None,
-        revision: str | None = None,
-    ) -> "Lineage":
-        """The lineage of a model loaded from ``model_name_or_path`` (with ``cache_dir`` and ``revision``): call it
-        when the model is loaded, or give the id (``explicit_hub_id``, the ``--base_model_hub_id`` flag). Without
-        an id, the model is a local start named by its folder."""
-        hub_id = base_model_hub_id(model_name_or_path, explicit_hub_id, cache_dir=cache_dir, revision=revision)
+    def of(cls, model_name_or_path: str | None, explicit_hub_id: str | None = None, **cache: Any) -> "Lineage":
+        """The lineage of a model loaded from ``model_name_or_path`` (``cache``: :func:`loaded_hub_id`'s
+        ``cache_dir`` and ``revision``), asked when it is loaded, or with the id given (``--base_model_hub_id``)."""
+        hub_id = base_model_hub_id(model_name_or_path, explicit_hub_id, **cache)
         if hub_id is not None or not model_name_or_path:
             return cls(hub_id, hub_id)
         return cls(None, Path(os.path.normpath(str(model_name_or_path))).name or None)  # a local start: its folder
 
     @classmethod
-    def of_loaded(
-        cls,
-        model: Any,
-        explicit_hub_id: str | None = None,
-        *,
-        cache_dir: str | os.PathLike | None = None,
-        revision: str | None = None,
-    ) -> "Lineage":
+    def of_loaded(cls, model: Any, explicit_hub_id: str | None = None, **cache: Any) -> "Lineage":
         """The lineage of a model (or config) ``from_pretrained`` just returned, from the name it was given
         (``config.name_or_path``): see :meth:`of`."""
-        config = getattr(model, "config", model)
-        name = getattr(config, "name_or_path", None) or None
-        return cls.of(name, explicit_hub_id, cache_dir=cache_dir, revision=revision)
+        name = getattr(getattr(model, "config", model), "name_or_path", None) or None
+        return cls.of(name, explicit_hub_id, **cache)
 
     @property
     def is_local(self) -> bool:

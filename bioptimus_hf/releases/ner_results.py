@@ -1,9 +1,9 @@
 """NER results as a release shows them: :class:`NerResult` (the scores of one model on one dataset, read from
-``run_ner.py``'s ``all_results.json`` or given as a dict) and the Hub ``model-index`` built from them.
+``bioptimus ner``'s ``all_results.json`` or given as a dict) and the Hub ``model-index`` built from them.
 
-The model card, the Hub publisher and ``run_ner.py``'s ``model_index.json`` all go through :func:`model_index`
-/ :func:`eval_results` (``huggingface_hub``'s own ``EvalResult``). The NER wing writes ``all_results.json``
-(:mod:`bioptimus_hf.finetuning.results`); its name and the keys read here are the contract (see docs/ner.md).
+The model card, the Hub publisher and ``bioptimus ner``'s ``model_index.json`` go through :func:`eval_results`
+(``huggingface_hub``'s ``EvalResult``). ``all_results.json`` is written by :mod:`bioptimus_hf.finetuning.results`;
+its name and the keys read here are the contract (docs/ner.md).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Sequence
 
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.files import read_json
@@ -50,9 +50,8 @@ class NerResult:
             raise ValueError(f"{source}: NER result for {name!r} has no 'test_f1'")
         seeds = raw.get("seeds", raw.get("num_seeds"))
         if seeds is None and isinstance(raw.get("per_seed"), list):
-            seeds = len(raw["per_seed"])
-        elif isinstance(seeds, (list, tuple)):
-            seeds = len(seeds)
+            seeds = raw["per_seed"]
+        seeds = len(seeds) if isinstance(seeds, (list, tuple)) else seeds
 
         def number(key: str) -> float | None:
             value = raw.get(key)
@@ -62,16 +61,12 @@ class NerResult:
                 raise ValueError(f"{source}: {key!r} of {name!r} must be a finite number, got {value!r}")
             return float(value)
 
-        test_f1 = number("test_f1")
-        if not 0.0 <= test_f1 <= 1.0:
-            raise ValueError(f"{source}: 'test_f1' of {name!r} must be a fraction in [0, 1], got {test_f1}")
+        scores = {key: number(key) for key in ("test_f1", "test_f1_std", "test_precision", "test_recall", "eval_f1")}
+        if not 0.0 <= scores["test_f1"] <= 1.0:
+            raise ValueError(f"{source}: 'test_f1' of {name!r} must be a fraction in [0, 1], got {scores['test_f1']}")
         return cls(
-            dataset_name=name,
-            test_f1=test_f1,
-            test_f1_std=number("test_f1_std"),
-            test_precision=number("test_precision"),
-            test_recall=number("test_recall"),
-            eval_f1=number("eval_f1"),
+            name,
+            **scores,
             seeds=int(seeds) if seeds is not None else None,
             dataset_id=check_dataset_id(raw["dataset_id"], source) if raw.get("dataset_id") else None,
             dataset_config=raw.get("dataset_config"),
@@ -83,7 +78,7 @@ def load_ner_results(ner_results: Any) -> list[NerResult]:
     """Normalise NER results to a list of :class:`NerResult`.
 
     Accepted: a :class:`NerResult`, a dict (see :meth:`NerResult.from_dict`), a path to an
-    ``all_results.json`` written by ``run_ner.py`` or to a directory searched recursively for them, or a
+    ``all_results.json`` written by ``bioptimus ner`` or to a directory searched recursively for them, or a
     list of any of these. A dataset given twice is an error.
     """
     if ner_results is None:
@@ -143,20 +138,10 @@ def eval_results(results: Sequence[NerResult]) -> list:
     return entries
 
 
-def model_index(
-    results: Sequence[NerResult] | Dict[str, Any], model_name: str, dataset_name: str | None = None
-) -> List[Dict[str, Any]]:
-    """The Hub ``model-index`` (https://huggingface.co/docs/hub/model-cards#evaluation-results) of NER results.
-
-    ``results``: :class:`NerResult` objects, or one ``all_results.json`` dict (``dataset_name`` overrides its
-    ``dataset``).
-    """
+def model_index(results: Mapping[str, Any], model_name: str, dataset_name: str | None = None) -> list[dict[str, Any]]:
+    """The Hub ``model-index`` (https://huggingface.co/docs/hub/model-cards#evaluation-results) of one
+    ``all_results.json`` dict (``dataset_name`` overrides its ``dataset``)."""
     from huggingface_hub.repocard_data import eval_results_to_model_index
 
-    if isinstance(results, Mapping):
-        raw = dict(results)
-        if dataset_name:
-            raw["dataset"] = dataset_name
-        raw.setdefault("dataset", "unknown")
-        results = [NerResult.from_dict(raw)]
-    return eval_results_to_model_index(model_name, eval_results(results))
+    raw = {"dataset": "unknown", **results, **({"dataset": dataset_name} if dataset_name else {})}
+    return eval_results_to_model_index(model_name, eval_results([NerResult.from_dict(raw)]))

@@ -4,28 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .hub import DEFAULT_COMMIT_MESSAGE, MODES
 from .naming import normalise_version
+
+
+MODES = ("branches", "repos")  # a branch and tag per version in one repository, or a repository per version
+DEFAULT_COMMIT_MESSAGE = "Release BIOptimus v{version}"
 
 
 @dataclass
 class PublishArguments:
-    """Arguments of ``bioptimus-publish``."""
+    """Arguments of ``bioptimus publish``, and what `bioptimus_hf.releases.hub.publish_releases` takes."""
 
     # the Trainer's names for the same settings replaced these (still parsed, with a deprecation line)
     renamed_flags = {"--repo_id": "--hub_model_id", "--private": "--hub_private_repo"}
 
     run_dir: str = field(
-        metadata={
-            "help": "A training output_dir (holding releases/v0.k/), its releases/ folder, "
-            "or a single release directory."
-        }
+        metadata={"help": "A training output_dir (holding releases/v0.k/), its releases/ folder, or one release."}
     )
     hub_model_id: str = field(
         metadata={
-            "help": "Hub repository, as the Trainer's --hub_model_id: 'org/name', or "
-            "'name' (with --organization, else your user's). With --mode repos, "
-            "version 0.k goes to '<hub_model_id>-v0.k'.",
+            "help": "Hub repository, as the Trainer's --hub_model_id: 'org/name', or 'name' (with --organization, "
+            "else your user's). With --mode repos, version 0.k goes to '<hub_model_id>-v0.k'."
         }
     )
     organization: str | None = field(default=None, metadata={"help": "Namespace when --hub_model_id has none."})
@@ -35,20 +34,18 @@ class PublishArguments:
     mode: str = field(
         default="branches",
         metadata={
-            "help": "'branches': one repository, a branch and tag per "
-            "version, main = latest; 'repos': one repository per "
-            "version.",
+            "help": "'branches': a branch and tag per version, main = latest; 'repos': a repository per version.",
             "choices": list(MODES),
         },
     )
-    hub_private_repo: bool = field(
-        default=False,
+    hub_private_repo: bool | None = field(
+        default=None,
         metadata={
-            "help": "Create new repositories as private (an existing one keeps its visibility).",
+            "help": "Create new repositories private or not (default: the namespace's; an existing one keeps its own)."
         },
     )
     hub_token: str | None = field(
-        default=None, metadata={"help": "Hub token (default: HF_TOKEN, or the one saved by `hf auth login`)."}
+        default=None, repr=False, metadata={"help": "Hub token (default: HF_TOKEN, or `hf auth login`'s)."}
     )
     commit_message: str = field(
         default=DEFAULT_COMMIT_MESSAGE, metadata={"help": "Commit message; '{version}' is replaced by the version."}
@@ -67,19 +64,13 @@ class PublishArguments:
     ner_results: list[str] | None = field(
         default=None,
         metadata={
-            "help": "VERSION=PATH pairs: NER results "
-            "(all_results.json file or directory) "
-            "to put in that version's card."
+            "help": "VERSION=PATH pairs: NER results (all_results.json or a directory) for that version's card."
         },
     )
     license: str = field(default="apache-2.0", metadata={"help": "License identifier in the card metadata."})
     datasets: list[str] | None = field(
         default=None,
-        metadata={
-            "help": "Hub dataset ids of the pre-training data, "
-            "for the card's `datasets` metadata "
-            "(default: the run's `datasets`, if any)."
-        },
+        metadata={"help": "Hub dataset ids of the pre-training data, for the card (default: the run's, if any)."},
     )
     keep_release_readme: bool = field(
         default=False, metadata={"help": "Upload the release's own README.md instead of re-rendering the card."}
@@ -87,14 +78,17 @@ class PublishArguments:
     keep_edited_card: bool = field(
         default=False,
         metadata={
-            "help": "Upload a release's README.md as it is when it was edited by hand (it differs from what the "
-            "release's record renders); other cards are re-rendered. Without it, an edited card is replaced and "
-            "publishing says so."
+            "help": "Upload a README.md edited by hand (it differs from what its record renders) as it is; without "
+            "it, such a card is replaced, in one line."
         },
     )
     endpoint: str | None = field(
         default=None, metadata={"help": "Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)."}
     )
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"--mode must be one of {MODES}, got {self.mode!r}")
 
     def ner_result_paths(self) -> dict[str, list[str]]:
         """``--ner_results VERSION=PATH ...`` as version -> paths (ValueError naming a malformed pair)."""

@@ -1,30 +1,12 @@
 """The release record: what one BIOptimus release is, and the only reader and writer of ``bioptimus_phase.json``.
 
-A release is the model at the end of one curriculum phase (``<output_dir>/releases/v0.k/``). Everything
-that describes it — the phase's masking task, where it sits in the curriculum, the held-out loss, and the
-facts of the run that produced it — is one typed :class:`ReleaseInfo`, with the run's facts in a
-:class:`RunFacts`. The training callback builds it in one call, and the release writer, the model card
-and the Hub publisher read the object, never the raw JSON. The names of release directories, branches, tags and
-per-version repositories are :mod:`.naming`'s; what a record may say of a model's origin (Hub ids, public names of
-local paths) is :mod:`.lineage`'s; what a release's own files say of its model is :mod:`.checkpoint_facts`'s.
-
-Format versions of ``bioptimus_phase.json``:
-
-* 1 (no ``format_version`` key; written by bioptimus-hf 0.1.0): ``run.train_batch_size`` was the
-  *effective* batch (per device × accumulation × processes) and ``run.warmup_steps`` held the
-  ``TrainingArguments`` value (a float ratio when below 1). :meth:`ReleaseInfo.from_dict` migrates it.
-* 2: ``run`` holds ``per_device_train_batch_size`` and the derived ``effective_train_batch_size``;
-  warm-up as ``warmup_ratio`` (when given as a ratio) and the resolved ``warmup_steps``.
-* 3: format 2 plus a ``distillation`` object (:class:`DistillationFacts`): the release is a student distilled
-  from a teacher (``run_distillation.py``). Only such releases are written as format 3; curriculum releases
-  stay format 2, so older readers keep reading them and refuse students (whose card they cannot render).
-
-A run with a lexical warm-up before its curriculum (:mod:`bioptimus_hf.pretraining.lexical_warmup`) records it
-as ``run.lexical_warmup`` (:class:`LexicalWarmupFacts`), still format 2: the key is written only by such runs,
-and a reader that does not know it keeps it in ``run.extra``. The warm-up's end is not a release unless the run
-asked for one (``--lexical_warmup_release V``): then it is release ``vV`` with ``phase_index`` null, the first
-phase's masking, steps ``0 .. warm-up steps``, and ``run.lexical_warmup.release_version`` equal to its own version
-(:attr:`ReleaseInfo.is_lexical_warmup`).
+A release is the model at the end of one curriculum phase (``<output_dir>/releases/v0.k/``). Everything that
+describes it (the phase's masking task, its place in the curriculum, the held-out loss, the facts of the run that
+produced it) is one typed :class:`ReleaseInfo`, the run's facts a :class:`RunFacts`; a student's record adds its
+:class:`DistillationFacts`, a run that began with a lexical warm-up its :class:`LexicalWarmupFacts` (released as a
+version only when asked: :attr:`ReleaseInfo.is_lexical_warmup`). The training callback builds the record in one
+call; the writer, the cards and the Hub publisher read the object, never the JSON (its fields: docs/ARCHITECTURE.md).
+Release names are :mod:`.naming`'s, what a record may say of a model's origin :mod:`.lineage`'s.
 """
 
 from __future__ import annotations
@@ -36,32 +18,32 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..utils.files import read_json, write_json_atomic
-from .checkpoint_facts import CheckpointFacts as CheckpointFacts  # moved; importable from here as before
-from .lineage import base_model_hub_id as base_model_hub_id  # moved; importable from here as before
-from .lineage import public_name
 from .naming import is_temporary, normalise_version, release_dir_name, version_sort_key, version_tag
-from .naming import version_repo_id as version_repo_id  # moved; importable from here as before
 
 
 PHASE_FILE = "bioptimus_phase.json"
-FORMAT_VERSION = 2  # a curriculum release
-STUDENT_FORMAT_VERSION = 3  # a release with a `distillation` record (a distilled student)
-NEWEST_FORMAT_VERSION = STUDENT_FORMAT_VERSION
+FORMAT_VERSION = 2  # a reader refuses another: its fields may mean something else
 
 
 # ------------------------------------------------------------------------------------------ records
-def _known_fields_and_extra(cls: type, data: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A record's keys split into ``cls``'s fields and the rest, kept in ``extra`` (with a stored ``extra``): a key
-    written by a newer version survives a round trip through an older reader."""
-    data = dict(data or {})
-    known = {f.name for f in fields(cls)} - {"extra"}
-    extra = dict(data.pop("extra", {}) or {})
-    extra.update({k: v for k, v in data.items() if k not in known})
-    return {k: v for k, v in data.items() if k in known}, extra
+class _Record:
+    """A record's ``to_dict``/``from_dict``: keys this code does not know are kept in ``extra`` (with a stored
+    ``extra``), so that they survive a round trip; a missing list is an empty one."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None):
+        data, known = dict(data or {}), {f.name: f for f in fields(cls) if f.name != "extra"}
+        extra = dict(data.pop("extra", None) or {}) | {k: v for k, v in data.items() if k not in known}
+        values = {k: v for k, v in data.items() if k in known}
+        values |= {k: list(values.get(k) or []) for k, f in known.items() if f.default_factory is list}
+        return cls(**values, extra=extra)
 
 
 @dataclass
-class LexicalWarmupFacts:
+class LexicalWarmupFacts(_Record):
     """The lexical warm-up a run began with: its steps (global steps ``0 .. steps``, before the first phase), the
     first phase's masking it trained on, its learning-rate schedule, and which parameters it trained (every other
     parameter was frozen)."""
@@ -77,18 +59,9 @@ class LexicalWarmupFacts:
     release_version: str | None = None  # the warm-up's end released as this version (--lexical_warmup_release)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "LexicalWarmupFacts":
-        values, extra = _known_fields_and_extra(cls, data)
-        values["parameters"] = list(values.get("parameters") or [])
-        return cls(**values, extra=extra)
-
 
 @dataclass
-class RunFacts:
+class RunFacts(_Record):
     """Facts of the run that produced a release: model, data and optimisation (never credentials)."""
 
     base_model: str | None = None  # public name: the Hub id when known, else the folder name
@@ -97,17 +70,17 @@ class RunFacts:
     tokenizer: str | None = None  # public name of the tokenizer (folder name or Hub id)
     vocab_size: int | None = None
     # "extend": the base vocabulary kept with ``added_tokens`` appended; "replace": a new vocabulary. None (and not
-    # written): a run of the base vocabulary, or a record written before the choice existed.
+    # written): the run did not record it.
     vocabulary_mode: str | None = None
     added_tokens: int | None = None
     max_seq_length: int | None = None
     packing: bool | None = None
     masked_only_prediction: bool | None = None
-    # who drew the dropout masks: "bulk" (utils/bulk_dropout.py, a CPU default) or "torch"; None: a record
-    # written before the choice existed (torch's). Same dropout either way, another random stream.
+    # who drew the dropout masks: "bulk" (utils/bulk_dropout.py, a CPU default) or "torch"; None means torch's.
+    # Same dropout either way, another random stream.
     dropout_masks: str | None = None
     # where the curriculum's masks came from: "keyed" (seeded per batch; pretraining/collator.py) or "sequential";
-    # None: a record written before the choice existed (sequential).
+    # None means sequential.
     masking_stream: str | None = None
     train_files: list[str] = field(default_factory=list)  # file names only
     dataset_name: str | None = None
@@ -177,52 +150,21 @@ class RunFacts:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        if self.lexical_warmup is None:
-            del data["lexical_warmup"]  # a run without the warm-up writes the same record as before it existed
-        for key in ("vocabulary_mode", "added_tokens"):
+        for key in ("lexical_warmup", "vocabulary_mode", "added_tokens"):
             if data[key] is None:
-                del data[key]  # likewise a run whose vocabulary mode is unknown
+                del data[key]  # written only by the runs they describe
         data["effective_train_batch_size"] = self.effective_train_batch_size
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], format_version: int = FORMAT_VERSION) -> "RunFacts":
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "RunFacts":
         data = dict(data or {})
-        data.pop("effective_train_batch_size", None)
-        if format_version < 2:
-            data = _migrate_run_v1(data)
-        values, extra = _known_fields_and_extra(cls, data)
-        values["train_files"] = list(values.get("train_files") or [])
-        values["datasets"] = list(values.get("datasets") or [])
-        return cls(**values, extra=extra)
-
-
-def _migrate_run_v1(run: dict[str, Any]) -> dict[str, Any]:
-    """Format 1 -> 2: ``train_batch_size`` was per device × accumulation × processes; ``warmup_steps`` the raw
-    TrainingArguments value; paths were stored as given."""
-    run = dict(run)
-    effective = run.pop("train_batch_size", None)
-    accumulation = run.get("gradient_accumulation_steps") or 1
-    world = run.get("world_size") or 1
-    if run.get("per_device_train_batch_size") is None and isinstance(effective, int):
-        run["per_device_train_batch_size"] = effective // (accumulation * world)
-    warmup = run.get("warmup_steps")
-    if isinstance(warmup, float) and 0 < warmup < 1:
-        run["warmup_ratio"] = warmup
-        max_steps = run.get("max_steps")
-        run["warmup_steps"] = math.ceil(warmup * max_steps) if isinstance(max_steps, int) else None
-    elif isinstance(warmup, (int, float)):
-        run["warmup_steps"] = int(warmup)
-    # A format-1 record did not say where its base was loaded from: no Hub id is guessed from the name's shape.
-    base = run.get("base_model")
-    run["base_model"] = public_name(base)
-    run["tokenizer"] = public_name(run.get("tokenizer"))
-    run["train_files"] = [os.path.basename(str(f)) for f in run.get("train_files") or []]
-    return run
+        data.pop("effective_train_batch_size", None)  # derived
+        return super().from_dict(data)
 
 
 @dataclass
-class DistillationFacts:
+class DistillationFacts(_Record):
     """How a student release was distilled: teacher, recipe, layer map, losses, sizes and measured speed."""
 
     teacher: str | None = None  # public name: the Hub id when known, else the folder name
@@ -251,14 +193,6 @@ class DistillationFacts:
     speed: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "DistillationFacts":
-        values, extra = _known_fields_and_extra(cls, data)
-        return cls(**values, extra=extra)
-
 
 @dataclass
 class ReleaseInfo:
@@ -280,15 +214,15 @@ class ReleaseInfo:
     run: RunFacts = field(default_factory=RunFacts)
     # Schedule changes accepted on resume (``--allow_schedule_change``): what changed, at which step.
     schedule_changes: list[dict[str, Any]] = field(default_factory=list)
-    # Set for a student distilled from a teacher (format 3); None for curriculum releases.
-    distillation: DistillationFacts | None = None
+    distillation: DistillationFacts | None = None  # a student distilled from a teacher; None for the curriculum's
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self):
         self.version = normalise_version(self.version)
+        if not isinstance(self.run, RunFacts):
+            self.run = RunFacts.from_dict(self.run)
         if isinstance(self.distillation, Mapping):
             self.distillation = DistillationFacts.from_dict(self.distillation)
-        self.format_version = STUDENT_FORMAT_VERSION if self.distillation is not None else FORMAT_VERSION
         if self.heldout_mlm_loss is not None and self.heldout_perplexity is None:
             self.heldout_perplexity = math.exp(self.heldout_mlm_loss) if self.heldout_mlm_loss < 50 else math.inf
 
@@ -299,10 +233,6 @@ class ReleaseInfo:
     @property
     def tag(self) -> str:
         return version_tag(self.version)
-
-    @property
-    def is_last(self) -> bool:
-        return bool(self.curriculum) and str(self.curriculum[-1].get("version")) == self.version
 
     @property
     def training_tokens(self) -> int | None:
@@ -324,7 +254,7 @@ class ReleaseInfo:
         data = asdict(self)
         data["run"] = self.run.to_dict()
         if self.distillation is None:
-            del data["distillation"]  # a curriculum release stays byte-for-byte format 2
+            del data["distillation"]  # written only by a student
         if data["heldout_perplexity"] == math.inf:
             data["heldout_perplexity"] = None
         return data
@@ -334,29 +264,17 @@ class ReleaseInfo:
         if not isinstance(data, Mapping) or "version" not in data:
             raise ValueError(f"{source}: expected a JSON object with a 'version' key")
         data = dict(data)
-        format_version = int(data.pop("format_version", 1))
-        if format_version > NEWEST_FORMAT_VERSION:
+        format_version = data.pop("format_version", FORMAT_VERSION)
+        if format_version != FORMAT_VERSION:
             raise ValueError(
-                f"{source}: format version {format_version} is newer than this bioptimus-hf understands "
-                f"({NEWEST_FORMAT_VERSION}); upgrade bioptimus-hf"
+                f"{source}: format version {format_version}, this bioptimus-hf reads {FORMAT_VERSION} (a newer record "
+                "needs a newer bioptimus-hf)"
             )
-        run = RunFacts.from_dict(data.pop("run", {}) or {}, format_version)
-        distillation = data.pop("distillation", None)
-        if distillation is not None and format_version < STUDENT_FORMAT_VERSION:
-            raise ValueError(
-                f"{source}: a 'distillation' record needs format version {STUDENT_FORMAT_VERSION}, "
-                f"the file says {format_version}"
-            )
-        known = {f.name for f in fields(cls)} - {"run", "format_version"}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"{source}: unknown release field(s) {unknown}")
         try:
-            return cls(
-                **data,
-                run=run,
-                distillation=DistillationFacts.from_dict(distillation) if distillation is not None else None,
-            )
+            return cls(**data)  # the run's and a student's facts as mappings, read by __post_init__
         except TypeError as error:
             raise ValueError(f"{source}: {error}") from None
 
@@ -368,11 +286,6 @@ class ReleaseInfo:
         path = Path(release_dir) / PHASE_FILE
         data = read_json(path, f"{path} not found: {release_dir} is not a BIOptimus release directory")
         return cls.from_dict(data, source=str(path))
-
-
-def is_release_dir(path: str | os.PathLike) -> bool:
-    path = Path(path)
-    return path.is_dir() and not is_temporary(path) and (path / PHASE_FILE).is_file()
 
 
 def find_releases(path: str | os.PathLike) -> list[Path]:
@@ -389,7 +302,7 @@ def find_releases(path: str | os.PathLike) -> list[Path]:
     releases_dir = path / "releases" if (path / "releases").is_dir() else path
     if not releases_dir.is_dir():
         raise FileNotFoundError(f"{path}: no such run, releases or release directory")
-    found = [d for d in releases_dir.iterdir() if is_release_dir(d)]
+    found = [d for d in releases_dir.iterdir() if d.is_dir() and not is_temporary(d) and (d / PHASE_FILE).is_file()]
     if not found:
         raise FileNotFoundError(f"{releases_dir}: no release directories (v0.k/ with {PHASE_FILE}) found")
     return sorted(found, key=lambda d: version_sort_key(ReleaseInfo.load(d).version))

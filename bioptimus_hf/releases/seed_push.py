@@ -1,11 +1,8 @@
-"""``--push_to_hub`` of a fine-tuning run over seeds: the model of its best seed, uploaded by this project, never by
-the Trainer.
-
-:func:`take_seed_hub_settings` reads the Hub flags before anything trains (the token is then out of the
-``TrainingArguments``, so no ``training_args.bin`` holds it, and the Trainer's own push is off); once the seeds are
-merged, :func:`push_seed_folder` uploads the chosen seed's saved folder with ``huggingface_hub`` the way
-``Trainer.push_to_hub`` uploads ``output_dir``: the card as ``README.md``, one ``upload_folder`` commit,
-checkpoints and private files left out, and the predictions too (they hold the test set's text).
+"""``--push_to_hub`` of a fine-tuning run over seeds: the model of its best seed, pushed by this project, never by
+the Trainer. :func:`take_seed_hub_settings` reads the Hub flags before anything trains (the token then leaves the
+``TrainingArguments``, and the Trainer's push is off); :func:`push_seed_folder` uploads the chosen seed's folder the
+way ``Trainer.push_to_hub`` uploads ``output_dir``: the card as ``README.md``, one ``upload_folder`` commit, without
+checkpoints, private files or the predictions (they hold the test set's text).
 """
 
 from __future__ import annotations

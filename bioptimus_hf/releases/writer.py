@@ -1,20 +1,15 @@
 """Writing a release directory so that, whatever moment a run is killed at, a complete release survives.
 
-A release is first written whole into ``v0.k.partial`` (weights, tokenizer, ``bioptimus_phase.json``,
-model card). It then takes the place of ``v0.k``:
-
-* first write: one ``rename`` — before it readers see no release, after it the complete one;
-* replacing an existing release (a run re-doing a phase end): on Linux, ``renameat2(RENAME_EXCHANGE)``
-  swaps the two directories in one step, so ``v0.k`` is at every moment either the old or the new
-  complete release; elsewhere the old one is first renamed to ``v0.k.old`` and restored by
-  :func:`recover_interrupted_replacements` if the process dies before the new one is in place.
-
-Readers (``find_releases``, the Hub publisher, ``run_pretraining``'s summary) ignore ``.partial`` and
-``.old`` directories.
+A release is first written whole into ``v0.k.partial`` (weights, tokenizer, ``bioptimus_phase.json``, model card),
+then takes the place of ``v0.k`` (:func:`~bioptimus_hf.utils.files.replace_directory`): one ``rename`` the first
+time; a replacement swaps the two directories in one ``renameat2(RENAME_EXCHANGE)`` on Linux, elsewhere moves the
+old one to ``v0.k.old`` first, which :func:`recover_interrupted_replacements` puts back if the process dies before
+the new one is in place. Readers (``find_releases``, the Hub publisher) ignore ``.partial`` and ``.old``.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shutil
@@ -22,22 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from ..utils.files import replace_directory, sync_tree
-from .record import PHASE_FILE, ReleaseInfo, is_release_dir
+from .naming import TEMPORARY_SUFFIXES
+from .record import PHASE_FILE, ReleaseInfo
 
 
 logger = logging.getLogger(__name__)
 
-PARTIAL_SUFFIX = ".partial"
-OLD_SUFFIX = ".old"
+PARTIAL_SUFFIX, OLD_SUFFIX = TEMPORARY_SUFFIXES
 
 
 def recover_interrupted_replacements(releases_dir: str | os.PathLike) -> list[Path]:
-    """Put back ``v0.k.old`` releases whose replacement was interrupted; remove stale temporaries.
-
-    Returns the releases restored. A ``.partial`` directory is always an unfinished write of this
-    module's (its content may be incomplete) and is removed; an ``.old`` directory is a complete
-    release that was being replaced: restored if ``v0.k`` is missing, else removed.
-    """
+    """Put back the ``v0.k.old`` releases whose replacement was interrupted (the complete release being replaced:
+    restored when ``v0.k`` is missing, else removed) and remove every ``.partial`` (an unfinished write); returns the
+    releases restored."""
     releases_dir = Path(releases_dir)
     restored = []
     if not releases_dir.is_dir():
@@ -91,8 +83,7 @@ def write_release(
     if log_history:
         from ..utils.plots import LOSS_PLOT_NAME, plot_training_curves
 
-        ends = [int(p["steps"]) for p in info.curriculum]
-        ends = [sum(ends[: i + 1]) for i in range(len(ends))]
+        ends = list(itertools.accumulate(int(p["steps"]) for p in info.curriculum))
         try:
             plot_training_curves(
                 log_history,
@@ -108,6 +99,3 @@ def write_release(
     sync_tree(staging)
     replace_directory(staging, release_dir)
     return release_dir
-
-
-__all__ = ["write_release", "replace_directory", "recover_interrupted_replacements", "is_release_dir"]

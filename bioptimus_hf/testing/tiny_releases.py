@@ -1,4 +1,4 @@
-"""Tiny release directories written through the release record (bioptimus_hf.releases.record), for tests."""
+"""Tiny release directories written through the release record (:mod:`bioptimus_hf.releases.record`), for tests."""
 
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ def tiny_run_args(**overrides) -> dict:
         "seed": 42,
         "train_files": ["pubmed_sentences.txt"],
     }
-    run.update(overrides)
-    return run
+    return run | overrides
 
 
 def make_release(
@@ -50,25 +49,16 @@ def make_release(
     release_dir = Path(release_dir)
     release_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed + phase_index)
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
+    sizes = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    BertForMaskedLM(BertConfig(vocab_size=len(VOCAB), max_position_embeddings=32, **sizes)).save_pretrained(
+        release_dir
     )
-    BertForMaskedLM(config).save_pretrained(release_dir)
     BertTokenizer(vocab={token: i for i, token in enumerate(VOCAB)}).save_pretrained(release_dir)
     phase = TINY_CURRICULUM[phase_index]
     start = sum(p["steps"] for p in TINY_CURRICULUM[:phase_index])
     ReleaseInfo(
-        version=phase["version"],
+        **phase,
         phase_index=phase_index,
-        masking_unit=phase["masking_unit"],
-        masking_rate=phase["masking_rate"],
-        corruption=phase["corruption"],
-        steps=phase["steps"],
         start_step=start,
         end_step=start + phase["steps"],
         global_step=start + phase["steps"],
@@ -82,7 +72,7 @@ def make_release(
 
 
 def make_run(output_dir: Path, n_versions: int = 4, with_cards: bool = True, seed: int = 0) -> Path:
-    """`<output_dir>/releases/v0.k/` for the first `n_versions` phases, with README.md like the callback writes."""
+    """``<output_dir>/releases/v0.k/`` for the first ``n_versions`` phases, with README.md as the callback writes it."""
     from bioptimus_hf.releases.card import render_release_card
 
     for k in range(n_versions):
