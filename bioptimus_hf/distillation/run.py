@@ -17,7 +17,7 @@ from typing import Any
 
 from transformers import AutoConfig, TrainingArguments, set_seed
 
-from ..pretraining.callback import PhaseScheduleCallback, add_callback_first
+from ..pretraining.callback import PhaseReleases, PhaseScheduleCallback, add_callback_first
 from ..pretraining.collator import CurriculumDataCollator
 from ..pretraining.data import load_pretraining_datasets
 from ..pretraining.data_config import PretrainingDataArguments
@@ -167,23 +167,23 @@ def _phase_callback(
     end), with the facts of the student's record."""
     teacher_path = teacher_args.teacher_model_name_or_path
     hub_id = base_model_hub_id(teacher_path, teacher_args.teacher_hub_id)
+    run_info = {
+        "base_model": hub_id or public_name(teacher_path),
+        "base_model_hub_id": hub_id,
+        "tokenizer": public_name(teacher_args.tokenizer_name or teacher_path),
+        "vocab_size": len(tokenizer),
+        "max_seq_length": data.max_seq_length,
+        "packing": not data_args.line_by_line,
+        "masked_only_prediction": True,
+        "train_files": [os.path.basename(f) for f in data_args.train_file or []],
+        "dataset_name": data_args.dataset_name,
+    }
     return PhaseScheduleCallback(
         collator,
         schedule=schedule,
-        write_releases=False,
         evaluate_at_phase_end=False,
-        run_info={
-            "base_model": hub_id or public_name(teacher_path),
-            "base_model_hub_id": hub_id,
-            "tokenizer": public_name(teacher_args.tokenizer_name or teacher_path),
-            "vocab_size": len(tokenizer),
-            "max_seq_length": data.max_seq_length,
-            "packing": not data_args.line_by_line,
-            "masked_only_prediction": True,
-            "train_files": [os.path.basename(f) for f in data_args.train_file or []],
-            "dataset_name": data_args.dataset_name,
-        },
         allow_schedule_change=curriculum_args.allow_schedule_change,
+        releases=PhaseReleases(write=False, run_info=run_info),
     )
 
 

@@ -1,4 +1,4 @@
-"""Publishing releases in the background while training: a hook for ``PhaseScheduleCallback(on_release=...)``.
+"""Publishing releases in the background while training: a hook for ``PhaseReleases(on_release=...)``.
 
 A Hub failure (unreachable, no token, a conflict) never stops training: the release stays on disk and a
 warning gives the exact command that publishes it later.
