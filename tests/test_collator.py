@@ -50,7 +50,7 @@ def _words(word_ids_row, maskable_row):
 def test_masking_statistics_per_phase(tiny_tokenizer, packed_features, phase):
     collator = CurriculumDataCollator(tiny_tokenizer, phases=[phase], seed=3)
     padded = collator(packed_features[:256])
-    assert "labels" not in padded and collator.realised_fraction(0) is None  # collated: not masked, not counted
+    assert "labels" not in padded and collator.stats.fraction(0) is None  # collated: not masked, not counted
     batch = collator.mask(padded)
     labels, inputs, source = batch["labels"], batch["input_ids"], padded["input_ids"]
     maskable = padded["maskable"]
@@ -78,7 +78,7 @@ def test_masking_statistics_per_phase(tiny_tokenizer, packed_features, phase):
         assert torch.equal(per_row, budget)
     realised = selected.sum().item() / maskable.sum().item()
     assert abs(realised - phase.masking_rate) < 0.006
-    assert abs(collator.realised_fraction(0) - realised) < 1e-12
+    assert abs(collator.stats.fraction(0) - realised) < 1e-12
 
     # Corruption split among selected tokens.
     n_sel = int(selected.sum())

@@ -22,8 +22,7 @@ phase end (published with ``push_to_hub``), and the lexical warm-up's frozen bod
 ``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is this trainer plus what a command adds around it: the
 corpus read from files, the output directory locked and resumed from its last complete checkpoint, the final model
 and metrics saved. The curriculum's metrics are added to every log in :meth:`BioptimusTrainer.log`, before any
-reporter sees it. For a Trainer of your own: ``class MyTrainer(CurriculumMaskingMixin, Trainer)`` (it masks the
-collator's batches, :mod:`.collator`) and ``add_callback_first(trainer, PhaseScheduleCallback(collator))``.
+reporter sees it. A Trainer of your own: ``class MyTrainer(CurriculumMaskingMixin, Trainer)`` (:mod:`.collator`).
 """
 
 from __future__ import annotations

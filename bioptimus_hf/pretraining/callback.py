@@ -29,6 +29,10 @@ WARMUP_RELEASE = -1
 CURRICULUM_PHASE_KEY = "curriculum_phase"
 
 
+# Why a rank may not see a release the main process wrote.
+SHARED_FILESYSTEM = " written by the main process: is output_dir on a filesystem shared by all nodes?"
+
+
 class ScheduleMismatchError(RuntimeError):
     """A run resumed with a curriculum schedule other than the one its checkpoint was trained under."""
 
@@ -177,7 +181,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         }
         # Evaluation batches are not training statistics.
         if not any(key.startswith("eval_") for key in logs):
-            realised = self.collator.pop_window_fraction()
+            realised = self.collator.stats.pop_window_fraction()
             if realised is not None:
                 extra["realised_masked_fraction"] = round(realised, 5)
             if getattr(self.collator, "static_masked_positions", False):
@@ -216,26 +220,27 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         if stored is not None:
             previous = PhaseSchedule.from_dict(stored)
             change = describe_schedule_change(previous, self.schedule)
+            if change and not self.allow_schedule_change:
+                raise schedule_mismatch(f"the checkpoint at step {state.global_step}", change)
             if change:
-                if not self.allow_schedule_change:
-                    raise schedule_mismatch(f"the checkpoint at step {state.global_step}", change)
-                self.schedule_changes.append({"step": state.global_step, "description": change})
-                logger.warning("curriculum: schedule changed at step %d: %s", state.global_step, change)
-        previous_stream = attributes.get("masking_stream", self.collator.masking_stream)
-        if previous_stream != self.collator.masking_stream:
-            change = (
-                f"masking stream {previous_stream} -> {self.collator.masking_stream} "
-                f"(--masking_stream {previous_stream} keeps the checkpoint's)"
+                self._record_change(state.global_step, change)
+        stream, current = attributes.get("masking_stream", self.collator.masking_stream), self.collator.masking_stream
+        if stream != current:
+            self._record_change(
+                state.global_step,
+                f"masking stream {stream} -> {current} (--masking_stream {stream} keeps the checkpoint's)",
             )
-            self.schedule_changes.append({"step": state.global_step, "description": change})
-            logger.warning("curriculum: at step %d: %s", state.global_step, change)
         self.collator.stats.load_state_dict(attributes)
         self.phase_history = [tuple(x) for x in attributes.get("phase_history", [])]
+
+    def _record_change(self, step: int, description: str) -> None:
+        self.schedule_changes.append({"step": step, "description": description})
+        logger.warning("curriculum: at step %d: %s", step, description)
 
     # ------------------------------------------------------------------ phases and releases
     def _activate(self, index: int, global_step: int) -> None:
         self.collator.set_phase(index)
-        self.collator.pop_window_fraction()  # the logged fraction never mixes two phases
+        self.collator.stats.pop_window_fraction()  # the logged fraction never mixes two phases
         phase = self.collator.phases[index]
         if not self.phase_history or self.phase_history[-1][1] != phase.version:
             self.phase_history.append((global_step, phase.version))
@@ -303,13 +308,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         if (target / PHASE_FILE).is_file():
             logger.info("curriculum: rank %d of %d sees release %s", rank, world, target)
         else:
-            logger.warning(
-                "curriculum: rank %d of %d cannot see release %s written by the main process: is "
-                "output_dir on a filesystem shared by all nodes?",
-                rank,
-                world,
-                target,
-            )
+            logger.warning("curriculum: rank %d of %d cannot see release %s%s", rank, world, target, SHARED_FILESYSTEM)
 
     def _write_release(self, args, state, kwargs, index, metrics, totals=None) -> None:
         info = self.release_info(index, state.global_step, metrics, totals)

@@ -24,7 +24,7 @@ import torch
 
 from . import static_shapes
 from .curriculum_config import DEFAULT_MASKING_STREAM, MASKING_STREAMS
-from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
+from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase, as_phases
 from .tokenization import check_word_boundaries
 
 
@@ -150,11 +150,7 @@ class CurriculumDataCollator:
     ):
         if masking_stream not in MASKING_STREAMS:
             raise ValueError(f"masking_stream must be one of {', '.join(MASKING_STREAMS)}; got {masking_stream!r}")
-        phases = getattr(phases, "phases", phases)  # a Curriculum, or its phases
-        self.phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in phases)
-        versions = [p.version for p in self.phases]
-        if not versions or len(set(versions)) != len(versions):
-            raise ValueError(f"CurriculumDataCollator needs phases with unique versions, got {versions}")
+        self.phases = as_phases(getattr(phases, "phases", phases), "CurriculumDataCollator")  # or a Curriculum
         if tokenizer.mask_token is None or tokenizer.mask_token_id is None:
             raise ValueError(
                 f"tokenizer {type(tokenizer).__name__} ({getattr(tokenizer, 'name_or_path', '')}) has no mask token; "
@@ -211,14 +207,6 @@ class CurriculumDataCollator:
         if int(epoch) < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
         self.epoch = int(epoch)
-
-    def realised_fraction(self, phase_index: int | None = None) -> float | None:
-        """Masked / maskable tokens over the training batches of a phase (default: the active one)."""
-        return self.stats.fraction(self.phase_index if phase_index is None else phase_index)
-
-    def pop_window_fraction(self) -> float | None:
-        """Realised masked fraction since the previous call (for periodic logging)."""
-        return self.stats.pop_window_fraction()
 
     # ------------------------------------------------------------------ collation and masking
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
