@@ -49,7 +49,6 @@ _EXPORTS = {
     "INIT_STRATEGIES": "bioptimus_hf.vocabulary.init_config",
     "find_contexts": "bioptimus_hf.vocabulary.qikfind",
     "train_tokenizer": "bioptimus_hf.vocabulary.tokenizer_training",
-    "train_wordpiece_tokenizer": "bioptimus_hf.vocabulary.tokenizer_training",
     "TOKENIZER_FAMILIES": "bioptimus_hf.utils.tokenizer_families",
     "ReleaseInfo": "bioptimus_hf.releases.record",
     "RunFacts": "bioptimus_hf.releases.record",

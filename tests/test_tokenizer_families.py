@@ -327,7 +327,7 @@ def test_a_new_tokenizer_of_another_family_or_pad_id_is_refused_at_start(tmp_pat
     with pytest.raises(
         ValueError,
         match=r"is wordpiece .* but the base tokenizer .* is byte_level_bpe .*"
-        r"\(bioptimus-train-tokenizer --base_tokenizer <base>\).*--init_strategy scratch",
+        r"\(bioptimus train-tokenizer --base_tokenizer <base>\).*--init_strategy scratch",
     ):
         build_initialized_model(str(bases["roberta"][0]), str(bases["bert"][1]), args, progress=False)
     # RoBERTa: the pad id fixes every position; a vocabulary with another one is refused.

@@ -1,24 +1,14 @@
-"""Initialising a base masked-LM under a new vocabulary: the four models of BIOptimus's Table 1.
+"""A base masked-LM under a new vocabulary, for every strategy of ``init_config.INIT_STRATEGIES``
+(:func:`build_initialized_model`; ``bioptimus init-embeddings`` and ``bioptimus pretrain`` call it; the strategies:
+docs/vocabulary_and_init.md; the paper's Table 1: ``scratch``, ``continued``, ``averaged``, ``contextualized``).
 
-`scratch`        the whole model random (base config), new vocabulary (PubMedBERT-style).
-`continued`      the base model and the base vocabulary, untouched.
-`averaged`       new vocabulary; a new token's row is the mean of the base INPUT embeddings of the base
-                 sub-tokens its text splits into.
-`contextualized` new vocabulary; a new token's row is distilled from the base model in context: up to
-                 `max_contexts_per_token` corpus sentences in which the new tokenizer produces the token
-                 (uniform sample, seeded, found by `bioptimus_hf.vocabulary.qikfind.find_contexts`) are encoded by the
-                 base model with the base tokenizer; the LAST-LAYER hidden states of the base sub-tokens whose
-                 character offsets overlap the token's characters are averaged, then averaged over sentences.
-                 Tokens never found fall back to `averaged`.
-`random`         new vocabulary; a new token's row is drawn from N(0, initializer_range) like `_init_weights`.
-
-In every strategy but `scratch`, rows of tokens present in both vocabularies (same string) are copied from
-the base, special tokens included (special tokens are matched by role: the new `[MASK]` gets the base mask
-row even if spelled differently); the MLM output bias follows the same mapping. Position and token-type
-embeddings and the encoder are the base model's.
-
-Settings: :class:`~bioptimus_hf.vocabulary.init_config.EmbeddingInitArguments` (one dataclass for the
-library, ``run_pretraining.py`` and the ``bioptimus-init-embeddings`` command). Used by run_pretraining.py:
+In every strategy but ``scratch`` and ``continued``, rows of tokens present in both vocabularies (same string) are
+copied from the base, special tokens matched by role (the new ``[MASK]`` gets the base mask row even if spelled
+differently), the MLM output bias with them. A new token's row is the mean of the base input rows of the sub-tokens
+its text splits into (``averaged``), the mean last-layer state of those sub-tokens over corpus sentences in which
+the new tokenizer produces it (``contextualized``, found by :mod:`bioptimus_hf.vocabulary.qikfind`; tokens never
+found: ``averaged``), drawn like ``_init_weights`` (``random``), or a strategy module's (``row_initializers``).
+Position and token-type embeddings and the encoder are the base model's.
 
     args = EmbeddingInitArguments(init_strategy="contextualized", init_corpus_files=["corpus.txt"])
     model, tokenizer, report = build_initialized_model(base, new_tokenizer, args, seed=42)
@@ -138,7 +128,7 @@ class ContextualizedEmbeddingInitializer:
                 f"The new tokenizer {self.new_tokenizer.name_or_path!r} is {new_family.name} ({new_family.word_start}) "
                 f"but the base tokenizer {self.base_tokenizer.name_or_path!r} is {base_family.name} "
                 f"({base_family.word_start}): shared rows and sub-token decompositions need one family. Train the "
-                "vocabulary from the base tokenizer (bioptimus-train-tokenizer --base_tokenizer <base>), or start "
+                "vocabulary from the base tokenizer (bioptimus train-tokenizer --base_tokenizer <base>), or start "
                 "from random weights with --init_strategy scratch."
             )
         self.family = base_family
@@ -148,7 +138,7 @@ class ContextualizedEmbeddingInitializer:
                 f"The base model {type(self.model).__name__} numbers positions from its pad token id + 1 "
                 f"({self.base_tokenizer.pad_token!r} = {self.base_tokenizer.pad_token_id}), but the new tokenizer "
                 f"{self.new_tokenizer.name_or_path!r} has pad id {self.new_tokenizer.pad_token_id}: every position "
-                "embedding would shift. Train the vocabulary from the base tokenizer (bioptimus-train-tokenizer keeps "
+                "embedding would shift. Train the vocabulary from the base tokenizer (bioptimus train-tokenizer keeps "
                 "the special tokens' ids), or start from random weights with --init_strategy scratch."
             )
         base_norm = normalize_text(self.base_tokenizer, _NORMALISATION_PROBE)
@@ -158,7 +148,7 @@ class ContextualizedEmbeddingInitializer:
                 f"The new tokenizer {self.new_tokenizer.name_or_path!r} normalises text differently from the base "
                 f"tokenizer {self.base_tokenizer.name_or_path!r} (casing/accents): {_NORMALISATION_PROBE!r} becomes "
                 f"{new_norm!r} instead of {base_norm!r}. Train the vocabulary with the base tokenizer's pipeline "
-                "(bioptimus-train-tokenizer: bioptimus_hf.vocabulary.tokenizer_training)."
+                "(bioptimus train-tokenizer)."
             )
         for role in SPECIAL_ROLES:
             base_token, new_token = getattr(self.base_tokenizer, role), getattr(self.new_tokenizer, role)
@@ -259,18 +249,17 @@ class ContextualizedEmbeddingInitializer:
 
     def find_contexts(self, corpus_files: Sequence[str]) -> tuple[dict[int, list[Any]], dict]:
         """Search the corpus with qik-find; returns (contexts, the search's statistics)."""
-        from .qikfind import find_contexts
+        from .qikfind import FindOptions, find_contexts
 
+        cfg = self.config
+        options = FindOptions(cfg.max_contexts_per_token, self.seed, cfg.max_context_chars, cfg.init_num_threads)
         # Under torchrun/accelerate the search runs once, on the main process, and every rank gets its result.
         contexts, stats = share_from_main(
             lambda: find_contexts(
                 list(corpus_files),
                 self.new_tokenizer,
                 list(self.targets),
-                max_per_token=self.config.max_contexts_per_token,
-                seed=self.seed,
-                max_context_chars=self.config.max_context_chars,
-                num_threads=self.config.init_num_threads,
+                options,
                 progress=self.progress,
                 return_stats=True,
             )
@@ -292,11 +281,11 @@ class ContextualizedEmbeddingInitializer:
             raise ValueError(f"max_context_tokens={max_tokens} leaves no room for text after the special tokens.")
 
         sentences = sorted({c.sentence for found in contexts.values() for c in found})
-        encoded_ids, encoded_offsets = self._tokenize_sentences(sentences)
+        encoded_ids, encoded_offsets = self.tokenize_sentences(sentences)
         sequences, pair_counts = _context_windows(contexts, sentences, encoded_offsets, window)
 
         device = torch.device(self.config.init_device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        # bf16 autocast only where it is native (or asked for); float32 keeps the exact former path.
+        # bf16 autocast only where it is native (or asked for), else float32 throughout.
         use_bf16 = resolve_precision(self.config.init_precision, device) == torch.bfloat16
         keys = sorted(sequences, key=lambda k: min(len(encoded_ids[k[0]]) - k[1], window))  # length buckets
         # Distributed: each rank encodes its share of the sequences; the sums are added up after the loop.
@@ -328,7 +317,7 @@ class ContextualizedEmbeddingInitializer:
         }
         return vectors, stats
 
-    def _tokenize_sentences(self, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+    def tokenize_sentences(self, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
         """Base token ids and character offsets of each sentence (no special tokens), tokenized in batches."""
         encoded_ids, encoded_offsets = [], []
         for start in range(0, len(sentences), 1024):
@@ -436,7 +425,7 @@ class ContextualizedEmbeddingInitializer:
             "timings_s": {},
         }
         base = _base_rows(model)
-        # The new tokens' rows: contextualised, from a module of their own (new_rows.py), else none (averaged)
+        # The new tokens' rows: contextualised, from a module of their own (row_initializers.py), else none (averaged)
         module_rows = None
         if strategy == "contextualized":
             vectors = self._contextualized_rows(base.input, corpus_files, contexts, precomputed_vectors, report)
@@ -640,7 +629,7 @@ def build_initialized_model(
     ``config_name`` gives the architecture for ``scratch`` (default: the base model's config). Every
     strategy loads the base model with ``args.cache_dir`` and ``args.model_revision``. ``progress``: the
     initialisation's progress bars (qik-find, encoding, distillation), drawn on the main process only
-    (:mod:`bioptimus_hf.utils.progress`); ``run_pretraining.py`` passes ``not --disable_tqdm``.
+    (:mod:`bioptimus_hf.utils.progress`); ``bioptimus pretrain`` passes ``not --disable_tqdm``.
     """
     started = time.perf_counter()
     strategy = INIT_STRATEGIES[args.init_strategy]
@@ -702,17 +691,14 @@ def start_model_provenance(
     """``(init strategy, base model, tokenizer)`` a run's records and cards should state.
 
     A run that continues (``--init_strategy continued``) from a checkpoint written by
-    ``bioptimus-init-embeddings`` (or a study's shared start model) starts from *that* initialisation of
+    ``bioptimus init-embeddings`` (or a study's shared start model) starts from *that* initialisation of
     *that* base model with *that* new vocabulary: its ``init_report.json`` says which, and the cards must not
     call it "continued" from the intermediate folder. Anything else is described as given.
     """
     tokenizer = tokenizer_name_or_path or model_name_or_path
-    if init_strategy != "continued" or model_name_or_path is None:
+    report = _start_model_report(model_name_or_path) if init_strategy == "continued" else None
+    if report is None:
         return init_strategy, model_name_or_path, tokenizer
-    report_file = Path(model_name_or_path) / INIT_REPORT_NAME
-    if not report_file.is_file():
-        return init_strategy, model_name_or_path, tokenizer
-    report = read_json(report_file)
     if tokenizer_name_or_path is None:
         tokenizer = report.get("new_tokenizer") or tokenizer
     return report.get("strategy") or init_strategy, report.get("base_model") or model_name_or_path, tokenizer
@@ -720,14 +706,19 @@ def start_model_provenance(
 
 def vocabulary_facts(init_report: Mapping[str, Any] | None, model_name_or_path: str | None) -> dict:
     """``{"vocabulary_mode", "added_tokens"}`` of a run for its records: from its initialisation's report, or,
-    continuing a checkpoint of ``bioptimus-init-embeddings``, from that checkpoint's; empty when neither says."""
+    continuing a checkpoint of ``bioptimus init-embeddings``, from that checkpoint's; empty when neither says."""
     vocabulary = (init_report or {}).get("vocabulary")
-    if vocabulary is None and (init_report or {}).get("strategy") == "continued" and model_name_or_path is not None:
-        report_file = Path(model_name_or_path) / INIT_REPORT_NAME
-        vocabulary = read_json(report_file).get("vocabulary") if report_file.is_file() else None
+    if vocabulary is None and (init_report or {}).get("strategy") == "continued":
+        vocabulary = (_start_model_report(model_name_or_path) or {}).get("vocabulary")
     if not vocabulary:
         return {}
     return {"vocabulary_mode": vocabulary["mode"], "added_tokens": vocabulary["added_tokens"]}
+
+
+def _start_model_report(model_name_or_path: str | None) -> dict | None:
+    """The ``init_report.json`` of a start model written by ``bioptimus init-embeddings``, None elsewhere."""
+    report_file = Path(model_name_or_path) / INIT_REPORT_NAME if model_name_or_path is not None else None
+    return read_json(report_file) if report_file is not None and report_file.is_file() else None
 
 
 def _has_tokenizer(name_or_path: str) -> bool:

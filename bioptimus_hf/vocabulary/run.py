@@ -35,29 +35,20 @@ def train_and_report(args: TokenizerTrainingArguments) -> dict:
     # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
     with bad_input():  # bad input, said plainly (the message names the flag)
         with writing_directory(args.output_dir) as output_dir:
-            options = {
-                "min_frequency": args.min_frequency,
-                "limit_alphabet": args.limit_alphabet,
-                "output_dir": str(output_dir),
-                "stats": stats,
-            }
             if args.vocabulary_mode == "extend":
-                extension = extend_tokenizer(
-                    args.train_files,
-                    args.base_tokenizer,
-                    vocab_size=args.vocab_size,
-                    candidate_vocab_size=args.candidate_vocab_size,
-                    auto_step=args.auto_vocab_step,
-                    auto_threshold=args.auto_vocab_threshold,
-                    sample_lines=args.coverage_sample_lines,
-                    seed=args.seed,
-                    **options,
-                )
+                extension = extend_tokenizer(args, stats=stats)
                 tokenizer = extension.tokenizer
+                save_tokenizer(tokenizer, str(output_dir))
                 compared = {"replaced": extension.candidate, "extended": tokenizer}
             else:
                 tokenizer = train_tokenizer(
-                    args.train_files, args.base_tokenizer, vocab_size=int(args.vocab_size), **options
+                    args.train_files,
+                    args.base_tokenizer,
+                    int(args.vocab_size),
+                    min_frequency=args.min_frequency,
+                    limit_alphabet=args.limit_alphabet,
+                    output_dir=str(output_dir),
+                    stats=stats,
                 )
                 compared = {"replaced": tokenizer}
             report = coverage_report(
