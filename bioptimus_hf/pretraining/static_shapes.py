@@ -105,7 +105,7 @@ def mark_static(batch) -> None:
     changes: the second phase's bucket would recompile the graph as a dynamic-shape graph, with kernels that do
     not know the row count and nothing CUDA graphs can replay per shape. Marked static, each bucket (and each
     other batch shape, e.g. an epoch's last, smaller batch) compiles its own graph once and is reused.
-    Called by the collator's batches when they move to the device; a no-op for tensors used eagerly."""
+    Called by CurriculumMaskingMixin as it moves a masked batch to the device; a no-op for tensors used eagerly."""
     import torch._dynamo
 
     for value in batch.values():
