@@ -20,8 +20,8 @@ import torch
 from transformers import AutoTokenizer
 
 from _results import ResultTarget, output_help
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.embedding_init import build_initialized_model
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import FindOptions, find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_tokenizer
 

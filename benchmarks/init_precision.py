@@ -37,9 +37,9 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from _results import ResultTarget, output_help
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.utils.hardware import describe_hardware
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.qikfind import FindOptions, find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 from init_quality import NER_SETS, masked_batches, minilm_dir, ner_sentences, warm_up_head

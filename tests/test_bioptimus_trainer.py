@@ -133,7 +133,7 @@ def test_a_mapping_gives_the_dataclasses_a_config_file_holding_it_gives(tmp_path
         "single_phase": 0.4,  # a yaml float for a str field
         "phase_steps": [0.1, 0.2, 0.3, 0.4],
         "train_file": "corpus.txt",  # one value for a list field
-        "strategy": "averaged",  # an alias of --init_strategy
+        "init_strategy": "averaged",
         "init_norm_match": "false",  # a string for a bool field
         "max_steps": 12,
         "learning_rate": 5.0e-4,
@@ -173,7 +173,8 @@ def test_a_mapping_refused_names_the_argument(mapping, message):
 
 
 def test_a_required_argument_missing_from_a_mapping_is_named():
-    from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments, StartModelArguments
+    from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
+    from bioptimus_hf.vocabulary.init_config import StartModelArguments
 
     with pytest.raises(ValueError, match="the following arguments are required: --model_name_or_path, --output_dir"):
         configs_from_mapping((StartModelArguments, EmbeddingInitArguments), {"seed": 3})

@@ -135,11 +135,6 @@ def test_old_spellings_still_parse(tmp_path):
         ["--model-name-or-path", str(tmp_path), "--output-dir", "out", "--keep_layers", "0", "1"],
     )
     assert (remove.model_name_or_path, remove.output_dir, remove.keep_layers) == (str(tmp_path), "out", [0, 1])
-    init, _ = parse_args(
-        dispatch_module("init-embeddings").ARGUMENT_TYPES,
-        ["--base_model", str(tmp_path), "--output_dir", "out", "--new_tokenizer", str(tmp_path)],
-    )
-    assert (init.model_name_or_path, init.tokenizer_name) == (str(tmp_path), str(tmp_path))
 
 
 def dispatch_module(name):

@@ -87,13 +87,6 @@ OLD_AND_NEW = [
     ("compare", "--datasets d1", "--data_dirs d1", "--datasets is deprecated: use --data_dirs"),
     ("compare", "--config ner_blurb", "--ner_config ner_blurb", "--config is deprecated: use --ner_config"),
     ("distill", "--student_layers 0,3", "--student_layers 0 3", "--student_layers 0,3 is deprecated: use --student_layers 0 3"),
-    ("init-embeddings", "--strategy averaged", "--init_strategy averaged", "--strategy is deprecated: use --init_strategy"),
-    ("init-embeddings", "--corpus_files c.txt", "--init_corpus_files c.txt", "--corpus_files is deprecated: use --init_corpus_files"),
-    ("init-embeddings", "--norm_match false", "--init_norm_match false", "--norm_match is deprecated: use --init_norm_match"),
-    ("init-embeddings", "--batch_size 4", "--init_batch_size 4", "--batch_size is deprecated: use --init_batch_size"),
-    ("init-embeddings", "--base_model m2", "--model_name_or_path m2", "--base_model is deprecated: use --model_name_or_path"),
-    ("init-embeddings", "--new_tokenizer t2", "--tokenizer_name t2", "--new_tokenizer is deprecated: use --tokenizer_name"),
-    ("pretrain", "--strategy=averaged", "--init_strategy=averaged", "--strategy is deprecated: use --init_strategy"),
     ("publish", "--repo_id acme/x", "--hub_model_id acme/x", "--repo_id is deprecated: use --hub_model_id"),
     ("publish", "--private", "--hub_private_repo", "--private is deprecated: use --hub_private_repo"),
     ("tag", "--model m2", "--model_name_or_path m2", "--model is deprecated: use --model_name_or_path"),
@@ -134,12 +127,12 @@ def test_old_spellings_in_a_config_file_parse_as_the_new_ones(tmp_path, capsys):
 
 
 def test_a_deprecation_line_is_printed_once_a_process(capsys):
-    types = tuple(command_types("init-embeddings"))
+    types = tuple(command_types("tag"))
     for _ in range(3):
-        parse_args(types, ["--base_model", "m", "--output_dir", "o", "--strategy", "averaged"])
+        parse_args(types, ["--model", "m", "--stride", "8", "--text", "x"])
     assert capsys.readouterr().err.splitlines() == [
-        "warning: --base_model is deprecated: use --model_name_or_path",
-        "warning: --strategy is deprecated: use --init_strategy",
+        "warning: --model is deprecated: use --model_name_or_path",
+        "warning: --stride is deprecated: use --window_stride",
     ]
 
 
@@ -151,11 +144,6 @@ def test_a_mapping_takes_the_old_spellings_as_the_parser_does(capsys):
         NER_ARGUMENT_TYPES, {**base, "seeds": [1, 2]}
     )
     assert capsys.readouterr().err.splitlines() == ["warning: --seeds 1,2 is deprecated: use --seeds 1 2"]
-    from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES
-
-    _, config = configs_from_mapping(PRETRAINING_ARGUMENT_TYPES, {"output_dir": "o", "strategy": "averaged"})
-    assert config.init_strategy == "averaged"
-    assert capsys.readouterr().err.splitlines() == ["warning: --strategy is deprecated: use --init_strategy"]
 
 
 # ------------------------------------------------------------------------------------------ over the registry

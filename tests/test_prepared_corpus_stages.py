@@ -9,8 +9,8 @@ from transformers import AutoTokenizer, TrainingArguments
 
 import run_pretraining
 from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
+from bioptimus_hf.pretraining.bioptimus_config import DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, shuffle_buffer_size, text_corpus_files
-from bioptimus_hf.pretraining.data_config import DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from bioptimus_hf.utils.corpus_reader import iter_lines
 from bioptimus_hf.utils.prepared_corpus import shard_paths
 from bioptimus_hf.vocabulary.qikfind import FindOptions, find_contexts, rust_available

@@ -13,10 +13,10 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 import run_pretraining
 from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.releases.record import RunFacts
 from bioptimus_hf.vocabulary import focus_init, qikfind
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_config import TokenizerTrainingArguments
 from bioptimus_hf.vocabulary.tokenizer_training import extend_tokenizer, save_tokenizer
 from helpers import corpus_lines

@@ -3,17 +3,16 @@
     bioptimus-init-embeddings --model_name_or_path B --tokenizer_name NEW_TOK --init_strategy contextualized \
         --init_corpus_files corpus.txt --output_dir out/init        # + init_report.json
 
-The settings are :class:`~bioptimus_hf.vocabulary.init_config.StartModelArguments` and the same
-:class:`~bioptimus_hf.vocabulary.init_config.EmbeddingInitArguments` as
-``run_pretraining.py``'s, with the same defaults, so the checkpoint written here is the model
-``run_pretraining.py`` would build (older spellings ``--base_model``, ``--new_tokenizer``,
-``--strategy``, ``--corpus_files``, ``--norm_match``, ``--batch_size`` still work).
+The settings are :class:`~bioptimus_hf.vocabulary.init_config.StartModelArguments` and the initialisation settings
+of ``bioptimus pretrain`` (:class:`~bioptimus_hf.pretraining.bioptimus_config.EmbeddingInitArguments`), with the same
+defaults, so the checkpoint written here is the model ``bioptimus pretrain`` would build.
 """
 
 from __future__ import annotations
 
+from ..pretraining.bioptimus_config import EmbeddingInitArguments
 from ..utils.cli import exit_on_bad_input
-from ..vocabulary.init_config import EmbeddingInitArguments, StartModelArguments
+from ..vocabulary.init_config import StartModelArguments
 from .config_parser import parse_args
 
 

@@ -13,7 +13,7 @@ models were not trained on. See docs/study.md.
 from __future__ import annotations
 
 from ..analysis.task_difficulty_config import TaskDifficultyArguments
-from ..pretraining.curriculum_config import CurriculumArguments
+from ..pretraining.bioptimus_config import CurriculumArguments, build_curriculum
 from ..utils.cli import exit_on_bad_input
 from .config_parser import parse_args
 
@@ -23,7 +23,7 @@ def run(argv: list[str] | None = None) -> dict:
     args, curriculum_args = parse_args((TaskDifficultyArguments, CurriculumArguments), argv, description=__doc__)
     from ..analysis.task_difficulty import measure_task_difficulty  # models load only to run
 
-    return measure_task_difficulty(args, curriculum_args.build())
+    return measure_task_difficulty(args, build_curriculum(curriculum_args))
 
 
 @exit_on_bad_input()

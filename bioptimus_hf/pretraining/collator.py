@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from . import static_shapes
-from .curriculum_config import DEFAULT_MASKING_STREAM, MASKING_STREAMS
+from .bioptimus_config import DEFAULT_MASKING_STREAM, MASKING_STREAMS
 from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase, as_phases
 from .tokenization import check_word_boundaries
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..utils.corpus_reader import CorpusFileError, CorpusReadStats, check_corpus_files
 from ..utils.prepared_corpus import expand_corpus_paths, is_prepared_corpus_dir, read_manifest
-from .data_config import CORPUS_BUILDERS, DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
+from .bioptimus_config import CORPUS_BUILDERS, DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from .tokenization import group_texts, tokenize_with_word_ids
 
 

@@ -35,6 +35,11 @@ class ListingArgumentParser(HfArgumentParser):
         super().__init__(dataclass_types, **kwargs)
 
     def add_argument(self, *args, **kwargs) -> argparse.Action:
+        # A field's metadata "group" (BioptimusConfig's) puts its flag into the help's group of that title.
+        group = kwargs.pop("group", None)
+        if group is not None:
+            titled = [g for g in self._action_groups if g.title == group]
+            return (titled[0] if titled else self.add_argument_group(group)).add_argument(*args, **kwargs)
         action = super().add_argument(*args, **kwargs)
         self.arguments.append(action)
         return action

@@ -8,7 +8,9 @@ differently), the MLM output bias with them. A new token's row is the mean of th
 its text splits into (``averaged``), the mean last-layer state of those sub-tokens over corpus sentences in which
 the new tokenizer produces it (``contextualized``, found by :mod:`bioptimus_hf.vocabulary.qikfind`; tokens never
 found: ``averaged``), drawn like ``_init_weights`` (``random``), or a strategy module's (``row_initializers``).
-Position and token-type embeddings and the encoder are the base model's.
+Position and token-type embeddings and the encoder are the base model's. The settings are read by name:
+``BioptimusConfig``'s initialisation group (``bioptimus_hf.pretraining.bioptimus_config``; alone,
+``EmbeddingInitArguments``):
 
     args = EmbeddingInitArguments(init_strategy="contextualized", init_corpus_files=["corpus.txt"])
     model, tokenizer, report = build_initialized_model(base, new_tokenizer, args, seed=42)
@@ -37,7 +39,7 @@ from ..utils.secrets import redact
 from ..utils.sequence_length import max_model_tokens, position_offset
 from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
-from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
+from .init_config import INIT_STRATEGIES, ROW_STRATEGIES
 from .row_initializers import ROW_INITIALIZERS, new_token_rows
 from .vocabulary_extension import vocabulary_mode
 
@@ -78,7 +80,7 @@ def set_special_token_ids(
         setattr(config, attribute, moved if moved is not None else getattr(tokenizer, attribute, None))
 
 
-def load_base_model(name_or_path: str, args: EmbeddingInitArguments) -> PreTrainedModel:
+def load_base_model(name_or_path: str, args: Any) -> PreTrainedModel:
     """The base masked-LM, loaded the same way for every strategy (cache directory and revision honoured; a headless
     base's MLM head starts new, said in one line)."""
     return load_masked_lm(name_or_path, cache_dir=args.cache_dir, revision=args.model_revision)
@@ -98,14 +100,14 @@ class ContextualizedEmbeddingInitializer:
         base_model: PreTrainedModel,
         base_tokenizer: PreTrainedTokenizerBase,
         new_tokenizer: PreTrainedTokenizerBase,
-        args: EmbeddingInitArguments | None = None,
+        args: Any,
         seed: int = 0,
         progress: bool = True,
     ):
         self.model = base_model
         self.base_tokenizer = load_fast_tokenizer(base_tokenizer, purpose="character offsets")
         self.new_tokenizer = load_fast_tokenizer(new_tokenizer, purpose="character offsets")
-        self.config = args or EmbeddingInitArguments(init_strategy="contextualized")
+        self.config = args
         if self.config.init_strategy not in ROW_STRATEGIES:
             raise ValueError(
                 f"ContextualizedEmbeddingInitializer maps rows for {ROW_STRATEGIES}; {self.config.init_strategy!r} "
@@ -615,7 +617,7 @@ def _context_windows(
 def build_initialized_model(
     base_model_name_or_path: str | None,
     tokenizer_name_or_path: str | None,
-    args: EmbeddingInitArguments,
+    args: Any,
     *,
     seed: int = 0,
     config_name: str | None = None,
