@@ -629,7 +629,9 @@ def train_timed(model, training_args, dataset, collator, clock: StepClock) -> di
     untouched); returns the process's memory before and after, in KiB."""
     from transformers import Trainer
 
-    class CountingTrainer(Trainer):
+    from bioptimus_hf.pretraining.collator import CurriculumMaskingMixin
+
+    class CountingTrainer(CurriculumMaskingMixin, Trainer):  # masks our collator's batches; others pass through
         def training_step(self, model, inputs, num_items_in_batch=None):
             clock.count_batch(inputs)
             return super().training_step(model, inputs, num_items_in_batch)
@@ -1042,7 +1044,7 @@ def padding_report(args: BenchmarkArguments) -> dict:
     pad_positions = attention_zeros = positions = boundaries = word_starts_mid = 0
     for start in range(0, len(blocks) - args.batch_size + 1, args.batch_size):
         features = [blocks[i] for i in range(start, start + args.batch_size)]
-        batch = collator(features)
+        batch = collator.mask(collator(features))
         positions += batch["input_ids"].numel()
         attention_zeros += int((batch["attention_mask"] == 0).sum())
         pad_positions += int((batch["labels"].eq(-100) & batch["input_ids"].eq(tokenizer.pad_token_id)).sum())

@@ -62,13 +62,13 @@ def packed_blocks(tokenizer, block: int, n_blocks: int):
     ]
 
 
-def time_collator(collate, batches, finalize=None):
+def time_collator(collate, batches, mask=None):
     times, fractions = [], []
     for batch_features in batches:
         start = time.perf_counter()
         batch = collate(batch_features)
-        if finalize is not None:
-            finalize(batch)
+        if mask is not None:
+            batch = mask(batch)
         times.append(time.perf_counter() - start)
         special = torch.tensor([f["special_tokens_mask"] for f in batch_features], dtype=torch.bool)
         fractions.append(((batch["labels"] != -100).sum() / (~special).sum()).item())
@@ -125,8 +125,8 @@ def main():
             seed=0,
             masking_stream=stream,
         )
-        # Include the main-process finalisation a Trainer performs when the batch is consumed.
-        results[name] = time_collator(collator, ours_features, finalize=lambda b: b.to("cpu"))
+        # Collation (a worker's share) and masking (the main process's, when the Trainer takes the batch).
+        results[name] = time_collator(collator, ours_features, mask=collator.mask)
     hf_token = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.rate, seed=0)
     results["transformers_token"] = time_collator(hf_token, hf_token_features)
     hf_word = DataCollatorForLanguageModeling(tokenizer, mlm_probability=args.rate, whole_word_mask=True, seed=0)
@@ -143,7 +143,7 @@ def main():
         collator = CurriculumDataCollator(
             tokenizer, phases=[CurriculumPhase("b", masking_unit=unit, masking_rate=args.rate)], seed=0
         )
-        t = time_collator(collator, small, finalize=lambda b: b.to("cpu"))["median_s"]
+        t = time_collator(collator, small, mask=collator.mask)["median_s"]
         share[unit] = {"collator_s": t, "step_s": demo_step, "share": t / demo_step}
 
     summary = {

@@ -54,7 +54,7 @@ def main(argv=None):
         for batch_size in args.batch_sizes:
             counts = np.array(
                 [
-                    int((collator(blocks[start : start + batch_size])["labels"] != -100).sum())
+                    int((collator.mask(collator(blocks[start : start + batch_size]))["labels"] != -100).sum())
                     for _ in range(args.passes)
                     for start in range(0, len(blocks) - batch_size + 1, batch_size)
                 ]

@@ -17,7 +17,7 @@ _EXPORTS = {
     "BIOPTIMUS_PHASE_FRACTIONS": "bioptimus_hf.pretraining.phases",
     "Curriculum": "bioptimus_hf.pretraining.phases",
     "CurriculumPhase": "bioptimus_hf.pretraining.phases",
-    "CurriculumBatch": "bioptimus_hf.pretraining.collator",
+    "CurriculumMaskingMixin": "bioptimus_hf.pretraining.collator",
     "CurriculumDataCollator": "bioptimus_hf.pretraining.collator",
     "PhaseScheduleCallback": "bioptimus_hf.pretraining.callback",
     "add_callback_first": "bioptimus_hf.pretraining.callback",

@@ -10,7 +10,7 @@ from datasets import Dataset
 from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
 
 from bioptimus_hf.pretraining.callback import PhaseScheduleCallback, add_callback_first
-from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+from bioptimus_hf.pretraining.collator import CurriculumDataCollator, CurriculumMaskingMixin
 from bioptimus_hf.pretraining.phases import CurriculumPhase
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from bioptimus_hf.utils.distributed import close_process_group
@@ -21,6 +21,10 @@ PROBE_PHASES = [
     CurriculumPhase("0.1", masking_unit="token", masking_rate=0.1, corruption=True),
     CurriculumPhase("0.2", masking_unit="word", masking_rate=0.5, corruption=False),
 ]
+
+
+class CurriculumTrainer(CurriculumMaskingMixin, Trainer):
+    """A Trainer of your own, as docs/curriculum.md shows it: it masks the collator's batches as it takes them."""
 
 
 def probe_dataset(tokenizer, lines, block=32):
@@ -46,6 +50,7 @@ class RecordBatches(TrainerCallback):
     def __init__(self, mask_id):
         self.mask_id = mask_id
         self.records = []
+        self.labelled = []  # labelled positions of each recorded batch
         self.learning_rates = {}
         self.state = None
 
@@ -55,6 +60,7 @@ class RecordBatches(TrainerCallback):
         def hook(module, args_, kwargs_):
             if module.training and "labels" in kwargs_:
                 self.records.append((self.state.global_step, classify(kwargs_, self.mask_id)))
+                self.labelled.append(int((kwargs_["labels"] != -100).sum()))
 
         self.handle = model.register_forward_pre_hook(hook, with_kwargs=True)
 
@@ -85,7 +91,7 @@ def run_probe(model_dir, data, output_dir, phase_steps, max_steps, resume=None, 
         disable_tqdm=True,
         **training_kwargs,
     )
-    trainer = Trainer(
+    trainer = CurriculumTrainer(
         model=model,
         args=args,
         train_dataset=data,

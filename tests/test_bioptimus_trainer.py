@@ -68,7 +68,7 @@ CURRICULUM_SECTION = "## Using the curriculum in your own Trainer script"
 
 
 def test_the_curriculum_docs_trainer_example_runs_as_written_to_four_releases(tmp_path, tiny_model_dir, monkeypatch):
-    """docs/curriculum.md's plain-``Trainer`` example, as written (its base model the suite's tiny BERT)."""
+    """docs/curriculum.md's own-``Trainer`` example, as written (its base model the suite's tiny BERT)."""
     text = (ROOT / "docs" / "curriculum.md").read_text(encoding="utf-8")
     code = re.search(r"```python\n(.*?)```", text[text.index(CURRICULUM_SECTION) :], re.DOTALL).group(1)
     assert code.count(README_BASE) == 1

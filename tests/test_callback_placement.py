@@ -1,7 +1,8 @@
 """The curriculum's metrics reach every reporter through public APIs: ``BioptimusTrainer.log`` adds them before any
-callback sees a log (a reporter given to the trainer, by ``report_to`` or ``callbacks=``, has them), and with a plain
-``Trainer``, ``add_callback_first`` puts the callback ahead of the reporters with the Trainer's own
-``pop_callback``/``add_callback``. No frame inspection, no private attribute, no edit of the handler's list."""
+callback sees a log (a reporter given to the trainer, by ``report_to`` or ``callbacks=``, has them), and with a Trainer
+of your own, ``add_callback_first`` puts the callback ahead of the reporters with the Trainer's own
+``pop_callback``/``add_callback``. No frame inspection, no private attribute, no edit of the handler's list. A plain
+``Trainer``, which does not mask the collator's batches, is refused in one line."""
 
 import ast
 import re
@@ -14,10 +15,10 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, TrainerCa
 
 from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
 from bioptimus_hf.pretraining.bioptimus_trainer import BioptimusTrainer
-from bioptimus_hf.pretraining.callback import PhaseScheduleCallback, add_callback_first
+from bioptimus_hf.pretraining.callback import PhaseReleases, PhaseScheduleCallback, add_callback_first
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from helpers import corpus_lines
-from phase_probe import PROBE_PHASES, probe_dataset
+from phase_probe import PROBE_PHASES, CurriculumTrainer, probe_dataset
 
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bioptimus_hf"
@@ -101,13 +102,13 @@ def test_a_reporter_given_to_a_bioptimus_trainer_sees_the_curriculum_metrics(
 
 
 @pytest.mark.parametrize("helper", [True, False])
-def test_with_a_plain_trainer_add_callback_first_puts_the_callback_ahead_of_the_reporters(
+def test_with_a_trainer_of_your_own_add_callback_first_puts_the_callback_ahead_of_the_reporters(
     tiny_model_dir, probe_data, tmp_path, reporter_in_report_to, helper
 ):
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     collator = CurriculumDataCollator(tokenizer, phases=PROBE_PHASES, seed=0)
-    schedule = PhaseScheduleCallback(collator, phase_steps=[2, 2], write_releases=False, evaluate_at_phase_end=True)
-    trainer = Trainer(
+    schedule = PhaseScheduleCallback(collator, phase_steps=[2, 2], releases=PhaseReleases(write=False))
+    trainer = CurriculumTrainer(
         model=AutoModelForMaskedLM.from_pretrained(tiny_model_dir),
         args=_training_args(tmp_path),
         train_dataset=probe_data,
@@ -146,8 +147,10 @@ def test_add_callback_first_keeps_every_other_callback_once_and_in_order(tiny_mo
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     collator = CurriculumDataCollator(tokenizer, phases=PROBE_PHASES, seed=0)
-    schedule = PhaseScheduleCallback(collator, phase_steps=[1, 1], write_releases=False, evaluate_at_phase_end=False)
-    trainer = Trainer(
+    schedule = PhaseScheduleCallback(
+        collator, phase_steps=[1, 1], evaluate_at_phase_end=False, releases=PhaseReleases(write=False)
+    )
+    trainer = CurriculumTrainer(
         model=AutoModelForMaskedLM.from_pretrained(tiny_model_dir),
         args=_training_args(tmp_path, max_steps=2, report_to="none"),
         train_dataset=probe_data,
@@ -164,6 +167,23 @@ def test_add_callback_first_keeps_every_other_callback_once_and_in_order(tiny_mo
     callbacks = trainer.callback_handler.callbacks
     assert callbacks[0] is schedule and callbacks[1 : len(before) + 1] == before
     assert sum(c is schedule for c in callbacks) == 1
+
+
+def test_a_plain_trainer_is_refused_in_one_line_naming_the_mixin(tiny_model_dir, probe_data, tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    collator = CurriculumDataCollator(tokenizer, phases=PROBE_PHASES, seed=0)
+    trainer = Trainer(
+        model=AutoModelForMaskedLM.from_pretrained(tiny_model_dir),
+        args=_training_args(tmp_path, max_steps=2, report_to="none"),
+        train_dataset=probe_data,
+        data_collator=collator,
+        callbacks=[PhaseScheduleCallback(collator, phase_steps=[1, 1], evaluate_at_phase_end=False)],
+    )
+    with pytest.raises(
+        TypeError, match=r"^PhaseScheduleCallback: .*class MyTrainer\(CurriculumMaskingMixin, Trainer\)$"
+    ):
+        trainer.train()
+    assert collator.stats.masked == [0, 0]
 
 
 # The tricks a transformers release can break silently: frame inspection, argparse's private list of actions, and

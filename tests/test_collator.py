@@ -1,4 +1,5 @@
-"""CurriculumDataCollator: statistics on large batches of real text, whole words, corruption, seeding."""
+"""CurriculumDataCollator: statistics on large batches of real text, whole words, corruption, seeding; masking once,
+when a batch is taken, under the phase and epoch active then."""
 
 import pytest
 import torch
@@ -24,6 +25,11 @@ def packed_features(tiny_tokenizer):
     return _features(tiny_tokenizer, n_lines=2500, block=128)
 
 
+def masked(collator, rows):
+    """``rows`` collated and masked, as the trainer takes a batch."""
+    return collator.mask(collator(rows))
+
+
 def _words(word_ids_row, maskable_row):
     """Groups of positions forming a word (consecutive equal non-negative word ids)."""
     groups, current, previous = [], [], None
@@ -43,12 +49,11 @@ def _words(word_ids_row, maskable_row):
 @pytest.mark.parametrize("phase", BIOPTIMUS_CURRICULUM, ids=lambda p: f"v{p.version}")
 def test_masking_statistics_per_phase(tiny_tokenizer, packed_features, phase):
     collator = CurriculumDataCollator(tiny_tokenizer, phases=[phase], seed=3)
-    batch = collator(packed_features[:256])
-    assert collator.realised_fraction(0) is None  # counted when consumed, not when collated (possibly ahead)
-    batch = batch.to("cpu")
-    state = batch.curriculum_state
-    labels, inputs, source = batch["labels"], batch["input_ids"], state["input_ids"]
-    maskable = state["maskable"]
+    padded = collator(packed_features[:256])
+    assert "labels" not in padded and collator.stats.fraction(0) is None  # collated: not masked, not counted
+    batch = collator.mask(padded)
+    labels, inputs, source = batch["labels"], batch["input_ids"], padded["input_ids"]
+    maskable = padded["maskable"]
     selected = labels != -100
 
     # Never a special token or padding; labels hold the original ids.
@@ -63,7 +68,7 @@ def test_masking_statistics_per_phase(tiny_tokenizer, packed_features, phase):
     per_row = selected.sum(1)
     if phase.whole_word:
         for row in range(len(per_row)):
-            words = _words(state["word_ids"][row], maskable[row])
+            words = _words(padded["word_ids"][row], maskable[row])
             longest = max(len(w) for w in words)
             assert abs(int(per_row[row]) - int(budget[row])) <= longest
             for word in words:  # whole words intact: all or nothing
@@ -73,7 +78,7 @@ def test_masking_statistics_per_phase(tiny_tokenizer, packed_features, phase):
         assert torch.equal(per_row, budget)
     realised = selected.sum().item() / maskable.sum().item()
     assert abs(realised - phase.masking_rate) < 0.006
-    assert abs(collator.realised_fraction(0) - realised) < 1e-12
+    assert abs(collator.stats.fraction(0) - realised) < 1e-12
 
     # Corruption split among selected tokens.
     n_sel = int(selected.sum())
@@ -100,14 +105,15 @@ def test_whole_word_masking_with_corruption_keeps_words_whole(tiny_tokenizer, pa
     # transformers' own whole-word collator switches corruption off; ours must not.
     phase = CurriculumPhase("w", masking_unit="word", masking_rate=0.3, corruption=True)
     collator = CurriculumDataCollator(tiny_tokenizer, phases=[phase], seed=5)
-    batch = collator(packed_features[:64])
+    padded = collator(packed_features[:64])
+    batch = collator.mask(padded)
     selected = batch["labels"] != -100
-    inputs, source = batch["input_ids"], batch.curriculum_state["input_ids"]
+    inputs, source = batch["input_ids"], padded["input_ids"]
     assert ((inputs != source) & (inputs != collator.mask_token_id) & selected).any(), "no random replacement"
     assert ((inputs == source) & selected).any(), "no kept token"
     multi_piece = 0
     for row in range(selected.shape[0]):
-        for word in _words(batch.curriculum_state["word_ids"][row], batch.curriculum_state["maskable"][row]):
+        for word in _words(padded["word_ids"][row], padded["maskable"][row]):
             flags = selected[row, word]
             assert flags.all() or not flags.any()
             multi_piece += int(len(word) > 1 and flags.all())
@@ -118,7 +124,7 @@ def test_padding_and_line_by_line_inputs(tiny_tokenizer):
     features = _features(tiny_tokenizer, n_lines=200, block=64, packed=False)
     collator = CurriculumDataCollator(tiny_tokenizer, seed=1)
     collator.set_phase("v0.3")
-    batch = collator(features[:32])
+    batch = masked(collator, features[:32])
     pad = batch["attention_mask"] == 0
     assert pad.any(), "batch should contain padding"
     assert (batch["labels"][pad] == -100).all()
@@ -126,27 +132,25 @@ def test_padding_and_line_by_line_inputs(tiny_tokenizer):
 
 
 def test_seeded_runs_reproduce_and_seeds_differ(tiny_tokenizer, packed_features):
-    a = CurriculumDataCollator(tiny_tokenizer, seed=11)(packed_features[:16])
-    b = CurriculumDataCollator(tiny_tokenizer, seed=11)(packed_features[:16])
-    c = CurriculumDataCollator(tiny_tokenizer, seed=12)(packed_features[:16])
+    a = masked(CurriculumDataCollator(tiny_tokenizer, seed=11), packed_features[:16])
+    b = masked(CurriculumDataCollator(tiny_tokenizer, seed=11), packed_features[:16])
+    c = masked(CurriculumDataCollator(tiny_tokenizer, seed=12), packed_features[:16])
     assert torch.equal(a["labels"], b["labels"]) and torch.equal(a["input_ids"], b["input_ids"])
     assert not torch.equal(a["labels"], c["labels"])
 
 
-def test_dataloader_workers_draw_different_streams(tiny_tokenizer, packed_features):
-    # The sequential stream. The same sample in every batch: identical masks would betray a shared stream.
-    collator = CurriculumDataCollator(tiny_tokenizer, seed=7, masking_stream="sequential")
+def test_the_sequential_stream_is_drawn_in_masking_order_whatever_the_workers(tiny_tokenizer, packed_features):
+    # The same sample in every batch: identical masks would betray a generator restarted per batch.
     dataset = [packed_features[0]] * 8
-    loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collator)
-    labels = [batch["labels"][0] for batch in loader]
-    # Batches 0 and 1 come from workers 0 and 1; 0 and 2 from the same worker.
-    assert not torch.equal(labels[0], labels[1])
-    assert not torch.equal(labels[0], labels[2])
-    rerun = [
-        batch["labels"][0]
-        for batch in torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collator)
-    ]
-    assert all(torch.equal(x, y) for x, y in zip(labels, rerun)), "a seeded run must reproduce"
+
+    def labels(workers):
+        collator = CurriculumDataCollator(tiny_tokenizer, seed=7, masking_stream="sequential")
+        loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=workers, collate_fn=collator)
+        return [collator.mask(batch)["labels"][0] for batch in loader]
+
+    inline = labels(0)
+    assert not torch.equal(inline[0], inline[1]) and not torch.equal(inline[0], inline[2])
+    assert all(torch.equal(x, y) for x, y in zip(inline, labels(2))), "workers collate; the main process masks"
 
 
 def test_word_boundaries_come_from_tokenizer_for_bpe(tmp_path):
@@ -169,11 +173,11 @@ def test_word_boundaries_come_from_tokenizer_for_bpe(tmp_path):
     features = _features(tokenizer, n_lines=300, block=64)
     phase = CurriculumPhase("w", masking_unit="word", masking_rate=0.2)
     collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=2)
-    batch = collator(features[:32])
-    selected = batch["labels"] != -100
+    padded = collator(features[:32])
+    selected = collator.mask(padded)["labels"] != -100
     assert selected.any()
     for row in range(selected.shape[0]):
-        for word in _words(batch.curriculum_state["word_ids"][row], batch.curriculum_state["maskable"][row]):
+        for word in _words(padded["word_ids"][row], padded["maskable"][row]):
             flags = selected[row, word]
             assert flags.all() or not flags.any()
 
@@ -212,9 +216,9 @@ def test_errors_on_bad_configuration(tiny_tokenizer, packed_features):
     collator = CurriculumDataCollator(tiny_tokenizer)
     collator.set_phase("0.2")
     with pytest.raises(ValueError, match="no 'word_ids'"):
-        collator(no_words)
+        masked(collator, no_words)
     collator.set_phase("0.1")
-    assert (collator(no_words)["labels"] != -100).any()  # token phases need no word ids
+    assert (masked(collator, no_words)["labels"] != -100).any()  # token phases need no word ids
     with pytest.raises(ValueError, match="unknown phase version"):
         collator.set_phase("0.9")
 
@@ -234,20 +238,17 @@ def test_distributed_ranks_draw_different_streams(tiny_tokenizer, packed_feature
     masks = {}
     for rank in ("0", "1", "0"):
         monkeypatch.setenv("RANK", rank)
-        batch = CurriculumDataCollator(tiny_tokenizer, seed=5, masking_stream="sequential")(packed_features[:8])
+        batch = masked(
+            CurriculumDataCollator(tiny_tokenizer, seed=5, masking_stream="sequential"), packed_features[:8]
+        )
         masks.setdefault(rank, []).append(batch["labels"])
     assert not torch.equal(masks["0"][0], masks["1"][0])
     assert torch.equal(masks["0"][0], masks["0"][1])
 
 
 # ------------------------------------------------------------------ the keyed masking stream (the default)
-def _masked(batches):
-    return [(batch["input_ids"].clone(), batch["labels"].clone()) for batch in batches]
-
-
-def _consumed(loader):
-    """Batches as the Trainer consumes them: moved to the device (which finalizes them) in the main process."""
-    return [batch.to("cpu") for batch in loader]
+def _masks(collator, batches):
+    return [(batch["input_ids"], batch["labels"]) for batch in map(collator.mask, batches)]
 
 
 def test_keyed_masks_do_not_depend_on_the_workers_or_the_order(tiny_tokenizer, packed_features):
@@ -255,11 +256,9 @@ def test_keyed_masks_do_not_depend_on_the_workers_or_the_order(tiny_tokenizer, p
     assert collator.masking_stream == "keyed"
     collator.set_phase("v0.2")  # whole words: the generator drives the word order and the corruption
     dataset = list(packed_features[:24])
-    inline = _masked(_consumed(torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collator)))
-    workers = _masked(
-        _consumed(torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, collate_fn=collator))
-    )
-    backwards = _masked(reversed([collator(dataset[i : i + 4]) for i in range(0, 24, 4)]))[::-1]
+    inline = _masks(collator, torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collator))
+    workers = _masks(collator, torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=2, collate_fn=collator))
+    backwards = _masks(collator, reversed([collator(dataset[i : i + 4]) for i in range(0, 24, 4)]))[::-1]
     for (ids, labels), (ids_w, labels_w), (ids_b, labels_b) in zip(inline, workers, backwards):
         assert torch.equal(ids, ids_w) and torch.equal(labels, labels_w)
         assert torch.equal(ids, ids_b) and torch.equal(labels, labels_b)
@@ -274,7 +273,7 @@ def test_keyed_masks_change_with_the_seed_the_phase_and_the_epoch(tiny_tokenizer
         collator = CurriculumDataCollator(tiny_tokenizer, seed=seed)
         collator.set_phase(phase)
         collator.set_epoch(epoch)
-        return collator(rows)["labels"]
+        return masked(collator, rows)["labels"]
 
     reference = labels()
     assert torch.equal(reference, labels())  # the same key, the same masks
@@ -286,23 +285,26 @@ def test_keyed_masks_change_with_the_seed_the_phase_and_the_epoch(tiny_tokenizer
         CurriculumDataCollator(tiny_tokenizer, masking_stream="random")
 
 
-def test_a_batch_collated_before_an_epoch_boundary_is_remasked_for_the_new_epoch(tiny_tokenizer, packed_features):
-    """A worker may collate the next epoch's first batches before the main process has set the epoch: consumed,
-    they must carry the masks of the epoch they are trained in, as if collated then."""
+def test_a_batch_collated_ahead_is_masked_under_the_phase_and_epoch_active_when_taken(tiny_tokenizer, packed_features):
+    """A worker collates batches ahead of a phase switch or an epoch boundary: masked when taken, they carry the masks
+    of the phase and epoch they are trained in, and are counted there, once."""
     collator = CurriculumDataCollator(tiny_tokenizer, seed=9)
-    early = collator(packed_features[:8])  # collated during epoch 0
+    early = collator(packed_features[:8])  # collated under phase 0, epoch 0
+    collator.set_phase(1)
     collator.set_epoch(1)
     expected = CurriculumDataCollator(tiny_tokenizer, seed=9)
+    expected.set_phase(1)
     expected.set_epoch(1)
-    fresh = expected(packed_features[:8])
-    consumed = early.to("cpu")
-    assert torch.equal(consumed["labels"], fresh["labels"]) and torch.equal(consumed["input_ids"], fresh["input_ids"])
-    assert collator.remasked_batches == 1
-    # counted once, for what was trained on
-    assert collator.stats.masked[0] == int((fresh["labels"] != -100).sum())
-    # the sequential stream ignores epochs, as before the keyed one existed
-    sequential = CurriculumDataCollator(tiny_tokenizer, seed=9, masking_stream="sequential")
-    early = sequential(packed_features[:8])
-    drawn = early["labels"].clone()
-    sequential.set_epoch(1)
-    assert torch.equal(early.to("cpu")["labels"], drawn) and sequential.remasked_batches == 0
+    fresh = masked(expected, packed_features[:8])
+    taken = collator.mask(early)
+    assert torch.equal(taken["labels"], fresh["labels"]) and torch.equal(taken["input_ids"], fresh["input_ids"])
+    assert collator.stats.masked == [0, int((fresh["labels"] != -100).sum()), 0, 0]
+    assert collator.stats.maskable[1] == int(early["maskable"].sum())
+    assert not (taken["labels"][~early["maskable"]] != -100).any()
+    # evaluation batches are masked alike and not counted
+    collator.mask(early, count=False)
+    assert collator.stats.masked[1] == int((fresh["labels"] != -100).sum())
+    # the sequential stream ignores epochs
+    first, later = (CurriculumDataCollator(tiny_tokenizer, seed=9, masking_stream="sequential") for _ in range(2))
+    later.set_epoch(1)
+    assert torch.equal(first.mask(early)["labels"], later.mask(early)["labels"])

@@ -140,7 +140,7 @@ def test_trainer_loss_is_the_weighted_sum_of_hand_computed_losses(
 ):
     trainer, plan, collator = make_trainer(tmp_path, teacher_dir, tiny_tokenizer, blocks, recipe=recipe, **extra)
     assert set(plan.active_losses) == active
-    batch = dict(collator(blocks[:4]))
+    batch = collator.mask(collator(blocks[:4]))
     trainer.model.train()
     loss = trainer.compute_loss(trainer.model, batch)
     expected = hand_losses(trainer, plan, batch)
@@ -159,7 +159,7 @@ def test_no_gradient_reaches_the_teacher(tmp_path, teacher_dir, tiny_tokenizer, 
     before = {name: p.detach().clone() for name, p in teacher.named_parameters()}
     assert not teacher.training and not any(p.requires_grad for p in teacher.parameters())
     trainer.model.train()
-    trainer.compute_loss(trainer.model, dict(collator(blocks[:4]))).backward()
+    trainer.compute_loss(trainer.model, collator.mask(collator(blocks[:4]))).backward()
     assert all(p.grad is None for p in teacher.parameters())
     assert all(p.grad is not None for p in trainer.model.parameters())  # every student weight learns
     student_before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}

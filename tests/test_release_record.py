@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from transformers import TrainingArguments
 
-from bioptimus_hf.pretraining.callback import PhaseScheduleCallback
+from bioptimus_hf.pretraining.callback import PhaseReleases, PhaseScheduleCallback
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.releases.checkpoint_facts import CheckpointFacts
 from bioptimus_hf.releases.lineage import Lineage, base_model_hub_id, public_name
@@ -44,9 +44,8 @@ def test_card_of_a_multi_process_run_shows_per_device_and_effective_batch(tmp_pa
         report_to="none",
     )
     collator = CurriculumDataCollator(tiny_tokenizer)
-    callback = PhaseScheduleCallback(
-        collator, evaluate_at_phase_end=False, run_info={"max_seq_length": 128, "base_model": "bert-base-uncased"}
-    )
+    facts = {"max_seq_length": 128, "base_model": "bert-base-uncased"}
+    callback = PhaseScheduleCallback(collator, evaluate_at_phase_end=False, releases=PhaseReleases(run_info=facts))
     state = _State()
     callback.on_train_begin(args, state, None)
     state.global_step = 1000

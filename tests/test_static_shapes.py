@@ -65,24 +65,23 @@ def test_collator_emits_one_length_per_phase_covering_every_label(tiny_tokenizer
         collator.set_phase(index)
         bucket = masked_positions_bucket(phase.masking_rate, phase.whole_word, 8, 64)
         for start in range(0, 8 * 40, 8):
-            batch = collator(blocks[start : start + 8]).to("cpu")  # consumed: counted
+            batch = collator.mask(collator(blocks[start : start + 8]))  # taken: counted
             positions, labels = batch["masked_positions"], batch["labels"]
             assert positions.shape == (bucket,)
             count = int((labels != -100).sum())
             assert positions[:count].tolist() == (labels.reshape(-1) != -100).nonzero().flatten().tolist()
             assert (positions[count:] == -1).all()
     assert collator.stats.overflows == [0, 0, 0] and all(collator.stats.maskable)
-    # Without the option, batches are as before.
+    # Without the option, no positions.
     plain = CurriculumDataCollator(tiny_tokenizer, PHASES, seed=3)
-    assert "masked_positions" not in plain(blocks[:8])
+    assert "masked_positions" not in plain.mask(plain(blocks[:8]))
 
 
-def test_phase_switch_remasks_and_recomputes_positions(tiny_tokenizer, blocks):
+def test_a_batch_collated_before_a_switch_gets_the_new_phases_positions(tiny_tokenizer, blocks):
     collator = CurriculumDataCollator(tiny_tokenizer, PHASES, seed=3, static_masked_positions=True)
-    batch = collator(blocks[:8])  # masked for phase 0.1, counted
+    padded = collator(blocks[:8])  # collated under phase 0.1
     collator.set_phase(2)
-    batch.to("cpu")  # reaches the model after the switch: re-masked for phase 0.3
-    assert collator.remasked_batches == 1
+    batch = collator.mask(padded)  # taken after the switch: masked for phase 0.3
     count = int((batch["labels"] != -100).sum())
     assert batch["masked_positions"].shape == (masked_positions_bucket(0.3, True, 8, 64),)
     assert (
@@ -96,7 +95,7 @@ def test_overflow_is_counted_logged_and_drops_nothing(tiny_tokenizer, blocks, mo
     collator = CurriculumDataCollator(tiny_tokenizer, PHASES, seed=3, static_masked_positions=True)
     collator.set_phase(1)
     with caplog.at_level(logging.WARNING):
-        batches = [collator(blocks[i : i + 4]).to("cpu") for i in range(0, 12, 4)]  # consumed: counted
+        batches = [collator.mask(collator(blocks[i : i + 4])) for i in range(0, 12, 4)]  # taken: counted
     for batch in batches:
         count = int((batch["labels"] != -100).sum())
         assert count > 8 and len(batch["masked_positions"]) >= count
@@ -109,9 +108,8 @@ def test_overflow_is_counted_logged_and_drops_nothing(tiny_tokenizer, blocks, mo
     assert state["masked_positions_overflows"] == [0, 3, 0]
     restored = type(collator.stats)(3)
     assert restored.load_state_dict(state) and restored.overflows == [0, 3, 0]
-    # A checkpoint written before overflows were counted still loads.
-    assert restored.load_state_dict({"masked_tokens": [1, 2, 3], "maskable_tokens": [4, 5, 6]})
-    assert restored.overflows == [0, 0, 0]
+    assert not restored.load_state_dict({**state, "masked_tokens": [1, 2]})  # another curriculum: left as it is
+    assert restored.masked == state["masked_tokens"]
 
 
 def _tiny_one_layer_bert(directory, tokenizer):

@@ -409,9 +409,9 @@ def test_whole_words_follow_each_family_s_word_start_marker(bases, base):
                 assert not same_word, tokens[i - 1 : i + 1]
     phase = CurriculumPhase("w", masking_unit="word", masking_rate=0.2)
     collator = CurriculumDataCollator(tokenizer, phases=[phase], seed=3)
-    batch = collator([{k: features[k][i] for k in features} for i in range(len(features["input_ids"]))])
-    selected = batch["labels"] != -100
-    word_ids = batch.curriculum_state["word_ids"]
+    padded = collator([{k: features[k][i] for k in features} for i in range(len(features["input_ids"]))])
+    selected = collator.mask(padded)["labels"] != -100
+    word_ids = padded["word_ids"]
     assert selected.any()
     for row in range(selected.shape[0]):
         for word in set(word_ids[row][word_ids[row] >= 0].tolist()):

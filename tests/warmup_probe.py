@@ -10,12 +10,16 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, TrainerCallback, TrainingArguments
 
-from bioptimus_hf.pretraining.callback import PhaseScheduleCallback, add_callback_first
-from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+from bioptimus_hf.pretraining.callback import PhaseReleases, PhaseScheduleCallback, add_callback_first
+from bioptimus_hf.pretraining.collator import CurriculumDataCollator, CurriculumMaskingMixin
 from bioptimus_hf.pretraining.lexical_warmup import LexicalWarmup, LexicalWarmupTrainer
 from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction
 from bioptimus_hf.utils.distributed import close_process_group
 from phase_probe import PROBE_PHASES, probe_dataset
+
+
+class WarmupTrainer(CurriculumMaskingMixin, LexicalWarmupTrainer):
+    """A script's own warm-up Trainer: it masks the curriculum collator's batches as it takes them."""
 
 
 def tiny_bert(tokenizer, seed=0):
@@ -84,8 +88,8 @@ def run_warmup_probe(
         collator,
         phase_steps=phase_steps,
         evaluate_at_phase_end=False,
-        write_releases=False,
         lexical_warmup_steps=warmup_steps,
+        releases=PhaseReleases(write=False),
     )
     recorder = WarmupRecorder(warmup_steps)
     args = TrainingArguments(
@@ -104,7 +108,7 @@ def run_warmup_probe(
         seed=7,
         **training_kwargs,
     )
-    trainer = LexicalWarmupTrainer(
+    trainer = WarmupTrainer(
         model=model,
         args=args,
         train_dataset=data,

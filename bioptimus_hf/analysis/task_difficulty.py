@@ -68,9 +68,10 @@ def phase_losses(
                 tokenizer, phases=phases, seed=seed + number, masking_stream="sequential"
             )
             collator.set_phase(index)
-            batch = collator(list(blocks[start : start + batch_size]))
+            padded = collator(list(blocks[start : start + batch_size]))
+            batch = collator.mask(padded, count=False)
             labels = batch["labels"]
-            maskable += int(batch.curriculum_state["maskable"].sum())
+            maskable += int(padded["maskable"].sum())
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
             selected = labels != -100
             token_losses.append(

@@ -90,7 +90,7 @@ def heldout_loss_by_token_kind(
         )
     collator = CurriculumDataCollator(tokenizer, phases=[MEASURING_PHASE], seed=seed)
     rows = [splits.eval[i] for i in range(len(splits.eval))]
-    batches = [collator(rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
+    batches = [collator.mask(collator(rows[i : i + batch_size]), count=False) for i in range(0, len(rows), batch_size)]
     model = AutoModelForMaskedLM.from_pretrained(str(model_dir), dtype=torch.float32)
     result = loss_by_token_kind(model, batches, new_token_mask(tokenizer, base))
     result["rows"] = len(rows)

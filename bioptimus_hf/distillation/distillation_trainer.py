@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from transformers import Trainer
 
+from ..pretraining.collator import CurriculumMaskingMixin
 from ..utils.distributed import sum_numbers_across_ranks
 from .distillation_config import DistillationPlan
 from .losses import distillation_losses, total_loss
@@ -26,7 +27,7 @@ from .speed import measure_inference_speed
 from .student import PROJECTION_NAME, prepare_student_for_distillation, prepare_teacher
 
 
-class DistillationTrainer(Trainer):
+class DistillationTrainer(CurriculumMaskingMixin, Trainer):
     """``Trainer(model=student, ...)`` plus ``teacher_model`` and a resolved ``plan``.
 
     The student (a fresh ``BertForMaskedLM`` will do) is prepared here: masked-only head, projection W_p when the
@@ -109,24 +110,18 @@ class DistillationTrainer(Trainer):
     def measure_student_and_teacher(self, speed_batches: int = 4) -> dict[str, Any]:
         """After training: ``metrics`` of :meth:`evaluate` (the student's ``eval_loss``; every process must call
         this), and on the main process the teacher's held-out MLM loss and the teacher/student inference speed on
-        ``speed_batches`` held-out (else training) batches. The curriculum collator's masking statistics are left
-        as training made them."""
-        stats = getattr(self.data_collator, "stats", None)
-        snapshot = stats.snapshot() if stats is not None else None
-        try:
-            metrics = self.evaluate() if self.eval_dataset is not None else None
-            result = {"metrics": metrics, "teacher_heldout_mlm_loss": None, "speed": {}}
-            if self.is_world_process_zero():
-                result["teacher_heldout_mlm_loss"] = self.evaluate_teacher()
-                if speed_batches > 0:
-                    timed = self.eval_dataset if self.eval_dataset is not None else self.train_dataset
-                    loader = self.get_eval_dataloader(timed)
-                    batches = [batch for _, batch in zip(range(speed_batches), loader)]
-                    teacher = self.accelerator.unwrap_model(self.teacher_model)
-                    result["speed"] = measure_inference_speed({"teacher": teacher, "student": self.model}, batches)
-        finally:
-            if snapshot is not None:
-                stats.restore(snapshot)
+        ``speed_batches`` held-out (else training) batches. Evaluation batches are not counted in the curriculum
+        collator's masking statistics."""
+        metrics = self.evaluate() if self.eval_dataset is not None else None
+        result = {"metrics": metrics, "teacher_heldout_mlm_loss": None, "speed": {}}
+        if self.is_world_process_zero():
+            result["teacher_heldout_mlm_loss"] = self.evaluate_teacher()
+            if speed_batches > 0:
+                timed = self.eval_dataset if self.eval_dataset is not None else self.train_dataset
+                loader = self.get_eval_dataloader(timed)
+                batches = [self.masked_batch(batch) for _, batch in zip(range(speed_batches), loader)]
+                teacher = self.accelerator.unwrap_model(self.teacher_model)
+                result["speed"] = measure_inference_speed({"teacher": teacher, "student": self.model}, batches)
         return result
 
     # ------------------------------------------------------------------------------------------- teacher
@@ -142,7 +137,8 @@ class DistillationTrainer(Trainer):
         for index, batch in enumerate(self.get_eval_dataloader(dataset)):
             if max_batches is not None and index >= max_batches:
                 break
-            batch = {k: v.to(device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "labels")}
+            batch = self.masked_batch(batch, device)
+            batch = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "labels")}
             if not bool((batch["labels"] != -100).any()):
                 continue
             size = batch["input_ids"].shape[0]

@@ -18,7 +18,7 @@ from typing import Any
 
 from transformers import AutoConfig, set_seed
 
-from ..pretraining.callback import PhaseScheduleCallback, add_callback_first
+from ..pretraining.callback import PhaseReleases, PhaseScheduleCallback, add_callback_first
 from ..pretraining.collator import CurriculumDataCollator
 from ..pretraining.data import load_pretraining_datasets
 from ..pretraining.phases import PhaseSchedule
@@ -141,23 +141,23 @@ def _phase_callback(
     end), with the facts of the student's record."""
     teacher_path = teacher_args.teacher_model_name_or_path
     hub_id = base_model_hub_id(teacher_path, teacher_args.teacher_hub_id)
+    run_info = {
+        "base_model": hub_id or public_name(teacher_path),
+        "base_model_hub_id": hub_id,
+        "tokenizer": public_name(teacher_args.tokenizer_name or teacher_path),
+        "vocab_size": len(tokenizer),
+        "max_seq_length": data.max_seq_length,
+        "packing": not config.line_by_line,
+        "masked_only_prediction": True,
+        "train_files": [os.path.basename(f) for f in config.train_file or []],
+        "dataset_name": config.dataset_name,
+    }
     return PhaseScheduleCallback(
         collator,
         schedule=schedule,
-        write_releases=False,
         evaluate_at_phase_end=False,
-        run_info={
-            "base_model": hub_id or public_name(teacher_path),
-            "base_model_hub_id": hub_id,
-            "tokenizer": public_name(teacher_args.tokenizer_name or teacher_path),
-            "vocab_size": len(tokenizer),
-            "max_seq_length": data.max_seq_length,
-            "packing": not config.line_by_line,
-            "masked_only_prediction": True,
-            "train_files": [os.path.basename(f) for f in config.train_file or []],
-            "dataset_name": config.dataset_name,
-        },
         allow_schedule_change=config.allow_schedule_change,
+        releases=PhaseReleases(write=False, run_info=run_info),
     )
 
 

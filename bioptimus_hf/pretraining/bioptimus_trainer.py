@@ -21,8 +21,8 @@ phase end (published with ``push_to_hub``), and the lexical warm-up's frozen bod
 
 ``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is this trainer with the corpus read from files, the output
 directory locked and resumed from its last complete checkpoint, the final model and metrics saved. The curriculum's
-metrics join every log in :meth:`BioptimusTrainer.log`, before any reporter sees it. For a Trainer of your own:
-``add_callback_first(trainer, PhaseScheduleCallback(collator))`` (:func:`~.callback.add_callback_first`).
+metrics join every log in :meth:`BioptimusTrainer.log`, before any reporter sees it. A Trainer of your own:
+``class MyTrainer(CurriculumMaskingMixin, Trainer)`` (:mod:`.collator`).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ from ..vocabulary.embedding_init import (
     vocabulary_facts,
 )
 from .bioptimus_config import BioptimusConfig, EmbeddingInitArguments, build_curriculum, group_settings
-from .callback import PhaseScheduleCallback
-from .collator import CurriculumDataCollator
+from .callback import PhaseReleases, PhaseScheduleCallback
+from .collator import CurriculumDataCollator, CurriculumMaskingMixin
 from .data import prepare_pretraining_datasets, shuffle_buffer_size
 from .lexical_warmup import LexicalWarmup, LexicalWarmupTrainer, lexical_parameters
 from .masked_lm import masked_only_status, use_masked_only_prediction
@@ -104,7 +104,7 @@ def as_bioptimus_config(args: TrainingArguments | None, model: Any) -> Bioptimus
     return BioptimusConfig(**{f.name: getattr(args, f.name) for f in fields(args) if f.init})
 
 
-class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
+class BioptimusTrainer(CurriculumMaskingMixin, StreamResumeMixin, LexicalWarmupTrainer):
     """A ``Trainer`` for the curriculum on raw text (see the module docstring).
 
     Args:
@@ -120,7 +120,7 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
             resolved it before (it turns the Trainer's own push off); by default the trainer resolves
             ``args.push_to_hub`` itself.
         Every other argument is the ``Trainer``'s. The curriculum, its schedule and warm-up are built from ``args``
-        (:func:`curriculum_schedule`); ``phase_callback.run_info`` holds the facts of the releases' record.
+        (:func:`curriculum_schedule`); ``phase_callback.releases.run_info`` holds the facts of the releases' record.
     """
 
     def __init__(
@@ -166,10 +166,12 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
             collator,
             schedule=plan.schedule,
             evaluate_at_phase_end=data.eval is not None,
-            run_info={**start.release_facts(args, data, collator), **facts},
-            on_release=[self.release_publisher] if self.release_publisher is not None else [],
             allow_schedule_change=args.allow_schedule_change,
-            lexical_warmup_release=args.lexical_warmup_release,
+            releases=PhaseReleases(
+                run_info={**start.release_facts(args, data, collator), **facts},
+                on_release=[self.release_publisher] if self.release_publisher is not None else [],
+                lexical_warmup_release=args.lexical_warmup_release,
+            ),
         )
         # With a lexical warm-up, the Trainer freezes the body for it and runs its learning-rate schedule.
         super().__init__(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -22,70 +23,75 @@ from .phases import BIOPTIMUS_PHASE_FRACTIONS, Curriculum, PhaseSchedule
 logger = logging.getLogger(__name__)
 
 
-# The pending release's "phase index" when it is the end of the lexical warm-up (--lexical_warmup_release).
+# The pending release's "phase index" when it is the end of the lexical warm-up (PhaseReleases.lexical_warmup_release).
 WARMUP_RELEASE = -1
 # The key of the curriculum's metrics that every log carries once they are added (PhaseScheduleCallback.add_metrics).
 CURRICULUM_PHASE_KEY = "curriculum_phase"
+
+
+# Why a rank may not see a release the main process wrote.
+SHARED_FILESYSTEM = " written by the main process: is output_dir on a filesystem shared by all nodes?"
 
 
 class ScheduleMismatchError(RuntimeError):
     """A run resumed with a curriculum schedule other than the one its checkpoint was trained under."""
 
 
-class PhaseScheduleCallback(TrainerCallback, ExportableState):
-    """Switch the collator's phase at step boundaries and release a model at each phase end.
+@dataclass
+class PhaseReleases:
+    """What :class:`PhaseScheduleCallback` releases at each phase end.
 
-    One Trainer run with one learning-rate schedule spans all phases (the Trainer's own scheduler
-    over ``max_steps``), so the rate keeps decaying across phases as in the paper.
+    ``write``: False switches phases and writes nothing. ``directory``: default ``<output_dir>/releases``.
+    ``run_info``: model and data facts of the records' :class:`~bioptimus_hf.releases.record.RunFacts` (``base_model``,
+    ``init_strategy``, ``tokenizer``, ``train_files``...; the optimisation facts come from the ``TrainingArguments``).
+    ``on_release``: callables given each release directory once written (e.g. a Hub publisher); their failures are
+    logged, never raised. ``lexical_warmup_release``: a version (not one of the curriculum's) under which the model at
+    the end of the lexical warm-up is also released, evaluated like a phase's end (None: no such release)."""
+
+    write: bool = True
+    directory: str | os.PathLike | None = None
+    run_info: Mapping[str, Any] = field(default_factory=dict)
+    on_release: Sequence[Callable[[Path], None]] = ()
+    lexical_warmup_release: str | None = None
+
+
+class PhaseScheduleCallback(TrainerCallback, ExportableState):
+    """Switch the collator's phase between optimizer steps and release a model at each phase end.
+
+    One Trainer run with one learning-rate schedule spans all phases, so the rate keeps decaying across phases as in
+    the paper. The Trainer must mask the collator's batches: :class:`~.bioptimus_trainer.BioptimusTrainer`, or a
+    Trainer with :class:`~.collator.CurriculumMaskingMixin` (TypeError at the start of training otherwise).
 
     Args:
         collator: the run's :class:`CurriculumDataCollator` (its ``phases`` define the curriculum).
-        phase_steps: steps per phase, as counts (``[100, 200, ...]``) or fractions of ``max_steps``
-            (default ``(0.1, 0.2, 0.3, 0.4)``: later phases train longer).
-        releases_dir: where releases go (default ``<output_dir>/releases``).
-        write_releases: ``False`` switches phases without writing releases.
-        evaluate_at_phase_end: run the Trainer's evaluation at each phase end (held-out MLM loss
-            under that phase's masking, stored in the release). Needs an eval dataset.
-        run_info: model and data facts for the releases' :class:`~bioptimus_hf.releases.record.RunFacts`
-            (``base_model``, ``init_strategy``, ``tokenizer``, ``train_files``...); the optimisation facts
-            are read from the ``TrainingArguments``.
-        on_release: callables given each release directory once written (e.g. a Hub publisher);
-            their failures are logged, never raised.
-        allow_schedule_change: accept resuming from a checkpoint trained under another schedule; the
-            change is recorded in later releases. Otherwise such a resume raises
-            :class:`ScheduleMismatchError` before any step.
+        phase_steps: steps per phase, as counts (``[100, 200, ...]``) or fractions of the steps after the lexical
+            warm-up (default ``(0.1, 0.2, 0.3, 0.4)``: later phases train longer).
+        schedule: the run's :class:`~.phases.PhaseSchedule`, resolved before (its ``max_steps`` must be the run's);
+            ``phase_steps`` and ``lexical_warmup_steps`` are then ignored. Default: resolved when training starts.
         lexical_warmup_steps: steps (or a fraction of ``max_steps``) of a lexical warm-up before the first phase
-            (:mod:`~bioptimus_hf.pretraining.lexical_warmup`; its Trainer freezes and unfreezes the model): they
-            mask as the first phase, write no release, and the phases share the steps after them.
-        lexical_warmup_release: a version (not one of the curriculum's) under which the model at the end of the
-            lexical warm-up is also released, evaluated like a phase's end; None (default): no such release.
-        schedule: the run's :class:`~.phases.PhaseSchedule`, resolved once before (its ``max_steps`` must be the
-            run's); ``phase_steps`` and ``lexical_warmup_steps`` are then ignored. Default: resolved from them when
-            training starts.
+            (:mod:`~bioptimus_hf.pretraining.lexical_warmup`): they mask as the first phase and write no release.
+        evaluate_at_phase_end: evaluate at each phase end (held-out MLM loss under that phase's masking, stored in
+            the release); needs an eval dataset.
+        allow_schedule_change: accept resuming from a checkpoint trained under another schedule (recorded in later
+            releases); otherwise such a resume raises :class:`ScheduleMismatchError` before any step.
+        releases: what is released (:class:`PhaseReleases`; default: every phase end, into ``<output_dir>/releases``).
 
-    The curriculum's metrics (:meth:`add_metrics`) reach ``log_history`` and the callbacks called after this one.
-    :class:`~.bioptimus_trainer.BioptimusTrainer` adds them in its ``log``, before any callback, so every reporter
-    of ``report_to`` (TensorBoard...) sees them. With a ``Trainer`` of your own, add the callback with
-    :func:`add_callback_first`, which puts it ahead of the reporters the Trainer already has.
-    The phase is derived from ``state.global_step`` when training starts, so a run resumed with
-    ``resume_from_checkpoint`` continues in the right phase; the LR follows from the restored
-    scheduler. Every rank of a distributed run switches at the same global step; only the main
-    process writes releases.
+    The phase follows from ``state.global_step`` when training starts, so a resumed run continues in the right phase.
+    Every rank of a distributed run switches at the same step; only the main process writes releases. The curriculum's
+    metrics (:meth:`add_metrics`) reach ``log_history`` and the callbacks after this one; ``BioptimusTrainer.log`` adds
+    them before any callback, and :func:`add_callback_first` puts this callback ahead of a Trainer's reporters.
     """
 
     def __init__(
         self,
         collator: CurriculumDataCollator,
         phase_steps: Sequence[float | int] = BIOPTIMUS_PHASE_FRACTIONS,
-        releases_dir: str | os.PathLike | None = None,
-        write_releases: bool = True,
-        evaluate_at_phase_end: bool = True,
-        run_info: Mapping[str, Any] | None = None,
-        on_release: Sequence[Callable[[Path], None]] = (),
-        allow_schedule_change: bool = False,
-        lexical_warmup_steps: float | int = 0,
-        lexical_warmup_release: str | None = None,
+        *,
         schedule: PhaseSchedule | None = None,
+        lexical_warmup_steps: float | int = 0,
+        evaluate_at_phase_end: bool = True,
+        allow_schedule_change: bool = False,
+        releases: PhaseReleases | None = None,
     ):
         self.collator = collator
         self.planned_schedule = schedule
@@ -95,31 +101,18 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             source="phase_steps",
             lexical_warmup_steps=schedule.lexical_warmup_steps if schedule is not None else lexical_warmup_steps,
         )
-        self.releases_dir = releases_dir
-        self.write_releases = write_releases
         self.evaluate_at_phase_end = evaluate_at_phase_end
-        self.run_info = dict(run_info or {})
-        self.on_release = list(on_release)
         self.allow_schedule_change = allow_schedule_change
-        self.lexical_warmup_release = lexical_warmup_release
+        self.releases = releases or PhaseReleases()
         self.schedule: PhaseSchedule | None = None
         self.schedule_changes: list[dict[str, Any]] = []
         self.phase_history: list[tuple[int, str]] = []
         self.run_facts: RunFacts | None = None
         self._pending_release: int | None = None
-        self._stats_snapshot: dict | None = None
-
-    @property
-    def phase_steps(self) -> list[float | int]:
-        return list(self.curriculum.phase_steps)
-
-    def validate(self, max_steps: int) -> list[int]:
-        """Resolve and check the per-phase step counts for a run of ``max_steps`` (fails early)."""
-        return list(self.resolve(max_steps).step_counts)
 
     def resolve(self, max_steps: int) -> PhaseSchedule:
-        """The schedule of a run of ``max_steps``: the one given, else the curriculum resolved (ValueError when
-        it cannot run, or when the schedule given was resolved for another ``max_steps``)."""
+        """The schedule of a run of ``max_steps``: the one given, else the curriculum resolved (ValueError when it
+        cannot run, or when the schedule given was resolved for another ``max_steps``)."""
         if self.planned_schedule is None:
             return self.curriculum.resolve(max_steps)
         if self.planned_schedule.max_steps != max_steps:
@@ -131,18 +124,23 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
 
     # ------------------------------------------------------------------ Trainer events
     def on_train_begin(self, args, state, control, **kwargs):
+        if kwargs.get("train_dataloader") is not None and self.collator.masking_trainer is None:
+            raise TypeError(
+                "PhaseScheduleCallback: this Trainer does not mask the CurriculumDataCollator's batches; use "
+                "BioptimusTrainer or a Trainer with the mixin: class MyTrainer(CurriculumMaskingMixin, Trainer)"
+            )
         self.schedule = self.resolve(state.max_steps)
         self._restore(state)
         self._activate(self.schedule.phase_at(state.global_step), state.global_step)
-        self.run_facts = RunFacts.from_training_arguments(args, **self.run_info)
+        self.run_facts = RunFacts.from_training_arguments(args, **self.releases.run_info)
 
     def on_epoch_begin(self, args, state, control, **kwargs):
-        # The keyed masking stream's epoch (collator module docstring). A resumed run restores state.epoch
-        # (e.g. 2.35) before this call: its integer part is the epoch being resumed.
+        # The keyed masking stream's epoch. A resumed run restores state.epoch (e.g. 2.35) before this call: its
+        # integer part is the epoch being resumed.
         self.collator.set_epoch(math.floor(state.epoch + 1e-9) if state.epoch else 0)
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.lexical_warmup_release and state.global_step == self.schedule.lexical_warmup_steps > 0:
+        if self.releases.lexical_warmup_release and state.global_step == self.schedule.lexical_warmup_steps > 0:
             self._pending_release = WARMUP_RELEASE
         elif state.global_step in self.schedule.ends:
             self._pending_release = self.schedule.ends.index(state.global_step)
@@ -150,16 +148,11 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
             return
         control.should_save = True
         if self.evaluate_at_phase_end:
-            control.should_evaluate = True
-            self._stats_snapshot = self.collator.stats.snapshot()
+            control.should_evaluate = True  # the release is written after the evaluation, with its loss
         else:
             self._finish_phase(args, state, kwargs, metrics=None)
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
-        # Evaluation batches also pass through the collator; keep them out of the training statistics.
-        if self._stats_snapshot is not None:
-            self.collator.stats.restore(self._stats_snapshot)
-            self._stats_snapshot = None
         if self._pending_release is not None:
             self._finish_phase(args, state, kwargs, metrics=metrics)
 
@@ -188,7 +181,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         }
         # Evaluation batches are not training statistics.
         if not any(key.startswith("eval_") for key in logs):
-            realised = self.collator.pop_window_fraction()
+            realised = self.collator.stats.pop_window_fraction()
             if realised is not None:
                 extra["realised_masked_fraction"] = round(realised, 5)
             if getattr(self.collator, "static_masked_positions", False):
@@ -227,27 +220,27 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         if stored is not None:
             previous = PhaseSchedule.from_dict(stored)
             change = describe_schedule_change(previous, self.schedule)
+            if change and not self.allow_schedule_change:
+                raise schedule_mismatch(f"the checkpoint at step {state.global_step}", change)
             if change:
-                if not self.allow_schedule_change:
-                    raise schedule_mismatch(f"the checkpoint at step {state.global_step}", change)
-                self.schedule_changes.append({"step": state.global_step, "description": change})
-                logger.warning("curriculum: schedule changed at step %d: %s", state.global_step, change)
-        # A checkpoint without the entry was written before the keyed stream existed: sequential.
-        previous_stream = attributes.get("masking_stream", "sequential")
-        if previous_stream != self.collator.masking_stream:
-            change = (
-                f"masking stream {previous_stream} -> {self.collator.masking_stream} "
-                f"(--masking_stream {previous_stream} keeps the checkpoint's)"
+                self._record_change(state.global_step, change)
+        stream, current = attributes.get("masking_stream", self.collator.masking_stream), self.collator.masking_stream
+        if stream != current:
+            self._record_change(
+                state.global_step,
+                f"masking stream {stream} -> {current} (--masking_stream {stream} keeps the checkpoint's)",
             )
-            self.schedule_changes.append({"step": state.global_step, "description": change})
-            logger.warning("curriculum: at step %d: %s", state.global_step, change)
         self.collator.stats.load_state_dict(attributes)
         self.phase_history = [tuple(x) for x in attributes.get("phase_history", [])]
+
+    def _record_change(self, step: int, description: str) -> None:
+        self.schedule_changes.append({"step": step, "description": description})
+        logger.warning("curriculum: at step %d: %s", step, description)
 
     # ------------------------------------------------------------------ phases and releases
     def _activate(self, index: int, global_step: int) -> None:
         self.collator.set_phase(index)
-        self.collator.pop_window_fraction()  # the logged fraction never mixes two phases
+        self.collator.stats.pop_window_fraction()  # the logged fraction never mixes two phases
         phase = self.collator.phases[index]
         if not self.phase_history or self.phase_history[-1][1] != phase.version:
             self.phase_history.append((global_step, phase.version))
@@ -263,7 +256,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
     def _finish_phase(self, args, state, kwargs, metrics) -> None:
         finished = self._pending_release
         self._pending_release = None
-        if self.write_releases:
+        if self.releases.write:
             totals = self.collator.stats.summed_over_ranks()  # every rank, before only the main one writes
             if state.is_world_process_zero:
                 self._write_release(args, state, kwargs, finished, metrics, totals)
@@ -282,7 +275,7 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         phase = self.collator.phases[0 if warmup else index]
         stats = totals if totals is not None else self.collator.stats
         return ReleaseInfo(
-            version=self.lexical_warmup_release if warmup else phase.version,
+            version=self.releases.lexical_warmup_release if warmup else phase.version,
             phase_index=None if warmup else index,
             masking_unit=phase.masking_unit,
             masking_rate=phase.masking_rate,
@@ -299,8 +292,10 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         )
 
     def _release_dir(self, args, index: int) -> Path:
-        releases_dir = Path(self.releases_dir or Path(args.output_dir) / "releases")
-        version = self.lexical_warmup_release if index == WARMUP_RELEASE else self.collator.phases[index].version
+        releases_dir = Path(self.releases.directory or Path(args.output_dir) / "releases")
+        version = (
+            self.releases.lexical_warmup_release if index == WARMUP_RELEASE else self.collator.phases[index].version
+        )
         return releases_dir / release_dir_name(version)
 
     def _wait_for_release(self, args, index: int) -> None:
@@ -313,20 +308,14 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         if (target / PHASE_FILE).is_file():
             logger.info("curriculum: rank %d of %d sees release %s", rank, world, target)
         else:
-            logger.warning(
-                "curriculum: rank %d of %d cannot see release %s written by the main process: is "
-                "output_dir on a filesystem shared by all nodes?",
-                rank,
-                world,
-                target,
-            )
+            logger.warning("curriculum: rank %d of %d cannot see release %s%s", rank, world, target, SHARED_FILESYSTEM)
 
     def _write_release(self, args, state, kwargs, index, metrics, totals=None) -> None:
         info = self.release_info(index, state.global_step, metrics, totals)
         target = self._release_dir(args, index)
         write_release(target, kwargs["model"], kwargs.get("processing_class"), info, log_history=state.log_history)
         logger.info("curriculum: wrote release %s (held-out MLM loss %s)", target, info.heldout_mlm_loss)
-        for hook in self.on_release:
+        for hook in self.releases.on_release:
             try:
                 hook(target)
             except Exception as error:  # a publishing hook must never stop training

@@ -1,52 +1,15 @@
-"""CurriculumDataCollator: one masked-LM data collator whose task is set by a curriculum phase.
+"""The curriculum's batches: padded by :class:`CurriculumDataCollator`, masked once by :meth:`~CurriculumDataCollator.mask`
+in the main process when the Trainer takes them (:class:`CurriculumMaskingMixin`).
 
-Inputs
-------
-Each feature is a dict with ``input_ids`` and, for whole-word phases, ``word_ids``: one integer per
-token naming the word it belongs to (``-1`` or ``None`` for special tokens). Word ids come from the
-tokenizer at tokenization time (``BatchEncoding.word_ids()`` of a fast tokenizer), never from
-"##" string tests, so WordPiece, BPE and SentencePiece tokenizers all work; consecutive tokens with
-the same word id form one word. Optional keys: ``attention_mask``, ``special_tokens_mask`` (computed
-from the tokenizer's special ids when absent). :func:`bioptimus_hf.pretraining.tokenization.tokenize_with_word_ids`
-builds such features and :func:`~bioptimus_hf.pretraining.tokenization.group_texts` packs them into fixed-length
-blocks, renumbering word ids so that words stay distinct across packed texts.
-
-Phase switches and DataLoader prefetching
------------------------------------------
-The Trainer (through accelerate) collates at least one batch ahead of the one it trains on, and
-DataLoader workers collate several more. A batch masked for the old phase would therefore reach the
-model after a switch. Batches returned by this collator remember the phase they were masked for;
-when accelerate moves a batch to the device (``BatchEncoding.to``, in the main process, at the moment
-the batch is consumed) a batch whose phase is no longer the active one is re-masked for the active
-phase. Workers read the active phase from shared memory, so only the few batches prefetched across a
-switch are re-masked. Realised masking statistics are counted in the main process when a batch is consumed
-(moved to the device; a caller without accelerate calls ``batch.to(device)`` or :meth:`finalize` itself), in a
-:class:`MaskingStatistics` that the schedule callback snapshots, restores and checkpoints; batches collated ahead
-are not counted yet, so a checkpoint's statistics are those of the batches trained on.
-
-Masking randomness: a stream keyed by the batch
------------------------------------------------
-By default (``masking_stream="keyed"``) each batch's masks are drawn from a generator seeded by the batch
-itself: the base seed, the phase, the epoch and a digest of its unmasked token ids. Which process masks a batch,
-and when, then no longer matters: the masks do not depend on the number of DataLoader workers or on how far they
-prefetched, a batch re-masked after a phase switch gets what a worker would have drawn for the new phase, and a run
-resumed from a checkpoint masks every remaining batch as the unbroken run did (the data order comes back with the
-checkpoint, so the same batches come back). The epoch is in the key so that a batch repeated by an unshuffled
-sampler is masked anew each epoch; the Trainer's epoch reaches the collator through :meth:`set_epoch` (the phase
-callback calls it), in shared memory as the phase is, and a batch collated ahead across an epoch boundary is
-re-masked when it is consumed, as across a phase switch. Identical batches in one epoch and phase get identical
-masks. ``masking_stream="sequential"`` keeps the stream of releases made before (one generator per distributed
-rank and DataLoader worker, drawn in collation order, restarting from its seed when a run resumes).
-
-Static shapes for compiled training
------------------------------------
-With ``static_masked_positions=True`` each batch also carries ``masked_positions``: the flat indices of its
-labelled positions, padded with ``-1`` to a length fixed by the phase and the batch shape (the *bucket*,
-:mod:`bioptimus_hf.pretraining.static_shapes`), which a masked-only model
-(:mod:`bioptimus_hf.pretraining.masked_lm`) gathers with. The collator is where the phase and the labels are
-both known on the host, so nothing on the device waits for a count and ``torch.compile`` sees one shape per
-phase. A batch with more labelled positions than the bucket gets a larger fixed size (never truncated) and is
-counted in ``MaskingStatistics.overflows``.
+The collator (``__call__``, in DataLoader workers or the main process) pads the features and keeps what masking
+needs: the unmasked ``input_ids``, ``attention_mask``, ``word_ids`` (the tokenizer's, :mod:`.tokenization`) and
+``maskable`` (neither special nor padding); it draws no mask. :class:`CurriculumMaskingMixin` masks each training
+batch as the Trainer draws it (``get_batch_samples``, so ``num_items_in_batch`` counts its labels) and each
+evaluation batch in ``prediction_step``, under the phase and epoch active at that step; the phase callback switches
+phases between optimizer steps, before the next step's batches are drawn. A batch collated ahead of a phase switch
+is therefore masked under the phase it trains in, and counted in :class:`MaskingStatistics` when masked, that is
+when trained on (evaluation batches are not counted). docs/curriculum.md gives the masking rules, the two masking
+streams and what a ``Trainer`` without the mixin gets.
 """
 
 from __future__ import annotations
@@ -54,39 +17,30 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import uuid
-import weakref
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
-from transformers import BatchEncoding
 
 from . import static_shapes
-from .bioptimus_config import DEFAULT_MASKING_STREAM, MASKING_STREAMS, CurriculumArguments
-from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
+from .bioptimus_config import DEFAULT_MASKING_STREAM, MASKING_STREAMS
+from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase, as_phases
 from .tokenization import check_word_boundaries
 
 
 logger = logging.getLogger(__name__)
 
-_LIVE_COLLATORS: "weakref.WeakValueDictionary[str, CurriculumDataCollator]" = weakref.WeakValueDictionary()
-
 # BERT's corruption rule for the selected tokens: 80% [MASK], 10% random token, 10% kept.
 MASK_FRACTION = 0.8
 RANDOM_FRACTION = 0.1
-
-
-def _stream_seed(seed: int, rank: int, worker: int) -> int:
-    """Independent, reproducible stream per (seed, distributed rank, DataLoader worker)."""
-    return int(np.random.SeedSequence([seed, rank, worker]).generate_state(1, dtype=np.uint64)[0] >> 1)
+# The keys of a collated batch that masking reads and the model never sees.
+WORD_IDS, MASKABLE = "word_ids", "maskable"
 
 
 def batch_key_seed(seed: int, phase_index: int, epoch: int, input_ids: torch.Tensor) -> int:
     """The seed of one batch's masking generator under the keyed stream: (seed, phase, epoch, token ids).
 
-    The token ids enter through a 128-bit BLAKE2b digest of their int64 bytes and the batch's shape, so a batch
-    keeps its key whatever process collates it."""
+    The token ids enter through a 128-bit BLAKE2b digest of their int64 bytes and the batch's shape."""
     ids = np.ascontiguousarray(input_ids.numpy(), dtype=np.int64)
     digest = hashlib.blake2b(ids.tobytes(), digest_size=16, person=b"bioptimus-mask").digest()
     words = np.frombuffer(digest, dtype=np.uint32).tolist()
@@ -101,39 +55,21 @@ def _distributed_rank() -> int:
 
 
 class MaskingStatistics:
-    """Realised masking per phase (masked / maskable tokens), and a window since the last log.
-
-    Counted in the main process as batches reach the model. ``snapshot``/``restore`` let a caller keep
-    evaluation batches out of the training figures; ``state_dict``/``load_state_dict`` carry the per-phase
-    totals through checkpoints.
-    """
+    """Realised masking per phase (masked / maskable tokens, batches over their static bucket) and a window since the
+    last log; counted when a training batch is masked, carried through checkpoints by the phase callback."""
 
     def __init__(self, num_phases: int):
         self.masked = [0] * num_phases
         self.maskable = [0] * num_phases
-        # Batches whose labelled positions did not fit the phase's static bucket (see static_shapes).
         self.overflows = [0] * num_phases
-        self.window_masked = 0
-        self.window_maskable = 0
-        self.window_id = 0
+        self.window_masked = self.window_maskable = 0
 
-    def add(self, phase_index: int, masked: int, maskable: int, overflow: bool = False) -> int:
-        """Count a batch; returns the window it was counted in."""
+    def add(self, phase_index: int, masked: int, maskable: int, overflow: bool = False) -> None:
         self.masked[phase_index] += masked
         self.maskable[phase_index] += maskable
         self.overflows[phase_index] += int(overflow)
         self.window_masked += masked
         self.window_maskable += maskable
-        return self.window_id
-
-    def remove(self, phase_index: int, masked: int, maskable: int, window_id: int, overflow: bool = False) -> None:
-        """Undo :meth:`add` (a batch re-masked for another phase)."""
-        self.masked[phase_index] -= masked
-        self.maskable[phase_index] -= maskable
-        self.overflows[phase_index] -= int(overflow)
-        if window_id == self.window_id:  # else the window it was counted in is already logged
-            self.window_masked -= masked
-            self.window_maskable -= maskable
 
     def fraction(self, phase_index: int) -> float | None:
         return self.masked[phase_index] / self.maskable[phase_index] if self.maskable[phase_index] else None
@@ -141,28 +77,11 @@ class MaskingStatistics:
     def pop_window_fraction(self) -> float | None:
         value = self.window_masked / self.window_maskable if self.window_maskable else None
         self.window_masked = self.window_maskable = 0
-        self.window_id += 1
         return value
 
-    def snapshot(self) -> dict:
-        return {
-            "masked": list(self.masked),
-            "maskable": list(self.maskable),
-            "overflows": list(self.overflows),
-            "window": (self.window_masked, self.window_maskable, self.window_id),
-        }
-
-    def restore(self, snapshot: dict) -> None:
-        self.masked, self.maskable = list(snapshot["masked"]), list(snapshot["maskable"])
-        self.overflows = list(snapshot.get("overflows", self.overflows))
-        self.window_masked, self.window_maskable, self.window_id = snapshot["window"]
-
     def summed_over_ranks(self) -> "MaskingStatistics":
-        """The per-phase totals of every process (a collective: under DDP every rank calls it at the same point).
-
-        Each rank counts only the batches its own model replica saw; what a release reports as the run's realised
-        masked fraction is the sum over ranks (in one process: a copy of these totals). The window is not summed.
-        """
+        """The per-phase totals of every process (a collective: under DDP every rank calls it at the same point);
+        each rank counts the batches its own replica trained on. The window is not summed."""
         from ..utils.distributed import sum_numbers_across_ranks
 
         summed = sum_numbers_across_ranks(self.masked + self.maskable)
@@ -179,77 +98,39 @@ class MaskingStatistics:
         }
 
     def load_state_dict(self, state: dict) -> bool:
-        """Restore per-phase totals; False (nothing changed) when they are for another number of phases."""
-        masked, maskable = state.get("masked_tokens", []), state.get("maskable_tokens", [])
-        if len(masked) != len(self.masked) or len(maskable) != len(self.maskable):
+        """Restore the per-phase totals; False (nothing changed) when they are for another number of phases."""
+        totals = [
+            list(state.get(key, [])) for key in ("masked_tokens", "maskable_tokens", "masked_positions_overflows")
+        ]
+        if any(len(values) != len(self.masked) for values in totals):
             return False
-        self.masked, self.maskable = list(masked), list(maskable)
-        overflows = state.get("masked_positions_overflows")  # absent from checkpoints written before it existed
-        self.overflows = list(overflows) if overflows and len(overflows) == len(masked) else [0] * len(masked)
+        self.masked, self.maskable, self.overflows = totals
         return True
 
 
-class CurriculumBatch(BatchEncoding):
-    """A collated batch that can be re-masked in the main process if the phase changed meanwhile."""
-
-    def __init__(self, data=None, *args, curriculum_state: dict | None = None, **kwargs):
-        super().__init__(data, *args, **kwargs)
-        self.curriculum_state = curriculum_state
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state["curriculum_state"] = self.__dict__.get("curriculum_state")
-        return state
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self.curriculum_state = state.get("curriculum_state")
-
-    def to(self, device, *, non_blocking: bool = False):
-        state = self.__dict__.get("curriculum_state")
-        if state is not None:
-            collator = _LIVE_COLLATORS.get(state["collator_key"])
-            if collator is not None:
-                collator.finalize(self)
-        moved = super().to(device, non_blocking=non_blocking)
-        if "masked_positions" in moved:
-            static_shapes.mark_static(moved)  # one compiled graph per bucket, never a dynamic-shape one
-        return moved
-
-
 class CurriculumDataCollator:
-    """Masked-language-model collator for a curriculum of masking tasks.
+    """Pads masked-LM features for a curriculum of masking tasks; :meth:`mask` masks a padded batch (module docstring).
 
     Args:
-        tokenizer: the model's tokenizer; must define a mask token and a pad token.
-        phases: the curriculum (default: the paper's four phases, :data:`BIOPTIMUS_CURRICULUM`).
+        tokenizer: the model's tokenizer; it must define a mask token and a pad token.
+        phases: the curriculum (a :class:`~.phases.Curriculum` or its phases; default the paper's four).
         seed: base seed of the masking randomness.
-        pad_to_multiple_of: pad batch length up to a multiple of this value.
-        static_masked_positions: also emit ``masked_positions`` (labelled positions padded to the phase's
-            fixed bucket) for a masked-only model under ``torch.compile`` (see the module docstring).
-        masking_stream: ``"keyed"`` (default): each batch's masks are seeded by (seed, phase, epoch, its token
-            ids), the same whichever process masks it and after a resume; ``"sequential"``: one stream per
-            (distributed rank, DataLoader worker), as releases made before had (module docstring).
+        pad_to_multiple_of: pad the batch length up to a multiple of this value.
+        static_masked_positions: masked batches also carry ``masked_positions`` (their labelled positions padded to
+            the phase's bucket, :mod:`.static_shapes`) for a masked-only model under ``torch.compile``.
+        masking_stream: ``"keyed"`` (each batch's masks seeded by the seed, the phase, the epoch and its token ids)
+            or ``"sequential"`` (one generator per distributed rank, drawn in the order batches are masked).
 
-    The masking rate is a token budget as in BERT: each sequence gets ``round(rate * n)`` masked
-    tokens (at least one), ``n`` being its maskable tokens (neither special nor padding). Token
-    phases hit the budget exactly. Whole-word phases select whole words in random order and stop at
-    the word that brings the count closest to the budget, so a sequence is within half a word of it
-    and never has part of a word masked.
+    Each feature is a dict with ``input_ids`` and, for whole-word phases, ``word_ids`` (``-1`` or ``None`` on special
+    tokens); ``attention_mask`` and ``special_tokens_mask`` are optional.
     """
 
     @classmethod
     def from_arguments(
-        cls,
-        arguments: CurriculumArguments,
-        tokenizer,
-        phases: Sequence[CurriculumPhase],
-        seed: int,
-        line_by_line=False,
+        cls, arguments: Any, tokenizer, phases: Sequence[CurriculumPhase], seed: int, line_by_line=False
     ) -> "CurriculumDataCollator":
-        """The collator the curriculum flags describe, masking ``phases`` (a :class:`~.phases.Curriculum` or its
-        phases) with ``--mask_seed``, else the run's ``seed``; padded lines are rounded up to a multiple of 8 for
-        tensor cores. Refuses a tokenizer without a mask token (ValueError)."""
+        """The collator the curriculum flags (``mask_seed``, ``masking_stream``) describe, masking ``phases`` with
+        ``--mask_seed``, else the run's ``seed``; padded lines are rounded up to a multiple of 8 for tensor cores."""
         return cls(
             tokenizer,
             phases=phases,
@@ -269,60 +150,36 @@ class CurriculumDataCollator:
     ):
         if masking_stream not in MASKING_STREAMS:
             raise ValueError(f"masking_stream must be one of {', '.join(MASKING_STREAMS)}; got {masking_stream!r}")
-        phases = getattr(phases, "phases", phases)  # a Curriculum, or its phases
-        phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in phases)
-        if not phases:
-            raise ValueError("CurriculumDataCollator needs at least one phase")
-        versions = [p.version for p in phases]
-        if len(set(versions)) != len(versions):
-            raise ValueError(f"phase versions must be unique, got {versions}")
+        self.phases = as_phases(getattr(phases, "phases", phases), "CurriculumDataCollator")  # or a Curriculum
         if tokenizer.mask_token is None or tokenizer.mask_token_id is None:
             raise ValueError(
                 f"tokenizer {type(tokenizer).__name__} ({getattr(tokenizer, 'name_or_path', '')}) has no mask token; "
                 "masked-language modelling needs one (set tokenizer.mask_token or add it with add_special_tokens)"
             )
         if tokenizer.pad_token_id is None:
-            raise ValueError(
-                f"tokenizer {getattr(tokenizer, 'name_or_path', '')} has no pad token, needed to pad batches"
-            )
-        word_phases = [p.version for p in phases if p.masking_unit == "word"]
+            raise ValueError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')} has no pad token, needed to pad")
+        word_phases = ["v" + p.version for p in self.phases if p.whole_word]
         if word_phases and getattr(tokenizer, "is_fast", False):
-            names = ", ".join("v" + v for v in word_phases)
-            check_word_boundaries(
-                tokenizer,
-                f"phase {names} masks whole words" if len(word_phases) == 1 else f"phases {names} mask whole words",
-            )
-        self.tokenizer = tokenizer
-        self.phases = phases
+            names = ", ".join(word_phases)
+            why = f"phase {names} masks whole words" if len(word_phases) == 1 else f"phases {names} mask whole words"
+            check_word_boundaries(tokenizer, why)
         self.seed = int(seed)
         self.pad_to_multiple_of = pad_to_multiple_of
         self.static_masked_positions = bool(static_masked_positions)
+        self.masking_stream = masking_stream
         self.mask_token_id = int(tokenizer.mask_token_id)
         self.pad_token_id = int(tokenizer.pad_token_id)
-        special = sorted({int(i) for i in tokenizer.all_special_ids})
-        self.special_ids = torch.tensor(special, dtype=torch.long)
-        vocab_size = len(tokenizer)
-        keep = torch.ones(vocab_size, dtype=torch.bool)
-        keep[self.special_ids[self.special_ids < vocab_size]] = False
+        self.special_ids = torch.tensor(sorted({int(i) for i in tokenizer.all_special_ids}), dtype=torch.long)
+        keep = torch.ones(len(tokenizer), dtype=torch.bool)
+        keep[self.special_ids[self.special_ids < len(tokenizer)]] = False
         # Random replacements are drawn from real vocabulary entries only, never special tokens.
         self.replacement_ids = torch.nonzero(keep).flatten()
-        # Active phase lives in shared memory so DataLoader workers (forked or spawned, persistent
-        # or not) see switches made by the main process.
-        self._active = torch.zeros(1, dtype=torch.long).share_memory_()
-        self._epoch = torch.zeros(1, dtype=torch.long).share_memory_()  # the Trainer's epoch, likewise
-        self.masking_stream = masking_stream
-        self._key = uuid.uuid4().hex
-        _LIVE_COLLATORS[self._key] = self
-        self._generator: torch.Generator | None = None
-        self._generator_owner: tuple | None = None
-        # Realised masking statistics per phase, counted in the main process.
-        self.stats = MaskingStatistics(len(phases))
-        self.remasked_batches = 0
-
-    # ------------------------------------------------------------------ phase selection
-    @property
-    def phase_index(self) -> int:
-        return int(self._active[0])
+        self.phase_index = 0
+        self.epoch = 0
+        self.stats = MaskingStatistics(len(self.phases))
+        # The trainer class that masks this collator's batches (set by CurriculumMaskingMixin; the callback checks).
+        self.masking_trainer: str | None = None
+        self._generator: torch.Generator | None = None  # the sequential stream's, made on first use
 
     @property
     def active_phase(self) -> CurriculumPhase:
@@ -330,10 +187,10 @@ class CurriculumDataCollator:
 
     def set_phase(self, phase: int | str | CurriculumPhase) -> None:
         """Select the active phase by index, version string (``"0.2"`` or ``"v0.2"``) or object."""
+        versions = [p.version for p in self.phases]
         if isinstance(phase, CurriculumPhase):
             index = self.phases.index(phase)
         elif isinstance(phase, str):
-            versions = [p.version for p in self.phases]
             key = phase[1:] if phase.startswith("v") else phase
             if key not in versions:
                 raise ValueError(f"unknown phase version {phase!r}; this curriculum has {versions}")
@@ -342,196 +199,94 @@ class CurriculumDataCollator:
             index = int(phase)
             if not 0 <= index < len(self.phases):
                 raise ValueError(f"phase index {index} out of range for {len(self.phases)} phases")
-        self._active[0] = index
-
-    @property
-    def epoch(self) -> int:
-        return int(self._epoch[0])
+        self.phase_index = index
 
     def set_epoch(self, epoch: int) -> None:
-        """The training epoch (0-based), part of each batch's key under the keyed stream (module docstring)."""
+        """The training epoch (0-based), part of each batch's key under the keyed stream (the phase callback sets it,
+        so that a batch repeated in another epoch gets other masks)."""
         if int(epoch) < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
-        self._epoch[0] = int(epoch)
+        self.epoch = int(epoch)
 
-    # ------------------------------------------------------------------ randomness
-    def _generator_for(self, input_ids: torch.Tensor, phase_index: int, epoch: int) -> torch.Generator:
-        """The generator that masks a batch: its own (keyed) or the process's stream (sequential)."""
-        if self.masking_stream == "keyed":
-            return torch.Generator().manual_seed(batch_key_seed(self.seed, phase_index, epoch, input_ids))
-        return self._rng()
-
-    def _rng(self) -> torch.Generator:
-        info = torch.utils.data.get_worker_info()
-        owner = (os.getpid(), _distributed_rank(), 0 if info is None else info.id + 1)
-        if self._generator is None or self._generator_owner != owner:
-            self._generator = torch.Generator().manual_seed(_stream_seed(self.seed, owner[1], owner[2]))
-            self._generator_owner = owner
-        return self._generator
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_generator"] = None
-        state["_generator_owner"] = None
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        _LIVE_COLLATORS.setdefault(self._key, self)
-
-    # ------------------------------------------------------------------ collation
-    def __call__(self, features: list[dict[str, Any]]) -> CurriculumBatch:
-        input_ids, attention_mask, word_ids, maskable = self._pad(features)
-        index, epoch = self.phase_index, self.epoch
-        masked_inputs, labels = self.mask_tokens(
-            input_ids, word_ids, maskable, self.phases[index], self._generator_for(input_ids, index, epoch)
-        )
-        data = {"input_ids": masked_inputs, "attention_mask": attention_mask, "labels": labels}
-        if self.static_masked_positions:
-            data["masked_positions"] = self.masked_positions(labels, self.phases[index])
-        batch = CurriculumBatch(
-            data,
-            curriculum_state={
-                "collator_key": self._key,
-                "phase_index": index,
-                "epoch": epoch,
-                "input_ids": input_ids,
-                "word_ids": word_ids,
-                "maskable": maskable,
-                "counted": False,
-            },
-        )
-        # Counted when consumed (finalize), not here: a batch collated ahead of a checkpoint is trained on after
-        # it, and counting it now would count it twice in a run resumed from that checkpoint.
+    # ------------------------------------------------------------------ collation and masking
+    def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        """The padded, unmasked batch: ``input_ids``, ``attention_mask``, ``maskable`` and (given) ``word_ids``."""
+        if not features:
+            raise ValueError("CurriculumDataCollator received an empty batch")
+        if "input_ids" not in features[0]:
+            raise ValueError(f"features need 'input_ids'; got keys {sorted(features[0])}")
+        width = max(len(f["input_ids"]) for f in features)
+        if self.pad_to_multiple_of:
+            width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        columns = {
+            "input_ids": ("input_ids", self.pad_token_id),
+            "attention_mask": ("attention_mask", 0),
+            WORD_IDS: ("word_ids", -1),
+            "special": ("special_tokens_mask", 1),
+        }
+        batch = {name: _padded(features, key, width, value) for name, (key, value) in columns.items()}
+        input_ids, special = batch["input_ids"], batch.pop("special")
+        if batch["attention_mask"] is None:
+            lengths = torch.tensor([len(f["input_ids"]) for f in features])
+            batch["attention_mask"] = (torch.arange(width) < lengths.unsqueeze(1)).long()
+        maskable = batch["attention_mask"].bool() & ~torch.isin(input_ids, self.special_ids)
+        if special is not None:
+            maskable &= ~special.bool()
+        if batch[WORD_IDS] is None:
+            del batch[WORD_IDS]
+        else:
+            maskable &= batch[WORD_IDS] >= 0
+        batch[MASKABLE] = maskable
         return batch
 
-    def finalize(self, batch: CurriculumBatch) -> None:
-        """Re-mask ``batch`` if it was masked for another phase than the active one (or, under the keyed stream,
-        another epoch than the current one); count it."""
-        state = batch.curriculum_state
-        index, epoch = self.phase_index, self.epoch
-        stale_epoch = self.masking_stream == "keyed" and state.get("epoch", epoch) != epoch
-        if state["phase_index"] != index or stale_epoch:
-            if state["counted"]:
-                self._uncount(batch)
-            masked_inputs, labels = self.mask_tokens(
-                state["input_ids"],
-                state["word_ids"],
-                state["maskable"],
-                self.phases[index],
-                self._generator_for(state["input_ids"], index, epoch),
+    def mask(self, batch: Mapping[str, torch.Tensor], count: bool = True) -> dict[str, torch.Tensor]:
+        """``batch`` (this collator's, on the host) masked under the active phase and epoch: corrupted ``input_ids``,
+        ``attention_mask``, ``labels`` (-100 where not selected) and, with static shapes, ``masked_positions``.
+        ``count``: add it to :attr:`stats` (a training batch; evaluation batches are not counted)."""
+        phase, input_ids, maskable = self.active_phase, batch["input_ids"], batch[MASKABLE]
+        if self.masking_stream == "keyed":
+            generator = torch.Generator().manual_seed(
+                batch_key_seed(self.seed, self.phase_index, self.epoch, input_ids)
             )
-            batch["input_ids"], batch["labels"] = masked_inputs, labels
-            if "masked_positions" in batch:
-                batch["masked_positions"] = self.masked_positions(labels, self.phases[index])
-            state["phase_index"], state["epoch"] = index, epoch
-            self.remasked_batches += 1
-        if not state["counted"]:
-            self._count(batch)
+        else:
+            if self._generator is None:
+                entropy = np.random.SeedSequence([self.seed, _distributed_rank()])
+                self._generator = torch.Generator().manual_seed(int(entropy.generate_state(1, np.uint64)[0] >> 1))
+            generator = self._generator
+        inputs, labels = self.mask_tokens(input_ids, batch.get(WORD_IDS), maskable, phase, generator)
+        masked = {"input_ids": inputs, "attention_mask": batch["attention_mask"], "labels": labels}
+        if self.static_masked_positions:
+            masked["masked_positions"] = self.masked_positions(labels, phase)
+        if count:
+            self._count(masked, int(maskable.sum()))
+        return masked
 
-    def _count(self, batch: CurriculumBatch) -> None:
-        state = batch.curriculum_state
+    def _count(self, batch: dict[str, torch.Tensor], maskable: int) -> None:
         masked = int((batch["labels"] != -100).sum())
-        maskable = int(state["maskable"].sum())
-        overflow = "masked_positions" in batch and len(batch["masked_positions"]) > self.bucket_size(
-            self.phases[state["phase_index"]], *batch["labels"].shape
-        )
-        if overflow and not self.stats.overflows[state["phase_index"]]:
-            phase = self.phases[state["phase_index"]]
+        bucket = self.bucket_size(self.active_phase, *batch["labels"].shape)
+        overflow = "masked_positions" in batch and len(batch["masked_positions"]) > bucket
+        if overflow and not self.stats.overflows[self.phase_index]:
             logger.warning(
                 "phase v%s: a batch has %d labelled positions, more than the static bucket of %d; gathered at %d "
                 "positions instead (nothing dropped; under torch.compile one more compiled size). Counted in "
                 "masked_positions_overflows.",
-                phase.version,
+                self.active_phase.version,
                 masked,
-                self.bucket_size(phase, *batch["labels"].shape),
+                bucket,
                 len(batch["masked_positions"]),
             )
-        window = self.stats.add(state["phase_index"], masked, maskable, overflow)
-        state["counted"] = True
-        state["counts"] = (masked, maskable, window, overflow)
+        self.stats.add(self.phase_index, masked, maskable, overflow)
 
-    def _uncount(self, batch: CurriculumBatch) -> None:
-        state = batch.curriculum_state
-        masked, maskable, window, overflow = state["counts"]
-        self.stats.remove(state["phase_index"], masked, maskable, window, overflow)
-        state["counted"] = False
-
-    # ------------------------------------------------------------------ static shapes
     @staticmethod
     def bucket_size(phase: CurriculumPhase, batch_size: int, seq_len: int) -> int:
         """The fixed length of ``masked_positions`` for ``phase`` and a ``batch_size x seq_len`` batch."""
         return static_shapes.masked_positions_bucket(phase.masking_rate, phase.whole_word, batch_size, seq_len)
 
     def masked_positions(self, labels: torch.Tensor, phase: CurriculumPhase) -> torch.Tensor:
-        """The labelled positions of ``labels`` (flat, ascending), padded with -1 to the phase's bucket (or to
-        the overflow size when more)."""
+        """The labelled positions of ``labels`` (flat, ascending), padded with -1 to the phase's bucket (or to the
+        overflow size when more)."""
         return static_shapes.masked_positions(labels, self.bucket_size(phase, *labels.shape))
 
-    def realised_fraction(self, phase_index: int | None = None) -> float | None:
-        """Masked / maskable tokens over all batches of a phase (default: the active one)."""
-        return self.stats.fraction(self.phase_index if phase_index is None else phase_index)
-
-    def pop_window_fraction(self) -> float | None:
-        """Realised masked fraction since the previous call (for periodic logging)."""
-        return self.stats.pop_window_fraction()
-
-    def _pad(self, features):
-        if not features:
-            raise ValueError("CurriculumDataCollator received an empty batch")
-        if "input_ids" not in features[0]:
-            raise ValueError(f"features need 'input_ids'; got keys {sorted(features[0])}")
-        lengths = [len(f["input_ids"]) for f in features]
-        width = max(lengths)
-        if self.pad_to_multiple_of:
-            width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of
-        batch_size = len(features)
-        has_words = "word_ids" in features[0]
-        if all(n == width for n in lengths):
-            # Packed blocks: one tensor conversion, no per-row padding work.
-            input_ids = torch.as_tensor(np.asarray([f["input_ids"] for f in features], dtype=np.int64))
-            attention_mask = (
-                torch.as_tensor(np.asarray([f["attention_mask"] for f in features], dtype=np.int64))
-                if "attention_mask" in features[0]
-                else torch.ones(batch_size, width, dtype=torch.long)
-            )
-            word_ids = (
-                torch.as_tensor(
-                    np.asarray([[-1 if w is None else w for w in f["word_ids"]] for f in features], dtype=np.int64)
-                )
-                if has_words
-                else None
-            )
-            special = (
-                torch.as_tensor(np.asarray([f["special_tokens_mask"] for f in features], dtype=np.int64)).bool()
-                if "special_tokens_mask" in features[0]
-                else None
-            )
-        else:
-            input_ids = torch.full((batch_size, width), self.pad_token_id, dtype=torch.long)
-            attention_mask = torch.zeros(batch_size, width, dtype=torch.long)
-            word_ids = torch.full((batch_size, width), -1, dtype=torch.long) if has_words else None
-            special = torch.ones(batch_size, width, dtype=torch.bool) if "special_tokens_mask" in features[0] else None
-            for row, (f, n) in enumerate(zip(features, lengths)):
-                input_ids[row, :n] = torch.as_tensor(f["input_ids"], dtype=torch.long)
-                if "attention_mask" in f:
-                    attention_mask[row, :n] = torch.as_tensor(f["attention_mask"], dtype=torch.long)
-                else:
-                    attention_mask[row, :n] = 1
-                if has_words:
-                    word_ids[row, :n] = torch.as_tensor(
-                        [-1 if w is None else w for w in f["word_ids"]], dtype=torch.long
-                    )
-                if special is not None:
-                    special[row, :n] = torch.as_tensor(f["special_tokens_mask"], dtype=torch.bool)
-        if special is None:
-            special = torch.isin(input_ids, self.special_ids)
-        maskable = attention_mask.bool() & ~special & ~torch.isin(input_ids, self.special_ids)
-        if word_ids is not None:
-            maskable &= word_ids >= 0
-        return input_ids, attention_mask, word_ids, maskable
-
-    # ------------------------------------------------------------------ masking
     def mask_tokens(
         self,
         input_ids: torch.Tensor,
@@ -601,3 +356,58 @@ class CurriculumDataCollator:
         take[:, 0] |= (budget > 0) & (sorted_lengths[:, 0] > 0)
         chosen_words = torch.zeros(batch_size, max_words, dtype=torch.bool).scatter(1, order, take)
         return chosen_words.gather(1, word_index) & maskable
+
+
+def _padded(features: list[dict[str, Any]], key: str, width: int, pad: int) -> torch.Tensor | None:
+    """Column ``key`` of ``features`` as a ``len(features) x width`` int64 tensor padded with ``pad`` (None: absent);
+    packed blocks of one length take a single conversion."""
+    if key not in features[0]:
+        return None
+    rows = [[-1 if v is None else v for v in f[key]] if key == "word_ids" else f[key] for f in features]
+    if all(len(row) == width for row in rows):
+        return torch.as_tensor(np.asarray(rows, dtype=np.int64))
+    padded = np.full((len(rows), width), pad, dtype=np.int64)
+    for index, row in enumerate(rows):
+        padded[index, : len(row)] = row
+    return torch.from_numpy(padded)
+
+
+class CurriculumMaskingMixin:
+    """Mixin for a ``Trainer`` whose ``data_collator`` is a :class:`CurriculumDataCollator`
+    (``class MyTrainer(CurriculumMaskingMixin, Trainer)``): each batch is masked in the main process when the Trainer
+    takes it, then moved to the device (module docstring). Batches of another collator pass through unchanged."""
+
+    def get_train_dataloader(self):
+        # Training batches stay on the host until masked: masking reads their ids and counts their labels there,
+        # with no wait for the device. A loader that dispatches batches from one process needs accelerate's device
+        # placement, and keeps it (its batches come back to the host to be masked).
+        accelerator, placement = self.accelerator, self.accelerator.device_placement
+        if isinstance(self.data_collator, CurriculumDataCollator):
+            self.data_collator.masking_trainer = type(self).__name__
+            dispatch = accelerator.dataloader_config.dispatch_batches
+            if dispatch is None:
+                dispatch = isinstance(self.train_dataset, torch.utils.data.IterableDataset)
+            accelerator.device_placement = placement and bool(dispatch)
+        try:
+            return super().get_train_dataloader()
+        finally:
+            accelerator.device_placement = placement
+
+    def get_batch_samples(self, epoch_iterator, num_batches: int, device):
+        masked = (self.masked_batch(batch, device, count=True) for batch in epoch_iterator)
+        return super().get_batch_samples(masked, num_batches, device)
+
+    def prediction_step(self, model, inputs, prediction_loss_only: bool, ignore_keys=None):
+        inputs = self.masked_batch(inputs)
+        return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
+
+    def masked_batch(self, batch: Mapping[str, Any], device=None, count: bool = False) -> Mapping[str, Any]:
+        """``batch`` masked by the collator (:meth:`CurriculumDataCollator.mask`, counted if ``count``) and moved to
+        ``device`` (default: the run's), marked static for ``torch.compile`` when it has ``masked_positions``."""
+        if not isinstance(self.data_collator, CurriculumDataCollator) or MASKABLE not in batch:
+            return batch
+        masked = self.data_collator.mask({key: value.cpu() for key, value in batch.items()}, count=count)
+        moved = {key: value.to(device or self.args.device) for key, value in masked.items()}
+        if "masked_positions" in moved:
+            static_shapes.mark_static(moved)  # one compiled graph per bucket, never a dynamic-shape one
+        return moved

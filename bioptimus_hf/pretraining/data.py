@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -219,12 +220,9 @@ def prepare_pretraining_datasets(
     """Raw text splits (a ``datasets.Dataset`` or ``IterableDataset`` with a ``--text_column_name`` column) tokenized
     with word ids and packed into blocks (or line by line), as ``run_mlm.py`` does: ``datasets.map`` with caching and
     ``--preprocessing_num_workers``, or lazily for an ``IterableDataset`` (shuffled with ``--shuffle_buffer_size``).
-    ``data_args`` holds :class:`~.bioptimus_config.PretrainingDataArguments`' processing fields (``max_seq_length``,
-    ``line_by_line``, ``text_column_name``, ``max_train_samples``, ``max_eval_samples``...); splits already tokenized
-    (:func:`is_tokenized`) are kept as they are.
-
-    ``model_max_tokens``: the longest sequence the model takes (:func:`bioptimus_hf.utils.sequence_length.max_model_tokens`);
-    without it, the tokenizer's ``model_max_length`` alone caps ``--max_seq_length``."""
+    ``data_args``: the corpus settings (``max_seq_length``, ``line_by_line``, ``max_train_samples``...); a split already
+    tokenized (:func:`is_tokenized`) is kept. ``model_max_tokens`` (the longest sequence the model takes) and the
+    tokenizer's ``model_max_length`` cap ``--max_seq_length``."""
     from datasets import IterableDataset
 
     limits = [x for x in (tokenizer.model_max_length, model_max_tokens) if x]
@@ -259,35 +257,27 @@ def _tokenize_split(split: Any, split_name: str, tokenizer, data_args: Any, max_
     long lines chunked); a split already tokenized is returned as it is."""
     if is_tokenized(split):
         return split
-    text_column = data_args.text_column_name
-    map_kwargs = (
-        {}
-        if streaming
-        else {"num_proc": data_args.preprocessing_num_workers, "load_from_cache_file": not data_args.overwrite_cache}
+    text_column, line_by_line = data_args.text_column_name, data_args.line_by_line
+
+    def map_kwargs(desc: str) -> dict:  # an IterableDataset maps lazily, with none of these
+        if streaming:
+            return {}
+        workers, cached = data_args.preprocessing_num_workers, not data_args.overwrite_cache
+        return {"num_proc": workers, "load_from_cache_file": cached, "desc": desc}
+
+    tokenize = partial(
+        tokenize_with_word_ids,
+        tokenizer=tokenizer,
+        text_column=text_column,
+        max_length=max_seq_length,
+        line_by_line=line_by_line,
     )
-
-    def tokenize(examples):
-        return tokenize_with_word_ids(
-            examples, tokenizer, text_column, max_seq_length, line_by_line=data_args.line_by_line
-        )
-
-    def pack(examples):
-        return group_texts(examples, max_seq_length)
-
-    ds = split.map(
-        tokenize,
-        batched=True,
-        remove_columns=_column_names(split, text_column),
-        **map_kwargs,
-        **({} if streaming else {"desc": f"tokenizing {split_name}"}),
-    )
-    if not data_args.line_by_line:
-        return ds.remove_columns(["chunk"]).map(
-            pack,
-            batched=True,
-            **map_kwargs,
-            **({} if streaming else {"desc": f"packing {split_name} into {max_seq_length}-token blocks"}),
-        )
+    columns = _column_names(split, text_column)
+    ds = split.map(tokenize, batched=True, remove_columns=columns, **map_kwargs(f"tokenizing {split_name}"))
+    if not line_by_line:
+        pack = partial(group_texts, block_size=max_seq_length)
+        packing = map_kwargs(f"packing {split_name} into {max_seq_length}-token blocks")
+        return ds.remove_columns(["chunk"]).map(pack, batched=True, **packing)
     if not streaming:
         chunks = ds["chunk"]
         extra = sum(1 for c in chunks if c > 0)

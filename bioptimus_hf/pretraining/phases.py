@@ -13,6 +13,8 @@ release, and the first phase starts where it ends.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -76,6 +78,18 @@ class CurriculumPhase:
         return cls(**values)
 
 
+def as_phases(phases: Sequence[CurriculumPhase | dict], source: str) -> tuple[CurriculumPhase, ...]:
+    """``phases`` (objects or mappings) as a curriculum's phases: at least one, versions unique (ValueError naming
+    ``source``)."""
+    phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in phases)
+    versions = [p.version for p in phases]
+    if not phases:
+        raise ValueError(f"{source}: a curriculum needs at least one phase")
+    if len(set(versions)) != len(versions):
+        raise ValueError(f"{source}: phase versions must be unique, got {versions}")
+    return phases
+
+
 # The paper's Table 4: BIOptimus 0.1 -> 0.4.
 BIOPTIMUS_CURRICULUM: tuple[CurriculumPhase, ...] = (
     CurriculumPhase("0.1", masking_unit="token", masking_rate=0.15, corruption=True),
@@ -97,8 +111,8 @@ def resolve_phase_steps(phase_steps: Sequence[float | int], max_steps: int) -> l
     """
     if not phase_steps:
         raise ValueError("phase_steps is empty: every phase needs a number of steps")
-    if any((not isinstance(s, (int, float))) or isinstance(s, bool) or s <= 0 or math.isnan(s) for s in phase_steps):
-        bad = [s for s in phase_steps if not isinstance(s, (int, float)) or isinstance(s, bool) or not s > 0]
+    bad = [s for s in phase_steps if isinstance(s, bool) or not isinstance(s, (int, float)) or not s > 0]
+    if bad:  # (NaN is not > 0)
         raise ValueError(f"phase_steps {list(phase_steps)}: each phase needs a positive number of steps (bad: {bad})")
     is_fraction = [isinstance(s, float) and s < 1.0 for s in phase_steps]
     if any(is_fraction) and not all(is_fraction):
@@ -155,19 +169,12 @@ def resolve_lexical_warmup_steps(warmup_steps: float | int | None, max_steps: in
 
 def phase_boundaries(counts: Sequence[int], start: int = 0) -> list[int]:
     """Global step at which each phase ends (cumulative sums of ``counts``, from ``start``: the warm-up's end)."""
-    ends, total = [], start
-    for c in counts:
-        total += c
-        ends.append(total)
-    return ends
+    return list(itertools.accumulate(counts, initial=start))[1:]
 
 
 def phase_index_at(global_step: int, ends: Sequence[int]) -> int:
-    """Phase that trains the optimizer step following ``global_step`` completed steps."""
-    for i, end in enumerate(ends):
-        if global_step < end:
-            return i
-    return len(ends) - 1
+    """Phase that trains the optimizer step following ``global_step`` completed steps (the last one after the end)."""
+    return min(bisect.bisect_right(ends, global_step), len(ends) - 1)
 
 
 @dataclass(frozen=True)
@@ -209,25 +216,14 @@ class PhaseSchedule:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PhaseSchedule":
         phases = tuple(CurriculumPhase.from_dict(p) for p in data["phases"])
-        # Checkpoints written before the lexical warm-up existed have no such key: they had none.
-        return cls(
-            phases,
-            tuple(int(n) for n in data["step_counts"]),
-            int(data["max_steps"]),
-            int(data.get("lexical_warmup_steps") or 0),
-        )
+        counts = tuple(int(n) for n in data["step_counts"])
+        return cls(phases, counts, int(data["max_steps"]), int(data["lexical_warmup_steps"]))
 
     def describe(self) -> str:
-        warmup = (
-            f"lexical warm-up={self.lexical_warmup_steps} steps (v{self.versions[0]} masking), "
-            if self.lexical_warmup_steps
-            else ""
-        )
-        return (
-            warmup
-            + ", ".join(f"v{v}={n} steps" for v, n in zip(self.versions, self.step_counts))
-            + f" (max_steps={self.max_steps})"
-        )
+        phases = ", ".join(f"v{v}={n} steps" for v, n in zip(self.versions, self.step_counts))
+        if self.lexical_warmup_steps:
+            phases = f"lexical warm-up={self.lexical_warmup_steps} steps (v{self.versions[0]} masking), {phases}"
+        return f"{phases} (max_steps={self.max_steps})"
 
 
 @dataclass
@@ -241,18 +237,13 @@ class Curriculum:
     lexical_warmup_steps: float | int = 0
 
     def __post_init__(self):
-        self.phases = tuple(CurriculumPhase.from_dict(p) if isinstance(p, dict) else p for p in self.phases)
-        if not self.phases:
-            raise ValueError(f"{self.source}: a curriculum needs at least one phase")
-        versions = [p.version for p in self.phases]
-        if len(set(versions)) != len(versions):
-            raise ValueError(f"{self.source}: phase versions must be unique, got {versions}")
+        self.phases = as_phases(self.phases, self.source)
         self.phase_steps = tuple(_as_step_value(s) for s in self.phase_steps)
         self.lexical_warmup_steps = self.lexical_warmup_steps or 0
         if len(self.phase_steps) != len(self.phases):
             raise ValueError(
                 f"{self.source}: phase_steps has {len(self.phase_steps)} values for {len(self.phases)} curriculum phases "
-                f"({versions})"
+                f"({list(self.versions)})"
             )
 
     @property
@@ -274,12 +265,12 @@ class Curriculum:
             phases, file_steps = BIOPTIMUS_CURRICULUM, None
         else:
             phases, file_steps = _read_curriculum_file(Path(spec))
-        steps = phase_steps or file_steps
-        if steps is None:
-            if len(phases) != len(BIOPTIMUS_PHASE_FRACTIONS):
-                steps = [1.0 / len(phases)] * len(phases) if len(phases) > 1 else [1.0]
-            else:
-                steps = BIOPTIMUS_PHASE_FRACTIONS
+        default = (
+            BIOPTIMUS_PHASE_FRACTIONS
+            if len(phases) == len(BIOPTIMUS_PHASE_FRACTIONS)
+            else [1.0 / len(phases)] * len(phases)
+        )
+        steps = phase_steps or file_steps or default
         return cls(tuple(phases), tuple(steps), source=spec, lexical_warmup_steps=lexical_warmup_steps or 0)
 
     def only(self, version: str) -> "Curriculum":
@@ -287,12 +278,8 @@ class Curriculum:
         key = str(version)[1:] if str(version)[:1] in ("v", "V") else str(version)
         for phase in self.phases:
             if phase.version == key:
-                return Curriculum(
-                    (phase,),
-                    (1,),
-                    source=f"{self.source} (phase v{key} only)",
-                    lexical_warmup_steps=self.lexical_warmup_steps,
-                )
+                source = f"{self.source} (phase v{key} only)"
+                return Curriculum((phase,), (1,), source=source, lexical_warmup_steps=self.lexical_warmup_steps)
         raise ValueError(f"--single_phase {version}: no such phase in {self.source} (phases: {list(self.versions)})")
 
     def resolve(self, max_steps: int) -> PhaseSchedule:
@@ -321,13 +308,6 @@ class Curriculum:
             counts[-1] += curriculum_steps - total
         return PhaseSchedule(self.phases, tuple(counts), max_steps, warmup)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "phases": [p.to_dict() for p in self.phases],
-            "phase_steps": list(self.phase_steps),
-            "lexical_warmup_steps": self.lexical_warmup_steps,
-        }
-
 
 def _as_step_value(value: Any) -> float | int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -338,14 +318,11 @@ def _as_step_value(value: Any) -> float | int:
 def _read_curriculum_file(path: Path) -> tuple[list[CurriculumPhase], list | None]:
     if not path.is_file():
         raise ValueError(f"--curriculum {path}: neither 'bioptimus' nor an existing json/yaml file")
+    import yaml
+
     try:
         text = path.read_text(encoding="utf-8")
-        if path.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except Exception as error:  # yaml/json/unicode errors: name the file
         raise ValueError(f"--curriculum {path}: cannot parse ({error})") from None
     entries = data.get("phases") if isinstance(data, dict) else data

@@ -227,7 +227,6 @@ def finish_run(
 
     trainer.save_model()
     metrics = dict(train_result.metrics)
-    metrics["remasked_batches"] = collator.remasked_batches
     totals = collator.stats.summed_over_ranks()  # every rank calls finish_run
     for index, phase in enumerate(collator.phases):
         fraction = totals.fraction(index)

@@ -1,29 +1,18 @@
 """A streaming run resumed where its data stopped, not by reading again every batch it already trained on.
 
-transformers' ``Trainer`` resumes by skipping the batches trained before the checkpoint (accelerate's
-``skip_first_batches``): for a map-style dataset it skips sampler indices, which is cheap; for a stream
-(``datasets.IterableDataset``, ``--streaming``) it reads, tokenises and collates every one of them again, so a resume
-costs as much as the data pipeline of all the steps done. :class:`StreamResumeMixin` (a ``Trainer`` mixin) uses the
-libraries' state instead:
+transformers' ``Trainer`` resumes by skipping the batches trained before the checkpoint: cheap for a map-style dataset
+(sampler indices), but for a stream (``datasets.IterableDataset``, ``--streaming``) it reads, tokenises and collates
+every one of them again. :class:`StreamResumeMixin` uses the libraries' state instead: the stream's training loader is
+torchdata's ``StatefulDataLoader`` (accelerate's ``use_stateful_dataloader``); each checkpoint holds its
+``state_dict()`` (the loader's counters, each worker's shard, row and ``map`` batch under way, taken by accelerate
+before its look-ahead) as ``data_state_<process>.json``, written ahead of ``trainer_state.json``; a resumed run loads it
+and lets the Trainer's resume go on without the skip. It re-reads at most one ``map`` batch of raw rows per process.
 
-* the training loader of a stream is torchdata's ``StatefulDataLoader`` (accelerate's ``use_stateful_dataloader``),
-  whose ``state_dict()`` holds, per process, the loader's counters and each worker's
-  ``IterableDataset.state_dict()``: the shard and row reached and the ``map`` batch under way (accelerate takes it
-  before its one-batch look-ahead, so it is the state after the last batch the Trainer took);
-* each checkpoint holds that state as ``data_state_<process>.json``, written beside the RNG states, before
-  ``trainer_state.json`` (a checkpoint that looks complete has it);
-* a resumed run loads it into the loader and lets the Trainer's resume go on as after a skip (step and epoch
-  counters, the RNG states restored after the first batches are drawn) without the skip. What it re-reads is at most
-  one ``map`` batch of the raw rows per process (1,000 rows), whatever the step.
-
-The batches after the resume are those of the unbroken run, so are their keyed masks (the collator's key is the
-batch), the masking statistics (the phase callback's state) and the releases: bit for bit, as for map-style data.
-Except: a run with a shuffle buffer (``--shuffle_buffer_size`` > 0) resumes with the buffer refilled from the
-stream (``datasets`` does not keep its content), so the examples that were in the buffer are not trained on and the
-order differs from there on; the run says so in a warning and in every later release's ``schedule_changes``. A
-checkpoint without a data state (written without this mixin), one taken after the stream was read through once
-(transformers restarts a resumed stream in its first pass), or ``--streaming_resume replay`` resume by the
-Trainer's skip.
+The batches after the resume, their keyed masks, the masking statistics and the releases are the unbroken run's, bit
+for bit, except with a shuffle buffer (``--shuffle_buffer_size`` > 0), which ``datasets`` refills from the stream: a
+warning and every later release's ``schedule_changes`` say so. A checkpoint without a data state, one taken after a
+first pass over the stream (transformers restarts a resumed stream in its first pass), or ``--streaming_resume
+replay`` resume by the Trainer's skip.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Pre-training inputs: texts tokenized with the tokenizer's word ids, and packing into fixed-length blocks.
-
-Whole-word masking needs to know which tokens form a word. The tokenizer knows
-(``BatchEncoding.word_ids()``), so word ids are kept from tokenization on, through packing, to the
-collator; no "##" string tests, so WordPiece, BPE and SentencePiece tokenizers all work.
-"""
+"""Pre-training inputs: texts tokenized with the tokenizer's word ids (``BatchEncoding.word_ids()``, kept through
+packing to the collator: whole-word masking with no "##" tests, for WordPiece, BPE and SentencePiece alike), and
+packing into fixed-length blocks."""
 
 from __future__ import annotations
 
@@ -39,12 +36,10 @@ def tokenize_with_word_ids(
     max_length: int | None = None,
     line_by_line: bool = True,
 ) -> dict:
-    """Tokenize a batch of texts, keeping word ids from the tokenizer (for ``datasets.map``).
+    """Tokenize a batch of texts, keeping the tokenizer's word ids (``-1`` on special tokens), for ``datasets.map``.
 
-    Line by line, texts longer than ``max_length`` are **chunked** into several sequences rather
-    than truncated (a ``chunk`` column counts continuation chunks, 0 for the first). For packing
-    (``line_by_line=False``) texts are tokenized whole and :func:`group_texts` cuts the blocks.
-    Word ids are ``-1`` on special tokens.
+    Line by line, texts longer than ``max_length`` are chunked into several sequences, not truncated (a ``chunk``
+    column counts continuation chunks, 0 for the first); for packing, texts are tokenized whole (:func:`group_texts`).
     """
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(
@@ -81,12 +76,10 @@ def tokenize_with_word_ids(
 def group_texts(examples: dict, block_size: int) -> dict:
     """Pack tokenized texts into blocks of exactly ``block_size`` tokens (for ``datasets.map``).
 
-    Texts are concatenated in order, each keeping its own [CLS] ... [SEP] (so sequence boundaries
-    stay visible to the model as [SEP] tokens) and blocks are cut every ``block_size`` tokens; the
-    remainder of a map batch shorter than a block is dropped, as in ``run_mlm.py``. Word ids are
-    renumbered with a running offset so that two texts never share a word id inside a block, which
-    keeps whole-word masking exact after packing. A block may start inside a word; that word piece
-    is then masked as a unit of its own.
+    Texts are concatenated in order, each keeping its own [CLS] ... [SEP], and cut every ``block_size`` tokens; the
+    remainder of a map batch shorter than a block is dropped, as in ``run_mlm.py``. Word ids are renumbered with a
+    running offset, so two texts never share a word id inside a block; a block that starts inside a word masks that
+    word piece as a word of its own.
     """
     input_ids, special, word_ids = [], [], []
     offset = 0

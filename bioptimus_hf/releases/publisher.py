@@ -1,4 +1,4 @@
-"""Publishing a training run's releases in the background: the ``on_release`` hook of ``PhaseScheduleCallback``.
+"""Publishing releases in the background while training: a hook for ``PhaseReleases(on_release=...)``.
 
 A Hub failure (unreachable, no token, a conflict) never stops training: the release stays on disk and a warning
 gives the ``bioptimus publish`` command that publishes it later.
