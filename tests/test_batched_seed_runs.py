@@ -13,7 +13,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, AutoMod
 
 import run_blurb
 import run_ner
-from bioptimus_hf.commands import blurb as blurb_command
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.finetuning import seed_loop
 from bioptimus_hf.testing.numerics import normwise_relative_error, relative_tolerance, transformer_depth
 from bioptimus_hf.utils import hardware
@@ -226,7 +226,7 @@ def test_blurb_benchmark_batched_seeds_one_job_per_dataset(tiny, tmp_path, monke
         seed_loop, "train_seeds_batched", lambda seeds, *a, **k: jobs.append(seeds) or real(seeds, *a, **k)
     )
     tables = {
-        flag: blurb_command.run([*argv, "--output_dir", str(tmp_path / flag), "--batched_seeds", flag])
+        flag: bioptimus("blurb", [*argv, "--output_dir", str(tmp_path / flag), "--batched_seeds", flag])
         for flag in ("true", "false")
     }
     assert jobs == [[1, 2], [1, 2]]  # one batched model per dataset; none with false

@@ -12,7 +12,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForMaskedLM, AutoTokenizer, PreTrainedTokenizerFast
 
-from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.ner.tagger import split_words
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import CurriculumPhase
@@ -121,7 +121,8 @@ def test_cli_coverage_report_counts_whitespace_words_in_every_family(tmp_path, b
     lines = corpus_lines(40, BASE_LINES)
     corpus = tmp_path / "sample.txt"
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    report = train_tokenizer_cli(
+    report = bioptimus(
+        "train-tokenizer",
         [
             "--train_files",
             str(corpus),
@@ -133,7 +134,7 @@ def test_cli_coverage_report_counts_whitespace_words_in_every_family(tmp_path, b
             "480",
             "--coverage_sample_lines",
             "100",
-        ]
+        ],
     )
     family = TOKENIZER_FAMILIES[FAMILY_OF_BASE[base]]
     assert report["family"] == family.name and report["word_start"] == family.word_start
@@ -183,7 +184,7 @@ def test_trainer_options_a_family_lacks_are_refused_before_the_corpus_is_read(tm
         "3",
     ]
     with pytest.raises(SystemExit, match=f"error: {option} does not apply to a .*{reason}.*Leave {option} out"):
-        train_tokenizer_cli(argv)
+        bioptimus("train-tokenizer", argv)
     assert not (tmp_path / "out").exists()
 
 
@@ -327,7 +328,7 @@ def test_a_new_tokenizer_of_another_family_or_pad_id_is_refused_at_start(tmp_pat
     with pytest.raises(
         ValueError,
         match=r"is wordpiece .* but the base tokenizer .* is byte_level_bpe .*"
-        r"\(bioptimus-train-tokenizer --base_tokenizer <base>\).*--init_strategy scratch",
+        r"\(bioptimus train-tokenizer --base_tokenizer <base>\).*--init_strategy scratch",
     ):
         build_initialized_model(str(bases["roberta"][0]), str(bases["bert"][1]), args, progress=False)
     # RoBERTa: the pad id fixes every position; a vocabulary with another one is refused.
@@ -457,7 +458,7 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
     from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES, PretrainingModelArguments
     from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
     from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
-    from bioptimus_hf.utils.config_mapping import configs_from_mapping
+    from bioptimus_hf.utils.config_mapping import CommandParser
 
     config = yaml.safe_load(
         (Path(__file__).resolve().parents[1] / "configs" / "roberta_modernbert_base.yaml").read_text()
@@ -468,7 +469,7 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
     names = {f.name for cls in ours for f in dataclasses.fields(cls)} - {
         f.name for f in dataclasses.fields(TrainingArguments)
     }
-    parsed = configs_from_mapping(ours, {k: v for k, v in config.items() if k in names})
+    parsed = CommandParser(ours).parse_dict({k: v for k, v in config.items() if k in names})
     assert parsed[1].init_strategy == "contextualized" and parsed[3].build().phases
 
 

@@ -8,7 +8,7 @@ A job beyond NER builds ``run_blurb.py``'s typed arguments as ``bioptimus blurb-
 <s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job lays its
 settings over its set's values (:class:`NerFineTuning`: the benchmark's NER config file and, for one of BLURB's
 sets, its recipe), converts them to ``bioptimus ner``'s typed arguments as a config file holding them would be
-(:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`) and runs
+(``CommandParser.parse_dict``, ``utils/config_mapping.py``) and runs
 :func:`~bioptimus_hf.ner.run.fine_tune_ner`. Either writes ``<output_dir>/seed_<s>/seed_results.json`` as its last
 act, so a job stopped before its end leaves no seed that looks finished.
 """
@@ -24,7 +24,7 @@ from ..finetuning.results import SEED_RESULTS_FILE, seed_dir
 from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
 from ..utils.cli import bad_input
 from ..utils.config_files import read_config
-from ..utils.config_mapping import configs_from_mapping
+from ..utils.config_mapping import CommandParser
 from ..utils.files import read_json
 from .blurb_config import blurb_arguments, ner_recipe_for
 from .run import fine_tune_blurb_seeds
@@ -70,7 +70,7 @@ class NerFineTuning:
         ``settings`` (with the set's ``data_dir``) over the set's values; a value they refuse is a ``ValueError``
         naming the config."""
         try:
-            return configs_from_mapping(NER_ARGUMENT_TYPES, {**self.values_for(settings["data_dir"]), **settings})
+            return CommandParser(NER_ARGUMENT_TYPES).parse_dict({**self.values_for(settings["data_dir"]), **settings})
         except ValueError as error:
             raise ValueError(f"--ner_config {self.config}: {error}") from None
 

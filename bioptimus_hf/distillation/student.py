@@ -3,7 +3,7 @@ the learned projection W_p that maps a narrower student's hidden states to the t
 
 * :func:`keep_layers` — a new model of the same class keeping the given encoder layers (embeddings, heads and
   the kept layers' weights bit-identical). It makes DistilBioBERT/CompactBioBERT students (every other layer)
-  and the top-layer-removed models of Tinn et al.'s Table 7 (``bioptimus-remove-layers``).
+  and the top-layer-removed models of Tinn et al.'s Table 7 (``bioptimus remove-layers``).
 * :func:`build_student` — the student a :class:`~bioptimus_hf.distillation.distillation_config.DistillationPlan`
   describes.
 * :func:`prepare_student_for_distillation` / :func:`strip_distillation` — during training the student runs its

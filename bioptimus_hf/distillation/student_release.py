@@ -1,7 +1,7 @@
 """The distilled student as a release: ``<output_dir>/student/`` with the weights of a plain ``BertForMaskedLM``
 (no projection, no wrapper), the tokenizer, ``bioptimus_phase.json`` carrying a
 :class:`~bioptimus_hf.releases.record.DistillationFacts` (format 3) and its model card; written atomically by
-the release writer and publishable with ``bioptimus-publish --run_dir <output_dir>/student``."""
+the release writer and publishable with ``bioptimus publish --run_dir <output_dir>/student``."""
 
 from __future__ import annotations
 

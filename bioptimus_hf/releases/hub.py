@@ -20,7 +20,7 @@ All Hub access goes through ``huggingface_hub.HfApi``. The token comes from ``hu
 places (``token=`` argument, ``HF_TOKEN``, the token file written by ``hf auth login``; see
 ``huggingface_hub.get_token``); it is only handed to ``HfApi`` and never logged, rendered or written.
 
-CLI: ``bioptimus-publish --run_dir runs/bioptimus --hub_model_id acme/bioptimus [--dry_run]``
+CLI: ``bioptimus publish --run_dir runs/bioptimus --hub_model_id acme/bioptimus [--dry_run]``
 (:mod:`bioptimus_hf.commands.publish`); publishing in the background while training:
 :mod:`bioptimus_hf.releases.publisher`.
 """
@@ -130,12 +130,12 @@ def stage_release(
     if staged.exists():
         if not (staged / STAGING_MARKER).is_file():
             raise ValueError(
-                f"staging directory {staged} exists and was not created by bioptimus-publish; refusing to replace "
+                f"staging directory {staged} exists and was not created by bioptimus publish; refusing to replace "
                 "it (staging never deletes what it did not create): choose another --staging_dir"
             )
         shutil.rmtree(staged)
     staged.mkdir(parents=True)
-    (staged / STAGING_MARKER).write_text(f"staged from {release.name} by bioptimus-publish\n", encoding="utf-8")
+    (staged / STAGING_MARKER).write_text(f"staged from {release.name} by bioptimus publish\n", encoding="utf-8")
     rerender = rerender_card or ner_results is not None
     edited = edited_card(release) if rerender else None
     if edited is not None:

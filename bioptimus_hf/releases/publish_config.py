@@ -10,10 +10,7 @@ from .naming import normalise_version
 
 @dataclass
 class PublishArguments:
-    """Arguments of ``bioptimus-publish``."""
-
-    # the Trainer's names for the same settings replaced these (still parsed, with a deprecation line)
-    renamed_flags = {"--repo_id": "--hub_model_id", "--private": "--hub_private_repo"}
+    """Arguments of ``bioptimus publish``."""
 
     run_dir: str = field(
         metadata={

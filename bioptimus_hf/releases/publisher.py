@@ -29,7 +29,7 @@ def publish_command(
     extra: Mapping[str, Any] | None = None,
 ) -> str:
     """The CLI command that publishes ``release_dir`` later (shown when publishing from training failed)."""
-    parts = ["bioptimus-publish", "--run_dir", str(release_dir), "--hub_model_id", repo_id, "--mode", mode]
+    parts = ["bioptimus", "publish", "--run_dir", str(release_dir), "--hub_model_id", repo_id, "--mode", mode]
     if private:
         parts.append("--hub_private_repo")
     for key, value in (extra or {}).items():
@@ -142,7 +142,7 @@ class ReleasePublisher:
         if not finished:
             logger.warning(
                 "Hub publication still running after %ss; unfinished releases can be published "
-                "later with `bioptimus-publish --run_dir <release_dir> --hub_model_id %s`",
+                "later with `bioptimus publish --run_dir <release_dir> --hub_model_id %s`",
                 timeout,
                 self.repo_id,
             )

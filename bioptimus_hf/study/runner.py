@@ -16,7 +16,7 @@ called in this process with its typed settings: the vocabulary's :func:`~bioptim
 and :func:`~bioptimus_hf.vocabulary.run.write_initialized_model`, :func:`~bioptimus_hf.pretraining.run.run_pretraining`,
 :func:`~bioptimus_hf.ner.run.fine_tune_ner`. The study's settings are mappings (an arm's yaml, ``ner_args``): each
 unit's mapping becomes the run's dataclasses as a config file holding it would
-(:func:`~bioptimus_hf.utils.config_mapping.configs_from_mapping`), and a value one refuses raises
+(``CommandParser.parse_dict``, ``utils/config_mapping.py``), and a value one refuses raises
 :class:`~bioptimus_hf.utils.cli.BadInput` naming it, as a unit's bad input does: ``bioptimus study`` ends with
 that one line.
 """
@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..releases.record import find_releases
 from ..utils.cli import bad_input
-from ..utils.config_mapping import configs_from_mapping
+from ..utils.config_mapping import CommandParser
 from ..utils.files import write_json_atomic
 from ..utils.secrets import redact
 from .done_marks import is_done, mark_done, read_done
@@ -88,7 +88,7 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
 def typed_settings(dataclass_types: Sequence[type], mapping: Mapping[str, Any]) -> tuple:
     """A unit's settings as its run's dataclasses (see the module docstring); bad values raise ``BadInput``."""
     with bad_input():
-        return configs_from_mapping(dataclass_types, mapping)
+        return CommandParser(dataclass_types).parse_dict(mapping)
 
 
 class StudyRunner:
@@ -135,7 +135,7 @@ class StudyRunner:
         from ..vocabulary.run import write_initialized_model
 
         path = self.layout.init(arm.init_key)
-        if not (path / INIT_REPORT_NAME).is_file():  # bioptimus-init-embeddings writes the directory all at once
+        if not (path / INIT_REPORT_NAME).is_file():  # bioptimus init-embeddings writes the directory all at once
             init_args = {k: v for k, v in arm.args.items() if k in INIT_KEYS or k.startswith("init_")}
             init_args.setdefault("init_corpus_files", arm.args.get("train_file"))
             settings = {

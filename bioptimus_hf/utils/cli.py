@@ -1,21 +1,10 @@
-"""How every script and command ends on bad input: one line, ``error: <message>``, exit status 1, no traceback;
-on a command line that cannot be parsed (an unknown flag, a bad choice): one line, exit status 2 (argparse's);
-and on Ctrl-C or SIGTERM (:func:`exit_on_interrupt`, around every command): one line, exit status 130 or 143.
+"""How a command ends: on bad input one line ``error: <message>``, exit status 1, no traceback; on a command line
+that cannot be parsed one line, status 2 (argparse's); on Ctrl-C or SIGTERM one line, status 130 or 143.
 
-The library's refusals name the flag or file at fault in their message (``--window_stride 40 must be in
-[0, 12)``, ``train.tsv, line 3: ...``), so that line is all the user needs. The library never exits: a step that
-checks input marks what it refuses as :class:`BadInput` (:func:`bad_input`), and the command around the run ends
-it with the one line (:func:`exit_on_bad_input`). Mark only the steps that check input, not the whole run: a
-``ValueError`` from deep inside training is a bug and keeps its traceback.
-
-    with bad_input():                               # a checking step of a library run
-        schedule = resolve_run_schedule(...)
-
-    with exit_on_bad_input(BadInput):               # the command, around the library run
-        run_pretraining(model_args, config)
-
-    @exit_on_bad_input(ValueError, FileExistsError)  # or a whole command whose every error is the user's
-    def main(argv=None): ...
+The library never exits: a step that checks input re-raises what it refuses as :class:`BadInput` (:func:`bad_input`),
+its message naming the flag, file or line at fault; the command around the run ends it in one line
+(:func:`exit_on_bad_input`). Only the checking steps are marked: a ``ValueError`` from deep inside training is a bug
+and keeps its traceback.
 """
 
 from __future__ import annotations

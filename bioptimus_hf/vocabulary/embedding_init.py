@@ -18,7 +18,7 @@ row even if spelled differently); the MLM output bias follows the same mapping. 
 embeddings and the encoder are the base model's.
 
 Settings: :class:`~bioptimus_hf.vocabulary.init_config.EmbeddingInitArguments` (one dataclass for the
-library, ``run_pretraining.py`` and the ``bioptimus-init-embeddings`` command). Used by run_pretraining.py:
+library, ``run_pretraining.py`` and the ``bioptimus init-embeddings`` command). Used by run_pretraining.py:
 
     args = EmbeddingInitArguments(init_strategy="contextualized", init_corpus_files=["corpus.txt"])
     model, tokenizer, report = build_initialized_model(base, new_tokenizer, args, seed=42)
@@ -138,7 +138,7 @@ class ContextualizedEmbeddingInitializer:
                 f"The new tokenizer {self.new_tokenizer.name_or_path!r} is {new_family.name} ({new_family.word_start}) "
                 f"but the base tokenizer {self.base_tokenizer.name_or_path!r} is {base_family.name} "
                 f"({base_family.word_start}): shared rows and sub-token decompositions need one family. Train the "
-                "vocabulary from the base tokenizer (bioptimus-train-tokenizer --base_tokenizer <base>), or start "
+                "vocabulary from the base tokenizer (bioptimus train-tokenizer --base_tokenizer <base>), or start "
                 "from random weights with --init_strategy scratch."
             )
         self.family = base_family
@@ -148,7 +148,7 @@ class ContextualizedEmbeddingInitializer:
                 f"The base model {type(self.model).__name__} numbers positions from its pad token id + 1 "
                 f"({self.base_tokenizer.pad_token!r} = {self.base_tokenizer.pad_token_id}), but the new tokenizer "
                 f"{self.new_tokenizer.name_or_path!r} has pad id {self.new_tokenizer.pad_token_id}: every position "
-                "embedding would shift. Train the vocabulary from the base tokenizer (bioptimus-train-tokenizer keeps "
+                "embedding would shift. Train the vocabulary from the base tokenizer (bioptimus train-tokenizer keeps "
                 "the special tokens' ids), or start from random weights with --init_strategy scratch."
             )
         base_norm = normalize_text(self.base_tokenizer, _NORMALISATION_PROBE)
@@ -158,7 +158,7 @@ class ContextualizedEmbeddingInitializer:
                 f"The new tokenizer {self.new_tokenizer.name_or_path!r} normalises text differently from the base "
                 f"tokenizer {self.base_tokenizer.name_or_path!r} (casing/accents): {_NORMALISATION_PROBE!r} becomes "
                 f"{new_norm!r} instead of {base_norm!r}. Train the vocabulary with the base tokenizer's pipeline "
-                "(bioptimus-train-tokenizer: bioptimus_hf.vocabulary.tokenizer_training)."
+                "(bioptimus train-tokenizer: bioptimus_hf.vocabulary.tokenizer_training)."
             )
         for role in SPECIAL_ROLES:
             base_token, new_token = getattr(self.base_tokenizer, role), getattr(self.new_tokenizer, role)
@@ -702,7 +702,7 @@ def start_model_provenance(
     """``(init strategy, base model, tokenizer)`` a run's records and cards should state.
 
     A run that continues (``--init_strategy continued``) from a checkpoint written by
-    ``bioptimus-init-embeddings`` (or a study's shared start model) starts from *that* initialisation of
+    ``bioptimus init-embeddings`` (or a study's shared start model) starts from *that* initialisation of
     *that* base model with *that* new vocabulary: its ``init_report.json`` says which, and the cards must not
     call it "continued" from the intermediate folder. Anything else is described as given.
     """
@@ -720,7 +720,7 @@ def start_model_provenance(
 
 def vocabulary_facts(init_report: Mapping[str, Any] | None, model_name_or_path: str | None) -> dict:
     """``{"vocabulary_mode", "added_tokens"}`` of a run for its records: from its initialisation's report, or,
-    continuing a checkpoint of ``bioptimus-init-embeddings``, from that checkpoint's; empty when neither says."""
+    continuing a checkpoint of ``bioptimus init-embeddings``, from that checkpoint's; empty when neither says."""
     vocabulary = (init_report or {}).get("vocabulary")
     if vocabulary is None and (init_report or {}).get("strategy") == "continued" and model_name_or_path is not None:
         report_file = Path(model_name_or_path) / INIT_REPORT_NAME

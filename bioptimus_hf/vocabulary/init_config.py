@@ -1,6 +1,6 @@
 """The initialisation settings: one list of strategies and one arguments dataclass for every entry point.
 
-``run_pretraining.py``, the ``bioptimus-init-embeddings`` command and the library's
+``run_pretraining.py``, the ``bioptimus init-embeddings`` command and the library's
 :func:`~bioptimus_hf.vocabulary.embedding_init.build_initialized_model` all take an
 :class:`EmbeddingInitArguments`, so a default (say norm matching) cannot differ between them, and the
 model card describes a strategy with the text defined here. :class:`StartModelArguments` say what a start model is
@@ -71,14 +71,6 @@ ROW_STRATEGIES = tuple(name for name, s in INIT_STRATEGIES.items() if s.new_voca
 @dataclass
 class EmbeddingInitArguments:
     """How the model that training starts from is built (the paper's Table 1)."""
-
-    # old spellings, still parsed with a deprecation line (utils/flag_spellings.py)
-    renamed_flags = {
-        "--strategy": "--init_strategy",
-        "--corpus_files": "--init_corpus_files",
-        "--norm_match": "--init_norm_match",
-        "--batch_size": "--init_batch_size",
-    }
 
     init_strategy: str = field(
         default="continued",
@@ -182,8 +174,6 @@ class EmbeddingInitArguments:
 @dataclass
 class StartModelArguments:
     """The base model and new vocabulary a start model is built from, and where it is written."""
-
-    renamed_flags = {"--base_model": "--model_name_or_path", "--new_tokenizer": "--tokenizer_name"}
 
     model_name_or_path: str = field(metadata={"help": "Base masked-LM (path or Hub id)."})
     output_dir: str = field(metadata={"help": "Where the initialised checkpoint and init_report.json go."})

@@ -13,7 +13,7 @@ vocabulary (`bioptimus_hf.vocabulary.vocabulary_extension`); `vocab_size="auto"`
 corpus's tokens per word stop improving.
 
 Functions: `train_tokenizer(files, base_tokenizer, vocab_size=30522, ...)`, `extend_tokenizer(...)`.
-CLI: `bioptimus-train-tokenizer --train_files a.txt b.txt --base_tokenizer DIR --output_dir OUT
+CLI: `bioptimus train-tokenizer --train_files a.txt b.txt --base_tokenizer DIR --output_dir OUT
 [--vocabulary_mode extend]` (`bioptimus_hf.commands.train_tokenizer`).
 """
 
