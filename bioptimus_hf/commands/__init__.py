@@ -20,13 +20,8 @@ import sys
 import textwrap
 
 from ..utils.cli import USAGE_ERROR_STATUS, exit_on_bad_input, exit_on_interrupt, exit_on_usage_error
+from .parsing import configure_logging, parse_args
 from .table import COMMANDS, Command
-
-
-LOG_FORMAT = "%(asctime)s - %(levelname)s - %(name)s - %(message)s"
-# The install allows older torch (setup.cfg); torch.compile of our models needs this one: torch 2.6's dynamo fails
-# on transformers' forward wrappers and lacks recompile_limit (pretraining/static_shapes.py).
-TORCH_COMPILE_MIN_VERSION = "2.7.1"
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
@@ -89,23 +84,6 @@ def parse(name: str, argv: list[str] | None = None, prog: str | None = None) -> 
     return parse_args(argument_types(command), argv, prog or f"bioptimus {name}", describe(command), build)
 
 
-def parse_args(dataclass_types, argv=None, prog=None, description=None, build=None) -> tuple:
-    """``[config] [--flag value ...]`` as ``dataclass_types`` (``build``: from what the line sets), checked before
-    anything loads: a model flag naming neither a path nor a Hub id, a launch of several processes that
-    ``TrainingArguments`` set up as one, ``--torch_compile`` on too old a torch. Bad input ends in one line."""
-    from ..utils.config_mapping import CommandParser
-    from ..utils.model_reference import check_model_references
-
-    description = inspect.cleandoc(description) if description else None
-    parser = CommandParser(dataclass_types, prog=prog, description=description)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    with exit_on_bad_input():
-        parsed = build(parser.parse_settings(argv)) if build else parser.parse_line(argv)
-        check_model_references(parsed)
-    check_training_arguments(parsed)
-    return parsed
-
-
 def argument_types(command: Command) -> tuple:
     """The argument dataclasses ``command`` parses, in order."""
     specs = command.arguments if isinstance(command.arguments, tuple) else (command.arguments,)
@@ -126,71 +104,5 @@ def describe(command: Command) -> str:
     width, configs = help_width(), ", ".join(packaged_config_names())
     config = f"config.yaml: a json or yaml file of these flags (name: value), or a packaged config's name ({configs})"
     config += "; flags after it override it. Relative paths in it are relative to its folder."
-    example = "example:\n" + wrap_command(command.example, width)
+    example = f"example:\n  {command.example}"
     return "\n\n".join([textwrap.fill(command.description, width), example, textwrap.fill(config, width)])
-
-
-def wrap_command(command: str, width: int, indent: str = "  ") -> str:
-    """A shell command over several lines (``\\`` continuations), each flag kept with its values."""
-    groups: list[str] = []
-    for token in shlex.split(command):
-        if groups and not token.startswith("-") and groups[-1].startswith("-") and token != "--":
-            groups[-1] += " " + shlex.quote(token)
-        else:
-            groups.append(shlex.quote(token))
-    lines = [indent + groups[0]]
-    for group in groups[1:]:
-        if len(lines[-1]) + len(group) + 3 > width:
-            lines[-1] += " \\"
-            lines.append(indent + "    " + group)
-        else:
-            lines[-1] += " " + group
-    return "\n".join(lines)
-
-
-def configure_logging(style: str | None, parsed: tuple) -> None:
-    """How a command logs (the library never configures logging): ``"run"`` at the process's level on stderr (INFO
-    without ``TrainingArguments``); ``"training"`` as transformers' examples, on stdout, datasets and transformers
-    at that level too."""
-    if style is None:
-        return
-    training = next((args for args in parsed if hasattr(args, "get_process_log_level")), None)
-    level = training.get_process_log_level() if training is not None else logging.INFO
-    if style == "run":
-        logging.basicConfig(format=LOG_FORMAT, level=level)
-        return
-    import datasets
-    import transformers
-
-    logging.basicConfig(format=LOG_FORMAT, datefmt="%m/%d/%Y %H:%M:%S", handlers=[logging.StreamHandler(sys.stdout)])
-    for name in ("bioptimus_hf", "__main__"):
-        logging.getLogger(name).setLevel(level)
-    datasets.utils.logging.set_verbosity(level)
-    transformers.utils.logging.set_verbosity(level)
-    transformers.utils.logging.enable_default_handler()
-    transformers.utils.logging.enable_explicit_format()
-
-
-def check_training_arguments(parsed: tuple) -> None:
-    """Refuse a launch of several processes (``torchrun``, ``accelerate launch``) that ``TrainingArguments`` set up
-    as one: on a machine without a GPU it goes distributed only with ``--use_cpu true``, else every process would
-    train alone into one ``--output_dir``. Refuse ``--torch_compile`` on a torch older than 2.7.1."""
-    world = int(os.environ.get("WORLD_SIZE") or 1)
-    if world <= 1 and not any(getattr(args, "torch_compile", False) for args in parsed):
-        return  # torch not imported for nothing
-    import torch
-    from transformers import TrainingArguments
-
-    for args in (args for args in parsed if isinstance(args, TrainingArguments)):
-        if world > 1 and args.parallel_mode.value != "distributed":
-            raise SystemExit(
-                f"error: launched as {world} processes (WORLD_SIZE={world}), but TrainingArguments set up a single "
-                f"process (parallel_mode {args.parallel_mode.value}): on a machine without a GPU add --use_cpu true, "
-                "the only way the Trainer runs distributed on CPUs; otherwise every process would train alone and "
-                "write into the same --output_dir"
-            )
-        if args.torch_compile and torch.__version__ < TORCH_COMPILE_MIN_VERSION:  # TorchVersion compares as one
-            raise SystemExit(
-                f"error: --torch_compile needs torch >= {TORCH_COMPILE_MIN_VERSION}, this is torch "
-                f"{torch.__version__}; upgrade torch or leave --torch_compile off"
-            )

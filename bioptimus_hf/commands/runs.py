@@ -8,7 +8,7 @@ import shlex
 import sys
 
 from ..utils.cli import exit_on_bad_input, exit_on_hub_error
-from . import configure_logging, parse
+from .parsing import configure_logging, parse_args
 
 
 def prepare_corpus(args):
@@ -105,17 +105,19 @@ def compare(args, argv: list[str]) -> str | None:
     """``bioptimus compare``: run (or list) the NER jobs, the flags after ``--`` given to each; returns the table
     (the job list with ``--list_jobs``, None with ``--job_index``)."""
     from ..ner.compare import compare_models, parse_models, plan_jobs
+    from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
 
     models, ner_flags = parse_models(args.models), argv[argv.index("--") + 1 :] if "--" in argv else []
     config = [args.ner_config] if args.ner_config else []
     if args.list_jobs:  # each through the Python that listed them: the same installation runs every job
-        command = [sys.executable, "-m", "bioptimus_hf.commands", "ner", *config, *ner_flags]
+        command = [sys.executable, "-m", __package__, "ner", *config, *ner_flags]
         jobs = plan_jobs(models, args.data_dirs, args.seeds)
         listed = "\n".join(shlex.join(command + job.flags(args.output_dir)) for job in jobs)
         print(listed)
         return listed
     stand_in = ["--model_name_or_path", models[0][1] if models else ""]  # each job sets its model, data, output, seed
-    ner_arguments = None if args.results_only else parse("ner", [*config, *ner_flags, *stand_in])
+    ner_line = [*config, *ner_flags, *stand_in]
+    ner_arguments = None if args.results_only else parse_args(NER_ARGUMENT_TYPES, ner_line, "bioptimus ner")
     configure_logging("run", ner_arguments or ())
     options = dict(rerun=args.rerun, results_only=args.results_only, seeds=args.seeds, job_index=args.job_index)
     table = compare_models(models, args.data_dirs, args.output_dir, ner_arguments=ner_arguments, **options)
