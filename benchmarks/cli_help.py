@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 
 from _results import ROOT, ResultTarget
-from bioptimus_hf.commands.config_parser import parse_args
-from bioptimus_hf.commands.dispatch import COMMANDS
+from bioptimus_hf.commands import parse_args
+from bioptimus_hf.commands import COMMANDS
 
 
 RESULTS_NAME = "cli_help"

@@ -1,7 +1,7 @@
 """``bioptimus <command> [config] [--flag value ...]``: one command for every stage, like ``trl`` and ``hf``.
 
 Each command (:data:`~bioptimus_hf.commands.table.COMMANDS`) is its argument dataclasses and one call of its wing
-with them (:mod:`bioptimus_hf.commands.runs` where it is more than one call). :func:`run` parses the line
+with them (its run in ``commands/table.py`` where it is more than one call). :func:`run` parses the line
 (``utils/config_mapping.py``: the config under the flags, one parse), checks it before anything loads, configures
 logging and calls the wing, bad input ending in one line; :func:`main` is ``bioptimus`` itself, where Ctrl-C ends
 in one line ``interrupted``, status 130, from the first import on. This package imports neither torch nor
@@ -12,10 +12,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import inspect
-import logging
-import os
-import shlex
 import sys
 import textwrap
 
@@ -86,8 +82,8 @@ def parse(name: str, argv: list[str] | None = None, prog: str | None = None) -> 
 
 def argument_types(command: Command) -> tuple:
     """The argument dataclasses ``command`` parses, in order."""
-    specs = command.arguments if isinstance(command.arguments, tuple) else (command.arguments,)
-    return tuple(kind for found in map(load, specs) for kind in (found if isinstance(found, tuple) else (found,)))
+    found = [load(spec) for spec in command.arguments.split()]
+    return tuple(kind for item in found for kind in (item if isinstance(item, tuple) else (item,)))
 
 
 def load(spec: str):

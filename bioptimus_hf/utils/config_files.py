@@ -49,10 +49,7 @@ def packaged_configs_dir() -> Path:
 
 def packaged_config_names() -> list[str]:
     """The names of the packaged configs (file names less the suffix), sorted."""
-    folder = packaged_configs_dir()
-    if not folder.is_dir():
-        return []
-    return sorted(path.stem for path in folder.iterdir() if path.suffix in CONFIG_SUFFIXES)
+    return sorted(path.stem for path in packaged_configs_dir().glob("*") if path.suffix in CONFIG_SUFFIXES)
 
 
 def resolve_config(reference: str | os.PathLike) -> Path:
@@ -87,45 +84,32 @@ def read_config(reference: str | os.PathLike) -> dict[str, Any]:
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise ValueError(f"config file {path}{_yaml_error_place(error)}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
+    if not isinstance(data, (dict, type(None))):
         raise ValueError(
             f"config file {path}: must hold a mapping of flag names to values, not a {type(data).__name__}"
         )
-    return rebase_paths(data, path.parent)
+    return rebase_paths(data or {}, path.parent)
 
 
 def _yaml_error_place(error: yaml.YAMLError) -> str:
     """``, line L, column C: problem`` of a yaml error, on one line."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or " ".join(str(error).split())
-    if mark is None:
-        return f": {problem}"
-    return f", line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    mark, problem = (
+        getattr(error, "problem_mark", None),
+        getattr(error, "problem", None) or " ".join(str(error).split()),
+    )
+    return f", line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else f": {problem}"
 
 
-def rebase_paths(mapping: dict[str, Any], folder: str | os.PathLike) -> dict[str, Any]:
-    """``mapping`` with the relative paths of its input fields, nested mappings included, made relative to
-    ``folder`` (the module's rule)."""
-    rebased = {}
-    for key, value in mapping.items():
-        if key in INPUT_PATH_FIELDS or key in NAME_OR_PATH_FIELDS:
-            must_exist = key in NAME_OR_PATH_FIELDS
-            if isinstance(value, str):
-                value = _rebase(value, folder, must_exist)
-            elif isinstance(value, list):
-                value = [_rebase(v, folder, must_exist) if isinstance(v, str) else v for v in value]
-        elif isinstance(value, dict):
-            value = rebase_paths(value, folder)
-        elif isinstance(value, list):
-            value = [rebase_paths(v, folder) if isinstance(v, dict) else v for v in value]
-        rebased[key] = value
-    return rebased
-
-
-def _rebase(value: str, folder: str | os.PathLike, must_exist: bool) -> str:
-    if not value or os.path.isabs(value) or value.startswith("~") or str(folder) in ("", "."):
+def rebase_paths(value: Any, folder: str | os.PathLike, key: str | None = None) -> Any:
+    """``value`` (a config's mapping, nested ones included) with the relative paths of its input fields made
+    relative to ``folder`` (the module's rule)."""
+    if isinstance(value, dict):
+        return {name: rebase_paths(item, folder, name) for name, item in value.items()}
+    if isinstance(value, list):
+        return [rebase_paths(item, folder, key) for item in value]
+    if not isinstance(value, str) or key not in INPUT_PATH_FIELDS | NAME_OR_PATH_FIELDS or not value:
+        return value
+    if os.path.isabs(value) or value.startswith("~") or str(folder) in ("", "."):
         return value
     beside_config = os.path.normpath(os.path.join(folder, value))
-    return beside_config if os.path.exists(beside_config) or not must_exist else value
+    return beside_config if key in INPUT_PATH_FIELDS or os.path.exists(beside_config) else value

@@ -1,29 +1,27 @@
 """How a config and flags become argument dataclasses: the parser of every command and of in-process settings.
 
 :class:`CommandParser` is ``HfArgumentParser`` as TRL's ``TrlParser`` uses it: a config (a json/yaml file named
-first on the command line, ``utils/config_files.py``) becomes the parser's defaults, each value read by its flag's
-type and checked against its choices, a required flag it sets no longer required; the flags after it override it;
-one parse. :meth:`CommandParser.parse_dict` is the in-process way in (a study's arm, a BLURB set's NER settings):
-a mapping read as a config file holding it, its refusals raised as ``ValueError``.
-
-No prefix matching (an unknown flag names the nearest); a usage error is one line (``utils/cli.py``); every boolean
-reads ``--flag [true|false]``; a field's ``metadata["group"]`` puts its flag in a help group of that title.
+first, ``utils/config_files.py``, or a mapping: ``parse_dict``) becomes the parser's defaults, each value read by
+its flag's type and choices; the flags override it; one parse. No prefix matching (an unknown flag names the
+nearest), a usage error in one line, every boolean ``--flag [true|false]``, help groups from ``metadata["group"]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import difflib
 import json
+import re
 import shutil
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from transformers import HfArgumentParser
 from transformers.hf_argparser import string_to_bool
 
-from .cli import exit_on_usage_error, unknown_name_message, usage_message
+from .cli import exit_on_usage_error
 from .config_files import read_config
 
 
@@ -34,6 +32,24 @@ UNSET = object()  # a field the command line leaves unset (parse_settings)
 
 def help_width() -> int:
     return min(HELP_WIDTH, shutil.get_terminal_size().columns - 2)
+
+
+def usage_message(message: str) -> str:
+    """argparse's wording of a refused flag value as every command and mapping words it: the flag named once
+    (``--flag``, not ``argument --flag/--flag-twin``), a bad choice with the valid ones unquoted
+    (``--mode: invalid choice 'x'; choose from a, b``)."""
+    message = re.sub(r"(--\w+)(?:/--[\w-]+)+", r"\1", re.sub(r"^argument ", "", message))
+    choice = re.fullmatch(r"(.*)invalid choice: (.*) \(choose from (.*)\)", message)
+    if choice:
+        prefix, value, choices = choice.groups()
+        message = f"{prefix}invalid choice {value}; choose from {choices.replace(chr(39), '')}"
+    return message
+
+
+def unknown_name_message(name: str, known: Iterable[str], what: str, otherwise: str) -> str:
+    """``unknown flag --x; did you mean --y?``: the nearest of ``known``, else ``otherwise``."""
+    nearest = difflib.get_close_matches(name, list(known), n=1)
+    return f"unknown {what} {name}; " + (f"did you mean {nearest[0]}?" if nearest else otherwise)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -97,7 +113,7 @@ class CommandParser(HfArgumentParser):
         if extras and flag is None:
             self.error(f"unexpected value {extras[0]!r}: only the config may come before the flags")
         elif extras:
-            flags = [name for action in self._actions for name in action.option_strings if name.startswith("--")]
+            flags = [name for action in self._actions for name in action.option_strings]
             self.error(unknown_name_message(flag, flags, "flag", f"{self.prog} --help lists the flags"))
         return namespace, extras
 
