@@ -22,8 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from _results import ROOT, ResultTarget
-from bioptimus_hf.commands import parse_args
-from bioptimus_hf.commands import COMMANDS
+from bioptimus_hf.commands import COMMANDS, parse_args
 
 
 RESULTS_NAME = "cli_help"

@@ -4,13 +4,16 @@ those that are more than one call of their wing, with what each does around it a
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import sys
 from dataclasses import dataclass
 
 from ..utils.cli import BAD_INPUT_ERRORS, BadInput, exit_on_bad_input, exit_on_hub_error
 from ..utils.job_pool import JobsFailed
-from .parsing import configure_logging, parse_args
+
+
+LOG_FORMAT = "%(asctime)s - %(levelname)s - %(name)s - %(message)s"
 
 
 @dataclass(frozen=True)
@@ -270,6 +273,8 @@ def compare(args, argv: list[str]) -> str | None:
     ``--list_jobs``, None with ``--job_index``)."""
     from ..ner.compare import compare_models, parse_models, plan_jobs
     from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
+    from ..utils.config_mapping import CommandParser
+    from ..utils.model_reference import check_model_references
 
     models, ner_flags = parse_models(args.models), argv[argv.index("--") + 1 :] if "--" in argv else []
     config = [args.ner_config] if args.ner_config else []
@@ -281,9 +286,14 @@ def compare(args, argv: list[str]) -> str | None:
         print(listed)
         return listed
     stand_in = ["--model_name_or_path", models[0][1] if models else ""]  # each job sets its model, data, output, seed
-    ner_line = [*config, *ner_flags, *stand_in]
-    ner_arguments = None if args.results_only else parse_args(NER_ARGUMENT_TYPES, ner_line, "bioptimus ner")
-    configure_logging("run", ner_arguments or ())
+    ner_arguments = None
+    if not args.results_only:
+        with exit_on_bad_input():
+            ner_arguments = CommandParser(NER_ARGUMENT_TYPES, "bioptimus ner").parse_line(
+                [*config, *ner_flags, *stand_in]
+            )
+            check_model_references(ner_arguments)
+        logging.basicConfig(format=LOG_FORMAT, level=ner_arguments[-1].get_process_log_level())
     options = dict(rerun=args.rerun, results_only=args.results_only, seeds=args.seeds, job_index=args.job_index)
     table = compare_models(models, args.data_dirs, args.output_dir, ner_arguments=ner_arguments, **options)
     if table is not None:
