@@ -293,7 +293,8 @@ def compare(args, argv: list[str]) -> str | None:
                 [*config, *ner_flags, *stand_in]
             )
             check_model_references(ner_arguments)
-        logging.basicConfig(format=LOG_FORMAT, level=ner_arguments[-1].get_process_log_level())
+    level = ner_arguments[-1].get_process_log_level() if ner_arguments else logging.INFO
+    logging.basicConfig(format=LOG_FORMAT, level=level)
     options = dict(rerun=args.rerun, results_only=args.results_only, seeds=args.seeds, job_index=args.job_index)
     table = compare_models(models, args.data_dirs, args.output_dir, ner_arguments=ner_arguments, **options)
     if table is not None:
