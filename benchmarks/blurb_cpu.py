@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 from _results import ResultTarget, output_help  # noqa: E402
 from bioptimus_hf import commands  # noqa: E402
-from bioptimus_hf.blurb.results import merge_blurb_results  # noqa: E402
+from bioptimus_hf.blurb.run import merge_blurb_results  # noqa: E402
 from bioptimus_hf.finetuning.stabilisation import StabilisationArguments  # noqa: E402
 
 

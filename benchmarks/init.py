@@ -20,9 +20,9 @@ import torch
 from transformers import AutoTokenizer
 
 from _results import ResultTarget, output_help
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.embedding_init import build_initialized_model
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
-from bioptimus_hf.vocabulary.qikfind import find_contexts
+from bioptimus_hf.vocabulary.qikfind import FindOptions, find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_tokenizer
 
 
@@ -116,7 +116,7 @@ def main():
         targets = [i for t, i in new_tok.get_vocab().items() if t not in bv and i not in new_tok.all_special_ids]
         projections = {}
         for m in args.project_contexts:
-            exact = find_contexts(files, new_tok, targets, max_per_token=m, progress=False)
+            exact = find_contexts(files, new_tok, targets, FindOptions(m), progress=False)
             distinct = len({c.sentence for found in exact.values() for c in found})
             projections[str(m)] = {
                 "sampled_pairs": sum(len(f) for f in exact.values()),

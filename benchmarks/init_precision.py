@@ -37,10 +37,10 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from _results import ResultTarget, output_help
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.utils.hardware import describe_hardware
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
-from bioptimus_hf.vocabulary.qikfind import find_contexts
+from bioptimus_hf.vocabulary.qikfind import FindOptions, find_contexts
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 from init_quality import NER_SETS, masked_batches, minilm_dir, ner_sentences, warm_up_head
 
@@ -100,7 +100,7 @@ def main():
     )
     targets = [i for i, _ in frequency.most_common(args.num_tokens)]
     contexts = find_contexts(
-        files, new_tok, targets, max_per_token=args.max_contexts_per_token, seed=args.seed, progress=False
+        files, new_tok, targets, FindOptions(args.max_contexts_per_token, args.seed), progress=False
     )
 
     base = AutoModelForMaskedLM.from_pretrained(base_dir)

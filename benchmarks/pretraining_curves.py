@@ -29,7 +29,7 @@ from _pretraining_bench import (
     with_global_options,
 )
 from bioptimus_hf.commands import parse_args
-from bioptimus_hf.utils.plots import have_matplotlib, pyplot
+from bioptimus_hf.utils.plots import pyplot
 
 
 @dataclass
@@ -45,12 +45,9 @@ class CurveArguments:
     )
 
 
-def plot_curve_pair(section: dict, path: Path) -> Path | None:
+def plot_curve_pair(section: dict, path: Path) -> Path:
     """Both arms' per-step losses (top) and their difference (bottom, its own scale: for bf16 against float32
-    it is thousandths of the step-to-step noise, invisible on the top panel). None without matplotlib."""
-    if not have_matplotlib():
-        print(f"matplotlib is not installed (pip install bioptimus-hf[plots]): no plot at {path}")
-        return None
+    it is thousandths of the step-to-step noise, invisible on the top panel)."""
     (name_a, run_a), (name_b, run_b) = section["runs"].items()
     steps = [step for step, _ in run_a["losses"]][: min(len(run_a["losses"]), len(run_b["losses"]))]
     loss_a = [loss for _, loss in run_a["losses"]][: len(steps)]

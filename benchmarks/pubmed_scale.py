@@ -85,7 +85,7 @@ QIKFIND_STAGE = textwrap.dedent("""
     tokenizer = AutoTokenizer.from_pretrained(new)
     known = set(AutoTokenizer.from_pretrained(base).get_vocab())
     targets = [i for t, i in tokenizer.get_vocab().items() if t not in known]
-    contexts, stats = find_contexts(corpus, tokenizer, targets, max_per_token=20, progress=False, return_stats=True)
+    contexts, stats = find_contexts(corpus, tokenizer, targets, progress=False, return_stats=True)
     found = sum(len(c) for c in contexts.values())
     print("PROBE " + json.dumps({"targets": len(targets), "contexts": found, "backend": stats.backend,
                                  "bytes": stats.bytes, "sentences": stats.sentences}))

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bioptimus_hf.vocabulary.qikfind import find_contexts, load_backend_tokenizer, rust_available  # noqa: E402
+from bioptimus_hf.vocabulary.qikfind import FindOptions, find_contexts, load_backend_tokenizer, rust_available  # noqa: E402
 
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -171,9 +171,8 @@ def time_api(corpus, tokenizer_dir, targets, backend, threads, m, repeats):
             corpus,
             tokenizer_dir,
             targets,
-            max_per_token=m,
+            FindOptions(m, num_threads=threads),
             backend=backend,
-            num_threads=threads,
             progress=False,
             return_stats=True,
         )

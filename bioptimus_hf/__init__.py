@@ -1,25 +1,8 @@
 """bioptimus-hf: BIOptimus-style biomedical BERT pre-training on top of the Hugging Face Trainer.
 
-The package is organised by pipeline stage, one sub-package (wing) each:
-
-* :mod:`bioptimus_hf.corpus` — NLM's PubMed XML files turned into a prepared corpus (shards and a manifest);
-* :mod:`bioptimus_hf.vocabulary` — tokenizer training, qik-find context search, new-token initialisation;
-* :mod:`bioptimus_hf.pretraining` — curriculum phases, the masking collator, the phase callback, data,
-  the masked-only MLM head;
-* :mod:`bioptimus_hf.releases` — the release record, lineage, writer, model cards and Hub publishing;
-* :mod:`bioptimus_hf.finetuning` — fine-tuning over seeds (settings, stabilisation, seed results, cards);
-* :mod:`bioptimus_hf.ner` — BLURB NER fine-tuning, evaluation and tagging; :mod:`bioptimus_hf.blurb` — BLURB
-  beyond NER and the whole benchmark;
-* :mod:`bioptimus_hf.distillation` — compact students distilled from a release, top-layer removal;
-* :mod:`bioptimus_hf.analysis` — measures of models and corpora; :mod:`bioptimus_hf.study` — the paper's study;
-* :mod:`bioptimus_hf.commands` — the console scripts; :mod:`bioptimus_hf.testing` — fakes for the tests;
-  :mod:`bioptimus_hf.utils` — what several wings share (corpus reader, tokenizer loader, files, plots, ...).
-
-Each wing imports only from the layers below it (docs/ARCHITECTURE.md draws them; tests/test_architecture.py
-holds the code to it).
-
-The names below are importable from the top level; they load on first use, so importing a light module
-(``bioptimus_hf.vocabulary.qikfind``) never pulls in torch.
+One sub-package (wing) per pipeline stage, each importing only from the layers below it (docs/ARCHITECTURE.md).
+The names below load on first use, so importing a light module (``bioptimus_hf.vocabulary.qikfind``) never pulls
+in torch.
 """
 
 from __future__ import annotations
@@ -45,11 +28,10 @@ _EXPORTS = {
     "enable_masked_only_prediction": "bioptimus_hf.pretraining.masked_lm",
     "ContextualizedEmbeddingInitializer": "bioptimus_hf.vocabulary.embedding_init",
     "build_initialized_model": "bioptimus_hf.vocabulary.embedding_init",
-    "EmbeddingInitArguments": "bioptimus_hf.vocabulary.init_config",
+    "EmbeddingInitArguments": "bioptimus_hf.pretraining.bioptimus_config",
     "INIT_STRATEGIES": "bioptimus_hf.vocabulary.init_config",
     "find_contexts": "bioptimus_hf.vocabulary.qikfind",
     "train_tokenizer": "bioptimus_hf.vocabulary.tokenizer_training",
-    "train_wordpiece_tokenizer": "bioptimus_hf.vocabulary.tokenizer_training",
     "TOKENIZER_FAMILIES": "bioptimus_hf.utils.tokenizer_families",
     "ReleaseInfo": "bioptimus_hf.releases.record",
     "RunFacts": "bioptimus_hf.releases.record",

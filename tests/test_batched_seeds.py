@@ -11,6 +11,7 @@ seeds, weight decay on LayerNorm) is a relative difference of 1e-2 to 1, far abo
 
 from __future__ import annotations
 
+import json
 import logging
 
 import datasets
@@ -28,12 +29,9 @@ from transformers import (
     TrainingArguments,
 )
 
-from bioptimus_hf.finetuning.batched_seeds import (
-    StackedSeedsModel,
-    train_seeds,
-    train_seeds_batched,
-    train_seeds_separately,
-)
+from bioptimus_hf.finetuning.batched_seeds import StackedSeedsModel, train_seeds_batched, train_seeds_separately
+from bioptimus_hf.finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
+from bioptimus_hf.finetuning.seed_loop import SeedRecipe, fine_tune_seeds
 from bioptimus_hf.testing.numerics import relative_tolerance, transformer_depth
 
 
@@ -192,21 +190,34 @@ class ItemBert(BertForSequenceClassification):
 
 
 def test_an_unvmappable_model_falls_back_in_one_line_and_trains(setup, tmp_path, caplog):
+    """Through the seed loop: one line, then each seed trained alone, saved and recorded as not batched."""
     encoder, _, _ = setup
     _, dataset, collator = task(setup, "seq")
 
-    def model_init(seed):
+    def load_model():
         return ItemBert.from_pretrained(encoder, config=tiny_config(num_labels=3))
 
+    recipe = SeedRecipe(
+        FineTuningModelArguments(str(encoder)),
+        StabilisationArguments(),
+        load_model,
+        {"train_dataset": dataset, "data_collator": collator},
+        score=lambda trainer: {},
+        card=lambda run, run_info: "a card",
+    )
     args = training_args(tmp_path, num_train_epochs=1)
     with caplog.at_level(logging.WARNING, logger="bioptimus_hf.finetuning.batched_seeds"):
-        trained = train_seeds(SEEDS[:2], model_init, args, dataset, collator, batched=True)
+        runs = fine_tune_seeds(recipe, SEEDS[:2], args, {}, batched=True)
     lines = [r.getMessage() for r in caplog.records if r.name == "bioptimus_hf.finetuning.batched_seeds"]
     assert len(lines) == 1 and "ItemBert cannot train its seeds batched" in lines[0] and "item" in lines[0]
     assert "\n" not in lines[0]
-    assert [t.seed for t in trained] == SEEDS[:2]
+    assert [run["seed"] for run in runs] == SEEDS[:2]
+    for seed in SEEDS[:2]:
+        seed_dir = tmp_path / "out" / f"seed_{seed}"
+        assert json.loads((seed_dir / "seed_results.json").read_text())["run_info"]["batched_seeds"] is False
+        assert (seed_dir / "README.md").read_text() == "a card"
     torch.manual_seed(SEEDS[0])
-    assert not torch.equal(flat(trained[0].model), flat(model_init(SEEDS[0])))
+    assert not torch.equal(flat(ItemBert.from_pretrained(tmp_path / "out" / "seed_1")), flat(load_model()))
 
 
 def test_settings_that_cannot_batch_fall_back(setup, tmp_path, caplog):

@@ -173,7 +173,8 @@ def test_a_mapping_refused_names_the_argument(mapping, message):
 
 
 def test_a_required_argument_missing_from_a_mapping_is_named():
-    from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments, StartModelArguments
+    from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
+    from bioptimus_hf.vocabulary.init_config import StartModelArguments
 
     with pytest.raises(ValueError, match="the following arguments are required: --model_name_or_path, --output_dir"):
         CommandParser((StartModelArguments, EmbeddingInitArguments)).parse_dict({"seed": 3})

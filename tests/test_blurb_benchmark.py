@@ -16,15 +16,15 @@ import torch
 from huggingface_hub import metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
-from bioptimus_hf.blurb import finetune
+from bioptimus_hf.blurb import run as blurb_run
 from bioptimus_hf.blurb.benchmark import benchmark_table, find_datasets, ner_fine_tuning, pool_jobs, seed_jobs
 from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
 from bioptimus_hf.blurb.compare import compare_tables
 from bioptimus_hf.blurb.jobs import (
     NerFineTuning,
-    blurb_seed_arguments,
     encoder_parameters,
     fine_tuning_memory_bytes,
+    job_arguments,
     job_estimates,
     ner_seed_arguments,
 )
@@ -164,7 +164,7 @@ def test_a_second_run_trains_nothing_and_a_lost_seed_alone_is_trained_again(benc
     root, argv, table = bench
     out = root / "out"
     calls = {"blurb": 0, "ner": 0}
-    real_seed, real_ner = finetune.fine_tune_seed, ner_run.fine_tune_ner
+    real_seed, real_ner = blurb_run.score_blurb_seed, ner_run.fine_tune_ner
 
     def counting_seed(*args, **kwargs):
         calls["blurb"] += 1
@@ -174,7 +174,7 @@ def test_a_second_run_trains_nothing_and_a_lost_seed_alone_is_trained_again(benc
         calls["ner"] += 1
         return real_ner(*arguments)
 
-    monkeypatch.setattr(finetune, "fine_tune_seed", counting_seed)
+    monkeypatch.setattr(blurb_run, "score_blurb_seed", counting_seed)
     monkeypatch.setattr(ner_run, "fine_tune_ner", counting_ner)
     seed_files = sorted(out.glob("*/seed_*/seed_results.json"))
     assert len(seed_files) == 12
@@ -227,23 +227,23 @@ def test_an_interrupted_fine_tune_leaves_no_finished_seed(bench, tmp_path, monke
     out = tmp_path / "out"
     argv = _with(argv, "--output_dir", str(out))
     argv = argv[: argv.index("--ner_dir")] + argv[argv.index("--ner_dir") + 4 :] + ["--datasets", "GAD"]
-    real_seed = finetune.fine_tune_seed
+    real_seed = blurb_run.score_blurb_seed
     trained = []
 
-    def interrupted_at_seed_2(seed, *args, **kwargs):
-        trained.append(seed)
-        run = real_seed(seed, *args, **kwargs)  # trained and predicted, its results not yet written
-        if seed == 2:
+    def interrupted_at_seed_2(trainer, task):
+        trained.append(trainer.args.seed)
+        run = real_seed(trainer, task)  # trained and predicted, its results not yet written
+        if trainer.args.seed == 2:
             raise KeyboardInterrupt
         return run
 
-    monkeypatch.setattr(finetune, "fine_tune_seed", interrupted_at_seed_2)
+    monkeypatch.setattr(blurb_run, "score_blurb_seed", interrupted_at_seed_2)
     with pytest.raises(KeyboardInterrupt):
         bioptimus("blurb", argv)
     assert (out / "GAD" / "seed_2" / "test_predictions.jsonl").exists()
     assert (out / "GAD" / "seed_1" / "seed_results.json").exists()
     assert not (out / "GAD" / "seed_2" / "seed_results.json").exists()
-    monkeypatch.setattr(finetune, "fine_tune_seed", real_seed)
+    monkeypatch.setattr(blurb_run, "score_blurb_seed", real_seed)
     table = bioptimus("blurb", argv)
     assert trained == [1, 2] and table["datasets"][0]["per_seed"].keys() == {"1", "2"}
     assert (out / "GAD" / "seed_2" / "seed_results.json").exists()
@@ -336,7 +336,7 @@ def test_base_model_hub_id_reaches_every_job(tmp_path):
     datasets = find_datasets(args.blurb_dir, args.ner_dir)
     jobs = {job.dataset: job for job in seed_jobs(args, datasets, ner_fine_tuning(args))}
     ner_model = ner_seed_arguments(jobs["MyGenes"])[0]
-    model, data, stab, training = blurb_seed_arguments(jobs["GAD"])
+    model, data, stab, training = job_arguments(jobs["GAD"])
     assert ner_model.base_model_hub_id == model.base_model_hub_id == "acme/base"
     assert (training.learning_rate, training.num_train_epochs, data.max_seq_length, stab.seeds) == (3e-5, 10, 128, [1])
 

@@ -162,7 +162,7 @@ def test_the_seeds_default_to_the_recipes(tiny_model, tmp_path, monkeypatch):
     """Ten for BIOSSES, five for GAD (the paper's counts); --seeds overrides."""
     asked = []
 
-    def capture(seeds, *args, **kwargs):
+    def capture(recipe, seeds, *args, **kwargs):
         asked.append(list(seeds))
         raise _Stop
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bioptimus_hf.blurb import finetune
+from bioptimus_hf.blurb import run as blurb_run
 from bioptimus_hf.blurb.benchmark import find_datasets, ner_fine_tuning, search_grids, seed_jobs
 from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
 from bioptimus_hf.blurb.blurb_config import PAPER_BATCH_SIZES, PAPER_LEARNING_RATES, RECIPES, epoch_choices
@@ -122,17 +122,17 @@ def test_a_second_search_trains_nothing_and_a_lost_seed_of_one_point_alone_is_tr
     root, argv, table = searched
     out = root / "out"
     calls = []
-    real_seed, real_ner = finetune.fine_tune_seed, ner_run.fine_tune_ner
+    real_seed, real_ner = blurb_run.score_blurb_seed, ner_run.fine_tune_ner
 
-    def counting_seed(seed, *args, **kwargs):
-        calls.append(("GAD", args[3].output_dir))
-        return real_seed(seed, *args, **kwargs)
+    def counting_seed(trainer, task):
+        calls.append(("GAD", trainer.args.output_dir))
+        return real_seed(trainer, task)
 
     def counting_ner(*arguments):
         calls.append((NER_SET, arguments[3].output_dir))
         return real_ner(*arguments)
 
-    monkeypatch.setattr(finetune, "fine_tune_seed", counting_seed)
+    monkeypatch.setattr(blurb_run, "score_blurb_seed", counting_seed)
     monkeypatch.setattr(ner_run, "fine_tune_ner", counting_ner)
     seed_files = sorted(out.glob("*/search/*/seed_*/seed_results.json"))
     assert len(seed_files) == 3 * 2 * 2  # datasets × points × seeds

@@ -17,6 +17,7 @@ from bioptimus_hf.distillation.distillation_trainer import DistillationTrainer
 from bioptimus_hf.distillation.student import PROJECTION_NAME, build_student, keep_layers, load_teacher
 from bioptimus_hf.distillation.student_release import distillation_facts, write_student_release
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
+from bioptimus_hf.pretraining.masked_lm import disable_masked_only_prediction
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
 from bioptimus_hf.releases.card import validate_card
 from bioptimus_hf.releases.record import ReleaseInfo
@@ -87,8 +88,7 @@ def make_trainer(tmp_path, teacher_dir, tiny_tokenizer, blocks, seed=0, **config
 
 def full_forward(model, batch):
     """A plain copy of the model (no masked-only head, eager attention): logits at every position."""
-    plain = copy.deepcopy(model)
-    plain.__dict__.pop("forward", None)
+    plain = disable_masked_only_prediction(copy.deepcopy(model))
     plain.set_attn_implementation("eager")
     return plain(
         input_ids=batch["input_ids"],

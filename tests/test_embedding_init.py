@@ -8,6 +8,7 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertTokenizer
 
 from bioptimus_hf.commands import run as bioptimus
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.testing.numerics import (
     assert_close_normwise,
     encoder_tolerance,
@@ -19,7 +20,6 @@ from bioptimus_hf.testing.numerics import (
 from bioptimus_hf.utils import hardware
 from bioptimus_hf.utils.hardware import resolve_precision
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from helpers import python_path, run_launcher
 from helpers.embedding_init import (
     LETTERS,
@@ -472,16 +472,15 @@ def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, 
 
 
 def test_one_norm_match_default_everywhere():
-    """The library, run_pretraining.py and the init command share one default (norm matching on)."""
-    from transformers import HfArgumentParser
-
+    """The library, bioptimus pretrain and bioptimus init-embeddings share one default (norm matching on)."""
+    from bioptimus_hf.commands import parse_args
     from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES
     from bioptimus_hf.vocabulary.init_config import StartModelArguments
 
     library = EmbeddingInitArguments()
-    _, script = HfArgumentParser(PRETRAINING_ARGUMENT_TYPES).parse_args_into_dataclasses(["--output_dir", "x"])
-    _, command = HfArgumentParser((StartModelArguments, EmbeddingInitArguments)).parse_args_into_dataclasses(
-        ["--model_name_or_path", "m", "--output_dir", "x"]
+    _, script = parse_args(PRETRAINING_ARGUMENT_TYPES, ["--output_dir", "x"])
+    _, command = parse_args(
+        (StartModelArguments, EmbeddingInitArguments), ["--model_name_or_path", "m", "--output_dir", "x"]
     )
     assert library.init_norm_match is script.init_norm_match is command.init_norm_match is True
     init_fields = [f.name for f in dataclasses.fields(EmbeddingInitArguments)]

@@ -3,7 +3,6 @@
 fake Hub (bioptimus_hf.testing.fake_hub); no network."""
 
 import json
-import logging
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 import torch
 from huggingface_hub import ModelCard
 from safetensors.torch import load_file
-from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, TrainingArguments
+from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification
 
 import run_distillation
 import run_ner
@@ -21,10 +20,11 @@ from bioptimus_hf.commands import parse_args
 from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.ner.hub_push import best_seed
 from bioptimus_hf.ner.schemes import pipeline_caveat
+from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
 from bioptimus_hf.releases.card import validate_card
 from bioptimus_hf.releases.lineage import local_checkpoint_text
 from bioptimus_hf.releases.publisher import make_release_publisher
-from bioptimus_hf.releases.release_config import ReleaseArguments, resolve_release_hub
+from bioptimus_hf.releases.release_config import resolve_release_hub
 from bioptimus_hf.testing.fake_hub import FakeHub
 from bioptimus_hf.testing.tiny_releases import make_run
 from helpers import corpus_lines
@@ -60,7 +60,9 @@ def hub(monkeypatch):
 
 
 def _args(*argv):
-    return parse_args((ReleaseArguments, TrainingArguments), [str(a) for a in argv])
+    """The release settings and the Trainer's, as one ``BioptimusConfig`` holds them (twice: both roles)."""
+    (config,) = parse_args((BioptimusConfig,), [str(a) for a in argv])
+    return config, config
 
 
 def _checkout(hub, repo_id: str, revision: str, target: Path) -> Path:
@@ -114,14 +116,6 @@ def test_standard_flags_become_release_publishing_and_the_trainer_push_is_turned
     "argv,message",
     [
         (
-            ["--hub_model_id", "acme/x", "--releases_repo_id", "acme/y"],
-            "--hub_model_id acme/x and --releases_repo_id acme/y contradict each other: give --hub_model_id only",
-        ),
-        (
-            ["--hub_private_repo", "false", "--releases_private"],
-            "--hub_private_repo False and --releases_private True contradict each other",
-        ),
-        (
             ["--hub_strategy", "checkpoint"],
             (
                 "--hub_strategy checkpoint: this script publishes the curriculum releases, "
@@ -142,9 +136,9 @@ def test_standard_flags_become_release_publishing_and_the_trainer_push_is_turned
         ),
         (["--no_token"], "--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN"),
     ],
-    ids=["two-repos", "two-visibilities", "checkpoints", "revision", "underivable-name", "no-token"],
+    ids=["checkpoints", "revision", "underivable-name", "no-token"],
 )
-def test_contradictions_and_impossible_requests_are_refused_naming_the_flags(tmp_path, argv, message):
+def test_impossible_requests_are_refused_naming_the_flags(tmp_path, argv, message):
     token = [] if argv == ["--no_token"] else ["--hub_token", TOKEN]
     argv = [] if argv == ["--no_token"] else argv
     output_dir = [] if "--output_dir" in argv else ["--output_dir", tmp_path / "run"]
@@ -152,42 +146,6 @@ def test_contradictions_and_impossible_requests_are_refused_naming_the_flags(tmp
     with pytest.raises(ValueError, match=message):
         resolve_release_hub(release_args, training_args)
     assert training_args.push_to_hub is True  # nothing was changed before the refusal
-
-
-def test_deprecated_release_flags_map_onto_the_standard_ones_with_one_warning(tmp_path, caplog):
-    release_args, training_args = _args(
-        "--output_dir",
-        tmp_path / "run",
-        "--push_releases_to_hub",
-        "--releases_repo_id",
-        "acme/old",
-        "--releases_private",
-        "--hub_token",
-        TOKEN,
-    )
-    with caplog.at_level(logging.WARNING, logger="bioptimus_hf"):
-        hub = resolve_release_hub(release_args, training_args)
-    assert (hub.settings.repo_id, hub.settings.private) == ("acme/old", True)
-    warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
-    assert warnings == [
-        (
-            "--push_releases_to_hub, --releases_repo_id, --releases_private are deprecated: use "
-            "--push_to_hub --hub_model_id --hub_private_repo (TrainingArguments' own Hub flags)"
-        )
-    ]
-    # The same repository under both names is no contradiction.
-    release_args, training_args = _args(
-        "--output_dir",
-        tmp_path / "run",
-        "--push_to_hub",
-        "--hub_model_id",
-        "acme/x",
-        "--releases_repo_id",
-        "acme/x",
-        "--hub_token",
-        TOKEN,
-    )
-    assert resolve_release_hub(release_args, training_args).settings.repo_id == "acme/x"
 
 
 def test_the_release_publisher_runs_on_the_main_process_only_and_honours_hub_strategy_end(tmp_path):
@@ -298,15 +256,15 @@ def test_run_pretraining_push_to_hub_publishes_releases_on_branches_and_tags_and
     assert _tree_holds(out, TOKEN.encode()) == []  # nor was the token pickled into its training_args.bin
 
 
-def test_run_pretraining_refuses_contradictory_flags_before_training(
+def test_run_pretraining_refuses_impossible_hub_flags_before_training(
     monkeypatch, tmp_path, tiny_model_dir, corpus, hub
 ):
     out = tmp_path / "out"
-    with pytest.raises(SystemExit, match="^error: --hub_model_id acme/x and --releases_repo_id acme/y contradict"):
+    with pytest.raises(SystemExit, match="^error: --hub_strategy checkpoint: this script publishes the curriculum"):
         _pretrain(
             monkeypatch,
             _pretraining_args(tiny_model_dir, corpus, out)
-            + ["--push_to_hub", "--hub_model_id", "acme/x", "--releases_repo_id", "acme/y", "--hub_token", TOKEN],
+            + ["--push_to_hub", "--hub_model_id", "acme/x", "--hub_strategy", "checkpoint", "--hub_token", TOKEN],
         )
     with pytest.raises(SystemExit, match="^error: --push_to_hub: no Hugging Face token found"):
         _pretrain(monkeypatch, _pretraining_args(tiny_model_dir, corpus, out) + ["--push_to_hub"])

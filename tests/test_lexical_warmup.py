@@ -117,8 +117,8 @@ def test_training_arguments_the_warmup_cannot_run_under_are_refused():
 # ------------------------------------------------------------------------------------------ what trains
 @pytest.mark.parametrize("name", ARCHITECTURES)
 def test_only_the_lexical_parameters_train_in_the_warmup_on_every_architecture(name, tmp_path):
-    """Found on the model's own forward (no names): the input embeddings, everything outside the base model (the
-    MLM head, tied decoder and bias included) and the embedding block's norms; nothing else. Trained for 2 warm-up
+    """No family's names: the input embeddings, everything outside the base model (the MLM head, tied decoder and
+    bias included) and the embedding block's norms; nothing else. Trained for 2 warm-up
     steps of 4, the rest is bit for bit the start; after the warm-up everything trains."""
     model = enable_masked_only_prediction(tiny_model(name))
     # The parameters a plain training step gives a gradient (all of them, unless an architecture leaves one unused).
@@ -179,6 +179,12 @@ def test_only_the_lexical_parameters_train_in_the_warmup_on_every_architecture(n
     assert recorder.with_gradient[1] == recorder.with_gradient[2] == sorted(lexical_names)
     assert recorder.with_gradient[3] == recorder.with_gradient[4] == used
     assert all(p.requires_grad for p in model.parameters())  # unfrozen at the warm-up's end
+
+
+def test_a_model_without_a_head_outside_its_base_model_is_refused():
+    bare = tiny_model("bert").bert  # a BertModel: its own base model, no MLM head
+    with pytest.raises(LexicalWarmupUnsupported, match="trains the MLM head of BertModel"):
+        lexical_parameters(bare)
 
 
 # ------------------------------------------------------------------------------------------ the Trainer, in depth

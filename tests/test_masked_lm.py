@@ -14,7 +14,7 @@ from bioptimus_hf.pretraining.masked_lm import (
     disable_masked_only_prediction,
     enable_masked_only_prediction,
     is_masked_only_prediction_enabled,
-    masked_lm_plan,
+    masked_only_status,
     supports_masked_only_prediction,
 )
 from helpers.masked_lm import (
@@ -48,14 +48,15 @@ def assert_grads_close(grads_a, grads_b):
 
 def test_supports_bert_and_a_subclass_that_keeps_its_forward():
     assert supports_masked_only_prediction(tiny_bert())
-    assert masked_lm_plan(tiny_bert()).describe() == "encoder `bert`, head cls"
 
-    class CustomForward(BertForMaskedLM):
-        def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
-            return super().forward(input_ids, attention_mask, labels=labels, **kwargs)
+    class KeepsForward(BertForMaskedLM):
+        pass
 
-    # What the forward does is observed, not assumed from the class: a pass-through override is served.
-    assert supports_masked_only_prediction(CustomForward(tiny_bert().config))
+    # The forward that runs is BertForMaskedLM's own: served like it, through its `cls`.
+    model = enable_masked_only_prediction(KeepsForward(tiny_bert().config))
+    assert masked_only_status(model) == (
+        "on for KeepsForward: the labelled rows enter its head at `cls`, logits from `cls`"
+    )
 
 
 @pytest.mark.parametrize("padded", [True, False])
@@ -166,16 +167,21 @@ def test_save_pretrained_gives_plain_bert_checkpoint(tmp_path):
     torch.testing.assert_close(got.loss, expected.loss, atol=1e-6, rtol=0)
 
 
-def test_enable_is_idempotent_and_deepcopy_rebinds():
+def test_enable_is_idempotent_and_a_deepcopy_has_its_own_hooks():
     model = enable_masked_only_prediction(tiny_bert())
     assert enable_masked_only_prediction(model) is model
+    assert model(**batch()).logits.ndim == 2  # enabled twice: still one gather
     clone = copy.deepcopy(model)
-    assert clone.forward.__self__ is clone
+    assert is_masked_only_prediction_enabled(clone)
     inputs = batch()
     with torch.no_grad():
         clone.cls.predictions.bias.normal_(0, 2.0)  # changing the copy must not change the original
         a, b = model(**inputs).loss, clone(**inputs).loss
     assert not torch.allclose(a, b)
+    # Disabling the copy removes the copy's hooks, not the original's.
+    disable_masked_only_prediction(clone)
+    assert clone(**inputs).logits.shape == (BATCH, SEQ, VOCAB)
+    assert model(**inputs).logits.ndim == 2 and is_masked_only_prediction_enabled(model)
 
 
 def _train_one_sgd_step(model, rows, batch_size, accumulation, output_dir):
@@ -322,12 +328,13 @@ def _assert_as_exact_as_the_standard_head(out, grads, standard, reference, model
 
 
 @pytest.mark.parametrize("name", ARCHITECTURES)
-def test_head_is_found_on_the_models_own_forward(name):
-    model = tiny_model(name)
-    assert masked_lm_plan(model).describe() == architectures()[name][1]
-    assert "forward" not in vars(model)  # finding the head changes nothing
-    fast = enable_masked_only_prediction(model)
-    assert fast is model and is_masked_only_prediction_enabled(model)
+def test_head_is_reached_through_the_familys_modules(name):
+    model = enable_masked_only_prediction(tiny_model(name))
+    assert is_masked_only_prediction_enabled(model) and "forward" not in vars(model)
+    entry, logits_from = architectures()[name][1]
+    assert masked_only_status(model) == (
+        f"on for {type(model).__name__}: the labelled rows enter its head at `{entry}`, logits from `{logits_from}`"
+    )
 
 
 @pytest.mark.parametrize("padded", [True, False], ids=["padded", "unpadded"])
@@ -416,8 +423,30 @@ def test_modernbert_equals_its_own_sparse_prediction():
     assert fast.config.sparse_prediction is False
 
 
+def test_a_decoder_replaced_after_enabling_still_gives_the_loss():
+    """resize_token_embeddings replaces an untied decoder, the module whose output is DistilBERT's logits: the loss
+    is then computed after the forward, from the same gathered rows."""
+    from transformers import DistilBertConfig, DistilBertForMaskedLM
+
+    torch.manual_seed(0)
+    config = DistilBertConfig(
+        vocab_size=VOCAB, dim=32, n_layers=2, n_heads=2, hidden_dim=64, dropout=0.0, attention_dropout=0.0
+    )
+    config.tie_word_embeddings = False
+    fast = enable_masked_only_prediction(DistilBertForMaskedLM(config))
+    decoder = fast.get_output_embeddings()
+    fast.resize_token_embeddings(VOCAB + 3)
+    assert fast.get_output_embeddings() is not decoder
+    standard = disable_masked_only_prediction(copy.deepcopy(fast))
+    inputs = batch()
+    out, reference = fast(**inputs), standard(**inputs)
+    labelled = inputs["labels"] != -100
+    assert out.logits.shape == (int(labelled.sum()), VOCAB + 3)
+    torch.testing.assert_close(out.loss, reference.loss, atol=1e-5, rtol=0)
+
+
 class _SmoothedLossBert(BertForMaskedLM):
-    """Overrides forward with another loss: the trace's loss check refuses it."""
+    """Overrides forward with another loss: refused, as every override of a known forward is."""
 
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
         out = super().forward(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
@@ -429,7 +458,7 @@ class _SmoothedLossBert(BertForMaskedLM):
 
 
 class _ScaledHiddenBert(BertForMaskedLM):
-    """Computes something between the encoder and the head: the trace's chain check refuses it."""
+    """Computes something between the encoder and the head, in its own forward: refused."""
 
     def forward(self, input_ids=None, attention_mask=None, labels=None, **kwargs):
         hidden = self.bert(input_ids, attention_mask=attention_mask, **kwargs)[0]
@@ -449,9 +478,9 @@ def _gpt2():
 @pytest.mark.parametrize(
     "make, reason",
     [
-        (_gpt2, "not a masked LM"),
-        (lambda: _SmoothedLossBert(tiny_bert().config), "its loss is not the cross-entropy"),
-        (lambda: _ScaledHiddenBert(tiny_bert().config), "computes something between them"),
+        (_gpt2, "its forward (GPT2LMHeadModel.forward) is none of the masked LMs whose head is known"),
+        (lambda: _SmoothedLossBert(tiny_bert().config), "overrides its masked LM's forward"),
+        (lambda: _ScaledHiddenBert(tiny_bert().config), "overrides its masked LM's forward"),
     ],
     ids=["causal-lm", "custom-loss", "op-between-encoder-and-head"],
 )
@@ -517,7 +546,10 @@ def test_run_pretraining_serves_a_roberta_and_records_it(monkeypatch, tmp_path, 
     monkeypatch.setattr(sys, "argv", [str(a) for a in argv])
     with caplog.at_level(logging.INFO):
         run_pretraining.main()
-    assert "masked-only prediction: on for RobertaForMaskedLM: encoder `roberta`, head lm_head" in caplog.text
+    assert (
+        "masked-only prediction: on for RobertaForMaskedLM: the labelled rows enter its head at `lm_head`"
+        in caplog.text
+    )
     assert "cannot serve" not in caplog.text
     for version in ("v0.1", "v0.2"):
         info = json.loads((out / "releases" / version / "bioptimus_phase.json").read_text())
@@ -561,9 +593,10 @@ def test_static_masked_positions_give_the_unpadded_loss_and_gradients(name):
 @pytest.mark.compile
 @pytest.mark.parametrize("name", ARCHITECTURES)
 def test_static_masked_positions_compile_one_graph_per_bucket(name):
-    """Under torch.compile the whole masked-only forward is one graph for every architecture (no graph break),
-    and with static marks each bucket compiles once: going back to an earlier bucket recompiles nothing. The
-    `eager` backend: what dynamo captures does not depend on the backend, and it costs no code generation."""
+    """Under torch.compile the whole masked-only forward, its loss included, is one graph for every architecture (no
+    graph break), and with static marks each bucket compiles once: going back to an earlier bucket recompiles
+    nothing. The `eager` backend: what dynamo captures does not depend on the backend, and it costs no code
+    generation."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 

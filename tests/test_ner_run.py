@@ -16,8 +16,7 @@ from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.finetuning.results import aggregate_seed_results, paired_seed_difference, write_results
 from bioptimus_hf.ner import compare
 from bioptimus_hf.ner.conll import read_conll
-from bioptimus_hf.ner.results import markdown_table
-from bioptimus_hf.ner.run import fine_tune_ner
+from bioptimus_hf.ner.run import fine_tune_ner, markdown_table
 from bioptimus_hf.ner.schemes import pipeline_caveat
 from bioptimus_hf.ner.tagger import NerTagger
 from bioptimus_hf.releases.ner_results import model_index

@@ -156,7 +156,8 @@ def test_a_bioul_model_warns_at_load_what_the_pipeline_gets_wrong(tmp_path, capl
 @pytest.mark.parametrize("scheme", ["IO", "BIO", "BIOUL"])
 def test_the_model_card_says_how_to_tag_and_whether_the_pipeline_can(tmp_path, scheme):
     labels = label_list(["Disease"], scheme)
-    written = build_ner_card("v0.4", "NCBI-disease-IOB", scheme, labels, caveat=pipeline_caveat(scheme))
+    context = {"model_name": "v0.4", "dataset": "NCBI-disease-IOB", "scheme": scheme, "labels": labels}
+    written = build_ner_card({**context, "caveat": pipeline_caveat(scheme)})
     path = write_card(str(tmp_path), written)
     card = ModelCard.load(path)
     assert card.data.pipeline_tag == "token-classification" and card.data.library_name == "transformers"

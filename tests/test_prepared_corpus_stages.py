@@ -9,11 +9,11 @@ from transformers import AutoTokenizer, TrainingArguments
 
 import run_pretraining
 from bioptimus_hf.commands import run as bioptimus
+from bioptimus_hf.pretraining.bioptimus_config import DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, shuffle_buffer_size, text_corpus_files
-from bioptimus_hf.pretraining.data_config import DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from bioptimus_hf.utils.corpus_reader import iter_lines
 from bioptimus_hf.utils.prepared_corpus import shard_paths
-from bioptimus_hf.vocabulary.qikfind import find_contexts, rust_available
+from bioptimus_hf.vocabulary.qikfind import FindOptions, find_contexts, rust_available
 from helpers import run_script
 from helpers.pretraining import base_args
 from helpers.pubmed import write_prepared_corpus
@@ -63,8 +63,8 @@ def test_qikfind_reads_the_directory_as_its_lines(prepared, tiny_tokenizer, back
         pytest.skip("the qik-find extension is not built")
     directory, text = prepared
     targets = [tiny_tokenizer.convert_tokens_to_ids(t) for t in ("cells", "the", "of", "protein")]
-    from_dir = find_contexts(directory, tiny_tokenizer, targets, max_per_token=5, backend=backend, progress=False)
-    from_text = find_contexts(text, tiny_tokenizer, targets, max_per_token=5, backend=backend, progress=False)
+    from_dir = find_contexts(directory, tiny_tokenizer, targets, FindOptions(5), backend=backend, progress=False)
+    from_text = find_contexts(text, tiny_tokenizer, targets, FindOptions(5), backend=backend, progress=False)
     assert from_dir == from_text
     assert sum(len(c) for c in from_dir.values()) > 5
 

@@ -11,6 +11,7 @@ import pytest
 
 from bioptimus_hf.vocabulary.qikfind import (
     Context,
+    FindOptions,
     QikFindStats,
     UnsupportedTokenizerError,
     find_contexts,
@@ -207,8 +208,7 @@ def test_python_backend_is_bottom_k_of_all_occurrences(corpus, trained_tokenizer
         corpus,
         trained_tokenizer,
         targets,
-        max_per_token=3,
-        seed=5,
+        FindOptions(max_per_token=3, seed=5),
         backend="python",
         progress=False,
         return_stats=True,
@@ -227,7 +227,7 @@ def test_python_backend_with_bert_base_uncased_vocab(corpus, minilm_dir):
     targets = [
         vocab[t] for t in ["inter", "##uki", "cells", "cafe", "istanbul", "中", "[MASK]", "mask", "##ase", "patients"]
     ]
-    contexts = find_contexts(corpus, minilm_dir, targets, max_per_token=4, seed=1, backend="python", progress=False)
+    contexts = find_contexts(corpus, minilm_dir, targets, FindOptions(4, seed=1), backend="python", progress=False)
     _check_contexts(corpus, minilm_dir, targets, contexts, m=4, seed=1)
     never = vocab["[unused5]"]
     assert find_contexts(corpus, minilm_dir, [never], backend="python", progress=False) == {never: []}
@@ -256,7 +256,7 @@ def test_sampling_is_uniform_and_seeded(tmp_path, trained_tokenizer):
     samples = set()
     for seed in range(seeds):
         chosen = find_contexts(
-            [path], trained_tokenizer, [token], max_per_token=m, seed=seed, backend="python", progress=False
+            [path], trained_tokenizer, [token], FindOptions(m, seed), backend="python", progress=False
         )[token]
         assert len(chosen) == m and len({c.sentence_index for c in chosen}) == m
         counts.update(c.sentence_index for c in chosen)
@@ -279,10 +279,10 @@ def test_sampling_is_uniform_and_seeded(tmp_path, trained_tokenizer):
 def test_degenerate_requests(corpus, trained_tokenizer, backend):
     token = load_backend_tokenizer(trained_tokenizer).token_to_id("the")
     kwargs = dict(backend=backend, progress=False)
-    assert find_contexts(corpus, trained_tokenizer, [token], max_per_token=0, **kwargs) == {token: []}
+    assert find_contexts(corpus, trained_tokenizer, [token], FindOptions(0), **kwargs) == {token: []}
     contexts, stats = find_contexts(corpus, trained_tokenizer, [], return_stats=True, **kwargs)
     assert contexts == {} and stats.sentences == len(_all_sentences(corpus))
-    one = find_contexts(corpus[0], trained_tokenizer, [token, token], max_per_token=2, **kwargs)  # a bare path
+    one = find_contexts(corpus[0], trained_tokenizer, [token, token], FindOptions(2), **kwargs)  # a bare path
     assert list(one) == [token] and len(one[token]) == 2
 
 
@@ -323,15 +323,18 @@ def test_rust_matches_python(corpus, trained_tokenizer, minilm_dir, tokenizer_na
         vocab = load_backend_tokenizer(tokenizer_dir).get_vocab()
         targets = sorted(set(itertools.islice((vocab[t] for t in sorted(vocab) if len(t) > 4), 0, None, 7)))
         targets += [vocab[t] for t in ["中", "[MASK]", "mask", "cafe", "istanbul", "##ase", "[UNK]"]]
-    kwargs = dict(max_per_token=3, seed=11, progress=False, return_stats=True)
-    python, python_stats = find_contexts(corpus, tokenizer_dir, targets, backend="python", **kwargs)
-    rust, rust_stats = find_contexts(corpus, tokenizer_dir, targets, backend="rust", num_threads=2, **kwargs)
+    kwargs = dict(progress=False, return_stats=True)
+    options = FindOptions(3, seed=11, num_threads=2)
+    python, python_stats = find_contexts(corpus, tokenizer_dir, targets, options, backend="python", **kwargs)
+    rust, rust_stats = find_contexts(corpus, tokenizer_dir, targets, options, backend="rust", **kwargs)
     assert rust_stats.backend == "rust"
     for key in ("files", "lines", "bytes", "sentences", "replacement_chars", "chunked_sentences"):
         assert getattr(rust_stats, key) == getattr(python_stats, key), key
     assert rust_stats.candidate_sentences <= python_stats.candidate_sentences
     assert rust == python
-    single, _ = find_contexts(corpus, tokenizer_dir, targets, backend="rust", num_threads=1, **kwargs)
+    single, _ = find_contexts(
+        corpus, tokenizer_dir, targets, FindOptions(3, 11, num_threads=1), backend="rust", **kwargs
+    )
     assert single == rust
 
 
@@ -344,10 +347,11 @@ def test_rust_matches_python_byte_level_bpe(corpus, bpe_dirs, config, caplog):
     corpus (real lines, accents, CJK, special tokens, invalid UTF-8, CRLF, a chunked line, gzip)."""
     tokenizer_dir = bpe_dirs[config]
     targets = _bpe_targets(tokenizer_dir)
-    kwargs = dict(max_per_token=3, seed=11, progress=False, return_stats=True)
-    python, python_stats = find_contexts(corpus, tokenizer_dir, targets, backend="python", **kwargs)
+    kwargs = dict(progress=False, return_stats=True)
+    options = FindOptions(3, seed=11, num_threads=2)
+    python, python_stats = find_contexts(corpus, tokenizer_dir, targets, options, backend="python", **kwargs)
     with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
-        rust, rust_stats = find_contexts(corpus, tokenizer_dir, targets, backend="auto", num_threads=2, **kwargs)
+        rust, rust_stats = find_contexts(corpus, tokenizer_dir, targets, options, backend="auto", **kwargs)
     assert [r.getMessage() for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"] == [
         "qik-find: Rust backend, tokenizer family byte-level BPE "
         "(no normalizer + ByteLevel pre-tokenizer (GPT-2 pattern) + BPE)"
@@ -358,7 +362,9 @@ def test_rust_matches_python_byte_level_bpe(corpus, bpe_dirs, config, caplog):
     assert rust_stats.candidate_sentences <= python_stats.candidate_sentences
     assert sum(map(len, python.values())) > 300  # not vacuous
     assert rust == python
-    single, _ = find_contexts(corpus, tokenizer_dir, targets, backend="rust", num_threads=1, **kwargs)
+    single, _ = find_contexts(
+        corpus, tokenizer_dir, targets, FindOptions(3, 11, num_threads=1), backend="rust", **kwargs
+    )
     assert single == rust
 
 
@@ -406,7 +412,7 @@ def test_other_families_are_refused_at_start_naming_family_and_reason(corpus, tm
         caplog.clear()
         with caplog.at_level("INFO", logger="bioptimus_hf.vocabulary.qikfind"):
             contexts, stats = find_contexts(
-                corpus, directory, targets, max_per_token=2, backend="auto", progress=False, return_stats=True
+                corpus, directory, targets, FindOptions(2), backend="auto", progress=False, return_stats=True
             )
         assert stats.backend == "python"
         (record,) = [r for r in caplog.records if r.name == "bioptimus_hf.vocabulary.qikfind"]
@@ -416,7 +422,7 @@ def test_other_families_are_refused_at_start_naming_family_and_reason(corpus, tm
         )
         if name != "dropout":
             assert contexts == find_contexts(
-                corpus, directory, targets, max_per_token=2, backend="python", progress=False
+                corpus, directory, targets, FindOptions(2), backend="python", progress=False
             )
         with pytest.raises(UnsupportedTokenizerError) as caught:
             find_contexts(corpus, directory, targets, backend="rust", progress=False)
@@ -432,7 +438,7 @@ def test_python_backend_is_bottom_k_for_byte_level_bpe(corpus, bpe_dirs):
     tokenizer_dir = bpe_dirs["roberta"]
     backend = load_backend_tokenizer(tokenizer_dir)
     targets = _bpe_targets(tokenizer_dir, count=60)
-    contexts = find_contexts(corpus, tokenizer_dir, targets, max_per_token=3, seed=2, backend="python", progress=False)
+    contexts = find_contexts(corpus, tokenizer_dir, targets, FindOptions(3, seed=2), backend="python", progress=False)
     occurrences = collections.defaultdict(list)
     for index, sentence in _all_sentences(corpus):
         encoding = backend.encode(sentence, add_special_tokens=False)
@@ -579,7 +585,7 @@ def test_cli_matches_python_backend(corpus, trained_tokenizer, bpe_dirs, tmp_pat
         for row in rows
     }
     assert cli == find_contexts(
-        corpus, tokenizer_dir, targets, max_per_token=3, seed=4, backend="python", progress=False
+        corpus, tokenizer_dir, targets, FindOptions(3, seed=4), backend="python", progress=False
     )
     stats = json.loads(done.stderr.splitlines()[-1].split("qik-find: ", 1)[1])
     assert stats["sentences"] == len(_all_sentences(corpus)) and stats["replacement_chars"] == 5

@@ -406,10 +406,11 @@ def test_the_lock_of_a_busy_output_directory_names_the_command_without_its_token
 
     from bioptimus_hf.pretraining.run_lifecycle import OutputDirBusyError, OutputDirLock
 
-    monkeypatch.setattr(sys, "argv", ["/x/run_pretraining.py", "--hub_token", SENTINEL, f"--hub_token={SENTINEL}"])
+    command = ["/usr/bin/python3", "/x/run_pretraining.py", "--hub_token", SENTINEL, f"--hub_token={SENTINEL}"]
+    monkeypatch.setattr(sys, "orig_argv", command)
     with OutputDirLock(tmp_path):
         content = (tmp_path / ".bioptimus-run.lock").read_text()
-        assert SENTINEL not in content and f"run_pretraining.py --hub_token {REDACTED}" in content
+        assert SENTINEL not in content and f"(python3 /x/run_pretraining.py --hub_token {REDACTED}" in content
         with pytest.raises(OutputDirBusyError) as busy:
             OutputDirLock(tmp_path).acquire()
     assert SENTINEL not in str(busy.value) and "is in use by process" in str(busy.value)

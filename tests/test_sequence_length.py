@@ -16,8 +16,8 @@ from transformers import (
 )
 
 from bioptimus_hf.ner.tagger import NerTagger
+from bioptimus_hf.pretraining.bioptimus_config import PretrainingDataArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets
-from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 from bioptimus_hf.utils.sequence_length import max_config_tokens, max_model_tokens, position_offset
 from helpers import corpus_lines
 from helpers.families import _bert_tokenizer, _roberta_tokenizer, _tiny

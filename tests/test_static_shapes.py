@@ -233,7 +233,7 @@ def test_static_gather_needs_no_host_synchronisation():
     from transformers import BertConfig, BertForMaskedLM
     from transformers.loss.loss_utils import ForMaskedLMLoss
 
-    from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction, gather_labelled_rows, masked_lm_plan
+    from bioptimus_hf.pretraining.masked_lm import enable_masked_only_prediction, gather_labelled_rows
 
     torch.manual_seed(0)
     model = enable_masked_only_prediction(
@@ -255,12 +255,11 @@ def test_static_gather_needs_no_host_synchronisation():
     input_ids, labels = input_ids.cuda(), labels.cuda()
     hidden = model.bert(input_ids=input_ids)[0].detach().requires_grad_(True)
     count = (labels != -100).sum()
-    plan = masked_lm_plan(model)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         rows, targets = gather_labelled_rows(hidden, labels, positions)
-        loss = ForMaskedLMLoss(plan.apply_head(model, rows), targets, vocab_size=97, num_items_in_batch=count)
+        loss = ForMaskedLMLoss(model.cls(rows), targets, vocab_size=97, num_items_in_batch=count)
         loss.backward()
         with pytest.raises(RuntimeError):
             gather_labelled_rows(hidden, labels)  # boolean indexing: the host waits for the count

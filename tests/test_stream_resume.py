@@ -201,8 +201,8 @@ def test_the_loader_state_continues_the_stream_exactly(tmp_path, corpus, tiny_to
     from torch.utils.data import DataLoader
     from transformers import TrainingArguments
 
+    from bioptimus_hf.pretraining.bioptimus_config import PretrainingDataArguments
     from bioptimus_hf.pretraining.data import load_pretraining_datasets
-    from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
 
     def loader():
         data = PretrainingDataArguments(

@@ -516,7 +516,7 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
     lexical warm-up, the start model of the arm without it, and arguments run_pretraining.py takes."""
     from pathlib import Path
 
-    from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES
+    from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES, build_curriculum
     from bioptimus_hf.utils.config_mapping import CommandParser
 
     root = Path(run_study.__file__).parent
@@ -539,7 +539,7 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
                 "bf16": False,
             },
         )
-        schedule = run_config.build(run_config.lexical_warmup_steps).resolve(max_steps)
+        schedule = build_curriculum(run_config, run_config.lexical_warmup_steps).resolve(max_steps)
         assert schedule.lexical_warmup_steps == round(0.1 * max_steps) and schedule.ends[-1] == max_steps
         assert run_config.lexical_warmup_learning_rate == 5e-4
 

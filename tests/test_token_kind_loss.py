@@ -8,7 +8,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
 from bioptimus_hf.analysis.token_kind_loss import heldout_loss_by_token_kind, loss_by_token_kind, new_token_mask
-from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
+from bioptimus_hf.pretraining.bioptimus_config import PretrainingDataArguments
 from helpers import corpus_lines
 
 

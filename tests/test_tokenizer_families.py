@@ -14,6 +14,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, PreTrainedTokenize
 
 from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.ner.tagger import split_words
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
 from bioptimus_hf.pretraining.phases import CurriculumPhase
 from bioptimus_hf.pretraining.tokenization import group_texts, tokenize_with_word_ids
@@ -31,7 +32,6 @@ from bioptimus_hf.utils.tokenizer_families import (
     tokenizer_for_words,
 )
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer, build_initialized_model
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
 from helpers import corpus_lines
 from helpers.families import BASE_LINES, BASES, FAMILY_OF_BASE, build_base, write_corpus
@@ -455,9 +455,13 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
     import yaml
     from transformers import TrainingArguments
 
-    from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES, PretrainingModelArguments
-    from bioptimus_hf.pretraining.curriculum_config import CurriculumArguments
-    from bioptimus_hf.pretraining.data_config import PretrainingDataArguments
+    from bioptimus_hf.pretraining.bioptimus_config import (
+        PRETRAINING_ARGUMENT_TYPES,
+        CurriculumArguments,
+        PretrainingDataArguments,
+        PretrainingModelArguments,
+        build_curriculum,
+    )
     from bioptimus_hf.utils.config_mapping import CommandParser
 
     config = yaml.safe_load(
@@ -470,7 +474,7 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
         f.name for f in dataclasses.fields(TrainingArguments)
     }
     parsed = CommandParser(ours).parse_dict({k: v for k, v in config.items() if k in names})
-    assert parsed[1].init_strategy == "contextualized" and parsed[3].build().phases
+    assert parsed[1].init_strategy == "contextualized" and build_curriculum(parsed[3]).phases
 
 
 def test_what_a_new_vocabulary_does_not_inherit_is_said_before_training(tmp_path, bases, caplog):

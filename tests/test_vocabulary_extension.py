@@ -13,11 +13,12 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 import run_pretraining
 from bioptimus_hf.commands import run as bioptimus
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.releases.record import RunFacts
 from bioptimus_hf.vocabulary import focus_init, qikfind
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
-from bioptimus_hf.vocabulary.tokenizer_training import extend_tokenizer
+from bioptimus_hf.vocabulary.tokenizer_config import TokenizerTrainingArguments
+from bioptimus_hf.vocabulary.tokenizer_training import extend_tokenizer, save_tokenizer
 from helpers import corpus_lines
 from helpers.families import BASE_VOCAB_SIZE, build_base, write_corpus
 
@@ -32,6 +33,13 @@ def bases(tmp_path_factory):
     root = tmp_path_factory.mktemp("bases")
     corpus = write_corpus(root / "corpus.txt", lines=300)
     return {base: build_base(base, root / base) for base in [*FAMILIES, "sentencepiece_bpe"]}, corpus
+
+
+def _extend(corpus, base_dir, vocab_size: int, sample_lines: int):
+    args = TokenizerTrainingArguments(
+        [str(corpus)], str(base_dir), "unused", "extend", vocab_size, coverage_sample_lines=sample_lines
+    )
+    return extend_tokenizer(args, show_progress=False)
 
 
 def _pipeline(tokenizer):
@@ -70,15 +78,9 @@ def assert_base_kept_and_base_text_tokenized_as_base(base, extended):
 def test_extension_keeps_the_base_pipeline_and_appends_the_family_s_entries(tmp_path, bases, base_name):
     base_dirs, corpus = bases
     base = AutoTokenizer.from_pretrained(base_dirs[base_name])
-    extension = extend_tokenizer(
-        [str(corpus)],
-        base,
-        vocab_size=BASE_SIZE + 60,
-        sample_lines=300,
-        output_dir=str(tmp_path / "extended"),
-        show_progress=False,
-    )
+    extension = _extend(corpus, base_dirs[base_name], BASE_SIZE + 60, sample_lines=300)
     extended = extension.tokenizer
+    save_tokenizer(extended, str(tmp_path / "extended"))
     assert len(extended) == BASE_SIZE + 60 and extension.added_tokens == 60
     assert_base_kept_and_base_text_tokenized_as_base(base, extended)
 
@@ -131,9 +133,8 @@ def test_an_added_token_past_the_model_s_entries_keeps_its_id(tmp_path, bases, b
     base = AutoTokenizer.from_pretrained(base_dirs[base_name])
     assert base.add_tokens(["[EXTRA]"], special_tokens=True) == 1
     assert base.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
-    extended = extend_tokenizer(
-        [str(corpus)], base, vocab_size=BASE_SIZE + 21, sample_lines=100, show_progress=False
-    ).tokenizer
+    base.save_pretrained(tmp_path / "base")
+    extended = _extend(corpus, tmp_path / "base", BASE_SIZE + 21, sample_lines=100).tokenizer
     assert len(extended) == BASE_SIZE + 21 and extended.convert_tokens_to_ids("[EXTRA]") == BASE_SIZE
     assert sorted(extended.get_vocab().values()) == list(range(BASE_SIZE + 21))
     text = "the kinase [EXTRA] binds"
@@ -269,9 +270,7 @@ def test_every_strategy_copies_every_base_row_bit_for_bit_and_searches_added_tok
     base_dirs, corpus = bases
     base_dir = base_dirs["bert"] if tied else _untied_bert(base_dirs["bert"], tmp_path / "untied")
     base = AutoTokenizer.from_pretrained(base_dir)
-    extended = extend_tokenizer(
-        [str(corpus)], base, vocab_size=BASE_SIZE + 40, sample_lines=300, show_progress=False
-    ).tokenizer
+    extended = _extend(corpus, base_dir, BASE_SIZE + 40, sample_lines=300).tokenizer
     model = AutoModelForMaskedLM.from_pretrained(base_dir)
     before = {
         name: layer.detach().clone()
@@ -286,7 +285,7 @@ def test_every_strategy_copies_every_base_row_bit_for_bit_and_searches_added_tok
     monkeypatch.setattr(
         qikfind,
         "find_contexts",
-        lambda files, tok, targets, **kw: (searched.extend(targets), real_find(files, tok, targets, **kw))[1],
+        lambda files, tok, targets, *a, **kw: (searched.extend(targets), real_find(files, tok, targets, *a, **kw))[1],
     )
     if strategy == "focus":  # deepfocus stands in: rows for every id, of which only the added ones may be used
         monkeypatch.setattr(

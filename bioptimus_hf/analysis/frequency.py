@@ -1,8 +1,6 @@
-"""Token frequencies of a corpus under a tokenizer, frequency buckets, and the rare / frequent token sets.
-
-Counts are of the tokenizer's own ids over the corpus lines (no special tokens added), so they are
-exactly what the model sees in training. Buckets are half-open count ranges on a log scale
-(``[1, 10)``, ``[10, 100)`` ...; bucket 0 holds the ids never seen).
+"""Token frequencies of a corpus under a tokenizer (its own ids, no special tokens added: what the model sees in
+training), frequency buckets on a log scale (``[1, 10)``, ``[10, 100)`` ...; bucket 0 the ids never seen), and the
+rare and frequent token sets.
 """
 
 from __future__ import annotations
@@ -18,9 +16,7 @@ from ..utils.corpus_reader import iter_text_lines
 DEFAULT_BUCKET_EDGES = (1, 10, 100, 1000, 10000)
 
 
-def token_frequencies(
-    corpus_files: Sequence[str], tokenizer, max_lines: int | None = None, batch_size: int = 1000
-) -> np.ndarray:
+def token_frequencies(corpus_files: Sequence[str], tokenizer, batch_size: int = 1000) -> np.ndarray:
     """How often each id of ``tokenizer`` occurs in the corpus lines (an array of ``len(tokenizer)`` counts)."""
     counts = np.zeros(len(tokenizer), dtype=np.int64)
     batch: list[str] = []
@@ -31,9 +27,7 @@ def token_frequencies(
         counts[:] += np.bincount(flat, minlength=len(counts))[: len(counts)]
         batch.clear()
 
-    for number, line in enumerate(iter_text_lines(corpus_files)):
-        if max_lines is not None and number >= max_lines:
-            break
+    for line in iter_text_lines(corpus_files):
         batch.append(line)
         if len(batch) == batch_size:
             flush()
@@ -63,27 +57,20 @@ def frequency_buckets(
     if edges != sorted(set(edges)) or (edges and edges[0] < 1):
         raise ValueError(f"bucket edges must be increasing counts >= 1, got {edges}")
     excluded = {int(i) for i in exclude}
-    bounds = [0] + edges
-    buckets = []
-    for index, low in enumerate(bounds):
-        high = bounds[index + 1] if index + 1 < len(bounds) else None
-        ids = tuple(
-            int(i)
-            for i in np.nonzero((counts >= low) & ((counts < high) if high is not None else True))[0]
-            if int(i) not in excluded
+    bounds, buckets = [0] + edges, []
+    for low, high in zip(bounds, bounds[1:] + [None]):
+        in_bucket = (counts >= low) & (counts < high) if high is not None else counts >= low
+        buckets.append(
+            FrequencyBucket(low, high, tuple(int(i) for i in np.nonzero(in_bucket)[0] if i not in excluded))
         )
-        buckets.append(FrequencyBucket(low, high, ids))
     return buckets
 
 
 def rare_and_frequent(
     counts: np.ndarray, exclude: Iterable[int] = (), fraction: float = 0.2, candidates: Iterable[int] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(rare ids, frequent ids): the ``fraction`` least and most frequent of the seen ids (count >= 1).
-
-    ``candidates`` restricts the ranking (e.g. to ids that occur in an encoded sample). Ties are broken by
-    id, so the split is deterministic.
-    """
+    """(rare ids, frequent ids): the ``fraction`` least and most frequent of the seen ids (count >= 1), ties broken
+    by id; ``candidates`` restricts the ranking (e.g. to ids that occur in an encoded sample)."""
     if not 0 < fraction <= 0.5:
         raise ValueError(f"fraction must be in (0, 0.5], got {fraction}")
     excluded = {int(i) for i in exclude}

@@ -1,12 +1,8 @@
-"""Isotropy of a set of vectors (rows), and how far two sets lie apart.
-
-* :func:`mean_pairwise_cosine`: mean cosine over all pairs of distinct rows (0 for directions spread
-  evenly, 1 when all rows point the same way — the "anisotropy" of Ethayarajh 2019);
-* :func:`partition_ratio`: Mu & Viswanath ("All-but-the-Top", ICLR 2018), ``I = min_c Z(c) / max_c Z(c)``
-  with ``Z(c) = sum_i exp(c . x_i)`` over unit ``c``, approximated as they do by the eigenvectors of
-  ``X^T X`` (both signs): 1 for an isotropic cloud, towards 0 for a cloud stretched along a few directions;
-* :func:`centroid_separation`: distance between the centroids of two sets over their RMS spread around
-  their own centroids (0: same centre; > 1: the centres are further apart than the clouds are wide).
+"""Isotropy of a set of vectors (rows), and how far two sets lie apart: :func:`mean_pairwise_cosine` (0 for
+directions spread evenly, 1 when all point the same way: Ethayarajh 2019's anisotropy); :func:`partition_ratio`
+(Mu & Viswanath, ICLR 2018: ``min_c Z(c) / max_c Z(c)``, ``Z(c) = sum_i exp(c . x_i)``, over the eigenvectors of
+``X^T X`` of both signs: 1 isotropic, towards 0 stretched along a few directions); :func:`centroid_separation` (the
+distance between the sets' centroids over their RMS spread: 0 the same centre, > 1 further apart than wide).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""How hard each curriculum phase's masked-LM task is for a given model (paper Figure 4): the model's MLM
-loss and perplexity on a corpus sample masked the way each phase masks.
-
-The sample is packed into blocks exactly as pre-training packs it (``pretraining.tokenization``), and each
-phase masks the *same* blocks with the curriculum's own collator, from the same seed; so the phases differ
-only in their masking (phases with the same unit and rate select the very same tokens), and a phase with a
-higher loss is a harder task for this model.
+"""How hard each curriculum phase's masked-LM task is for a model (``bioptimus task-difficulty``, paper Figure 4):
+its MLM loss and perplexity on a corpus sample masked the way each phase masks. The sample is packed into blocks as
+pre-training packs them, and every phase masks the *same* blocks with the curriculum's collator from the same seed:
+the phases differ only in their masking (those with the same unit and rate select the very same tokens).
 """
 
 from __future__ import annotations
@@ -116,16 +113,11 @@ def difficulty_table(model_name: str, rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
-    """One line per model: its MLM loss under each phase's masking (the paper's Figure 4), as a PNG.
+def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str:
+    """One line per model: its MLM loss under each phase's masking (the paper's Figure 4), as a PNG. ``results`` are
+    per-model dicts with ``label`` and ``phases`` (``phase_losses`` rows)."""
+    from ..utils.plots import pyplot
 
-    ``results`` are per-model dicts with ``label`` and ``phases`` (``phase_losses`` rows). Nothing is
-    drawn (``None``) without matplotlib.
-    """
-    from ..utils.plots import have_matplotlib, pyplot
-
-    if not have_matplotlib():
-        return None
     plt = pyplot()
     phases = results[0]["phases"]
     ticks = [
@@ -135,14 +127,8 @@ def plot_difficulty(results: Sequence[dict[str, Any]], path: str) -> str | None:
     ]
     figure, axis = plt.subplots(figsize=(1.6 * len(phases) + 5.0, 4.0))
     for result in results:
-        axis.errorbar(
-            range(len(result["phases"])),
-            [p["mlm_loss"] for p in result["phases"]],
-            yerr=[p["mlm_loss_se"] for p in result["phases"]],
-            marker="o",
-            capsize=3,
-            label=result["label"],
-        )
+        losses, errors = [p["mlm_loss"] for p in result["phases"]], [p["mlm_loss_se"] for p in result["phases"]]
+        axis.errorbar(range(len(losses)), losses, yerr=errors, marker="o", capsize=3, label=result["label"])
     axis.set_xticks(range(len(phases)), ticks)
     axis.set_ylabel("MLM loss per masked token")
     axis.set_title("Task difficulty: each phase's masking on the same blocks")
@@ -181,12 +167,8 @@ def measure_task_difficulty(args: TaskDifficultyArguments, curriculum: Curriculu
         models.append({"model": name, "label": label, "blocks": len(blocks), "phases": rows})
         print(difficulty_table(label, rows))
         del model
-    result = {
-        "corpus_files": list(args.corpus_files),
-        "max_seq_length": args.max_seq_length,
-        "seed": args.seed,
-        "models": models,
-    }
+    result = dict(corpus_files=list(args.corpus_files), max_seq_length=args.max_seq_length, seed=args.seed)
+    result["models"] = models
     if args.output_file:
         write_json_atomic(args.output_file, result)
     if args.output_plot:
@@ -198,8 +180,7 @@ def split_label(entry: str, entries: list[str]) -> tuple[str, str]:
     """``LABEL=PATH`` -> (LABEL, PATH); a bare path is labelled by the shortest tail that tells it from the
     other bare paths (``a/releases/v0.4`` and ``b/releases/v0.4`` -> ``a/releases/v0.4``, ``b/...``)."""
     if "=" in entry:
-        label, path = entry.split("=", 1)
-        return label, path
+        return tuple(entry.split("=", 1))
     paths = [e.rstrip("/").split("/") for e in entries if "=" not in e]
     parts = entry.rstrip("/").split("/")
     for depth in range(1, len(parts) + 1):

@@ -1,26 +1,10 @@
-"""Held-out masked-LM loss on new and old tokens apart (issue 32).
-
-A release's held-out loss (``heldout_mlm_loss`` in its record) averages over every masked position. With a
-new vocabulary two populations sit in that average: positions whose target is a token the base vocabulary
-also has (its embedding row was copied from the base) and positions whose target is a *new* token (its row
-was initialised: averaged, contextualized, ...). The lexical warm-up exists for the second population, so the
-study reports them apart.
-
-What is measured, per model:
-
-* **the rows**: the arm's own held-out split, built exactly as pre-training builds it
-  (:func:`bioptimus_hf.pretraining.data.load_pretraining_datasets` with the arm's data arguments and seed,
-  ``max_eval_samples`` included), tokenized with the model's own tokenizer;
-* **the masking**: one fixed rule for every model of every arm, the paper's phase 0.1 (15 % of tokens,
-  80/10/10 corruption), seeded, so that the numbers compare across phases and arms (a release's own record
-  uses its phase's masking, which changes from phase to phase);
-* **the loss**: the cross-entropy of every masked position under the model's standard head (float32), averaged
-  over the positions whose target is new and over those whose target is old. ``all`` is the mean over both,
-  and equals the positions-weighted mean of the two (tested).
-
-A token is *new* when its string is not in the base tokenizer's vocabulary: compared by string, so a token
-the two vocabularies share at different ids is old. Special tokens are never masked. For an arm that keeps
-the base vocabulary (``continued``) every target is old.
+"""Held-out masked-LM loss on new and old tokens apart, for a study's analysis (:mod:`bioptimus_hf.study.analysis`):
+with a new vocabulary a release's held-out loss averages targets the base vocabulary also has (rows copied) and new
+ones (rows initialised, what the lexical warm-up is for). Per model: the arm's own held-out split, built as
+pre-training builds it, tokenized with the model's tokenizer; one seeded masking for every model of every arm (the
+paper's phase 0.1: tokens, 15 %, 80/10/10), so the numbers compare across phases and arms; the standard head's
+cross-entropy (float32) over the new targets, the old ones and all. A token is new when its string is not in the
+base tokenizer's vocabulary.
 """
 
 from __future__ import annotations
@@ -86,7 +70,7 @@ def heldout_loss_by_token_kind(
     model_dir: str | Path, base_tokenizer: str | Path, data_args, seed: int, batch_size: int = 32
 ) -> dict[str, Any]:
     """:func:`loss_by_token_kind` of the model in ``model_dir`` on its held-out split (see the module
-    docstring); ``data_args`` are the arm's :class:`~bioptimus_hf.pretraining.data_config.PretrainingDataArguments`."""
+    docstring); ``data_args`` are the arm's :class:`~bioptimus_hf.pretraining.bioptimus_config.PretrainingDataArguments`."""
     import tempfile
 
     from transformers import AutoModelForMaskedLM, TrainingArguments

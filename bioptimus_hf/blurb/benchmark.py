@@ -1,21 +1,15 @@
-"""The BLURB benchmark as one run: every dataset present fine-tuned over the same seeds, then one table.
-
-NER sets (``<ner_dir>/<DATASET>/{train,devel,test}.tsv``) go through :func:`bioptimus_hf.ner.run.fine_tune_ner` with
-``--ner_config`` (default: the packaged ``ner_blurb``) read once, BLURB's sets with their recipes, and each job's
-settings over it, the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
-:func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their task type's recipe. ``--num_train_epochs``,
-``--max_steps`` and the ``--max_*_samples`` flags override both. Each dataset × seed is one job
-(:mod:`bioptimus_hf.blurb.jobs`; with ``--batched_seeds``, each dataset's unfinished seeds are one job); the jobs run side by side on this device as far as its cores and memory allow
-(:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``), the longest first, under one progress bar. Each dataset's runs go
-to ``<output_dir>/<DATASET>/``; a seed whose ``seed_<s>/seed_results.json`` exists is not trained again, so a rerun
-resumes where the last one stopped. Once its jobs are done, each dataset's seeds are merged (``all_results.json``)
-and the table (``blurb_results.json``/``.md``, format owned by
-:mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the seeds asked for: the same files and
-table whether the jobs ran side by side or one after another.
-
-With ``--search``, each dataset × grid point × seed is a job (:mod:`bioptimus_hf.blurb.search`): a point's seeds go to
-``<output_dir>/<DATASET>/search/<point>/``, and the dataset's ``all_results.json``, ``results.md`` and table row are
-those of the point of the highest mean dev score over the seeds, with a ``search`` section holding every point's.
+"""``bioptimus blurb``: every dataset present fine-tuned over the same seeds, then one table. NER sets
+(``<ner_dir>/<DATASET>/*.tsv``) go through :func:`bioptimus_hf.ner.run.fine_tune_ner` under ``--ner_config`` (read
+once; BLURB's sets with their recipes), the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
+:func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their recipes; ``--num_train_epochs``, ``--max_steps`` and
+``--max_*_samples`` override both. Each dataset × seed is a job (:mod:`.jobs`; with batched seeds, a dataset's
+unfinished seeds), run side by side as far as the device's cores and memory allow (:mod:`bioptimus_hf.utils.job_pool`,
+``--jobs``), the longest first. A seed whose ``seed_results.json`` exists is not trained again, so a rerun resumes.
+Once its jobs are done, each dataset's seeds are merged (``all_results.json``) and the table
+(``blurb_results.json``/``.md``, :mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the
+seeds asked for: the same files and table whether the jobs ran side by side or one after another. With ``--search``
+(:mod:`.search`), each grid point's seeds go to ``<DATASET>/search/<point>/`` and a dataset's results and row are its
+chosen point's, with a ``search`` section holding every point's.
 """
 
 from __future__ import annotations
@@ -36,8 +30,6 @@ from ..utils.job_pool import DevicePlan, Job, JobOutcome, JobsFailed, parse_jobs
 from .benchmark_config import BenchmarkArguments
 from .data import load_blurb_data, read_task_type, split_path
 from .jobs import (
-    DATA_OVERRIDES,
-    TRAINING_OVERRIDES,
     NerFineTuning,
     SeedJob,
     job_arguments,
@@ -45,7 +37,7 @@ from .jobs import (
     ner_seed_arguments,
     run_seed_job,
 )
-from .results import merge_blurb_results, write_blurb_outputs
+from .run import merge_blurb_results, write_blurb_outputs
 from .score import NER, DatasetScore, blurb_score
 from .search import GridPoint, SearchGrid, chosen_point, point_dir, point_scores, search_record
 
@@ -98,28 +90,19 @@ def find_datasets(
 
 
 def check_datasets(datasets: Sequence[BenchmarkDataset]) -> dict[str, int]:
-    """Read and check every file before anything trains: a bad file of the last dataset is reported first, not
-    after hours of fine-tuning the others (the message names the file and line). Returns each dataset's number of
-    training rows (sentences for NER)."""
+    """Every file read and checked before anything trains, so that a bad file of the last dataset is reported
+    first (naming the file and line); returns each dataset's training rows (sentences for NER)."""
     train_rows = {}
     for dataset in datasets:
         if dataset.task_type != NER:
             train_rows[dataset.name] = len(load_blurb_data(dataset.data_dir).train.rows)
             continue
-        splits = [
-            read_conll(ner_split_path(dataset.data_dir, split))
-            for split in NER_SPLITS
-            if os.path.isfile(ner_split_path(dataset.data_dir, split))
-        ]
-        for other in splits[1:]:
-            check_entity_types(splits[0], other)
-        train_rows[dataset.name] = len(splits[0].sentences)
+        paths = [ner_split_path(dataset.data_dir, split) for split in NER_SPLITS]
+        train, *others = [read_conll(path) for path in paths if os.path.isfile(path)]
+        for other in others:
+            check_entity_types(train, other)
+        train_rows[dataset.name] = len(train.sentences)
     return train_rows
-
-
-def _overrides(args: BenchmarkArguments) -> dict[str, Any]:
-    keys = TRAINING_OVERRIDES + DATA_OVERRIDES
-    return {key: getattr(args, key) for key in keys if getattr(args, key) is not None}
 
 
 def seed_groups(args: BenchmarkArguments, output_dir: str, name: str, batched: bool) -> list[list[int]]:
@@ -162,21 +145,16 @@ def _seed_job(
 ) -> SeedJob:
     """The job of ``seeds`` (several: trained as one batched model) of one run of ``dataset``."""
     return SeedJob(
-        dataset=dataset.name,
-        task_type=dataset.task_type,
-        data_dir=dataset.data_dir,
-        output_dir=output_dir,
+        args,
+        dataset.name,
+        dataset.task_type,
+        dataset.data_dir,
+        output_dir,
         seed=seeds[0],
-        batched_seeds=batched,
-        batched_with=tuple(seeds[1:]),
-        model_name_or_path=args.model_name_or_path,
-        model_name=args.name,
-        save_model=args.save_model,
-        base_model_hub_id=args.base_model_hub_id,
-        overrides=_overrides(args),
-        disable_tqdm=True if args.disable_tqdm else None,
         ner=ner if dataset.task_type == NER else None,
         point=point,
+        batched_seeds=batched,
+        batched_with=tuple(seeds[1:]),
     )
 
 
@@ -326,7 +304,7 @@ def dataset_row(dataset: BenchmarkDataset, output_dir: str, seeds: Sequence[int]
                 "seed directory or use another --output_dir"
             )
     per_seed = {str(seed): 100 * record["run"][key] for seed, record in zip(seeds, records)}
-    metric = records[0]["run_info"].get("metric", "f1")  # run_ner.py's runs: entity-level F1
+    metric = records[0]["run_info"].get("metric", "f1")  # a NER run's: entity-level F1
     values = list(per_seed.values())
     return {
         "dataset": dataset.name,

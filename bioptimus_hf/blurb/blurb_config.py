@@ -1,14 +1,12 @@
-"""The flags of ``run_blurb.py`` and the fine-tuning recipe of each BLURB dataset: the one place they are set. Its
-model flags (:class:`BlurbModelArguments`) are every fine-tuning command's
-(:mod:`bioptimus_hf.finetuning.finetuning_config`) and the base model's Hub id.
-
-:data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of seeds,
-each value with the key of its source in :data:`SOURCES`: the PubMedBERT paper (Gu et al. 2021) where it fixes the
+"""``bioptimus blurb-task``'s flags (the model's and stabilisation's are every fine-tuning run's,
+:mod:`bioptimus_hf.finetuning.finetuning_config`) and each BLURB dataset's fine-tuning recipe, the one place they are
+set. :data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of
+seeds, each value citing its source in :data:`SOURCES`: the PubMedBERT paper (Gu et al. 2021) where it fixes the
 value, else the public BLURB script of a leaderboard system (LinkBERT's), else the paper's grid value nearest
-LinkBERT's. Where the two sources disagree the paper wins (docs/blurb.md says how the other differs). A dataset
-directory of another name takes its task type's recipe (:data:`TYPE_RECIPE`); a NER set takes its own only when it
-is one of BLURB's (:func:`ner_recipe_for`), else its NER config's values. A recipe value is a default only: a config
-file or a flag overrides it. A dataset's settings are built in one place, :func:`blurb_arguments`.
+LinkBERT's; where they disagree the paper wins (docs/blurb.md). Another dataset takes its task type's recipe
+(:data:`TYPE_RECIPE`); a NER set its own only when it is one of BLURB's (:func:`ner_recipe_for`). A recipe value is a
+default: a config file or a flag overrides it, in :func:`blurb_arguments`, the one place a dataset's settings are
+built.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ from transformers.trainer_utils import SaveStrategy
 
 from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
 from ..releases.blurb_results import published_name
-from ..releases.lineage import base_model_hub_id_field
 from ..utils.config_mapping import CommandParser
 from .data import read_task_type
 from .score import NER
@@ -207,10 +204,9 @@ _TRAINING_FIELDS = {f.name: f for f in dataclasses.fields(TrainingArguments)}
 
 @dataclass(repr=False)  # TrainingArguments' own repr, which masks hub_token
 class BlurbTrainingArguments(TrainingArguments):
-    """``TrainingArguments`` that save no checkpoint unless asked (``save_strategy`` "no"): a seed is never resumed
-    from one, so the Trainer's default saves every 500 steps would only fill the disk. With
-    ``--load_best_model_at_end`` and no saving asked for, checkpoints are saved where evaluation runs (the Trainer
-    picks the best among them)."""
+    """``TrainingArguments`` that save no checkpoint unless asked (a seed is never resumed from one: the Trainer's
+    default saves every 500 steps would only fill the disk); with ``--load_best_model_at_end``, where evaluation runs
+    (the Trainer picks the best among them)."""
 
     save_strategy: SaveStrategy | str = field(
         default="no",
@@ -274,36 +270,16 @@ class BlurbDataArguments:
             raise ValueError(f"--max_seq_length {self.max_seq_length}: needs room for at least the special tokens")
 
 
-@dataclass
-class BlurbModelArguments(FineTuningModelArguments):
-    """``run_blurb.py``'s model flags: every fine-tuning run's model and precision flags and the base model's Hub id
-    for the cards."""
-
-    base_model_hub_id: str | None = base_model_hub_id_field()
-
-
-@dataclass
-class BlurbStabilisationArguments(StabilisationArguments):
-    """``run_ner.py``'s stabilisation flags, whose ``--seeds`` default to the dataset's recipe."""
-
-    seeds: list[int] | None = field(
-        default=None,
-        metadata={
-            "help": "Seeds, e.g. --seeds 1 2 3: one full fine-tune per seed (default: the dataset's "
-            "recipe, 1-10 for BIOSSES, PubMedQA and BioASQ, 1-5 for the others)."
-        },
-    )
-
-
-# run_blurb.py's arguments, in the order ``bioptimus blurb-task`` parses them and :func:`~.run.run_blurb_task` takes them.
-BLURB_ARGUMENT_TYPES = (BlurbModelArguments, BlurbDataArguments, BlurbStabilisationArguments, BlurbTrainingArguments)
+# The arguments of a dataset's run, in the order ``bioptimus blurb-task`` parses them and :func:`~.run.run_blurb_task`
+# takes them.
+BLURB_ARGUMENT_TYPES = (FineTuningModelArguments, BlurbDataArguments, StabilisationArguments, BlurbTrainingArguments)
 
 
 def blurb_arguments(settings: Mapping[str, Any]) -> tuple:
-    """A dataset's four argument objects (:data:`BLURB_ARGUMENT_TYPES`): its recipe (:func:`recipe_for`: learning
-    rate, batch size, epochs, input length, warm-up) under ``settings``, a config file's values and the flags by
-    name (None: unset). The one way they are built: ``bioptimus blurb-task``, the benchmark's jobs and any caller.
-    Raises ``ValueError`` naming a value refused, an unknown name or a missing ``--data_dir``."""
+    """A dataset's four argument objects (:data:`BLURB_ARGUMENT_TYPES`): its recipe (:func:`recipe_for`) under
+    ``settings``, a config file's values and the flags by name (None: unset), for ``bioptimus blurb-task``, the
+    benchmark's jobs and any caller. Raises ``ValueError`` naming a value refused, an unknown name or a missing
+    ``--data_dir``."""
     settings = {name: value for name, value in settings.items() if value is not None}
     if "data_dir" not in settings:
         raise ValueError("the following arguments are required: --data_dir")

@@ -1,16 +1,11 @@
-"""The BLURB benchmark's unit of work: one dataset × seed fine-tune (with ``--search``, dataset × grid point × seed;
-with batched seeds, a dataset's unfinished seeds in one job) as a picklable description (:class:`SeedJob`), the
-function a worker process runs it with (:func:`run_seed_job`), and what it is expected to cost: memory
-(:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the longest-first order).
-
-A job beyond NER builds ``run_blurb.py``'s typed arguments as ``bioptimus blurb-task`` does
-(:func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`: its recipe under the benchmark's overrides and ``--seeds
-<s>``) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`; a NER job lays its
-settings over its set's values (:class:`NerFineTuning`: the benchmark's NER config file and, for one of BLURB's
-sets, its recipe), converts them to ``bioptimus ner``'s typed arguments as a config file holding them would be
-(``CommandParser.parse_dict``, ``utils/config_mapping.py``) and runs
-:func:`~bioptimus_hf.ner.run.fine_tune_ner`. Either writes ``<output_dir>/seed_<s>/seed_results.json`` as its last
-act, so a job stopped before its end leaves no seed that looks finished.
+"""``bioptimus blurb``'s unit of work: one dataset × seed fine-tune (with ``--search``, × grid point; with batched
+seeds, a dataset's unfinished seeds) as a picklable description (:class:`SeedJob`), run in a worker process by
+:func:`run_seed_job`, and its expected memory (:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the
+longest-first order). A job beyond NER builds its typed arguments as ``bioptimus blurb-task`` does
+(:func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`;
+a NER job lays its settings over its set's values (:class:`NerFineTuning`) and runs
+:func:`~bioptimus_hf.ner.run.fine_tune_ner`. Either writes ``seed_results.json`` as its last act, so a job stopped
+before its end leaves no seed that looks finished.
 """
 
 from __future__ import annotations
@@ -26,26 +21,23 @@ from ..utils.cli import bad_input
 from ..utils.config_files import read_config
 from ..utils.config_mapping import CommandParser
 from ..utils.files import read_json
+from .benchmark_config import BenchmarkArguments
 from .blurb_config import blurb_arguments, ner_recipe_for
 from .run import fine_tune_blurb_seeds
 from .score import NER
 from .search import GridPoint
 
 
-# The benchmark's flags that override every task's recipe, by the arguments they belong to.
-TRAINING_OVERRIDES = ("num_train_epochs", "max_steps")
-DATA_OVERRIDES = ("max_train_samples", "max_eval_samples", "max_test_samples")
+# The benchmark's flags that override every task's recipe.
+OVERRIDES = ("num_train_epochs", "max_steps", "max_train_samples", "max_eval_samples", "max_test_samples")
 
 
 @dataclass(frozen=True)
 class NerFineTuning:
     """How the benchmark fine-tunes a NER set: ``bioptimus ner``'s config file (a path or a packaged config's name)
-    and the values it holds, read once by the benchmark (plain data: a job carries them to its worker process).
-
-    A set of BLURB's takes its recipe (:func:`~bioptimus_hf.blurb.blurb_config.ner_recipe_for`) with the config
-    file: over the file's values when ``recipe_over_config`` (the benchmark's packaged default, whose values are one
-    recipe for every set), under them otherwise (a file the user names sets what it holds). Each job's settings go
-    over both; the result also gives the estimates (batch, length, epochs, precision)."""
+    and its values, read once (plain data: a job carries them to its worker process). A set of BLURB's takes its
+    recipe (:func:`~bioptimus_hf.blurb.blurb_config.ner_recipe_for`) over the file's values when
+    ``recipe_over_config`` (the packaged default), under them otherwise (a file the user names sets what it holds)."""
 
     config: str
     values: Mapping[str, Any] = field(default_factory=dict)
@@ -53,7 +45,6 @@ class NerFineTuning:
 
     @classmethod
     def from_config(cls, config: str, recipe_over_config: bool = False) -> NerFineTuning:
-        """The config file ``config`` names, read (:func:`~bioptimus_hf.utils.config_files.read_config`)."""
         return cls(config, read_config(config), recipe_over_config)
 
     def values_for(self, data_dir: str) -> dict[str, Any]:
@@ -66,9 +57,8 @@ class NerFineTuning:
         return {**recipe.training_values(), **self.values}
 
     def arguments(self, settings: Mapping[str, Any]) -> tuple:
-        """``bioptimus ner``'s typed arguments (:data:`~bioptimus_hf.ner.fine_tuning_config.NER_ARGUMENT_TYPES`):
-        ``settings`` (with the set's ``data_dir``) over the set's values; a value they refuse is a ``ValueError``
-        naming the config."""
+        """``bioptimus ner``'s typed arguments: ``settings`` (with the set's ``data_dir``) over the set's values; a
+        value they refuse is a ``ValueError`` naming the config."""
         try:
             return CommandParser(NER_ARGUMENT_TYPES).parse_dict({**self.values_for(settings["data_dir"]), **settings})
         except ValueError as error:
@@ -77,24 +67,20 @@ class NerFineTuning:
 
 @dataclass(frozen=True)
 class SeedJob:
-    """One dataset × seed fine-tune of the benchmark (with ``--search``, at one grid point, whose settings go over
+    """One dataset × seed fine-tune of the benchmark (with ``--search``, at a grid point, whose settings go over
     every other): everything a worker process needs to run it."""
 
+    benchmark: BenchmarkArguments  # the model, the overrides of every task's recipe, what is kept
     dataset: str  # the data directory's name, and the run's under the benchmark's output_dir
     task_type: str  # a key of score.BLURB_DATASETS
     data_dir: str
     output_dir: str  # the dataset's (or its grid point's): the seed goes to <output_dir>/seed_<seed>/
     seed: int
-    model_name_or_path: str
-    model_name: str
-    save_model: bool = False
-    base_model_hub_id: str | None = None  # the cards' base_model, when model_name_or_path is a local copy
-    overrides: Mapping[str, Any] = field(default_factory=dict)  # TRAINING_OVERRIDES and DATA_OVERRIDES set
-    disable_tqdm: bool | None = None  # the Trainer's bars (None: its default)
     ner: NerFineTuning | None = None  # for a NER set
     point: GridPoint | None = None  # --search's grid point
     batched_seeds: bool | None = None  # --batched_seeds (None: the fine-tune's default)
     batched_with: tuple[int, ...] = ()  # the dataset's other seeds trained with this one as one batched model
+    disable_tqdm: bool = False  # the Trainer's bars off (else as the benchmark's --disable_tqdm)
 
     @property
     def seeds(self) -> tuple[int, ...]:
@@ -126,28 +112,26 @@ class SeedJob:
 
 
 def job_settings(job: SeedJob) -> dict[str, Any]:
-    """The settings a job gives its fine-tune (``bioptimus ner``'s over its config file, ``run_blurb.py``'s over its
-    recipe): the model, data, output directory, seed, the benchmark's overrides and the grid point's settings."""
+    """The settings a job gives its fine-tune (over its NER config file or its recipe): the model, data, output
+    directory, seeds, the benchmark's overrides and the grid point's settings."""
+    args = job.benchmark
     settings = {
-        "model_name_or_path": job.model_name_or_path,
-        "model_name": job.model_name,
-        "base_model_hub_id": job.base_model_hub_id,
+        "model_name_or_path": args.model_name_or_path,
+        "model_name": args.name,
+        "base_model_hub_id": args.base_model_hub_id,
         "data_dir": job.data_dir,
         "output_dir": job.output_dir,
         "seeds": list(job.seeds),
-        "save_model": job.save_model,
-        **{key: value for key, value in job.overrides.items() if value is not None},
+        "save_model": args.save_model,
+        **{key: getattr(args, key) for key in OVERRIDES if getattr(args, key) is not None},
         **(job.point.settings() if job.point else {}),
     }
-    for name in ("disable_tqdm", "batched_seeds"):  # unset: the fine-tune's default, or its config file's value
-        if getattr(job, name) is not None:
-            settings[name] = getattr(job, name)
+    # unset: the fine-tune's default, or its config file's value
+    if job.disable_tqdm or args.disable_tqdm:
+        settings["disable_tqdm"] = True
+    if job.batched_seeds is not None:
+        settings["batched_seeds"] = job.batched_seeds
     return settings
-
-
-def blurb_seed_arguments(job: SeedJob) -> tuple:
-    """``run_blurb.py``'s four argument objects for a job beyond NER, over its dataset's recipe."""
-    return blurb_arguments({**job_settings(job), "report_to": "none"})
 
 
 def ner_seed_arguments(job: SeedJob) -> tuple:
@@ -158,29 +142,30 @@ def ner_seed_arguments(job: SeedJob) -> tuple:
 
 
 def job_arguments(job: SeedJob) -> tuple:
-    """A job's four typed arguments, NER's (:func:`ner_seed_arguments`) or another's (:func:`blurb_seed_arguments`)."""
-    return ner_seed_arguments(job) if job.task_type == NER else blurb_seed_arguments(job)
+    """A job's four typed arguments: a NER job's (:func:`ner_seed_arguments`), else its recipe's under its settings."""
+    if job.task_type == NER:
+        return ner_seed_arguments(job)
+    return blurb_arguments({**job_settings(job), "report_to": "none"})
 
 
 def run_seed_job(job: SeedJob) -> dict[str, Any]:
-    """Fine-tune ``job``'s seeds (nothing if their results exist); returns its first seed's ``run`` record (its
-    scores)."""
+    """Fine-tune ``job``'s seeds (nothing if their results exist); returns its first seed's ``run`` record."""
+    arguments = job_arguments(job)
     if job.task_type == NER:
         from ..ner.run import fine_tune_ner, load_ner_run_data  # the NER wing's run loads with the first NER job
 
-        arguments = ner_seed_arguments(job)
         with bad_input():  # bad data: the pool reports it in one line, as bioptimus ner words it
             data = load_ner_run_data(arguments[0], arguments[1])
         fine_tune_ner(*arguments, data)
     else:
-        fine_tune_blurb_seeds(*blurb_seed_arguments(job))
+        fine_tune_blurb_seeds(*arguments)
     return read_json(job.seed_results_path)["run"]
 
 
 def encoder_parameters(config) -> int:
     """A BERT-like encoder's parameter count from its config: the embeddings (words, positions, token types, a layer
-    norm), per layer the attention's four h×h projections and the feed-forward's h×i pair with their biases and two
-    layer norms, and the pooler."""
+    norm), per layer four h×h attention projections, the h×i feed-forward pair, biases and two layer norms, the
+    pooler."""
     hidden = config.hidden_size
     intermediate = getattr(config, "intermediate_size", None) or 4 * hidden
     positions = getattr(config, "max_position_embeddings", None) or 512
@@ -191,10 +176,9 @@ def encoder_parameters(config) -> int:
 
 def fine_tuning_memory_bytes(config, batch_size: int, length: int, bf16: bool) -> int:
     """Expected peak memory of fine-tuning an encoder with AdamW on batches of ``batch_size`` × ``length`` tokens:
-    16 bytes a parameter (float32 weights, gradients and Adam's two moments) plus the activations kept for the
-    backward pass, s·b·h·(34 + 5·a·s/h) bytes a layer with 16-bit activations (Korthikanti et al. 2022, "Reducing
-    Activation Recomputation in Large Transformer Models", section 4.1; twice that in float32). An upper estimate:
-    fused attention keeps less than the a·s² term counts."""
+    16 bytes a parameter (float32 weights, gradients, Adam's two moments) plus the activations kept for the backward
+    pass, s·b·h·(34 + 5·a·s/h) bytes a layer in 16 bits (Korthikanti et al. 2022, section 4.1; twice that in
+    float32). An upper estimate: fused attention keeps less than the a·s² term counts."""
     hidden, heads, layers = config.hidden_size, config.num_attention_heads, config.num_hidden_layers
     per_layer = length * batch_size * hidden * (34 + 5 * heads * length / hidden)
     activations = layers * per_layer * (1 if bf16 else 2)
@@ -209,11 +193,9 @@ def job_work(train_rows: int, epochs: float, max_steps: int | None, batch_size: 
 
 
 def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> tuple[int, float]:
-    """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``: the batch, input length,
-    epochs and steps of the job's own arguments (:func:`ner_seed_arguments`, :func:`blurb_seed_arguments`: its
-    recipe or NER config under the overrides), the length capped by the model's positions; bf16 activations on a GPU
-    where the run asks for them (``bf16_if_supported``), else float32. A job of K batched seeds: K times both (K
-    models' parameters and optimizer state, K batches' activations a step, K seeds' steps)."""
+    """(memory in bytes, work) of ``job`` on ``device`` for a model of ``model_config``, from the batch, input
+    length (capped by the model's positions), epochs and steps of the job's own arguments; bf16 activations on a GPU
+    where the run asks for them, else float32. A job of K batched seeds: K times both."""
     model_args, data_args, _, training_args = job_arguments(job)
     batch, epochs = training_args.per_device_train_batch_size, training_args.num_train_epochs
     length = data_args.max_seq_length

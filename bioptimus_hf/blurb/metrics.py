@@ -98,17 +98,16 @@ def question_answering_scores(gold: Sequence[str], predicted: Sequence[str]) -> 
     return {"accuracy": float(accuracy_score(gold, predicted))}
 
 
+METRIC_DESCRIPTIONS = {  # BLURB's metric of each task type in words (recorded in all_results.json)
+    RELATION_EXTRACTION.name: "micro-F1 over the relation classes except {negative!r}",
+    SENTENCE_SIMILARITY.name: "Pearson correlation of predicted and gold scores",
+    DOCUMENT_CLASSIFICATION.name: "micro-F1 over documents x labels, a document's labels the union of its rows'",
+    QUESTION_ANSWERING.name: "accuracy",
+}
+
+
 def metric_description(task: TaskType, negative_label: str | None = None) -> str:
-    """BLURB's metric of ``task`` in words (recorded in ``all_results.json``)."""
-    if task is RELATION_EXTRACTION:
-        return f"micro-F1 over the relation classes except {negative_label!r}"
-    if task is SENTENCE_SIMILARITY:
-        return "Pearson correlation of predicted and gold scores"
-    if task is DOCUMENT_CLASSIFICATION:
-        return "micro-F1 over documents x labels, a document's labels the union of its rows'"
-    if task is QUESTION_ANSWERING:
-        return "accuracy"
-    raise ValueError(f"no metric for task type {task.name!r}")
+    return METRIC_DESCRIPTIONS[task.name].format(negative=negative_label)
 
 
 def score(

@@ -1,37 +1,164 @@
-"""One model fine-tuned and evaluated on one BLURB dataset beyond NER, over several seeds: the steps of
-``run_blurb.py`` as a library function, called by it and by the benchmark (:mod:`bioptimus_hf.blurb.benchmark`),
-over the arguments :func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments` builds.
+"""One model fine-tuned and evaluated on one BLURB dataset beyond NER over several seeds (``bioptimus blurb-task``, a
+job of ``bioptimus blurb``), from the arguments :func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments` builds:
+``AutoModelForSequenceClassification`` with the task's ``problem_type``, classifying from the first token's encoding
+(``[CLS]`` pooling, as the PubMedBERT paper's models), each seed through the shared loop
+(:func:`bioptimus_hf.finetuning.seed_loop.fine_tune_seeds`), dev and test predicted and scored with BLURB's metric. A
+seed whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun resumes after the last finished seed. Per seed,
+``eval_<m>`` (dev) and ``test_<m>`` for each metric ``m`` of the task type, and ``eval_score``/``test_score``, BLURB's
+metric of the task; ``all_results.json`` holds their means over seeds and ``*_std``, ``results.md`` the table.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from transformers import AutoConfig, AutoTokenizer, TrainingArguments
+import numpy as np
+from datasets import Dataset
+from transformers import (
+    AutoConfig,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    DataCollatorWithPadding,
+    TrainingArguments,
+)
 
-from ..finetuning.finetuning_config import StabilisationArguments
-from ..finetuning.results import run_settings
-from ..finetuning.seed_loop import use_batched_seeds
+from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
+from ..finetuning.model_card import build_blurb_card
+from ..finetuning.results import merge_seed_results, run_settings, write_results
+from ..finetuning.seed_loop import SeedRecipe, fine_tune_seeds, use_batched_seeds
 from ..releases.lineage import Lineage
 from ..utils.distributed import share_from_main
 from ..utils.hardware import resolve_bf16
 from ..utils.hub_settings import clear_hub_token
 from ..utils.sequence_length import max_config_tokens
-from .blurb_config import BlurbDataArguments, BlurbModelArguments, recipe_for, recipe_name
+from .blurb_config import BlurbDataArguments, recipe_for, recipe_name
 from .data import BlurbData, load_blurb_data
-from .encoding import encode_rows
-from .finetune import BlurbTask, fine_tune_seeds
-from .metrics import metric_description, negative_label_of
-from .results import merge_blurb_results, write_blurb_outputs
-from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION
+from .metrics import metric_description, negative_label_of, score
+from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION, TaskType
 
 
 logger = logging.getLogger(__name__)
+PREDICTION_SPLITS = {"eval": "dev", "test": "test"}  # result-key prefix -> split
+BLURB_METRICS = ("score", "f1", "precision", "recall", "pearson", "accuracy")
+BLURB_COLUMNS = {"dev": "eval_score", "test": "test_score"}  # results.md's columns: header -> key
+
+
+@dataclass
+class BlurbTask:
+    """What every seed fine-tunes on: the data, its encoded splits (``datasets.Dataset`` by split name) and the
+    class the relation-extraction metric leaves out."""
+
+    data: BlurbData
+    encoded: dict
+    negative_label: str | None = None
+
+    def scores(self, split: str, predictions: Sequence) -> dict[str, float]:
+        rows = self.data.splits()[split].rows
+        scores = score(self.data.task, rows, predictions, self.data.labels, self.negative_label)
+        return {**scores, "score": scores[self.data.task.metric]}
+
+
+def encode_rows(tokenizer, rows: Sequence[dict], task: TaskType, labels: Sequence[str], max_length: int):
+    """``rows`` as a ``datasets.Dataset`` of the tokenizer's outputs and ``labels``, in row order: ``[CLS] text [SEP]``
+    or ``[CLS] text_a [SEP] text_b [SEP]`` (the tokenizer's own special tokens) truncated to ``max_length``; a class
+    id (single-label), a float (regression) or a 0/1 float vector over the classes (multi-label, as transformers'
+    ``BCEWithLogitsLoss`` wants)."""
+    texts = [[row[field] for row in rows] for field in task.text_fields]
+    # a pair loses tokens from its longer text first: a question's context (never the error of "only_second"
+    # when a question alone is too long)
+    encoded = dict(tokenizer(*texts, truncation="longest_first", max_length=max_length))
+    gold = [row[task.label_field] for row in rows]
+    if task.problem_type == "regression":
+        targets = [float(value) for value in gold]
+    elif task.problem_type == "multi_label_classification":
+        targets = [[float(label in set(row_labels)) for label in labels] for row_labels in gold]
+    else:
+        index = {label: i for i, label in enumerate(labels)}
+        targets = [index[label] for label in gold]
+    return Dataset.from_dict({**encoded, "labels": targets})
+
+
+def decode_logits(task: TaskType, logits: np.ndarray, labels: Sequence[str]) -> list:
+    """One prediction per row in label space: a class (argmax), a score, or the classes with a positive logit
+    (sigmoid > 0.5)."""
+    logits = np.asarray(logits)
+    if task.problem_type == "regression":
+        return [float(value) for value in logits.reshape(len(logits), -1)[:, 0]]
+    if task.problem_type == "multi_label_classification":
+        return [[labels[i] for i in np.flatnonzero(row > 0)] for row in logits]
+    return [labels[i] for i in logits.argmax(axis=-1)]
+
+
+def load_classifier(model_name_or_path: str, data: BlurbData, ignore_mismatched_sizes: bool = False):
+    """The model with a fresh head for ``data``: one output per class (one for regression), classifying from the
+    first token's encoding."""
+    labels = data.labels
+    mapping = {"num_labels": 1}
+    if data.task.problem_type != "regression":
+        mapping = {"num_labels": len(labels), "id2label": dict(enumerate(labels))}
+        mapping["label2id"] = {label: i for i, label in enumerate(labels)}
+    config = AutoConfig.from_pretrained(model_name_or_path, problem_type=data.task.problem_type, **mapping)
+    if hasattr(config, "classifier_pooling"):  # ModernBERT can mean-pool; the paper's models read [CLS]
+        config.classifier_pooling = "cls"
+    return AutoModelForSequenceClassification.from_pretrained(
+        model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
+    )
+
+
+def score_blurb_seed(trainer, task: BlurbTask) -> dict[str, float]:
+    """A trained seed's dev and test predictions scored; the main process writes each split's predictions
+    (``<split>_predictions.jsonl``) into the seed's directory."""
+    data, output_dir = task.data, trainer.args.output_dir
+    trainer.compute_metrics = None  # dev-bound; each split is scored against its own rows below
+    run = {}
+    for prefix, split in PREDICTION_SPLITS.items():
+        if split not in task.encoded:
+            continue
+        logits = trainer.predict(task.encoded[split], metric_key_prefix=prefix).predictions
+        predictions = decode_logits(data.task, logits, data.labels)
+        run.update({f"{prefix}_{name}": value for name, value in task.scores(split, predictions).items()})
+        if trainer.is_world_process_zero():
+            os.makedirs(output_dir, exist_ok=True)
+            with open(os.path.join(output_dir, f"{split}_predictions.jsonl"), "w", encoding="utf-8") as handle:
+                for row, prediction in zip(data.splits()[split].rows, predictions):
+                    handle.write(json.dumps({"id": row.get("id"), "prediction": prediction}) + "\n")
+    return run
+
+
+def blurb_recipe(model_args, stab_args, task: BlurbTask, tokenizer) -> SeedRecipe:
+    """How a seed of ``task`` is fine-tuned: the classifier with a fresh head, the Trainer predicting in row order
+    (HoC's documents are groups of rows), the card with the seed's scores."""
+    data = task.data
+
+    def compute_metrics(prediction):  # dev scores at evaluation (--eval_strategy, --metric_for_best_model)
+        return task.scores("dev", decode_logits(data.task, prediction.predictions, data.labels))
+
+    lineage = Lineage.of(model_args.model_name_or_path, model_args.base_model_hub_id)
+    trainer_kwargs = dict(
+        train_dataset=task.encoded["train"],
+        eval_dataset=task.encoded["dev"],
+        processing_class=tokenizer,
+        data_collator=DataCollatorWithPadding(tokenizer),
+        compute_metrics=compute_metrics,
+    )
+    return SeedRecipe(
+        model_args,
+        stab_args,
+        lambda: load_classifier(model_args.model_name_or_path, data, model_args.ignore_mismatched_sizes),
+        trainer_kwargs,
+        score=lambda trainer: score_blurb_seed(trainer, task),
+        card=lambda run, run_info: build_blurb_card(run, run_info, lineage),
+        resume=True,
+    )
 
 
 def run_blurb_task(
-    model_args: BlurbModelArguments,
+    model_args: FineTuningModelArguments,
     data_args: BlurbDataArguments,
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
@@ -41,18 +168,16 @@ def run_blurb_task(
     training_args = fine_tune_blurb_seeds(model_args, data_args, stab_args, training_args)
 
     # 5. every seed of output_dir merged: all_results.json (mean ± std) and results.md, written by the main process
-    output_dir = training_args.output_dir
-
     def merge_and_write() -> dict:
-        results = merge_blurb_results(output_dir)
-        print(write_blurb_outputs(output_dir, results))
+        results = merge_blurb_results(training_args.output_dir)
+        print(write_blurb_outputs(training_args.output_dir, results))
         return results
 
     return share_from_main(merge_and_write)
 
 
 def fine_tune_blurb_seeds(
-    model_args: BlurbModelArguments,
+    model_args: FineTuningModelArguments,
     data_args: BlurbDataArguments,
     stab_args: StabilisationArguments,
     training_args: TrainingArguments,
@@ -65,20 +190,11 @@ def fine_tune_blurb_seeds(
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
 
     # 2. data: the splits, checked against the task type; the class the metric leaves out
-    data = load_blurb_data(
-        data_args.data_dir,
-        data_args.task_type,
-        (data_args.max_train_samples, data_args.max_eval_samples, data_args.max_test_samples),
-        data_args.document_unit,
-    )
+    limits = (data_args.max_train_samples, data_args.max_eval_samples, data_args.max_test_samples)
+    data = load_blurb_data(data_args.data_dir, data_args.task_type, limits, data_args.document_unit)
     negative = negative_label_of(data.labels, data_args.negative_label) if data.task is RELATION_EXTRACTION else None
-    logger.info(
-        "%s: %s, %s rows, labels %s",
-        data.name,
-        data.task.name,
-        "/".join(str(len(split.rows)) for split in data.splits().values()),
-        data.labels,
-    )
+    sizes = "/".join(str(len(split.rows)) for split in data.splits().values())
+    logger.info("%s: %s, %s rows, labels %s", data.name, data.task.name, sizes, data.labels)
 
     # 3. inputs: [CLS] text [SEP] (text [SEP]), truncated to the model's and the recipe's length
     recipe = recipe_for(data.task, data_args.data_dir)
@@ -99,35 +215,17 @@ def fine_tune_blurb_seeds(
     }
     seeds = stab_args.seed_list(training_args.seed) if stab_args.seeds else recipe.seed_list()
     logger.info("%s: recipe %s, seeds %s", data.name, recipe_name(data.task, data_args.data_dir), seeds)
-    fine_tune_seeds(
-        seeds,
-        model_args.model_name_or_path,
-        BlurbTask(data, encoded, negative),
-        tokenizer,
-        training_args,
-        stab_args,
-        run_info,
-        model_args.save_model,
-        model_args.ignore_mismatched_sizes,
-        # the start model as the cards name it: its Hub id when it is one or --base_model_hub_id gives it
-        Lineage.of(model_args.model_name_or_path, model_args.base_model_hub_id),
-        model_args.keep_checkpoints,
-        use_batched_seeds(model_args.batched_seeds, training_args),
-    )
+    seed_recipe = blurb_recipe(model_args, stab_args, BlurbTask(data, encoded, negative), tokenizer)
+    batched = use_batched_seeds(model_args.batched_seeds, training_args)
+    fine_tune_seeds(seed_recipe, seeds, training_args, run_info, batched)
     return training_args
 
 
-def blurb_run_info(
-    model_args: BlurbModelArguments,
-    data_args: BlurbDataArguments,
-    data: BlurbData,
-    negative: str | None,
-    max_length: int,
-) -> dict:
+def blurb_run_info(model_args, data_args: BlurbDataArguments, data: BlurbData, negative, max_length: int) -> dict:
     """What a seed records of its dataset and model beside its scores (the fine-tuning settings aside)."""
     return {
         "model_name_or_path": model_args.model_name_or_path,
-        "model_name": model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path)),
+        "model_name": model_args.name,
         "dataset": data.name,
         "task_type": data.task.name,
         "problem_type": data.task.problem_type,
@@ -139,3 +237,14 @@ def blurb_run_info(
         **({"document_unit": data_args.document_unit} if data.task is DOCUMENT_CLASSIFICATION else {}),
         "num_rows": {name: len(split.rows) for name, split in data.splits().items()},
     }
+
+
+def merge_blurb_results(output_dir: str) -> dict[str, Any]:
+    """Every seed of ``output_dir`` merged (:func:`~bioptimus_hf.finetuning.results.merge_seed_results`)."""
+    return merge_seed_results(output_dir, BLURB_METRICS)
+
+
+def write_blurb_outputs(output_dir: str, results: dict[str, Any]) -> str:
+    """``all_results.json`` and ``results.md``; returns the markdown table."""
+    title = f"{results['model_name']} on {results['dataset']} ({results['metric']}, %)"
+    return write_results(output_dir, results, title, BLURB_COLUMNS)

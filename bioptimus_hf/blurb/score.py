@@ -18,7 +18,7 @@ from ..utils.files import read_json
 from .tasks import DOCUMENT_CLASSIFICATION, QUESTION_ANSWERING, RELATION_EXTRACTION, SENTENCE_SIMILARITY
 
 
-NER, PICO = "ner", "pico"  # token-level types, fine-tuned by run_ner.py
+NER, PICO = "ner", "pico"  # token-level types, fine-tuned by bioptimus ner
 # BLURB's six task types and their thirteen datasets
 BLURB_DATASETS = {
     NER: ("BC5-chem", "BC5-disease", "NCBI-disease", "BC2GM", "JNLPBA"),
@@ -38,12 +38,14 @@ class DatasetScore:
 
 
 def dataset_score_from_results(results: Mapping[str, Any], source: str = "results") -> DatasetScore:
-    """From a ``run_blurb.py`` ``all_results.json`` (``task_type``, ``test_score``) or a ``run_ner.py`` one
-    (``test_f1``: NER)."""
+    """From a ``bioptimus blurb-task`` ``all_results.json`` (``task_type``, ``test_score``) or a ``bioptimus ner``
+    one (``test_f1``: NER)."""
     task_type = results.get("task_type", NER)
     key = "test_score" if "task_type" in results else "test_f1"
     if key not in results or "dataset" not in results:
-        raise ValueError(f"{source}: no 'dataset' and {key!r}: not a run_blurb.py or run_ner.py all_results.json")
+        raise ValueError(
+            f"{source}: no 'dataset' and {key!r}: not a bioptimus blurb-task or bioptimus ner all_results.json"
+        )
     return DatasetScore(results["dataset"], task_type, float(results[key]))
 
 

@@ -1,16 +1,15 @@
 """``bioptimus blurb --search``: the paper's search on dev (Gu et al. 2021, section 6.2). A dataset's grid
-(:class:`SearchGrid`) is every learning rate × batch size × epochs (:data:`~.blurb_config.PAPER_LEARNING_RATES`,
-:data:`~.blurb_config.PAPER_BATCH_SIZES`, the dataset's :func:`~.blurb_config.epoch_choices`; ``--search_*`` flags
-replace an axis); each point (:class:`GridPoint`) fine-tunes the benchmark's seeds into its own directory,
-``<DATASET>/search/<point>/seed_<s>/`` (:func:`point_dir`), so a finished seed of a point is never trained again.
-The choice (:func:`choose`): the point of the highest mean dev score over the seeds asked for, a point whose mean is
-not a number (a constant prediction's Pearson r) ranking last; ties go to the first in grid order (learning rate,
-then batch size, then epochs, each axis in its listed order). :func:`search_record` is the ``search`` section of the
-dataset's ``all_results.json`` (scores as fractions, as the seed files hold them).
+(:class:`SearchGrid`) is every learning rate × batch size × epochs (the paper's rates and sizes, the dataset's
+:func:`~.blurb_config.epoch_choices`; ``--search_*`` flags replace an axis); each point (:class:`GridPoint`)
+fine-tunes the benchmark's seeds into ``<DATASET>/search/<point>/seed_<s>/``, so a finished seed of a point is never
+trained again. The choice (:func:`choose`): the highest mean dev score over the seeds asked for, a mean that is not a
+number (a constant prediction's Pearson r) last, ties to the first in grid order. :func:`search_record` is the
+``search`` section of the dataset's ``all_results.json`` (scores as fractions, as the seed files hold them).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Sequence
@@ -80,12 +79,7 @@ class SearchGrid:
 
     @property
     def points(self) -> list[GridPoint]:
-        return [
-            GridPoint(rate, batch, epochs)
-            for rate in self.learning_rates
-            for batch in self.batch_sizes
-            for epochs in self.epochs
-        ]
+        return [GridPoint(*values) for values in itertools.product(self.learning_rates, self.batch_sizes, self.epochs)]
 
     def as_record(self) -> dict[str, list]:
         return {

@@ -59,7 +59,7 @@ COMMANDS: dict[str, Command] = {
         "bioptimus init-embeddings --model_name_or_path bert-base-uncased --tokenizer_name out/biomed_tok "
         "--init_corpus_files ../shared/data/corpus/pubmed_sentences.txt --output_dir out/init",
         "bioptimus_hf.vocabulary.init_config:StartModelArguments "
-        "bioptimus_hf.vocabulary.init_config:EmbeddingInitArguments",
+        "bioptimus_hf.pretraining.bioptimus_config:EmbeddingInitArguments",
         "bioptimus_hf.vocabulary.run:write_initialized_model",
     ),
     "pretrain": Command(
@@ -168,7 +168,7 @@ COMMANDS: dict[str, Command] = {
         "bioptimus task-difficulty --model_name_or_path outputs/demo_minilm/releases/v0.4 "
         "--corpus_files ../shared/data/corpus/pubmed_abstracts.txt --output_file difficulty.json",
         "bioptimus_hf.analysis.task_difficulty_config:TaskDifficultyArguments "
-        "bioptimus_hf.pretraining.curriculum_config:CurriculumArguments",
+        "bioptimus_hf.pretraining.bioptimus_config:CurriculumArguments",
         "bioptimus_hf.commands.table:task_difficulty",
     ),
     "study": Command(
@@ -312,8 +312,9 @@ def blurb_compare(args) -> dict:
 
 def task_difficulty(args, curriculum_args) -> dict:
     from ..analysis.task_difficulty import measure_task_difficulty
+    from ..pretraining.bioptimus_config import build_curriculum
 
-    return measure_task_difficulty(args, curriculum_args.build())
+    return measure_task_difficulty(args, build_curriculum(curriculum_args))
 
 
 def study(args, argv: list[str]):

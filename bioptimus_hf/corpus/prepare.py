@@ -1,23 +1,17 @@
-"""NLM's PubMed XML files in, a prepared corpus out (:mod:`bioptimus_hf.utils.prepared_corpus`): ``prepare_corpus``.
+"""NLM's PubMed XML files in, a prepared corpus out (:mod:`bioptimus_hf.utils.prepared_corpus`): ``prepare_corpus``,
+for ``bioptimus prepare-corpus``. The result equals applying the files one after another in the order of their
+names, computed in parallel:
 
-Update semantics equal to applying the files one after another in the order of their names, computed in parallel:
-
-1. **parse** (parallel, one task per input file): the file's records, in document order, go to
-   ``DIR/.prepare/<stem>.parquet`` (citations and deletions alike), then ``<stem>.json`` with its counts, its
-   checksum and its errors. The report is written last: a file is parsed when its report exists and names the
-   input's size and modification time (a rerun skips it).
-2. **merge** (main process): the PMIDs of every parsed file, in name order, as one sequence of events. A citation
-   record is *current* when it is its PMID's last event, *replaced* when a later record of that PMID follows it,
-   *deleted* when only ``DeleteCitation`` events follow. This is what the sequential application gives, whatever
-   order the files were parsed in; the merge holds a few integers (~40 bytes) per record of the corpus.
-3. **write** (parallel, one task per input file): each file's current citations, less those the filters leave out
-   (no abstract, language, too short; counted by reason), in a seeded random order, as ``DIR/<stem>.parquet``. A
-   shard is written under a temporary name and renamed when complete; its metadata holds a key of everything it
-   depends on (the input's checksum, the rows kept, the settings), so a rerun skips a shard whose key is unchanged.
-4. ``manifest.json`` last (removed when a run starts): the shards with their rows and sha256, the inputs with
-   theirs, the counts (``citations_read = written + replaced + deleted + filtered``, checked) and every error with
-   its file and position. An interrupted run leaves no manifest, and no file under a shard's name that is not a
-   complete shard.
+1. **parse** (one task per input): the file's records go to ``DIR/.prepare/<stem>.arrow``, then ``<stem>.json``
+   with its counts, checksum and errors, last: a rerun skips a file whose report names its size and mtime.
+2. **merge** (main process): every file's PMIDs in name order as one sequence of events; a citation is *current*
+   when it is its PMID's last event, *replaced* when a later record of that PMID follows, *deleted* when only
+   ``DeleteCitation`` events follow (a few integers per record).
+3. **write** (one task per input): each file's current citations, less those the filters leave out (counted by
+   reason), in a seeded order, as ``DIR/<stem>.parquet``, written under a temporary name and renamed when
+   complete; its metadata holds a key of all it depends on, so a rerun skips a shard whose key is unchanged.
+4. ``manifest.json`` last (removed when a run starts): shards, inputs, counts (``citations_read = written +
+   replaced + deleted + filtered``, checked) and every error with its file and position.
 """
 
 from __future__ import annotations
@@ -232,12 +226,8 @@ def merge_events(pmid_columns: list[np.ndarray], kind_columns: list[np.ndarray])
     ``current``, ``deletions_without_citation``)."""
     sizes = [len(p) for p in pmid_columns]
     if sum(sizes) == 0:
-        return [np.zeros(0, dtype=np.int64) for _ in sizes], {
-            "current": 0,
-            "replaced": 0,
-            "deleted": 0,
-            "deletions_without_citation": 0,
-        }
+        counts = dict.fromkeys(("current", "replaced", "deleted", "deletions_without_citation"), 0)
+        return [np.zeros(0, dtype=np.int64) for _ in sizes], counts
     pmid = np.concatenate(pmid_columns)
     citation = np.concatenate(kind_columns) == CITATION
     position = np.arange(len(pmid), dtype=np.int64)
@@ -390,19 +380,22 @@ def write_shard(intermediate: str, rows: np.ndarray, target: str, settings: dict
     return {**entry, "key": key, "filtered": filtered, **_checksum(target)}
 
 
-def finished_shard(target: Path, key: str) -> dict | None:
-    """The entry of a complete shard already written with this key (a rerun skips it), else None."""
+def _shard_entry(path: Path) -> dict | None:
+    """The entry a preparation wrote into a shard's metadata; None for a file that is not such a shard."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not target.is_file():
-        return None
     try:
-        stored = (pq.read_schema(target).metadata or {}).get(SHARD_METADATA_KEY)
+        stored = (pq.read_schema(path).metadata or {}).get(SHARD_METADATA_KEY)
     except (pa.ArrowException, OSError):
         return None
-    entry = json.loads(stored) if stored else {}
-    if entry.get("key") != key:
+    return json.loads(stored) if stored else None
+
+
+def finished_shard(target: Path, key: str) -> dict | None:
+    """The entry of a complete shard already written with this key (a rerun skips it), else None."""
+    entry = _shard_entry(target) if target.is_file() else None
+    if entry is None or entry.get("key") != key:
         return None
     return {**entry, **_checksum(target)}
 
@@ -429,17 +422,6 @@ def _remove_temporaries(directory: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
-def _run_tasks(function, tasks: list[tuple], workers: int, on_done) -> list:
-    """``function(*task)`` for each task, in ``workers`` processes (in this one for 1); results in task order."""
-    if workers > 1 and len(tasks) > 1:
-        return run_tasks(function, tasks, workers, on_done)
-    results: list = []
-    for i, task in enumerate(tasks):
-        results.append(function(*task))
-        on_done(i, results[i])
-    return results
-
-
 def _parse_inputs(args, inputs: list[Path], work: Path, workers: int) -> list[dict]:
     """Step 1: each input's parse report, parsing those not parsed before with these settings."""
     settings = _parse_settings(args)
@@ -461,7 +443,7 @@ def _parse_inputs(args, inputs: list[Path], work: Path, workers: int) -> list[di
                 bar.update(inputs[todo[j]].stat().st_size)
 
         tasks = [(str(inputs[i]), str(work), settings, args.on_error == "fail", *extra) for i in todo]
-        for i, report in zip(todo, _run_tasks(parse_file, tasks, workers, parsed)):
+        for i, report in zip(todo, run_tasks(parse_file, tasks, workers, parsed)):
             reports[i] = report
     logger.info("parsed %d file(s), %d reused from %s", len(todo), len(inputs) - len(todo), work)
     return reports
@@ -493,27 +475,17 @@ def _write_shards(args, inputs, reports, kept, output: Path, work: Path, workers
     ) as bar:
         intermediates = [_intermediate_path(work, input_stem(p)) for p in inputs]
         tasks = [(str(intermediates[i]), kept[i], str(targets[i]), settings, keys[i]) for i in todo]
-        for i, entry in zip(todo, _run_tasks(write_shard, tasks, workers, lambda j, entry: bar.update(1))):
+        for i, entry in zip(todo, run_tasks(write_shard, tasks, workers, lambda j, entry: bar.update(1))):
             entries[i] = entry
     logger.info("wrote %d shard(s), %d unchanged", len(todo), len(inputs) - len(todo))
     return entries
-
-
-def _is_our_shard(path: Path) -> bool:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        return SHARD_METADATA_KEY in (pq.read_schema(path).metadata or {})
-    except (pa.ArrowException, OSError):
-        return False
 
 
 def remove_stale_shards(output: Path, shards: list[dict]) -> list[str]:
     """Remove the shards an earlier preparation wrote (its metadata says so) that this manifest does not list (an
     input dropped, or left with no rows): the directory then holds exactly the manifest's shards."""
     listed = {shard["file"] for shard in shards}
-    stale = [p for p in output.glob(f"*{SHARD_SUFFIX}") if p.name not in listed and _is_our_shard(p)]
+    stale = [p for p in output.glob(f"*{SHARD_SUFFIX}") if p.name not in listed and _shard_entry(p) is not None]
     for path in stale:
         path.unlink(missing_ok=True)
     return sorted(p.name for p in stale)

@@ -1,31 +1,20 @@
-"""One PubMed XML file (NLM's baseline or update file, the PubMed DTD), read as a stream of citations and deletions.
+"""One PubMed XML file (NLM's baseline or update file, the PubMed DTD) read as a stream of citations and deletions
+(:func:`read_pubmed_file`, for ``bioptimus prepare-corpus``), memory flat whatever the file's size.
 
-:func:`read_pubmed_file` decompresses the file as it reads it and cuts each MB of XML into its top-level records at
-their tags (``<PubmedArticle>`` to ``</PubmedArticle>``...), so memory stays flat whatever the file's size. Of each
-``PubmedArticle`` only the elements its citation is read from are parsed: ``PMID``, ``ArticleTitle``, ``Abstract``,
-``Language``, ``PubDate`` and ``ArticleDate``, located by their tags before ``</Article>``, cut out of the bytes
-and parsed together, a MB at a time, by ElementTree's C parser (no Python per element); the rest of the record
-(authors, MeSH, references, ``PubmedData``: most of a real record's bytes) is checked only for its tags' balance
-(as many ``<`` as end tags and self-closing tags account for), not parsed. A record with CDATA, a comment or a
-processing instruction (none in the DTD), tags that do not balance, a field twice or a field never closed is
-parsed whole, as are ``PubmedBookArticle`` and ``DeleteCitation`` records; where the fields do not parse, the
-MB's records are parsed whole, one by one, and the first that does not parse stops the file. The XML around the
-records (declaration, root, the space between) is checked by a parser of its own, so a broken file is refused as
-a whole would be. Not checked in the parts not parsed: an end tag naming another element, attributes, entities
-and characters. It yields, in document order:
+Each MB of decompressed XML is cut into its top-level records at their tags. Of a ``PubmedArticle`` only the
+elements its citation is read from (``PMID``, ``ArticleTitle``, ``Abstract``, ``Language``, ``PubDate``,
+``ArticleDate``) are cut out before ``</Article>`` and parsed together by ElementTree's C parser; the rest of the
+record (authors, MeSH, references: most of its bytes) is checked for its tags' balance only. A record with CDATA, a
+comment or a processing instruction, unbalanced tags, a field twice or never closed is parsed whole, as are
+``PubmedBookArticle`` and ``DeleteCitation`` records; where the fields do not parse, the MB's records are parsed
+whole, one by one. The XML around the records is checked by a parser of its own (docs/pubmed.md: what is checked).
 
-* :class:`Citation` for each ``PubmedArticle`` (and ``PubmedBookArticle``): PMID and its ``Version``, the title,
-  the abstract (the ``AbstractText`` sections in order, each after its ``Label`` and ": " when it has one and
-  ``section_labels`` is on, joined by a space), the languages, the year of publication (``PubDate/Year``, else the
-  first year in ``MedlineDate``, else ``ArticleDate/Year``). Inline markup (``<i>``, ``<sup>``, MathML) keeps its
-  text; runs of white space become one space.
-* :class:`Deletion` for each PMID of a ``DeleteCitation``.
-* :class:`Malformed` for a record that cannot be used (no PMID, a PMID or version that is not a number), with its
-  position: the record's number in the file (1-based, counting every top-level record).
-
-A file that ends early (a truncated ``.gz``, XML cut off or broken) raises :class:`PubmedFileError` naming the
-file and the position (the last complete record, and the file's XML line where there is one) after the
-records read before it were yielded: the caller decides whether they are kept.
+It yields, in document order, a :class:`Citation` per article (PMID and ``Version``, title, the abstract's sections
+in order, each after its ``Label`` and ": " with ``section_labels``, the languages, the year: ``PubDate/Year``,
+else ``MedlineDate``'s first year, else ``ArticleDate/Year``; inline markup keeps its text, white space runs become
+one space), a :class:`Deletion` per PMID of a ``DeleteCitation``, a :class:`Malformed` for a record without a usable
+PMID (with its 1-based number among the file's records). A file that ends early (a truncated ``.gz``, broken XML)
+raises :class:`PubmedFileError` naming the file and the position, after the records before it were yielded.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Tasks run side by side in worker processes that an interrupt stops at once: :func:`run_tasks`.
+"""Tasks in worker processes that a Ctrl-C stops at once (:func:`run_tasks`, for ``bioptimus prepare-corpus``).
 
-Each worker is a ``spawn`` process with its own pipe: it takes one task at a time, returns its result or its
-exception, and ignores Ctrl-C (SIGINT is blocked while it starts and ignored once it runs), so a Ctrl-C reaches the
-main process alone, as one ``KeyboardInterrupt``. Whatever ends the main process's wait (an interrupt, a task's
-error, a worker that died), every worker is terminated (SIGTERM, then SIGKILL after a second) before the exception
-goes on: no worker outlives the run, and nothing is shared that a killed worker could leave locked.
+Each ``spawn`` worker takes one task at a time over its pipe and ignores SIGINT (blocked while it starts), so a
+Ctrl-C reaches the main process alone; whatever ends the main process's wait (an interrupt, a task's error, a worker
+that died), every worker is terminated before the exception goes on.
 """
 
 from __future__ import annotations
@@ -75,12 +73,18 @@ def _stop(workers: list[tuple[Any, Any]], at_once: bool) -> None:
 
 
 def run_tasks(function: Callable, tasks: Sequence[tuple], workers: int, on_done: Callable[[int, Any], None]) -> list:
-    """``function(*task)`` for each task in ``workers`` processes; results in task order. ``on_done(i, result)``
-    is called here as each ends. A task's exception is raised here (the other workers stopped)."""
+    """``function(*task)`` for each task in ``workers`` processes (in this one for one worker or task); results in
+    task order. ``on_done(i, result)`` is called here as each ends. A task's exception is raised here (the other
+    workers stopped)."""
     import multiprocessing
     from multiprocessing.connection import wait
 
     results: list = [None] * len(tasks)
+    if workers <= 1 or len(tasks) <= 1:
+        for index, task in enumerate(tasks):
+            results[index] = function(*task)
+            on_done(index, results[index])
+        return results
     pool = _start(multiprocessing.get_context("spawn"), min(workers, len(tasks)))
     pending, busy = deque(range(len(tasks))), {}
     finished = False

@@ -1,7 +1,7 @@
-"""The distillation settings (:class:`DistillationConfig`, the flags of ``run_distillation.py``) and their
-resolution against a teacher into a checked :class:`DistillationPlan`; the teacher's flags
-(:class:`TeacherArguments`) and the student's curriculum (:class:`StudentCurriculumArguments`: phase 0.1 alone by
-default).
+"""The settings of ``bioptimus distill``: the teacher's (:class:`TeacherArguments`) and the run's
+(:class:`DistillationConfig`: ``TrainingArguments`` with ``bioptimus pretrain``'s corpus, curriculum and release
+settings, phase 0.1 alone by default, and how the student is built and which losses train it), resolved against
+the teacher into a checked :class:`DistillationPlan`.
 
 Every setting left unset (``None``) takes the recipe's value (:mod:`~bioptimus_hf.distillation.recipes`).
 :meth:`DistillationConfig.resolve` runs every check that needs only the teacher's configuration — valid
@@ -13,15 +13,13 @@ flag, before any model weight is loaded or any step is taken.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass
 from typing import Any
 
 from transformers import TrainingArguments
 
-from ..pretraining.curriculum_config import CurriculumArguments
-from ..pretraining.data_config import PretrainingDataArguments
+from ..pretraining.bioptimus_config import grouped, settings_group
 from ..releases.lineage import base_model_hub_id_field
-from ..releases.release_config import ReleaseArguments
 from .recipes import (
     DISTILLATION_RECIPES,
     HIDDEN_LOSSES,
@@ -33,76 +31,81 @@ from .recipes import (
 )
 
 
-def _alpha(loss: str, what: str):
-    return field(default=None, metadata={"help": f"Weight of the {what} loss (default: the recipe's)."})
+_distillation, _teacher = grouped("distillation"), grouped("teacher")
 
 
-@dataclass
-class DistillationConfig:
-    """How a student is built from the teacher and which losses train it (unset values: the recipe's)."""
+def _alpha(what: str):
+    return _distillation(None, f"Weight of the {what} loss (default: the recipe's).")
 
-    recipe: str = field(
-        default="distilbiobert",
-        metadata={
-            "help": "Rohanian et al.'s recipe: "
-            + "; ".join(f"{n}: {r.description}" for n, r in DISTILLATION_RECIPES.items()),
-            "choices": list(DISTILLATION_RECIPES),
-        },
+
+# TrainingArguments with the corpus, curriculum and release settings of bioptimus pretrain (BioptimusConfig's fields).
+StudentTrainingArguments = settings_group(
+    "StudentTrainingArguments", "corpus", "curriculum", "releases", base=TrainingArguments, module=__name__
+)
+
+
+@dataclass(repr=False)  # TrainingArguments' own repr, which masks hub_token
+class DistillationConfig(StudentTrainingArguments):
+    """The settings of a distillation run: ``StudentTrainingArguments``, and how a student is built from the teacher
+    and which losses train it (unset values: the recipe's)."""
+
+    single_phase: str | None = grouped("curriculum")(
+        "0.1",
+        "The masking phase of the whole run: 0.1 (default: BERT's token masking at 15%%, as in DistilBERT and "
+        "Rohanian et al.), another phase's version, or 'all' to distil through the whole curriculum (--phase_steps "
+        "as in bioptimus pretrain).",
     )
-    student_layers: list[int] | None = field(
-        default=None,
-        metadata={
-            "help": "Teacher layers (0-based) the student keeps: copied into it for --student_init "
-            "teacher_layers; for a random student their number is its depth and they are its layer "
-            "map. Default: the recipe's (even 0 2 4..., odd 1 3 5..., or TinyBERT's uniform map)."
-        },
+    recipe: str = _distillation(
+        "distilbiobert",
+        "Rohanian et al.'s recipe: " + "; ".join(f"{n}: {r.description}" for n, r in DISTILLATION_RECIPES.items()),
+        choices=list(DISTILLATION_RECIPES),
     )
-    layer_map: list[int] | None = field(
-        default=None,
-        metadata={
-            "help": "Teacher layer g(l) each student layer l is aligned to by the hidden/attention losses "
-            "(default: --student_layers)."
-        },
+    student_layers: list[int] | None = _distillation(
+        None,
+        "Teacher layers (0-based) the student keeps: copied into it for --student_init teacher_layers; for a random "
+        "student their number is its depth and they are its layer map. Default: the recipe's (even 0 2 4..., odd "
+        "1 3 5..., or TinyBERT's uniform map).",
     )
-    student_init: str | None = field(
-        default=None,
-        metadata={
-            "help": "teacher_layers (teacher embeddings + the kept layers + MLM head) or random (a fresh "
-            "configuration). Default: the recipe's."
-        },
+    layer_map: list[int] | None = _distillation(
+        None,
+        "Teacher layer g(l) each student layer l is aligned to by the hidden/attention losses (default: "
+        "--student_layers).",
     )
-    student_config_name: str | None = field(
-        default=None, metadata={"help": "A config.json (or model directory) describing a random student."}
+    student_init: str | None = _distillation(
+        None,
+        "teacher_layers (teacher embeddings + the kept layers + MLM head) or random (a fresh configuration). "
+        "Default: the recipe's.",
     )
-    student_hidden_size: int | None = field(
-        default=None,
-        metadata={"help": "Hidden size of a random student (default: the teacher's, half for tinybiobert)."},
+    student_config_name: str | None = _distillation(
+        None, "A config.json (or model directory) describing a random student."
     )
-    student_num_attention_heads: int | None = field(default=None, metadata={"help": "Default: the teacher's."})
-    student_intermediate_size: int | None = field(
-        default=None, metadata={"help": "Default: the teacher's ratio of intermediate to hidden size."}
+    student_hidden_size: int | None = _distillation(
+        None, "Hidden size of a random student (default: the teacher's, half for tinybiobert)."
     )
-    use_projection: bool | None = field(
-        default=None,
-        metadata={
-            "help": "Learn a projection W_p from the student's to the teacher's width for the hidden-state "
-            "losses (default: when the widths differ). It is dropped from the saved student."
-        },
+    student_num_attention_heads: int | None = _distillation(None, "Default: the teacher's.")
+    student_intermediate_size: int | None = _distillation(
+        None, "Default: the teacher's ratio of intermediate to hidden size."
     )
-    temperature: float | None = field(default=None, metadata={"help": "Softmax temperature T of kl/soft_ce."})
-    alpha_mlm: float | None = _alpha("mlm", "student's masked-LM")
-    alpha_kl: float | None = _alpha("kl", "output KL (x T^2)")
-    alpha_soft_ce: float | None = _alpha("soft_ce", "output soft cross-entropy")
-    alpha_cos: float | None = _alpha("cos", "last-hidden-state cosine")
-    alpha_hidden: float | None = _alpha("hidden", "layer-to-layer hidden-state MSE")
-    alpha_attention: float | None = _alpha("attention", "layer-to-layer attention-map MSE")
-    alpha_embedding: float | None = _alpha("embedding", "embedding-layer MSE")
+    use_projection: bool | None = _distillation(
+        None,
+        "Learn a projection W_p from the student's to the teacher's width for the hidden-state losses (default: "
+        "when the widths differ). It is dropped from the saved student.",
+    )
+    temperature: float | None = _distillation(None, "Softmax temperature T of kl/soft_ce.")
+    alpha_mlm: float | None = _alpha("student's masked-LM")
+    alpha_kl: float | None = _alpha("output KL (x T^2)")
+    alpha_soft_ce: float | None = _alpha("output soft cross-entropy")
+    alpha_cos: float | None = _alpha("last-hidden-state cosine")
+    alpha_hidden: float | None = _alpha("layer-to-layer hidden-state MSE")
+    alpha_attention: float | None = _alpha("layer-to-layer attention-map MSE")
+    alpha_embedding: float | None = _alpha("embedding-layer MSE")
 
     def __post_init__(self):
         if self.recipe not in DISTILLATION_RECIPES:
             raise ValueError(f"--recipe {self.recipe!r}: unknown; expected one of {list(DISTILLATION_RECIPES)}")
         if self.student_init is not None and self.student_init not in STUDENT_INITS:
             raise ValueError(f"--student_init {self.student_init!r}: expected one of {list(STUDENT_INITS)}")
+        super().__post_init__()
 
     def resolve(self, teacher_config: Any, student_config: Any = None) -> "DistillationPlan":
         """The checked plan for ``teacher_config`` (a ``BertConfig``); ``student_config`` is the configuration
@@ -303,7 +306,7 @@ class DistillationPlan:
 def check_shared_vocabulary(
     tokenizer: Any, teacher_config: Any, teacher_tokenizer: Any = None, tokenizer_name: str | None = None
 ) -> None:
-    """The run's tokenizer is the teacher's vocabulary: no more entries than the teacher has embedding rows and,
+    """The run's tokenizer is the teacher's vocabulary: at most as many entries as the teacher has embedding rows and,
     when the teacher ships a tokenizer of its own, the same token -> id map. Raises ``ValueError``."""
     name = tokenizer_name or getattr(tokenizer, "name_or_path", "the tokenizer")
     if len(tokenizer) > teacher_config.vocab_size:
@@ -322,43 +325,22 @@ def check_shared_vocabulary(
 
 
 @dataclass
-class StudentCurriculumArguments(CurriculumArguments):
-    single_phase: str | None = field(
-        default="0.1",
-        metadata={
-            "help": "The masking phase of the whole run: 0.1 (default: BERT's token masking at 15%%, as in "
-            "DistilBERT and Rohanian et al.), another phase's version, or 'all' to distil through the "
-            "whole curriculum (--phase_steps as in run_pretraining.py)."
-        },
-    )
-
-
-@dataclass
 class TeacherArguments:
-    teacher_model_name_or_path: str = field(
-        metadata={"help": "The teacher: a BIOptimus release (releases/v0.4) or any BERT masked LM with its MLM head."}
+    teacher_model_name_or_path: str = _teacher(
+        MISSING, "The teacher: a BIOptimus release (releases/v0.4) or any BERT masked LM with its MLM head."
     )
-    tokenizer_name: str | None = field(
-        default=None, metadata={"help": "Tokenizer (default: the teacher's); it must be the teacher's vocabulary."}
+    tokenizer_name: str | None = _teacher(
+        None, "Tokenizer (default: the teacher's); it must be the teacher's vocabulary."
     )
     teacher_hub_id: str | None = base_model_hub_id_field(
-        "the teacher", "--teacher_model_name_or_path", aliases=["--base_model_hub_id"]
+        "the teacher", "--teacher_model_name_or_path", aliases=["--base_model_hub_id"], group="teacher"
     )
-    student_version: str | None = field(
-        default=None, metadata={"help": "Version of the student release (default: the last curriculum phase's)."}
+    student_version: str | None = _teacher(
+        None, "Version of the student release (default: the last curriculum phase's)."
     )
-    speed_batches: int = field(
-        default=4, metadata={"help": "Held-out batches timed for the card's teacher/student speed (0 = skip)."}
-    )
+    speed_batches: int = _teacher(4, "Held-out batches timed for the card's teacher/student speed (0 = skip).")
 
 
 # The arguments of a distillation run, in the order ``bioptimus distill`` parses them and
 # :func:`~.run.run_distillation` takes them.
-DISTILLATION_ARGUMENT_TYPES = (
-    TeacherArguments,
-    DistillationConfig,
-    PretrainingDataArguments,
-    StudentCurriculumArguments,
-    ReleaseArguments,
-    TrainingArguments,
-)
+DISTILLATION_ARGUMENT_TYPES = (TeacherArguments, DistillationConfig)

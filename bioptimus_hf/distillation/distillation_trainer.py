@@ -1,20 +1,13 @@
 """DistillationTrainer: the ``transformers`` Trainer with a frozen teacher and the distillation losses.
 
-Thin over ``Trainer`` (like TRL's trainers): the student is the Trainer's model — optimizer, scheduler,
-checkpoints, resume, DDP, logging and callbacks (the curriculum's :class:`PhaseScheduleCallback` included)
-are the Trainer's own. What it adds:
-
-* the teacher, in inference mode: ``eval()``, no parameter requires a gradient, forward under
-  ``torch.no_grad()``, placed on the device by accelerate without a DDP wrapper;
-* :meth:`compute_loss`: one student forward and one teacher forward on the same masked batch, both with the
-  MLM head at masked positions only, then the weighted losses of the plan
-  (:func:`~bioptimus_hf.distillation.losses.distillation_losses`); each component is logged as ``loss_<name>``.
-  When no loss needs the teacher (MLM only) the teacher does not run at all;
-* evaluation reports the student's own held-out MLM loss (``eval_loss``), as ``run_pretraining.py`` does, and
-  :meth:`evaluate_teacher` the teacher's on the same evaluation set.
-
-Losses are per micro-batch means; ``loss_is_scaled_for_ga = False`` lets the Trainer divide them by the
-gradient-accumulation steps.
+The student is the Trainer's model: optimizer, scheduler, checkpoints, resume, DDP, logging and callbacks (the
+curriculum's :class:`PhaseScheduleCallback` included) are the Trainer's own. It adds the teacher in inference mode
+(``eval()``, no gradient, placed by accelerate without a DDP wrapper, not run when no loss needs it);
+:meth:`~DistillationTrainer.compute_loss`, one student and one teacher forward on the same masked batch, both with
+the masked-only head, then the plan's weighted losses (:func:`~bioptimus_hf.distillation.losses.distillation_losses`),
+each logged as ``loss_<name>``; and the student's held-out MLM loss as ``eval_loss``, the teacher's by
+:meth:`~DistillationTrainer.evaluate_teacher`. The losses are per micro-batch means, which the Trainer divides by
+the gradient-accumulation steps (``loss_is_scaled_for_ga = False``).
 """
 
 from __future__ import annotations
@@ -36,10 +29,9 @@ from .student import PROJECTION_NAME, prepare_student_for_distillation, prepare_
 class DistillationTrainer(Trainer):
     """``Trainer(model=student, ...)`` plus ``teacher_model`` and a resolved ``plan``.
 
-    The student may be a fresh ``BertForMaskedLM``; it is prepared here (masked-only head, projection W_p when
-    the plan uses one, eager attention when attention maps are compared). Checks made before any step:
-    teacher and student share the vocabulary, the student's depth and width are the plan's, and the layer map
-    fits both models (``ValueError`` otherwise).
+    The student (a fresh ``BertForMaskedLM`` will do) is prepared here: masked-only head, projection W_p when the
+    plan uses one, eager attention when attention maps are compared. :func:`check_pair` refuses (``ValueError``) a
+    pair that does not share the vocabulary or fit the plan's depths, width and layer map.
     """
 
     loss_is_scaled_for_ga = False

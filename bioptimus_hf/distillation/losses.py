@@ -1,14 +1,10 @@
 """The distillation losses, each a function of plain tensors (hand-checked in tests/test_distillation_losses.py).
 
-Output losses take the logits of the *masked positions only*: the rows that the masked-only MLM head
-(:mod:`bioptimus_hf.pretraining.masked_lm`) returns, in the row-major order of ``labels != -100``, for
-student and teacher alike — so the full-vocabulary projection never runs at unmasked positions. Softmax is
-over the vocabulary of each row, so restricting rows changes nothing at the rows kept.
-
-Representation losses take ``(batch, seq, hidden)`` states or ``(batch, heads, seq, seq)`` attention maps and an
-``attention_mask``; they average over real (non-padding) token positions only. All are per-batch means (the
-trainer lets the ``Trainer`` divide by the gradient-accumulation steps). See
-:mod:`~bioptimus_hf.distillation.recipes` for what each one is.
+Output losses take the logits of the masked positions only, the rows the masked-only MLM head
+(:mod:`bioptimus_hf.pretraining.masked_lm`) returns for student and teacher alike (softmax is over each row's
+vocabulary, so the rows kept are unchanged). Representation losses take ``(batch, seq, hidden)`` states or
+``(batch, heads, seq, seq)`` attention maps and average over real (non-padding) tokens. All are per-batch means;
+:mod:`~bioptimus_hf.distillation.recipes` says what each one is.
 """
 
 from __future__ import annotations

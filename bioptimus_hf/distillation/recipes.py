@@ -1,23 +1,9 @@
 """The distillation recipes of Rohanian et al. (2023): how a student starts and which losses train it.
 
-This module owns the list of recipes, their default loss weights and temperature, and the one-line
-descriptions that model cards print (the student's record carries them to its card:
+This module owns the list of recipes, their default loss weights and temperature, the losses (:data:`LOSS_NAMES`,
+the ``--alpha_<name>`` flags; :data:`LOSS_DESCRIPTIONS` says what each computes) and the one-line descriptions that
+model cards print (the student's record carries them to its card:
 :func:`~bioptimus_hf.distillation.student_release.distillation_facts`). It imports nothing heavy (no torch).
-
-Loss names (the keys of :attr:`DistillationRecipe.weights`, the ``--alpha_<name>`` flags):
-
-* ``mlm`` — the student's own masked-LM cross-entropy on the masked positions;
-* ``kl`` — KL(teacher ‖ student) of the output distributions at the masked positions, both softened by the
-  temperature T, times T² (DistilBERT);
-* ``soft_ce`` — soft cross-entropy −Σ p_teacher log p_student at the masked positions, at temperature T
-  (TinyBERT's prediction-layer loss; the same gradient as ``kl``);
-* ``cos`` — 1 − cosine between the student's and the teacher's last hidden states, at every real token;
-* ``hidden`` — MSE between the student's layer outputs (through the projection W_p when the widths differ)
-  and those of the teacher layers they are mapped to, summed over mapped layers;
-* ``attention`` — MSE between the student's attention maps and the mapped teacher layers' maps, summed over
-  mapped layers (needs the same number of heads);
-* ``embedding`` — MSE between the embedding-layer outputs (through W_p when the widths differ).
-
 Where the paper does not state a value, the defaults are those of the method it follows (DistilBERT's
 ``alpha_ce=5, alpha_mlm=2, alpha_cos=1, T=2``; TinyBERT's unit weights and T=1); docs/distillation.md says so.
 """

@@ -3,7 +3,8 @@
 A compact student distilled from a BIOptimus release (or any BERT masked LM) with the recipes of Rohanian et al.
 (DistilBioBERT, CompactBioBERT, TinyBioBERT), on the corpus and through the curriculum of ``bioptimus pretrain``,
 written to ``<output_dir>/student/`` as a release (plain ``BertForMaskedLM``, tokenizer, ``bioptimus_phase.json``
-with the distillation record, model card). The settings: :data:`~.distillation_config.DISTILLATION_ARGUMENT_TYPES`.
+with the distillation record, model card). The settings: :class:`~.distillation_config.TeacherArguments` and
+:class:`~.distillation_config.DistillationConfig`.
 Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag or file; the command around the run
 configures logging, makes that error one line and closes the process group. See docs/distillation.md.
 """
@@ -15,28 +16,21 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from transformers import AutoConfig, TrainingArguments, set_seed
+from transformers import AutoConfig, set_seed
 
 from ..pretraining.callback import PhaseScheduleCallback, add_callback_first
 from ..pretraining.collator import CurriculumDataCollator
 from ..pretraining.data import load_pretraining_datasets
-from ..pretraining.data_config import PretrainingDataArguments
 from ..pretraining.phases import PhaseSchedule
 from ..pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run_schedule
 from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
-from ..releases.release_config import ReleaseArguments, resolve_release_hub
+from ..releases.release_config import resolve_release_hub
 from ..utils.cli import bad_input
 from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
-from .distillation_config import (
-    DistillationConfig,
-    DistillationPlan,
-    StudentCurriculumArguments,
-    TeacherArguments,
-    check_shared_vocabulary,
-)
+from .distillation_config import DistillationConfig, DistillationPlan, TeacherArguments, check_shared_vocabulary
 from .distillation_trainer import DistillationTrainer
 from .student import build_student, load_teacher
 from .student_release import distillation_facts, student_release_info, write_student_release
@@ -57,26 +51,18 @@ class _CheckedInputs:
     hub: Any
 
 
-def run_distillation(
-    teacher_args: TeacherArguments,
-    distillation_config: DistillationConfig,
-    data_args: PretrainingDataArguments,
-    curriculum_args: StudentCurriculumArguments,
-    release_args: ReleaseArguments,
-    training_args: TrainingArguments,
-) -> None:
-    """One distillation run (or its resumption) from its typed settings; bad input raises ``BadInput``."""
+def run_distillation(teacher_args: TeacherArguments, config: DistillationConfig) -> None:
+    """One distillation run (or its resumption) from its typed settings; bad input raises ``BadInput``. ``config``
+    is changed as the Trainer needs it (Hub push off, ``remove_unused_columns`` off)."""
     # 1. Everything that can be checked without model weights: schedule, corpus, teacher configuration, the
     #    distillation plan (layers, layer map, projection, heads, weights) and the shared vocabulary.
-    checked = _check_inputs(teacher_args, distillation_config, data_args, curriculum_args, release_args, training_args)
+    checked = _check_inputs(teacher_args, config)
     tokenizer, plan = checked.tokenizer, checked.plan
 
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
     with bad_input(RuntimeError, FileExistsError, FileNotFoundError):
-        checkpoint, _lock = open_output_dir(
-            training_args, release_args.overwrite_output_dir, checked.schedule, curriculum_args.allow_schedule_change
-        )
-    set_seed(training_args.seed)
+        checkpoint, _lock = open_output_dir(config, checked.schedule)
+    set_seed(config.seed)
 
     # 3. Teacher (with its MLM head) and student (kept teacher layers, or a random smaller configuration).
     teacher_path = teacher_args.teacher_model_name_or_path
@@ -86,22 +72,22 @@ def run_distillation(
 
     # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
     collator = CurriculumDataCollator.from_arguments(
-        curriculum_args, tokenizer, checked.curriculum, training_args.seed, data_args.line_by_line
+        config, tokenizer, checked.curriculum, config.seed, config.line_by_line
     )
     longest = min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer))  # both must take it
-    data = load_pretraining_datasets(data_args, tokenizer, training_args, model_max_tokens=longest)
-    training_args.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
-    if data_args.streaming:
-        training_args.accelerator_config.dispatch_batches = False
+    data = load_pretraining_datasets(config, tokenizer, config, model_max_tokens=longest)
+    config.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
+    if config.streaming:
+        config.accelerator_config.dispatch_batches = False
 
     # 6. The phase callback (phase switches; the student is released once, at the end) and the trainer.
-    callback = _phase_callback(collator, checked.schedule, teacher_args, data_args, curriculum_args, data, tokenizer)
+    callback = _phase_callback(collator, checked.schedule, teacher_args, config, data, tokenizer)
     with bad_input(ValueError):
         trainer = DistillationTrainer(
             model=student,
             teacher_model=teacher,
             plan=plan,
-            args=training_args,
+            args=config,
             train_dataset=data.train,
             eval_dataset=data.eval,
             processing_class=tokenizer,
@@ -114,39 +100,28 @@ def run_distillation(
         train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
     # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
-    publisher = start_release_publisher(checked.hub, training_args)
-    _release_student(trainer, teacher, callback, collator, plan, teacher_args, training_args, publisher)
+    publisher = start_release_publisher(checked.hub, config)
+    _release_student(trainer, teacher, callback, collator, plan, teacher_args, publisher)
 
     # 9. Final model, metrics and state of the run (and the student on the Hub, with --push_to_hub).
     finish_run(trainer, collator, train_result, publisher)
 
 
-def _check_inputs(
-    teacher_args: TeacherArguments,
-    distillation_config: DistillationConfig,
-    data_args: PretrainingDataArguments,
-    curriculum_args: StudentCurriculumArguments,
-    release_args: ReleaseArguments,
-    training_args: TrainingArguments,
-) -> _CheckedInputs:
+def _check_inputs(teacher_args: TeacherArguments, config: DistillationConfig) -> _CheckedInputs:
     """Step 1: schedule, corpus, teacher configuration, distillation plan and shared vocabulary, checked without
     model weights (bad input raises ``BadInput``); the schedule and plan logged."""
     teacher_path = teacher_args.teacher_model_name_or_path
     with bad_input(ValueError, OSError):
-        curriculum, schedule, corpus_report = resolve_run_schedule(training_args, curriculum_args, data_args)
+        curriculum, schedule, corpus_report = resolve_run_schedule(config)
         teacher_config = AutoConfig.from_pretrained(teacher_path)
-        student_config = (
-            AutoConfig.from_pretrained(distillation_config.student_config_name)
-            if distillation_config.student_config_name
-            else None
-        )
-        plan = distillation_config.resolve(teacher_config, student_config)
+        student_config = AutoConfig.from_pretrained(config.student_config_name) if config.student_config_name else None
+        plan = config.resolve(teacher_config, student_config)
         tokenizer = load_fast_tokenizer(teacher_args.tokenizer_name or teacher_path, purpose="word ids")
         teacher_tokenizer = (
             load_fast_tokenizer(teacher_path, purpose="word ids") if teacher_args.tokenizer_name else None
         )
         check_shared_vocabulary(tokenizer, teacher_config, teacher_tokenizer, teacher_args.tokenizer_name)
-        hub = resolve_release_hub(release_args, training_args, "the student release")  # --push_to_hub publishes it
+        hub = resolve_release_hub(config, what="the student release")  # --push_to_hub publishes it
     logger.info("curriculum: %s", schedule.describe())
     logger.info("distillation: %s", plan.to_dict())
     if corpus_report is not None and corpus_report.undecodable_lines:
@@ -158,8 +133,7 @@ def _phase_callback(
     collator: CurriculumDataCollator,
     schedule: PhaseSchedule,
     teacher_args: TeacherArguments,
-    data_args: PretrainingDataArguments,
-    curriculum_args: StudentCurriculumArguments,
+    config: DistillationConfig,
     data: Any,
     tokenizer: Any,
 ) -> PhaseScheduleCallback:
@@ -178,12 +152,12 @@ def _phase_callback(
             "tokenizer": public_name(teacher_args.tokenizer_name or teacher_path),
             "vocab_size": len(tokenizer),
             "max_seq_length": data.max_seq_length,
-            "packing": not data_args.line_by_line,
+            "packing": not config.line_by_line,
             "masked_only_prediction": True,
-            "train_files": [os.path.basename(f) for f in data_args.train_file or []],
-            "dataset_name": data_args.dataset_name,
+            "train_files": [os.path.basename(f) for f in config.train_file or []],
+            "dataset_name": config.dataset_name,
         },
-        allow_schedule_change=curriculum_args.allow_schedule_change,
+        allow_schedule_change=config.allow_schedule_change,
     )
 
 
@@ -194,7 +168,6 @@ def _release_student(
     collator: CurriculumDataCollator,
     plan: DistillationPlan,
     teacher_args: TeacherArguments,
-    training_args: TrainingArguments,
     publisher: Any,
 ) -> None:
     """Step 8: held-out MLM loss of student and teacher, speed, and (main process) the student as a release at
@@ -215,7 +188,7 @@ def _release_student(
     info = student_release_info(
         callback, facts, trainer.state.global_step, measured["metrics"], teacher_args.student_version, totals
     )
-    target = write_student_release(training_args.output_dir, trainer.model, trainer.processing_class, info)
+    target = write_student_release(trainer.args.output_dir, trainer.model, trainer.processing_class, info)
     logger.info("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
     if publisher is not None:
         publisher(target)

@@ -15,12 +15,10 @@ from torch import nn
 def measure_inference_speed(
     models: Mapping[str, nn.Module], batches: Iterable[Mapping[str, torch.Tensor]], rounds: int = 3
 ) -> dict[str, Any]:
-    """Sequences per second of each model's encoder (``model.base_model``) over ``batches``.
-
-    Every round runs each model once over all batches, in turn (one warm-up pass first); the median round is
-    reported. Returns ``{"<name>_sequences_per_s": ..., "batch_size", "seq_length", "batches", "rounds",
-    "device"}``; with a ``teacher`` and a ``student`` also ``speedup`` (student over teacher).
-    """
+    """Sequences per second of each model's encoder (``model.base_model``) over ``batches``: each round runs every
+    model over all batches in turn (one warm-up round first), the median round counts. Returns
+    ``{"<name>_sequences_per_s", "batch_size", "seq_length", "batches", "rounds", "device"}``, with a ``teacher``
+    and a ``student`` also ``speedup`` (student over teacher)."""
     batches = [{k: v for k, v in b.items() if k in ("input_ids", "attention_mask")} for b in batches]
     if not batches or not models:
         return {}

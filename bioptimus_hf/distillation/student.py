@@ -1,15 +1,10 @@
-"""Students and layer selection: a model that keeps some of a teacher's layers, a random smaller student, and
-the learned projection W_p that maps a narrower student's hidden states to the teacher's width.
-
-* :func:`keep_layers` — a new model of the same class keeping the given encoder layers (embeddings, heads and
-  the kept layers' weights bit-identical). It makes DistilBioBERT/CompactBioBERT students (every other layer)
-  and the top-layer-removed models of Tinn et al.'s Table 7 (``bioptimus remove-layers``).
-* :func:`build_student` — the student a :class:`~bioptimus_hf.distillation.distillation_config.DistillationPlan`
-  describes.
-* :func:`prepare_student_for_distillation` / :func:`strip_distillation` — during training the student runs its
-  MLM head at masked positions only (:mod:`bioptimus_hf.pretraining.masked_lm`) and carries W_p as a submodule,
-  applied inside its ``forward`` (so DDP sees and synchronises it, checkpoints save it, resume restores it);
-  :func:`strip_distillation` removes both, leaving a plain ``BertForMaskedLM`` to release.
+"""Students: a model that keeps some of a teacher's layers (:func:`keep_layers`: DistilBioBERT/CompactBioBERT's every
+other layer, the top-layer-removed models of Tinn et al.'s Table 7, ``bioptimus remove-layers``), the student a
+:class:`~bioptimus_hf.distillation.distillation_config.DistillationPlan` describes (:func:`build_student`), and the
+training-time student (:func:`prepare_student_for_distillation`): its MLM head at masked positions only
+(:mod:`bioptimus_hf.pretraining.masked_lm`) and the learned projection W_p onto the teacher's width, a submodule
+applied by a forward hook inside its call (so DDP synchronises it, checkpoints save it, resume restores it).
+:func:`strip_distillation` removes both, leaving a plain ``BertForMaskedLM`` to release.
 """
 
 from __future__ import annotations
@@ -17,15 +12,14 @@ from __future__ import annotations
 import copy
 import logging
 import re
-import types
 from typing import Sequence
 
 from torch import nn
 from transformers import BertForMaskedLM
 
 from ..pretraining.masked_lm import (
-    _masked_only_forward,
     disable_masked_only_prediction,
+    enable_masked_only_prediction,
     supports_masked_only_prediction,
 )
 from .distillation_config import DistillationPlan
@@ -34,7 +28,7 @@ from .distillation_config import DistillationPlan
 logger = logging.getLogger(__name__)
 
 PROJECTION_NAME = "bioptimus_distillation_projection"
-_PREPARED_FLAG = "_bioptimus_distillation_forward"
+_PROJECTION_HOOK = "_bioptimus_projection_hook"
 # "bert.encoder.layer.4.attention..." / "encoder.layer.4...." in any BERT-family state dict.
 _LAYER_KEY = re.compile(r"^((?:.*\.)?encoder\.layer\.)(\d+)(\..*)$")
 
@@ -44,9 +38,8 @@ def encoder_depth(model: nn.Module) -> int:
 
 
 def keep_layers(model: nn.Module, layers: Sequence[int]) -> nn.Module:
-    """A new model of ``model``'s class whose encoder is ``model``'s layers ``layers`` (in that order), with the
-    same embeddings and heads. Weights are copied exactly (``torch.equal`` with the source); ``model`` is not
-    changed. Raises ``ValueError`` for layers that do not exist."""
+    """A new model of ``model``'s class whose encoder is ``model``'s ``layers`` (in that order), with its embeddings
+    and heads, every weight copied exactly; ``ValueError`` for layers that do not exist."""
     layers = [int(layer) for layer in layers]
     depth = encoder_depth(model)
     if not layers or any(not 0 <= layer < depth for layer in layers):
@@ -102,34 +95,10 @@ def parameter_count(model: nn.Module) -> int:
 
 
 # ------------------------------------------------------------------------------------- training-time student
-def _distillation_forward(
-    self,
-    input_ids=None,
-    attention_mask=None,
-    token_type_ids=None,
-    position_ids=None,
-    inputs_embeds=None,
-    encoder_hidden_states=None,
-    encoder_attention_mask=None,
-    labels=None,
-    **kwargs,
-):
-    outputs = _masked_only_forward(
-        self,
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        token_type_ids=token_type_ids,
-        position_ids=position_ids,
-        inputs_embeds=inputs_embeds,
-        encoder_hidden_states=encoder_hidden_states,
-        encoder_attention_mask=encoder_attention_mask,
-        labels=labels,
-        **kwargs,
-    )
-    projection = getattr(self, PROJECTION_NAME, None)
-    if projection is not None and outputs.hidden_states is not None:
-        outputs["projected_hidden_states"] = tuple(projection(state) for state in outputs.hidden_states)
-    return outputs
+def _add_projected_states(student: nn.Module, args, output):
+    projection = getattr(student, PROJECTION_NAME, None)
+    if projection is not None and getattr(output, "hidden_states", None) is not None:
+        output["projected_hidden_states"] = tuple(projection(state) for state in output.hidden_states)
 
 
 def prepare_student_for_distillation(student: nn.Module, plan: DistillationPlan) -> nn.Module:
@@ -147,16 +116,17 @@ def prepare_student_for_distillation(student: nn.Module, plan: DistillationPlan)
         student.add_module(PROJECTION_NAME, projection.to(next(student.parameters()).device))
     if plan.needs_attentions:
         student.set_attn_implementation("eager")  # sdpa returns no attention weights
-    student.forward = types.MethodType(_distillation_forward, student)
-    setattr(student, _PREPARED_FLAG, True)
+    enable_masked_only_prediction(student)
+    if _PROJECTION_HOOK not in vars(student):
+        setattr(student, _PROJECTION_HOOK, student.register_forward_hook(_add_projected_states))
     return student
 
 
 def strip_distillation(student: nn.Module) -> nn.Module:
-    """Remove W_p and the training-time forward: a plain model of its class (what is saved and released)."""
-    if getattr(student, _PREPARED_FLAG, False):
-        del student.forward
-        delattr(student, _PREPARED_FLAG)
+    """Remove W_p and the training-time hooks: a plain model of its class (what is saved and released)."""
+    hook = vars(student).pop(_PROJECTION_HOOK, None)
+    if hook is not None:
+        hook.remove()
     disable_masked_only_prediction(student)
     if getattr(student, PROJECTION_NAME, None) is not None:
         delattr(student, PROJECTION_NAME)
@@ -166,8 +136,6 @@ def strip_distillation(student: nn.Module) -> nn.Module:
 def prepare_teacher(teacher: nn.Module, plan: DistillationPlan) -> nn.Module:
     """The teacher in inference mode: eval (no dropout), no parameter requires a gradient, masked-only head,
     eager attention when attention maps are compared."""
-    from ..pretraining.masked_lm import enable_masked_only_prediction
-
     teacher.eval()
     teacher.requires_grad_(False)
     if plan.needs_attentions:

@@ -1,30 +1,21 @@
-"""Every seed of one fine-tuning in one batched model: K seeds trained in one process as one stacked model.
+"""Every seed of one fine-tuning in one batched model: K seeds trained in one process as one stacked model, the
+``--batched_seeds`` of the seed loop (:mod:`.seed_loop`).
 
 The K models are built as K separate runs would build them (``set_seed(s)`` then ``model_init(s)``: each seed's
-own fresh head), then their parameters are stacked along a new first dimension into a
-:class:`StackedSeedsModel` whose forward runs the model once per seed under ``torch.func.vmap`` over
-``functional_call`` (``randomness="different"``: each seed draws its own dropout masks). The device sees one
-K-times larger step instead of K small ones.
+own fresh head), then stacked along a new first dimension into a :class:`StackedSeedsModel`, whose forward runs the
+model once per seed under ``torch.func.vmap`` over ``functional_call`` (``randomness="different"``: each seed draws
+its own dropout masks). The device sees one K-times larger step instead of K small ones. Each seed keeps what its
+separate run would have: its data order (:class:`SeedBatchSampler`: the Trainer's sampler for that seed), its gradient
+clipping by its own global norm (:class:`PerSeedGradientClipping`; the Trainer's, over every seed, is off) and its
+optimizer state (AdamW is elementwise: one AdamW over the stacked parameters is K AdamWs, with the Trainer's
+weight-decay groups and schedule).
 
-Each seed keeps what its separate run would have:
-
-* its data order: the Trainer's sampler for that seed (:class:`SeedBatchSampler`; a random sampler reseeded
-  per epoch as ``accelerate``'s seedable sampler is, length grouping drawn from the seed's own generator as from
-  the freshly seeded global one);
-* its gradient clipping: the global norm over *that seed's* gradients (:class:`PerSeedGradientClipping`; the
-  Trainer's own clipping, over every seed at once, is turned off);
-* its optimizer state: AdamW is elementwise, so one AdamW over the stacked parameters is K AdamWs, with the
-  Trainer's weight-decay groups (the stacked parameters carry the base model's names and modules) and schedule.
-
-transformers' mask helpers branch on the data (``padding_mask.all()``), which ``vmap`` refuses, so the padding
-mask is handed to the model already in its 4D additive form. A model family that cannot be vmapped, or whose
-vmapped forward differs from its own, is found by a trial step (:func:`vmap_failure`); :func:`train_seeds` then
-trains the seeds one after another, saying why in one line.
-
-With dropout off, each seed ends with its separate run's weights within float tolerance
-(tests/test_batched_seeds.py). With dropout on, the masks differ from the separate run's (another random stream),
-and so, after the first epoch, may a length-grouped order (the separate run's global generator also serves
-dropout).
+transformers' mask helpers branch on the data (``padding_mask.all()``), which ``vmap`` refuses, so the padding mask is
+handed to the model already in its 4D additive form. A family that cannot be vmapped, or whose vmapped forward differs
+from its own, is found by a trial step (:func:`vmap_failure`): :func:`train_seeds_batched` then says why in one line
+and the seeds train one after another. With dropout off, each seed ends with its separate run's weights within float
+tolerance (tests/test_batched_seeds.py); with dropout on, the masks (and, after the first epoch, a length-grouped
+order, whose generator also serves dropout in a separate run) are another random stream.
 """
 
 from __future__ import annotations
@@ -35,7 +26,6 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import torch
 from torch import nn
@@ -431,19 +421,15 @@ def train_seeds_separately(
     processing_class=None,
     optimizer_factory: Callable[[nn.Module], torch.optim.Optimizer] | None = None,
     callbacks: Sequence[TrainerCallback] = (),
-    trainer_class: type[Trainer] = Trainer,
-    seed_output_dir: Callable[[int], str] | None = None,
 ) -> list[SeedTraining]:
-    """Train each seed in its own Trainer, one after another (``seed_output_dir(seed)``: where its checkpoints go,
-    else ``args.output_dir``)."""
+    """Each seed trained in its own ``Trainer``, one after another, as :func:`train_seeds_batched` trains them
+    together (the reference it is measured against)."""
     trained = []
     for seed in seeds:
-        output_dir = seed_output_dir(seed) if seed_output_dir else args.output_dir
-        seed_args = dataclasses.replace(args, seed=seed, output_dir=output_dir)
         (model,) = _build_seed_models([seed], model_init)
-        trainer = trainer_class(
+        trainer = Trainer(
             model=model,
-            args=seed_args,
+            args=dataclasses.replace(args, seed=seed),
             train_dataset=train_dataset,
             data_collator=data_collator,
             processing_class=processing_class,
@@ -455,23 +441,3 @@ def train_seeds_separately(
         runtime = time.perf_counter() - start
         trained.append(SeedTraining(seed, model, output.training_loss, runtime, trainer.state.global_step))
     return trained
-
-
-def train_seeds(
-    seeds: Sequence[int],
-    model_init: Callable[[int], PreTrainedModel],
-    args: TrainingArguments,
-    train_dataset,
-    data_collator: Callable,
-    *,
-    batched: bool = True,
-    **kwargs: Any,
-) -> list[SeedTraining]:
-    """Every seed trained: batched where ``batched`` and the run allow (:func:`train_seeds_batched`), else one after
-    another (:func:`train_seeds_separately`; ``trainer_class`` and ``seed_output_dir`` serve only that path)."""
-    separate_only = {key: kwargs.pop(key) for key in ("trainer_class", "seed_output_dir") if key in kwargs}
-    if batched:
-        trained = train_seeds_batched(seeds, model_init, args, train_dataset, data_collator, **kwargs)
-        if trained is not None:
-            return trained
-    return train_seeds_separately(seeds, model_init, args, train_dataset, data_collator, **kwargs, **separate_only)

@@ -1,18 +1,15 @@
-"""The flags every fine-tuning run takes (``bioptimus ner``, ``bioptimus blurb-task``): the one place each is set.
-
-* :class:`FineTuningModelArguments`: the model and precision flags, the base of ``bioptimus ner``'s
-  (:class:`~bioptimus_hf.ner.fine_tuning_config.NerModelArguments`) and of BLURB's
-  (:class:`~bioptimus_hf.blurb.blurb_config.BlurbModelArguments`). The precision flags are read by
-  :func:`bioptimus_hf.utils.hardware.resolve_bf16`, which owns what they do; ``--batched_seeds`` by
-  :func:`bioptimus_hf.utils.hardware.resolve_batched_seeds` (its default) and :mod:`.seed_loop`.
-* :class:`StabilisationArguments`: Tinn et al.'s stabilisation and the seeds (:mod:`.stabilisation` applies them).
-
+"""The flags every fine-tuning run takes (``bioptimus ner``, ``bioptimus blurb-task``): the model and precision
+(:class:`FineTuningModelArguments`; :func:`bioptimus_hf.utils.hardware.resolve_bf16` owns what the precision flags do)
+and Tinn et al.'s stabilisation with the seeds (:class:`StabilisationArguments`, applied by :mod:`.stabilisation`).
 Light imports only: a command imports this module to print its ``--help``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+
+from ..releases.lineage import base_model_hub_id_field
 
 
 BATCHED_SEEDS_HELP = (
@@ -62,6 +59,12 @@ class FineTuningModelArguments:
         },
     )
     batched_seeds: bool | None = field(default=None, metadata={"help": BATCHED_SEEDS_HELP})
+    base_model_hub_id: str | None = base_model_hub_id_field()
+
+    @property
+    def name(self) -> str:
+        """The model's name in tables and cards: ``--model_name``, else the path's basename."""
+        return self.model_name or os.path.basename(os.path.normpath(self.model_name_or_path))
 
 
 @dataclass
@@ -78,7 +81,10 @@ class StabilisationArguments:
     )
     seeds: list[int] | None = field(
         default=None,
-        metadata={"help": "Seeds, e.g. --seeds 1 2 3: one full fine-tune per seed (default: --seed)."},
+        metadata={
+            "help": "Seeds, e.g. --seeds 1 2 3: one full fine-tune per seed (default: --seed; bioptimus blurb-task: "
+            "the dataset's recipe, 1-10 for BIOSSES, PubMedQA and BioASQ, 1-5 for the others)."
+        },
     )
 
     def seed_list(self, default: int) -> list[int]:

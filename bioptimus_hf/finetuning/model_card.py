@@ -1,16 +1,9 @@
-"""The one card writer of a fine-tuned model (``README.md`` next to its weights): a NER model's (``run_ner.py``) or a
-BLURB task model's (``run_blurb.py``), both through ``huggingface_hub.ModelCard.from_template``
+"""The one card writer of a fine-tuned model (``README.md`` next to its weights), a NER model's (``bioptimus ner``)
+or a BLURB task model's (``bioptimus blurb-task``), through ``huggingface_hub.ModelCard.from_template``
 (``templates/fine_tuned_model_card.md``) with a ``ModelCardData``. ``base_model`` is named only when its Hub id is
 known (:mod:`bioptimus_hf.releases.lineage`); a local start is shown by its folder name, never its path. Every card
-ends with the fine-tuning settings its run recorded.
-
-* :func:`build_ner_card`: the scheme and labels, how to tag, what transformers' pipeline gets wrong (the ``caveat``,
-  :func:`bioptimus_hf.ner.schemes.pipeline_caveat`); the card ``run_ner.py --push_to_hub`` pushes with the best
-  seed's model (:mod:`bioptimus_hf.ner.hub_push`) is the same card plus every seed's results, the ``model-index``
-  of their mean, the usage and the settings: a pushed card keeps everything the local one says.
-* :func:`build_blurb_card`: the dataset, task type and labels, BLURB's metric and the seed's dev and test scores; the
-  ``model-index`` holds the test score (when the run had a test split) as
-  :func:`~bioptimus_hf.releases.blurb_results.blurb_eval_results` words a table's.
+ends with the fine-tuning settings its run recorded; a pushed NER card (:mod:`bioptimus_hf.ner.hub_push`) is the
+seed's card plus every seed's results and the ``model-index`` of their mean.
 """
 
 from __future__ import annotations
@@ -53,56 +46,41 @@ def _card(pipeline_tag: str, tags: Iterable[str], lineage: Lineage, context: Map
 
 
 def build_ner_card(
-    model_name: str,
-    dataset: str,
-    scheme: str,
-    labels: Iterable[str],
-    *,
-    caveat: str | None = None,
-    base_model: Lineage | None = None,
+    context: Mapping[str, Any],
+    lineage: Lineage | None = None,
     results: Mapping[str, Any] | None = None,
-    results_table: str | None = None,
-    seed: int | None = None,
-    repo_id: str | None = None,
     dataset_id: str | None = None,
 ) -> ModelCard:
-    """The card of ``model_name`` fine-tuned by run_ner.py on ``dataset`` in ``scheme`` (normalised) with ``labels``;
-    ``caveat``: what transformers' pipeline gets wrong for the scheme (None: nothing).
-
-    ``base_model``: what it was fine-tuned from (metadata only with a Hub id). With ``results`` (the run's merged
-    ``all_results.json``, ``results_table`` its markdown) and the ``seed`` whose model the card describes, it adds
-    every seed's results and, when the run had a test set, the ``model-index`` of their mean; with ``repo_id``, how
-    to load it from the Hub."""
+    """The card of a model fine-tuned by ``bioptimus ner``. ``context`` fills the template: ``model_name``,
+    ``dataset``, ``scheme``, ``labels``, ``caveat`` (what transformers' pipeline gets wrong for the scheme, or None)
+    and, for the pushed card, ``seed`` (whose model it holds), ``repo_id`` and ``results_table``. ``lineage``: the
+    start model (metadata only with a Hub id). With ``results`` (the run's merged ``all_results.json``) it adds
+    every seed's results and, with a test set, the ``model-index`` of their mean (``dataset_id``: its Hub dataset)."""
+    results = results or {}
     scores = None
-    if results is not None and results.get("test_f1") is not None:
+    if results.get("test_f1") is not None:
         scores = eval_results([NerResult.from_dict({**results, "dataset_id": dataset_id})])
-    context = dict(
-        model_name=model_name,
-        dataset=dataset,
-        scheme=scheme,
-        labels=list(labels),
-        caveat=caveat,
-        results=results,
-        seed=seed,
-        chosen=next((run for run in (results or {}).get("per_seed", []) if run["seed"] == seed), None),
-        results_table=results_table,
-        repo_id=repo_id,
-        settings=_settings(results, NER_SETTINGS),
-    )
+    repo_id = context.get("repo_id")
+    context = {
+        **context,
+        "results": results or None,
+        "chosen": next((run for run in results.get("per_seed", []) if run["seed"] == context.get("seed")), None),
+        "settings": _settings(results, NER_SETTINGS),
+    }
     return _card(
         "token-classification",
         NER_TAGS,
-        base_model or Lineage(),
+        lineage or Lineage(),
         context,
         datasets=[dataset_id] if dataset_id else None,
-        model_name=repo_id.split("/")[-1] if scores and repo_id else (model_name if scores else None),
+        model_name=(repo_id.split("/")[-1] if repo_id else context["model_name"]) if scores else None,
         eval_results=scores or None,
     )
 
 
 def build_blurb_card(run: Mapping[str, Any], run_info: Mapping[str, Any], lineage: Lineage | None = None) -> ModelCard:
     """The card of the model of one BLURB seed: ``run`` (its scores, ``eval_score``/``test_score`` as fractions) and
-    ``run_info`` (what ``run_blurb.py`` records: dataset, task type, metric, labels, settings)."""
+    ``run_info`` (what ``bioptimus blurb-task`` records: dataset, task type, metric, labels, settings)."""
     lineage = lineage or Lineage.of(run_info.get("model_name_or_path"))
     task_type, metric = run_info["task_type"], run_info["metric"]
     test_score = run.get("test_score")

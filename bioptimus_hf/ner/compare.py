@@ -1,9 +1,7 @@
-"""Comparing several models on several NER datasets: one table in the layout of the BIOptimus paper's
-Table 5 (one row per model, one column per dataset, test F1 mean ± std over seeds, and the average).
-
-:func:`compare_models` fine-tunes each model × dataset pair (× seed: :func:`plan_jobs`, independent jobs that can
-run in parallel) with :func:`bioptimus_hf.ner.run.fine_tune_ner`, in this process, and builds the table; the
-command is ``bioptimus compare``.
+"""``bioptimus compare``: several models on several NER datasets, one table in the layout of the BIOptimus paper's
+Table 5 (a row per model, a column per dataset, test F1 mean ± std over seeds, and the average). Each model ×
+dataset (× seed: :func:`plan_jobs`, independent jobs) is fine-tuned in this process by
+:func:`bioptimus_hf.ner.run.fine_tune_ner`.
 """
 
 from __future__ import annotations
@@ -17,10 +15,9 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..finetuning.results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_dir
+from ..finetuning.results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_finished
 from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
-from .results import write_run_outputs
 
 
 logger = logging.getLogger(__name__)
@@ -75,20 +72,12 @@ class NerJob:
         directory = self.directory(output_dir)
         if self.seed is None:
             return os.path.isfile(os.path.join(directory, RESULTS_FILE))
-        return os.path.isfile(os.path.join(seed_dir(directory, self.seed), SEED_RESULTS_FILE))
+        return seed_finished(directory, self.seed)
 
     def flags(self, output_dir: str) -> List[str]:
         """This job's own ``bioptimus ner`` flags (after the shared ones, so that they win)."""
-        flags = [
-            "--model_name_or_path",
-            self.model_path,
-            "--model_name",
-            self.model,
-            "--data_dir",
-            self.dataset,
-            "--output_dir",
-            self.directory(output_dir),
-        ]
+        flags = ["--model_name_or_path", self.model_path, "--model_name", self.model, "--data_dir", self.dataset]
+        flags += ["--output_dir", self.directory(output_dir)]
         if self.seed is not None:
             flags += ["--seeds", str(self.seed)]
         return flags
@@ -118,17 +107,17 @@ def plan_jobs(
 
 
 def merge_comparison(models: Sequence[Tuple[str, str]], datasets: Sequence[str], output_dir: str) -> str:
-    """Merge each model × dataset directory's finished seeds (``merge_seed_results``; directories from before
-    per-seed results keep their ``all_results.json``), write ``comparison.md`` / ``comparison.json``, return
-    the markdown table."""
+    """Each model × dataset directory's finished seeds merged (a directory without seed files: its
+    ``all_results.json``), ``comparison.md`` and ``comparison.json`` written; returns the markdown table."""
+    from .run import write_run_outputs
+
     dataset_names = [os.path.basename(os.path.normpath(d)) for d in datasets]
     results: Dict[Tuple[str, str], dict] = {}
     for name, _ in models:
         for dataset, dataset_name in zip(datasets, dataset_names):
             directory = run_dir(output_dir, name, dataset)
             if glob.glob(os.path.join(directory, "seed_*", SEED_RESULTS_FILE)):
-                merged = merge_seed_results(directory)
-                results[(name, dataset_name)] = merged
+                merged = results[(name, dataset_name)] = merge_seed_results(directory)
                 written = os.path.join(directory, RESULTS_FILE)
                 if not os.path.isfile(written) or load_results(written) != json.loads(json.dumps(merged)):
                     write_run_outputs(directory, merged)  # seeds finished since `bioptimus ner` last merged
@@ -161,18 +150,12 @@ def compare_models(
     seeds: Sequence[int] | None = None,
     job_index: int | None = None,
 ) -> str | None:
-    """Fine-tune and evaluate every model on every dataset (skipping finished jobs), write
-    ``comparison.md`` and ``comparison.json`` in ``output_dir``, return the markdown table.
-
-    ``ner_arguments`` are the NER run's arguments every job shares (``NerModelArguments``, ``NerDataArguments``,
-    ``StabilisationArguments``, ``TrainingArguments``: :mod:`.fine_tuning_config`); each job replaces its model,
-    dataset, output directory and seed (:meth:`NerJob.arguments`), then :func:`~.run.fine_tune_ner` runs it. They
-    are not needed with ``results_only``.
-
-    With ``seeds`` every seed is a job of its own; ``job_index`` runs only that job of :func:`plan_jobs`
-    (e.g. a SLURM array task or one GPU of several) and returns None: a later call with
-    ``results_only=True`` merges the seeds into the same table as a single run.
-    """
+    """Every model fine-tuned on every dataset (finished jobs skipped unless ``rerun``), ``comparison.md`` and
+    ``comparison.json`` written in ``output_dir``; returns the markdown table. ``ner_arguments``: the four parsed
+    arguments of ``bioptimus ner`` every job shares (not needed with ``results_only``), each job setting its model,
+    dataset, output directory and seed (:meth:`NerJob.arguments`). With ``seeds`` every seed is a job of its own;
+    ``job_index`` runs only that job of :func:`plan_jobs` (a SLURM array task, one GPU of several) and returns None:
+    a later call with ``results_only`` merges the seeds into the same table as one run."""
     jobs = plan_jobs(models, datasets, seeds)
     if job_index is not None:
         if not 0 <= job_index < len(jobs):

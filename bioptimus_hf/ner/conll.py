@@ -1,19 +1,9 @@
-"""Reading, validating and writing CoNLL-style NER files (``token<TAB>label``, blank line between sentences).
-
-Validation happens here, before any model is built, so bad input fails with the file and line at fault
-instead of deep inside training:
-
-* a missing or empty file (no sentences) is an error;
-* a line without exactly two tab-separated columns is an error naming file and line;
-* a label that is neither ``O`` nor ``PREFIX-TYPE`` with a known prefix is an error naming file and line;
-* a file that mixes IOBES (``E-``/``S-``) and BIOUL (``L-``/``U-``) prefixes is an error naming the
-  first line of each;
-* a continuation tag with nothing to continue (``I-X`` after ``O`` or after another type, the "``I-``
-  without ``B-``" case) is *repaired* by default: it starts a new entity, as in conlleval and
-  seqeval's default mode (so IOB1 files read correctly). The repairs are counted and logged with
-  their first lines. ``strict=True`` turns the first one into an error instead.
-
-``-DOCSTART-`` lines (CoNLL-2003 document separators) are skipped.
+"""CoNLL-style NER files (``token<TAB>label``, a blank line between sentences; ``-DOCSTART-`` lines skipped), read
+and validated before any model is built, so that bad input fails naming its file and line: a missing or empty file,
+a line without exactly two tab-separated columns, a label neither ``O`` nor ``PREFIX-TYPE`` with a known prefix, a
+file mixing IOBES (``E-``/``S-``) and BIOUL (``L-``/``U-``) prefixes. A continuation tag with nothing to continue
+(``I-X`` after ``O`` or another type) is repaired by default: it starts a new entity, as in conlleval and seqeval's
+default mode (so IOB1 files read correctly), the repairs counted and logged; ``strict`` makes it an error.
 """
 
 from __future__ import annotations
@@ -150,34 +140,19 @@ def _read_sentences(path: str) -> tuple[List[Sentence], Dict[str, int]]:
     return sentences, first_line_of_prefix
 
 
-def read_conll(path: str | os.PathLike, strict: bool = False) -> ConllSplit:
-    """Read and validate one CoNLL NER file; see the module docstring for the rules."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ConllFormatError(f"{path}: no such file")
-    sentences, first_line_of_prefix = _read_sentences(path)
-    if not sentences:
-        raise ConllFormatError(f"{path}: file contains no sentences (empty, or only blank lines)")
-
-    iobes = sorted(first_line_of_prefix[p] for p in ("E", "S") if p in first_line_of_prefix)
-    bioul = sorted(first_line_of_prefix[p] for p in ("L", "U") if p in first_line_of_prefix)
-    if iobes and bioul:
-        raise ConllFormatError(
-            f"{path}: mixed tagging schemes: IOBES tags (E-/S-) first at line {iobes[0]} and "
-            f"BIOUL tags (L-/U-) first at line {bioul[0]}; convert the file to one scheme"
-        )
-    scheme = detect_scheme(tag for sentence in sentences for tag in sentence.tags)
-
+def _decoded(path: str, sentences: List[Sentence], scheme: str, strict: bool, in_file: bool = True) -> ConllSplit:
+    """``sentences`` with their gold spans decoded in ``scheme``, each orphan continuation tag repaired (its line,
+    or its example's number, recorded) or, with ``strict``, an error naming it."""
     repaired: List[int] = []
     for sentence in sentences:
         for position in _orphan_positions(sentence.tags):
-            line_number = sentence.line + position
+            line = sentence.line + position if in_file else sentence.line
             if strict:
                 raise ConllFormatError(
-                    f"{path}:{line_number}: {sentence.tags[position]!r} does not continue an entity "
-                    f"(I- without B-); fix the file or read it without strict checking to start a new entity here"
+                    f"{path}{':' if in_file else ': example '}{line}: {sentence.tags[position]!r} does not continue "
+                    "an entity (I- without B-); fix the data or read it without --strict_iob to start a new entity here"
                 )
-            repaired.append(line_number)
+            repaired.append(line)
         sentence.spans = tags_to_spans(sentence.tags, scheme)
     if repaired:
         logger.warning(
@@ -188,6 +163,24 @@ def read_conll(path: str | os.PathLike, strict: bool = False) -> ConllSplit:
             ", ".join(map(str, repaired[:5])),
         )
     return ConllSplit(path, sentences, scheme, repaired)
+
+
+def read_conll(path: str | os.PathLike, strict: bool = False) -> ConllSplit:
+    """Read and validate one CoNLL NER file (the module docstring's rules)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ConllFormatError(f"{path}: no such file")
+    sentences, first_line_of_prefix = _read_sentences(path)
+    if not sentences:
+        raise ConllFormatError(f"{path}: file contains no sentences (empty, or only blank lines)")
+    iobes = sorted(first_line_of_prefix[p] for p in ("E", "S") if p in first_line_of_prefix)
+    bioul = sorted(first_line_of_prefix[p] for p in ("L", "U") if p in first_line_of_prefix)
+    if iobes and bioul:
+        raise ConllFormatError(
+            f"{path}: mixed tagging schemes: IOBES tags (E-/S-) first at line {iobes[0]} and "
+            f"BIOUL tags (L-/U-) first at line {bioul[0]}; convert the file to one scheme"
+        )
+    return _decoded(path, sentences, detect_scheme(tag for s in sentences for tag in s.tags), strict)
 
 
 def check_entity_types(train: ConllSplit, other: ConllSplit) -> None:
@@ -205,7 +198,7 @@ def check_entity_types(train: ConllSplit, other: ConllSplit) -> None:
 def sentences_from_tags(
     token_lists: Iterable[Sequence[str]], tag_lists: Iterable[Sequence[str]], name: str, strict: bool = False
 ) -> ConllSplit:
-    """Build a validated ConllSplit from in-memory tokens and tags (e.g. a ``datasets`` split)."""
+    """A validated ConllSplit from in-memory tokens and tags (e.g. a ``datasets`` split)."""
     sentences = [
         Sentence(list(tokens), list(tags), [], index + 1)
         for index, (tokens, tags) in enumerate(zip(token_lists, tag_lists))
@@ -222,21 +215,12 @@ def sentences_from_tags(
         scheme = detect_scheme(tag for s in sentences for tag in s.tags)
     except ValueError as error:
         raise ConllFormatError(f"{name}: {error}") from None
-    repaired = []
-    for sentence in sentences:
-        orphans = _orphan_positions(sentence.tags)
-        if orphans and strict:
-            raise ConllFormatError(f"{name}: example {sentence.line}: {sentence.tags[orphans[0]]!r} without B-")
-        repaired.extend([sentence.line] * len(orphans))
-        sentence.spans = tags_to_spans(sentence.tags, scheme)
-    return ConllSplit(name, sentences, scheme, repaired)
+    return _decoded(name, sentences, scheme, strict, in_file=False)
 
 
 def write_conll(path: str | os.PathLike, sentences: Sequence[Sentence], predicted_spans: Sequence[List[Span]]) -> None:
-    """Write ``token<TAB>gold<TAB>predicted`` lines (IOB2, conlleval layout), blank line between sentences.
-
-    Gold tags are re-encoded from the gold spans, so the file is IOB2 whatever the input scheme was.
-    """
+    """Write ``token<TAB>gold<TAB>predicted`` lines (IOB2, conlleval's layout), a blank line between sentences; the
+    gold tags are re-encoded from the gold spans, so the file is IOB2 whatever the input scheme was."""
     with open(path, "w", encoding="utf-8") as handle:
         for sentence, spans in zip(sentences, predicted_spans):
             gold = spans_to_tags(sentence.spans, len(sentence.tokens), "BIO")

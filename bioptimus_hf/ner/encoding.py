@@ -1,14 +1,13 @@
-"""Tokenizing NER sentences into model windows with word-aligned labels.
-
-Each word's label (in the *training* scheme) goes on its first sub-token; the other sub-tokens get
--100 and are ignored by the loss. With ``label_all_tokens=True`` they get the word's label too,
-except that a ``B-X`` word continues with ``I-X`` (as in transformers' token-classification
-example). Evaluation reads only first sub-tokens either way.
+"""NER sentences tokenized into model windows (:mod:`.windows`) with word-aligned labels: each word's label (in the
+training scheme) goes on its first sub-token, the others get -100, ignored by the loss; with ``label_all_tokens`` they
+get the word's label too, a ``B-X`` word continuing with ``I-X`` (as in transformers' token-classification example).
+Evaluation reads first sub-tokens only either way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Dict, List, Sequence
 
 from datasets import Dataset
@@ -23,10 +22,17 @@ IGNORE_INDEX = -100
 
 @dataclass
 class EncodedSplit:
-    dataset: Dataset  # model inputs + labels, one row per window
+    """Tokenized windows as plain lists (``columns``: input_ids, attention_mask, ... [, labels]; as a
+    ``datasets.Dataset``: ``dataset``), one row per window, and the sentences they came from."""
+
+    columns: Dict[str, List[List[int]]]
     windows: List[Window]
     stats: WindowStats
     sentence_lengths: List[int]
+
+    @cached_property
+    def dataset(self) -> Dataset:
+        return Dataset.from_dict(self.columns)
 
 
 def word_lengths(tokenizer, sentences: Sequence[Sequence[str]]) -> List[List[int]]:
@@ -44,16 +50,6 @@ def word_lengths(tokenizer, sentences: Sequence[Sequence[str]]) -> List[List[int
     return lengths
 
 
-@dataclass
-class WindowEncoding:
-    """Tokenized windows as plain lists (``columns``: input_ids, attention_mask, ... [, labels])."""
-
-    columns: Dict[str, List[List[int]]]
-    windows: List[Window]
-    stats: WindowStats
-    sentence_lengths: List[int]
-
-
 def tokenize_windows(
     tokenizer,
     token_lists: Sequence[Sequence[str]],
@@ -62,8 +58,8 @@ def tokenize_windows(
     label_lists: Sequence[Sequence[str]] | None = None,
     label2id: Dict[str, int] | None = None,
     label_all_tokens: bool = False,
-) -> WindowEncoding:
-    """Window and tokenize sentences (see ``windows``); attach labels when ``label_lists`` is given."""
+) -> EncodedSplit:
+    """Sentences windowed and tokenized, with their labels where ``label_lists`` are given."""
     if not getattr(tokenizer, "is_fast", True):
         raise ValueError("NER windowing needs a fast tokenizer (word_ids); load it with use_fast=True")
     budget = max_seq_length - tokenizer.num_special_tokens_to_add(pair=False)
@@ -82,7 +78,7 @@ def tokenize_windows(
 
     if not windows:  # nothing to tokenize (only empty sentences); an empty list would read as one sentence
         columns = {"input_ids": [], "attention_mask": []} | ({"labels": []} if label_lists is not None else {})
-        return WindowEncoding(columns, windows, stats, sentence_lengths)
+        return EncodedSplit(columns, windows, stats, sentence_lengths)
     encoded = tokenizer(window_words, is_split_into_words=True, truncation=True, max_length=max_seq_length)
     all_labels = []
     for row, window in enumerate(windows):
@@ -114,36 +110,12 @@ def tokenize_windows(
     columns = {key: encoded[key] for key in encoded.keys()}
     if label_lists is not None:
         columns["labels"] = all_labels
-    return WindowEncoding(columns, windows, stats, sentence_lengths)
+    return EncodedSplit(columns, windows, stats, sentence_lengths)
 
 
 def length_order(lengths: Sequence[int]) -> List[int]:
     """Row order longest first (stable), so that consecutive rows batch with little padding."""
     return sorted(range(len(lengths)), key=lambda row: -lengths[row])
-
-
-def encode_sentences(
-    tokenizer,
-    token_lists: Sequence[Sequence[str]],
-    max_seq_length: int,
-    stride: int,
-    label_lists: Sequence[Sequence[str]] | None = None,
-    label2id: Dict[str, int] | None = None,
-    label_all_tokens: bool = False,
-    sort_by_length: bool = False,
-) -> EncodedSplit:
-    """``tokenize_windows`` as a ``datasets.Dataset``. With ``sort_by_length`` the rows (and ``windows``,
-    in the same order) go longest first, so sequential prediction batches are padded little; the merge
-    does not depend on row order."""
-    encoding = tokenize_windows(
-        tokenizer, token_lists, max_seq_length, stride, label_lists, label2id, label_all_tokens
-    )
-    columns, windows = encoding.columns, encoding.windows
-    if sort_by_length and windows:
-        order = length_order([len(ids) for ids in columns["input_ids"]])
-        columns = {key: [values[row] for row in order] for key, values in columns.items()}
-        windows = [windows[row] for row in order]
-    return EncodedSplit(Dataset.from_dict(columns), windows, encoding.stats, encoding.sentence_lengths)
 
 
 def encode_split(
@@ -156,15 +128,14 @@ def encode_split(
     label_all_tokens: bool = False,
     sort_by_length: bool = False,
 ) -> EncodedSplit:
-    """Encode gold sentences with labels re-encoded from their gold spans into the training ``scheme``."""
+    """Gold sentences encoded with labels re-encoded from their gold spans into the training ``scheme``. With
+    ``sort_by_length`` the rows (and ``windows``, in the same order) go longest first, so that sequential prediction
+    batches are padded little; the merge does not depend on row order."""
     tags = [spans_to_tags(s.spans, len(s.tokens), scheme) for s in sentences]
-    return encode_sentences(
-        tokenizer,
-        [s.tokens for s in sentences],
-        max_seq_length,
-        stride,
-        tags,
-        label2id,
-        label_all_tokens,
-        sort_by_length,
-    )
+    tokens = [s.tokens for s in sentences]
+    encoded = tokenize_windows(tokenizer, tokens, max_seq_length, stride, tags, label2id, label_all_tokens)
+    if sort_by_length and encoded.windows:
+        order = length_order([len(ids) for ids in encoded.columns["input_ids"]])
+        encoded.columns = {key: [values[row] for row in order] for key, values in encoded.columns.items()}
+        encoded.windows = [encoded.windows[row] for row in order]
+    return encoded

@@ -1,8 +1,7 @@
-"""Entity-level evaluation: predictions in any training scheme are decoded to spans and scored with
-seqeval against the gold spans of the original files, so numbers are comparable across schemes.
-
-The same scoring is an ``evaluate`` module shipped in the package (``SPAN_F1``, loaded with
-``evaluate.load(SPAN_F1)``, offline); run_ner.py's Trainer ``compute_metrics`` goes through it."""
+"""Entity-level evaluation: predictions in any training scheme are decoded to spans and scored with seqeval against
+the gold spans of the original files, so numbers are comparable across schemes. The same scoring is an ``evaluate``
+module shipped in the package (``evaluate.load(SPAN_F1)``, offline), through which ``bioptimus ner``'s Trainer
+``compute_metrics`` goes."""
 
 from __future__ import annotations
 
@@ -39,8 +38,8 @@ def predicted_spans(
 def score_spans(
     gold: Sequence[List[Span]], predicted: Sequence[List[Span]], lengths: Sequence[int]
 ) -> Dict[str, float]:
-    """seqeval entity-level micro precision/recall/F1 (strict IOB2 from spans on both sides), sentence by
-    sentence over ``lengths`` words."""
+    """seqeval's entity-level micro precision, recall and F1, both sides written as IOB2 from their spans (of
+    sentences of ``lengths`` words)."""
     gold_bio = [spans_to_tags(spans, length, "BIO") for spans, length in zip(gold, lengths)]
     predicted_bio = [spans_to_tags(spans, length, "BIO") for spans, length in zip(predicted, lengths)]
     return {
@@ -58,8 +57,8 @@ def score_tags(
     scheme: str = "BIO",
     reference_scheme: str | None = None,
 ) -> Dict[str, float]:
-    """:func:`score_spans` of tag sequences: ``predictions`` decoded in ``scheme``, ``references`` in
-    ``reference_scheme`` (default: ``scheme``). What the ``evaluate`` module computes."""
+    """:func:`score_spans` of tag sequences, ``predictions`` decoded in ``scheme``, ``references`` in
+    ``reference_scheme`` (default: ``scheme``): what the ``evaluate`` module computes."""
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predicted sentences but {len(references)} reference sentences")
     for index, (predicted, reference) in enumerate(zip(predictions, references)):

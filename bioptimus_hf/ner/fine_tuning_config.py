@@ -1,14 +1,7 @@
-"""The flags of a NER run (``bioptimus ner``): the one place each is set.
-
-* :class:`NerModelArguments`: every fine-tuning run's model and precision flags
-  (:class:`~bioptimus_hf.finetuning.finetuning_config.FineTuningModelArguments`), how dropout masks are drawn and
-  the base model's Hub id.
-* :class:`NerDataArguments`: a NER run's data (a CoNLL directory or a ``datasets`` dataset), its tagging scheme and
-  windows.
-* Tinn et al.'s stabilisation and the seeds are every fine-tuning run's
-  (:class:`~bioptimus_hf.finetuning.finetuning_config.StabilisationArguments`).
-
-Light imports only: a command imports this module to print its ``--help``.
+"""The flags of a NER run (``bioptimus ner``), the one place each is set: the model (:class:`NerModelArguments`),
+the data, tagging scheme and windows (:class:`NerDataArguments`), and every fine-tuning run's stabilisation and seeds
+(:class:`~bioptimus_hf.finetuning.finetuning_config.StabilisationArguments`). Light imports only: a command imports
+this module to print its ``--help``.
 """
 
 from __future__ import annotations
@@ -18,14 +11,12 @@ from dataclasses import dataclass, field
 from transformers import TrainingArguments
 
 from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
-from ..releases.lineage import base_model_hub_id_field
 from ..utils.bulk_dropout import BULK_DROPOUT_HELP
 
 
 @dataclass
 class NerModelArguments(FineTuningModelArguments):
-    """``bioptimus ner``'s model flags: :class:`FineTuningModelArguments`, how dropout masks are drawn and the base
-    model's Hub id for the cards."""
+    """``bioptimus ner``'s model flags: every fine-tuning run's and how dropout masks are drawn."""
 
     bulk_dropout: bool = field(
         default=False,
@@ -35,7 +26,6 @@ class NerModelArguments(FineTuningModelArguments):
             "benchmarks/ner_training_dropout.py)."
         },
     )
-    base_model_hub_id: str | None = base_model_hub_id_field()
 
 
 @dataclass

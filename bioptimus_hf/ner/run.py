@@ -1,6 +1,6 @@
 """One NER run from its typed settings: every seed's fine-tune of one model on one dataset, then the results of every
 seed of ``output_dir``. What ``bioptimus ner`` runs, callable by anyone (the study, the comparison, the BLURB
-benchmark).
+benchmark):
 
     from transformers import TrainingArguments
     from bioptimus_hf.ner.fine_tuning_config import NerDataArguments, NerModelArguments, StabilisationArguments
@@ -13,41 +13,53 @@ benchmark).
         TrainingArguments(output_dir="ner/NCBI-disease", num_train_epochs=3, report_to="none"),
     )
 
-Outputs in ``output_dir``: ``all_results.json`` (keys documented in docs/ner.md), ``results.md``,
-``model_index.json``, and per seed ``seed_<s>/`` with ``test_predictions.conll``, the span reports and the fine-tuned
-model (unless ``save_model`` is off). Bad input (a missing split, a malformed CoNLL line, an entity type absent from
-the training file) raises ``ValueError`` or ``FileNotFoundError`` naming the file, before any model is loaded
-(:func:`load_ner_run_data`; ``bioptimus ner`` makes it one line). A library function: it configures no logging,
-pushes nothing and leaves the process group alone; ``bioptimus ner`` (:mod:`bioptimus_hf.commands.ner`) does those
-around it, the best seed's push included (:mod:`.hub_push`).
+Outputs in ``output_dir``: ``all_results.json`` (keys in docs/ner.md), ``results.md``, ``model_index.json``, and per
+seed ``seed_<s>/`` with ``seed_results.json``, ``test_predictions.conll``, ``test_report.txt`` and the fine-tuned model
+(whose config records ``ner_tagging_scheme`` for the tagger) with its card. Bad input (a missing split, a malformed
+CoNLL line, an entity type absent from the training file) raises naming the file before any model is loaded
+(:func:`load_ner_run_data`). It configures no logging and pushes nothing: ``bioptimus ner`` does those around it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase, TrainingArguments
+from transformers import (
+    AutoConfig,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    DataCollatorForTokenClassification,
+    PreTrainedTokenizerBase,
+    TrainingArguments,
+)
 
-from ..finetuning.results import merge_seed_results, run_settings, write_seed_result
-from ..finetuning.seed_loop import use_batched_seeds
-from ..utils.bulk_dropout import use_bulk_dropout
+from ..finetuning.model_card import build_ner_card
+from ..finetuning.results import merge_seed_results, results_table, run_settings, write_results
+from ..finetuning.seed_loop import SeedRecipe, fine_tune_seeds, use_batched_seeds
+from ..releases.lineage import Lineage
+from ..releases.ner_results import METRICS, model_index
+from ..utils.bulk_dropout import enable_bulk_dropout, use_bulk_dropout
 from ..utils.cli import bad_input
 from ..utils.distributed import share_from_main
+from ..utils.files import write_json_atomic
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens
 from ..utils.tokenizer_families import tokenizer_for_words
-from .conll import ConllSplit
+from .conll import NER_SPLITS, ConllSplit, write_conll
 from .data import load_ner_splits
 from .encoding import EncodedSplit, encode_split
-from .fine_tuning import fine_tune_seeds
+from .evaluation import argmax_logits, build_compute_metrics, predicted_spans, span_report, span_scores
 from .fine_tuning_config import NerDataArguments, NerModelArguments, StabilisationArguments
-from .results import write_run_outputs
-from .schemes import label_list, normalize_scheme
+from .schemes import label_list, normalize_scheme, pipeline_caveat
 
 
 logger = logging.getLogger(__name__)
+# results.md's columns: header -> key of all_results.json
+NER_COLUMNS = {"devel F1": "eval_f1", "test P": "test_precision", "test R": "test_recall", "test F1": "test_f1"}
 
 
 @dataclass
@@ -66,25 +78,22 @@ class NerRunData:
     encoded: dict[str, EncodedSplit]
     window_stats: dict[str, dict]
 
+    @property
+    def id2label(self) -> dict[int, str]:
+        return dict(enumerate(self.labels))
+
 
 def load_ner_run_data(model_args: NerModelArguments, data_args: NerDataArguments) -> NerRunData:
-    """Steps 1 and 2 of a run, before any model: the splits, validated (the label set from the training sentences),
-    the tokenizer and each split's windows. Bad input raises ``ValueError``/``FileNotFoundError`` naming the file or
-    flag."""
+    """Steps 1 and 2 of a run, before any model: the splits, validated, the tokenizer and each split's windows. Bad
+    input raises ``ValueError``/``FileNotFoundError`` naming the file or flag."""
     # 1. The data: train, devel and (optional) test, validated; the label set comes from the training sentences.
     scheme = normalize_scheme(data_args.tagging_scheme)
-    if scheme == "IOBES":
-        scheme = "BIOUL"  # the same scheme; one spelling for the labels
+    scheme = "BIOUL" if scheme == "IOBES" else scheme  # the same scheme; one spelling for the labels
     dataset_name, train, devel, test = load_ner_splits(data_args)
     labels = label_list(train.entity_types, scheme)
+    sizes = "/".join(str(len(split.sentences)) if split else "-" for split in (train, devel, test))
     logger.info(
-        "%s: %d/%d/%s sentences, entity types %s, training scheme %s",
-        dataset_name,
-        len(train.sentences),
-        len(devel.sentences),
-        len(test.sentences) if test else "-",
-        train.entity_types,
-        scheme,
+        "%s: %s sentences, entity types %s, training scheme %s", dataset_name, sizes, train.entity_types, scheme
     )
     # 2. The tokenizer and each split's windows (long sentences are split into windows, never truncated).
     # words come pre-split: byte-level BPE must see each as a word after a space, as in running text
@@ -120,33 +129,16 @@ def load_ner_run_data(model_args: NerModelArguments, data_args: NerDataArguments
     }
     window_stats = {split: enc.stats.as_dict() for split, enc in encoded.items()}
     for split, stats in window_stats.items():
-        logger.info(
-            "%s: %d sentences -> %d windows; %d sentences split into windows, %d over-long words cut",
-            split,
-            stats["sentences"],
-            stats["windows"],
-            stats["sentences_split"],
-            stats["words_cut"],
-        )
+        logger.info("%s windows: %s", split, stats)
     return NerRunData(dataset_name, scheme, labels, train, devel, test, tokenizer, max_len, encoded, window_stats)
 
 
-def ner_run_info(
-    data: NerRunData,
-    model_name: str,
-    model_args: NerModelArguments,
-    data_args: NerDataArguments,
-    stab_args: StabilisationArguments,
-    training_args: TrainingArguments,
-    bulk_dropout: bool,
-    batched_seeds: bool = False,
-) -> dict:
-    """The settings every seed of a run records beside its scores (``run_info``: seeds under other settings are
-    never merged)."""
+def ner_run_info(data: NerRunData, model_args, data_args, stab_args, training_args, bulk_dropout: bool) -> dict:
+    """The settings every seed of a run records beside its scores (seeds under other settings are never merged)."""
     train, devel, test = data.train, data.devel, data.test
     return {
         "model_name_or_path": model_args.model_name_or_path,
-        "model_name": model_name,
+        "model_name": model_args.name,
         "dataset": data.dataset_name,
         "entity_types": train.entity_types,
         "tagging_scheme": data.scheme,
@@ -156,16 +148,92 @@ def ner_run_info(
         "window_stride": data_args.window_stride,
         "windows": data.window_stats,
         "repaired_tags": {
-            "train": len(train.repaired_lines),
-            "devel": len(devel.repaired_lines),
-            "test": len(test.repaired_lines) if test else 0,
+            name: len(split.repaired_lines) if split else 0 for name, split in zip(NER_SPLITS, (train, devel, test))
         },
         **run_settings(stab_args, training_args),
         "dropout_masks": "bulk" if bulk_dropout else "torch",
-        "batched_seeds": batched_seeds,
         "train_sampling_strategy": training_args.train_sampling_strategy,
         "num_train_sentences": len(train.sentences),
     }
+
+
+def load_token_classifier(model_name_or_path: str, labels: Sequence[str], scheme: str, ignore_mismatched_sizes=False):
+    """The model with a fresh token-classification head for ``labels``; its config records ``ner_tagging_scheme``,
+    read back by the tagger to decode predictions."""
+    id2label = dict(enumerate(labels))
+    config = AutoConfig.from_pretrained(
+        model_name_or_path, num_labels=len(labels), id2label=id2label, label2id={v: k for k, v in id2label.items()}
+    )
+    config.ner_tagging_scheme = scheme
+    return AutoModelForTokenClassification.from_pretrained(
+        model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
+    )
+
+
+def score_ner_seed(trainer, data: NerRunData) -> dict[str, float]:
+    """A trained seed's span scores: ``eval_{f1,precision,recall}`` on devel and, with a test split,
+    ``test_{f1,precision,recall}``, ``test_predict_runtime_s`` and ``test_sentences_per_s``; the main process
+    writes ``test_predictions.conll`` and ``test_report.txt`` into the seed's directory."""
+    scores = trainer.evaluate(metric_key_prefix="eval")
+    run = {f"eval_{metric}": scores[f"eval_{metric}"] for metric in METRICS}
+    if data.test is None:
+        return run
+    trainer.compute_metrics = None  # the devel-bound metrics would not fit the test windows
+    start = time.perf_counter()
+    output = trainer.predict(data.encoded["test"].dataset)
+    seconds = time.perf_counter() - start
+    spans = predicted_spans(data.encoded["test"], output.predictions, data.id2label, data.scheme)
+    scores = span_scores(data.test.sentences, spans)
+    run.update({f"test_{metric}": scores[metric] for metric in METRICS})
+    run.update(test_predict_runtime_s=seconds, test_sentences_per_s=len(data.test.sentences) / seconds)
+    if trainer.is_world_process_zero():  # every rank holds the gathered predictions; one writes them
+        seed_dir = trainer.args.output_dir
+        os.makedirs(seed_dir, exist_ok=True)
+        write_conll(os.path.join(seed_dir, "test_predictions.conll"), data.test.sentences, spans)
+        with open(os.path.join(seed_dir, "test_report.txt"), "w", encoding="utf-8") as handle:
+            handle.write(span_report(data.test.sentences, spans))
+    return run
+
+
+def ner_recipe(model_args, stab_args, training_args, data: NerRunData, bulk_dropout: bool) -> SeedRecipe:
+    """How a seed is fine-tuned: the token classifier with a fresh head (bulk dropout where asked), the Trainer
+    scoring devel at the span level; its card says how to tag with it and what transformers' pipeline gets wrong
+    for the scheme."""
+
+    def load_model():
+        model = load_token_classifier(
+            model_args.model_name_or_path, data.labels, data.scheme, model_args.ignore_mismatched_sizes
+        )
+        if bulk_dropout:
+            enable_bulk_dropout(model)
+        return model
+
+    card = {
+        "model_name": model_args.name,
+        "dataset": data.dataset_name,
+        "scheme": data.scheme,
+        "labels": data.labels,
+        "caveat": pipeline_caveat(data.scheme),
+    }
+    lineage = Lineage.of(model_args.model_name_or_path, model_args.base_model_hub_id)
+    trainer_kwargs = dict(
+        train_dataset=data.encoded["train"].dataset,
+        eval_dataset=data.encoded["devel"].dataset,
+        processing_class=data.tokenizer,
+        data_collator=DataCollatorForTokenClassification(
+            data.tokenizer, pad_to_multiple_of=8 if training_args.fp16 else None
+        ),
+        compute_metrics=build_compute_metrics(data.encoded["devel"], data.devel.sentences, data.id2label, data.scheme),
+        preprocess_logits_for_metrics=argmax_logits,
+    )
+    return SeedRecipe(
+        model_args,
+        stab_args,
+        load_model,
+        trainer_kwargs,
+        score=lambda trainer: score_ner_seed(trainer, data),
+        card=lambda run, run_info: build_ner_card(card, lineage),
+    )
 
 
 def fine_tune_ner(
@@ -175,11 +243,10 @@ def fine_tune_ner(
     training_args: TrainingArguments,
     data: NerRunData | None = None,
 ) -> dict:
-    """Every seed's fine-tune of one model on one dataset, then the results of every seed of ``output_dir``
-    (``all_results.json``...); returns them. ``data``: the run's splits and windows when the caller has loaded them
-    (:func:`load_ner_run_data`), else loaded here, bad data raising ``BadInput`` before any model is loaded.
-    Pushes nothing: ``--push_to_hub`` is refused here (``bioptimus ner`` takes it,
-    :func:`~.hub_push.take_ner_hub_settings`)."""
+    """Every seed's fine-tune of one model on one dataset (:func:`~bioptimus_hf.finetuning.seed_loop.fine_tune_seeds`),
+    then the results of every seed of ``output_dir`` merged (``all_results.json``...); returns them. ``data``: the
+    run's splits and windows when the caller has loaded them (:func:`load_ner_run_data`), else loaded here, bad data
+    raising ``BadInput`` before any model is loaded. ``--push_to_hub`` is refused (``bioptimus ner`` takes it)."""
     if training_args.push_to_hub:
         raise ValueError(
             "--push_to_hub: fine_tune_ner pushes nothing; bioptimus ner pushes the best seed "
@@ -191,7 +258,6 @@ def fine_tune_ner(
             data = load_ner_run_data(model_args, data_args)
 
     # 3. One full fine-tune per seed, each from the same pre-trained model, into <output_dir>/seed_<s>/.
-    model_name = model_args.model_name or os.path.basename(os.path.normpath(model_args.model_name_or_path))
     os.makedirs(training_args.output_dir, exist_ok=True)
     bulk_dropout = use_bulk_dropout(model_args.bulk_dropout, training_args)
     logger.info("dropout masks: %s", "drawn in bulk (docs/speed.md, section 9)" if bulk_dropout else "torch's")
@@ -199,48 +265,39 @@ def fine_tune_ner(
     if batched and bulk_dropout:  # bulk dropout draws its masks outside torch.func.vmap's per-seed randomness
         logger.warning("batched seeds: not with bulk dropout (--bulk_dropout); the seeds train one after another")
         batched = False
-    per_seed, batched = fine_tune_seeds(
-        stab_args.seed_list(training_args.seed),
-        model_args.model_name_or_path,
-        training_args,
-        labels=data.labels,
-        scheme=data.scheme,
-        tokenizer=data.tokenizer,
-        encoded=data.encoded,
-        devel=data.devel,
-        test=data.test,
-        stabilisation=stab_args,
-        save_model=model_args.save_model,
-        keep_checkpoints=model_args.keep_checkpoints,
-        ignore_mismatched_sizes=model_args.ignore_mismatched_sizes,
-        bulk_dropout=bulk_dropout,
-        model_name=model_name,
-        dataset_name=data.dataset_name,
-        base_model_hub_id=model_args.base_model_hub_id,
-        batched=batched,
-    )
+    recipe = ner_recipe(model_args, stab_args, training_args, data, bulk_dropout)
+    run_info = ner_run_info(data, model_args, data_args, stab_args, training_args, bulk_dropout)
+    fine_tune_seeds(recipe, stab_args.seed_list(training_args.seed), training_args, run_info, batched)
 
-    # 4. The results: each seed's, then every seed of output_dir merged (all_results.json, results.md...).
-    # Seeds run as separate jobs (`--seeds 2` on one GPU, `--seeds 3` on another) end in the same all_results.json
-    # as one run. Under torchrun the main process writes and merges; every rank gets its result (or its error).
-    run_info = ner_run_info(data, model_name, model_args, data_args, stab_args, training_args, bulk_dropout, batched)
-    return share_from_main(lambda: write_and_merge(training_args.output_dir, per_seed, run_info))
+    # 4. Every seed of output_dir merged: seeds run as separate jobs (`--seeds 2` on one GPU, `--seeds 3` on
+    # another) end in the same all_results.json as one run. The main process merges; every rank gets the result.
+    def merge() -> dict:
+        results, table = merge_ner_run(training_args.output_dir)
+        print(table)
+        return results
+
+    return share_from_main(merge)
 
 
-def write_and_merge(output_dir: str, per_seed: list[dict], run_info: dict) -> dict:
-    """Each seed's ``seed_results.json``, then every seed of ``output_dir`` merged and the run's outputs written
-    (the table printed); returns the merged results."""
-    for run in per_seed:
-        write_seed_result(output_dir, run, run_info)
-    merged, table = merge_ner_run(output_dir)
-    print(table)
-    return merged
+def markdown_table(results: dict) -> str:
+    """``results.md``'s table: a row per seed, then mean ± std (%)."""
+    return results_table(results, NER_COLUMNS)
+
+
+def write_run_outputs(output_dir: str, results: dict) -> str:
+    """``all_results.json``, ``results.md`` and (with test scores) ``model_index.json`` (the card's own
+    :func:`~bioptimus_hf.releases.ner_results.model_index`); returns the markdown table."""
+    title = f"{results['model_name']} on {results['dataset']} ({results['tagging_scheme']} training, entity-level, %)"
+    table = write_results(output_dir, results, title, NER_COLUMNS)
+    if results.get("test_f1") is not None:
+        index = model_index(results, results["model_name"], results["dataset"])
+        write_json_atomic(os.path.join(output_dir, "model_index.json"), index)
+    return table
 
 
 def merge_ner_run(output_dir: str, into: str | None = None, extra: dict | None = None) -> tuple[dict, str]:
-    """Every seed of ``output_dir`` merged (:func:`~bioptimus_hf.finetuning.results.merge_seed_results`) and the
-    run's outputs written (:func:`~.results.write_run_outputs`), in ``into`` where given and with ``extra``'s keys
-    (the BLURB benchmark's search: a dataset's results from its chosen point's seeds); returns the results and
-    their markdown table."""
+    """Every seed of ``output_dir`` merged and the run's outputs written, in ``into`` where given and with
+    ``extra``'s keys (the BLURB benchmark's search: a dataset's results from its chosen point's seeds); returns
+    the results and their markdown table."""
     results = {**merge_seed_results(output_dir), **(extra or {})}
     return results, write_run_outputs(into or output_dir, results)

@@ -1,19 +1,10 @@
-"""Tagging schemes: decoding tag sequences into entity spans and encoding spans back into tags.
-
-Spans are ``(entity_type, start, end)`` over word positions, ``end`` exclusive. Every scheme goes
-through spans, so training can use IO, BIO (IOB2) or BIOUL while evaluation always compares spans.
-
-Supported schemes (names are case-insensitive):
-
-* ``IO``    -- ``I-X`` for every word of an entity. Two adjacent entities of the same type merge
-  into one span (the scheme cannot express the boundary); this is the known cost of IO.
-* ``BIO``   -- IOB2: ``B-X`` starts every entity, ``I-X`` continues it.
-* ``BIOUL`` -- ``B-X`` begin, ``I-X`` inside, ``L-X`` last, ``U-X`` single-word entity.
-* ``IOBES`` -- the same scheme with ``E-``/``S-`` in place of ``L-``/``U-``.
-
-Decoding is lenient on purpose, because model predictions need not be well formed: a tag that
-cannot continue the open entity (``I-X`` after ``O`` or after another type, ``L-X`` with no ``B-X``)
-starts a new entity, which is the convention of ``conlleval`` and seqeval's default mode.
+"""Tagging schemes: tag sequences decoded into entity spans ``(entity_type, start, end)`` (word positions, ``end``
+exclusive) and spans encoded back into tags, so that training can use IO, BIO (IOB2) or BIOUL while evaluation always
+compares spans. ``IO``: ``I-X`` for every word (two adjacent entities of one type merge: the scheme cannot mark the
+boundary); ``BIO``: ``B-X`` starts every entity, ``I-X`` continues it; ``BIOUL``: ``B-``, ``I-``, ``L-`` last,
+``U-`` single-word; ``IOBES``: the same with ``E-``/``S-``. Decoding is lenient, as model predictions need not be well
+formed: a tag that cannot continue the open entity (``I-X`` after ``O`` or another type) starts a new one, as in
+``conlleval`` and seqeval's default mode.
 """
 
 from __future__ import annotations
@@ -25,9 +16,6 @@ Span = Tuple[str, int, int]
 
 SCHEMES = ("IO", "BIO", "BIOUL", "IOBES")
 _ALIASES = {"IOB2": "BIO", "BILOU": "BIOUL", "BIOES": "IOBES"}
-
-# Which prefix letters each scheme uses; "mixed" detection compares files against these sets.
-_PREFIXES = {"IO": {"I"}, "BIO": {"B", "I"}, "BIOUL": {"B", "I", "L", "U"}, "IOBES": {"B", "I", "E", "S"}}
 
 
 def normalize_scheme(name: str) -> str:
@@ -52,11 +40,8 @@ def split_tag(tag: str) -> Tuple[str, str | None]:
 
 
 def detect_scheme(tags: Iterable[str]) -> str:
-    """The smallest scheme that explains all ``tags`` (``BIO`` for all-``O`` input).
-
-    Raises ValueError when the tags mix schemes (``E-``/``S-`` together with ``L-``/``U-``) or use an
-    unknown prefix.
-    """
+    """The smallest scheme that explains all ``tags`` (``BIO`` for all-``O`` input); a ValueError when they mix
+    ``E-``/``S-`` with ``L-``/``U-`` or use an unknown prefix."""
     prefixes = set()
     for tag in tags:
         prefix, _ = split_tag(tag)
@@ -78,7 +63,7 @@ def detect_scheme(tags: Iterable[str]) -> str:
 
 
 def tags_to_spans(tags: Sequence[str], scheme: str = "BIO") -> List[Span]:
-    """Decode a tag sequence into entity spans (lenient; see module docstring)."""
+    """Decode a tag sequence into entity spans (leniently)."""
     scheme = normalize_scheme(scheme)
     spans: List[Span] = []
     open_type: str | None = None
@@ -95,8 +80,7 @@ def tags_to_spans(tags: Sequence[str], scheme: str = "BIO") -> List[Span]:
         if prefix == "O":
             close(position)
             continue
-        if scheme == "IO":
-            # In IO every prefix means "inside"; only a type change or O ends an entity.
+        if scheme == "IO":  # every prefix means "inside": only a type change or O ends an entity
             prefix = "I"
         if prefix in ("B", "U", "S") or entity_type != open_type:
             close(position)
@@ -143,13 +127,9 @@ def label_list(entity_types: Iterable[str], scheme: str) -> List[str]:
     return ["O"] + [f"{prefix}-{entity_type}" for entity_type in sorted(set(entity_types)) for prefix in order]
 
 
-# What transformers' ``pipeline("token-classification")`` groups correctly. Its grouping
-# (``TokenClassificationPipeline.group_entities``) knows two prefixes: ``B-X`` starts an entity, ``I-X`` continues
-# one of type ``X``; any other label is a type of its own. IO and BIO models are therefore grouped as this module
-# decodes them (IO's adjacent ``I-X`` words merge in both). BIOUL/IOBES models are not: ``L-X``/``E-X`` becomes an
-# entity of its own after ``B-X I-X``, and adjacent ``U-X``/``S-X`` single-word entities merge. No renaming of the
-# labels fixes that without changing how ``I-X`` after ``L-X`` is read, so such a model keeps its true labels
-# (run_ner.py's evaluation and the tagger decode them exactly) and its card and the tagger say what the pipeline
+# What transformers' pipeline("token-classification") groups as this module decodes: its grouping knows B-X (start)
+# and I-X (continue) only, any other label being a type of its own. No renaming of BIOUL's labels fixes that without
+# changing how I-X after L-X is read, so such a model keeps its true labels and its card says what the pipeline
 # gets wrong.
 PIPELINE_SCHEMES = ("IO", "BIO")
 

@@ -1,22 +1,12 @@
-"""Tagging raw text with a fine-tuned NER model: entity spans with character offsets.
-
-The text is split into words by the tokenizer's own pre-tokenizer (for BERT: whitespace and
-punctuation, which matches the pre-tokenised BLURB training files), then goes through exactly the
-path used in evaluation: whole-word windows, first-sub-token predictions, the most-central-window
-merge, and decoding in the scheme the model was trained with (``config.ner_tagging_scheme``, written
-by run_ner.py; BIO when absent). Entities come in the shape ``pipeline("token-classification",
-aggregation_strategy="first")`` gives them (``entity_group``, ``score``, ``word``, ``start``, ``end``), and for IO
-and BIO models the pipeline groups the same words; the tagger also decodes BIOUL models (a warning at load says
-what the pipeline gets wrong for them: ``ner/schemes.py``) and never truncates long abstracts.
-
-    bioptimus tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
-    bioptimus tag --model_name_or_path out/seed_1 --input_file abstracts.txt --output_file entities.jsonl
-
-Speed (numbers in docs/ner.md): texts are taken in bounded chunks (``chunk_size``) from any iterable
-and results come out in input order as each chunk is done, so a PubMed-sized file never sits in
-memory. Within a chunk, the windows of all texts are sorted by length and batched across texts, so a
-batch is padded only to nearly its own length; the model runs under ``torch.inference_mode()``, in
-bf16 where the device computes it natively (``utils/hardware.py``), else in float32.
+"""Entities in raw text with a fine-tuned NER model (``bioptimus tag``, :mod:`.tagging_run`): the text is split into
+words by the tokenizer's own pre-tokenizer (for BERT: whitespace and punctuation, as the pre-tokenised BLURB files),
+then takes the path of evaluation: whole-word windows, first-sub-token predictions, the most-central-window merge, and
+decoding in the scheme the model was trained with (``config.ner_tagging_scheme``; BIO when absent). Entities come in
+the shape of ``pipeline("token-classification", aggregation_strategy="first")``; unlike the pipeline, the tagger
+decodes BIOUL models (a warning at load says what the pipeline gets wrong: :func:`.schemes.pipeline_caveat`) and
+never truncates a long abstract. Texts are taken from any iterable in bounded chunks (``chunk_size``), their windows
+sorted by length and batched across texts, results yielded in input order; the model runs under
+``torch.inference_mode()``, in bf16 where the device computes it natively, else float32 (speed: docs/ner.md).
 """
 
 from __future__ import annotations
@@ -34,7 +24,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer
 from ..utils.hardware import device_has_fast_bf16
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_families import tokenizer_for_words
-from .encoding import WindowEncoding, length_order, tokenize_windows
+from .encoding import EncodedSplit, length_order, tokenize_windows
 from .schemes import pipeline_caveat, tags_to_spans
 from .tagger_config import PRECISIONS
 from .windows import best_token_positions
@@ -46,11 +36,9 @@ AUTO_BF16 = "bf16"  # what "auto" picks on bf16 hardware (measured: docs/ner.md,
 
 
 def split_words(tokenizer, text: str) -> List[Tuple[str, Tuple[int, int]]]:
-    """Words of ``text`` with character offsets, by the tokenizer's pre-tokenizer (else whitespace).
-
-    A word is the text under the pre-token's offsets, without surrounding whitespace: byte-level BPE and
-    SentencePiece pre-tokens carry their word-start marker ("Ġ", "▁") in place of the space, and fed back as
-    pre-split words they would be tokenized as different characters; the surface word is what NER training saw."""
+    """Words of ``text`` with character offsets, by the tokenizer's pre-tokenizer (else whitespace): the text under
+    each pre-token's offsets without surrounding whitespace, the surface word NER training saw (byte-level BPE and
+    SentencePiece pre-tokens carry a word-start marker, "Ġ" or "▁", that would tokenize as other characters)."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     pre_tokenizer = getattr(backend, "pre_tokenizer", None) if backend is not None else None
     if pre_tokenizer is None:
@@ -74,12 +62,11 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 
 
 class NerTagger:
-    """``NerTagger(model_name_or_path)(texts)`` -> per text, a list of entity dicts in the token-classification
-    pipeline's shape, ``{"entity_group", "score", "word", "start", "end"}``: the entity type, the mean
-    probability of the predicted labels of the entity's words (4 decimals), the text's own characters
-    ``text[start:end]`` (where the pipeline decodes tokens, e.g. lowercased by an uncased tokenizer), and
-    character offsets into the text (``end`` exclusive). ``tagger.tag_stream(lines)`` does the same lazily over
-    any iterable, yielding in input order. ``revision`` is passed to every ``from_pretrained``."""
+    """``NerTagger(model_name_or_path)(texts)`` -> per text, its entities in the token-classification pipeline's
+    shape, ``{"entity_group", "score", "word", "start", "end"}``: the type, the mean probability of the predicted
+    labels of the entity's words (4 decimals), the text's own characters ``text[start:end]`` (the pipeline decodes
+    tokens, lowercased by an uncased tokenizer) and their offsets. ``tag_stream(lines)`` does the same lazily, in input
+    order. ``revision`` is passed to every ``from_pretrained``."""
 
     def __init__(
         self,
@@ -94,7 +81,6 @@ class NerTagger:
     ):
         if batch_size < 1 or chunk_size < 1:
             raise ValueError(f"batch_size and chunk_size must be at least 1, got {batch_size} and {chunk_size}")
-        # texts are split into words
         self.tokenizer = tokenizer_for_words(AutoTokenizer.from_pretrained(model_name_or_path, revision=revision))
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.precision = resolve_precision(precision, self.device)
@@ -122,7 +108,7 @@ class NerTagger:
             return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def encode(self, texts: Sequence[str]) -> Tuple[List[List[Tuple[str, Tuple[int, int]]]], WindowEncoding]:
+    def encode(self, texts: Sequence[str]) -> Tuple[List[List[Tuple[str, Tuple[int, int]]]], EncodedSplit]:
         """Words of each text and their windows (all texts tokenized in one call)."""
         words = [split_words(self.tokenizer, text) for text in texts]
         token_lists = [[w for w, _ in sentence] for sentence in words]

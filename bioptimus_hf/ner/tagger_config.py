@@ -1,5 +1,5 @@
-"""The settings of tagging raw text with a fine-tuned NER model (``bioptimus tag``), and the precisions a tagger runs
-in (:data:`PRECISIONS`; what ``auto`` picks is :class:`~.tagger.NerTagger`'s)."""
+"""``bioptimus tag``'s flags (:class:`TaggingArguments`) and the precisions a tagger runs in (:data:`PRECISIONS`; what
+``auto`` picks is :mod:`.tagger`'s)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""Tagging entities in raw text with a model fine-tuned by run_ner.py (JSON lines out).
-
-    bioptimus tag --model_name_or_path out/seed_1 --text "Mutations in BRCA1 cause breast cancer."
-    bioptimus tag --model_name_or_path acme/ner-model --revision v1 --input_file abstracts.txt \
-        --output_file entities.jsonl
-
-One line per input line: ``{"line": n, "entities": [...]}``, each entity in the shape of transformers'
-token-classification pipeline (``entity_group``, ``score``, ``word``, ``start``, ``end``; ner/tagger.py).
-
-The input file is read lazily and results are written as they are done, in input order, so memory
-stays bounded whatever the file size. The output goes to ``<output_file>.partial`` and is renamed to
-``output_file`` only when every line is tagged; an interrupted run leaves the lines done so far there.
+"""``bioptimus tag``'s run: raw text tagged by a model fine-tuned by ``bioptimus ner`` (:class:`.tagger.NerTagger`)
+into JSON lines, one per input line, ``{"line": n, "entities": [...]}``. The input file is read lazily and results
+written as they are done, in input order, so memory stays bounded; the output goes to ``<output_file>.partial``,
+renamed to ``output_file`` once every line is tagged.
 """
 
 from __future__ import annotations
@@ -41,9 +33,8 @@ class _Lines:
 
 
 def run_tagging(args: TaggingArguments) -> None:
-    """Tag ``args.text`` or every line of ``args.input_file`` into JSON lines (``args.output_file`` or stdout; see
-    the module docstring). Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag, file or
-    line (``bioptimus tag`` makes it one line)."""
+    """Tag ``args.text`` or every line of ``args.input_file`` into JSON lines (``args.output_file`` or stdout). Bad
+    input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag, file or line."""
     with bad_input():
         if args.input_file and not os.path.isfile(args.input_file):
             raise FileNotFoundError(f"--input_file {args.input_file}: no such file")

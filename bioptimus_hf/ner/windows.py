@@ -1,15 +1,9 @@
-"""Splitting long sentences into overlapping windows of whole words, and merging window predictions.
-
-Nothing is truncated silently. A sentence whose sub-tokens do not fit ``max_seq_length`` (minus the
-special tokens) is cut into windows of whole words; consecutive windows overlap by at most ``stride``
-sub-tokens. Every word is predicted once per window that holds it; the merge keeps, for each word,
-the prediction from the window in which the word is **most central** (largest distance to the
-nearer window edge, counted in words; ties go to the earlier window), because a word near a window
-edge has lost context on that side.
-
-The one thing that cannot be windowed is a single word with more sub-tokens than a window holds;
-its trailing sub-tokens are dropped. Only a word's first sub-token carries its label, so its
-prediction is still made; such words are counted in ``WindowStats.words_cut``.
+"""Long sentences split into overlapping windows of whole words, and the windows' predictions merged. Nothing is
+truncated silently: a sentence whose sub-tokens do not fit ``max_seq_length`` (less the special tokens) is cut into
+windows of whole words overlapping by at most ``stride`` sub-tokens. Each word keeps the prediction of the window in
+which it is most central (the largest distance, in words, to the nearer edge; ties to the earlier window): a word
+near an edge has lost context on that side. Only a single word with more sub-tokens than a window holds is cut (its
+first sub-token, which carries its label, is still predicted): ``WindowStats.words_cut`` counts them.
 """
 
 from __future__ import annotations
@@ -38,12 +32,9 @@ class WindowStats:
 
 
 def plan_windows(word_lengths: Sequence[int], budget: int, stride: int) -> List[Tuple[int, int]]:
-    """Word ranges ``[start, end)`` covering all words, each at most ``budget`` sub-tokens.
-
-    A window always holds at least one word (a longer single word is cut later). Each next window
-    starts at the earliest word such that the overlap with the previous window is at most ``stride``
-    sub-tokens, but always after the previous start, so the plan always advances.
-    """
+    """Word ranges ``[start, end)`` covering all words, each at most ``budget`` sub-tokens but at least one word;
+    each next window starts at the earliest word that keeps the overlap with the previous one at most ``stride``
+    sub-tokens, and always after the previous start."""
     if budget < 1:
         raise ValueError(f"window budget must be at least 1 sub-token, got {budget}")
     if stride < 0 or stride >= budget:
@@ -77,10 +68,9 @@ def centrality(window: Tuple[int, int], word: int) -> int:
 def best_token_positions(
     windows: Sequence[Window], sentence_lengths: Sequence[int]
 ) -> List[List[Tuple[int, int] | None]]:
-    """For every word of every sentence, ``(window_row, token_position)`` of the sub-token whose
-    prediction the merge keeps (the most central window; ties to the window starting earlier in the
-    sentence), or None if the word has no sub-token at all. ``windows`` may come in any order (e.g.
-    sorted by length): the choice depends only on the windows, not on their rows."""
+    """For every word of every sentence, ``(window_row, token_position)`` of the sub-token whose prediction the
+    merge keeps, or None if the word has no sub-token. ``windows`` may come in any order (e.g. sorted by length):
+    the choice depends on the windows, not on their rows."""
     chosen: List[List[Tuple[int, int] | None]] = [[None] * length for length in sentence_lengths]
     best = [[(-1, 0)] * length for length in sentence_lengths]
     for row, window in enumerate(windows):
@@ -101,11 +91,8 @@ def merge_window_predictions(
     sentence_lengths: Sequence[int],
     default: int,
 ) -> List[List[int]]:
-    """Per-word predictions for each sentence from per-token window predictions.
-
-    ``token_predictions[i][k]`` is the predicted label id of token ``k`` of window ``i``. Words that
-    have no sub-token get ``default`` (the id of ``O``).
-    """
+    """Per-word label ids of each sentence from ``token_predictions[i][k]``, the label id of token ``k`` of window
+    ``i``; a word without a sub-token gets ``default`` (the id of ``O``)."""
     return [
         [default if where is None else int(token_predictions[where[0]][where[1]]) for where in sentence]
         for sentence in best_token_positions(windows, sentence_lengths)

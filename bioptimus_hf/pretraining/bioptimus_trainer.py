@@ -19,11 +19,10 @@ masks on a CPU, the texts of the ``text_column_name`` column tokenized with word
 phase end (published with ``push_to_hub``), and the lexical warm-up's frozen body and two-stage schedule
 (:class:`~.lexical_warmup.LexicalWarmupTrainer`) when ``lexical_warmup_steps`` asks for one.
 
-``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is this trainer plus what a command adds around it: the
-corpus read from files, the output directory locked and resumed from its last complete checkpoint, the final model
-and metrics saved. The curriculum's metrics are added to every log in :meth:`BioptimusTrainer.log`, before any
-reporter sees it. For a Trainer of your own: ``add_callback_first(trainer, PhaseScheduleCallback(collator))``
-(:func:`~.callback.add_callback_first`).
+``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is this trainer with the corpus read from files, the output
+directory locked and resumed from its last complete checkpoint, the final model and metrics saved. The curriculum's
+metrics join every log in :meth:`BioptimusTrainer.log`, before any reporter sees it. For a Trainer of your own:
+``add_callback_first(trainer, PhaseScheduleCallback(collator))`` (:func:`~.callback.add_callback_first`).
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ from ..vocabulary.embedding_init import (
     start_model_provenance,
     vocabulary_facts,
 )
-from .bioptimus_config import BioptimusConfig
+from .bioptimus_config import BioptimusConfig, EmbeddingInitArguments, build_curriculum, group_settings
 from .callback import PhaseScheduleCallback
 from .collator import CurriculumDataCollator
 from .data import prepare_pretraining_datasets, shuffle_buffer_size
@@ -81,7 +80,7 @@ def curriculum_schedule(config: BioptimusConfig) -> CurriculumPlan:
     model): raises ValueError naming the flag or file for a schedule that cannot run."""
     if config.max_steps is None or config.max_steps <= 0:
         raise ValueError("--max_steps must be > 0: curriculum phases are scheduled in optimizer steps")
-    curriculum = config.build(config.lexical_warmup_steps)
+    curriculum = build_curriculum(config, config.lexical_warmup_steps)
     schedule = curriculum.resolve(config.max_steps)
     warmup = None
     if schedule.lexical_warmup_steps:  # its steps as resolved here, for the Trainer and the phases alike
@@ -120,10 +119,8 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
         release_hub: where releases are published, as :func:`~bioptimus_hf.releases.release_config.resolve_release_hub`
             resolved it before (it turns the Trainer's own push off); by default the trainer resolves
             ``args.push_to_hub`` itself.
-        run_info: further facts for the releases' record (``train_files``, ``dataset_name``...).
-        curriculum_plan: the run's curriculum, schedule and warm-up as :func:`curriculum_schedule` built them before
-            (a command checks them before any model loads); by default the trainer builds them from ``args``.
-        Every other argument is the ``Trainer``'s.
+        Every other argument is the ``Trainer``'s. The curriculum, its schedule and warm-up are built from ``args``
+        (:func:`curriculum_schedule`); ``phase_callback.run_info`` holds the facts of the releases' record.
     """
 
     def __init__(
@@ -136,12 +133,10 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
         processing_class: Any = None,
         *,
         release_hub: ReleaseHub | None | str = FROM_ARGS,
-        run_info: dict[str, Any] | None = None,
-        curriculum_plan: CurriculumPlan | None = None,
         **kwargs: Any,
     ):
         args = as_bioptimus_config(args, model)
-        plan = curriculum_plan or curriculum_schedule(args)
+        plan = curriculum_schedule(args)
         hub = resolve_release_hub(args) if release_hub is FROM_ARGS else release_hub
 
         # The start model (the paper's Table 1) and its tokenizer; the masked-only head, dropout masks, allocator.
@@ -171,7 +166,7 @@ class BioptimusTrainer(StreamResumeMixin, LexicalWarmupTrainer):
             collator,
             schedule=plan.schedule,
             evaluate_at_phase_end=data.eval is not None,
-            run_info={**start.release_facts(args, data, collator), **facts, **(run_info or {})},
+            run_info={**start.release_facts(args, data, collator), **facts},
             on_release=[self.release_publisher] if self.release_publisher is not None else [],
             allow_schedule_change=args.allow_schedule_change,
             lexical_warmup_release=args.lexical_warmup_release,
@@ -280,7 +275,7 @@ class _StartModel:
         model, tokenizer, init_report = build_initialized_model(
             model,
             processing_class,  # a name, a path or a tokenizer (load_fast_tokenizer takes each)
-            args,
+            group_settings(args, EmbeddingInitArguments),
             seed=args.seed,
             config_name=args.config_name,
             progress=not args.disable_tqdm,

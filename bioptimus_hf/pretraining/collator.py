@@ -63,7 +63,7 @@ import torch
 from transformers import BatchEncoding
 
 from . import static_shapes
-from .curriculum_config import DEFAULT_MASKING_STREAM, MASKING_STREAMS, CurriculumArguments
+from .bioptimus_config import DEFAULT_MASKING_STREAM, MASKING_STREAMS, CurriculumArguments
 from .phases import BIOPTIMUS_CURRICULUM, CurriculumPhase
 from .tokenization import check_word_boundaries
 

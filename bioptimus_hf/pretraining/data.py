@@ -18,7 +18,7 @@ import numpy as np
 
 from ..utils.corpus_reader import CorpusFileError, CorpusReadStats, check_corpus_files
 from ..utils.prepared_corpus import expand_corpus_paths, is_prepared_corpus_dir, read_manifest
-from .data_config import CORPUS_BUILDERS, DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
+from .bioptimus_config import CORPUS_BUILDERS, DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from .tokenization import group_texts, tokenize_with_word_ids
 
 
@@ -219,7 +219,7 @@ def prepare_pretraining_datasets(
     """Raw text splits (a ``datasets.Dataset`` or ``IterableDataset`` with a ``--text_column_name`` column) tokenized
     with word ids and packed into blocks (or line by line), as ``run_mlm.py`` does: ``datasets.map`` with caching and
     ``--preprocessing_num_workers``, or lazily for an ``IterableDataset`` (shuffled with ``--shuffle_buffer_size``).
-    ``data_args`` holds :class:`~.data_config.PretrainingDataArguments`' processing fields (``max_seq_length``,
+    ``data_args`` holds :class:`~.bioptimus_config.PretrainingDataArguments`' processing fields (``max_seq_length``,
     ``line_by_line``, ``text_column_name``, ``max_train_samples``, ``max_eval_samples``...); splits already tokenized
     (:func:`is_tokenized`) are kept as they are.
 

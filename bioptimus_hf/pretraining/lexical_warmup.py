@@ -1,93 +1,25 @@
 """The lexical warm-up: a stage before the curriculum that trains the lexical layer alone, the body frozen.
 
-Why
----
-A new vocabulary gives the model new input rows (and, through the tied MLM head, new output rows) that no
-initialisation places well, and at the scales this project runs the biomedical vocabulary costs NER F1 against
-keeping the base's (docs/study.md). When the whole network trains from the first step, the body's weights take
-gradients shaped by those badly placed rows. The vocabulary-transfer literature trains the lexical layer alone
-first (Artetxe et al. 2020; de Vries & Nissim 2021; the warm-up stages of FOCUS and its follow-ups): the body
-never sees the first, largest gradients of the new rows, and a base without an MLM head (all-MiniLM-L6-v2, the
-demo's base, ships none: transformers initialises its head at random) starts the curriculum with a trained head.
+A new vocabulary's rows start badly placed; training the lexical layer first (Artetxe et al. 2020; de Vries & Nissim
+2021; FOCUS's warm-up) spares the body their first, largest gradients, and gives a base without an MLM head (the
+demo's all-MiniLM-L6-v2) a trained one. :func:`lexical_parameters` is the one list of what trains: the input
+embeddings (the tied decoder with them), every parameter outside the base model (the MLM head: its transform, which
+maps hidden states onto the vocabulary, decoder and bias) and the norms of the embedding block. The run logs the
+list; the release record keeps it.
 
-What trains: the lexical parameters, listed once
-------------------------------------------------
-:func:`lexical_parameters` is the one place that says which parameters the warm-up trains; the run logs the list
-and the release record keeps it (``run.lexical_warmup.parameters``). For any masked LM it takes:
+The body is frozen by ``requires_grad`` (:class:`LexicalWarmupCallback`) at ``on_train_begin``, after the Trainer
+built the optimizer, wrapped the model and loaded a checkpoint, and given back at the warm-up's last
+``on_step_end``. torch's optimizers skip a parameter without a gradient (no moments, no weight decay: the body
+stays bit for bit); DDP's reducer keeps every parameter and needs ``find_unused_parameters``
+(:func:`check_training_arguments`); clipping sees the lexical gradients; ``torch.compile`` compiles one more graph
+at the boundary; a resume follows from ``global_step``. A body param group at learning rate 0 would still build
+AdamW state and compute the body's gradients; freezing before the Trainer starts would leave the body out of the
+optimizer and of DDP's reducer for good.
 
-* the **input embedding matrix** (``get_input_embeddings()``), all of it: the rows the new vocabulary shares with
-  the base too, because the tied decoder *is* that matrix and the warm-up exists to protect the body, not rows;
-* the **MLM head**, found as masked-only prediction finds it (:func:`~.masked_lm.masked_lm_plan`: the modules the
-  model's own forward calls on the encoder output, and the modules or parameters passed to them): the tied
-  decoder, its bias, and the head's transform (BERT's ``cls.predictions.transform``, RoBERTa's ``lm_head.dense``,
-  DistilBERT's ``vocab_transform``...). The transform is position-wise and maps hidden states onto the
-  vocabulary, so it belongs to the lexical side; frozen at its random initialisation (a base without a head)
-  it would make the embeddings fit a random projection;
-* the **normalisation layers of the block that holds the input embeddings** (BERT's ``embeddings.LayerNorm``,
-  ModernBERT's ``embeddings.norm``): they see nothing but the embedding rows.
-
-Nothing else: not position or token-type embeddings, not the projections some families put after the embeddings
-(ELECTRA's ``embeddings_project``, DeBERTa-v2's ``embed_proj``), not the encoder. No name is hard-coded; a model
-whose head the trace cannot find is refused with the trace's reason.
-
-How the body is frozen: ``requires_grad``, after the optimizer and DDP exist
----------------------------------------------------------------------------
-:class:`LexicalWarmupCallback` sets ``requires_grad=False`` on every other parameter at ``on_train_begin`` when
-the run is before the warm-up's end, and gives it back at the ``on_step_end`` of the warm-up's last step. The
-Trainer calls ``on_train_begin`` after it has built the optimizer, wrapped the model (DDP, compile) and loaded a
-checkpoint, so every parameter is in the optimizer and in DDP's reducer. What that means for each piece:
-
-* **AdamW state and weight decay.** A frozen parameter has no ``.grad``, and torch's optimizers skip a parameter
-  without a gradient entirely: no moment, no step count, no decoupled weight decay. The body is bit for bit what
-  it was (tested). At the first step after the warm-up its AdamW state starts empty, exactly as in a run without
-  warm-up; the lexical parameters keep the moments of the warm-up (gradient statistics, which do not depend on
-  the learning rate). The Trainer's own param groups (decay / no decay) are used as they are.
-* **Why not a body param group at learning rate 0.** AdamW would still accumulate body moments and step counts
-  from gradients of a model that is about to change; ``p - 0 * update`` is exact only up to the sign of zero; and
-  the body's weight gradients (a third of the backward pass) would be computed and all-reduced for nothing.
-* **Why not freeze before the Trainer starts.** ``create_optimizer`` leaves out parameters that do not require
-  a gradient, and DDP leaves them out of its reducer for good: unfrozen later they would never be all-reduced and
-  the ranks would drift apart without an error.
-* **Gradient clipping** sees the gradients that exist, the lexical ones: the warm-up's clipping is that of a
-  lexical-only model.
-* **DDP's reducer** was built with every parameter and by default expects a gradient for each at every step; the
-  frozen ones get none, so the run needs ``find_unused_parameters=True`` (the Trainer's default for a
-  transformers model without activation checkpointing; ``run_pretraining.py`` sets it and refuses an explicit
-  ``false`` or a static graph, :func:`check_training_arguments`). The reducer leaves the gradient of a parameter
-  no rank used untouched (``None``), so the optimizer skips it on every rank; after the warm-up the same reducer
-  all-reduces the body again (tested under ``torch.distributed.run`` with gloo: the body unchanged on both ranks
-  through the warm-up, the ranks equal after it).
-* **torch.compile** guards on ``requires_grad``: the boundary compiles one more graph (the first phase's shapes
-  with the body trainable); ``allow_compiled_shapes`` counts it. Static masked positions are unchanged: the
-  warm-up masks as the first phase, with its bucket.
-* **bf16** autocast changes nothing here; master weights stay float32.
-* **Resume.** ``requires_grad`` is not checkpoint state: like the phase, it follows from ``global_step`` at
-  ``on_train_begin``, and the optimizer and scheduler come back with the Trainer's checkpoint. A resume inside
-  the warm-up or across its end trains the same steps as an unbroken run (tested, weights bit for bit).
-
-The learning rate: one scheduler, two stages
----------------------------------------------
-The warm-up has its own peak learning rate (``--lexical_warmup_learning_rate``: only the lexical layer trains,
-and a larger rate is safe for it), and the body must not start at the peak rate with an empty AdamW state. So
-:class:`LexicalWarmupTrainer` replaces the Trainer's scheduler (``create_scheduler``, the extension point the
-Trainer documents) by *one* ``LambdaLR`` of the global step, made of transformers' own schedule function for
-``--lr_scheduler_type`` twice:
-
-* steps ``0 .. W-1``: the configured schedule over the warm-up's ``W`` steps (its ramp ``--warmup_steps`` of
-  them), scaled to the warm-up's peak rate;
-* steps ``W .. max_steps-1``: the configured schedule over the curriculum's ``max_steps - W`` steps, at
-  ``--learning_rate``: the curriculum's learning rate is that of a run of ``max_steps - W`` steps without
-  warm-up, with its own ramp, one schedule across its phases as always.
-
-Every parameter group follows the one function (the body has no gradient before ``W``, so its rate there does
-not matter), so the Trainer's logged ``learning_rate`` is the rate of whatever trains. The total step budget is
-``max_steps``: the warm-up's steps come out of it, and the phases share the rest
-(:meth:`~.phases.Curriculum.resolve`, which also refuses a warm-up that leaves the phases no steps, before any
-model is loaded). The scheduler is a closure (LambdaLR stores no state for it), so a checkpoint's scheduler state
-is its step count, and a resumed run rebuilds the same function from the same arguments.
-
-Not supported: DeepSpeed and FSDP (they fix the trainable parameters when they wrap the model), and schedulers
-that are not a function of the step (``reduce_lr_on_plateau``): refused with the reason.
+:class:`LexicalWarmupTrainer` replaces the Trainer's scheduler by one ``LambdaLR`` of the global step: the
+configured ``--lr_scheduler_type`` over the warm-up's ``W`` steps at its own peak, then over the curriculum's
+``max_steps - W`` steps at ``--learning_rate``. Not supported: DeepSpeed and FSDP (they fix the trainable
+parameters when they wrap the model) and schedules that are not a function of the step; both refused.
 """
 
 from __future__ import annotations
@@ -102,15 +34,11 @@ from transformers import Trainer, TrainerCallback
 from transformers.optimization import get_scheduler
 
 from ..releases.record import LexicalWarmupFacts
-from .masked_lm import MaskedOnlyUnsupported, masked_lm_plan
 from .phases import resolve_lexical_warmup_steps
 
 
 logger = logging.getLogger(__name__)
 
-# Normalisation layers of the embedding block (any family's own class counts by its name).
-_NORM_TYPES = (nn.LayerNorm, nn.RMSNorm)
-_NORM_NAME_SUFFIXES = ("LayerNorm", "RMSNorm", "Norm")
 # The key the callback adds to the Trainer's training logs: 1 while the logged steps are warm-up steps.
 LOG_KEY = "lexical_warmup"
 
@@ -122,10 +50,8 @@ class LexicalWarmupUnsupported(ValueError):
 # ------------------------------------------------------------------------------------------ what trains
 @dataclass(frozen=True)
 class LexicalParameters:
-    """The parameters a lexical warm-up trains on one model (:func:`lexical_parameters`).
-
-    ``parameters``: each trained tensor once (tied weights are one tensor); ``names``: its qualified names,
-    aliases of a tied tensor joined by `` = ``; ``trained_count`` and ``total_count``: numbers of scalars."""
+    """The parameters a lexical warm-up trains on one model (:func:`lexical_parameters`): each tensor once, its
+    names (a tied tensor's joined by `` = ``), and the numbers of scalars trained and in all."""
 
     parameters: tuple[nn.Parameter, ...]
     names: tuple[str, ...]
@@ -146,49 +72,35 @@ class LexicalParameters:
         )
 
 
-def _is_norm(module: nn.Module) -> bool:
-    return isinstance(module, _NORM_TYPES) or type(module).__name__.endswith(_NORM_NAME_SUFFIXES)
-
-
 def lexical_parameters(model: nn.Module) -> LexicalParameters:
-    """The lexical parameters of ``model``: input embeddings, MLM head (as masked-only prediction's trace finds it)
-    and the embedding block's normalisation layers (see the module docstring). Raises
-    :class:`LexicalWarmupUnsupported` for a model whose head cannot be found."""
-    try:
-        plan = masked_lm_plan(model)
-    except MaskedOnlyUnsupported as error:
+    """The lexical parameters of ``model``: input embeddings, every parameter outside the base model (the MLM head)
+    and the embedding block's normalisation layers (module docstring). Raises :class:`LexicalWarmupUnsupported` for
+    a model without a base model apart from its head."""
+    base = model.base_model
+    if base is model:
         raise LexicalWarmupUnsupported(
-            f"the lexical warm-up trains the MLM head of {type(model).__name__}, found the way masked-only prediction "
-            f"finds it, and it was not found: {error}"
-        ) from None
+            f"the lexical warm-up trains the MLM head of {type(model).__name__}, the parameters outside its base "
+            f"model, and it has none (base_model_prefix {getattr(model, 'base_model_prefix', '')!r})"
+        )
     embeddings = model.get_input_embeddings()
-    sources: list[nn.Module | nn.Parameter] = [embeddings]
-    for step in plan.head:
-        sources.append(getattr(model, step.module))
-        references = list(step.args) + [reference for _, reference in step.kwargs]
-        sources += [reference.resolve(model) for reference in references if reference.kind in ("module", "parameter")]
-    output_embeddings = model.get_output_embeddings()
-    if output_embeddings is not None:  # inside the head already; an untied decoder included all the same
-        sources.append(output_embeddings)
     embedding_name = next(name for name, module in model.named_modules() if module is embeddings)
     block = model.get_submodule(embedding_name.rpartition(".")[0])
-    sources += [child for child in block.children() if _is_norm(child)]
-
-    chosen: dict[int, nn.Parameter] = {}
-    for source in sources:
-        for parameter in [source] if isinstance(source, nn.Parameter) else source.parameters():
-            chosen.setdefault(id(parameter), parameter)
+    in_base = {id(p) for p in base.parameters()}
+    chosen = {id(p) for p in embeddings.parameters()} | {id(p) for p in model.parameters() if id(p) not in in_base}
+    # the embedding block's normalisation layers, torch's or a family's own (LayerNorm, RMSNorm, ...Norm)
+    chosen |= {
+        id(p) for child in block.children() if type(child).__name__.endswith("Norm") for p in child.parameters()
+    }
     aliases: dict[int, list[str]] = {}
     for name, parameter in model.named_parameters(remove_duplicate=False):
         aliases.setdefault(id(parameter), []).append(name)
-    # In the model's own order, each tensor once.
-    ordered = [key for key in dict.fromkeys(id(p) for p in model.parameters()) if key in chosen]
-    unique = {id(p): p for p in model.parameters()}
+    unique = list(model.parameters())  # each tensor once (tied weights are one), in the model's order
+    trained = [p for p in unique if id(p) in chosen]
     return LexicalParameters(
-        parameters=tuple(chosen[i] for i in ordered),
-        names=tuple(" = ".join(aliases[i]) for i in ordered),
-        trained_count=sum(chosen[i].numel() for i in ordered),
-        total_count=sum(p.numel() for p in unique.values()),
+        parameters=tuple(trained),
+        names=tuple(" = ".join(aliases[id(p)]) for p in trained),
+        trained_count=sum(p.numel() for p in trained),
+        total_count=sum(p.numel() for p in unique),
     )
 
 
@@ -297,9 +209,9 @@ def check_training_arguments(args: Any) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ the Trainer side
 class LexicalWarmupCallback(TrainerCallback):
-    """Freezes every parameter but the lexical ones for the warm-up's steps and unfreezes them at its end (see the
-    module docstring); adds ``lexical_warmup`` (1 or 0) to the training logs. :class:`LexicalWarmupTrainer` adds
-    it; a run without that Trainer must also give the Trainer the warm-up's learning-rate schedule."""
+    """Freezes every parameter but the lexical ones for the warm-up's steps, unfreezes them at its end, and adds
+    ``lexical_warmup`` (1 or 0) to the training logs. Without :class:`LexicalWarmupTrainer`, which adds it, give the
+    Trainer the warm-up's learning-rate schedule too."""
 
     def __init__(self, warmup: LexicalWarmup):
         self.warmup = warmup

@@ -9,12 +9,9 @@ included).
         BioptimusConfig(output_dir="out", train_file=["corpus.txt"], max_steps=1000),
     )
 
-Around :class:`~.bioptimus_trainer.BioptimusTrainer`, the steps a command takes: everything that can be checked
-without a model first (schedule, corpus, Hub flags: bad input fails in seconds), then the output directory (locked
-for the run, resumed from its last complete checkpoint, never overwritten by accident), the corpus read from
-``--train_file``/``--dataset_name``, the trainer, training, and the end of the run (final model, metrics, the list
-of releases). Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag or file; the command
-around the run (``bioptimus pretrain``) configures logging, makes that error one line and closes the process group.
+Around :class:`~.bioptimus_trainer.BioptimusTrainer`, the numbered steps of :func:`run_pretraining`. Bad input
+raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag or file; the command around the run (``bioptimus
+pretrain``) configures logging, makes that error one line and closes the process group.
 """
 
 from __future__ import annotations
@@ -55,9 +52,7 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
 
     # 2. The output directory: locked for this run; resume from its last complete checkpoint.
     with bad_input(RuntimeError, FileExistsError, FileNotFoundError):
-        checkpoint, _lock = open_output_dir(
-            config, config.overwrite_output_dir, plan.schedule, config.allow_schedule_change
-        )
+        checkpoint, _lock = open_output_dir(config, plan.schedule)
     if checkpoint is not None and checkpoint_step(checkpoint) >= config.max_steps:
         logger.info(
             "%s is at step %d of %d: the run is finished, nothing to do",
@@ -79,7 +74,6 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
             eval_dataset=raw.get("validation"),
             processing_class=model_args.tokenizer_name,
             release_hub=hub,
-            curriculum_plan=plan,
         )
 
     # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.

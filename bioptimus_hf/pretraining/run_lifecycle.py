@@ -1,21 +1,13 @@
-"""A pre-training run's life around ``trainer.train()``: its output directory (one owner at a time, resume
-from the last complete checkpoint, never overwrite a run by accident) and its end (metrics, releases).
+"""A training run's life around ``trainer.train()`` (``bioptimus pretrain``, ``bioptimus distill``), in the order a
+run calls them: its schedule and corpus checked before any model (:func:`resolve_run_schedule`), its output
+directory (:func:`open_output_dir`: one owner at a time, resume from the last complete checkpoint under the same
+schedule, never overwrite a run by accident) and its end (:func:`finish_run`: final model, metrics, releases).
 
-* :class:`OutputDirLock` — an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held for the
-  whole run by the main process; a second run on the same directory is refused with the first one's
-  process id, host and command.
-* :func:`last_complete_checkpoint` — the newest ``checkpoint-N`` whose ``trainer_state.json`` (the file
-  the Trainer writes last) is complete; newer, half-written ones (a run killed while saving) are renamed
-  ``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip over them.
-* :func:`prepare_output_dir` — all of the above, plus the refusal to write into a non-empty directory
-  that holds no checkpoint unless ``--overwrite_output_dir``. It behaves the same with or without
-  ``--do_train`` (pre-training always trains).
-* :func:`check_resume_schedule` — a resume under another curriculum schedule than the checkpoint's is
-  refused before any model is loaded (unless ``--allow_schedule_change``).
-* :func:`resolve_run_schedule` and :func:`open_output_dir` — the first two steps every training script
-  (``run_pretraining.py``, ``run_distillation.py``) takes, in this order, before any model is loaded.
-* :func:`finish_run` — final model, metrics (realised masked fraction per phase), trainer state, pending
-  Hub publications, and a list of the releases written.
+The lock is an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held by the main process for the whole
+run; a second run on the directory is refused with the first one's process id, host and command. A checkpoint is
+complete when its ``trainer_state.json`` (the file the Trainer writes last) is; newer, half-written ones (a run
+killed while saving) are renamed ``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip
+over them.
 """
 
 from __future__ import annotations
@@ -70,8 +62,8 @@ class OutputDirLock:
             ) from None
         handle.seek(0)
         handle.truncate()
-        argv = [os.path.basename(sys.argv[0]), *sys.argv[1:]] if sys.argv else []
-        command = " ".join(redact_argv(argv))[:300]
+        # The process's whole command line, the interpreter by its name only.
+        command = " ".join(redact_argv([os.path.basename(sys.orig_argv[0]), *sys.orig_argv[1:]]))[:300]
         handle.write(f"process {os.getpid()} on {socket.gethostname()} ({command})\n")
         handle.flush()
         self._handle = handle
@@ -104,7 +96,8 @@ def _is_complete(checkpoint: Path) -> bool:
 
 
 def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete: bool = True) -> Path | None:
-    """The newest complete ``checkpoint-N`` in ``output_dir`` (None if none); see the module docstring."""
+    """The newest complete ``checkpoint-N`` in ``output_dir`` (None if none), incomplete newer ones set aside (the
+    module docstring)."""
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         return None
@@ -133,15 +126,11 @@ def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete
     return None
 
 
-def prepare_output_dir(
-    training_args: Any, overwrite_output_dir: bool = False
-) -> tuple[Path | None, OutputDirLock | None]:
-    """Lock ``output_dir`` (main process) and find the checkpoint to resume from.
-
-    Returns ``(checkpoint or None, lock or None)``. Raises :class:`OutputDirBusyError` when another run
-    holds the directory and ``FileExistsError`` when it holds a run without checkpoints (unless
-    ``overwrite_output_dir``). An explicit ``--resume_from_checkpoint`` is used as given.
-    """
+def prepare_output_dir(training_args: Any) -> tuple[Path | None, OutputDirLock | None]:
+    """Lock ``output_dir`` (main process) and find the checkpoint to resume from: ``(checkpoint or None, lock or
+    None)``. Raises :class:`OutputDirBusyError` when another run holds the directory and ``FileExistsError`` when it
+    holds a run without checkpoints (unless ``--overwrite_output_dir``). ``--resume_from_checkpoint`` is used as
+    given."""
     output_dir = Path(training_args.output_dir)
     lock = OutputDirLock(output_dir).acquire() if training_args.process_index == 0 else None
     if lock is not None:
@@ -157,7 +146,7 @@ def prepare_output_dir(
     if checkpoint is not None:
         return checkpoint, lock
     leftovers = [p.name for p in output_dir.iterdir() if p.name not in _IGNORED_ENTRIES] if output_dir.is_dir() else []
-    if leftovers and not overwrite_output_dir:
+    if leftovers and not training_args.overwrite_output_dir:
         if lock is not None:
             lock.release()
         raise FileExistsError(
@@ -199,36 +188,32 @@ def check_resume_schedule(
     return change
 
 
-def resolve_run_schedule(
-    training_args: Any, curriculum_args: Any, data_args: Any, lexical_warmup_steps: float | int | None = None
-) -> tuple[Any, PhaseSchedule, Any]:
-    """Step 1 of a training script: ``(curriculum, schedule, corpus report)``, everything that can be checked
-    without a model, so that bad input fails in seconds (a lexical warm-up longer than the run included).
+def resolve_run_schedule(args: Any) -> tuple[Any, PhaseSchedule, Any]:
+    """Step 1 of a run: ``(curriculum, schedule, corpus report)`` of ``args`` (``TrainingArguments`` with the corpus
+    and curriculum settings), everything that can be checked without a model, so that bad input fails in seconds.
     Raises ValueError/FileNotFoundError naming the flag or file."""
+    from .bioptimus_config import build_curriculum
     from .data import check_pretraining_data
 
-    if training_args.max_steps is None or training_args.max_steps <= 0:
+    if args.max_steps is None or args.max_steps <= 0:
         raise ValueError("--max_steps must be > 0: curriculum phases are scheduled in optimizer steps")
-    curriculum = curriculum_args.build(lexical_warmup_steps)
-    schedule = curriculum.resolve(training_args.max_steps)
-    return curriculum, schedule, check_pretraining_data(data_args)
+    curriculum = build_curriculum(args)
+    return curriculum, curriculum.resolve(args.max_steps), check_pretraining_data(args)
 
 
-def open_output_dir(
-    training_args: Any, overwrite_output_dir: bool, schedule: PhaseSchedule, allow_schedule_change: bool
-) -> tuple[Path | None, OutputDirLock | None]:
-    """Step 2 of a training script: lock ``output_dir`` and find the checkpoint to resume from, refusing a
-    resume under another schedule (:func:`prepare_output_dir` + :func:`check_resume_schedule`); the main process
-    says which checkpoint and step a run resumes from."""
-    checkpoint, lock = prepare_output_dir(training_args, overwrite_output_dir)
+def open_output_dir(args: Any, schedule: PhaseSchedule) -> tuple[Path | None, OutputDirLock | None]:
+    """Step 2 of a run: lock ``output_dir`` and find the checkpoint to resume from, refusing a resume under another
+    schedule (:func:`prepare_output_dir` + :func:`check_resume_schedule`, with ``args.overwrite_output_dir`` and
+    ``args.allow_schedule_change``); the main process says which checkpoint and step a run resumes from."""
+    checkpoint, lock = prepare_output_dir(args)
     try:
-        check_resume_schedule(checkpoint, schedule, allow_schedule_change)
+        check_resume_schedule(checkpoint, schedule, args.allow_schedule_change)
     except BaseException:
         if lock is not None:
             lock.release()
         raise
     step = checkpoint_step(checkpoint) if checkpoint is not None else 0
-    if checkpoint is not None and step < schedule.max_steps and training_args.process_index == 0:
+    if checkpoint is not None and step < schedule.max_steps and args.process_index == 0:
         # Shown at the default verbosity (warnings): the progress bar of a resumed run starts at 0 and jumps.
         logger.warning("resuming from %s at step %d of %d", checkpoint, step, schedule.max_steps)
     return checkpoint, lock

@@ -1,10 +1,8 @@
-"""Representation analysis of a study: for the base model and every release of every arm, the isotropy of
-input embeddings and of contextual token representations, and how far rare tokens sit from frequent ones
-(paper Figure 5), plus one projection figure per arm with a panel per phase; and for every release, its
-held-out masked-LM loss on new and old tokens apart (:mod:`bioptimus_hf.analysis.token_kind_loss`).
-
-Each model's measures are cached in ``<output_dir>/analysis/<row>/<target>.json`` (written atomically), so
-a resumed study analyses only new releases.
+"""A study's representation analysis: for the base model and every release of every arm, the isotropy of input
+embeddings and of contextual token representations and how far rare tokens sit from frequent ones (paper Figure 5),
+one projection figure per arm with a panel per phase, and each release's held-out loss on new and old tokens apart
+(:mod:`bioptimus_hf.analysis.token_kind_loss`). Each model's measures are cached in
+``<output_dir>/analysis/<row>/<target>.json``, so a resumed study analyses only new releases.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from .runner import StudyLayout
 from .study_config import BASE_ROW, StudyArguments
 
 
-MEASURES_VERSION = 2  # 2: + heldout_by_token_kind
+MEASURES_VERSION = 2  # part of each cached model's key: raised when the measures change
 PROJECTED_TOKENS = 600  # per panel: rare, middle and frequent tokens, evenly
 
 
@@ -51,6 +49,16 @@ def _projection_ids(counts: np.ndarray, candidates: np.ndarray, seed: int) -> np
     return order[np.linspace(0, len(order) - 1, PROJECTED_TOKENS).round().astype(int)]
 
 
+def _measure(vectors, counts: np.ndarray, special: set[int], candidates, seed: int, projection: str) -> tuple:
+    """(measures, 2-D points, their log10 counts, projection method) of ``vectors``' rows over ``candidates`` seen in
+    the corpus, special tokens aside."""
+    pool = np.array([i for i in candidates if counts[i] > 0 and i not in special], dtype=np.int64)
+    rare, frequent = rare_and_frequent(counts, special, candidates=pool)
+    ids = _projection_ids(counts, pool, seed)
+    points, method = project_2d(vectors[ids], projection, seed=seed)
+    return representation_measures(vectors, rare, frequent), points.tolist(), np.log10(counts[ids]).tolist(), method
+
+
 def analyse_model(
     model_dir: str | Path,
     corpus_files: Sequence[str],
@@ -59,38 +67,27 @@ def analyse_model(
     seed: int = 0,
     projection: str = "auto",
 ) -> dict[str, Any]:
-    """Measures and 2-D points of one model (a release, the base model ...)."""
+    """Measures and 2-D points of one model (a release, the base model ...): of its input embeddings over every
+    token seen in the corpus, of its contextual vectors over those seen in ``sentences``."""
     from transformers import AutoModel
 
     tokenizer = load_fast_tokenizer(str(model_dir))
     vocab_key = hashlib.sha1(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
     if vocab_key not in counts_cache:
         counts_cache[vocab_key] = token_frequencies(corpus_files, tokenizer)
-    counts = counts_cache[vocab_key]
-    special = tokenizer.all_special_ids
+    counts, special = counts_cache[vocab_key], set(tokenizer.all_special_ids)
     model = AutoModel.from_pretrained(str(model_dir))
     result: dict[str, Any] = {
         "vocab_size": len(tokenizer),
         "buckets": {b.label: len(b.token_ids) for b in frequency_buckets(counts, exclude=special)},
     }
-    embeddings = input_embeddings(model).numpy()[: len(tokenizer)]
-    rare, frequent = rare_and_frequent(counts, special)
-    result["input"] = representation_measures(embeddings, rare, frequent)
-    seen = np.array([i for i in np.nonzero(counts)[0] if i not in set(special)])
-    ids = _projection_ids(counts, seen, seed)
-    points, method = project_2d(embeddings[ids], projection, seed=seed)
-    result["input_points"], result["input_log_counts"] = points.tolist(), np.log10(counts[ids]).tolist()
-
-    vectors, occurrences = contextual_token_vectors(model, tokenizer, sentences)
-    vectors, occurrences = vectors.numpy(), occurrences.numpy()
+    vectors, occurrences = (tensor.numpy() for tensor in contextual_token_vectors(model, tokenizer, sentences))
     sampled = np.nonzero(occurrences)[0]
-    rare_c, frequent_c = rare_and_frequent(counts, special, candidates=sampled)
-    result["contextual"] = representation_measures(vectors, rare_c, frequent_c)
-    result["contextual_tokens"] = int(len(sampled))
-    ids = _projection_ids(counts, np.array([i for i in sampled if counts[i] > 0]), seed)
-    points, _ = project_2d(vectors[ids], projection, seed=seed)
-    result["contextual_points"], result["contextual_log_counts"] = points.tolist(), np.log10(counts[ids]).tolist()
-    result["projection"] = method
+    embeddings = input_embeddings(model).numpy()[: len(tokenizer)]
+    for kind, matrix, candidates in (("input", embeddings, range(len(counts))), ("contextual", vectors, sampled)):
+        measures, points, log_counts, method = _measure(matrix, counts, special, candidates, seed, projection)
+        result[kind], result[f"{kind}_points"], result[f"{kind}_log_counts"] = measures, points, log_counts
+    result["contextual_tokens"], result["projection"] = int(len(sampled)), method
     return result
 
 
@@ -98,7 +95,7 @@ def arm_data_arguments(args: StudyArguments, row: str):
     """The data arguments an arm was pre-trained with (its ``pretraining_args.json``), or None."""
     import dataclasses
 
-    from ..pretraining.data_config import PretrainingDataArguments
+    from ..pretraining.bioptimus_config import PretrainingDataArguments
 
     recorded = StudyLayout(args.output_dir).arm(row) / "pretraining_args.json"
     if not recorded.is_file():
@@ -126,42 +123,34 @@ def analyse_study(args: StudyArguments, figures_dir: str | Path) -> dict[str, An
     sentences = [line for _, line in zip(range(args.analysis_max_sentences), iter_text_lines(corpus))]
     counts_cache: dict[str, np.ndarray] = {}
     cache_root = StudyLayout(args.output_dir).root / "analysis"
+    wanted = [MEASURES_VERSION, args.analysis_projection, len(sentences)]  # a cached model's key
     everything: dict[str, dict[str, Any]] = {}
     for row, targets in analysis_targets(args).items():
         for target, model_dir in targets.items():
             cache = cache_root / row / f"{target}.json"
-            measures = read_json(cache) if cache.is_file() else None
-            wanted = (MEASURES_VERSION, args.analysis_projection, len(sentences))
-            if measures is None or tuple(measures.get("cache_key") or ()) != wanted:
+            measures = read_json(cache) if cache.is_file() else {}
+            if measures.get("cache_key") != wanted:
                 measures = analyse_model(
-                    model_dir, corpus, sentences, counts_cache, seed=args.seed, projection=args.analysis_projection
+                    model_dir, corpus, sentences, counts_cache, args.seed, args.analysis_projection
                 )
                 data_args = arm_data_arguments(args, row) if row != BASE_ROW else None
                 if data_args is not None:  # the base model has no pre-training split (and MiniLM no MLM head)
                     from ..analysis.token_kind_loss import heldout_loss_by_token_kind
 
-                    measures["heldout_by_token_kind"] = heldout_loss_by_token_kind(
-                        model_dir, args.model_name_or_path, data_args, seed=args.seed
-                    )
-                measures["cache_key"] = list(wanted)
-                write_json_atomic(cache, measures)
+                    heldout = heldout_loss_by_token_kind(model_dir, args.model_name_or_path, data_args, seed=args.seed)
+                    measures["heldout_by_token_kind"] = heldout
+                write_json_atomic(cache, {**measures, "cache_key": wanted})
             everything.setdefault(row, {})[target] = measures
     base = everything.get(BASE_ROW, {}).get("base")
     for row, targets in everything.items():
-        if row == BASE_ROW:
-            continue
-        panels = ([{"title": "base", **base}] if base else []) + [{"title": t, **m} for t, m in targets.items()]
-        plot_projection_panels(
-            panels,
-            Path(figures_dir) / f"representations_{row}.png",
-            f"{row}: tokens coloured by corpus frequency ({panels[-1]['projection']})",
-            rows=("input", "contextual"),
-        )
+        if row != BASE_ROW:
+            panels = ([{"title": "base", **base}] if base else []) + [{"title": t, **m} for t, m in targets.items()]
+            title = f"{row}: tokens coloured by corpus frequency ({panels[-1]['projection']})"
+            path = Path(figures_dir) / f"representations_{row}.png"
+            plot_projection_panels(panels, path, title, rows=("input", "contextual"))
     # Only the numbers go into results.json; the points stay in the per-model cache.
+    hidden = ("_points", "_log_counts", "cache_key")
     return {
-        row: {
-            t: {k: v for k, v in m.items() if not k.endswith(("_points", "_log_counts")) and k != "cache_key"}
-            for t, m in targets.items()
-        }
-        for row, targets in everything.items()
+        row: {t: {k: v for k, v in m.items() if not k.endswith(hidden)} for t, m in ts.items()}
+        for row, ts in everything.items()
     }

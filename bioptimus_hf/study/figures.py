@@ -1,10 +1,7 @@
-"""The study's PNG figures, drawn from ``results.json`` and each arm's ``trainer_state.json``.
-
-* ``loss_<arm>.png``: training and held-out loss per step, learning rate, phase ends (one per arm);
-* ``heldout_loss.png``: held-out loss per step of every arm on one axis;
-* ``masked_fraction.png``: realised masked fraction of each phase, per arm;
-* ``ner_f1.png``: test F1 per row (base and arms), mean ± std over seeds, one panel per dataset;
-* ``ner_f1_per_checkpoint.png``: test F1 along each arm's checkpoints and releases (paper Figure 3).
+"""The study's PNG figures, drawn from ``results.json`` and each arm's ``trainer_state.json``: each arm's loss curves
+(``loss_<arm>.png``), every arm's held-out loss (``heldout_loss.png``), each phase's realised masked fraction
+(``masked_fraction.png``), each row's test F1 (``ner_f1.png``) and along each arm's checkpoints
+(``ner_f1_per_checkpoint.png``, paper Figure 3).
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..utils.files import read_json
-from ..utils.plots import have_matplotlib, loss_series, plot_training_curves, pyplot
+from ..utils.plots import loss_series, plot_training_curves, pyplot
 from .runner import StudyLayout
 
 
@@ -28,6 +25,16 @@ def _trainer_state(run_dir: Path) -> dict[str, Any] | None:
     return None
 
 
+def _releases(rows: dict[str, Any], references: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Each row's releases (of the rows with any; ``references``: a reference study's only)."""
+    releases = {
+        n: (r.get("pretraining") or {}).get("releases")
+        for n, r in rows.items()
+        if r.get("reference") or not references
+    }
+    return {name: row_releases for name, row_releases in releases.items() if row_releases}
+
+
 def _phase_ends(row: dict[str, Any]) -> tuple[list[int], list[str]]:
     releases = (row.get("pretraining") or {}).get("releases") or []
     return [r["global_step"] for r in releases], [r["version"] for r in releases]
@@ -35,61 +42,41 @@ def _phase_ends(row: dict[str, Any]) -> tuple[list[int], list[str]]:
 
 def draw_figures(results: dict[str, Any], output_dir: str | Path, figures_dir: str | Path) -> list[Path]:
     """Write every figure that the finished work allows; returns the files written."""
-    if not have_matplotlib():
-        return []
     plt = pyplot()
     layout, figures_dir = StudyLayout(output_dir), Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     rows, datasets = results["rows"], results["study"]["ner_datasets"]
-    histories = {}
-    for name, row in rows.items():
-        if row.get("pretraining") is None or row.get("reference"):
-            continue
-        state = _trainer_state(layout.pretraining(name))
-        if state is not None:
-            histories[name] = state["log_history"]
-    written = _loss_figures(rows, histories, figures_dir)
-    for figure in (
+    states = {
+        n: _trainer_state(layout.pretraining(n))
+        for n, r in rows.items()
+        if r.get("pretraining") and not r.get("reference")
+    }
+    histories = {name: state["log_history"] for name, state in states.items() if state is not None}
+    written = _loss_figures(rows, histories, figures_dir) + [
         _heldout_figure(plt, rows, histories, figures_dir),
         _masked_fraction_figure(plt, rows, figures_dir),
         _ner_f1_figure(plt, rows, datasets, figures_dir),
         _checkpoint_figure(plt, rows, datasets, figures_dir),
-    ):
-        if figure:
-            written.append(figure)
-    return written
+    ]
+    return [path for path in written if path]
 
 
 def _loss_figures(rows: dict[str, Any], histories: dict[str, list], figures_dir: Path) -> list[Path]:
     """``loss_<arm>.png``: each arm's training curves with its phase ends."""
     written = []
     for name, history in histories.items():
-        row = rows[name]
-        ends, versions = _phase_ends(row)
-        path = plot_training_curves(
-            history,
-            figures_dir / f"loss_{name}.png",
-            ends,
-            versions,
-            title=f"{name}: {row['init_strategy']}, {row.get('curriculum')}",
-        )
-        if path:
-            written.append(path)
-    return written
+        row, path = rows[name], figures_dir / f"loss_{name}.png"
+        title = f"{name}: {row['init_strategy']}, {row.get('curriculum')}"
+        written.append(plot_training_curves(history, path, *_phase_ends(row), title=title))
+    return [path for path in written if path]
 
 
 def _heldout_figure(plt, rows: dict[str, Any], histories: dict[str, list], figures_dir: Path) -> Path | None:
     """``heldout_loss.png``: every arm's held-out loss on one axis."""
-    # A reference study's rows (--reference_results) keep no log history here: their releases' held-out loss
-    # (the same phase's own masking) is drawn at each phase's end instead.
+    # A reference study's rows keep no log history here: their releases' held-out losses are drawn instead.
     released = {
-        name: [
-            (r["global_step"], r["heldout_mlm_loss"])
-            for r in row["pretraining"]["releases"]
-            if r.get("heldout_mlm_loss") is not None
-        ]
-        for name, row in rows.items()
-        if row.get("reference") and (row.get("pretraining") or {}).get("releases")
+        name: [(r["global_step"], r["heldout_mlm_loss"]) for r in releases if r.get("heldout_mlm_loss") is not None]
+        for name, releases in _releases(rows, references=True).items()
     }
     if not (histories or released):
         return None
@@ -108,8 +95,7 @@ def _heldout_figure(plt, rows: dict[str, Any], histories: dict[str, list], figur
 
 def _masked_fraction_figure(plt, rows: dict[str, Any], figures_dir: Path) -> Path | None:
     """``masked_fraction.png``: each phase's realised masked fraction per arm, against its target rate."""
-    fractions = {name: (row.get("pretraining") or {}).get("releases") or [] for name, row in rows.items()}
-    fractions = {name: releases for name, releases in fractions.items() if releases}
+    fractions = _releases(rows)
     if not fractions:
         return None
     figure, ax = plt.subplots(figsize=(7, 3.5))
@@ -136,8 +122,8 @@ def _ner_f1_figure(plt, rows: dict[str, Any], datasets: list[str], figures_dir: 
     finals = {name: row["ner"].get("final", {}) for name, row in rows.items()}
     if not (datasets and any(finals.values())):
         return None
-    figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
+    figure, axes = _panels(plt, datasets)
+    for ax, dataset in zip(axes, datasets):
         names = [n for n in finals if dataset in finals[n]]
         means = [100 * finals[n][dataset]["test_f1"] for n in names]
         stds = [100 * finals[n][dataset].get("test_f1_std", 0.0) for n in names]
@@ -165,19 +151,13 @@ def _checkpoint_figure(plt, rows: dict[str, Any], datasets: list[str], figures_d
             curves[name] = sorted(points)
     if not (curves and datasets):
         return None
-    figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
+    figure, axes = _panels(plt, datasets)
+    for ax, dataset in zip(axes, datasets):
         for name, points in curves.items():
             mine = [p for p in points if p[0] == dataset]
             if mine:
-                ax.errorbar(
-                    [p[1] for p in mine],
-                    [p[2] for p in mine],
-                    yerr=[p[3] for p in mine],
-                    marker="o",
-                    capsize=3,
-                    label=name,
-                )
+                _, steps, f1, std = zip(*mine)
+                ax.errorbar(steps, f1, yerr=std, marker="o", capsize=3, label=name)
         ax.set_xlabel("pre-training step")
         ax.set_ylabel("test F1 %")
         ax.set_title(dataset)
@@ -193,6 +173,12 @@ def _target_step(target: str, row: dict[str, Any]) -> int | None:
     if target == "final":
         return row.get("max_steps", 0)  # the base row: step 0
     return next((r["global_step"] for r in releases if f"v{r['version']}" == target), None)
+
+
+def _panels(plt, datasets: list[str]):
+    """A figure with one panel per dataset, side by side."""
+    figure, axes = plt.subplots(1, len(datasets), figsize=(4 + 2.5 * len(datasets), 3.8), squeeze=False)
+    return figure, axes[0]
 
 
 def _save(plt, figure, path: Path) -> Path:

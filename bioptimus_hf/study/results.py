@@ -1,11 +1,8 @@
 """The study's results: ``results.json`` (everything measured, per row) and ``results.md`` (the paper's tables).
 
-Rows are the base model (no further pre-training) and the arms, side by side. NER numbers are test
-(and devel) F1 over the fine-tuning seeds, mean ± sample std (``finetuning.results.aggregate_seed_results``);
-differences between rows are paired by fine-tuning seed (``finetuning.results.paired_seed_difference``): the
-seed-to-seed swing of NER fine-tuning is larger than most differences between arms, and mostly shared;
-pre-training numbers come from the arm's releases (``bioptimus_phase.json``) and ``train_results.json``.
-A row or a cell that has not run yet says so; the files are rewritten after every finished unit.
+Rows are the base model and the arms; NER cells are test (and devel) F1 over the fine-tuning seeds, mean ± sample
+std; differences between rows are paired by fine-tuning seed (docs/study.md says why); pre-training numbers come
+from each arm's releases and ``train_results.json``. Both files are rewritten after every finished unit.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from ..utils.files import read_json, write_json_atomic, write_text_atomic
 from ..utils.secrets import redact
 from .done_marks import is_done
 from .runner import StudyLayout, finished_ner_runs
-from .study_config import BASE_ROW, StudyArguments
+from .study_config import BASE_ROW, ArmConfig, StudyArguments
 
 
 RESULTS_JSON = "results.json"
@@ -32,38 +29,25 @@ NOT_RUN = "–"
 REFERENCE_KEYS = ("model_name_or_path", "token_budget", "ner_args")
 
 
+# What results.json keeps of each release's record.
+RELEASE_FIELDS = ("version", "global_step", "steps", "masking_unit", "masking_rate", "corruption")
+RELEASE_FIELDS += ("realised_masked_fraction", "heldout_mlm_loss", "training_tokens")
+
+
 def _pretraining_summary(run_dir: Path, finished: bool) -> dict[str, Any]:
-    summary: dict[str, Any] = {"finished": finished}
     try:
         releases = [ReleaseInfo.load(p) for p in find_releases(run_dir)]
     except FileNotFoundError:
         releases = []
-    summary["releases"] = [
-        {
-            "version": r.version,
-            "global_step": r.global_step,
-            "steps": r.steps,
-            "masking_unit": r.masking_unit,
-            "masking_rate": r.masking_rate,
-            "corruption": r.corruption,
-            "realised_masked_fraction": r.realised_masked_fraction,
-            "heldout_mlm_loss": r.heldout_mlm_loss,
-            "training_tokens": r.training_tokens,
-        }
-        for r in releases
-    ]
+    summary = {"finished": finished, "releases": [{k: getattr(r, k) for k in RELEASE_FIELDS} for r in releases]}
     if (run_dir / "train_results.json").is_file():
         summary["train_metrics"] = read_json(run_dir / "train_results.json")
     return summary
 
 
 def reference_rows(path: str | Path, wanted: list[str] | None, study: dict[str, Any]) -> dict[str, Any]:
-    """The rows of an earlier study's ``results.json``, named ``row [its folder]`` and marked as references.
-
-    Refused (naming the file and the setting) unless the earlier study shares :data:`REFERENCE_KEYS` with
-    ``study``: a paired difference between rows fine-tuned with other NER arguments or trained on another
-    budget would not measure the arms.
-    """
+    """The rows of an earlier study's ``results.json``, named ``row [its folder]`` and marked as references; refused
+    (naming the file and the setting) unless it shares :data:`REFERENCE_KEYS` with ``study``."""
     path = Path(path)
     try:
         reference = read_json(path)
@@ -71,11 +55,7 @@ def reference_rows(path: str | Path, wanted: list[str] | None, study: dict[str, 
         raise FileNotFoundError(f"--reference_results {path}: no such file") from None
     except ValueError as error:
         raise ValueError(f"--reference_results {path}: not JSON ({error})") from None
-    if (
-        not isinstance(reference, dict)
-        or not isinstance(reference.get("study"), dict)
-        or not isinstance(reference.get("rows"), dict)
-    ):
+    if not (isinstance(reference, dict) and all(isinstance(reference.get(k), dict) for k in ("study", "rows"))):
         raise ValueError(f"--reference_results {path}: not a study's results.json (needs 'study' and 'rows')")
     theirs, rows = reference["study"], reference["rows"]
     for key in REFERENCE_KEYS:
@@ -101,14 +81,9 @@ def _base_row(rows: dict[str, Any], reference: dict[str, Any] | None = None) -> 
     study's base; otherwise this study's base row, else a reference study's."""
     if reference is None and BASE_ROW in rows:
         return BASE_ROW
+    bases = [name for name, row in rows.items() if (row.get("reference") or {}).get("row") == BASE_ROW]
     return next(
-        (
-            name
-            for name, row in rows.items()
-            if (row.get("reference") or {}).get("row") == BASE_ROW
-            and (reference is None or row["reference"]["results"] == reference["results"])
-        ),
-        None,
+        (n for n in bases if reference is None or rows[n]["reference"]["results"] == reference["results"]), None
     )
 
 
@@ -121,12 +96,11 @@ def _study_vocabulary(args: StudyArguments, layout: StudyLayout) -> dict[str, An
         "vocab_size": args.tokenizer_vocab_size,
     }
     report_file = Path(args.tokenizer_name or layout.tokenizer) / COVERAGE_REPORT_NAME
-    if report_file.is_file():
-        report = read_json(report_file)
-        vocabulary["mode"] = report.get("vocabulary_mode", vocabulary["mode"])
-        vocabulary["vocab_size"] = report.get("new_vocab_size", vocabulary["vocab_size"])
-        if "added_tokens" in report:
-            vocabulary["added_tokens"] = report["added_tokens"]
+    report = read_json(report_file) if report_file.is_file() else {}
+    recorded_as = {"mode": "vocabulary_mode", "vocab_size": "new_vocab_size", "added_tokens": "added_tokens"}
+    for key, recorded in recorded_as.items():
+        if recorded in report:
+            vocabulary[key] = report[recorded]
     return vocabulary
 
 
@@ -136,45 +110,46 @@ def _initialisation_text(row: dict[str, Any]) -> str:
     if vocabulary.get("mode") != "extend":
         return row["init_strategy"]
     added = vocabulary.get("added_tokens")
-    return (
-        f"{row['init_strategy']}, base vocabulary + {added:,} tokens" if added else f"{row['init_strategy']}, extended"
-    )
+    return f"{row['init_strategy']}, " + (f"base vocabulary + {added:,} tokens" if added else "extended")
+
+
+def _ner_cells(layout: StudyLayout, name: str) -> dict[str, dict[str, Any]]:
+    """A row's finished NER runs, aggregated over seeds per (target, dataset)."""
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in finished_ner_runs(layout, name):
+        by_cell.setdefault((run["target"], run["dataset"]), []).append(run)
+    ner: dict[str, dict[str, Any]] = {}
+    for (target, dataset), runs in by_cell.items():
+        runs.sort(key=lambda r: r["seed"])
+        aggregated = aggregate_seed_results([r["result"] for r in runs])
+        ner.setdefault(target, {})[dataset] = {**aggregated, "seconds": sum(r["seconds"] for r in runs)}
+    return ner
+
+
+def _arm_row(args: StudyArguments, layout: StudyLayout, arm: ArmConfig, vocabulary: dict[str, Any]) -> dict:
+    row: dict[str, Any] = {"init_strategy": arm.init_strategy}
+    if arm.init_strategy != "continued":
+        row["vocabulary"] = vocabulary
+    row["curriculum"] = arm.curriculum_text
+    row["max_steps"] = arm.max_steps(args.token_budget)
+    row["tokens"] = row["max_steps"] * arm.tokens_per_step()
+    run_dir = layout.pretraining(arm.name)
+    row["pretraining"] = _pretraining_summary(run_dir, is_done(layout.arm(arm.name))) if run_dir.is_dir() else None
+    return row
 
 
 def collect_results(args: StudyArguments) -> dict[str, Any]:
     """Everything the study has finished so far, as one JSON-able dict."""
     layout = StudyLayout(args.output_dir)
+    vocabulary = _study_vocabulary(args, layout)
     rows: dict[str, Any] = {}
     # The base row is shown when asked for or when its results exist: a second process started with
     # --include_base false (so as not to evaluate it twice) must not drop the first process's base row.
-    show_base = args.include_base or bool(finished_ner_runs(layout, BASE_ROW))
-    names = ([BASE_ROW] if show_base else []) + [a.name for a in args.arm_configs]
-    arms = {a.name: a for a in args.arm_configs}
-    vocabulary = _study_vocabulary(args, layout)
-    for name in names:
-        row: dict[str, Any] = {
-            "init_strategy": "base (no further pre-training)" if name == BASE_ROW else arms[name].init_strategy
-        }
-        if name in arms:
-            arm = arms[name]
-            if arm.init_strategy != "continued":
-                row["vocabulary"] = vocabulary
-            row["curriculum"] = arm.curriculum_text
-            row["max_steps"] = arm.max_steps(args.token_budget)
-            row["tokens"] = row["max_steps"] * arm.tokens_per_step()
-            run_dir = layout.pretraining(name)
-            row["pretraining"] = _pretraining_summary(run_dir, is_done(layout.arm(name))) if run_dir.is_dir() else None
-        ner: dict[str, dict[str, Any]] = {}
-        by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for run in finished_ner_runs(layout, name):
-            by_cell.setdefault((run["target"], run["dataset"]), []).append(run)
-        for (target, dataset), runs in by_cell.items():
-            runs.sort(key=lambda r: r["seed"])
-            aggregated = aggregate_seed_results([r["result"] for r in runs])
-            aggregated["seconds"] = sum(r["seconds"] for r in runs)
-            ner.setdefault(target, {})[dataset] = aggregated
-        row["ner"] = ner
-        rows[name] = row
+    if args.include_base or finished_ner_runs(layout, BASE_ROW):
+        rows[BASE_ROW] = {"init_strategy": "base (no further pre-training)"}
+    rows.update({arm.name: _arm_row(args, layout, arm, vocabulary) for arm in args.arm_configs})
+    for name, row in rows.items():
+        row["ner"] = _ner_cells(layout, name)
     study = {
         "model_name_or_path": args.base_model_hub_id or Path(args.model_name_or_path).name,
         "token_budget": args.token_budget,
@@ -190,11 +165,7 @@ def collect_results(args: StudyArguments) -> dict[str, Any]:
     if args.reference_results:  # first, so that every pair reads "this study's row − the earlier one"
         study["reference_results"] = str(args.reference_results)
         rows = {**reference_rows(args.reference_results, args.reference_rows, study), **rows}
-    return {
-        "study": study,
-        "rows": rows,
-        "paired": paired_differences(rows, [Path(d).name for d in args.ner_data_dirs]),
-    }
+    return {"study": study, "rows": rows, "paired": paired_differences(rows, study["ner_datasets"])}
 
 
 def paired_differences(rows: dict[str, Any], datasets: list[str], target: str = "final") -> list[dict[str, Any]]:
@@ -246,6 +217,14 @@ def _num(value: Any, digits: int = 3) -> str:
     return NOT_RUN if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _header(cells: list[str]) -> list[str]:
+    return [_row(cells), "|" + "---|" * len(cells)]
+
+
 def _final_loss(row: dict[str, Any]) -> Any:
     releases = (row.get("pretraining") or {}).get("releases") or []
     return releases[-1]["heldout_mlm_loss"] if releases else None
@@ -258,15 +237,12 @@ def _ner_table(results: dict[str, Any]) -> list[str]:
     header = ["row", "initialisation", "curriculum", "steps", "held-out MLM loss"]
     for dataset in datasets:
         header += [f"{dataset} test F1", f"{dataset} devel F1", "Δ test F1 vs base (paired)"]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += _header(header)
     base = _base_row(rows)
     for name, row in rows.items():
         pre = row.get("pretraining")
-        status = (
-            ""
-            if name == base or row.get("reference") or (pre and pre["finished"])
-            else (" (training)" if pre else " (not run)")
-        )
+        finished = name == base or row.get("reference") or (pre and pre["finished"])
+        status = "" if finished else (" (training)" if pre else " (not run)")
         row_base = _base_row(rows, row.get("reference"))
         cells = [
             f"{name}{status}",
@@ -279,7 +255,7 @@ def _ner_table(results: dict[str, Any]) -> list[str]:
             cell = row["ner"].get("final", {}).get(dataset)
             cells += [_pm(cell, "test_f1"), _pm(cell, "eval_f1")]
             cells.append(_paired_cell(results, name, row_base, dataset) if row_base else NOT_RUN)
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(_row(cells))
     return lines
 
 
@@ -310,68 +286,64 @@ def _arm_pairs_table(results: dict[str, Any]) -> list[str]:
 
 def _phase_table(rows: dict[str, Any], datasets: list[str]) -> list[str]:
     """Paper Table 5: every release of every arm, its masking, loss and NER F1."""
-    lines = [
-        "",
-        "## Phase by phase (paper Table 5): releases of each arm",
-        "",
-        "| arm | release | masking | steps | realised masked fraction | held-out MLM loss (own masking) | "
-        + " | ".join(f"{d} test F1" for d in datasets)
-        + " |",
-        "|" + "---|" * (6 + len(datasets)),
-    ]
+    lines = ["", "## Phase by phase (paper Table 5): releases of each arm", ""]
+    lines += _header(
+        ["arm", "release", "masking", "steps", "realised masked fraction", "held-out MLM loss (own masking)"]
+        + [f"{d} test F1" for d in datasets]
+    )
     for name, row in rows.items():
         for release in (row.get("pretraining") or {}).get("releases") or []:
-            masking = (
-                f"{release['masking_unit']} {release['masking_rate']:.2f}"
-                f"{'' if release['corruption'] else ', all [MASK]'}"
-            )
+            masking = f"{release['masking_unit']} {release['masking_rate']:.2f}"
             target = row["ner"].get(f"v{release['version']}", {})
-            lines.append(
-                f"| {name} | v{release['version']} | {masking} | {release['global_step']} | "
-                f"{_num(release['realised_masked_fraction'], 4)} | {_num(release['heldout_mlm_loss'])} | "
-                + " | ".join(_pm(target.get(d), "test_f1") for d in datasets)
-                + " |"
-            )
+            cells = [name, f"v{release['version']}", masking + ("" if release["corruption"] else ", all [MASK]")]
+            cells += [str(release["global_step"]), _num(release["realised_masked_fraction"], 4)]
+            cells += [_num(release["heldout_mlm_loss"])] + [_pm(target.get(d), "test_f1") for d in datasets]
+            lines.append(_row(cells))
     return lines
 
 
 def _checkpoint_table(rows: dict[str, Any], datasets: list[str]) -> list[str]:
     """Paper Figure 3: NER of the pre-training checkpoints evaluated along the way (none: no table)."""
-    step_rows = [
-        (name, target, row["ner"][target])
+    steps = sorted(
+        (name, int(target.split("_")[1]), cells)
         for name, row in rows.items()
-        for target in row["ner"]
+        for target, cells in row["ner"].items()
         if target.startswith("step_")
-    ]
-    if not step_rows:
+    )
+    if not steps:
         return []
-    lines = [
-        "",
-        "## NER per pre-training checkpoint (paper Figure 3)",
-        "",
-        "| arm | step | " + " | ".join(f"{d} test F1" for d in datasets) + " |",
-        "|" + "---|" * (2 + len(datasets)),
-    ]
-    for name, target, cells in sorted(step_rows, key=lambda r: (r[0], int(r[1].split("_")[1]))):
-        lines.append(
-            f"| {name} | {target.split('_')[1]} | " + " | ".join(_pm(cells.get(d), "test_f1") for d in datasets) + " |"
-        )
+    lines = ["", "## NER per pre-training checkpoint (paper Figure 3)", ""]
+    lines += _header(["arm", "step"] + [f"{d} test F1" for d in datasets])
+    for name, step, cells in steps:
+        lines.append(_row([name, str(step)] + [_pm(cells.get(d), "test_f1") for d in datasets]))
     return lines
+
+
+# The representation table's columns: a measure of study/analysis.py and its heading.
+MEASURES = (("mean_cosine", "mean cos"), ("partition_ratio", "I(W)"), ("separation", "rare↔frequent separation"))
 
 
 def _analysis_tables(analysis: dict[str, Any] | None) -> list[str]:
     """Paper Figure 5's representation table, and the held-out loss on new and old tokens where measured."""
     if not analysis:
         return []
-    from ..analysis.report import analysis_table
-
-    lines = ["", "## Representations of rare and frequent tokens (paper Figure 5)", "", analysis_table(analysis)]
-    kinds = [
-        (row, target, m["heldout_by_token_kind"])
-        for row, targets in analysis.items()
-        for target, m in targets.items()
-        if m.get("heldout_by_token_kind")
+    lines = ["", "## Representations of rare and frequent tokens (paper Figure 5)", ""]
+    lines += _header(
+        ["row", "model"] + [f"{kind} {label}" for kind in ("input", "contextual") for _, label in MEASURES]
+    )
+    for row, targets in analysis.items():
+        for target, measures in targets.items():
+            values = [measures[kind][key] for kind in ("input", "contextual") for key, _ in MEASURES]
+            lines.append(_row([row, target] + [f"{value:.3f}" for value in values]))
+    lines += [
+        "",
+        "mean cos: mean pairwise cosine of the rare and frequent tokens' vectors (0 = isotropic); I(W): "
+        "Mu & Viswanath's partition-function ratio (1 = isotropic); separation: distance between the rare and "
+        "the frequent tokens' centroids over their RMS spread (rare/frequent: the 20% least/most frequent "
+        "tokens seen in the corpus; contextual: last-layer states averaged over a corpus sample).",
     ]
+    kinds = [(row, t, m.get("heldout_by_token_kind")) for row, ts in analysis.items() for t, m in ts.items()]
+    kinds = [(row, target, split) for row, target, split in kinds if split]
     if not kinds:
         return lines
     lines += [
@@ -379,14 +351,11 @@ def _analysis_tables(analysis: dict[str, Any] | None) -> list[str]:
         "## Held-out MLM loss on new and old tokens (one masking for all: tokens 15 %, 80/10/10, "
         "seeded; bioptimus_hf/analysis/token_kind_loss.py)",
         "",
-        "| arm | release | loss on new-token targets (positions) | loss on old-token targets (positions) | all |",
-        "|---|---|---|---|---|",
     ]
+    lines += _header(["arm", "release"] + [f"loss on {k}-token targets (positions)" for k in ("new", "old")] + ["all"])
     for row, target, split in kinds:
-        lines.append(
-            f"| {row} | {target} | {_num(split['new']['loss'])} ({split['new']['positions']}) | "
-            f"{_num(split['old']['loss'])} ({split['old']['positions']}) | {_num(split['all']['loss'])} |"
-        )
+        cells = [row, target] + [f"{_num(split[k]['loss'])} ({split[k]['positions']})" for k in ("new", "old")]
+        lines.append(_row(cells + [_num(split["all"]["loss"])]))
     return lines
 
 
@@ -401,7 +370,7 @@ def _notes(study: dict[str, Any]) -> list[str]:
         ]
     return lines + [
         "",
-        f"NER: {', '.join(study['ner_datasets']) or 'none'}; seeds {study['ner_seeds']}; run_ner arguments "
+        f"NER: {', '.join(study['ner_datasets']) or 'none'}; seeds {study['ner_seeds']}; bioptimus ner arguments "
         f"{study['ner_args']}. '{NOT_RUN}': not run (yet).",
         "Held-out MLM loss: per masked token of the row's own tokenization (its last release), so rows with "
         "the base vocabulary (continued) and rows with the new vocabulary are not directly comparable.",
@@ -413,18 +382,10 @@ def markdown_report(results: dict[str, Any], analysis: dict[str, Any] | None = N
     """``results.md``: the title, then the NER, arm-pair, phase, checkpoint and analysis tables, then notes."""
     study, rows = results["study"], results["rows"]
     datasets = study["ner_datasets"]
-    lines = [
-        f"# Study: {study['model_name_or_path']}, {study['token_budget']:,} training tokens per arm, "
-        f"seed {study['seed']}",
-        "",
-    ]
-    lines += _ner_table(results)
-    lines += _arm_pairs_table(results)
-    lines += _phase_table(rows, datasets)
-    lines += _checkpoint_table(rows, datasets)
-    lines += _analysis_tables(analysis)
-    lines += _notes(study)
-    return "\n".join(lines)
+    title = f"# Study: {study['model_name_or_path']}, {study['token_budget']:,} training tokens per arm, seed "
+    lines = [title + str(study["seed"]), "", *_ner_table(results), *_arm_pairs_table(results)]
+    lines += _phase_table(rows, datasets) + _checkpoint_table(rows, datasets) + _analysis_tables(analysis)
+    return "\n".join(lines + _notes(study))
 
 
 def write_results(args: StudyArguments, analysis: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -1,14 +1,8 @@
-"""A whole study from its settings: what ``bioptimus study`` runs, callable by anyone.
-
-    from bioptimus_hf.study.run import run_study
-    from bioptimus_hf.study.study_config import StudyArguments
-
-    results = run_study(StudyArguments(output_dir="study", model_name_or_path=base, token_budget=1_400_000,
-                                       arms=[{"name": "continued", "init_strategy": "continued"}], ...))
+"""A whole study from its settings (``bioptimus study``), callable by anyone: ``run_study(StudyArguments(...))``.
 
 The tokenizer and start models the arms share, the base row's NER runs, then each arm's pre-training and NER
 (:class:`~.runner.StudyRunner`, skipping finished units), the representation analysis, and the report
-(``results.json``, ``results.md``, figures) rewritten after every finished unit. See docs/study.md.
+(``results.json``, ``results.md``, figures) rewritten after every finished unit (docs/study.md).
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
-"""Running a study: one tokenizer, one start model per initialisation, the arms one after another, NER on
-each evaluated checkpoint, resumable at every unit.
-
-Layout of ``output_dir``::
-
-    tokenizer/                          the study's trained vocabulary (unless --tokenizer_name is given)
-    init/<init_key>/                    one initialised start model per distinct initialisation (shared by arms)
-    arms/<arm>/pretraining/             the arm's pre-training output_dir (checkpoints, releases/, trainer_state.json)
-    arms/<arm>/pretraining_args.json    the exact ``bioptimus pretrain`` arguments of the arm
-    arms/<arm>/ner/<target>/<dataset>/seed_<s>/   one ``bioptimus ner`` fine-tune (all_results.json)
-    arms/base/ner/final/...             the base model, no further pre-training
-
-Each unit is marked done (:mod:`.done_marks`) after its results are written; a marked unit is skipped, an
-unmarked pre-training run is started again and resumes from its own last checkpoint. Each unit is a wing's run,
-called in this process with its typed settings: the vocabulary's :func:`~bioptimus_hf.vocabulary.run.train_and_report`
-and :func:`~bioptimus_hf.vocabulary.run.write_initialized_model`, :func:`~bioptimus_hf.pretraining.run.run_pretraining`,
-:func:`~bioptimus_hf.ner.run.fine_tune_ner`. The study's settings are mappings (an arm's yaml, ``ner_args``): each
-unit's mapping becomes the run's dataclasses as a config file holding it would
-(``CommandParser.parse_dict``, ``utils/config_mapping.py``), and a value one refuses raises
-:class:`~bioptimus_hf.utils.cli.BadInput` naming it, as a unit's bad input does: ``bioptimus study`` ends with
-that one line.
+"""Running a study (``bioptimus study``): one tokenizer, one start model per initialisation, the arms one after
+another, NER on each evaluated checkpoint. Each unit is a wing's run called in this process with settings built from
+the study's mappings (:func:`typed_settings`: a refused value raises ``BadInput`` naming it), and is marked done
+(:mod:`.done_marks`) once its results are written: a marked unit is skipped, an unmarked pre-training run resumes
+from its own last checkpoint. :class:`StudyLayout` is the one definition of ``output_dir``'s layout.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 import time
 from collections import Counter
@@ -76,10 +62,8 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
         )
         targets.update({f"step_{s}": p for s, p in steps if s % every_steps == 0})
     if "releases" in kinds:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             targets.update({p.name: p for p in find_releases(pretraining_dir)})
-        except FileNotFoundError:
-            pass
     if "final" in kinds:
         targets["final"] = pretraining_dir
     return targets
@@ -130,8 +114,9 @@ class StudyRunner:
         """The initialised start model shared by every arm with the same initialisation (None: the base itself)."""
         if arm.init_strategy == "continued":
             return None
+        from ..pretraining.bioptimus_config import EmbeddingInitArguments
         from ..vocabulary.embedding_init import INIT_REPORT_NAME
-        from ..vocabulary.init_config import EmbeddingInitArguments, StartModelArguments
+        from ..vocabulary.init_config import StartModelArguments
         from ..vocabulary.run import write_initialized_model
 
         path = self.layout.init(arm.init_key)
@@ -197,15 +182,9 @@ class StudyRunner:
 
         run_pretraining(*typed_settings(PRETRAINING_ARGUMENT_TYPES, args))
         self.computed[f"pretrain:{arm.name}"] += 1
-        mark_done(
-            arm_dir,
-            {
-                "arm": arm.name,
-                "max_steps": args["max_steps"],
-                "token_budget": self.args.token_budget,
-                "seconds_this_attempt": time.perf_counter() - started,
-            },
-        )
+        seconds = time.perf_counter() - started
+        summary = dict(arm=arm.name, max_steps=args["max_steps"], token_budget=self.args.token_budget)
+        mark_done(arm_dir, {**summary, "seconds_this_attempt": seconds})
         self._progress()
         return run_dir
 
@@ -215,39 +194,30 @@ class StudyRunner:
         from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
         from ..ner.run import fine_tune_ner
 
-        for target, model_dir in targets.items():
-            for data_dir in self.args.ner_data_dirs:
-                dataset = Path(data_dir).name
-                for seed in self.args.ner_seeds:
-                    run_dir = self.layout.ner_run(row, target, dataset, seed)
-                    if is_done(run_dir):
-                        continue
-                    logger.info("study: NER %s/%s on %s, seed %d", row, target, dataset, seed)
-                    started = time.perf_counter()
-                    settings = {
-                        "save_model": False,
-                        "report_to": "none",
-                        "bf16_if_supported": False,  # float32, as the study's records ran (ner_args may say true)
-                        **self.args.ner_run_args,
-                        "model_name_or_path": str(model_dir),
-                        "model_name": f"{row}/{target}",
-                        "data_dir": data_dir,
-                        "output_dir": str(run_dir),
-                        "seeds": [seed],
-                    }
-                    fine_tune_ner(*typed_settings(NER_ARGUMENT_TYPES, settings))
-                    self.computed[f"ner:{row}/{target}/{dataset}/{seed}"] += 1
-                    mark_done(
-                        run_dir,
-                        {
-                            "row": row,
-                            "target": target,
-                            "dataset": dataset,
-                            "seed": seed,
-                            "seconds": time.perf_counter() - started,
-                        },
-                    )
-                    self._progress()
+        runs = itertools.product(targets.items(), self.args.ner_data_dirs, self.args.ner_seeds)
+        for (target, model_dir), data_dir, seed in runs:
+            dataset = Path(data_dir).name
+            run_dir = self.layout.ner_run(row, target, dataset, seed)
+            if is_done(run_dir):
+                continue
+            logger.info("study: NER %s/%s on %s, seed %d", row, target, dataset, seed)
+            started = time.perf_counter()
+            settings = {
+                "save_model": False,
+                "report_to": "none",
+                "bf16_if_supported": False,  # float32, as the study's records ran (ner_args may say true)
+                **self.args.ner_run_args,
+                "model_name_or_path": str(model_dir),
+                "model_name": f"{row}/{target}",
+                "data_dir": data_dir,
+                "output_dir": str(run_dir),
+                "seeds": [seed],
+            }
+            fine_tune_ner(*typed_settings(NER_ARGUMENT_TYPES, settings))
+            self.computed[f"ner:{row}/{target}/{dataset}/{seed}"] += 1
+            seconds = time.perf_counter() - started
+            mark_done(run_dir, dict(row=row, target=target, dataset=dataset, seed=seed, seconds=seconds))
+            self._progress()
 
     # ------------------------------------------------------------------ the whole study
     def prepare(self) -> str | None:
@@ -266,9 +236,8 @@ class StudyRunner:
             self.ner(BASE_ROW, {"final": Path(self.args.model_name_or_path)})
         for arm in self.args.selected_arms:
             run_dir = self.pretrain(arm, tokenizer)
-            self.ner(
-                arm.name, checkpoint_targets(run_dir, self.args.evaluate_checkpoints, self.args.evaluate_every_steps)
-            )
+            kinds, every = self.args.evaluate_checkpoints, self.args.evaluate_every_steps
+            self.ner(arm.name, checkpoint_targets(run_dir, kinds, every))
 
     def _progress(self) -> None:
         if self.on_progress is not None:
@@ -281,14 +250,7 @@ def finished_ner_runs(layout: StudyLayout, row: str) -> list[dict[str, Any]]:
 
     runs = []
     for mark in sorted((layout.arm(row) / "ner").glob("*/*/seed_*/study_done.json")):
-        run_dir = mark.parent
-        done = read_done(run_dir)
-        results = load_results(str(run_dir))
-        runs.append(
-            {
-                **done,
-                "result": results["per_seed"][0],
-                "run_info": {k: v for k, v in results.items() if k not in ("per_seed",)},
-            }
-        )
+        results = load_results(str(mark.parent))
+        run_info = {k: v for k, v in results.items() if k != "per_seed"}
+        runs.append({**read_done(mark.parent), "result": results["per_seed"][0], "run_info": run_info})
     return runs

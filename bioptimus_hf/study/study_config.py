@@ -1,20 +1,7 @@
-"""What a study is: named pre-training arms under one token budget, NER evaluation, and what to analyse.
-
-A study config is a yaml/json file read by ``run_study.py`` through the project's one argument parser, so
-every field below is also a flag. Arms and the shared settings are mappings of ``run_pretraining.py``
-arguments (anything it takes: ``init_strategy``, ``single_phase``, ``curriculum``, ``phase_steps``,
-``learning_rate`` ...); an arm's mapping overrides the shared one. ``max_steps`` is not given: it is the
-token budget divided by the tokens of one optimizer step, so that every arm sees the same number of tokens.
-
-    arms:
-      - {name: continued, init_strategy: continued}
-      - {name: contextualized, init_strategy: contextualized, init_norm_match: true}
-      - {name: contextualized_one_phase, init_strategy: contextualized, single_phase: "0.4"}
-      - {name: contextualized+warmup, init_strategy: contextualized, init_norm_match: true, lexical_warmup_steps: 0.1}
-
-An arm with ``lexical_warmup_steps`` spends that part of the same token budget on the lexical warm-up
-(:mod:`bioptimus_hf.pretraining.lexical_warmup`); it shares its start model with the arm of the same
-initialisation.
+"""What a study is (``bioptimus study``): named pre-training arms under one token budget, NER evaluation, and what
+to analyse. Every field of :class:`StudyArguments` is a flag and a key of the study's yaml; an arm is a mapping of
+``bioptimus pretrain`` settings over the shared ``pretraining_args``, without ``max_steps``: the token budget over
+the tokens of one optimizer step, so that every arm sees the same number of tokens (docs/study.md).
 """
 
 from __future__ import annotations
@@ -28,9 +15,9 @@ from typing import Any
 from ..releases.lineage import base_model_hub_id_field
 
 
-# Arguments of run_pretraining.py that the study sets itself, per arm; an arm may not set them.
+# The `bioptimus pretrain` settings that the study sets itself, per arm; an arm may not set them.
 STUDY_OWNED_ARGS = ("output_dir", "max_steps", "model_name_or_path", "tokenizer_name", "seed")
-# The init arguments that decide the start model: arms that agree on them share one initialised checkpoint.
+# The init settings that decide the start model: arms that agree on them share one initialised checkpoint.
 INIT_KEYS = ("init_strategy", "init_norm_match", "max_contexts_per_token", "max_context_chars")
 BASE_ROW = "base"  # the base model with no further pre-training, a row of every table
 CHECKPOINT_KINDS = ("final", "releases", "steps")
@@ -39,7 +26,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
 def _mapping(value: Any, flag: str) -> dict[str, Any]:
-    """A mapping given in a config file (the parser passes it as JSON text) or as a flag."""
+    """A mapping given in a config file or as a flag (JSON text)."""
     if value is None or value == "":
         return {}
     if isinstance(value, dict):
@@ -53,9 +40,15 @@ def _mapping(value: Any, flag: str) -> dict[str, Any]:
     return data
 
 
+def _refuse_owned(flag: str, mapping: dict[str, Any], owned: tuple[str, ...], why: str = "") -> None:
+    for key in mapping:
+        if key in owned:
+            raise ValueError(f"--{flag} sets {key!r}, which the study sets itself{why}")
+
+
 @dataclass(frozen=True)
 class ArmConfig:
-    """One pre-training setting of the study: a name and the ``run_pretraining.py`` arguments that define it."""
+    """One pre-training setting of the study: a name and the ``bioptimus pretrain`` settings that define it."""
 
     name: str
     args: dict[str, Any]
@@ -79,20 +72,20 @@ class ArmConfig:
         return cls(name, {**shared, **data})
 
     @property
-    def init_key(self) -> str:
-        """A name for the start model of this arm: equal for arms that would build the same model."""
-        strategy = self.args.get("init_strategy", "continued")
-        parts = [strategy]
-        if strategy == "contextualized" and not _as_bool(self.args.get("init_norm_match", True)):
-            parts.append("raw")
-        for key in ("max_contexts_per_token", "max_context_chars"):
-            if key in self.args and strategy == "contextualized":
-                parts.append(f"{key}{self.args[key]}")
-        return "-".join(str(p) for p in parts)
-
-    @property
     def init_strategy(self) -> str:
         return self.args.get("init_strategy", "continued")
+
+    @property
+    def init_key(self) -> str:
+        """A name for the start model of this arm: equal for arms that would build the same model."""
+        parts = [self.init_strategy]
+        if self.init_strategy == "contextualized":
+            if not _as_bool(self.args.get("init_norm_match", True)):
+                parts.append("raw")
+            parts += [
+                f"{key}{self.args[key]}" for key in ("max_contexts_per_token", "max_context_chars") if key in self.args
+            ]
+        return "-".join(str(p) for p in parts)
 
     @property
     def curriculum_text(self) -> str:
@@ -110,9 +103,7 @@ class ArmConfig:
     def tokens_per_step(self) -> int:
         """Tokens of one optimizer step (packed blocks: batch × accumulation × sequence length)."""
         batch = int(self.args.get("per_device_train_batch_size", 8))
-        accumulation = int(self.args.get("gradient_accumulation_steps", 1))
-        length = int(self.args.get("max_seq_length", 512))
-        return batch * accumulation * length
+        return batch * int(self.args.get("gradient_accumulation_steps", 1)) * int(self.args.get("max_seq_length", 512))
 
     def max_steps(self, token_budget: int) -> int:
         return max(1, math.ceil(token_budget / self.tokens_per_step()))
@@ -124,7 +115,7 @@ def _as_bool(value: Any) -> bool:
 
 @dataclass
 class StudyArguments:
-    """The flags of ``run_study.py`` (every one can live in the study's yaml file)."""
+    """The flags of ``bioptimus study`` (every one can live in the study's yaml file)."""
 
     output_dir: str = field(metadata={"help": "Where arms train, NER runs and the study's results go."})
     model_name_or_path: str = field(metadata={"help": "The base model every arm starts from (Hub id or directory)."})
@@ -133,60 +124,42 @@ class StudyArguments:
     )
     arms: list[str] = field(
         default_factory=list,
-        metadata={
-            "help": "The arms: mappings with a 'name' and run_pretraining.py arguments (yaml list of mappings)."
-        },
+        metadata={"help": "The arms: mappings with a 'name' and bioptimus pretrain settings (a yaml list)."},
     )
     pretraining_args: str | None = field(
-        default=None, metadata={"help": "run_pretraining.py arguments shared by every arm (a mapping)."}
+        default=None, metadata={"help": "bioptimus pretrain settings shared by every arm (a mapping)."}
     )
     base_model_hub_id: str | None = base_model_hub_id_field()
     tokenizer_name: str | None = field(
         default=None,
-        metadata={
-            "help": "The new vocabulary of every new-vocabulary arm (default: trained once into "
-            "<output_dir>/tokenizer from --tokenizer_train_files)."
-        },
+        metadata={"help": "The new-vocabulary arms' tokenizer (default: trained in <output_dir>/tokenizer)."},
     )
     tokenizer_train_files: list[str] | None = field(
         default=None, metadata={"help": "Corpus the study's tokenizer is trained on (default: the arms' train_file)."}
     )
     tokenizer_vocab_size: str = field(
-        default="30522",
-        metadata={
-            "help": "Size of the trained vocabulary (with vocabulary_mode extend in --tokenizer_args: the total, "
-            "base included, or 'auto')."
-        },
+        default="30522", metadata={"help": "The trained vocabulary's size (extending a base: the total, or auto)."}
     )
     tokenizer_args: str | None = field(
         default=None,
-        metadata={
-            "help": "Further bioptimus train-tokenizer arguments of the study's vocabulary (a mapping), e.g. "
-            "{vocabulary_mode: extend, auto_vocab_step: 2000}: the base vocabulary extended instead of replaced."
-        },
+        metadata={"help": "More bioptimus train-tokenizer settings (a mapping: {vocabulary_mode: extend})."},
     )
     seed: int = field(default=42, metadata={"help": "Seed of every arm (initialisation, data order, masking)."})
     include_base: bool = field(default=True, metadata={"help": "Evaluate the base model as a row of every table."})
     only_arms: list[str] | None = field(
         default=None,
-        metadata={
-            "help": f"Run only these arms (names) this time; the others keep their results. "
-            f"'{BASE_ROW}' alone: only the base row's NER runs (with --include_base)."
-        },
+        metadata={"help": f"Run only these arms this time ('{BASE_ROW}' alone: only the base row's NER runs)."},
     )
     ner_data_dirs: list[str] = field(
         default_factory=list, metadata={"help": "NER datasets (CoNLL directories with train/devel/test.tsv)."}
     )
-    ner_seeds: list[int] = field(
-        default_factory=lambda: [1, 2, 3], metadata={"help": "Fine-tuning seeds of each NER run."}
+    ner_seeds: list[int] = field(default_factory=lambda: [1, 2, 3], metadata={"help": "Seeds of each NER run."})
+    ner_args: str | None = field(
+        default=None, metadata={"help": "bioptimus ner settings of every NER run (a mapping)."}
     )
-    ner_args: str | None = field(default=None, metadata={"help": "run_ner.py arguments of every NER run (a mapping)."})
     evaluate_checkpoints: list[str] = field(
         default_factory=lambda: ["final"],
-        metadata={
-            "help": f"What of each arm NER evaluates, any of {CHECKPOINT_KINDS}: the final model, every phase "
-            "release, every --evaluate_every_steps checkpoint (Figure-3 curves)."
-        },
+        metadata={"help": f"What of each arm NER evaluates, any of {CHECKPOINT_KINDS} (steps: Figure-3 curves)."},
     )
     evaluate_every_steps: int | None = field(
         default=None, metadata={"help": "With 'steps': keep and evaluate a checkpoint every N optimizer steps."}
@@ -199,25 +172,15 @@ class StudyArguments:
     )
     analysis_projection: str = field(
         default="auto",
-        metadata={
-            "help": "2-D projection of the figures: tsne (scikit-learn), pca, or auto (t-SNE "
-            "when scikit-learn is installed)."
-        },
+        metadata={"help": "2-D projection of the figures: tsne (scikit-learn), pca, or auto (tsne where installed)."},
     )
     skip_analysis: bool = field(default=False, metadata={"help": "Do not run the representation analysis."})
     report_only: bool = field(
-        default=False,
-        metadata={
-            "help": "Train and fine-tune nothing: rewrite results.json, results.md and the figures from the "
-            "finished work (e.g. while other jobs run arms), with the analysis unless --skip_analysis."
-        },
+        default=False, metadata={"help": "Train nothing: rewrite the results and figures from the work finished."}
     )
     prepare_only: bool = field(
         default=False,
-        metadata={
-            "help": "Train the tokenizer and the start models the selected arms share, then stop: the arms can "
-            "then run as separate jobs at once (--only_arms A --include_base false, one per job)."
-        },
+        metadata={"help": "Build the tokenizer and start models the arms share, then stop (docs/study.md)."},
     )
     results_dir: str | None = field(
         default=None, metadata={"help": "Where results.json, results.md and figures go (default: <output_dir>/study)."}
@@ -225,10 +188,8 @@ class StudyArguments:
     reference_results: str | None = field(
         default=None,
         metadata={
-            "help": "results.json of an earlier study: its rows join the tables (named 'row [its folder]') and "
-            "this study's rows are paired with them by fine-tuning seed, instead of training them again. "
-            "It must share the base model, token budget and NER arguments (checked); its machine may "
-            "differ (docs/study.md)."
+            "help": "results.json of an earlier study with the same base model, token budget and NER settings "
+            "(checked): its rows join the tables, paired with this study's by fine-tuning seed."
         },
     )
     reference_rows: list[str] | None = field(
@@ -238,15 +199,30 @@ class StudyArguments:
     def __post_init__(self):
         if self.token_budget <= 0:
             raise ValueError(f"--token_budget must be > 0, got {self.token_budget}")
-        shared = _mapping(self.pretraining_args, "pretraining_args")
-        owned = sorted(set(shared) & set(STUDY_OWNED_ARGS))
-        if owned:
-            raise ValueError(f"--pretraining_args sets {owned}, which the study sets itself")
-        self.shared_pretraining_args = shared
-        self.arm_configs = [ArmConfig.from_mapping(_mapping(a, "arms"), shared) for a in self.arms]
-        if not self.arm_configs and not self.include_base:
+        self.shared_pretraining_args = _mapping(self.pretraining_args, "pretraining_args")
+        _refuse_owned("pretraining_args", self.shared_pretraining_args, STUDY_OWNED_ARGS)
+        self.arm_configs = [
+            ArmConfig.from_mapping(_mapping(a, "arms"), self.shared_pretraining_args) for a in self.arms
+        ]
+        self._check_selection([a.name for a in self.arm_configs])
+        self.tokenizer_vocab_size = str(self.tokenizer_vocab_size)
+        self.tokenizer_run_args = _mapping(self.tokenizer_args, "tokenizer_args")
+        owned = ("train_files", "base_tokenizer", "output_dir", "vocab_size")
+        why = " (--tokenizer_train_files, --model_name_or_path, --output_dir, --tokenizer_vocab_size)"
+        _refuse_owned("tokenizer_args", self.tokenizer_run_args, owned, why)
+        if self.tokenizer_name and self.tokenizer_run_args:
+            raise ValueError("--tokenizer_args trains the study's vocabulary; --tokenizer_name gives one: use one")
+        self.ner_run_args = _mapping(self.ner_args, "ner_args")
+        _refuse_owned("ner_args", self.ner_run_args, ("model_name_or_path", "output_dir", "data_dir", "seeds", "seed"))
+        if self.analysis_projection not in ("auto", "tsne", "pca"):
+            raise ValueError(f"--analysis_projection {self.analysis_projection!r}: expected auto, tsne or pca")
+        if self.reference_rows and not self.reference_results:
+            raise ValueError("--reference_rows needs --reference_results (the earlier study's results.json)")
+        self.results_dir = self.results_dir or f"{self.output_dir.rstrip('/')}/study"
+
+    def _check_selection(self, names: list[str]) -> None:
+        if not names and not self.include_base:
             raise ValueError("--arms: a study needs at least one arm (or --include_base)")
-        names = [a.name for a in self.arm_configs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"--arms: arm names must be unique, {duplicates} repeat")
@@ -260,25 +236,6 @@ class StudyArguments:
             raise ValueError(f"--evaluate_checkpoints {bad}: expected any of {CHECKPOINT_KINDS}")
         if "steps" in self.evaluate_checkpoints and not (self.evaluate_every_steps or 0) > 0:
             raise ValueError("--evaluate_checkpoints steps needs --evaluate_every_steps N > 0")
-        self.tokenizer_vocab_size = str(self.tokenizer_vocab_size)
-        self.tokenizer_run_args = _mapping(self.tokenizer_args, "tokenizer_args")
-        for key in ("train_files", "base_tokenizer", "output_dir", "vocab_size"):
-            if key in self.tokenizer_run_args:
-                raise ValueError(
-                    f"--tokenizer_args sets {key!r}, which the study sets itself (--tokenizer_train_files, "
-                    "--model_name_or_path, --output_dir, --tokenizer_vocab_size)"
-                )
-        if self.tokenizer_name and self.tokenizer_run_args:
-            raise ValueError("--tokenizer_args trains the study's vocabulary; --tokenizer_name gives one: use one")
-        self.ner_run_args = _mapping(self.ner_args, "ner_args")
-        for key in ("model_name_or_path", "output_dir", "data_dir", "seeds", "seed"):
-            if key in self.ner_run_args:
-                raise ValueError(f"--ner_args sets {key!r}, which the study sets itself")
-        if self.analysis_projection not in ("auto", "tsne", "pca"):
-            raise ValueError(f"--analysis_projection {self.analysis_projection!r}: expected auto, tsne or pca")
-        if self.reference_rows and not self.reference_results:
-            raise ValueError("--reference_rows needs --reference_results (the earlier study's results.json)")
-        self.results_dir = self.results_dir or f"{self.output_dir.rstrip('/')}/study"
 
     @property
     def selected_arms(self) -> list[ArmConfig]:

@@ -1,57 +1,11 @@
 """How close a computed tensor must be to its reference: the suite's one owner of numerical tolerances.
 
-A test that compares numbers states *what* was computed (the precision of the matrix products, the
-length of the longest reduction, how many matrix products are chained) and gets its bound from here,
-instead of a hand-picked ``atol=1e-5`` that holds in float32 on one CPU and fails in bf16 on another.
-
-The model of the error
-----------------------
-Take one matrix product stage ``y = x @ W`` whose inputs are rounded to ``dtype`` (float32, or bf16
-under ``torch.autocast``) and whose sums are accumulated in float32 (what CPUs and GPUs do for both).
-With ``u`` the unit roundoff of a format (half its machine epsilon: 2**-24 for float32, 2**-8 for
-bf16) and ``K`` the reduction length, each output element carries
-
-* the rounding of its two inputs and of its output (under bf16 autocast a linear layer returns bf16):
-  relative errors ``<= u_in`` each, independent and of random sign, so they add in quadrature,
-  ``sqrt(3) * u_in`` relative to the product's size;
-* the accumulation of ``K`` terms in float32: the probabilistic bound of Higham & Mary (2019, "A new
-  approach to probabilistic rounding error analysis", SIAM J. Sci. Comput. 41(5)), ``lambda * sqrt(K) *
-  u_acc``, instead of the deterministic worst case ``K * u_acc`` that real kernels (blocked, with
-  tree reductions) never approach.
-
-Both are relative errors of the stage's output *vector* (normwise: for random-sign data the sum grows
-like ``sqrt(K)`` and so does its error, which is why ``K`` enters under a square root and not the
-input rounding). A network chains ``depth`` such stages; their errors are independent and, to first
-order, add in quadrature: ``sqrt(depth)`` times one stage's bound. This assumes each stage passes an
-error on with a gain of at most one, which holds for the LayerNorm'd transformers the tests build at
-initialisation scale; stages with a larger gain must count it in ``depth``.
-
-So the normwise relative bound, relative to the size of the matrix products' outputs, is::
-
-    lambda * sqrt(depth) * (sqrt(3) * u_in + sqrt(K) * u_acc)        (lambda = 4)
-
-What is compared is often not a matrix product's output but a residual stream that the products only
-add to: a transformer's hidden states are ``LayerNorm(x + f(x))``, and at initialisation scale
-(weights of standard deviation 0.02) each ``f(x)`` is a tenth of ``x``. The errors are relative to the
-products, so the bound is multiplied by the *contribution scale*: the largest root-mean-square output
-of the model's linear layers over the root-mean-square of the compared values, measured on the float64
-reference forward (:func:`linear_output_scale`). Without it the bound is valid but loose by that ratio,
-and a loose bound blinds a test to the bugs it is there for.
-
-``lambda = 4`` makes a single normwise comparison exceed the bound with a probability of about
-``2 * exp(-lambda**2 / 2) = 7e-4`` under the model: rare enough not to flake, and still far below the
-size of the bugs the tests guard against (a missing sub-token in an average, an uncropped window, two
-swapped outputs change a vector by tens of percent). Orders of magnitude for the tests' tiny BERTs (K =
-64, depth = 12, contribution scale 1): float32 ``8e-6``, bf16 ``0.094``; their measured contribution
-scale is about 0.1.
-
-Reference values are computed in float64 (``model.double()``), so the reference's own error is
-negligible next to either bound. Comparisons are *normwise* (``||a - b|| / ||b||``) over the compared
-vector: an element near zero in a bf16 row has a large relative error that means nothing.
-
-What this does not cover: decisions (argmax tags, entities) taken from values that tie within these
-bounds. Tests of decisions use models whose winning logit leads widely, or compare paths that see the
-same batches (tests/README.md lists which tests compare numerics and with what bound).
+A test that compares numbers states *what* was computed (the precision of the matrix products, the longest
+reduction, how many matrix products are chained) and gets its normwise bound from here, instead of a hand-picked
+``atol``: ``lambda * sqrt(depth) * (sqrt(3) * u_in + sqrt(K) * u_acc)`` (Higham & Mary's probabilistic bound,
+``lambda = 4``), times the contribution scale measured on the float64 reference forward
+(:func:`linear_output_scale`). tests/README.md ("How numbers are compared") gives the error model and its
+assumptions.
 """
 
 from __future__ import annotations
@@ -90,18 +44,14 @@ def transformer_depth(num_hidden_layers: int) -> int:
     return 6 * num_hidden_layers
 
 
-def encoder_reduction_length(config) -> int:
-    """The longest reduction of an encoder's matrix products: the feed-forward output's (intermediate
-    size), or the hidden size, whichever is larger (attention reductions are shorter in the tests)."""
-    return max(int(getattr(config, "intermediate_size", 0) or 0), int(config.hidden_size))
-
-
 def encoder_tolerance(config, dtype: torch.dtype, extra_depth: int = 0, contribution_scale: float = 1.0) -> float:
     """:func:`relative_tolerance` for the last hidden states of a transformer encoder with ``config`` (plus
     ``extra_depth`` matrix products after it, e.g. an MLM head), times ``contribution_scale`` (see
-    :func:`linear_output_scale`; 1 is always valid, only looser)."""
+    :func:`linear_output_scale`; 1 is always valid, only looser). The longest reduction is the feed-forward
+    output's (intermediate size) or the hidden size, whichever is larger (attention's are shorter in the tests)."""
     depth = transformer_depth(config.num_hidden_layers) + extra_depth
-    return contribution_scale * relative_tolerance(dtype, encoder_reduction_length(config), depth)
+    reduction = max(int(getattr(config, "intermediate_size", 0) or 0), int(config.hidden_size))
+    return contribution_scale * relative_tolerance(dtype, reduction, depth)
 
 
 @contextlib.contextmanager

@@ -1,16 +1,10 @@
-"""PubMed XML files in the PubMed DTD's format, written from plain records (tests and the scale benchmark).
+"""PubMed XML files in the PubMed DTD's format, written from plain records (tests and the scale benchmark):
+``PubmedArticle`` records (PMID with its ``Version``, ``ArticleTitle`` with inline markup, an ``Abstract`` of
+labelled sections, ``Language``, a ``PubDate``), ``PubmedBookArticle`` records and ``DeleteCitation`` lists, gzipped.
 
-What NLM's baseline and update files hold, in small: ``PubmedArticle`` records (PMID with its ``Version``,
-``ArticleTitle`` with inline markup, an ``Abstract`` of ``AbstractText`` sections with ``Label`` and
-``NlmCategory``, ``Language``, a ``PubDate`` with a ``Year`` or a ``MedlineDate``), ``PubmedBookArticle`` records
-and ``DeleteCitation`` lists, gzip-compressed.
-
-Records come in two shapes (``shape``): ``text``, the fields read and little else (one author, one reference), and
-``full``, a real record's structure (NLM's DTD: the elements and typical counts of a MEDLINE-indexed
-``MedlineCitation`` and its ``PubmedData``), its values synthetic and drawn from the PMID: ~6 authors with ORCID
-and affiliation, grants, publication types, journal info, ~3 chemicals, ~11 MeSH headings with qualifiers, keywords
-(half), a conflict-of-interest statement, the history's dates, article ids and (30 %) a list of ~25 references; so
-the title and abstract are a minority of the record's bytes, as in NLM's files (:func:`text_share` measures it).
+Records come in two shapes: ``text``, the fields read and little else, and ``full``, a MEDLINE record's structure
+(authors, grants, chemicals, MeSH, history, references...: values synthetic, drawn from the PMID), where title and
+abstract are a minority of the bytes, as in NLM's files (:func:`text_share` measures it).
 """
 
 from __future__ import annotations

@@ -1,5 +1,2 @@
-"""Helpers shared by every stage: the one corpus reader, the one tokenizer loader, file safety.
-
-Nothing here imports torch or transformers at import time, so ``bioptimus_hf.vocabulary.qikfind`` (and
-the Rust extension behind it) stays importable without them.
-"""
+"""What several wings share: the corpus reader, the tokenizer loader, files, devices, the job pool... Importing it
+imports neither torch nor transformers, so ``bioptimus_hf.vocabulary.qikfind`` stays importable without them."""

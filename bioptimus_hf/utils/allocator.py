@@ -1,21 +1,13 @@
 """glibc's allocator told to keep freed memory in the process, for CPU training.
 
-Why: torch's CPU allocator has no cache; every activation of a training step is a fresh ``malloc``. glibc
-serves blocks above its mmap threshold with ``mmap`` and returns them with ``munmap``, and trims the heap's top
-back to the OS above its trim threshold, so each step maps, page-faults and zeroes the same megabytes again.
-On the developers' 2-core AMD EPYC the first two settings below saved 7 % of the plain recipe's MiniLM step in the
-benchmark and 9-20 % of a masked-only bf16 step in a profiling loop; on a Zen 5 VM the third then gave masked-only
-MiniLM another 1.1-1.2x (docs/speed.md, section 9).
-
-What: ``mallopt(M_MMAP_THRESHOLD, 32 MiB)`` (glibc's largest: blocks up to 32 MiB come from the heap and are
-reused), ``mallopt(M_TRIM_THRESHOLD, 1 GiB)`` (freed memory stays for the next step) and ``mallopt(M_MMAP_MAX, 0)``
-(no block is served by ``mmap`` at all: the threshold cannot go above 32 MiB, yet a step's largest tensors are
-bigger -- the 30,522 x 384 embedding gradient is 45 MiB, the masked positions' vocabulary-wide logits 35 MiB --
-and were mapped, faulted in page by page and unmapped every step), the settings the ``MALLOC_MMAP_THRESHOLD_`` /
-``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_MMAP_MAX_`` environment variables would give, applied at run time.
-The cost: the process keeps its high-water mark instead of returning memory between steps, and large blocks
-freed inside the heap can fragment it (peak RSS: masked-only unchanged, the plain recipe +19 % in the benchmark).
-Elsewhere (musl, macOS, Windows) it does nothing and says so.
+torch's CPU allocator has no cache: every activation of a step is a fresh ``malloc``, which glibc serves from
+``mmap`` above its mmap threshold and trims back to the OS above its trim threshold, so each step maps, faults in
+and zeroes the same megabytes again. :func:`retain_freed_memory` sets, at run time, what ``MALLOC_MMAP_THRESHOLD_``,
+``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_MMAP_MAX_`` would: blocks up to 32 MiB (glibc's largest threshold) from the
+heap, freed memory kept up to 1 GiB, and no block from ``mmap`` at all (a step's largest tensors, the 45 MiB
+embedding gradient of MiniLM, are above any threshold). The first two saved 7 % of the plain recipe's MiniLM step
+and 9-20 % of a masked-only bf16 step, the third another 1.1-1.2x on a Zen 5 VM (docs/speed.md, section 9); the
+process keeps its high-water mark (peak RSS: the plain recipe +19 %). Without glibc it does nothing and says so.
 """
 
 from __future__ import annotations

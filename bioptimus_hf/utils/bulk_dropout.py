@@ -1,33 +1,19 @@
 """Dropout masks drawn in bulk on CPUs, where torch's own draws are the slowest step of masked-LM training.
 
-Why: on a CPU, ``torch.nn.functional.dropout`` draws each element's Bernoulli variable one at a time from the
-Mersenne Twister of torch's default generator (torch takes a vectorised MKL path on Intel CPUs only). With
-masked-only prediction the MLM head is cheap, and dropout becomes the largest non-GEMM cost of a BERT step:
-MiniLM at batch 16 x 128 draws ~29 M variables a step (attention probabilities 12 x 128 x 128 per sequence and
-layer, hidden states three times per layer), and on the developers' AMD EPYC ``bernoulli_`` took 22 % of the
-step at 6-9 ns a variable (docs/speed.md, section 9).
+On a CPU, ``torch.nn.functional.dropout`` draws each element's Bernoulli variable one at a time from torch's
+Mersenne Twister (MKL's vectorised path serves Intel CPUs only); with masked-only prediction that is the largest
+non-GEMM cost of a BERT step (22 % of a MiniLM step on the developers' AMD EPYC: docs/speed.md, section 9). Here each
+element takes 32 bits of numpy's PCG64 (``random_raw``) and is kept when they, read as a signed integer, fall below
+``round(q * 2**32) - 2**31``: Bernoulli(q) to within 2**-33, at ~1.4 ns an element. Kept elements are scaled by
+``1 / q`` with aten's dropout arithmetic both ways. Each mask's stream is seeded by one draw from torch's default CPU
+generator, so ``set_seed`` fixes every mask and a resumed run continues the same sequence of masks (not torch's).
 
-What: the same dropout, with its mask drawn in bulk. For a keep probability ``q`` each element takes 32 random
-bits from numpy's PCG64 (``BitGenerator.random_raw``, 64 bits a call) and is kept when those bits, read as a
-signed integer, fall below ``round(q * 2**32) - 2**31``: a Bernoulli variable with probability ``q`` to within
-2**-33, at ~1.4 ns an element here. Kept elements are scaled by ``1 / q`` and the mask is saved for the
-backward, with the values ``torch.nn.functional.dropout`` gives (``aten::native_dropout_backward``'s arithmetic);
-the mask is kept as 0/1 in the activations' dtype, which spares the copy from bool that aten's kernels make in
-every forward and backward (:class:`_ApplyKeepMask`). Each mask's PCG64 stream is seeded by one draw from torch's
-default CPU generator, so ``set_seed`` fixes every mask and a resumed run's restored RNG state continues the same
-sequence of masks; the masks themselves differ from torch's (another generator), as they would between torch
-versions.
-
-Where: every ``nn.Dropout`` module of the model (its class is swapped for :class:`BulkDropout`, a subclass; a
-module on another device falls back to torch's dropout), and the dropout on attention probabilities, which
-models with transformers' attention interface (BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, ModernBERT)
-apply inside ``scaled_dot_product_attention``: they get :data:`ATTENTION_IMPLEMENTATION`, registered with
-transformers, which computes scores, softmax, bulk dropout and values in plain ops (as SDPA's own math kernel
-does when dropout is on: its fused CPU kernel has no dropout) and hands every other case -- evaluation,
-dropout 0, a GPU, causal or biased attention -- to transformers' SDPA. Nothing is saved with the model:
-transformers never writes the attention implementation to ``config.json``, and dropout modules have no state.
-Not under ``torch.compile``: compiled graphs draw their masks with inductor's own generator. Not by default on
-Intel CPUs, where torch draws its masks with MKL's vectorised generator (:func:`bulk_dropout_pays_off`).
+It serves every ``nn.Dropout`` (its class swapped for :class:`BulkDropout`) and the attention probabilities of models
+on transformers' attention interface (BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, ModernBERT) through
+:data:`ATTENTION_IMPLEMENTATION`: scores, softmax, bulk dropout and values in plain ops (as SDPA's math kernel does
+when dropout is on), every other case (evaluation, dropout 0, a GPU, causal or biased attention) left to
+transformers' SDPA. Nothing is saved with the model. Not under ``torch.compile`` (inductor draws its own masks), nor
+by default on Intel CPUs (:func:`bulk_dropout_pays_off`).
 """
 
 from __future__ import annotations
@@ -45,12 +31,9 @@ ATTENTION_IMPLEMENTATION = "bioptimus_bulk_dropout_sdpa"
 class _ApplyKeepMask(torch.autograd.Function):
     """``x * mask * scale`` with the mask saved for the backward: dropout's own formula both ways.
 
-    The mask holds 0 and 1 in ``x``'s dtype, and the product is one ``addcmul`` onto a zero scalar: aten's
-    ``native_dropout_backward`` takes a boolean mask, which its CPU kernels first copy into ``x``'s dtype and then
-    multiply in two more passes, forward and backward -- 1.8 ms for one layer's attention probabilities of MiniLM
-    at batch 16 x 128 in bf16, against 0.25 ms here (the 2-core Zen 5 VM of docs/speed.md, section 9). The
-    values are the same (both round ``x * scale`` once in float32, then to ``x``'s dtype); a dropped element is +0
-    here where aten gives -0 for a negative ``x``.
+    The mask holds 0 and 1 in ``x``'s dtype and the product is one ``addcmul``: aten's kernels copy a boolean mask
+    into ``x``'s dtype and multiply in two more passes (1.8 ms against 0.25 ms for one MiniLM layer's attention
+    probabilities, docs/speed.md, section 9). The values are aten's; a dropped element is +0 where aten gives -0.
     """
 
     @staticmethod
@@ -72,12 +55,8 @@ def _scaled_product(x: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.
 
 
 def bernoulli_keep_mask(shape, keep_probability: float, dtype: torch.dtype = torch.bool) -> torch.Tensor:
-    """A CPU tensor of ``shape``, each element True (1 in a numeric ``dtype``) with ``keep_probability`` (to within
-    2**-33), else False (0).
-
-    The stream is seeded by one draw from torch's default CPU generator (see the module docstring); ``dtype`` does
-    not change which elements are kept. The comparison writes the numeric mask directly (no boolean pass between).
-    """
+    """A CPU tensor of ``shape``, each element True (1 in a numeric ``dtype``, written directly by the comparison)
+    with ``keep_probability`` (to within 2**-33), else False (0); ``dtype`` does not change which are kept."""
     if not 0.0 < keep_probability <= 1.0:
         raise ValueError(f"keep probability must be in (0, 1], got {keep_probability}")
     count = math.prod(shape)
@@ -107,12 +86,12 @@ class BulkDropout(nn.Dropout):
         return bulk_dropout(input, self.p, self.training)
 
 
-def sdpa_with_bulk_dropout(
-    module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, is_causal=None, **kwargs
-):
-    """transformers' attention-interface signature: bulk dropout on the probabilities, else its SDPA."""
+def sdpa_with_bulk_dropout(module, query, key, value, attention_mask, **kwargs):
+    """transformers' attention-interface signature (``dropout``, ``scaling``, ``is_causal``... by keyword): bulk
+    dropout on the probabilities, else its SDPA."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    dropout, scaling, is_causal = kwargs.get("dropout", 0.0), kwargs.get("scaling"), kwargs.get("is_causal")
     # Causal as SDPA reads it (the flag, else the module's, where no mask carries it): left to SDPA
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     plain_case = (
@@ -124,9 +103,7 @@ def sdpa_with_bulk_dropout(
         or kwargs.get("output_attentions", False)
     )
     if plain_case:
-        return sdpa_attention_forward(
-            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
-        )
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     # In the inputs' dtype (bf16 under autocast, whose float32 softmax would double the traffic of the largest
     # tensors here): the products accumulate in float32 and so does softmax's CPU kernel, as in SDPA's fused one.
@@ -151,8 +128,7 @@ def bulk_dropout_pays_off(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
     return not torch_draws_dropout_masks_in_bulk(cpuinfo_path)
 
 
-# The --bulk_dropout flag's help, one text for every script that has the flag (run_pretraining.py, run_ner.py);
-# each script adds its own default.
+# The --bulk_dropout flag's help, one text for every command with the flag (bioptimus pretrain, ner): each adds its default
 BULK_DROPOUT_HELP = (
     "On a CPU, draw dropout masks in bulk (numpy's PCG64, seeded from torch's generator) instead of torch's "
     "per-element draws, for every nn.Dropout and the attention probabilities; the same dropout, another random "
@@ -177,9 +153,7 @@ def _register_attention() -> None:
 
 def enable_bulk_dropout(model: nn.Module) -> str:
     """Swap ``model``'s dropout for bulk dropout (module docstring); returns what was changed, for the log.
-
-    Idempotent; :func:`disable_bulk_dropout` restores the model as it was.
-    """
+    Idempotent; :func:`disable_bulk_dropout` restores the model as it was."""
     swapped = 0
     for module in model.modules():
         if type(module) is nn.Dropout:

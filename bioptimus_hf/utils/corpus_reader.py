@@ -1,25 +1,17 @@
-"""The one reader of text corpora: plain or gzip-compressed UTF-8, one document or sentence a line.
+"""The one reader of text corpora (tokenizer training, qik-find's Python backend, initialisation, pre-training):
+plain or gzip-compressed UTF-8, one document or sentence a line, or a prepared corpus
+(:mod:`bioptimus_hf.utils.prepared_corpus`: a directory is its manifest's shards, a shard its rows' ``text``, one
+line a row, line breaks inside a text becoming spaces).
 
-Tokenizer training, qik-find's Python backend, the initialisation and pre-training all read corpora
-through :func:`iter_lines`, so that they agree on what a line is and on how bad bytes are handled:
-
-* **Undecodable bytes are replaced, counted and located, never fatal.** Each maximal invalid UTF-8
-  sub-sequence becomes one U+FFFD (the Unicode "maximal subpart" practice; Rust's
-  ``String::from_utf8_lossy`` does the same, so qik-find's two backends count alike). One bad byte in a
-  multi-gigabyte dump should not cost a run, but a file that is mostly bytes that are not text should:
-  :func:`check_corpus_files` refuses a corpus whose share of undecodable lines is above a threshold.
-* **gzip** (``.gz``) is decompressed on the fly; zero padding after the last member is accepted (what
-  ``gzip -d`` and Python's ``gzip`` do), a 0-byte ``.gz`` is an empty file, and a truncated or corrupt
-  stream raises :class:`CorpusFileError` naming the file.
-* **A prepared corpus** (a directory written by ``bioptimus prepare-corpus``, or one of its ``.parquet`` shards;
-  :mod:`bioptimus_hf.utils.prepared_corpus`) reads as lines too: a directory is its manifest's shards, a shard is
-  its rows' ``text``, one line a row (line breaks inside a text become spaces).
-* Every error names the file (and the line where there is one).
+Undecodable bytes are replaced, counted and located, never fatal: each maximal invalid UTF-8 sub-sequence becomes
+one U+FFFD (as Rust's ``String::from_utf8_lossy`` does, so qik-find's two backends count alike), and
+:func:`check_corpus_files` refuses a file whose share of undecodable lines is above a threshold. gzip accepts zero
+padding after the last member and a 0-byte file; a truncated or corrupt stream raises :class:`CorpusFileError`.
+Every error names the file (and the line where there is one).
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import gzip
 import os
@@ -71,30 +63,13 @@ class CorpusReadStats:
         return data
 
 
-_replacements = [0]
-
-
-def _count_replace(error: UnicodeDecodeError):
-    # Called once per maximal invalid sub-sequence by CPython's UTF-8 decoder.
-    _replacements[0] += 1
-    return "\ufffd", error.end
-
-
-codecs.register_error("bioptimus_count_replace", _count_replace)
-
-
 def decode_lossy(raw: bytes) -> tuple[str, int, int | None]:
     """``(text, replacement count, byte offset of the first bad byte or None)``."""
     try:
         return raw.decode("utf-8"), 0, None
-    except UnicodeDecodeError as error:
-        _replacements[0] = 0
-        text = raw.decode("utf-8", errors="bioptimus_count_replace")
-        return text, _replacements[0], error.start
-
-
-def is_gzip(path: str | os.PathLike) -> bool:
-    return str(path).endswith(".gz")
+    except UnicodeDecodeError as error:  # CPython's "replace" is the maximal-subpart practice
+        text = raw.decode("utf-8", errors="replace")
+        return text, text.count("\ufffd") - raw.count("\ufffd".encode()), error.start
 
 
 def _require_file(path: Path) -> None:
@@ -111,64 +86,58 @@ def iter_lines(
     on_bytes: Callable[[int], None] | None = None,
     max_examples: int = 5,
 ) -> Iterator[str]:
-    """Yield every line of the files in order, decoded, without its line ending (empty lines included).
-
-    ``stats`` (optional) is updated as lines are read; ``on_bytes(n)`` is called now and then with the
-    number of further bytes consumed from disk (compressed bytes for ``.gz``), for progress bars.
-    """
+    """Every line of the files in order, decoded, without its line ending (empty lines included). ``stats`` is
+    updated as lines are read; ``on_bytes(n)`` is called now and then with the further bytes consumed from disk
+    (compressed bytes for ``.gz``), for progress bars."""
     stats = stats if stats is not None else CorpusReadStats()
     for path in expand_corpus_paths(paths):
         _require_file(path)
         stats.files.append(str(path))
         if is_shard_file(path):
             yield from _iter_shard_lines(path, stats, on_bytes)
-            continue
-        raw = open(path, "rb")
+        else:
+            yield from _iter_file_lines(path, stats, on_bytes, max_examples)
+
+
+def _iter_file_lines(path: Path, stats: CorpusReadStats, on_bytes, max_examples: int) -> Iterator[str]:
+    with open(path, "rb") as raw:
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.name.endswith(".gz") else raw
+        reported = number = 0
         try:
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip(path) else raw
-            reported = 0
-            number = 0
-            try:
-                for number, line in enumerate(stream, start=1):
-                    stats.lines += 1
-                    stats.bytes += len(line)
-                    text, replaced, bad_at = decode_lossy(line)
-                    if replaced:
-                        stats.undecodable_lines += 1
-                        stats.replacement_chars += replaced
-                        if len(stats.undecodable_examples) < max_examples:
-                            stats.undecodable_examples.append(f"{path}:{number} (byte {bad_at})")
-                    if text.endswith("\n"):
-                        text = text[:-2] if text.endswith("\r\n") else text[:-1]
-                    if text.strip():
-                        stats.nonempty_lines += 1
-                    if on_bytes is not None and number % 256 == 0:
-                        position = raw.tell()
-                        on_bytes(position - reported)
-                        reported = position
-                    yield text
-            except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-                raise CorpusFileError(
-                    f"corpus file {path}: corrupt or truncated gzip stream after line {number} ({error})"
-                ) from None
-            if on_bytes is not None:
-                on_bytes(raw.tell() - reported)
-        finally:
-            raw.close()
+            for number, line in enumerate(stream, start=1):
+                stats.lines += 1
+                stats.bytes += len(line)
+                text, replaced, bad_at = decode_lossy(line)
+                if replaced:
+                    stats.undecodable_lines += 1
+                    stats.replacement_chars += replaced
+                    if len(stats.undecodable_examples) < max_examples:
+                        stats.undecodable_examples.append(f"{path}:{number} (byte {bad_at})")
+                if text.endswith("\n"):
+                    text = text[:-2] if text.endswith("\r\n") else text[:-1]
+                stats.nonempty_lines += bool(text.strip())
+                if on_bytes is not None and number % 256 == 0:
+                    on_bytes(raw.tell() - reported)
+                    reported = raw.tell()
+                yield text
+        except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+            raise CorpusFileError(
+                f"corpus file {path}: corrupt or truncated gzip stream after line {number} ({error})"
+            ) from None
+        if on_bytes is not None:
+            on_bytes(raw.tell() - reported)
 
 
 def _iter_shard_lines(path: Path, stats: CorpusReadStats, on_bytes: Callable[[int], None] | None) -> Iterator[str]:
     """The ``text`` of each row of a Parquet shard, one line each; ``on_bytes`` is told the file's bytes pro rata."""
     shard = _open_shard(path)
-    size, rows, reported = path.stat().st_size, max(shard.metadata.num_rows, 1), 0
-    done = 0
+    size, rows, reported, done = path.stat().st_size, max(shard.metadata.num_rows, 1), 0, 0
     for batch in shard.iter_batches(columns=[TEXT_COLUMN], batch_size=4096):
         for text in batch.column(0).to_pylist():
             line = " ".join((text or "").splitlines())
             stats.lines += 1
             stats.bytes += len(line.encode("utf-8")) + 1
-            if line.strip():
-                stats.nonempty_lines += 1
+            stats.nonempty_lines += bool(line.strip())
             yield line
         done += batch.num_rows
         if on_bytes is not None:
@@ -233,21 +202,14 @@ def check_corpus_files(
     max_check_bytes: int | None = None,
     what: str = "corpus",
 ) -> CorpusReadStats:
-    """Read the files once before any work starts; raise on a missing, empty or non-text file.
-
-    Returns the reading statistics (undecodable lines are counted with their first locations). A file
-    whose share of undecodable lines exceeds ``max_undecodable_fraction`` is refused (1.0 disables the
-    check). ``max_check_bytes`` reads only the first bytes of each file (for corpora too large to read
-    twice, e.g. when streaming).
-    """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = list(paths)
+    """The files read once before any work starts, their statistics returned; a missing or empty file is refused, and
+    one whose share of undecodable lines exceeds ``max_undecodable_fraction`` (1.0: no check). ``max_check_bytes``
+    reads only the first bytes of each file (corpora too large to read twice, e.g. when streaming)."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not paths:
         raise CorpusFileError(f"no {what} files given")
-    paths = expand_corpus_paths(paths)
     total = CorpusReadStats()
-    for path in paths:
+    for path in expand_corpus_paths(paths):
         _require_file(path)
         if is_shard_file(path):  # Parquet strings are UTF-8 by construction: its schema and row count suffice
             stats = _shard_stats(path)

@@ -1,10 +1,6 @@
-"""Hub dataset ids written into model-card metadata (``datasets:`` and the ``model-index``): only ids a user
-can load with current ``datasets``.
-
-``datasets`` 4 removed loading scripts: a repository that is only a ``<name>.py`` script (all of
-``bigbio/*``, BLURB's usual home) fails with "Dataset scripts are no longer supported". Such an id in a
-card sends every reader to a dead end, so it is refused here, with the way out: an id of a parquet copy
-that loads, or no id (the card still names the data in prose: NER dataset names, training file names).
+"""Hub dataset ids written into model-card metadata (``datasets:`` and the ``model-index``): only ids a user can load
+with current ``datasets``. ``datasets`` 4 removed loading scripts, so a repository that is only a ``<name>.py`` script
+(all of ``bigbio/*``, BLURB's usual home) is refused, with the way out: a parquet copy's id, or no id.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""The few collective operations the pipeline needs under ``torchrun`` / ``accelerate launch``.
-
-Everything here is a no-op in a single process, and uses ``torch.distributed``'s process group only when one
-is already initialised (the ``TrainingArguments`` / ``accelerate`` state creates it; this module never does):
-
-* :func:`rank_and_world` — this process's rank and the number of processes;
-* :func:`is_main_process` — whether this is rank 0, also before the launcher's process group exists;
-* :func:`shard` — this rank's share of a list (round robin, so length-sorted work stays balanced);
-* :func:`sum_across_ranks` — per-key vector sums and counts summed over ranks (one ``all_reduce`` each);
-* :func:`sum_numbers_across_ranks` — a short list of counts summed over ranks (one ``all_reduce``);
-* :func:`share_from_main` — a picklable value computed on rank 0 only, given to every rank;
-* :func:`wait_for_everyone` — a barrier;
-* :func:`close_process_group` — the last call of a script: every rank waits, then the group is destroyed.
-"""
+"""The few collectives the pipeline needs under ``torchrun`` / ``accelerate launch``: no-ops in one process, and over
+``torch.distributed``'s process group only where one is already initialised (the ``TrainingArguments`` /
+``accelerate`` state creates it; this module never does)."""
 
 from __future__ import annotations
 
@@ -61,31 +50,22 @@ def shard(items: Sequence[T]) -> list[T]:
 def sum_across_ranks(
     sums: dict[int, torch.Tensor], counts: Counter, keys: Sequence[int], width: int
 ) -> tuple[dict[int, torch.Tensor], Counter]:
-    """Sum per-key vectors and counts over all ranks.
-
-    ``keys`` must be the same list on every rank (the union of the keys any rank may hold); a key no
-    rank counted is absent from the result, as in a single process.
-    """
+    """Per-key vectors and counts summed over all ranks. ``keys``: the same list on every rank (the union of the keys
+    any rank may hold); a key no rank counted is absent from the result, as in a single process."""
     if rank_and_world()[1] == 1:
         return sums, counts
-    device = _collective_device()
     order = sorted(keys)
-    stacked = torch.zeros(len(order), width, dtype=torch.float64)
-    tally = torch.zeros(len(order), dtype=torch.float64)
+    stacked = torch.zeros(len(order), width + 1, dtype=torch.float64)  # each key's sum, then its count
     for row, key in enumerate(order):
         if key in sums:
-            stacked[row] = sums[key].double()
-            tally[row] = counts[key]
-    stacked, tally = stacked.to(device), tally.to(device)
+            stacked[row, :width], stacked[row, width] = sums[key].double(), counts[key]
+    stacked = stacked.to(_collective_device())
     torch.distributed.all_reduce(stacked)
-    torch.distributed.all_reduce(tally)
-    stacked, tally = stacked.cpu().float(), tally.cpu()
-    total_sums, total_counts = {}, Counter()
-    for row, key in enumerate(order):
-        if tally[row] > 0:
-            total_sums[key] = stacked[row]
-            total_counts[key] = int(tally[row])
-    return total_sums, total_counts
+    stacked = stacked.cpu()
+    kept = [(key, row) for row, key in enumerate(order) if stacked[row, width] > 0]
+    return {key: stacked[row, :width].float() for key, row in kept}, Counter(
+        {key: int(stacked[row, width]) for key, row in kept}
+    )
 
 
 def sum_numbers_across_ranks(values: Sequence[float]) -> list[float]:
@@ -99,10 +79,8 @@ def sum_numbers_across_ranks(values: Sequence[float]) -> list[float]:
 
 
 def share_from_main(compute: Callable[[], Any]) -> Any:
-    """Run ``compute`` on rank 0 only and return its (picklable) result on every rank.
-
-    An exception on rank 0 is re-raised on every rank, so no rank waits forever for a result.
-    """
+    """``compute()`` run on rank 0 only, its (picklable) result returned on every rank; an exception on rank 0 is
+    raised on every rank, so that no rank waits forever."""
     rank, world = rank_and_world()
     if world == 1:
         return compute()
@@ -126,20 +104,13 @@ def wait_for_everyone() -> None:
 
 
 def close_process_group() -> None:
-    """End of a script: wait for every rank, then destroy the process group (nothing without one).
+    """End of a command (``bioptimus ner``, ``compare``...): every rank waits, then the process group is destroyed.
 
-    A process that exits with a live gloo group can abort during interpreter shutdown ("terminate called
-    without an active exception", SIGABRT; pytorch/pytorch#190489): gloo's worker threads still hold
-    work that needs the interpreter. The rank that finishes first (a replica skips the main process's
-    writes) is the one that hits it, and the launcher then reports the whole run as failed. Neither the
-    Trainer nor ``accelerate`` destroys the group, so each ``run_*.py`` calls this as its last step.
-
-    Destroying the group is not enough on its own: the Trainer's ``DistributedDataParallel`` wrapper keeps
-    it alive through its C++ reducer, and when the Trainer is freed later the reducer's destructor (which
-    holds the GIL) ends gloo's worker threads by joining them, while a worker may be waiting for the GIL to
-    free the tensors of the last collective. That deadlock hung one ``torchrun`` run of ``run_ner.py`` in six
-    on this machine. So the reducers of live wrappers are released first, while the group is still
-    registered; the group itself is then freed through its Python object, whose destructor lets go of the GIL.
+    A process that exits with a live gloo group can abort at interpreter shutdown (SIGABRT, pytorch/pytorch#190489:
+    gloo's threads still hold work that needs the interpreter), and neither the Trainer nor ``accelerate`` destroys
+    it. The reducers of live ``DistributedDataParallel`` wrappers are released first, while the group is still
+    registered: freed later, a reducer's destructor (holding the GIL) joins gloo's threads while one of them may wait
+    for the GIL, a deadlock; the group is then freed through its Python object, whose destructor lets go of it.
     """
     if not _group_ready():
         return

@@ -45,10 +45,8 @@ def current_umask() -> int:
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``.
-
-    The file gets the mode ``open()`` would give it (0666 less the umask: 0644 under umask 022), not
-    ``mkstemp``'s private 0600: a shared output stays readable by whoever the umask lets read it."""
+    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``; with the mode
+    ``open()`` would give it (0666 less the umask), not ``mkstemp``'s private 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -86,12 +84,9 @@ def _exchange(first: Path, second: Path) -> bool:
 
 
 def replace_directory(new: Path, target: Path) -> None:
-    """Move the complete directory ``new`` to ``target``, replacing any ``target`` without a moment with neither.
-
-    On Linux the two are swapped in one ``renameat2(RENAME_EXCHANGE)``; elsewhere the old ``target`` is first
-    renamed ``<target>.old`` (which ``releases.writer.recover_interrupted_replacements`` puts back if the
-    process dies before the new one is in place).
-    """
+    """Move the complete directory ``new`` to ``target``, replacing any ``target`` without a moment with neither: on
+    Linux one ``renameat2(RENAME_EXCHANGE)``; elsewhere the old ``target`` renamed ``<target>.old`` first (which
+    ``releases.writer.recover_interrupted_replacements`` puts back if the process dies before the new one is in)."""
     if not target.exists():
         new.rename(target)
     elif _exchange(new, target):
@@ -130,11 +125,8 @@ def _fsync_directory(directory: Path) -> None:
 
 @contextlib.contextmanager
 def writing_directory(target: str | os.PathLike) -> Iterator[Path]:
-    """Write a directory of outputs all at once: yield ``<target>.partial``, then swap it into place.
-
-    An interrupted writer leaves ``target`` as it was (absent or the previous complete version), never half
-    of the new one; a stale ``.partial`` from an earlier interrupted write is discarded first.
-    """
+    """Write a directory of outputs all at once: yield ``<target>.partial``, then swap it into place. An interrupted
+    writer leaves ``target`` as it was, never half of the new one; a stale ``.partial`` is discarded first."""
     target = Path(target)
     partial = target.with_name(target.name + ".partial")
     if partial.exists():

@@ -1,22 +1,17 @@
-"""What the hardware does fast: the one owner of bf16 detection and of the ``auto|bf16|float32`` choice, and of
-the report of every visible GPU's memory (:func:`visible_gpus`).
+"""What the hardware does fast: the one owner of bf16 detection, of the ``auto|bf16|float32`` choice and of the report
+of every visible GPU's memory (:func:`visible_gpus`).
 
-bf16 pays off only where the hardware multiplies bf16 natively: CUDA GPUs that report bf16 support, and
-x86 CPUs with AMX (``amx_bf16``) or AVX-512 BF16 (``avx512_bf16``). Elsewhere oneDNN emulates bf16 and
-a bf16 matmul can be *slower* than float32 (measured on an AVX2-only AMD EPYC: 0.4 vs 13 GFLOP/s, see
-docs/speed.md), so ``auto`` picks float32 there. Nothing here requires bf16: every caller falls back.
-
-``BIOPTIMUS_DISABLE_BF16=1`` in the environment makes every check answer ``False`` (to reproduce a
-float32-only machine, or to rule bf16 out while debugging); ``BIOPTIMUS_FORCE_BF16=1`` makes every check
-answer ``True`` (to take the bf16 branch of ``auto`` on a machine without native bf16, where bf16 is
-emulated: correct, only slow; the test suite runs its precision-sensitive tests a second time so).
-Setting both is an error. ``BIOPTIMUS_FAKE_GPUS=10/12,10/12`` (free/total GiB per device) makes
-:func:`visible_gpus` report those devices instead of asking CUDA: how the job pool's placement over several GPUs
-is tested on a machine without one. It is also the device report :func:`batched_seeds_by_default` reads.
+bf16 pays off only where the hardware multiplies it natively: CUDA GPUs that report bf16 support, x86 CPUs with AMX
+(``amx_bf16``) or AVX-512 BF16 (``avx512_bf16``). Elsewhere oneDNN emulates it, slower than float32 (docs/speed.md),
+so ``auto`` picks float32 there. ``BIOPTIMUS_DISABLE_BF16=1`` makes every check answer ``False``,
+``BIOPTIMUS_FORCE_BF16=1`` ``True`` (bf16 emulated: correct, only slow; the suite's second precision pass), both an
+error. ``BIOPTIMUS_FAKE_GPUS=10/12,10/12`` (free/total GiB per device) makes :func:`visible_gpus` report those
+devices: how the job pool's placement over several GPUs is tested without one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from dataclasses import dataclass
@@ -52,14 +47,11 @@ def bf16_forced_by_environment() -> bool:
 def cpuinfo_field(name: str, cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
     """The first value of ``name`` (``flags``, ``vendor_id``, ``model name``) in /proc/cpuinfo; None where the
     kernel reports none (no such file: not Linux; no such line: e.g. ``vendor_id`` on ARM)."""
-    try:
-        with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                if key.strip() == name:
-                    return value.strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            if key.strip() == name:
+                return value.strip()
     return None
 
 
@@ -75,11 +67,8 @@ def cpu_vendor(cpuinfo_path: str = "/proc/cpuinfo") -> str | None:
 
 
 def torch_draws_dropout_masks_in_bulk(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
-    """Whether torch's CPU dropout draws its masks with MKL's vectorised Bernoulli generator.
-
-    torch takes that path only on Intel CPUs, in builds with MKL; elsewhere it draws element by element
-    (docs/speed.md, section 9), and ``bioptimus_hf.utils.bulk_dropout`` is worth its other random stream.
-    """
+    """Whether torch's CPU dropout draws its masks with MKL's vectorised Bernoulli generator: on Intel CPUs, in
+    builds with MKL; elsewhere it draws element by element and ``utils/bulk_dropout.py`` pays (docs/speed.md)."""
     import torch
 
     return torch.backends.mkl.is_available() and cpu_vendor(cpuinfo_path) == "GenuineIntel"
@@ -87,10 +76,8 @@ def torch_draws_dropout_masks_in_bulk(cpuinfo_path: str = "/proc/cpuinfo") -> bo
 
 def cpu_has_fast_bf16() -> bool:
     """True when the CPU multiplies bf16 natively (AMX or AVX-512 BF16), or when forced by the environment."""
-    if bf16_forced_by_environment():
-        return True
-    if bf16_disabled_by_environment():
-        return False
+    if bf16_forced_by_environment() or bf16_disabled_by_environment():  # the environment decides
+        return bf16_forced_by_environment()
     return any(flag in cpu_flags() for flag in FAST_BF16_CPU_FLAGS)
 
 
@@ -98,16 +85,10 @@ def device_has_fast_bf16(device) -> bool:
     """True when bf16 matmuls on ``device`` (a ``torch.device`` or string) are native, hence worth using."""
     import torch
 
-    if bf16_forced_by_environment():
-        return True
-    if bf16_disabled_by_environment():
-        return False
     device = torch.device(device)
-    if device.type == "cuda":
+    if device.type == "cuda" and not (bf16_forced_by_environment() or bf16_disabled_by_environment()):
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    if device.type == "cpu":
-        return cpu_has_fast_bf16()
-    return False
+    return cpu_has_fast_bf16() if device.type in ("cpu", "cuda") else bf16_forced_by_environment()
 
 
 def default_device():
@@ -159,16 +140,12 @@ def visible_gpus() -> list[GpuMemory]:
     return [GpuMemory(name, free, total) for name, (free, total) in zip(_visible_device_names(count), report)]
 
 
-BATCHED_SEEDS_RECORD = "benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds.json"
-
-
 def batched_seeds_by_default(device=None) -> bool:
     """Whether a fine-tuning run trains its seeds as one batched model when ``--batched_seeds`` is unset: on a CUDA
     device, where one K-times larger step replaces K small ones; not on a CPU, where a tiny model gains 4-8 % of the
-    wall time over the seeds one after another (``BATCHED_SEEDS_RECORD``'s ``_loop`` sibling), too little to give its
-    runs other dropout masks than separate runs by default.
-    ``device``: the run's (``TrainingArguments.device``); None: this machine's, ``cuda`` where :func:`visible_gpus`
-    reports one."""
+    wall time over the seeds one after another (benchmarks/results/cpu-emeraldrapids-avx512bf16/batched_seeds_loop.json),
+    too little to give its runs other dropout masks than separate runs by default. ``device``: the run's
+    (``TrainingArguments.device``); None: this machine's, ``cuda`` where :func:`visible_gpus` reports one."""
     if device is None:
         return bool(visible_gpus())
     return getattr(device, "type", str(device).split(":")[0]) == "cuda"
@@ -180,11 +157,8 @@ def resolve_batched_seeds(requested: bool | None, device=None) -> bool:
 
 
 def resolve_precision(precision: str, device) -> "torch.dtype":
-    """``auto`` -> bf16 where :func:`device_has_fast_bf16`, float32 otherwise; ``bf16``/``float32`` as asked.
-
-    An explicit ``bf16`` is honoured on any device (bf16 runs everywhere, only slowly without hardware
-    support): it is the way to measure its accuracy on a machine without it.
-    """
+    """``auto`` -> bf16 where :func:`device_has_fast_bf16`, float32 otherwise; ``bf16``/``float32`` as asked (bf16 on
+    any device: slow without hardware support, the way to measure its accuracy on a machine without it)."""
     import torch
 
     if precision not in PRECISION_CHOICES:
@@ -218,20 +192,16 @@ def resolve_bf16(training_args, if_supported: bool, allow_emulated: bool):
     wanted = training_args.bf16 or if_supported
     use = wanted and (allow_emulated or device_has_fast_bf16(training_args.device))
     if wanted and not use:
+        why = "has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32"
         logging.getLogger(__name__).warning(
-            "bf16: %s has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32 "
-            "(--allow_emulated_bf16 true to use emulated bf16)",
-            training_args.device,
+            "bf16: %s %s (--allow_emulated_bf16 true to use emulated bf16)", training_args.device, why
         )
     if use == training_args.bf16 and (use or not training_args.bf16_full_eval):
         return training_args
     # transformers refuses bf16 without a GPU unless --use_cpu says the CPU is meant
-    on_cpu = use and training_args.device.type == "cpu"
+    use_cpu = training_args.use_cpu or (use and training_args.device.type == "cpu")
     return dataclasses.replace(
-        training_args,
-        bf16=use,
-        bf16_full_eval=training_args.bf16_full_eval and use,
-        use_cpu=training_args.use_cpu or on_cpu,
+        training_args, bf16=use, bf16_full_eval=training_args.bf16_full_eval and use, use_cpu=use_cpu
     )
 
 

@@ -1,10 +1,8 @@
-"""TrainingArguments' Hub flags, taken from the Trainer: ``--push_to_hub``, ``--hub_model_id``,
-``--hub_private_repo``, ``--hub_token``, ``--hub_strategy``, ``--hub_revision``.
-
-The Trainer's own push uploads ``output_dir`` (checkpoints, ``training_args.bin``) to ``main`` at every save.
-This package's scripts publish what they produce instead: the curriculum releases, the distilled student, the
-best NER seed. :func:`take_hub_settings` is the one place that reads those flags, refuses what a script cannot
-honour (before anything is trained), and turns the Trainer's push off, so no script pushes twice.
+"""TrainingArguments' Hub flags (``--push_to_hub``, ``--hub_model_id``, ``--hub_private_repo``, ``--hub_token``,
+``--hub_strategy``, ``--hub_revision``), taken from the Trainer: its own push uploads ``output_dir`` (checkpoints,
+``training_args.bin``) at every save, while each command publishes what it produces (the curriculum releases, the
+distilled student, the best NER seed). :func:`take_hub_settings` is the one place that reads those flags, refuses
+what a command cannot honour (before anything is trained) and turns the Trainer's push off.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ PUBLISHING_STRATEGIES = ("every_save", "end")
 
 @dataclass(frozen=True)
 class HubSettings:
-    """Where and how a script publishes, as the user asked the Trainer to push."""
+    """Where and how a command publishes, as the user asked the Trainer to push."""
 
     repo_id: str  # 'org/name', or 'name' in the token's user namespace (as the Trainer does)
     private: bool | None = None  # None: the Hub's default for the namespace; an existing repository keeps its own
@@ -32,8 +30,8 @@ class HubSettings:
 
 
 def hub_request_errors() -> tuple[type[BaseException], ...]:
-    """What a Hub request raises when it fails: the Hub's answer (``HfHubHTTPError``: 401, 5xx...), the transport's
-    (its base, the HTTP client's ``HTTPError``: connection refused, timeout) and the system's (``OSError``)."""
+    """What a failed Hub request raises: the Hub's answer (``HfHubHTTPError``), the transport's (its base, the HTTP
+    client's ``HTTPError``) and the system's (``OSError``)."""
     from huggingface_hub.errors import HfHubHTTPError
 
     return (HfHubHTTPError, *HfHubHTTPError.__bases__, OSError)
@@ -45,15 +43,12 @@ def trainer_repo_name(training_args: Any) -> str:
 
 
 def take_hub_settings(training_args: Any, *, what: str, allow_revision: bool = True) -> HubSettings | None:
-    """The Hub settings of ``training_args`` (None without ``--push_to_hub``), with the Trainer's push turned off.
-
-    ``what`` names what the script publishes, for the refusals. Raises ValueError naming the flag when the
-    repository cannot be named the way the Trainer names it, the strategy asks for checkpoints, a revision is
-    given where the script's layout has none (``allow_revision=False``) or no token can be found. After the
-    call, pushing or not, ``training_args.push_to_hub`` is False and ``hub_token`` None: the Trainer never
-    creates nor pushes to a repository, and the token is not pickled into any ``training_args.bin``; it is kept
-    in the returned settings only (and remembered by :mod:`~bioptimus_hf.utils.secrets`, which redacts it).
-    """
+    """The Hub settings of ``training_args`` (None without ``--push_to_hub``). ``what`` names what the command
+    publishes, for the refusals: a ValueError naming the flag when the repository cannot be named as the Trainer
+    names it, the strategy asks for checkpoints, a revision is given where the layout has none
+    (``allow_revision=False``) or no token is found. Afterwards, pushing or not, ``push_to_hub`` is False and
+    ``hub_token`` None (never pickled into a ``training_args.bin``): the token is kept in the returned settings only,
+    remembered by :mod:`~bioptimus_hf.utils.secrets`, which redacts it."""
     token = clear_hub_token(training_args)
     if not training_args.push_to_hub:
         return None
@@ -102,10 +97,4 @@ def _read_hub_settings(training_args: Any, token: str | None, what: str, allow_r
         raise ValueError(
             "--push_to_hub: no Hugging Face token found; give --hub_token, set HF_TOKEN or run `hf auth login`"
         )
-    return HubSettings(
-        repo_id=repo_id,
-        private=training_args.hub_private_repo,
-        token=token,
-        strategy=strategy,
-        revision=training_args.hub_revision,
-    )
+    return HubSettings(repo_id, training_args.hub_private_repo, token, strategy, training_args.hub_revision)

@@ -1,35 +1,22 @@
-"""Independent jobs run side by side on this machine's devices, as far as their cores and memory allow, under one
-progress bar.
+"""Independent jobs side by side on this machine's devices, as far as cores and memory allow, under one progress
+bar (``bioptimus blurb --jobs``).
 
-A job (:class:`Job`) is a picklable description handed to a module-level function: ``job.function(job.argument)``.
-:func:`plan_device` decides how many run at once and with how many torch threads each; :func:`run_jobs` runs them:
+A :class:`Job` is ``job.function(job.argument)``, both picklable. :func:`plan_device` decides how many run at once and
+with how many torch threads each; :func:`run_jobs` runs them:
 
-- **One at a time** (``slots == 1``): in this process, in order, as a plain loop would.
-- **Side by side**: in worker processes started with multiprocessing's ``spawn`` context (safe with CUDA and torch's
-  thread pools), each pinned to one device and running one job at a time, taking the next when it is free. A
-  worker's stdout and stderr go to the job's ``log_path``.
-- **CPU**: ``slots`` jobs at once, each with ``threads_per_job`` torch threads (the cores divided among the slots,
-  never more than ``OMP_NUM_THREADS`` where it is set): N jobs never oversubscribe the cores. ``auto`` runs as many
-  jobs as there are cores, fewer where the available RAM (``/proc/meminfo``'s ``MemAvailable``, 80 % of it) does
-  not hold that many jobs' estimates plus a worker's own footprint (:data:`WORKER_PROCESS_BYTES`).
-- **GPUs** (every visible one, :func:`~bioptimus_hf.utils.hardware.visible_gpus`): each device has its own budget,
-  its free memory when the pool starts less a reserve (:data:`GPU_RESERVE_FRACTION` of its total, at least 1 GiB),
-  and each worker is pinned to one device (``CUDA_VISIBLE_DEVICES``). A job starts on the device it fits best (the
-  most memory left) while the memory that device's jobs are expected to hold, plus the new one's, fits its budget.
-  Each worker counts :data:`CUDA_CONTEXT_BYTES` for its CUDA context; each job its estimate: ``Job.memory_bytes``
-  until a job with the same ``memory_key`` has finished, then the highest peak measured among those
-  (``torch.cuda.max_memory_reserved``) plus 10 %. A job that still fails with CUDA's out-of-memory error is retried
-  once, later, alone on a device (nothing else admitted there while it runs), and its key's estimate is doubled; a
-  job too big for any budget runs alone on an empty device. ``auto`` allows as many workers as there are cores.
-- **Failures**: a failing job is reported in one line (its name and the error; the traceback is in its log) and the
-  others finish; :class:`PoolReport` lists every outcome. A worker that dies (a signal, ``os._exit``) fails its job;
-  a worker killed by SIGKILL (the kernel's out-of-memory killer) is treated as out of memory and retried alone.
-- **Ctrl-C**: workers start with SIGINT blocked (a terminal's Ctrl-C reaches the main process only); however the
-  main process stops (Ctrl-C, an error), it terminates every running worker, which unwinds its job at once, and
-  kills any still alive after :data:`STOP_SECONDS`: no job finishes after the interrupt.
-
-The progress bar counts finished jobs (:mod:`bioptimus_hf.utils.progress`'s rules: the main process only, not with
-``progress=False`` nor with Hugging Face's progress bars off).
+- **One slot**: in this process, in order. Otherwise in ``spawn`` workers, each pinned to one device
+  (``CUDA_VISIBLE_DEVICES``), running one job at a time and taking the next, its output in the job's ``log_path``.
+- **CPU**: the cores divided among the slots (never more threads than ``OMP_NUM_THREADS``); ``auto`` runs one job per
+  core, fewer where 80 % of ``MemAvailable`` does not hold the jobs' estimates plus :data:`WORKER_PROCESS_BYTES` each.
+- **GPUs** (:func:`~bioptimus_hf.utils.hardware.visible_gpus`): each device's budget is its free memory less
+  :data:`GPU_RESERVE_FRACTION` of its total (at least 1 GiB). A job starts on the device left with the most room
+  while the estimates of its jobs (``Job.memory_bytes``, then the highest peak measured for the ``memory_key`` plus
+  10 %) and each worker's :data:`CUDA_CONTEXT_BYTES` fit; a job too big for any budget runs alone on an empty device.
+  A job out of memory beside others (CUDA's error, or its worker killed by the kernel) runs once more, later, alone
+  on a device, its key's estimate doubled.
+- **Failures**: one line each (name and error; the traceback in its log), the others finish (:class:`PoolReport`).
+- **Ctrl-C**: workers start with SIGINT blocked; however the main process stops, it terminates every worker (its job
+  unwinds) and kills any still alive after :data:`STOP_SECONDS`: no job finishes after the interrupt.
 """
 
 from __future__ import annotations
@@ -49,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cli import BadInput
-from .hardware import GpuMemory, visible_gpus
+from .hardware import GpuMemory, default_device, visible_gpus
 
 
 logger = logging.getLogger(__name__)
@@ -141,26 +128,17 @@ def parse_jobs(value: str | int) -> int | None:
 
 def available_cores() -> int:
     """The cores this process may run on (taskset/cgroups affinity), not the machine's count."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def available_ram_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+def available_ram_bytes() -> int | None:
     """``MemAvailable`` of ``/proc/meminfo``; None where there is none (not Linux)."""
-    try:
-        with open(meminfo, encoding="ascii") as handle:
+    with contextlib.suppress(OSError):
+        with open("/proc/meminfo", encoding="ascii") as handle:
             for line in handle:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
-    except OSError:
-        return None
     return None
-
-
-def _thread_cap() -> int | None:
-    requested = os.environ.get("OMP_NUM_THREADS", "")
-    return int(requested) if requested.isdigit() and int(requested) > 0 else None
 
 
 def gpu_budget(gpu: GpuMemory) -> int:
@@ -178,31 +156,24 @@ def plan_device(
     ram_bytes: int | None = None,
     gpus: Sequence[GpuMemory] | None = None,
 ) -> DevicePlan:
-    """How ``num_jobs`` jobs share this machine: ``requested`` slots (None: ``auto``, see the module docstring).
-
-    ``job_memory_bytes`` is the largest job's estimate (RAM on a CPU). ``device``, ``cores``, ``ram_bytes`` and
-    ``gpus`` (every visible device's memory, :func:`~bioptimus_hf.utils.hardware.visible_gpus`) default to this
+    """How ``num_jobs`` jobs share this machine: ``requested`` slots (None: ``auto``), ``job_memory_bytes`` the
+    largest job's estimate (RAM on a CPU); ``device``, ``cores``, ``ram_bytes`` and ``gpus`` default to this
     machine's."""
-    if device is None:
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = device or default_device().type
     cores = cores or available_cores()
     slots = min(requested or cores, max(1, num_jobs))
-    if device == "cuda":
-        if slots > 1 and gpus is None:
-            gpus = visible_gpus()
-        gpus = list(gpus or ())
-        threads = max(1, cores // slots)
-        budgets = tuple(gpu_budget(gpu) for gpu in gpus)
-        names = tuple(gpu.name for gpu in gpus)
-        return DevicePlan("cuda", slots, min(threads, _thread_cap() or threads), budgets, CUDA_CONTEXT_BYTES, names)
-    if requested is None and slots > 1:
+    gpus = list((visible_gpus() if slots > 1 and gpus is None else gpus) or ()) if device == "cuda" else []
+    if device != "cuda" and requested is None and slots > 1:
         ram_bytes = ram_bytes if ram_bytes is not None else available_ram_bytes()
         if ram_bytes is not None:
             slots = max(1, min(slots, int(0.8 * ram_bytes) // (job_memory_bytes + WORKER_PROCESS_BYTES)))
     threads = max(1, cores // slots)
-    return DevicePlan("cpu", slots, min(threads, _thread_cap() or threads))
+    cap = os.environ.get("OMP_NUM_THREADS", "")
+    threads = min(threads, int(cap)) if cap.isdigit() and int(cap) > 0 else threads
+    if device != "cuda":
+        return DevicePlan("cpu", slots, threads)
+    budgets, names = tuple(gpu_budget(gpu) for gpu in gpus), tuple(gpu.name for gpu in gpus)
+    return DevicePlan("cuda", slots, threads, budgets, CUDA_CONTEXT_BYTES, names)
 
 
 class Admission:
@@ -224,8 +195,7 @@ class Admission:
         return self.plan.memory_budgets[device] - held - self.estimate(job)
 
     def admits(self, job: Job, running: Sequence[Job], workers: int, new_worker: bool, device: int = 0) -> bool:
-        """Whether ``job`` may start on ``device`` beside ``running`` (see :meth:`room`): an empty device takes
-        any job (too big for the budget, it runs alone rather than never)."""
+        """Whether ``job`` may start on ``device`` beside ``running`` (:meth:`room`); an empty device takes any."""
         room = self.room(job, running, workers, new_worker, device)
         return not running or room is None or room >= 0
 
@@ -240,8 +210,8 @@ class Admission:
 
 
 def one_line(error: BaseException) -> str:
-    """An exception as one line: ``Type: message`` (the message alone of a refused input, ``BadInput``, or of a
-    ``SystemExit``: it is already a sentence)."""
+    """An exception as one line: ``Type: message`` (the message alone of a ``BadInput`` or a ``SystemExit``: it is
+    already a sentence)."""
     if isinstance(error, BadInput):
         text = str(error)
     elif isinstance(error, SystemExit):
@@ -253,9 +223,8 @@ def one_line(error: BaseException) -> str:
 
 def is_out_of_memory(error: BaseException) -> bool:
     """CUDA's out-of-memory error (``torch.OutOfMemoryError``, or its message inside another error)."""
-    if type(error).__name__ == "OutOfMemoryError":
-        return True
-    return "CUDA out of memory" in str(error) or "CUBLAS_STATUS_ALLOC_FAILED" in str(error)
+    text = str(error)
+    return type(error).__name__ == "OutOfMemoryError" or "CUDA out of memory" in text or "CUBLAS_STATUS_ALLOC" in text
 
 
 def run_jobs(
@@ -291,8 +260,9 @@ def run_jobs(
     try:
         with logging_redirect_tqdm() if not bar.disable else contextlib.nullcontext():
             if plan.slots <= 1 or len(jobs) <= 1:
-                _run_in_process(jobs, finish)
                 report.max_concurrent = min(1, len(jobs))
+                for job in jobs:
+                    finish(_run_here(job))
             else:
                 _WorkerPool(jobs, plan, finish, report).run()
     finally:
@@ -302,16 +272,15 @@ def run_jobs(
     return report
 
 
-def _run_in_process(jobs: Sequence[Job], finish: Callable[[JobOutcome], None]) -> None:
-    for job in jobs:
-        start = time.perf_counter()
-        try:
-            result, error = job.function(job.argument), None
-        except (Exception, SystemExit) as caught:  # noqa: BLE001 - reported in one line; the others still run
-            if not isinstance(caught, (BadInput, SystemExit)):  # their message is the whole story
-                logger.error("%s: the traceback", job.name, exc_info=True)
-            result, error = None, one_line(caught)
-        finish(JobOutcome(job, result, error, ran_alone=True, seconds=time.perf_counter() - start))
+def _run_here(job: Job) -> JobOutcome:
+    start = time.perf_counter()
+    try:
+        result, error = job.function(job.argument), None
+    except (Exception, SystemExit) as caught:  # noqa: BLE001 - reported in one line; the others still run
+        if not isinstance(caught, (BadInput, SystemExit)):  # their message is the whole story
+            logger.error("%s: the traceback", job.name, exc_info=True)
+        result, error = None, one_line(caught)
+    return JobOutcome(job, result, error, ran_alone=True, seconds=time.perf_counter() - start)
 
 
 # ------------------------------------------------------------------------------------------ side by side
@@ -320,16 +289,16 @@ class _Worker:
     process: Any
     conn: Any
     device: int = 0  # the index of its device in the plan (0 on a CPU)
-    job_index: int | None = None
+    job: int | None = None  # the index of the job it runs
     started: float = 0.0
     exclusive: bool = False  # a retry that runs alone: nothing else starts on its device while it runs
     shared: bool = False  # another job ran beside this one on its device
 
 
 class _WorkerPool:
-    """``jobs`` run in spawned workers, each pinned to one device of ``plan``: the pending jobs start in order as
-    slots and each device's memory allow (:meth:`admit`), each end is recorded (:meth:`ended`) until none runs.
-    However it ends (done, a failure of this process, Ctrl-C), every worker is gone at the end (:meth:`stop_all`)."""
+    """``jobs`` in spawned workers, each pinned to one device of ``plan``: pending jobs start in order as slots and
+    each device's memory allow (:meth:`admit`), each end is recorded (:meth:`ended`) until none runs; however it
+    ends (done, an error here, Ctrl-C), every worker is gone at the end."""
 
     def __init__(self, jobs: Sequence[Job], plan: DevicePlan, finish: Callable[[JobOutcome], None], report):
         import multiprocessing
@@ -346,26 +315,29 @@ class _WorkerPool:
         self.log_level = logging.getLogger().getEffectiveLevel()
 
     def run(self) -> None:
+        from multiprocessing.connection import wait
+
         try:
             self.admit()
             while self.running():
-                for worker, reply in self.wait_for_replies():
-                    self.ended(worker, *reply)
+                handles = {h: w for w in self.running() for h in (w.conn, w.process.sentinel)}
+                for worker in dict.fromkeys(handles[h] for h in wait(list(handles))):  # each worker once
+                    self.ended(worker, *self.reply_of(worker))
                 if not self.pending:
                     for worker in self.idle():
                         self.stop(worker)  # what they hold goes back to the jobs still running
                 self.admit()
         finally:
-            self.stop_all()
+            workers, self.workers = self.workers, []
+            with _interrupts_deferred():  # a second Ctrl-C waits until every worker is gone
+                _stop_processes(workers)
 
-    # ---------------------------------------------------------------------------------------- who is where
     def running(self, device: int | None = None) -> list[_Worker]:
-        return [w for w in self.workers if w.job_index is not None and device in (None, w.device)]
+        return [w for w in self.workers if w.job is not None and device in (None, w.device)]
 
     def idle(self, device: int | None = None) -> list[_Worker]:
-        return [w for w in self.workers if w.job_index is None and device in (None, w.device)]
+        return [w for w in self.workers if w.job is None and device in (None, w.device)]
 
-    # ---------------------------------------------------------------------------------------- starting jobs
     def admit(self) -> None:
         """Start pending jobs in order while the first one has a device: nothing passes it (the caller's order,
         the longest first); it starts when a device frees up enough memory."""
@@ -380,19 +352,17 @@ class _WorkerPool:
         fewest jobs, without a budget); a retry alone waits for an empty device. None: none has room."""
         job, exclusive, choices = self.jobs[index], index in self.retry_alone, []
         for device in range(len(self.devices)):
-            busy = self.running(device)
+            busy, idle = self.running(device), self.idle(device)
             if any(worker.exclusive for worker in busy) or (exclusive and busy):
                 continue
-            running = [self.jobs[worker.job_index] for worker in busy]
-            workers, new_worker = len(busy) + len(self.idle(device)), not self.idle(device)
-            if exclusive or self.admission.admits(job, running, workers, new_worker, device):
-                room = self.admission.room(job, running, workers, new_worker, device)
+            running, workers = [self.jobs[worker.job] for worker in busy], len(busy) + len(idle)
+            if exclusive or self.admission.admits(job, running, workers, not idle, device):
+                room = self.admission.room(job, running, workers, not idle, device)
                 choices.append((room if room is not None else 0, -len(busy), -device))
         return -max(choices)[2] if choices else None
 
     def start_job(self, index: int, device: int) -> None:
-        busy = self.running(device)
-        message = (index, self.payloads[index], self.jobs[index].log_path)
+        busy, message = self.running(device), (self.payloads[index], self.jobs[index].log_path)
         worker = self.idle(device)[0] if self.idle(device) else self.start_worker(device)
         try:
             worker.conn.send(message)
@@ -400,7 +370,7 @@ class _WorkerPool:
             self.stop(worker)
             worker = self.start_worker(device)
             worker.conn.send(message)
-        worker.job_index, worker.started = index, time.perf_counter()
+        worker.job, worker.started = index, time.perf_counter()
         worker.exclusive, worker.shared = index in self.retry_alone, bool(busy)
         for other in busy:
             other.shared = True
@@ -412,34 +382,24 @@ class _WorkerPool:
         parent, child = self.context.Pipe()
         arguments = (child, self.plan.threads_per_job, self.log_level, self.plan.device, self.devices[device])
         process = self.context.Process(target=_worker_main, args=arguments, daemon=False)
-        # the worker starts with Ctrl-C blocked, its interpreter too (this process stops it), and is recorded whole
-        with _interrupts_deferred(), _blocked(signal.SIGINT):
-            process.start()
+        # the worker inherits Ctrl-C blocked, so that it never sees a terminal's, not even while its interpreter
+        # starts (this process stops it); and it is recorded whole
+        with _interrupts_deferred():
+            unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                process.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
             worker = _Worker(process, parent, device)
             self.workers.append(worker)
         child.close()
         return worker
 
-    # ---------------------------------------------------------------------------------------- ends of jobs
-    def wait_for_replies(self) -> list[tuple[_Worker, tuple]]:
-        """Wait until some running jobs end; each one's worker and reply (a dead worker's is made here)."""
-        from multiprocessing.connection import wait
-
-        handles = {}
-        for worker in self.running():
-            handles[worker.conn] = worker
-            handles[worker.process.sentinel] = worker
-        ended = dict.fromkeys(handles[handle] for handle in wait(list(handles)))  # each worker once
-        return [(worker, self.reply_of(worker)) for worker in ended]
-
     def reply_of(self, worker: _Worker) -> tuple:
-        """The worker's reply: (result, error, out of memory, peak, seconds)."""
+        """(result, error, out of memory, peak, seconds) as the worker sent it, or made here for a dead worker."""
         if worker.conn.poll():
-            try:
-                status, _, result, error, out_of_memory, peak, seconds = worker.conn.recv()
-                return result, error if status == "failed" else None, out_of_memory, peak, seconds
-            except (EOFError, OSError):
-                pass
+            with contextlib.suppress(EOFError, OSError):
+                return worker.conn.recv()
         worker.process.join(timeout=5)
         code = worker.process.exitcode
         killed = code == -signal.SIGKILL  # the kernel's out-of-memory killer
@@ -448,33 +408,24 @@ class _WorkerPool:
 
     def ended(self, worker: _Worker, result, error: str | None, out_of_memory: bool, peak, seconds: float) -> None:
         """Record a job's end: its outcome, or a retry alone when it ran out of memory beside other jobs."""
-        index, alone = worker.job_index, not worker.shared
-        worker.job_index, worker.exclusive, worker.shared = None, False, False
-        job = self.jobs[index]
+        index, alone, job = worker.job, not worker.shared, self.jobs[worker.job]
+        worker.job, worker.exclusive, worker.shared = None, False, False
         if error is None:
             self.admission.record_peak(job, peak)
-            self.finish(JobOutcome(job, result, None, self.attempts[index], alone, peak, seconds))
-            return
+            return self.finish(JobOutcome(job, result, None, self.attempts[index], alone, peak, seconds))
         self.stop(worker)  # a fresh process for what comes next
         if out_of_memory and not alone and index not in self.retry_alone:
             self.admission.record_out_of_memory(job)
             self.retry_alone.add(index)
             self.pending.append(index)
             logger.warning("%s ran out of memory beside other jobs: it runs again later, alone", job.name)
-            return
-        self.finish(JobOutcome(job, None, error, self.attempts[index], alone, peak, seconds))
+            return None
+        return self.finish(JobOutcome(job, None, error, self.attempts[index], alone, peak, seconds))
 
-    # ---------------------------------------------------------------------------------------- stopping workers
     def stop(self, worker: _Worker) -> None:
-        """Stop one idle worker (or a dead one) and forget it."""
+        """Stop one idle (or dead) worker and forget it."""
         _stop_processes([worker])
         self.workers.remove(worker)
-
-    def stop_all(self) -> None:
-        """Every worker gone within :data:`STOP_SECONDS`: a running job is stopped mid-way and writes nothing more."""
-        workers, self.workers = self.workers, []
-        with _interrupts_deferred():  # a second Ctrl-C waits until every worker is gone
-            _stop_processes(workers)
 
 
 def _payload(job: Job) -> bytes:
@@ -485,30 +436,14 @@ def _payload(job: Job) -> bytes:
 
 
 @contextlib.contextmanager
-def _blocked(*signals: signal.Signals):
-    """``signals`` held back in this thread (delivered when the block ends). A process started inside inherits
-    them blocked: with SIGINT, a terminal's Ctrl-C never reaches it, not even while its interpreter starts."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, set(signals))
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-@contextlib.contextmanager
 def _interrupts_deferred():
     """Ctrl-C and SIGTERM only noted inside (where Python handles them: in the main thread), so that what the block
     does is never cut in half; the first one noted is raised again as the block ends."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     noted, previous = [], {}
-    for number in (signal.SIGINT, signal.SIGTERM):
-        if callable(signal.getsignal(number)):  # a Python handler (KeyboardInterrupt's, the dispatcher's)
-            previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGINT, signal.SIGTERM):
+            if callable(signal.getsignal(number)):  # a Python handler (KeyboardInterrupt's, the dispatcher's)
+                previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
     try:
         yield
     finally:
@@ -538,7 +473,7 @@ def _stop_processes(workers: Sequence[_Worker]) -> None:
     """An idle worker is told to stop, a running one terminated (SIGTERM: it unwinds at once, its job's own
     workers with it); whichever is still alive after :data:`STOP_SECONDS` is killed."""
     for worker in workers:
-        if worker.job_index is None:
+        if worker.job is None:
             with contextlib.suppress(OSError, ValueError):
                 worker.conn.send(None)
         elif worker.process.is_alive():
@@ -546,7 +481,6 @@ def _stop_processes(workers: Sequence[_Worker]) -> None:
     deadline = time.monotonic() + STOP_SECONDS
     for worker in workers:
         worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
-    for worker in workers:
         if worker.process.is_alive():
             worker.process.kill()
             worker.process.join()
@@ -563,9 +497,8 @@ def _stopped(signum, frame):
 
 
 def _worker_main(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
-    """A worker: run each job it is sent until told to stop (None) or the main process goes; on SIGTERM, the job
-    unwinds (its ``finally`` blocks, its DataLoader's workers). Either way the process then ends at once, without
-    the seconds an interpreter with torch loaded takes to tear itself down: it holds nothing more to write."""
+    """A worker: on SIGTERM its job unwinds (its ``finally`` blocks, its DataLoader's workers); either way it then ends
+    at once, without the seconds an interpreter with torch loaded takes to tear down: it has nothing left to write."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the workers
     signal.signal(signal.SIGTERM, _stopped)
     code = 0
@@ -583,75 +516,66 @@ def _worker_main(conn, threads: int, log_level: int, device: str, visible_device
 
 
 def _serve(conn, threads: int, log_level: int, device: str, visible_device: str | None) -> None:
-    """Run each job sent until told to stop (None) or the main process goes (the pipe closes)."""
     if visible_device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible_device  # its one device: the Trainer must not spread over several
     logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=log_level)
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # torch, once a job imports it, starts this many threads
         os.environ[name] = str(threads)
     terminal = os.dup(1), os.dup(2)
-    while True:
+    while (message := _receive(conn)) is not None:  # None: told to stop, or the main process went
+        reply = _run_job(*message, threads, device, terminal)
         try:
-            message = conn.recv()
-        except EOFError:
-            return
-        if message is None:
-            return
-        index, payload, log_path = message
-        reply = _run_job(payload, log_path, threads, device, terminal)
-        try:
-            conn.send((reply[0], index, *reply[1:]))
+            conn.send(reply)
         except (pickle.PicklingError, TypeError, AttributeError) as error:  # an unpicklable result
-            conn.send(("failed", index, None, f"result not picklable: {one_line(error)}", False, reply[4], 0.0))
+            conn.send((None, f"result not picklable: {one_line(error)}", False, reply[3], reply[4]))
+
+
+def _receive(conn):
+    try:
+        return conn.recv()
+    except EOFError:
+        return None
 
 
 def _run_job(payload: bytes, log_path: str | None, threads: int, device: str, terminal: tuple[int, int]) -> tuple:
-    """One job in this worker, its output in ``log_path``: (status, result, error, out of memory, peak, seconds)."""
+    """One job in this worker, its output in ``log_path``: (result, error, out of memory, peak, seconds)."""
     sys.stdout.flush()
     sys.stderr.flush()
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if log_path else None
-    if log is not None:
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-    _reset_device(device)
+    for target in (1, 2) if log is not None else ():
+        os.dup2(log, target)
+    _reset_cuda(device)
     if "torch" in sys.modules:  # as the last job left it: a job may set its own
         sys.modules["torch"].set_num_threads(threads)
     start = time.perf_counter()
     try:
         job = pickle.loads(payload)
-        reply = ("done", job.function(job.argument), None, False)
+        reply = (job.function(job.argument), None, False)
     except _Stopped:
         raise
     except BaseException as error:  # noqa: BLE001 - every failure is the job's, reported, and the worker goes on
         traceback.print_exc()
-        reply = ("failed", None, one_line(error), is_out_of_memory(error))
-    peak = _device_peak(device)
+        reply = (None, one_line(error), is_out_of_memory(error))
+    peak = _reset_cuda(device)
     sys.stdout.flush()
     sys.stderr.flush()
     if log is not None:
         os.dup2(terminal[0], 1)
         os.dup2(terminal[1], 2)
         os.close(log)
-    _reset_device(device)
     return (*reply, peak, time.perf_counter() - start)
 
 
-def _device_peak(device: str) -> int | None:
-    if device != "cuda":
+def _reset_cuda(device: str) -> int | None:
+    """The highest memory CUDA reserved since the last reset (None off CUDA), then its cache and peak reset."""
+    if device != "cuda" or "torch" not in sys.modules or not sys.modules["torch"].cuda.is_initialized():
         return None
-    import torch
-
-    return int(torch.cuda.max_memory_reserved()) if torch.cuda.is_initialized() else None
-
-
-def _reset_device(device: str) -> None:
-    if device != "cuda":
-        return
     import gc
 
     import torch
 
+    peak = int(torch.cuda.max_memory_reserved())
     gc.collect()
-    if torch.cuda.is_initialized():
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    return peak

@@ -1,15 +1,12 @@
 """A masked LM loaded from a checkpoint that may have no MLM head (a sentence encoder, a plain ``BertModel``), and a
 resumed run's checkpoint loaded without the warning its tied decoder gives.
 
-transformers warns twice for such a headless base, both expected: its load report lists the head's keys as MISSING
-(and the pooler's as UNEXPECTED), and ``PreTrainedModel.tie_weights`` says "This checkpoint seem corrupted" because
-the head's bias and its decoder's bias, tied together, are both absent from the checkpoint. Those two warnings are
-replaced by one line saying the MLM head starts new (main process only); any other warning of the load, and the
-report of a checkpoint missing more than the head, are shown as transformers writes them.
-
-A checkpoint stores a tied decoder once, as the input embeddings it shares its weight with; the ``Trainer`` resuming
-from it warns "There were missing keys in the checkpoint model loaded" for the decoder. :func:`tied_keys_expected`
-drops exactly that warning, when every key it names is a parameter tied to one the checkpoint holds.
+For a headless base transformers warns twice, both expected: its load report lists the head's keys as MISSING (the
+pooler's as UNEXPECTED), and ``tie_weights`` says "This checkpoint seem corrupted" (the head's bias and its
+decoder's, tied, are both absent). :func:`load_masked_lm` says instead, once, that the MLM head starts new; any other
+warning, and the report of a checkpoint missing more than the head, are shown as transformers writes them. A
+checkpoint stores a tied decoder once, so the ``Trainer`` resuming from it warns "There were missing keys in the
+checkpoint model loaded": :func:`tied_keys_expected` drops that warning when every key it names is a tied parameter.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The loss plot of a pre-training run: training and held-out loss per step, the learning rate, and where each
-curriculum phase ends — drawn from the Trainer's ``log_history`` (``trainer_state.json``) as a PNG.
-
-The same picture goes into every release (``training_loss.png``, linked from its model card), into a study's
-figures, and is drawn again from a finished run by ``bioptimus plot RUN_DIR``
-(:mod:`bioptimus_hf.pretraining.run_figures`). matplotlib is a dependency of the package.
+"""The loss plot of a pre-training run (training and held-out loss per step, the learning rate, each curriculum
+phase's end) drawn from the Trainer's ``log_history`` as a PNG: in every release (``training_loss.png``, linked from
+its card), in a study's figures, and by ``bioptimus plot RUN_DIR``; and matplotlib's pyplot for every figure.
 """
 
 from __future__ import annotations
@@ -16,20 +13,9 @@ from typing import Any, Mapping, Sequence
 LOSS_PLOT_NAME = "training_loss.png"
 
 
-def have_matplotlib() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def pyplot():
     """matplotlib's pyplot on the file-only Agg backend (no display on servers and in tests)."""
-    try:
-        import matplotlib
-    except ImportError as error:  # a broken install: the package requires matplotlib
-        raise ImportError(f"matplotlib is required to draw figures ({error}): pip install 'matplotlib>=3.8'") from None
+    import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -54,37 +40,24 @@ def plot_training_curves(
     phase_ends: Sequence[int] = (),
     versions: Sequence[str] = (),
     title: str | None = None,
-    ax=None,
 ) -> Path | None:
-    """Draw the run's curves into ``path`` (or onto ``ax``); returns the file written, None without any logged
-    loss."""
+    """Draw the run's curves into ``path``; returns the file written, None without any logged loss."""
     series = loss_series(log_history)
     if not series["loss"] and not series["eval_loss"]:
         return None
     plt = pyplot()
-    own_figure = ax is None
-    if own_figure:
-        figure, ax = plt.subplots(figsize=(7, 4))
+    figure, ax = plt.subplots(figsize=(7, 4))
     for key, label, style in (("loss", "training loss", "-"), ("eval_loss", "held-out loss", "o-")):
         if series[key]:
             steps, values = zip(*series[key])
             ax.plot(steps, values, style, label=label, markersize=3)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("masked-LM loss")
-    start = 0
-    for index, end in enumerate(phase_ends):
+    for index, (start, end) in enumerate(zip([0, *phase_ends], phase_ends)):
         ax.axvline(end, color="grey", linestyle=":", linewidth=1)
         if index < len(versions):
-            ax.text(
-                (start + end) / 2,
-                1.0,
-                f"v{versions[index]}",
-                transform=ax.get_xaxis_transform(),
-                ha="center",
-                va="bottom",
-                fontsize=8,
-            )
-        start = end
+            where = dict(transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=8)
+            ax.text((start + end) / 2, 1.0, f"v{versions[index]}", **where)
     if series["learning_rate"]:
         rate_axis = ax.twinx()
         steps, values = zip(*series["learning_rate"])
@@ -93,8 +66,6 @@ def plot_training_curves(
     ax.legend(loc="upper right", fontsize=8)
     if title:
         ax.set_title(title, pad=14)
-    if not own_figure:
-        return None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()

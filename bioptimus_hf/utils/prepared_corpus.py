@@ -1,14 +1,8 @@
-"""A prepared corpus on disk (what ``bioptimus prepare-corpus`` writes and every stage reads): its layout.
-
-A prepared corpus is a directory holding Parquet shards and ``manifest.json``::
-
-    DIR/manifest.json            # written last: the shards, their rows and checksums, the counts
-    DIR/<input stem>.parquet     # one shard per input file that kept rows; columns TEXT_COLUMN, "pmid", ...
-
-The manifest is the only list of shards: a directory without one is an unfinished preparation and is refused,
-and files it does not list (left by an earlier preparation of other inputs) are not part of the corpus. Each
-row's ``text`` is one unit of text (a citation's title and abstract, or one sentence) without line breaks, so a
-shard reads as lines, one a row (:func:`bioptimus_hf.utils.corpus_reader.iter_lines`), and as a `datasets`
+"""A prepared corpus on disk (what ``bioptimus prepare-corpus`` writes and every stage reads): a directory of Parquet
+shards (``<input stem>.parquet``, columns :data:`TEXT_COLUMN`, ``pmid``...) and ``manifest.json``, written last: the
+only list of shards, with their rows and checksums. A directory without one is an unfinished preparation and is
+refused; files it does not list are not part of the corpus. Each row's ``text`` is one unit of text without line
+breaks, so a shard reads as lines (:func:`bioptimus_hf.utils.corpus_reader.iter_lines`) and as a ``datasets``
 ``parquet`` corpus.
 """
 

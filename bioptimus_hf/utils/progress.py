@@ -1,9 +1,6 @@
-"""When the library draws a progress bar (qik-find's search, the initialisation's encoding and distillation).
-
-As the Trainer draws its own: on the main process only (:func:`~bioptimus_hf.utils.distributed.is_main_process`),
-and not at all when the run asks for none (``--disable_tqdm``, passed in as ``enabled``) or when Hugging Face's
-progress bars are switched off (``transformers.utils.logging.disable_progress_bar()``,
-``huggingface_hub.utils.disable_progress_bars()``, ``HF_HUB_DISABLE_PROGRESS_BARS=1``).
+"""When the library draws a progress bar (qik-find's search, the initialisation's encoding and distillation, the job
+pool): as the Trainer draws its own, on the main process only, and not with ``--disable_tqdm`` (``enabled``) nor
+with Hugging Face's progress bars switched off (``HF_HUB_DISABLE_PROGRESS_BARS=1``, ``disable_progress_bars()``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """How a recorded command or result names a local path: never someone's file system, and runnable as written.
 
-The one rule for every record that names paths (benchmark results, ``benchmarks/_results.py``; a study's
-``command.txt``): a path inside a checkout of this repository is repository-relative (``configs/study_cpu.yaml``), the
-shared data ``../shared/...``, an installed package's files ``$(python -c "import pkg, os; print(os.path.dirname(
-pkg.__file__))")/...``, and a scratch folder (``/tmp/x``, a home or work folder) ``$SCRATCH/x``: set ``SCRATCH`` to a
-folder of yours before running the command. In a result's values (not its command) a local path outside a
-checkout is its last component.
+The rule for every record that names paths (benchmark results, a study's ``command.txt``): a path inside a checkout
+of this repository is repository-relative (``configs/study_cpu.yaml``), the shared data ``../shared/...``, an
+installed package's files ``$(python -c "import pkg, os; print(os.path.dirname(pkg.__file__))")/...``, a scratch
+folder (``/tmp/x``, a home or work folder) ``$SCRATCH/x``. In a result's values a local path outside a checkout is
+its last component.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """What a record, log, lock, card or upload may hold: never a secret.
 
-A secret is the value of a setting named as a credential (``hub_token``, ``HF_TOKEN``, ``token``, anything ending
-in ``token`` or ``api_key`` or holding ``password``/``secret``/``credential``, case-insensitive; special tokens such as
-``mask_token`` and counts such as ``max_contexts_per_token`` are not), the value of the ``HF_TOKEN`` and
-``HUGGING_FACE_HUB_TOKEN`` environment variables, and any token this process was handed for the Hub
-(:func:`remember_secret`, called by :func:`~bioptimus_hf.utils.hub_settings.take_hub_settings`). :func:`redact`
-replaces each by :data:`REDACTED` in mappings, dataclasses (``TrainingArguments`` included), argument lists
-(``--hub_token T``, ``--hub_token=T``) and strings, wherever it appears; every writer of a record calls it on what
-it writes. The token itself lives in process memory only, for the project's own push.
+A secret is the value of a setting named as a credential (``hub_token``, ``token``, anything ending in ``token`` or
+``api_key`` or holding ``password``/``secret``/``credential``, case-insensitive; not special tokens such as
+``mask_token`` nor counts such as ``max_contexts_per_token``), the value of ``HF_TOKEN`` and
+``HUGGING_FACE_HUB_TOKEN``, and any token this process was handed for the Hub (:func:`remember_secret`).
+:func:`redact` replaces each by :data:`REDACTED` in mappings, dataclasses, argument lists and strings; every writer
+of a record calls it. The token itself lives in process memory only, for the project's own push.
 """
 
 from __future__ import annotations

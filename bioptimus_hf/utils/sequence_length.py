@@ -1,13 +1,11 @@
-"""How long a sequence a model can take: its learnt positions, offset where the family numbers them past padding,
-and its tokenizer's ``model_max_length`` -- the one place every stage (contextualised initialisation, pre-training
-blocks, NER windows, the tagger) reads it from.
+"""How long a sequence a model can take, the one place every stage (contextualised initialisation, pre-training
+blocks, NER windows, the tagger) reads it from: its learnt positions, less the offset of a family that numbers them
+past padding, capped by its tokenizer's ``model_max_length``.
 
-Why the offset: RoBERTa-family models (RoBERTa, XLM-R, CamemBERT, BioMed-RoBERTa) number positions from
-``pad_token_id + 1``, so a checkpoint with ``max_position_embeddings`` 514 and pad id 1 takes 512 tokens, not 514.
-Released tokenizers say so in ``model_max_length``; a tokenizer built by hand often does not (transformers then
-reports a huge sentinel), and a window sized from ``max_position_embeddings`` alone fails deep in the embeddings
-with "index 514 is out of bounds". The family is recognised by what it does -- its position embedding has a
-``padding_idx`` -- not by a list of model types.
+RoBERTa-family models number positions from ``pad_token_id + 1``: ``max_position_embeddings`` 514 with pad id 1 takes
+512 tokens. A hand-built tokenizer often leaves ``model_max_length`` at transformers' huge sentinel, and a window
+sized from the positions alone fails deep in the embeddings. The family is recognised by what it does (its position
+embedding has a ``padding_idx``), not by a list of model types.
 """
 
 from __future__ import annotations
@@ -44,10 +42,8 @@ def max_model_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase)
 
 
 def max_config_tokens(config: PretrainedConfig, tokenizer: PreTrainedTokenizerBase) -> int:
-    """:func:`max_model_tokens` before any weights are loaded: the model is built on the meta device (no memory).
-
-    A configuration transformers cannot build that way (a class it does not know) falls back to its
-    ``max_position_embeddings`` without an offset, with a warning: the run then fails where it used to, if at all."""
+    """:func:`max_model_tokens` before any weights are loaded: the model built on the meta device (no memory). A
+    configuration transformers cannot build so falls back to ``max_position_embeddings`` with no offset, warned."""
     try:
         with torch.device("meta"):
             model = AutoModel.from_config(config)

@@ -1,23 +1,9 @@
-"""The tokenizer families the pipeline supports, told apart by their ``tokenizer.json`` pipeline.
-
-Every stage works on a fast tokenizer; what differs between families is how a vocabulary entry says where a
-word starts, and which ``tokenizers`` trainer learns the vocabulary:
-
-============================  =========================  ==============================================  ==========
-family                        model + pre-tokenizer      word boundary in vocabulary entries               bases
-============================  =========================  ==============================================  ==========
-``wordpiece``                 WordPiece                  word-initial pieces plain, continuations "##"     BERT, PubMedBERT, MiniLM
-``byte_level_bpe``            BPE + ByteLevel            "Ġ" (a space byte) starts a word after a space;   RoBERTa, BioMed-RoBERTa,
-                                                         no marker: a continuation, or a text's first word ModernBERT, GPT-2
-``sentencepiece_unigram``     Unigram + Metaspace        "▁" starts a word; no marker: a continuation      XLM-R, DeBERTa-v3
-``sentencepiece_bpe``         BPE + Metaspace            "▁" starts a word; no marker: a continuation      SentencePiece BPE models
-============================  =========================  ==============================================  ==========
-
-This module is the one owner of that list (:data:`TOKENIZER_FAMILIES`), of how a tokenizer is assigned to a
-family (:func:`tokenizer_family`, which refuses anything else with the reason), of the trainer options each
-family's trainer has, and of how pre-split words are fed to a tokenizer (:func:`tokenizer_for_words`).
-docs/vocabulary_and_init.md explains what differs per family and why. Importing it needs neither torch nor
-transformers.
+"""The tokenizer families the pipeline supports (WordPiece, byte-level BPE, SentencePiece Unigram and BPE), told
+apart by their ``tokenizer.json`` pipeline: the one owner of the list (:data:`TOKENIZER_FAMILIES`), of how a
+tokenizer is assigned to a family (:func:`tokenizer_family`, which refuses anything else with the reason), of each
+family's trainer options, and of how pre-split words are fed to a tokenizer (:func:`tokenizer_for_words`).
+docs/vocabulary_and_init.md ("Tokenizer families") says what differs per family. Needs neither torch nor
+transformers to import.
 """
 
 from __future__ import annotations
@@ -156,16 +142,11 @@ def check_trainer_options(family: TokenizerFamily, options: dict[str, Any]) -> d
 
 
 def tokenizer_for_words(tokenizer):
-    """``tokenizer`` set up for pre-split words (``is_split_into_words=True``, as NER data comes): each word is
-    tokenized as a word of running text.
-
-    Byte-level BPE marks a word that follows a space with "Ġ"; fed word by word without a prefix space, every
-    word would be tokenized as a text's first word (no "Ġ"), with pieces the model rarely saw in pre-training.
-    transformers' token-classification example loads such tokenizers with ``add_prefix_space=True``; that
-    keyword is only honoured by some tokenizer classes, so the ByteLevel pre-tokenizer's own flag is set here
-    (in place; the caller's tokenizer is returned), whatever the model behind it. WordPiece and SentencePiece
-    (which prepends "▁" to every word) are returned unchanged.
-    """
+    """``tokenizer`` set up for pre-split words (``is_split_into_words=True``, as NER data comes), in place: each
+    word tokenized as a word of running text. Byte-level BPE marks a word after a space with "Ġ": without a prefix
+    space every word would read as a text's first word. ``add_prefix_space=True`` is honoured by some tokenizer
+    classes only, so the ByteLevel pre-tokenizer's own flag is set; WordPiece and SentencePiece (which prepends "▁"
+    to every word) are returned unchanged."""
     backend = resolve_backend_tokenizer(tokenizer)
     if "ByteLevel" not in _pre_tokenizer_types(json.loads(backend.to_str()).get("pre_tokenizer")):
         return tokenizer

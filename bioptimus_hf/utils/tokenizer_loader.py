@@ -1,10 +1,7 @@
-"""The one tokenizer loader: every stage needs a *fast* (Rust ``tokenizers``) tokenizer.
-
-Word ids (whole-word masking), character offsets (contextualisation) and the ``tokenizer.json`` pipeline
-(vocabulary training, qik-find) exist only on fast tokenizers, so a slow one is refused here, once, with
-a message saying why. ``transformers`` (and with it torch) is imported only when a
-``PreTrainedTokenizerFast`` is asked for: :func:`load_backend_tokenizer` of a directory with a
-``tokenizer.json`` needs only the ``tokenizers`` library.
+"""The one tokenizer loader: every stage needs a *fast* (Rust ``tokenizers``) tokenizer, for word ids (whole-word
+masking), character offsets (contextualisation) and the ``tokenizer.json`` pipeline (vocabulary training, qik-find);
+a slow one is refused here, once, saying why. :func:`load_backend_tokenizer` of a directory with a ``tokenizer.json``
+needs only the ``tokenizers`` library (no transformers, no torch).
 """
 
 from __future__ import annotations
@@ -25,9 +22,7 @@ def load_fast_tokenizer(
     if isinstance(tokenizer, (str, os.PathLike)):
         from transformers import AutoTokenizer
 
-        kwargs = {"cache_dir": cache_dir, "use_fast": True}
-        if revision is not None:
-            kwargs["revision"] = revision
+        kwargs = {"cache_dir": cache_dir, "use_fast": True} | ({"revision": revision} if revision is not None else {})
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(tokenizer), **kwargs)
         except (OSError, ValueError) as error:
@@ -66,11 +61,8 @@ def resolve_backend_tokenizer(tokenizer: Any):
 
 
 def load_backend_tokenizer(tokenizer: Any):
-    """A private copy of the ``tokenizers.Tokenizer`` with truncation and padding off.
-
-    A copy, so the caller's tokenizer keeps its settings; never truncating matters because some
-    ``tokenizer.json`` files (MiniLM's) truncate at 128 tokens.
-    """
+    """A private copy of the ``tokenizers.Tokenizer`` (the caller's keeps its settings) with truncation and padding
+    off: some ``tokenizer.json`` files (MiniLM's) truncate at 128 tokens."""
     from tokenizers import Tokenizer
 
     backend = Tokenizer.from_str(resolve_backend_tokenizer(tokenizer).to_str())

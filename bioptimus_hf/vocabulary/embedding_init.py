@@ -1,24 +1,16 @@
-"""Initialising a base masked-LM under a new vocabulary: the four models of BIOptimus's Table 1.
+"""A base masked-LM under a new vocabulary, for every strategy of ``init_config.INIT_STRATEGIES``
+(:func:`build_initialized_model`; ``bioptimus init-embeddings`` and ``bioptimus pretrain`` call it; the strategies:
+docs/vocabulary_and_init.md; the paper's Table 1: ``scratch``, ``continued``, ``averaged``, ``contextualized``).
 
-`scratch`        the whole model random (base config), new vocabulary (PubMedBERT-style).
-`continued`      the base model and the base vocabulary, untouched.
-`averaged`       new vocabulary; a new token's row is the mean of the base INPUT embeddings of the base
-                 sub-tokens its text splits into.
-`contextualized` new vocabulary; a new token's row is distilled from the base model in context: up to
-                 `max_contexts_per_token` corpus sentences in which the new tokenizer produces the token
-                 (uniform sample, seeded, found by `bioptimus_hf.vocabulary.qikfind.find_contexts`) are encoded by the
-                 base model with the base tokenizer; the LAST-LAYER hidden states of the base sub-tokens whose
-                 character offsets overlap the token's characters are averaged, then averaged over sentences.
-                 Tokens never found fall back to `averaged`.
-`random`         new vocabulary; a new token's row is drawn from N(0, initializer_range) like `_init_weights`.
-
-In every strategy but `scratch`, rows of tokens present in both vocabularies (same string) are copied from
-the base, special tokens included (special tokens are matched by role: the new `[MASK]` gets the base mask
-row even if spelled differently); the MLM output bias follows the same mapping. Position and token-type
-embeddings and the encoder are the base model's.
-
-Settings: :class:`~bioptimus_hf.vocabulary.init_config.EmbeddingInitArguments` (one dataclass for the
-library, ``run_pretraining.py`` and the ``bioptimus init-embeddings`` command). Used by run_pretraining.py:
+In every strategy but ``scratch`` and ``continued``, rows of tokens present in both vocabularies (same string) are
+copied from the base, special tokens matched by role (the new ``[MASK]`` gets the base mask row even if spelled
+differently), the MLM output bias with them. A new token's row is the mean of the base input rows of the sub-tokens
+its text splits into (``averaged``), the mean last-layer state of those sub-tokens over corpus sentences in which
+the new tokenizer produces it (``contextualized``, found by :mod:`bioptimus_hf.vocabulary.qikfind`; tokens never
+found: ``averaged``), drawn like ``_init_weights`` (``random``), or a strategy module's (``row_initializers``).
+Position and token-type embeddings and the encoder are the base model's. The settings are read by name:
+``BioptimusConfig``'s initialisation group (``bioptimus_hf.pretraining.bioptimus_config``; alone,
+``EmbeddingInitArguments``):
 
     args = EmbeddingInitArguments(init_strategy="contextualized", init_corpus_files=["corpus.txt"])
     model, tokenizer, report = build_initialized_model(base, new_tokenizer, args, seed=42)
@@ -47,7 +39,7 @@ from ..utils.secrets import redact
 from ..utils.sequence_length import max_model_tokens, position_offset
 from ..utils.tokenizer_families import tokenizer_family
 from ..utils.tokenizer_loader import load_fast_tokenizer, normalize_text
-from .init_config import INIT_STRATEGIES, ROW_STRATEGIES, EmbeddingInitArguments
+from .init_config import INIT_STRATEGIES, ROW_STRATEGIES
 from .row_initializers import ROW_INITIALIZERS, new_token_rows
 from .vocabulary_extension import vocabulary_mode
 
@@ -88,7 +80,7 @@ def set_special_token_ids(
         setattr(config, attribute, moved if moved is not None else getattr(tokenizer, attribute, None))
 
 
-def load_base_model(name_or_path: str, args: EmbeddingInitArguments) -> PreTrainedModel:
+def load_base_model(name_or_path: str, args: Any) -> PreTrainedModel:
     """The base masked-LM, loaded the same way for every strategy (cache directory and revision honoured; a headless
     base's MLM head starts new, said in one line)."""
     return load_masked_lm(name_or_path, cache_dir=args.cache_dir, revision=args.model_revision)
@@ -108,14 +100,14 @@ class ContextualizedEmbeddingInitializer:
         base_model: PreTrainedModel,
         base_tokenizer: PreTrainedTokenizerBase,
         new_tokenizer: PreTrainedTokenizerBase,
-        args: EmbeddingInitArguments | None = None,
+        args: Any,
         seed: int = 0,
         progress: bool = True,
     ):
         self.model = base_model
         self.base_tokenizer = load_fast_tokenizer(base_tokenizer, purpose="character offsets")
         self.new_tokenizer = load_fast_tokenizer(new_tokenizer, purpose="character offsets")
-        self.config = args or EmbeddingInitArguments(init_strategy="contextualized")
+        self.config = args
         if self.config.init_strategy not in ROW_STRATEGIES:
             raise ValueError(
                 f"ContextualizedEmbeddingInitializer maps rows for {ROW_STRATEGIES}; {self.config.init_strategy!r} "
@@ -158,7 +150,7 @@ class ContextualizedEmbeddingInitializer:
                 f"The new tokenizer {self.new_tokenizer.name_or_path!r} normalises text differently from the base "
                 f"tokenizer {self.base_tokenizer.name_or_path!r} (casing/accents): {_NORMALISATION_PROBE!r} becomes "
                 f"{new_norm!r} instead of {base_norm!r}. Train the vocabulary with the base tokenizer's pipeline "
-                "(bioptimus train-tokenizer: bioptimus_hf.vocabulary.tokenizer_training)."
+                "(bioptimus train-tokenizer)."
             )
         for role in SPECIAL_ROLES:
             base_token, new_token = getattr(self.base_tokenizer, role), getattr(self.new_tokenizer, role)
@@ -259,18 +251,17 @@ class ContextualizedEmbeddingInitializer:
 
     def find_contexts(self, corpus_files: Sequence[str]) -> tuple[dict[int, list[Any]], dict]:
         """Search the corpus with qik-find; returns (contexts, the search's statistics)."""
-        from .qikfind import find_contexts
+        from .qikfind import FindOptions, find_contexts
 
+        cfg = self.config
+        options = FindOptions(cfg.max_contexts_per_token, self.seed, cfg.max_context_chars, cfg.init_num_threads)
         # Under torchrun/accelerate the search runs once, on the main process, and every rank gets its result.
         contexts, stats = share_from_main(
             lambda: find_contexts(
                 list(corpus_files),
                 self.new_tokenizer,
                 list(self.targets),
-                max_per_token=self.config.max_contexts_per_token,
-                seed=self.seed,
-                max_context_chars=self.config.max_context_chars,
-                num_threads=self.config.init_num_threads,
+                options,
                 progress=self.progress,
                 return_stats=True,
             )
@@ -292,11 +283,11 @@ class ContextualizedEmbeddingInitializer:
             raise ValueError(f"max_context_tokens={max_tokens} leaves no room for text after the special tokens.")
 
         sentences = sorted({c.sentence for found in contexts.values() for c in found})
-        encoded_ids, encoded_offsets = self._tokenize_sentences(sentences)
+        encoded_ids, encoded_offsets = self.tokenize_sentences(sentences)
         sequences, pair_counts = _context_windows(contexts, sentences, encoded_offsets, window)
 
         device = torch.device(self.config.init_device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        # bf16 autocast only where it is native (or asked for); float32 keeps the exact former path.
+        # bf16 autocast only where it is native (or asked for), else float32 throughout.
         use_bf16 = resolve_precision(self.config.init_precision, device) == torch.bfloat16
         keys = sorted(sequences, key=lambda k: min(len(encoded_ids[k[0]]) - k[1], window))  # length buckets
         # Distributed: each rank encodes its share of the sequences; the sums are added up after the loop.
@@ -328,7 +319,7 @@ class ContextualizedEmbeddingInitializer:
         }
         return vectors, stats
 
-    def _tokenize_sentences(self, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+    def tokenize_sentences(self, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
         """Base token ids and character offsets of each sentence (no special tokens), tokenized in batches."""
         encoded_ids, encoded_offsets = [], []
         for start in range(0, len(sentences), 1024):
@@ -436,7 +427,7 @@ class ContextualizedEmbeddingInitializer:
             "timings_s": {},
         }
         base = _base_rows(model)
-        # The new tokens' rows: contextualised, from a module of their own (new_rows.py), else none (averaged)
+        # The new tokens' rows: contextualised, from a module of their own (row_initializers.py), else none (averaged)
         module_rows = None
         if strategy == "contextualized":
             vectors = self._contextualized_rows(base.input, corpus_files, contexts, precomputed_vectors, report)
@@ -626,7 +617,7 @@ def _context_windows(
 def build_initialized_model(
     base_model_name_or_path: str | None,
     tokenizer_name_or_path: str | None,
-    args: EmbeddingInitArguments,
+    args: Any,
     *,
     seed: int = 0,
     config_name: str | None = None,
@@ -640,7 +631,7 @@ def build_initialized_model(
     ``config_name`` gives the architecture for ``scratch`` (default: the base model's config). Every
     strategy loads the base model with ``args.cache_dir`` and ``args.model_revision``. ``progress``: the
     initialisation's progress bars (qik-find, encoding, distillation), drawn on the main process only
-    (:mod:`bioptimus_hf.utils.progress`); ``run_pretraining.py`` passes ``not --disable_tqdm``.
+    (:mod:`bioptimus_hf.utils.progress`); ``bioptimus pretrain`` passes ``not --disable_tqdm``.
     """
     started = time.perf_counter()
     strategy = INIT_STRATEGIES[args.init_strategy]
@@ -707,12 +698,9 @@ def start_model_provenance(
     call it "continued" from the intermediate folder. Anything else is described as given.
     """
     tokenizer = tokenizer_name_or_path or model_name_or_path
-    if init_strategy != "continued" or model_name_or_path is None:
+    report = _start_model_report(model_name_or_path) if init_strategy == "continued" else None
+    if report is None:
         return init_strategy, model_name_or_path, tokenizer
-    report_file = Path(model_name_or_path) / INIT_REPORT_NAME
-    if not report_file.is_file():
-        return init_strategy, model_name_or_path, tokenizer
-    report = read_json(report_file)
     if tokenizer_name_or_path is None:
         tokenizer = report.get("new_tokenizer") or tokenizer
     return report.get("strategy") or init_strategy, report.get("base_model") or model_name_or_path, tokenizer
@@ -722,12 +710,17 @@ def vocabulary_facts(init_report: Mapping[str, Any] | None, model_name_or_path: 
     """``{"vocabulary_mode", "added_tokens"}`` of a run for its records: from its initialisation's report, or,
     continuing a checkpoint of ``bioptimus init-embeddings``, from that checkpoint's; empty when neither says."""
     vocabulary = (init_report or {}).get("vocabulary")
-    if vocabulary is None and (init_report or {}).get("strategy") == "continued" and model_name_or_path is not None:
-        report_file = Path(model_name_or_path) / INIT_REPORT_NAME
-        vocabulary = read_json(report_file).get("vocabulary") if report_file.is_file() else None
+    if vocabulary is None and (init_report or {}).get("strategy") == "continued":
+        vocabulary = (_start_model_report(model_name_or_path) or {}).get("vocabulary")
     if not vocabulary:
         return {}
     return {"vocabulary_mode": vocabulary["mode"], "added_tokens": vocabulary["added_tokens"]}
+
+
+def _start_model_report(model_name_or_path: str | None) -> dict | None:
+    """The ``init_report.json`` of a start model written by ``bioptimus init-embeddings``, None elsewhere."""
+    report_file = Path(model_name_or_path) / INIT_REPORT_NAME if model_name_or_path is not None else None
+    return read_json(report_file) if report_file is not None and report_file.is_file() else None
 
 
 def _has_tokenizer(name_or_path: str) -> bool:

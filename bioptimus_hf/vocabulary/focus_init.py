@@ -1,14 +1,7 @@
-"""`focus`: FOCUS (Dobler & de Melo, EMNLP 2023) through its published implementation, PyPI ``deepfocus``.
-
-A new token's row is a sparse convex combination (sparsemax over cosine similarities) of the base rows of
-tokens shared by both vocabularies, the similarities taken in auxiliary fastText embeddings that deepfocus
-trains on the corpus tokenized with the NEW tokenizer (CBOW, as in the paper). We call ``deepfocus.FOCUS`` and
-keep its rows for the new tokens only: shared rows are copied by the initializer as for every strategy, and a
-new token too rare to get a fastText vector (deepfocus would draw it at random) falls back to `averaged`.
-
-Optional extra: ``pip install 'bioptimus-hf[focus]'`` (deepfocus, fasttext, entmax, fastdist/numba). deepfocus
-caches the tokenized corpus and the fastText model under ``$XDG_CACHE_HOME/deepfocus``; several corpus files are
-joined for it in a private temporary directory, removed after use.
+"""`focus`: FOCUS (Dobler & de Melo, EMNLP 2023) through its published implementation, PyPI ``deepfocus`` (the
+extra ``pip install 'bioptimus-hf[focus]'``): a new token's row is a sparse combination of shared tokens' base rows,
+weighted by similarity in fastText embeddings that deepfocus trains on the corpus (docs/vocabulary_and_init.md).
+Only the new tokens' rows are kept; a token too rare for a fastText vector falls back to `averaged`.
 """
 
 from __future__ import annotations

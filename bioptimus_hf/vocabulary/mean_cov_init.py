@@ -1,11 +1,6 @@
-"""`mean_cov`: new-token rows drawn around the mean of the base embeddings (Hewitt, "Initializing new word
-embeddings for pretrained language models", 2021), as transformers' ``resize_token_embeddings(...,
-mean_resizing=True)`` does it.
-
-transformers samples from N(mean, 1e-9 * covariance) of the base rows (the covariance is shrunk so that no
-new row gets a large logit; in practice every new row is the mean up to ~1e-5), and sets the new MLM output
-bias to the mean base bias. We call that published code on the base model, read the added rows and hand them
-to the initializer, which then copies shared rows exactly and resizes to the new vocabulary.
+"""`mean_cov`: new-token rows drawn around the mean of the base embeddings (Hewitt, 2021) by transformers' own
+``resize_token_embeddings(..., mean_resizing=True)`` on the base model (docs/vocabulary_and_init.md says what it
+draws); the initializer then copies the shared rows exactly and resizes to the new vocabulary.
 """
 
 from __future__ import annotations

@@ -1,40 +1,21 @@
-"""qik-find: sample, for each token of a new vocabulary, a few corpus sentences that contain it.
+"""qik-find: sample, for each token of a new vocabulary, a few corpus sentences in which the new tokenizer produces
+it, with the token's span (:func:`find_contexts`; the contextualised initialisation of ``embedding_init`` needs them).
 
-The contextualized embedding initialisation (``embedding_init.py``) needs, for every new token, up to
-``max_per_token`` sentences in which the *new* tokenizer produces that token, plus the character span
-of the token inside the sentence. Scanning a pre-training corpus for tens of thousands of tokens is the
-slow part, so there are two backends with identical output:
-
-* ``"rust"``: the multi-threaded ``bioptimus_hf._qikfind`` extension (``rust/``), which re-implements two
-  tokenizer families exactly (BERT WordPiece: BertNormalizer + BertPreTokenizer + WordPiece; byte-level BPE
-  as GPT-2/RoBERTa: ByteLevel pre-tokenizer + BPE) and runs a prefilter so that only sentences that can
-  contain a target are tokenized. It refuses any other tokenizer when loading it (``UnsupportedTokenizerError``,
-  with the family and the reason); ``backend="auto"`` then logs why and uses the Python backend;
-* ``"python"``: this module, which tokenizes every sentence with the Hugging Face fast tokenizer.
-
-Semantics shared by both backends (see docs/qikfind.md):
-
-1. files are read in order, line by line, as UTF-8 (``.gz`` files decompressed); undecodable bytes
-   become U+FFFD (one per maximal invalid sub-sequence) and are counted;
-2. each line is split into sentences after ``.``, ``!`` or ``?`` followed by whitespace and an
-   uppercase letter or an ASCII digit; sentences are stripped, empty ones skipped, and sentences
-   longer than ``max_context_chars`` code points are cut into chunks at whitespace;
-   ``sentence_index`` counts these (chunk-)sentences over all files;
-3. a sentence is a context of target ``t`` iff the tokenizer (no special tokens added) yields ``t``;
-   the span is that of the first such token;
-4. per token, the ``max_per_token`` sentences with the smallest
-   ``priority(t, s) = splitmix64(splitmix64(seed + t) ^ s)`` are kept (ties: smaller sentence index),
-   a bottom-k sample, i.e. a uniform sample without replacement that does not depend on thread count.
+Two backends with identical output (docs/qikfind.md, "Semantics": the sentence split, the bottom-k sample by
+``splitmix64`` priority): ``"rust"``, the multi-threaded ``bioptimus_hf._qikfind`` extension (``rust/``), which
+reproduces two tokenizer families exactly (BERT WordPiece, byte-level BPE) and refuses any other when it loads the
+tokenizer (``UnsupportedTokenizerError``); ``"python"``, this module, which tokenizes every sentence with the
+Hugging Face fast tokenizer. ``backend="auto"`` takes Rust where it can, else Python with one log line saying why.
 """
 
 from __future__ import annotations
 
-import bisect
 import gc
 import heapq
 import logging
 import os
 import re
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
@@ -48,30 +29,14 @@ from . import _sentence_classes
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "Context",
-    "UnsupportedTokenizerError",
-    "QikFindStats",
-    "find_contexts",
-    "split_sentences",
-    "splitmix64",
-    "sample_priority",
-    "rust_available",
-    "load_backend_tokenizer",
-]
-
 _MASK64 = (1 << 64) - 1
 
 
 class UnsupportedTokenizerError(ValueError):
-    """A valid tokenizer that the Rust backend cannot reproduce exactly: a family it does not implement
-    (Unigram, SentencePiece BPE, WordLevel, ...), or a part or option of a served family it does not
-    reproduce (a normaliser other than BertNormalizer for WordPiece or none for byte-level BPE, BPE dropout
-    or byte fallback, added tokens with flags the family does not handle). ``family`` names the family,
-    ``reason`` what is not reproduced. The extension raises this class (``rust/bindings/python/src/error.rs``
-    maps its ``Error::UnsupportedTokenizer`` here); ``backend="auto"`` then falls back to the Python backend,
-    ``backend="rust"`` lets it propagate. Corrupt corpus files raise ``CorpusFileError``
-    (``bioptimus_hf.utils.corpus_reader``) in both backends."""
+    """A valid tokenizer that the Rust backend cannot reproduce exactly (a family it does not implement, or a part
+    or option of a served family: docs/qikfind.md lists them); ``family`` names the family, ``reason`` what is not
+    reproduced. The extension raises this class (``rust/bindings/python/src/error.rs``); ``backend="auto"`` then
+    falls back to the Python backend, ``backend="rust"`` lets it propagate."""
 
     def __init__(self, message: str, family: str | None = None, reason: str | None = None):
         super().__init__(message)
@@ -79,23 +44,16 @@ class UnsupportedTokenizerError(ValueError):
         self.reason = reason
 
 
-# The splitter's character classes come from one generated table that the Rust backend compiles in too
-# (scripts/generate_unicode_tables.py), so that neither backend depends on its own Unicode version.
-# White_Space: Python's str.isspace() also accepts U+001C..U+001F, so it is not used.
-WHITESPACE = "".join(chr(c) for first, last in _sentence_classes.WHITE_SPACE for c in range(first, last + 1))
-_UPPERCASE_STARTS = [first for first, _ in _sentence_classes.UPPERCASE]
-_WS_CLASS = "[" + re.escape(WHITESPACE) + "]"
-_SENTENCE_END = re.compile(r"[.!?]" + _WS_CLASS + "+")
-_LAST_WS = re.compile(_WS_CLASS)
+def _characters(runs) -> str:
+    return "".join(chr(c) for first, last, step in runs for c in range(first, last + 1, step))
 
 
-def _starts_sentence(char: str) -> bool:
-    """An uppercase letter (Unicode Uppercase, of the table's pinned Unicode version) or an ASCII digit."""
-    if char in "0123456789":
-        return True
-    code = ord(char)
-    i = bisect.bisect_right(_UPPERCASE_STARTS, code) - 1
-    return i >= 0 and code <= _sentence_classes.UPPERCASE[i][1]
+# The splitter's character classes come from the generated table that the Rust backend compiles in too, so that
+# neither backend depends on its own Unicode version (Python's str.isspace() also accepts U+001C..U+001F).
+WHITESPACE = _characters(_sentence_classes.WHITE_SPACE)
+# What may start a sentence: Unicode Uppercase (of the table's pinned version) or an ASCII digit.
+_SENTENCE_STARTS = frozenset(_characters(_sentence_classes.UPPERCASE) + "0123456789")
+_SENTENCE_END = re.compile(r"[.!?][" + re.escape(WHITESPACE) + "]+")
 
 
 class Context(NamedTuple):
@@ -109,7 +67,7 @@ class Context(NamedTuple):
 
 @dataclass
 class QikFindStats:
-    """What a scan read. ``find_contexts(..., return_stats=True)`` returns it with the contexts."""
+    """What a scan read; ``find_contexts(..., return_stats=True)`` returns it with the contexts."""
 
     backend: str = "python"
     files: int = 0
@@ -121,8 +79,25 @@ class QikFindStats:
     candidate_sentences: int = 0  # sentences fully tokenized (rust: those passing the prefilter)
     seconds: float = 0.0
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+
+@dataclass(frozen=True)
+class FindOptions:
+    """What a search samples (the fields of the extension's ``FindOptions``): up to ``max_per_token`` sentences per
+    token, by the priorities of ``seed``, sentences longer than ``max_context_chars`` code points cut into chunks,
+    on ``num_threads`` threads of the Rust backend (None: all)."""
+
+    max_per_token: int = 20
+    seed: int = 0
+    max_context_chars: int = 1000
+    num_threads: int | None = None
+
+    def __post_init__(self):
+        if self.max_per_token < 0:
+            raise ValueError(f"max_per_token must be >= 0, got {self.max_per_token}")
+        if self.max_context_chars < 1:
+            raise ValueError(f"max_context_chars must be >= 1, got {self.max_context_chars}")
+        if not 0 <= self.seed < 2**64:
+            raise ValueError(f"seed must be in [0, 2**64), got {self.seed}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -215,7 +190,7 @@ def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str]
     start = 0
     for match in _SENTENCE_END.finditer(line):
         following = line[match.end() : match.end() + 1]
-        if following and _starts_sentence(following):
+        if following in _SENTENCE_STARTS:
             pieces.append(line[start : match.start() + 1])
             start = match.end()
     pieces.append(line[start:])
@@ -231,10 +206,6 @@ def split_sentences(line: str, max_context_chars: int = 1000) -> tuple[list[str]
         else:
             sentences.append(piece)
     return sentences, chunked
-
-
-# --------------------------------------------------------------------------------------------------
-# Tokenizer
 
 
 # --------------------------------------------------------------------------------------------------
@@ -260,9 +231,9 @@ def rust_available() -> bool:
     return hasattr(_qikfind, "Tokenizer")
 
 
-def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, progress, stats):
+def _python_backend(paths, backend_tokenizer, targets, options: FindOptions, progress, stats):
     backend_tokenizer = load_backend_tokenizer(backend_tokenizer)  # no truncation, caller's settings untouched
-    samplers = {t: _BottomK(max_per_token) for t in targets}
+    samplers = {t: _BottomK(options.max_per_token) for t in targets}
     batch: list[tuple[int, str]] = []
 
     def flush():
@@ -275,7 +246,7 @@ def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_
             for token_id, (start, end) in zip(encoding.ids, encoding.offsets):
                 if token_id in samplers and token_id not in seen:
                     seen.add(token_id)
-                    priority = sample_priority(seed, token_id, index)
+                    priority = sample_priority(options.seed, token_id, index)
                     sampler = samplers[token_id]
                     if sampler.would_accept(priority, index):
                         sampler.push(priority, Context(sentence, start, end, index))
@@ -283,7 +254,7 @@ def _python_backend(paths, backend_tokenizer, targets, max_per_token, seed, max_
         batch.clear()
 
     for line in _iter_lines(paths, stats, progress):
-        sentences, chunked = split_sentences(line, max_context_chars)
+        sentences, chunked = split_sentences(line, options.max_context_chars)
         stats.chunked_sentences += chunked
         for sentence in sentences:
             batch.append((stats.sentences, sentence))
@@ -309,9 +280,7 @@ def _rust_tokenizer(backend_tokenizer):
     return _qikfind.Tokenizer(backend_tokenizer.to_str())
 
 
-def _rust_backend(
-    paths, rust_tokenizer, targets, max_per_token, seed, max_context_chars, num_threads, progress, stats
-):
+def _rust_backend(paths, rust_tokenizer, targets, options: FindOptions, progress, stats):
     from bioptimus_hf import _qikfind
 
     callback = None
@@ -326,14 +295,12 @@ def _rust_backend(
     # The result is up to targets x max_per_token new tuples in one go: with the collector on, they trigger
     # collections of the whole process (a tenth of a second with torch loaded, every other call), for
     # objects that cannot form cycles. It runs again, as usual, once they exist.
-    options = _qikfind.FindOptions(
-        max_per_token=max_per_token, seed=seed, max_context_chars=max_context_chars, num_threads=num_threads or 0
-    )
+    rust_options = _qikfind.FindOptions(**{**asdict(options), "num_threads": options.num_threads or 0})
     collecting = gc.isenabled()
     gc.disable()
     try:
         raw, raw_stats = _qikfind.find_contexts(
-            [str(p) for p in paths], rust_tokenizer, list(targets), options, progress=callback
+            [str(p) for p in paths], rust_tokenizer, list(targets), rust_options, progress=callback
         )
         contexts = {t: [Context(*c) for c in raw.get(t, [])] for t in targets}
     finally:
@@ -345,34 +312,26 @@ def _rust_backend(
 
 
 def find_contexts(
-    corpus_paths: Iterable[str | os.PathLike],
+    corpus_paths: Iterable[str | os.PathLike] | str | os.PathLike,
     tokenizer,
     target_ids: Iterable[int],
-    max_per_token: int = 20,
-    seed: int = 0,
-    max_context_chars: int = 1000,
-    num_threads: int | None = None,
+    options: FindOptions | None = None,
+    *,
     backend: str = "auto",
     progress: bool = True,
     return_stats: bool = False,
 ):
-    """Sample up to ``max_per_token`` sentences per target token id; see the module docstring.
+    """Sample up to ``options.max_per_token`` sentences per target token id (:class:`FindOptions`; the module
+    docstring says how).
 
     Returns ``{token_id: [Context, ...]}`` with every target as a key and lists sorted by sentence index,
     or ``(contexts, QikFindStats)`` when ``return_stats``. The stats of the last call are also kept in
     ``find_contexts.last_stats``. ``progress``: a bar of the bytes read, drawn from Python for both backends, on the
     main process only (:mod:`bioptimus_hf.utils.progress`).
     """
-    import time
-
+    options = options or FindOptions()
     paths = _corpus_files(corpus_paths)
     targets = list(dict.fromkeys(int(t) for t in target_ids))
-    if max_per_token < 0:
-        raise ValueError(f"max_per_token must be >= 0, got {max_per_token}")
-    if max_context_chars < 1:
-        raise ValueError(f"max_context_chars must be >= 1, got {max_context_chars}")
-    if not 0 <= seed < 2**64:
-        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
     # Not copied: the Rust side only reads its JSON (and never truncates); the python backend copies it.
     backend_tokenizer = resolve_backend_tokenizer(tokenizer)
     vocab_size = backend_tokenizer.get_vocab_size(with_added_tokens=True)
@@ -391,29 +350,15 @@ def find_contexts(
     try:
         if backend == "rust":
             with plain_text_files(paths) as text_paths:  # the extension reads text files: shards as their lines
-                contexts = _rust_backend(
-                    text_paths,
-                    rust_tokenizer,
-                    targets,
-                    max_per_token,
-                    seed,
-                    max_context_chars,
-                    num_threads,
-                    bar,
-                    stats,
-                )
+                contexts = _rust_backend(text_paths, rust_tokenizer, targets, options, bar, stats)
         else:
-            contexts = _python_backend(
-                paths, backend_tokenizer, targets, max_per_token, seed, max_context_chars, bar, stats
-            )
+            contexts = _python_backend(paths, backend_tokenizer, targets, options, bar, stats)
     finally:
         if bar is not None:
             bar.close()
     stats.seconds = time.perf_counter() - started
     find_contexts.last_stats = stats
-    if return_stats:
-        return contexts, stats
-    return contexts
+    return (contexts, stats) if return_stats else contexts
 
 
 find_contexts.last_stats = None

@@ -4,7 +4,8 @@
 * :func:`train_and_report`: a vocabulary of the base's family trained (or the base's extended) into ``output_dir``
   with ``coverage_report.json`` (:class:`~.tokenizer_config.TokenizerTrainingArguments`);
 * :func:`write_initialized_model`: a base model initialised for a new vocabulary, written with its tokenizer and
-  ``init_report.json`` (:class:`~.init_config.StartModelArguments`, :class:`~.init_config.EmbeddingInitArguments`).
+  ``init_report.json`` (:class:`~.init_config.StartModelArguments` and the initialisation settings,
+  ``EmbeddingInitArguments`` of ``bioptimus_hf.pretraining.bioptimus_config``).
 
 Each writes its directory all at once: a killed run leaves nothing that looks finished.
 """
@@ -12,12 +13,13 @@ Each writes its directory all at once: a killed run leaves nothing that looks fi
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..utils.cli import bad_input
 from ..utils.corpus_reader import CorpusReadStats
 from ..utils.files import write_json_atomic, writing_directory
 from .embedding_init import INIT_REPORT_NAME, build_initialized_model
-from .init_config import EmbeddingInitArguments, StartModelArguments
+from .init_config import StartModelArguments
 from .tokenizer_config import TokenizerTrainingArguments
 from .tokenizer_training import (
     COVERAGE_REPORT_NAME,
@@ -35,29 +37,20 @@ def train_and_report(args: TokenizerTrainingArguments) -> dict:
     # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
     with bad_input():  # bad input, said plainly (the message names the flag)
         with writing_directory(args.output_dir) as output_dir:
-            options = {
-                "min_frequency": args.min_frequency,
-                "limit_alphabet": args.limit_alphabet,
-                "output_dir": str(output_dir),
-                "stats": stats,
-            }
             if args.vocabulary_mode == "extend":
-                extension = extend_tokenizer(
-                    args.train_files,
-                    args.base_tokenizer,
-                    vocab_size=args.vocab_size,
-                    candidate_vocab_size=args.candidate_vocab_size,
-                    auto_step=args.auto_vocab_step,
-                    auto_threshold=args.auto_vocab_threshold,
-                    sample_lines=args.coverage_sample_lines,
-                    seed=args.seed,
-                    **options,
-                )
+                extension = extend_tokenizer(args, stats=stats)
                 tokenizer = extension.tokenizer
+                save_tokenizer(tokenizer, str(output_dir))
                 compared = {"replaced": extension.candidate, "extended": tokenizer}
             else:
                 tokenizer = train_tokenizer(
-                    args.train_files, args.base_tokenizer, vocab_size=int(args.vocab_size), **options
+                    args.train_files,
+                    args.base_tokenizer,
+                    int(args.vocab_size),
+                    min_frequency=args.min_frequency,
+                    limit_alphabet=args.limit_alphabet,
+                    output_dir=str(output_dir),
+                    stats=stats,
                 )
                 compared = {"replaced": tokenizer}
             report = coverage_report(
@@ -81,15 +74,15 @@ def train_and_report(args: TokenizerTrainingArguments) -> dict:
     return report
 
 
-def write_initialized_model(args: StartModelArguments, init_args: EmbeddingInitArguments) -> dict:
-    """Build the initialised model, write it with its tokenizer and ``init_report.json`` to ``args.output_dir``
-    (all at once), print the counts and return the report."""
+def write_initialized_model(args: StartModelArguments, init_args: Any) -> dict:
+    """Build the initialised model of the initialisation settings ``init_args``, write it with its tokenizer and
+    ``init_report.json`` to ``args.output_dir`` (all at once), print the counts and return the report."""
     model, tokenizer, report = build_initialized_model(
         args.model_name_or_path,
         args.tokenizer_name,
         init_args,
         seed=args.seed,
-        config_name=args.config_name,
+        config_name=init_args.config_name,
         progress=not args.disable_tqdm,
     )
     with writing_directory(args.output_dir) as output_dir:  # all or nothing, whenever the process dies

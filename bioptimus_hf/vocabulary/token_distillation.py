@@ -1,18 +1,12 @@
 """`token_distillation`: new-token input rows learnt so that the base model cannot tell them from their
 sub-tokens (Dobler, Elliott & de Melo, "Token Distillation: Attention-aware Input Embeddings for New Tokens").
 
-For every sampled corpus context of a new token (qik-find's contexts, as for `contextualized`), the base
-tokenizer's sequence is the TEACHER input; the STUDENT input is the same sequence with the base sub-tokens
-that overlap the new token replaced by ONE slot holding the new token's trainable row. The frozen base model
-encodes both, and the row is trained by Adam to minimise the mean squared error between the student's hidden
-states at ``distill_layer`` and the teacher's at the aligned positions (every position outside the replaced
-span: the context tokens, [CLS] and [SEP]). That is the paper's objective for a bidirectional encoder: the
-new token must have the same effect on its context that its sub-tokens had. Rows start from `averaged`; all
-model weights stay frozen; tokens never found keep their `averaged` row.
-
-Cost: each token's contexts are encoded once by the teacher and ``distill_steps`` times forward+backward by the
-student; tokens are processed in blocks of about ``init_batch_size`` sequences (one Adam per block, so the rows
-of a block are independent: each token takes exactly ``distill_steps`` full-batch steps over its contexts).
+For every sampled context of a new token (qik-find's, as for `contextualized`) the TEACHER input is the base
+tokenizer's sequence, the STUDENT input the same with the sub-tokens overlapping the new token replaced by ONE slot
+holding its trainable row. The frozen base model encodes both; Adam trains the row to minimise the MSE between
+the student's hidden states at ``distill_layer`` and the teacher's at every position outside the replaced span.
+Rows start from `averaged` (tokens never found keep it); tokens go in blocks of about ``init_batch_size``
+sequences, one Adam per block, each token ``distill_steps`` full-batch steps over its contexts.
 """
 
 from __future__ import annotations
@@ -32,11 +26,7 @@ def _pairs(initializer, contexts, window):
     """(token id, teacher ids with [CLS]/[SEP], first, last) per context; `first..last` = replaced span."""
     tokenizer = initializer.base_tokenizer
     sentences = sorted({c.sentence for found in contexts.values() for c in found})
-    encoded = {}
-    for start in range(0, len(sentences), 1024):  # tokenize each distinct sentence once
-        chunk = sentences[start : start + 1024]
-        batch = tokenizer(chunk, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-        encoded.update(zip(chunk, zip(batch["input_ids"], batch["offset_mapping"])))
+    encoded = dict(zip(sentences, zip(*initializer.tokenize_sentences(sentences))))  # each distinct sentence once
     prefix = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
     suffix = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
     pairs, without_overlap = defaultdict(list), 0
@@ -83,8 +73,12 @@ def _padded(tokenizer, rows):
     return batch["input_ids"], batch["attention_mask"]
 
 
-def distill_block(model, tokenizer, block, pairs, start_rows, *, steps, lr, layer, pad_id, device, use_bf16):
-    """Train the rows of one block of tokens; returns ({token: row}, first loss, last loss)."""
+def distill_block(model, tokenizer, block, pairs, start_rows, cfg, device, use_bf16):
+    """Train the rows of one block of tokens for ``cfg.distill_steps`` Adam steps of ``cfg.distill_learning_rate``
+    on the states of layer ``cfg.distill_layer`` (``EmbeddingInitArguments``); returns ({token: row}, first loss,
+    last loss, sequences)."""
+    steps, layer = cfg.distill_steps, cfg.distill_layer
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     sequences = [(k, seq) for k, token_id in enumerate(block) for seq in pairs[token_id]]
     teacher_ids, teacher_mask = _padded(tokenizer, [ids for _, (ids, _, _) in sequences])
     student_rows, slots, student_pos, teacher_pos = [], [], [], []
@@ -119,7 +113,7 @@ def distill_block(model, tokenizer, block, pairs, start_rows, *, steps, lr, laye
         target = target.gather(1, gather_teacher.unsqueeze(-1).expand(-1, -1, hidden))
         context_embeds = embeddings(student_ids.to(device))
     rows = torch.nn.Parameter(torch.stack([start_rows[t] for t in block]).to(device))
-    optimizer = torch.optim.Adam([rows], lr=lr)
+    optimizer = torch.optim.Adam([rows], lr=cfg.distill_learning_rate)
     batch_index = torch.arange(len(sequences), device=device)
     weight = valid.unsqueeze(-1).float()
     losses = []
@@ -153,7 +147,6 @@ def token_distillation_rows(initializer, input_weight, corpus_files=None, contex
     pairs, without_overlap = _pairs(initializer, contexts, window)
     device = torch.device(cfg.init_device or ("cuda" if torch.cuda.is_available() else "cpu"))
     use_bf16 = resolve_precision(initializer.config.init_precision, device) == torch.bfloat16  # --init_precision
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     original_device, was_training = next(model.parameters()).device, model.training
     flags = [p.requires_grad for p in model.parameters()]
     for parameter in model.parameters():
@@ -165,17 +158,7 @@ def token_distillation_rows(initializer, input_weight, corpus_files=None, contex
         blocks = list(_blocks(pairs, cfg.init_batch_size))
         for block in progress_bar(blocks, enabled=initializer.progress, desc="Token distillation"):
             learnt, first, last, count = distill_block(
-                model,
-                tokenizer,
-                block,
-                pairs,
-                start_rows,
-                steps=cfg.distill_steps,
-                lr=cfg.distill_learning_rate,
-                layer=cfg.distill_layer,
-                pad_id=pad_id,
-                device=device,
-                use_bf16=use_bf16,
+                model, tokenizer, block, pairs, start_rows, cfg, device, use_bf16
             )
             rows.update(learnt)
             first_total, last_total, sequences_total = (

@@ -70,3 +70,9 @@ class TokenizerTrainingArguments:
             raise ValueError(f"--vocab_size {self.vocab_size!r} is neither a number nor auto")
         if self.vocab_size == "auto" and self.vocabulary_mode != "extend":
             raise ValueError("--vocab_size auto grows an extended vocabulary: it needs --vocabulary_mode extend")
+        if self.auto_vocab_step is not None and self.auto_vocab_step <= 0:
+            raise ValueError(f"--auto_vocab_step {self.auto_vocab_step} must be positive")
+        if self.auto_vocab_threshold <= 0:
+            raise ValueError(
+                f"--auto_vocab_threshold {self.auto_vocab_threshold} must be positive (a relative improvement)"
+            )

@@ -1,20 +1,11 @@
-"""Vocabulary training on a biomedical corpus for any supported tokenizer family, with a coverage report.
+"""Vocabulary training on a corpus for any tokenizer family, with a coverage report (``bioptimus train-tokenizer``).
 
-The new tokenizer keeps everything of the base tokenizer except its vocabulary: normaliser (casing, accent
-handling), pre-tokeniser, special tokens and post-processor are inherited through
-`PreTrainedTokenizerFast.train_new_from_iterator`, which also picks the trainer of the base's model (WordPiece,
-BPE, Unigram) and, for byte-level BPE, the 256-byte initial alphabet. So the vocabulary can be swapped under a
-base model whose embeddings are then re-initialised by `bioptimus_hf.vocabulary.embedding_init`. The families
-(WordPiece, byte-level BPE, SentencePiece Unigram/BPE) and their trainer options:
-`bioptimus_hf.utils.tokenizer_families`.
-
-`extend_tokenizer` keeps the base vocabulary instead and appends the domain's tokens, chosen from such a
-vocabulary (`bioptimus_hf.vocabulary.vocabulary_extension`); `vocab_size="auto"` grows it in steps until the
-corpus's tokens per word stop improving.
-
-Functions: `train_tokenizer(files, base_tokenizer, vocab_size=30522, ...)`, `extend_tokenizer(...)`.
-CLI: `bioptimus train-tokenizer --train_files a.txt b.txt --base_tokenizer DIR --output_dir OUT
-[--vocabulary_mode extend]` (`bioptimus_hf.commands.train_tokenizer`).
+:func:`train_tokenizer` keeps everything of the base tokenizer but its vocabulary (normaliser, pre-tokeniser,
+special tokens, post-processor: ``PreTrainedTokenizerFast.train_new_from_iterator``, which also picks the trainer
+of the base's model); the families and their trainer options are :mod:`bioptimus_hf.utils.tokenizer_families`'.
+:func:`extend_tokenizer` keeps the base vocabulary instead and appends the domain's tokens
+(:mod:`bioptimus_hf.vocabulary.vocabulary_extension`); ``vocab_size="auto"`` grows it in steps until the corpus's
+tokens per word stop improving.
 """
 
 from __future__ import annotations
@@ -39,6 +30,7 @@ from ..utils.tokenizer_families import (
     tokenizer_family,
 )
 from ..utils.tokenizer_loader import load_fast_tokenizer
+from .tokenizer_config import TokenizerTrainingArguments
 from .vocabulary_extension import VocabularyExtension, changed_base_ids
 
 
@@ -97,7 +89,7 @@ def not_carried_over(base: PreTrainedTokenizerBase, family: TokenizerFamily) -> 
         lost.append(
             "byte fallback: the base spells unknown characters with <0x..> byte pieces, which the trainer does not "
             "learn, so characters outside the new vocabulary's alphabet become the unknown token; bring a vocabulary "
-            "with byte pieces made elsewhere (--tokenizer_name of run_pretraining.py) if that matters"
+            "with byte pieces made elsewhere (--tokenizer_name of bioptimus pretrain) if that matters"
         )
     return lost
 
@@ -106,12 +98,12 @@ def train_tokenizer(
     files: Iterable[str] | str,
     base_tokenizer: str | PreTrainedTokenizerBase,
     vocab_size: int = 30522,
+    *,
     min_frequency: int | None = None,
     limit_alphabet: int | None = None,
     output_dir: str | None = None,
     show_progress: bool = True,
     stats: CorpusReadStats | None = None,
-    warn_not_carried_over: bool = True,
 ) -> PreTrainedTokenizerBase:
     """Train a vocabulary of `vocab_size` entries on `files` with the base tokenizer's pipeline and trainer.
 
@@ -123,11 +115,20 @@ def train_tokenizer(
     as a fast tokenizer.
     """
     base = _load_base_tokenizer(base_tokenizer)
-    family = tokenizer_family(base)
-    trainer_options = check_trainer_options(family, {"min_frequency": min_frequency, "limit_alphabet": limit_alphabet})
-    _check_vocab_size(vocab_size, base, family)
-    for what in not_carried_over(base, family) if warn_not_carried_over else ():
+    for what in not_carried_over(base, tokenizer_family(base)):
         logger.warning("vocabulary training from %s: not carried over: %s", base.name_or_path, what)
+    options = {"min_frequency": min_frequency, "limit_alphabet": limit_alphabet}
+    new = _train(base, files, vocab_size, options, show_progress, stats)
+    if output_dir is not None:
+        save_tokenizer(new, output_dir)
+    return new
+
+
+def _train(base, files, vocab_size: int, options: dict, show_progress: bool, stats) -> PreTrainedTokenizerBase:
+    """A vocabulary of the base's family trained on ``files`` (:func:`train_tokenizer` says how)."""
+    family = tokenizer_family(base)
+    trainer_options = check_trainer_options(family, options)
+    _check_vocab_size(vocab_size, base, family)
     checked = check_corpus_files(files, what="tokenizer training corpus")
     stats = stats if stats is not None else CorpusReadStats()
     # The trainer's own bars (show_progress) start once it has read the whole corpus: this one shows the reading.
@@ -140,10 +141,7 @@ def train_tokenizer(
     )
     try:
         new = base.train_new_from_iterator(
-            _batched(reading),
-            vocab_size=vocab_size,
-            show_progress=show_progress,
-            **trainer_options,
+            _batched(reading), vocab_size=vocab_size, show_progress=show_progress, **trainer_options
         )
     except Exception as error:  # the Unigram trainer raises a bare Exception for this one
         reading.close()
@@ -166,8 +164,6 @@ def train_tokenizer(
             f"returned {len(new)} entries (initial characters are always kept{limit}). Use --vocab_size {len(new)} or "
             "more" + (", or a smaller --limit_alphabet" if limit else "")
         )
-    if output_dir is not None:
-        save_tokenizer(new, output_dir)
     return new
 
 
@@ -184,48 +180,32 @@ class Extension:
 
 
 def extend_tokenizer(
-    files: Iterable[str] | str,
-    base_tokenizer: str | PreTrainedTokenizerBase,
-    vocab_size: int | str = 30522,
-    candidate_vocab_size: int | None = None,
-    auto_step: int | None = None,
-    auto_threshold: float = 0.01,
-    min_frequency: int | None = None,
-    limit_alphabet: int | None = None,
-    sample_lines: int = 2000,
-    seed: int = 0,
-    output_dir: str | None = None,
-    show_progress: bool = True,
-    stats: CorpusReadStats | None = None,
+    args: TokenizerTrainingArguments, *, show_progress: bool = True, stats: CorpusReadStats | None = None
 ) -> Extension:
-    """The base tokenizer with domain tokens appended, up to `vocab_size` entries in all.
+    """``args.base_tokenizer`` with domain tokens appended, up to ``args.vocab_size`` entries in all (``bioptimus
+    train-tokenizer --vocabulary_mode extend``; the caller saves ``Extension.tokenizer``).
 
-    The candidates come from a vocabulary of `candidate_vocab_size` entries (default: `vocab_size`, which always
-    leaves enough candidates; with "auto", twice the base's) trained on `files` by `train_tokenizer`, ranked as
-    `bioptimus_hf.vocabulary.vocabulary_extension` says per family on a sample of `sample_lines` corpus lines.
-    `vocab_size="auto"` adds `auto_step` tokens at a time (default a tenth of the base vocabulary) while the sampled
-    lines' tokens per word fall by at least `auto_threshold` (relative) per step, and keeps the last size that did.
+    The candidates come from a vocabulary of ``args.candidate_vocab_size`` entries (default: ``vocab_size``, which
+    always leaves enough candidates; with "auto", twice the base's) trained on ``args.train_files``, ranked as
+    :mod:`bioptimus_hf.vocabulary.vocabulary_extension` says per family on ``args.coverage_sample_lines`` corpus
+    lines sampled with ``args.seed``. ``vocab_size="auto"`` adds ``args.auto_vocab_step`` tokens at a time (default
+    a tenth of the base vocabulary) while their tokens per word fall by at least ``args.auto_vocab_threshold``
+    (relative) per step, and keeps the last size that did.
     """
-    base = _load_base_tokenizer(base_tokenizer)
+    base = _load_base_tokenizer(args.base_tokenizer)
     base_size = len(base)
-    auto = str(vocab_size) == "auto"
-    if not auto:
-        vocab_size = _extended_vocab_size(vocab_size, base_size)
-    if auto_threshold <= 0:
-        raise ValueError(f"--auto_vocab_threshold {auto_threshold} must be positive (a relative improvement)")
-    candidate_size = candidate_vocab_size or (2 * base_size if auto else vocab_size)
-    files = check_corpus_files(files, what="tokenizer training corpus").files
-    candidate = train_tokenizer(
-        files,
-        base,
-        vocab_size=candidate_size,
-        min_frequency=min_frequency,
-        limit_alphabet=limit_alphabet,
-        show_progress=show_progress,
-        stats=stats,
-        warn_not_carried_over=False,
-    )
-    lines = _sample_lines(files, sample_lines, seed)
+    auto = args.vocab_size == "auto"
+    vocab_size = None if auto else int(args.vocab_size)
+    if not auto and vocab_size <= base_size:
+        raise ValueError(
+            f"--vocab_size {vocab_size} leaves nothing to add to the base's {base_size} entries with "
+            f"--vocabulary_mode extend (the total, base included). Use --vocab_size {base_size + 1} or more, or auto"
+        )
+    candidate_size = args.candidate_vocab_size or (2 * base_size if auto else vocab_size)
+    files = check_corpus_files(args.train_files, what="tokenizer training corpus").files
+    options = {"min_frequency": args.min_frequency, "limit_alphabet": args.limit_alphabet}
+    candidate = _train(base, files, candidate_size, options, show_progress, stats)
+    lines = _sample_lines(files, args.coverage_sample_lines, args.seed)
     extension = VocabularyExtension(base, candidate, lines)
     if not len(extension):
         raise ValueError(
@@ -234,10 +214,8 @@ def extend_tokenizer(
         )
     steps: list[dict] = []
     if auto:
-        step = auto_step or max(1, base_size // 10)
-        if step <= 0:
-            raise ValueError(f"--auto_vocab_step {auto_step} must be positive")
-        added, steps = _grow_in_steps(extension, base, lines, step, auto_threshold)
+        step = args.auto_vocab_step or max(1, base_size // 10)
+        added, steps = _grow_in_steps(extension, base, lines, step, args.auto_vocab_threshold)
     else:
         added = min(vocab_size - base_size, len(extension))
         if added < vocab_size - base_size:
@@ -248,25 +226,7 @@ def extend_tokenizer(
                 added,
                 base_size + added,
             )
-    tokenizer = extension.build(added)
-    if output_dir is not None:
-        save_tokenizer(tokenizer, output_dir)
-    return Extension(tokenizer, candidate, added, extension.usefulness, steps)
-
-
-def _extended_vocab_size(vocab_size: int | str, base_size: int) -> int:
-    """``--vocab_size`` of an extension as a number: the total, more than the base's entries (ValueError)."""
-    try:
-        vocab_size = int(vocab_size)
-    except ValueError:
-        raise ValueError(f"--vocab_size {vocab_size!r} is neither a number nor 'auto'") from None
-    if vocab_size <= base_size:
-        raise ValueError(
-            f"--vocab_size {vocab_size} leaves nothing to add to the base's {base_size} entries with "
-            f"--vocabulary_mode extend (the total, base included). Use --vocab_size "
-            f"{base_size + 1} or more, or auto"
-        )
-    return vocab_size
+    return Extension(extension.build(added), candidate, added, extension.usefulness, steps)
 
 
 def _grow_in_steps(
@@ -301,10 +261,6 @@ def _grow_in_steps(
         added, previous = trial, current
     added = added or steps[-1]["added_tokens"]  # even the first step fell short: keep it, said in the report
     return added, steps
-
-
-# The name of bioptimus-hf 0.1, when WordPiece was the only family.
-train_wordpiece_tokenizer = train_tokenizer
 
 
 def save_tokenizer(tokenizer: PreTrainedTokenizerBase, output_dir: str) -> None:

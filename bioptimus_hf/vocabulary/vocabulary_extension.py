@@ -1,27 +1,13 @@
-"""Extending a base vocabulary with a domain's tokens (exBERT, Tai et al. 2020; AdaLM, Yao et al. 2021).
+"""Extending a base vocabulary with a domain's tokens (``bioptimus train-tokenizer --vocabulary_mode extend``;
+exBERT, Tai et al. 2020; AdaLM, Yao et al. 2021).
 
-The base tokenizer stays as it is: its entries keep their strings and ids, its special tokens, normaliser,
-pre-tokeniser, post-processor and decoder are untouched. Domain tokens are appended after the base's ids, taken
-from a *candidate* vocabulary of the base's family trained on the corpus
-(:func:`bioptimus_hf.vocabulary.tokenizer_training.train_tokenizer`), most useful first. Each family gets them the
-way its model works, by editing the ``tokenizers`` model in ``tokenizer.json`` (never ``add_tokens``, whose
-added tokens are matched before pre-tokenisation and would split words differently):
-
-==================  ===========================================================================================
-family              what is appended, and the order of usefulness
-==================  ===========================================================================================
-WordPiece           the candidate's entries, ``##`` continuations included, by how often the candidate tokenizer
-                    emits them on the sampled corpus lines. WordPiece matches the longest entry, so a word the base
-                    pieces cover keeps its base pieces unless an added entry is longer.
-BPE (byte-level,    the candidate's merges, in its own order (most frequent pair first), after every base merge
-SentencePiece)      (lowest priority) with the token each makes; a merge is kept when both its parts are in the
-                    extended vocabulary and its result is not (a merge yielding a base token would re-split text
-                    the base pieces cover). Base merges all apply first, so base tokenization is the starting point.
-Unigram             the candidate's pieces with their scores, by how often the candidate tokenizer emits them. The
-                    Viterbi segmentation changes only where an added piece gives a better path.
-==================  ===========================================================================================
-
-So a text whose extended tokenization uses base entries only is tokenized exactly as the base tokenizes it.
+The base tokenizer stays as it is (entries, ids, special tokens, normaliser, pre-tokeniser, post-processor,
+decoder); domain tokens from a *candidate* vocabulary of its family trained on the corpus are appended after its
+ids, most useful first, by editing the ``tokenizers`` model in ``tokenizer.json`` (never ``add_tokens``, whose tokens
+are matched before pre-tokenisation): WordPiece entries and Unigram pieces (with their scores) by how often the
+candidate tokenizer emits them on sampled corpus lines; BPE merges in the candidate's order after every base merge
+(kept when both parts are known and the result is not). So a text whose extended tokenization uses base entries
+only is tokenized exactly as the base tokenizes it.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ from typing import NamedTuple
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertTokenizer
 
+from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.testing.numerics import recorded_linear_outputs
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
-from bioptimus_hf.vocabulary.init_config import EmbeddingInitArguments
 
 
 def init_args(strategy="contextualized", **kwargs):

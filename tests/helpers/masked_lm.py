@@ -76,15 +76,15 @@ def architectures():
     )
 
     return {
-        # name: (model factory, the head the trace must find)
-        "bert": (lambda: BertForMaskedLM(BertConfig(**_SHARED, **_NO_DROPOUT)), "encoder `bert`, head cls"),
+        # name: (model factory, the head's entry and the module whose output is the logits)
+        "bert": (lambda: BertForMaskedLM(BertConfig(**_SHARED, **_NO_DROPOUT)), ("cls", "cls")),
         "roberta": (
             lambda: RobertaForMaskedLM(RobertaConfig(**_SHARED, **_NO_DROPOUT, **_SPECIAL_IDS)),
-            "encoder `roberta`, head lm_head",
+            ("lm_head", "lm_head"),
         ),
         "xlm-roberta": (
             lambda: XLMRobertaForMaskedLM(XLMRobertaConfig(**_SHARED, **_NO_DROPOUT, **_SPECIAL_IDS)),
-            "encoder `roberta`, head lm_head",
+            ("lm_head", "lm_head"),
         ),
         "distilbert": (
             lambda: DistilBertForMaskedLM(
@@ -100,23 +100,23 @@ def architectures():
                     pad_token_id=0,
                 )
             ),
-            "encoder `distilbert`, head vocab_transform -> activation -> vocab_layer_norm -> vocab_projector",
+            ("vocab_transform", "vocab_projector"),
         ),
         "electra": (
             lambda: ElectraForMaskedLM(ElectraConfig(**_SHARED, **_NO_DROPOUT, embedding_size=16)),
-            "encoder `electra`, head generator_predictions -> generator_lm_head",
+            ("generator_predictions", "generator_lm_head"),
         ),
         "deberta-v2": (
             lambda: DebertaV2ForMaskedLM(DebertaV2Config(**_SHARED, **_NO_DROPOUT)),
-            "encoder `deberta`, head cls",
+            ("cls", "cls"),
         ),
         "deberta-v2-new-head": (
             lambda: DebertaV2ForMaskedLM(DebertaV2Config(**_SHARED, **_NO_DROPOUT, legacy=False)),
-            "encoder `deberta`, head lm_predictions(..., <deberta.embeddings.word_embeddings>)",
+            ("lm_predictions", "lm_predictions"),
         ),
         "modernbert": (
             lambda: ModernBertForMaskedLM(ModernBertConfig(**_SHARED, **_SPECIAL_IDS, cls_token_id=3, sep_token_id=2)),
-            "encoder `model`, head head -> decoder",
+            ("head", "decoder"),
         ),
     }
 

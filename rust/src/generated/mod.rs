@@ -5,7 +5,7 @@
 //!   point: White_Space, lowercase mapping, canonical decompositions, combining class order.
 //! * `byte_level_classes`: the letters, numbers and whitespace of the GPT-2 pattern as the reference's
 //!   `ByteLevel` pre-tokenizer (its regex engine) classifies them.
-//! * `sentence_classes`: the sentence splitter's White_Space and Uppercase, the same table as
+//! * `sentence_classes`: the sentence splitter's White_Space and Uppercase, the same code points as
 //!   `bioptimus_hf/vocabulary/_sentence_classes.py`.
 
 #[rustfmt::skip]

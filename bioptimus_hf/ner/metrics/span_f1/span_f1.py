@@ -1,14 +1,11 @@
-"""Entity-level (span) precision, recall and F1 of NER tags in any scheme, as an ``evaluate`` module.
+"""Entity-level (span) precision, recall and F1 of NER tags in any scheme, as an ``evaluate`` module: the scoring of
+``bioptimus ner`` (:func:`bioptimus_hf.ner.evaluation.score_tags`), so the numbers are the project's.
 
     import evaluate
     from bioptimus_hf.ner.evaluation import SPAN_F1
     span_f1 = evaluate.load(SPAN_F1)   # a local directory: no network
     span_f1.compute(predictions=[["B-Disease", "L-Disease", "O"]], references=[["B-Disease", "I-Disease", "O"]],
                     scheme="BIOUL", reference_scheme="BIO")
-
-A thin wrapper: the scoring is ``bioptimus_hf.ner.evaluation.score_tags`` (tags decoded to spans in their scheme,
-leniently; spans written as IOB2 on both sides; seqeval's strict micro scores), the function run_ner.py's
-evaluation uses, so the numbers are the project's.
 """
 
 import datasets
