@@ -1,15 +1,21 @@
 #!/usr/bin/env python
-"""Continued masked-LM pre-training through the BIOptimus curriculum: ``bioptimus pretrain``, as a script.
+"""``bioptimus pretrain`` as a script: continued masked-LM pre-training through the BIOptimus curriculum
+(docs/pretraining.md).
 
     python run_pretraining.py configs/demo_minilm.yaml --max_steps 400
     torchrun --nproc_per_node 8 run_pretraining.py configs/bioptimus_full_scale.yaml
 
-The command is :mod:`bioptimus_hf.commands.pretrain`; the run :func:`bioptimus_hf.pretraining.run.run_pretraining`.
+``main(argv)`` runs it in this process.
 """
 
-if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line, from the first import on
-    from bioptimus_hf.commands.dispatch import main
+import sys
 
-    main()
-else:
-    from bioptimus_hf.commands.pretrain import main  # noqa: F401  (the name importers use)
+from bioptimus_hf import commands
+
+
+def main(argv: list[str] | None = None):
+    return commands.run("pretrain", argv, prog="run_pretraining.py")
+
+
+if __name__ == "__main__":  # Ctrl-C ends it in one line, from the first import of torch on
+    commands.main(["pretrain", *sys.argv[1:]], prog="run_pretraining.py")

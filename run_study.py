@@ -1,14 +1,19 @@
 #!/usr/bin/env python
-"""The paper's study as one command: ``bioptimus study``, as a script.
+"""``bioptimus study`` as a script: the paper's study as one command (docs/study.md).
 
     python run_study.py configs/study_cpu.yaml --only_arms continued
 
-The study is :mod:`bioptimus_hf.commands.study` (docs/study.md).
+``main(argv)`` runs it in this process and returns its results.
 """
 
-if __name__ == "__main__":  # through the dispatcher: Ctrl-C ends it in one line, from the first import on
-    from bioptimus_hf.commands.dispatch import main
+import sys
 
-    main()
-else:
-    from bioptimus_hf.commands.study import main  # noqa: F401  (the name importers use)
+from bioptimus_hf import commands
+
+
+def main(argv: list[str] | None = None):
+    return commands.run("study", argv, prog="run_study.py")
+
+
+if __name__ == "__main__":  # Ctrl-C ends it in one line, from the first import of torch on
+    commands.main(["study", *sys.argv[1:]], prog="run_study.py")

@@ -125,10 +125,9 @@ def blurb_argv(args, output_dir: str, jobs: str) -> list[str]:
 def dry_run(args) -> list[dict]:
     """The jobs as ``bioptimus blurb`` would run them, and the plan; nothing trains."""
     from bioptimus_hf.blurb.benchmark import check_datasets, find_datasets, ner_fine_tuning, pool_jobs, seed_jobs
-    from bioptimus_hf.commands import blurb as blurb_command
-    from bioptimus_hf.commands.config_parser import parse_args as parse_command_args
+    from bioptimus_hf.commands import parse as parse_command
 
-    (bench,) = parse_command_args((blurb_command.BenchmarkArguments,), blurb_argv(args, "/tmp/dry-run", "auto"))
+    (bench,) = parse_command("blurb", blurb_argv(args, "/tmp/dry-run", "auto"))
     datasets = find_datasets(bench.blurb_dir, bench.ner_dir, bench.datasets)
     ner = ner_fine_tuning(bench)
     rows = check_datasets(datasets)

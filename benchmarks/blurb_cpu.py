@@ -35,8 +35,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 from _results import ResultTarget, output_help  # noqa: E402
+from bioptimus_hf import commands  # noqa: E402
 from bioptimus_hf.blurb.run import merge_blurb_results  # noqa: E402
-from bioptimus_hf.commands import blurb_task  # noqa: E402  (run_blurb.py's command)
 from bioptimus_hf.finetuning.stabilisation import StabilisationArguments  # noqa: E402
 
 
@@ -186,7 +186,7 @@ def main() -> None:
         output_dir = os.path.join(args.work_dir, args.model_name, dataset, arm)
         if (dataset, arm) in grid:
             started = time.time()
-            results = blurb_task.run(argv)
+            results = commands.run("blurb-task", argv)
             print(f"{dataset} {arm}: {time.time() - started:.0f} s", flush=True)
         elif os.path.isfile(os.path.join(output_dir, "all_results.json")):
             results = merge_blurb_results(output_dir)

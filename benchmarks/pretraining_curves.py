@@ -28,7 +28,7 @@ from _pretraining_bench import (
     speedup,
     with_global_options,
 )
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 from bioptimus_hf.utils.plots import pyplot
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from _pretraining_bench import BenchmarkArguments, check_model_dir, padding_report, save_section
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 
 
 def main():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from _pretraining_bench import BenchmarkArguments, run_arms, save_section, with_global_options
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 
 
 @dataclass

@@ -44,7 +44,7 @@ import numpy as np
 
 import pubmed_scale
 from _results import ResultTarget, output_help
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 from bioptimus_hf.testing.pubmed_files import SHAPES, text_share, write_pubmed_file
 
 

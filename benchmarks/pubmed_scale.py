@@ -38,7 +38,7 @@ import numpy as np
 import psutil
 
 from _results import ResultTarget, output_help
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 from bioptimus_hf.testing.pubmed_files import Record, write_pubmed_file
 
 

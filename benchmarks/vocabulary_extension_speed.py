@@ -43,7 +43,7 @@ from _pretraining_bench import (
     word_start_table,
 )
 from _results import ResultTarget
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 
 
 RESULTS_NAME = "vocabulary_extension_speed"

@@ -14,7 +14,7 @@ CORPUS=(../shared/data/corpus/pubmed_sentences.txt ../shared/data/corpus/pubmed_
 TOKENIZER=outputs/demo_minilm_tokenizer
 # The report is written last, and the directory appears all at once: it marks a finished vocabulary.
 if [ ! -f "$TOKENIZER/coverage_report.json" ]; then
-  .venv/bin/python -m bioptimus_hf.commands.train_tokenizer --train_files "${CORPUS[@]}" --base_tokenizer "$BASE" \
+  .venv/bin/python -m bioptimus_hf.commands train-tokenizer --train_files "${CORPUS[@]}" --base_tokenizer "$BASE" \
       --vocab_size 30522 --output_dir "$TOKENIZER"
 fi
 # bf16 where the hardware multiplies it natively (CUDA with bf16, CPU with AMX / AVX-512 BF16), float32

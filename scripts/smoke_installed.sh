@@ -3,7 +3,7 @@
 #   scripts/smoke_installed.sh VENV WORK
 # VENV holds bioptimus-hf installed from its wheel (scripts/test_floor.sh makes one); WORK is a scratch folder
 # holding tiny_bert/ (the tests' tiny random BERT) and corpus.txt. It checks that `bioptimus --help` and every
-# `bioptimus-<command> --help` answer; runs a four-phase curriculum from the packaged config `demo_minilm` (named
+# `bioptimus <command> --help` answer; runs a four-phase curriculum from the packaged config `demo_minilm` (named
 # by name, the tiny model and corpus given as flags), a NER run on NCBI-disease, tagging, and `bioptimus blurb`
 # on its default NER config (the packaged `ner_blurb`) and GAD, two jobs side by side; and that a usage error and a
 # bad input end in one line.
@@ -18,10 +18,10 @@ fail() { echo "smoke_installed.sh: $*" >&2; exit 1; }
 
 "$BIN/bioptimus" --help > help.txt
 grep -q "demo_minilm" help.txt || fail "bioptimus --help lists no packaged config"
-for command in $("$BIN/python" -c "from bioptimus_hf.commands.dispatch import COMMANDS; print(*COMMANDS)"); do
-  "$BIN/bioptimus-$command" --help > "help-$command.txt" || fail "bioptimus-$command --help failed"
-  head -n 1 "help-$command.txt" | grep -qx "usage: bioptimus-$command \[config.yaml\] \[--flag value ...\]" \
-    || fail "bioptimus-$command --help: $(head -n 1 "help-$command.txt")"
+for command in $("$BIN/python" -c "from bioptimus_hf.commands import COMMANDS; print(*COMMANDS)"); do
+  "$BIN/bioptimus" "$command" --help > "help-$command.txt" || fail "bioptimus $command --help failed"
+  head -n 1 "help-$command.txt" | grep -qx "usage: bioptimus $command \[config.yaml\] \[--flag value ...\]" \
+    || fail "bioptimus $command --help: $(head -n 1 "help-$command.txt")"
 done
 
 # One line each: a typo'd flag (exit 2) and a model folder that does not exist (exit 1).

@@ -293,7 +293,7 @@ def test_the_layer_table_is_read_as_drawn():
 # ------------------------------------------------------------------------------------------ commands are thin
 COMMANDS = PACKAGE / "commands"
 MAX_COMMAND_FUNCTION_LINES = 60
-# A mapping turned into a command line: config files only (commands/config_parser.py), never a library's way in.
+# A mapping turned into a command line: never a library's way in (a mapping is parsed as the parser's defaults).
 ARGV_FROM_MAPPING = ("mapping_to_argv", "parse_mapping")
 
 
@@ -465,8 +465,10 @@ SCRIPT_CALLS = {
     "push_seed_folder",
 }
 # Where a library module may do it, by module and function: the job pool's worker is a process's main (its
-# logging, its os._exit). utils/cli.py defines the ending itself.
+# logging, its os._exit); the commands' parser ends a line it cannot parse, as argparse's error() does. utils/cli.py
+# defines the ending itself.
 SCRIPT_DUTY_ALLOWED = {("utils/job_pool.py", "_serve"), ("utils/job_pool.py", "_worker_main")}
+SCRIPT_DUTY_ALLOWED |= {("utils/config_mapping.py", "error")}
 SCRIPT_MODULES = ("commands", "testing")
 
 

@@ -13,7 +13,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, AutoMod
 
 import run_blurb
 import run_ner
-from bioptimus_hf.commands import blurb as blurb_command
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.finetuning import seed_loop
 from bioptimus_hf.testing.numerics import normwise_relative_error, relative_tolerance, transformer_depth
 from bioptimus_hf.utils import hardware
@@ -109,7 +109,7 @@ def _pretrained_encoder(model_dir, prefix="bert."):
 def test_blurb_task_batched_seeds_are_the_separate_runs_and_resume_one_seed(tiny, tmp_path, monkeypatch):
     _, model, biosses, _, _ = tiny
     for flag in ("true", "false"):
-        run_blurb.run(
+        run_blurb.main(
             ["--model_name_or_path", model, "--data_dir", biosses, "--output_dir", str(tmp_path / flag)]
             + BLURB_FLAGS
             + ["--batched_seeds", flag]
@@ -129,7 +129,7 @@ def test_blurb_task_batched_seeds_are_the_separate_runs_and_resume_one_seed(tiny
     )
     kept = (tmp_path / "true" / "seed_1" / "seed_results.json").stat().st_mtime_ns
     (tmp_path / "true" / "seed_2" / "seed_results.json").unlink()
-    run_blurb.run(
+    run_blurb.main(
         ["--model_name_or_path", model, "--data_dir", biosses, "--output_dir", str(tmp_path / "true")]
         + BLURB_FLAGS
         + ["--batched_seeds", "true"]
@@ -176,7 +176,7 @@ def test_an_unbatchable_setting_falls_back_in_one_line(tiny, tmp_path, caplog, c
     _, model, biosses, _, ner = tiny
     with caplog.at_level(logging.WARNING):
         if command == "blurb":
-            run_blurb.run(
+            run_blurb.main(
                 ["--model_name_or_path", model, "--data_dir", biosses, "--output_dir", str(tmp_path)]
                 + BLURB_FLAGS
                 + ["--batched_seeds", "true", *flags]
@@ -209,7 +209,7 @@ def test_the_default_is_on_where_the_device_report_has_a_gpu(tiny, tmp_path, mon
     _, model, biosses, _, _ = tiny  # a run without the flag asks the device report of its device
     asked = []
     monkeypatch.setattr(hardware, "batched_seeds_by_default", lambda device=None: asked.append(device) or True)
-    run_blurb.run(["--model_name_or_path", model, "--data_dir", biosses, "--output_dir", str(tmp_path)] + BLURB_FLAGS)
+    run_blurb.main(["--model_name_or_path", model, "--data_dir", biosses, "--output_dir", str(tmp_path)] + BLURB_FLAGS)
     assert [str(device) for device in asked] == ["cpu"]
     assert all(record["run_info"]["batched_seeds"] is True for record in _records(tmp_path).values())
 
@@ -226,7 +226,7 @@ def test_blurb_benchmark_batched_seeds_one_job_per_dataset(tiny, tmp_path, monke
         seed_loop, "train_seeds_batched", lambda seeds, *a, **k: jobs.append(seeds) or real(seeds, *a, **k)
     )
     tables = {
-        flag: blurb_command.run([*argv, "--output_dir", str(tmp_path / flag), "--batched_seeds", flag])
+        flag: bioptimus("blurb", [*argv, "--output_dir", str(tmp_path / flag), "--batched_seeds", flag])
         for flag in ("true", "false")
     }
     assert jobs == [[1, 2], [1, 2]]  # one batched model per dataset; none with false

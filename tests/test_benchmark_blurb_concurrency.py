@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 from helpers.blurb import write_task_dir
 from helpers.ner import build_tiny_bert, write_dataset_dir
 

@@ -68,7 +68,7 @@ def test_main_files_what_the_command_returns_and_what_an_earlier_run_finished(tm
     None) are filed; a cell finished earlier is merged from its output directory."""
     calls = []
 
-    def fake_run(argv):
+    def fake_run(name, argv):
         calls.append(argv)
         return {
             "metric": "pearson",
@@ -83,9 +83,9 @@ def test_main_files_what_the_command_returns_and_what_an_earlier_run_finished(tm
             "bf16": False,
         }
 
-    finished = {**fake_run([]), "metric": "accuracy", "test_score": 0.5, "test_score_std": 0.0}
+    finished = {**fake_run("blurb-task", []), "metric": "accuracy", "test_score": 0.5, "test_score_std": 0.0}
     calls.clear()
-    monkeypatch.setattr(blurb_cpu.blurb_task, "run", fake_run)
+    monkeypatch.setattr(blurb_cpu.commands, "run", fake_run)
     monkeypatch.setattr(blurb_cpu, "merge_blurb_results", lambda output_dir: finished)
     earlier = tmp_path / "work" / "m" / "PubMedQA" / "plain"
     earlier.mkdir(parents=True)

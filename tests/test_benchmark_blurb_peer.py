@@ -147,7 +147,7 @@ def test_a_dev_trial_is_filed_with_its_scores_predictions_and_command(tiny, monk
     root, model, _ = tiny
     trial = tmp_path / "hoc_a"
     run_blurb_flags = ["--max_steps", "1", "--per_device_train_batch_size", "2", "--report_to", "none"]
-    run_blurb.run(
+    run_blurb.main(
         ["--model_name_or_path", model, "--data_dir", str(root / "blurb" / "document_classification"),
          "--output_dir", str(trial), "--seeds", "1", "--save_model", "false", "--use_cpu", "true", *run_blurb_flags]
     )  # fmt: skip

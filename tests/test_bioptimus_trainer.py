@@ -13,11 +13,11 @@ import torch
 from transformers import AutoModelForMaskedLM, TrainingArguments
 
 import run_pretraining
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES, BioptimusConfig
 from bioptimus_hf.pretraining.bioptimus_trainer import BioptimusTrainer, as_bioptimus_config
 from bioptimus_hf.pretraining.phases import BIOPTIMUS_CURRICULUM
-from bioptimus_hf.utils.config_mapping import configs_from_mapping
+from bioptimus_hf.utils.config_mapping import CommandParser
 from helpers import run_script
 from helpers.pretraining import curriculum_run_flags
 
@@ -123,7 +123,7 @@ def test_the_trainer_takes_plain_training_arguments_and_refuses_a_run_without_st
 
 # ------------------------------------------------------------------------------------------ settings from a mapping
 def test_a_mapping_gives_the_dataclasses_a_config_file_holding_it_gives(tmp_path, monkeypatch):
-    """The study's way in: yaml values converted to each field's type, aliases, lists from one value, as
+    """The study's way in: yaml values converted to each field's type, lists from one value, as
     ``bioptimus pretrain config.yaml`` parses the same mapping."""
     import yaml
 
@@ -144,7 +144,7 @@ def test_a_mapping_gives_the_dataclasses_a_config_file_holding_it_gives(tmp_path
     config_file = tmp_path / "run.yaml"
     config_file.write_text(yaml.safe_dump(mapping))
     monkeypatch.chdir(tmp_path)  # the config in the working directory: its relative paths mean the same
-    from_mapping = configs_from_mapping(PRETRAINING_ARGUMENT_TYPES, mapping)
+    from_mapping = CommandParser(PRETRAINING_ARGUMENT_TYPES).parse_dict(mapping)
     from_file = parse_args(PRETRAINING_ARGUMENT_TYPES, [config_file.name])
     assert from_mapping[0] == from_file[0]
     assert from_mapping[1].to_dict() == from_file[1].to_dict()
@@ -169,7 +169,7 @@ def test_a_mapping_gives_the_dataclasses_a_config_file_holding_it_gives(tmp_path
 )
 def test_a_mapping_refused_names_the_argument(mapping, message):
     with pytest.raises(ValueError, match=message):
-        configs_from_mapping(PRETRAINING_ARGUMENT_TYPES, mapping)
+        CommandParser(PRETRAINING_ARGUMENT_TYPES).parse_dict(mapping)
 
 
 def test_a_required_argument_missing_from_a_mapping_is_named():
@@ -177,4 +177,4 @@ def test_a_required_argument_missing_from_a_mapping_is_named():
     from bioptimus_hf.vocabulary.init_config import StartModelArguments
 
     with pytest.raises(ValueError, match="the following arguments are required: --model_name_or_path, --output_dir"):
-        configs_from_mapping((StartModelArguments, EmbeddingInitArguments), {"seed": 3})
+        CommandParser((StartModelArguments, EmbeddingInitArguments)).parse_dict({"seed": 3})

@@ -29,8 +29,7 @@ from bioptimus_hf.blurb.jobs import (
     ner_seed_arguments,
 )
 from bioptimus_hf.blurb.score import BLURB_DATASETS
-from bioptimus_hf.commands import blurb as blurb_command
-from bioptimus_hf.commands import compare_blurb
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.ner import run as ner_run
 from bioptimus_hf.releases.blurb_results import HUB_TASKS, load_blurb_table
 from bioptimus_hf.releases.card import render_release_card, validate_card
@@ -99,7 +98,7 @@ def bench(tmp_path_factory):
         patch.delenv(FORCE_BF16_ENV, raising=False)
         patch.setenv(DISABLE_BF16_ENV, "1")
         with one_torch_thread():
-            table = blurb_command.run(argv)
+            table = bioptimus("blurb", argv)
     return root, argv, table
 
 
@@ -180,13 +179,13 @@ def test_a_second_run_trains_nothing_and_a_lost_seed_alone_is_trained_again(benc
     seed_files = sorted(out.glob("*/seed_*/seed_results.json"))
     assert len(seed_files) == 12
     before = {path: path.stat().st_mtime_ns for path in seed_files}
-    assert blurb_command.run(argv) == table
+    assert bioptimus("blurb", argv) == table
     assert calls == {"blurb": 0, "ner": 0}
     assert {path: path.stat().st_mtime_ns for path in seed_files} == before
 
     shutil.rmtree(out / "GAD" / "seed_2")
     shutil.rmtree(out / NER_SET / "seed_1")
-    again = blurb_command.run(argv)
+    again = bioptimus("blurb", argv)
     assert calls == {"blurb": 1, "ner": 1}
     assert again["datasets"] == table["datasets"]  # same seed, same data, same machine: the same scores
 
@@ -204,7 +203,7 @@ def test_side_by_side_jobs_write_the_files_and_table_of_one_after_another(bench,
     root, argv, table = bench
     out = tmp_path / "out"
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    concurrent = blurb_command.run(_with(_with(argv, "--output_dir", str(out)), "--jobs", "2"))
+    concurrent = bioptimus("blurb", _with(_with(argv, "--output_dir", str(out)), "--jobs", "2"))
     assert concurrent == table
     sequential = sorted((root / "out").glob("*/seed_*/seed_results.json"))
     assert len(sequential) == 12
@@ -240,12 +239,12 @@ def test_an_interrupted_fine_tune_leaves_no_finished_seed(bench, tmp_path, monke
 
     monkeypatch.setattr(blurb_run, "score_blurb_seed", interrupted_at_seed_2)
     with pytest.raises(KeyboardInterrupt):
-        blurb_command.run(argv)
+        bioptimus("blurb", argv)
     assert (out / "GAD" / "seed_2" / "test_predictions.jsonl").exists()
     assert (out / "GAD" / "seed_1" / "seed_results.json").exists()
     assert not (out / "GAD" / "seed_2" / "seed_results.json").exists()
     monkeypatch.setattr(blurb_run, "score_blurb_seed", real_seed)
-    table = blurb_command.run(argv)
+    table = bioptimus("blurb", argv)
     assert trained == [1, 2] and table["datasets"][0]["per_seed"].keys() == {"1", "2"}
     assert (out / "GAD" / "seed_2" / "seed_results.json").exists()
 
@@ -258,7 +257,7 @@ def test_a_failing_fine_tune_is_one_line_and_the_others_finish(bench, tmp_path, 
     argv += ["--datasets", NER_SET, "GAD", "--seeds", "1"]
     argv.remove("2")  # the fixture's second seed
     with caplog.at_level(logging.ERROR), pytest.raises(SystemExit) as error:
-        blurb_command.main(argv)
+        bioptimus("blurb", argv)
     assert str(error.value) == (
         f"error: 1 of 2 fine-tunes failed ({NER_SET} seed 1), each named with its error above: rerun the same "
         "command to train only the missing seeds"
@@ -391,7 +390,7 @@ def test_seeds_fine_tuned_under_other_settings_are_not_mixed_in_one_row(bench, t
     stale.write_text(json.dumps(record))
     at = argv.index("--output_dir") + 1
     with pytest.raises(SystemExit) as error:
-        blurb_command.main(argv[:at] + [str(out)] + argv[at + 1 :])
+        bioptimus("blurb", argv[:at] + [str(out)] + argv[at + 1 :])
     first = out / "HoC" / "seed_1" / "seed_results.json"
     assert str(error.value) == (
         f"error: {stale} and {first} were fine-tuned under different settings; remove the "
@@ -455,14 +454,15 @@ def test_compare_command_reads_the_runs_and_writes_the_table(tmp_path, capsys):
         (tmp_path / name).mkdir()
         table = _table({"GAD": ("relation_extraction", values)}, seeds=(1, 2))
         (tmp_path / name / "blurb_results.json").write_text(json.dumps(table))
-    comparison = compare_blurb.run(
-        ["--runs", f"A={tmp_path / 'a'}", f"B={tmp_path / 'b'}", "--output_dir", str(tmp_path / "cmp")]
+    comparison = bioptimus(
+        "blurb-compare",
+        ["--runs", f"A={tmp_path / 'a'}", f"B={tmp_path / 'b'}", "--output_dir", str(tmp_path / "cmp")],
     )
     assert comparison["comparisons"]["B"]["score"]["differences"] == [5, 1]
     assert "| GAD | +3.00 ± 2.83 (n=2) |" in capsys.readouterr().out
     assert "| **BLURB score** | +3.00 ± 2.83 (n=2) |" in (tmp_path / "cmp" / "blurb_comparison.md").read_text()
     with pytest.raises(SystemExit, match="--runs: give at least two runs"):
-        compare_blurb.main(["--runs", f"A={tmp_path / 'a'}"])
+        bioptimus("blurb-compare", ["--runs", f"A={tmp_path / 'a'}"])
 
 
 def test_card_shows_the_table_and_lists_each_result_under_its_task_type(tmp_path):
@@ -514,14 +514,15 @@ def test_the_hub_names_every_blurb_task_type():
 )
 def test_bad_benchmark_input_is_one_line(tmp_path, extra, message):
     with pytest.raises(SystemExit) as error:
-        blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path)] + extra)
+        bioptimus("blurb", ["--model_name_or_path", "m", "--output_dir", str(tmp_path)] + extra)
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
 def test_unknown_dataset_is_named(bench, tmp_path):
     root, _, _ = bench
     with pytest.raises(SystemExit, match="--datasets BC2GM: not found; present: BIOSSES, DDI"):
-        blurb_command.main(
+        bioptimus(
+            "blurb",
             [
                 "--model_name_or_path",
                 "m",
@@ -531,7 +532,7 @@ def test_unknown_dataset_is_named(bench, tmp_path):
                 str(root / "blurb"),
                 "--datasets",
                 "BC2GM",
-            ]
+            ],
         )
 
 
@@ -548,14 +549,14 @@ def test_a_bad_file_of_any_dataset_stops_the_run_before_anything_trains(tmp_path
         str(tmp_path / "blurb"),
     ]
     with pytest.raises(SystemExit) as error:
-        blurb_command.main(argv)
+        bioptimus("blurb", argv)
     assert str(error.value) == f"error: {bad / 'test.jsonl'}, line 2: expected a JSON object, got list"
     assert not (tmp_path / "out" / "AAA").exists()
 
     ner = Path(write_dataset_dir(str(tmp_path / "ner" / "NER"), sizes=(4, 2, 2), types=("Disease",)))
     (ner / "test.tsv").write_text("aspirin\tB-Chemical\n\n")
     with pytest.raises(SystemExit, match=r"test.tsv: entity type\(s\) absent from the training file"):
-        blurb_command.main(argv[:4] + ["--ner_dir", str(tmp_path / "ner"), "--ner_config", NER_CONFIG])
+        bioptimus("blurb", argv[:4] + ["--ner_dir", str(tmp_path / "ner"), "--ner_config", NER_CONFIG])
     assert not (tmp_path / "out" / "NER").exists()
 
 
@@ -564,7 +565,8 @@ def test_a_name_under_both_directories_is_refused(tmp_path):
     write_dataset_dir(str(tmp_path / "ner" / "GAD"), sizes=(4, 2, 2))
     refusal = r"^error: dataset\(s\) GAD under both --ner_dir and --blurb_dir: rename one$"
     with pytest.raises(SystemExit, match=refusal):
-        blurb_command.main(
+        bioptimus(
+            "blurb",
             [
                 "--model_name_or_path",
                 "m",
@@ -576,7 +578,7 @@ def test_a_name_under_both_directories_is_refused(tmp_path):
                 str(tmp_path / "blurb"),
                 "--ner_dir",
                 str(tmp_path / "ner"),
-            ]
+            ],
         )
 
 
@@ -593,6 +595,6 @@ def test_a_ner_config_value_ner_refuses_stops_the_run_before_anything_trains(tmp
     config.write_text(f"{line}\n")
     argv = ["--model_name_or_path", "acme/no-model-needed", "--output_dir", str(tmp_path / "out")]
     with pytest.raises(SystemExit) as error:
-        blurb_command.main(argv + ["--ner_dir", str(tmp_path / "ner"), "--ner_config", str(config)])
+        bioptimus("blurb", argv + ["--ner_dir", str(tmp_path / "ner"), "--ner_config", str(config)])
     assert str(error.value).startswith(f"error: --ner_config {config}: ") and refusal in str(error.value)
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()

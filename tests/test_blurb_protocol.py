@@ -93,7 +93,7 @@ def test_each_unit_predicts_its_own_rows_and_records_the_unit(tiny_model, tmp_pa
     for unit, ids in (("document", ["7", "9"]), ("sentence", ["7_s0", "7_s1", "9_s0", "7_s2", "9_s1"])):
         out = tmp_path / unit
         argv = ["--model_name_or_path", tiny_model, "--data_dir", data_dir, "--output_dir", str(out)]
-        results = run_blurb.run(argv + ["--seeds", "1", "--document_unit", unit, *FAST.split()])
+        results = run_blurb.main(argv + ["--seeds", "1", "--document_unit", unit, *FAST.split()])
         assert results["document_unit"] == unit and results["num_rows"]["test"] == len(ids)
         lines = (out / "seed_1" / "test_predictions.jsonl").read_text().splitlines()
         assert [json.loads(line)["id"] for line in lines] == ids
@@ -170,11 +170,11 @@ def test_the_seeds_default_to_the_recipes(tiny_model, tmp_path, monkeypatch):
     for name, task, flags in (
         ("BIOSSES", "sentence_similarity", []),
         ("GAD", "relation_extraction", []),
-        ("GAD2", "relation_extraction", ["--seeds", "4,7"]),
+        ("GAD2", "relation_extraction", ["--seeds", "4", "7"]),
     ):
         data_dir = write_task_dir(tmp_path / name, task)
         with pytest.raises(_Stop):
-            run_blurb.run(
+            run_blurb.main(
                 [
                     "--model_name_or_path",
                     tiny_model,

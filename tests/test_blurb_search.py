@@ -15,7 +15,7 @@ from bioptimus_hf.blurb.benchmark import find_datasets, ner_fine_tuning, search_
 from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
 from bioptimus_hf.blurb.blurb_config import PAPER_BATCH_SIZES, PAPER_LEARNING_RATES, RECIPES, epoch_choices
 from bioptimus_hf.blurb.search import SearchGrid, choose
-from bioptimus_hf.commands import blurb as blurb_command
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.finetuning.results import sample_std
 from bioptimus_hf.ner import run as ner_run
 from bioptimus_hf.utils.hardware import DISABLE_BF16_ENV, FORCE_BF16_ENV
@@ -49,7 +49,7 @@ def searched(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:  # float32, as conftest's pinned_precision (function-scoped)
         patch.delenv(FORCE_BF16_ENV, raising=False)
         patch.setenv(DISABLE_BF16_ENV, "1")
-        table = blurb_command.run(argv)
+        table = bioptimus("blurb", argv)
     return root, argv, table
 
 
@@ -137,11 +137,11 @@ def test_a_second_search_trains_nothing_and_a_lost_seed_of_one_point_alone_is_tr
     seed_files = sorted(out.glob("*/search/*/seed_*/seed_results.json"))
     assert len(seed_files) == 3 * 2 * 2  # datasets × points × seeds
     before = {path: path.stat().st_mtime_ns for path in seed_files}
-    assert blurb_command.run(argv) == table
+    assert bioptimus("blurb", argv) == table
     assert calls == [] and {path: path.stat().st_mtime_ns for path in seed_files} == before
 
     shutil.rmtree(out / "GAD" / "search" / POINTS[1] / "seed_2")
-    again = blurb_command.run(argv)
+    again = bioptimus("blurb", argv)
     assert calls == [("GAD", str(out / "GAD" / "search" / POINTS[1] / "seed_2"))]
     assert again == table  # same seed, same data, same machine: the same scores and choice
 
@@ -213,6 +213,6 @@ def test_the_choice_is_the_first_highest_and_a_mean_that_is_not_a_number_ranks_l
 )
 def test_bad_grid_flags_are_one_line_naming_the_flag(tmp_path, capsys, extra, message):
     with pytest.raises(SystemExit) as error:
-        blurb_command.main(["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--blurb_dir", "."] + extra)
+        bioptimus("blurb", ["--model_name_or_path", "m", "--output_dir", str(tmp_path), "--blurb_dir", "."] + extra)
     said = str(error.value) if error.value.code != 2 else capsys.readouterr().err.strip()  # 2: a parse error
     assert message in said and "\n" not in said

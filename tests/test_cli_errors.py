@@ -2,7 +2,7 @@
 line that cannot be parsed (an unknown flag or command, a bad choice or value, a missing flag), 1 for bad input (a
 config file missing or malformed, a model that is neither a directory nor a Hub id, data that is not there).
 
-Each row runs ``bioptimus ARGV`` in this process, as the console script would: a ``SystemExit`` whose code is a
+Each row runs ``bioptimus ARGV`` in this process, as the console script does: a ``SystemExit`` whose code is a
 message is what the interpreter prints and ends with status 1; a usage error has printed its line on stderr and
 carries status 2. Cheap checks come before expensive loads: the models named below do not exist, so a row whose
 message is about something else shows that thing was checked first.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bioptimus_hf.commands import dispatch
+from bioptimus_hf import commands
 from bioptimus_hf.utils.config_files import packaged_config_names
 
 
@@ -89,7 +89,7 @@ ROWS = [
         "pretrian demo_minilm",
         2,
         "error: unknown command 'pretrian'; did you mean pretrain? (the commands: "
-        + ", ".join(dispatch.COMMANDS)
+        + ", ".join(commands.COMMANDS)
         + ")",
     ),
     (
@@ -183,7 +183,7 @@ ROWS = [
 def outcome(argv: list[str], capsys) -> tuple[int, list[str]]:
     """(exit status, the lines the user sees on stderr) of ``bioptimus ARGV``."""
     with pytest.raises(SystemExit) as stopped:
-        dispatch.main(argv)
+        commands.main(argv)
     code = stopped.value.code
     printed = capsys.readouterr().err.splitlines()
     if isinstance(code, str):  # the interpreter prints the message and exits with status 1

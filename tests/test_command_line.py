@@ -1,8 +1,8 @@
-"""The command line as a user meets it: the registry's help (plain text, a description and a runnable example per
-command, the config in the usage line, each flag and default once), packaged configs named by name from any
-directory, relative paths in a config resolved against its folder, old spellings still parsed, and the README and
-docs naming only commands and console scripts that exist. Bad inputs and their one-line errors:
-tests/test_cli_errors.py."""
+"""The command line as a user meets it: the table's help (plain text, a description and a runnable example per
+command, the config in the usage line, each flag and default once, flags grouped by their field's group), a config
+under the flags in one parse, packaged configs named by name from any directory, relative paths in a config
+resolved against its folder, and the README and docs naming only commands that exist. Bad inputs and their one-line
+errors: tests/test_cli_errors.py."""
 
 import dataclasses
 import os
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bioptimus_hf.commands import config_parser, dispatch
-from bioptimus_hf.commands.config_parser import CommandParser, HelpFormatter, parse_args
+from bioptimus_hf import commands
+from bioptimus_hf.commands import COMMANDS, argument_types
 from bioptimus_hf.utils.config_files import (
     INPUT_PATH_FIELDS,
     NAME_OR_PATH_FIELDS,
@@ -25,6 +25,7 @@ from bioptimus_hf.utils.config_files import (
     read_config,
     resolve_config,
 )
+from bioptimus_hf.utils.config_mapping import CommandParser
 from helpers import python_path
 
 
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # ------------------------------------------------------------------------------------------ the registry and help
 def test_bioptimus_help_imports_neither_torch_nor_transformers():
     code = (
-        "import sys; from bioptimus_hf.commands import dispatch; dispatch.main(['--help']); "
+        "import sys; from bioptimus_hf import commands; commands.main(['--help']); "
         "print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"
     )
     result = subprocess.run(
@@ -51,43 +52,30 @@ def test_bioptimus_help_imports_neither_torch_nor_transformers():
     assert "train-tokenizer" in result.stdout and "demo_minilm" in result.stdout
 
 
-@pytest.mark.parametrize("name", list(dispatch.COMMANDS))
+@pytest.mark.parametrize("name", list(COMMANDS))
 def test_every_command_has_a_plain_paragraph_and_an_example_of_itself(name):
-    command = dispatch.COMMANDS[name]
+    command = COMMANDS[name]
     assert command.summary and command.description and command.example
     assert "\n" not in command.description and not re.search(r"``|:(func|mod|class|data):|::", command.description)
     assert command.example.startswith(f"bioptimus {name} ")
 
 
-class Parsed(Exception):
-    """Raised in place of running a command, once its line is parsed."""
-
-
-@pytest.mark.parametrize("name", list(dispatch.COMMANDS))
+@pytest.mark.parametrize("name", list(COMMANDS))
 def test_every_example_parses_with_its_commands_flags(name, monkeypatch):
-    parse = CommandParser.parse_args_into_dataclasses
-
-    def parse_then_stop(self, *args, **kwargs):
-        raise Parsed(parse(self, *args, **kwargs))
-
-    def checked_then_stop(parsed):  # a command that builds its dataclasses itself (blurb-task: over the recipe)
-        raise Parsed(parsed)
-
-    monkeypatch.setattr(CommandParser, "parse_args_into_dataclasses", parse_then_stop)
-    monkeypatch.setattr(config_parser, "check_model_references", checked_then_stop)
+    monkeypatch.setattr("bioptimus_hf.utils.model_reference.check_model_reference", lambda value, flag: None)
     monkeypatch.chdir(ROOT)  # the examples name ../shared/data as the README does
-    with pytest.raises(Parsed):
-        dispatch.main(shlex.split(dispatch.COMMANDS[name].example)[1:])
+    parsed = commands.parse(name, shlex.split(COMMANDS[name].example)[2:])
+    assert [type(args) for args in parsed] == list(argument_types(COMMANDS[name]))
 
 
-@pytest.mark.parametrize("name", list(dispatch.COMMANDS))
+@pytest.mark.parametrize("name", list(COMMANDS))
 def test_a_commands_help_reads_as_written(name, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "102")  # 100 columns of help
     with pytest.raises(SystemExit) as stopped:
-        dispatch.main([name, "--help"])
+        commands.main([name, "--help"])
     assert stopped.value.code == 0
     text = capsys.readouterr().out
-    command = dispatch.COMMANDS[name]
+    command = COMMANDS[name]
     top = f"usage: bioptimus {name} [config.yaml] [--flag value ...]\n\n{textwrap.fill(command.description, 100)}"
     assert text.startswith(top + "\n\nexample:\n  bioptimus " + name)
     example = text.split("example:\n", 1)[1].split("\n\n", 1)[0]
@@ -114,7 +102,7 @@ class Tiny:
 
 def test_the_help_formatter_prints_each_flag_and_default_once(monkeypatch):
     monkeypatch.setenv("COLUMNS", "82")
-    parser = CommandParser((Tiny,), prog="tiny", usage="%(prog)s [config.yaml]", formatter_class=HelpFormatter)
+    parser = CommandParser((Tiny,), prog="tiny")
     lines = [" ".join(line.split()) for line in parser.format_help().split("options:\n", 1)[1].splitlines()]
     assert lines == [
         "-h, --help show this help message and exit",
@@ -126,25 +114,56 @@ def test_the_help_formatter_prints_each_flag_and_default_once(monkeypatch):
         "--model_path, --model MODEL_PATH",
         "A path. (default: x)",
     ]
+    (tiny,) = parser.parse_line(["--model-path", "y", "--fast", "false"])  # a hyphenated twin, an alias too
+    assert (tiny.model_path, tiny.fast) == ("y", False)
 
 
-# ------------------------------------------------------------------------------------------ old spellings
-def test_old_spellings_still_parse(tmp_path):
-    (remove,) = parse_args(
-        (dispatch_arguments("remove-layers"),),
-        ["--model-name-or-path", str(tmp_path), "--output-dir", "out", "--keep_layers", "0", "1"],
-    )
-    assert (remove.model_name_or_path, remove.output_dir, remove.keep_layers) == (str(tmp_path), "out", [0, 1])
+@dataclasses.dataclass
+class Grouped:
+    rate: float = dataclasses.field(default=0.5, metadata={"help": "A rate.", "group": "curriculum"})
+    name: str = dataclasses.field(default="n", metadata={"help": "A name."})
+    steps: int = dataclasses.field(default=3, metadata={"help": "Steps.", "group": "releases"})
+    mode: str = dataclasses.field(default="a", metadata={"help": "A mode.", "group": "curriculum"})
 
 
-def dispatch_module(name):
-    import importlib
+def test_a_fields_group_puts_its_flag_in_a_help_group_of_that_title_in_first_seen_order(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "82")
+    text = CommandParser((Grouped,), prog="grouped").format_help()
+    titles = [line for line in text.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
+    assert titles == ["options:", "curriculum:", "releases:"]
+    sections = dict(re.findall(r"(?m)^(\w+):\n((?:  .*\n?)+)", text))
+    assert re.findall(r"--(\w+)", sections["curriculum"]) == ["rate", "mode"]
+    assert re.findall(r"--(\w+)", sections["releases"]) == ["steps"]
+    assert "--name" in sections["options"]
+    (grouped,) = CommandParser((Grouped,)).parse_line(["--rate", "0.25", "--steps", "4"])
+    assert (grouped.rate, grouped.steps, grouped.mode) == (0.25, 4, "a")
 
-    return importlib.import_module(f"bioptimus_hf.commands.{dispatch.COMMANDS[name].module}")
+
+@dataclasses.dataclass
+class Required:
+    model: str = dataclasses.field(metadata={"help": "A model."})
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [1], metadata={"help": "Seeds."})
+    fast: bool = dataclasses.field(default=False, metadata={"help": "Go fast."})
+    mode: str = dataclasses.field(default="a", metadata={"help": "A mode.", "choices": ["a", "b"]})
 
 
-def dispatch_arguments(name):
-    return dispatch_module(name).RemoveLayersArguments
+def test_a_config_is_the_parsers_defaults_and_the_flags_override_it_in_one_parse(tmp_path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text("model: m\nseeds: [2, 3]\nfast: true\nmode: b\n")
+    parser = CommandParser((Required,), prog="required")
+    (args,) = parser.parse_line([str(config), "--seeds", "4", "--mode", "a"])
+    assert (args.model, args.seeds, args.fast, args.mode) == ("m", [4], True, "a")
+    assert "(required)" not in parser.format_help().split("--model", 1)[1].split("\n", 1)[0]  # the config sets it
+    assert CommandParser((Required,)).parse_settings([str(config), "--seeds", "5"]) == {
+        "model": "m", "seeds": [5], "fast": True, "mode": "b"
+    }  # fmt: skip
+    config.write_text("model: m\nmode: c\n")
+    with pytest.raises(ValueError, match=rf"^config file {config}: --mode: invalid choice 'c'; choose from a, b$"):
+        CommandParser((Required,)).parse_line([str(config)])
+    with pytest.raises(SystemExit) as stopped:
+        CommandParser((Required,), prog="required").parse_line(["--seeds", "1"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == "error: the following arguments are required: --model\n"
 
 
 # ------------------------------------------------------------------------------------------ packaged configs
@@ -174,7 +193,7 @@ def test_pretrain_runs_a_packaged_config_with_flags_over_it(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a line\n")
-    dispatch.main(
+    commands.main(
         ["pretrain", "demo_minilm", "--model_name_or_path", str(tiny_model_dir), "--train_file", "corpus.txt"]
         + ["--output_dir", "out", "--max_steps", "8"]
     )
@@ -224,13 +243,12 @@ def test_relative_paths_in_a_config_are_relative_to_its_folder(tmp_path, monkeyp
     assert absolute["train_file"][0] == str(folder / "data" / "corpus.txt")
 
 
-def test_a_path_found_only_from_the_working_directory_still_works_with_a_warning(tmp_path, monkeypatch):
+def test_a_path_found_only_from_the_working_directory_is_read_beside_the_config(tmp_path, monkeypatch):
     (tmp_path / "configs").mkdir()
     (tmp_path / "corpus.txt").write_text("text\n")
     (tmp_path / "configs" / "run.yaml").write_text("train_file: corpus.txt\n")
     monkeypatch.chdir(tmp_path)
-    with pytest.warns(FutureWarning, match="corpus.txt is found relative to the working directory"):
-        assert read_config("configs/run.yaml") == {"train_file": "corpus.txt"}
+    assert read_config("configs/run.yaml") == {"train_file": "configs/corpus.txt"}
 
 
 def test_every_path_flag_of_every_command_is_an_input_or_an_output():
@@ -242,13 +260,9 @@ def test_every_path_flag_of_every_command_is_an_input_or_an_output():
     assert len(classified) == len(INPUT_PATH_FIELDS) + len(NAME_OR_PATH_FIELDS) + len(OUTPUT_PATH_FIELDS)
     # VERSION=PATH pairs; a boolean; a field of publish's report, not a flag
     not_paths = {"ner_results", "overwrite_output_dir", "staged_dir"}
-    names = set()
-    for name in dispatch.COMMANDS:
-        module = dispatch_module(name)
-        for value in vars(module).values():
-            for kind in value if isinstance(value, tuple) else (value,):
-                if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-                    names |= {f.name for f in dataclasses.fields(kind)}
+    names = {
+        f.name for command in COMMANDS.values() for kind in argument_types(command) for f in dataclasses.fields(kind)
+    }
     assert {"train_file", "data_dir", "corpus_files", "base_tokenizer", "ner_config", "input_file"} <= names
     names -= {f.name for f in dataclasses.fields(TrainingArguments)} - classified  # transformers' own, as listed
     unclassified = {n for n in names if looks_like_a_path.search(n)} - classified - not_paths
@@ -256,27 +270,24 @@ def test_every_path_flag_of_every_command_is_an_input_or_an_output():
 
 
 # ------------------------------------------------------------------------------------------ names in the docs
-def test_the_readme_lists_the_registrys_commands():
+def test_the_readme_lists_the_tables_commands():
     text = " ".join((ROOT / "README.md").read_text().split())
-    listed = re.search(r"The commands \(`bioptimus --help`.*?\): (.*?)\. Each is also the console script", text)
+    listed = re.search(r"The commands \(`bioptimus --help`.*?\): (.*?)\. Every command takes a config", text)
     assert listed, "the README's list of commands is gone"
-    assert re.findall(r"`([a-z-]+)`", listed.group(1)) == list(dispatch.COMMANDS)
-    assert "`bioptimus-<command>`" in text
+    assert re.findall(r"`([a-z-]+)`", listed.group(1)) == list(COMMANDS)
 
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
-def test_the_docs_name_only_commands_and_console_scripts_that_exist(path):
-    scripts = {dispatch.console_script(name) for name in dispatch.COMMANDS}
+def test_the_docs_name_only_commands_that_exist(path):
     wrong = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
-        # a console script: run with a flag, alone in code, or first on a command line
+        # a console script other than `bioptimus`: run with a flag, alone in code, or first on a command line
         for match in re.finditer(r"(?:^|`|\$ )(bioptimus-[a-z][a-z-]*[a-z])(?=`| --| \S+ --)", line):
-            if match.group(1) not in scripts:
-                wrong.append(f"{path.name}:{number}: {match.group(1)}")
+            wrong.append(f"{path.name}:{number}: {match.group(1)}")
         for match in re.finditer(r"(?<![\w/.-])bioptimus ([a-z][a-z-]*[a-z])\b", line):
-            if match.group(1) not in dispatch.COMMANDS:
+            if match.group(1) not in COMMANDS:
                 wrong.append(f"{path.name}:{number}: bioptimus {match.group(1)}")
     assert not wrong

@@ -1,10 +1,11 @@
-"""The ``bioptimus`` command: a subcommand per stage reaching the same ``main()`` as its script and its hyphenated
-console script, one line for bad input in every script, and the NER seed loop leaving its caller's arguments as
-they were. Nothing is installed: the dispatcher runs in-process and as ``python -m bioptimus_hf.commands``."""
+"""The ``bioptimus`` command: a subcommand per stage running its wing with the parsed dataclasses, the same as its
+script, one console script, one line for bad input in every script, and the NER seed loop leaving its caller's
+arguments as they were. Nothing is installed: ``bioptimus`` runs in-process and as ``python -m bioptimus_hf.commands``."""
 
 import configparser
 import importlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,7 @@ import pytest
 
 import run_ner
 import run_pretraining
-from bioptimus_hf.commands import dispatch
-from bioptimus_hf.commands import ner as ner_command
+from bioptimus_hf import commands
 from bioptimus_hf.ner.run import fine_tune_ner
 from bioptimus_hf.pretraining import run as pretraining_run
 from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
@@ -55,21 +55,21 @@ def run_python(*args, cwd):
     )
 
 
-# ------------------------------------------------------------------------------------------ the dispatcher
+# ------------------------------------------------------------------------------------------ bioptimus
 def test_help_lists_every_stage_with_one_line(capsys):
-    assert dispatch.main(["--help"]) is None
+    assert commands.main(["--help"]) is None
     out = capsys.readouterr().out
     listed = [line.split(maxsplit=1) for line in out.splitlines() if line.startswith("  ") and "  " in line.strip()]
     assert [name for name, _ in listed] == STAGES
-    assert [summary for _, summary in listed] == [command.summary for command in dispatch.COMMANDS.values()]
+    assert [summary for _, summary in listed] == [command.summary for command in commands.COMMANDS.values()]
     with pytest.raises(SystemExit) as stopped:  # no command: the same list on stderr, and a usage error's status
-        dispatch.main([])
-    assert stopped.value.code == 2 and capsys.readouterr().err == dispatch.usage() + "\n"
+        commands.main([])
+    assert stopped.value.code == 2 and capsys.readouterr().err == commands.usage() + "\n"
 
 
 def test_an_unknown_command_is_one_line(capsys):
     with pytest.raises(SystemExit) as stopped:
-        dispatch.main(["pretrian", "configs/demo_minilm.yaml"])
+        commands.main(["pretrian", "configs/demo_minilm.yaml"])
     assert stopped.value.code == 2
     assert capsys.readouterr().err == (
         "error: unknown command 'pretrian'; did you mean pretrain? (the commands: " + ", ".join(STAGES) + ")\n"
@@ -88,49 +88,44 @@ def test_a_commands_help_and_errors_name_it(tmp_path):
 
 
 @pytest.mark.parametrize("name", STAGES)
-def test_each_command_runs_its_modules_main_with_the_rest_of_the_line(name, monkeypatch):
-    module = importlib.import_module(f"bioptimus_hf.commands.{dispatch.COMMANDS[name].module}")
-    calls = []
-    monkeypatch.setattr(module, "main", lambda argv=None: calls.append(argv) or "a value")
-    assert dispatch.main([name, "run.yaml", "--seed", "3"]) is None  # None: a console script's exit status 0
-    assert calls == [["run.yaml", "--seed", "3"]]
+def test_each_command_runs_its_wing_with_the_parsed_dataclasses(name, monkeypatch):
+    command, calls = commands.COMMANDS[name], []
+    monkeypatch.setattr(
+        commands, "parse", lambda *arguments: ("parsed",) if arguments[:2] == (name, ["run.yaml"]) else 0
+    )
+    monkeypatch.setattr(command.run.replace(":", "."), lambda *arguments: calls.append(arguments) or "a value")
+    assert commands.main([name, "run.yaml"]) is None  # None: a console script's exit status 0
+    assert calls == [("parsed", ["run.yaml"]) if command.line else ("parsed",)]
+    assert commands.run(name, ["run.yaml"]) == "a value"
 
 
-def test_every_command_is_a_console_script_and_the_old_names_still_run():
+def test_bioptimus_is_the_one_console_script():
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
-    scripts = dict(line.split(" = ") for line in config["options.entry_points"]["console_scripts"].split("\n") if line)
-    expected = ["bioptimus", *map(dispatch.console_script, STAGES), *dispatch.DEPRECATED_SCRIPTS]
-    assert sorted(scripts) == sorted(expected)
-    assert set(scripts.values()) == {"bioptimus_hf.commands.dispatch:main"}  # the script's name says the command
-    for name in STAGES:
-        assert dispatch.command_for_program(f"/venv/bin/{dispatch.console_script(name)}") == name
-        assert dispatch.command_for_program(f"bioptimus {name}") == name
-    assert dispatch.command_for_program("bioptimus-ner-tag") == "tag"
-    assert dispatch.command_for_program("bioptimus-ner-compare") == "compare"
-    assert dispatch.command_for_program("bioptimus") is None and dispatch.command_for_program("pytest") is None
+    scripts = [line for line in config["options.entry_points"]["console_scripts"].splitlines() if line]
+    assert scripts == ["bioptimus = bioptimus_hf.commands:main"]
 
 
-def test_a_console_script_runs_its_command_and_an_old_name_says_it_is_deprecated(monkeypatch, capsys):
-    module = importlib.import_module("bioptimus_hf.commands.tag_entities")
+def test_nothing_in_the_package_reads_or_writes_the_programs_name():
+    uses = [str(path) for path in (ROOT / "bioptimus_hf").rglob("*.py") if "sys.argv[0]" in path.read_text()]
+    assert uses == []
+
+
+SCRIPTS = {"run_pretraining": "pretrain", "run_ner": "ner", "run_blurb": "blurb-task", "run_distillation": "distill"}
+SCRIPTS["run_study"] = "study"
+
+
+def test_each_script_is_its_command(monkeypatch):
+    assert sorted(path.stem for path in ROOT.glob("run_*.py")) == sorted(SCRIPTS)
     calls = []
-    monkeypatch.setattr(module, "main", lambda argv=None: calls.append((sys.argv[0], argv)))
-    for program in ("/venv/bin/bioptimus-tag", "/venv/bin/bioptimus-ner-tag"):
-        monkeypatch.setattr(sys, "argv", [program, "--text", "x"])
-        assert dispatch.main() is None
-    assert calls == [("bioptimus-tag", ["--text", "x"]), ("bioptimus-ner-tag", ["--text", "x"])]
-    assert capsys.readouterr().err == "warning: bioptimus-ner-tag is deprecated: use bioptimus-tag or bioptimus tag\n"
-
-
-def test_each_script_is_its_command():
-    for name, command in dispatch.COMMANDS.items():
-        if command.script is None:
-            continue
-        text = (ROOT / command.script).read_text()
-        assert f"from bioptimus_hf.commands.{command.module} import" in text and "main()" in text, command.script
-        assert dispatch.command_for_program(f"/some/where/{command.script}") == name
-    scripts = sorted(c.script for c in dispatch.COMMANDS.values() if c.script)
-    assert scripts == sorted(path.name for path in ROOT.glob("run_*.py"))
+    monkeypatch.setattr(commands, "run", lambda *arguments, **options: calls.append((arguments, options)))
+    for script, name in SCRIPTS.items():
+        importlib.import_module(script).main(["--seed", "3"])
+        assert calls.pop() == ((name, ["--seed", "3"]), {"prog": f"{script}.py"})
+        assert re.search(
+            rf'commands\.main\(\["{name}", \*sys\.argv\[1:\]\], prog="{script}.py"\)',
+            (ROOT / f"{script}.py").read_text(),
+        )
 
 
 # ------------------------------------------------------------------------------------------ same main, same run
@@ -142,7 +137,7 @@ def test_bioptimus_pretrain_and_the_script_parse_the_same_run(tmp_path, monkeypa
     )
     runs = []
     monkeypatch.setattr(pretraining_run, "run_pretraining", lambda *arguments: runs.append(arguments))
-    dispatch.main(["pretrain", str(config), "--seed", "7"])
+    commands.main(["pretrain", str(config), "--seed", "7"])
     run_pretraining.main([str(config), "--seed", "7"])
     assert len(runs) == 2 and runs[0] == runs[1]
     model_args, config = runs[0]
@@ -271,7 +266,7 @@ def test_fine_tune_ner_trains_each_seed_under_a_copy_of_the_callers_arguments(tm
     model = build_tiny_bert(str(tmp_path / "model"))
     data = write_dataset_dir(str(tmp_path / "data"), sizes=(16, 6, 6))
     output = tmp_path / "out"
-    arguments = ner_command.parse_args(
+    arguments = run_ner.parse_args(
         [
             "--model_name_or_path",
             model,
@@ -280,7 +275,8 @@ def test_fine_tune_ner_trains_each_seed_under_a_copy_of_the_callers_arguments(tm
             "--output_dir",
             str(output),
             "--seeds",
-            "3,5",
+            "3",
+            "5",
             "--seed",
             "42",
             "--max_steps",
@@ -314,11 +310,11 @@ def test_fine_tune_ner_trains_each_seed_under_a_copy_of_the_callers_arguments(tm
 # ------------------------------------------------------------------------------------------ --help stays light
 HELP_PROBE = """
 import contextlib, io, sys
-from bioptimus_hf.commands import dispatch
+from bioptimus_hf import commands
 for name in sys.argv[1:]:
     with contextlib.redirect_stdout(io.StringIO()):
         try:
-            dispatch.main([name, "--help"])
+            commands.main([name, "--help"])
         except SystemExit:
             pass
 runs = ("run", "bioptimus_trainer", "tagging_run", "fine_tuning", "embedding_init", "distillation_trainer")

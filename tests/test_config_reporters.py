@@ -14,7 +14,8 @@ import yaml
 from transformers import TrainingArguments
 from transformers.integrations import get_reporting_integration_callbacks
 
-from bioptimus_hf.commands.config_parser import mapping_to_argv, parse_args
+from bioptimus_hf.commands import parse_args
+from helpers import flags
 
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
@@ -70,7 +71,7 @@ def test_every_config_parses_and_its_reporters_exist_without_tensorboard(
         # Parsed as the scripts parse them, but for the GPU recipes' settings that TrainingArguments refuses (or
         # warns about) on a machine without one.
         here = {k: v for k, v in training.items() if k not in GPU_SETTINGS}
-        (args,) = parse_args((TrainingArguments,), mapping_to_argv({**here, "output_dir": str(tmp_path)}))
+        (args,) = parse_args((TrainingArguments,), flags({**here, "output_dir": str(tmp_path)}))
         # The reporters the Trainer would build, as it builds them (a missing one raises here).
         with warnings.catch_warnings():
             warnings.simplefilter("error")

@@ -219,11 +219,12 @@ def test_keep_layers_copies_weights_bit_for_bit(teacher_dir):
 
 
 def test_remove_layers_command_keeps_lower_layers_bit_identical(tmp_path, teacher_dir):
-    from bioptimus_hf.commands import remove_layers
+    from bioptimus_hf.commands import run as bioptimus
 
     out = tmp_path / "top2-removed"
-    report = remove_layers.run(
-        ["--model_name_or_path", str(teacher_dir), "--num_layers_to_remove", "2", "--output_dir", str(out)]
+    report = bioptimus(
+        "remove-layers",
+        ["--model_name_or_path", str(teacher_dir), "--num_layers_to_remove", "2", "--output_dir", str(out)],
     )
     assert report["kept_layers"] == [0, 1] and report["removed_layers"] == [2, 3]
     teacher, shortened = teacher_model(teacher_dir), AutoModelForMaskedLM.from_pretrained(out)
@@ -235,7 +236,8 @@ def test_remove_layers_command_keeps_lower_layers_bit_identical(tmp_path, teache
     assert json.loads((out / "layer_removal.json").read_text())["parameters"] == report["parameters"]
     assert (out / "tokenizer.json").is_file()
     with pytest.raises(SystemExit, match="at least one must stay"):
-        remove_layers.main(
+        bioptimus(
+            "remove-layers",
             [
                 "--model_name_or_path",
                 str(teacher_dir),
@@ -243,22 +245,24 @@ def test_remove_layers_command_keeps_lower_layers_bit_identical(tmp_path, teache
                 "4",
                 "--output_dir",
                 str(tmp_path / "none"),
-            ]
+            ],
         )
     with pytest.raises(SystemExit, match="already holds a model"):
-        remove_layers.main(
-            ["--model_name_or_path", str(teacher_dir), "--num_layers_to_remove", "1", "--output_dir", str(out)]
+        bioptimus(
+            "remove-layers",
+            ["--model_name_or_path", str(teacher_dir), "--num_layers_to_remove", "1", "--output_dir", str(out)],
         )
 
 
 def test_an_interrupted_layer_removal_leaves_the_previous_model_whole(tmp_path, teacher_dir, monkeypatch):
     """Killed while replacing a shortened model (--overwrite_output_dir): the old one survives, bit for bit."""
-    from bioptimus_hf.commands import remove_layers
+    from bioptimus_hf.commands import run as bioptimus
     from bioptimus_hf.distillation import layer_removal
 
     out = tmp_path / "shortened"
-    remove_layers.run(
-        ["--model_name_or_path", str(teacher_dir), "--num_layers_to_remove", "2", "--output_dir", str(out)]
+    bioptimus(
+        "remove-layers",
+        ["--model_name_or_path", str(teacher_dir), "--num_layers_to_remove", "2", "--output_dir", str(out)],
     )
     before = {path.name: path.read_bytes() for path in out.iterdir()}
 
@@ -267,7 +271,8 @@ def test_an_interrupted_layer_removal_leaves_the_previous_model_whole(tmp_path, 
 
     monkeypatch.setattr(layer_removal, "write_json_atomic", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        remove_layers.run(
+        bioptimus(
+            "remove-layers",
             [
                 "--model_name_or_path",
                 str(teacher_dir),
@@ -276,7 +281,7 @@ def test_an_interrupted_layer_removal_leaves_the_previous_model_whole(tmp_path, 
                 "--output_dir",
                 str(out),
                 "--overwrite_output_dir",
-            ]
+            ],
         )
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before
     assert sorted(path.name for path in tmp_path.iterdir()) == ["shortened"]  # no half-written neighbour left

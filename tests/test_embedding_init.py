@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertTokenizer
 
-from bioptimus_hf.commands.init_embeddings import run as run_cli
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.testing.numerics import (
     assert_close_normwise,
@@ -281,7 +281,8 @@ def test_build_and_cli_round_trip(tmp_path, init_setup):
     )
 
     out_dir = tmp_path / "cli_out"
-    report = run_cli(
+    report = bioptimus(
+        "init-embeddings",
         [
             "--model_name_or_path",
             str(base_dir),
@@ -291,7 +292,7 @@ def test_build_and_cli_round_trip(tmp_path, init_setup):
             "averaged",
             "--output_dir",
             str(out_dir),
-        ]
+        ],
     )
     on_disk = json.load(open(out_dir / "init_report.json"))
     assert on_disk["counts"] == report["counts"]
@@ -364,8 +365,8 @@ def test_cli_norm_matches_by_default_like_run_pretraining(tmp_path, init_setup):
         "--init_device",
         "cpu",
     ]
-    default = run_cli(common + ["--output_dir", str(tmp_path / "default")])
-    raw = run_cli(common + ["--output_dir", str(tmp_path / "raw"), "--init_norm_match", "false"])
+    default = bioptimus("init-embeddings", common + ["--output_dir", str(tmp_path / "default")])
+    raw = bioptimus("init-embeddings", common + ["--output_dir", str(tmp_path / "raw"), "--init_norm_match", "false"])
     assert default["config"]["init_norm_match"] is True and "norm_match" in default
     assert raw["config"]["init_norm_match"] is False and "norm_match" not in raw
     reference_mean = default["norm_match"]["reference_norm_mean"]
@@ -472,7 +473,7 @@ def test_every_strategy_loads_the_base_with_cache_dir_and_revision(monkeypatch, 
 
 def test_one_norm_match_default_everywhere():
     """The library, bioptimus pretrain and bioptimus init-embeddings share one default (norm matching on)."""
-    from bioptimus_hf.commands.config_parser import parse_args
+    from bioptimus_hf.commands import parse_args
     from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES
     from bioptimus_hf.vocabulary.init_config import StartModelArguments
 

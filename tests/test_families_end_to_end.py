@@ -1,4 +1,4 @@
-"""The whole recipe per tokenizer family (issue 33): vocabulary (bioptimus-train-tokenizer) -> contextualized
+"""The whole recipe per tokenizer family (issue 33): vocabulary (bioptimus train-tokenizer) -> contextualized
 initialisation -> a 2-phase curriculum (run_pretraining.py) -> releases -> from_pretrained -> NER (run_ner.py),
 for a tiny WordPiece BERT, byte-level-BPE RoBERTa, byte-level-BPE ModernBERT and SentencePiece-Unigram DeBERTa
 (its Unigram vocabulary trained in the test). Bases: tests/helpers/families.py."""
@@ -11,7 +11,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import run_ner
 import run_pretraining
-from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.utils.tokenizer_families import tokenizer_family
 from helpers.families import FAMILY_OF_BASE, build_base, write_corpus
 from helpers.ner import quick_ner_flags, write_dataset_dir
@@ -48,7 +48,8 @@ def test_vocabulary_init_curriculum_release_and_ner(tmp_path, ner_data, base):
 
     # 1. The vocabulary, with the base's pipeline and its family's trainer.
     tokenizer_dir = tmp_path / "tokenizer"
-    report = train_tokenizer_cli(
+    report = bioptimus(
+        "train-tokenizer",
         [
             "--train_files",
             str(corpus),
@@ -58,7 +59,7 @@ def test_vocabulary_init_curriculum_release_and_ner(tmp_path, ner_data, base):
             str(tokenizer_dir),
             "--vocab_size",
             "480",
-        ]
+        ],
     )
     assert report["family"] == FAMILY_OF_BASE[base] and report["new_tokens"] > 0
 

@@ -16,7 +16,7 @@ from huggingface_hub.errors import HfHubHTTPError
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from bioptimus_hf.commands.publish import publish_from_cli
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.releases.card import validate_card
 from bioptimus_hf.releases.card_context import CardOptions
 from bioptimus_hf.releases.hub import VersionConflictError, publish_releases, stage_release
@@ -218,7 +218,8 @@ def test_dry_run_stages_and_prints_without_network(run_dir, tmp_path, monkeypatc
     monkeypatch.delenv("HF_TOKEN", raising=False)
     ner = tmp_path / "ner.json"
     ner.write_text(json.dumps({"dataset": "BC5CDR-chem", "test_f1": 0.93, "per_seed": [1, 2]}))
-    reports = publish_from_cli(
+    reports = bioptimus(
+        "publish",
         [
             "--run_dir",
             str(run_dir),
@@ -237,7 +238,7 @@ def test_dry_run_stages_and_prints_without_network(run_dir, tmp_path, monkeypatc
             "http://127.0.0.1:9",
             "--datasets",
             "acme/pubmed-2023",
-        ]
+        ],
     )
     out = capsys.readouterr().out
     assert [r.status for r in reports] == ["planned"]
@@ -251,15 +252,17 @@ def test_dry_run_stages_and_prints_without_network(run_dir, tmp_path, monkeypatc
 
 
 def test_cli_errors_name_the_flag(run_dir):
-    with pytest.raises(ValueError, match="--ner_results '0.3'"):
-        publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--ner_results", "0.3"])
-    with pytest.raises(ValueError, match="--versions \\['0.9'\\]"):
-        publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--versions", "0.9"])
-    with pytest.raises(ValueError, match="no namespace"):
-        publish_from_cli(["--run_dir", str(run_dir), "--hub_model_id", "x", "--dry_run"])
-    with pytest.raises(ValueError, match="contradicts --organization"):
-        publish_from_cli(
-            ["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--organization", "other", "--dry_run"]
+    with pytest.raises(SystemExit, match="--ner_results '0.3'"):
+        bioptimus(
+            "publish", ["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--ner_results", "0.3"]
+        )
+    with pytest.raises(SystemExit, match="--versions \\['0.9'\\]"):
+        bioptimus("publish", ["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--versions", "0.9"])
+    with pytest.raises(SystemExit, match="no namespace"):
+        bioptimus("publish", ["--run_dir", str(run_dir), "--hub_model_id", "x", "--dry_run"])
+    with pytest.raises(SystemExit, match="contradicts --organization"):
+        bioptimus(
+            "publish", ["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--organization", "other", "--dry_run"]
         )
 
 
@@ -327,7 +330,8 @@ def test_cli_with_hf_endpoint_and_env_token_then_load_by_revision(run_dir, hub, 
         [
             sys.executable,
             "-m",
-            "bioptimus_hf.commands.publish",
+            "bioptimus_hf.commands",
+            "publish",
             "--run_dir",
             str(run_dir),
             "--hub_model_id",
@@ -404,33 +408,31 @@ def test_cards_pass_modelcard_validate_through_the_hub_endpoint(run_dir, hub, tm
 
 
 def test_cli_reads_a_yaml_config_and_exits_cleanly_on_errors(run_dir, tmp_path, capsys):
-    from bioptimus_hf.commands.publish import main
-
     config = tmp_path / "publish.yaml"
     config.write_text(
         f"run_dir: {run_dir}\nhub_model_id: acme/bioptimus\nmode: repos\nversions: ['0.4']\n"
         f"dry_run: true\nstaging_dir: {tmp_path / 'staged'}\n"
     )
-    (report,) = publish_from_cli([str(config)])
+    (report,) = bioptimus("publish", [str(config)])
     assert (report.repo_id, report.branch, report.status) == ("acme/bioptimus-v0.4", "main", "planned")
     with pytest.raises(SystemExit, match="error: --versions \\['0.7'\\] not found"):
-        main(["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--versions", "0.7"])
+        bioptimus("publish", ["--run_dir", str(run_dir), "--hub_model_id", "acme/x", "--dry_run", "--versions", "0.7"])
     with pytest.raises(SystemExit, match=r"error: --hub_model_id 'acme/bad name!!' is not a valid Hub repository id"):
-        main(["--run_dir", str(run_dir), "--hub_model_id", "acme/bad name!!", "--dry_run"])  # a dry run checks it too
+        bioptimus(
+            "publish", ["--run_dir", str(run_dir), "--hub_model_id", "acme/bad name!!", "--dry_run"]
+        )  # a dry run checks it too
 
 
 def test_cli_turns_a_hub_failure_into_a_message_with_the_resume_command(run_dir, hub, monkeypatch):
-    from bioptimus_hf.commands.publish import main
-
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     hub.fail("POST", r"/api/models/acme/bioptimus/commit/v0\.2$", status=500)
     argv = ["--run_dir", str(run_dir), "--hub_model_id", REPO, "--endpoint", hub.url]
     with pytest.raises(SystemExit) as exit_info:
-        main(argv)
+        bioptimus("publish", argv)
     message = str(exit_info.value)
     assert "the Hub request failed: Server error '500" in message and "Traceback" not in message
-    assert f"bioptimus-publish --run_dir {run_dir} --hub_model_id {REPO} --endpoint {hub.url}" in message
-    main(argv)  # the command it gives finishes the job
+    assert f"bioptimus publish --run_dir {run_dir} --hub_model_id {REPO} --endpoint {hub.url}" in message
+    bioptimus("publish", argv)  # the command it gives finishes the job
     assert set(hub.repos[REPO].tags) == {"v0.1", "v0.2", "v0.3", "v0.4"}
 
 
@@ -574,9 +576,9 @@ def test_keep_edited_card_flag_reaches_the_staged_card(tmp_path, capsys):
     card = run / "releases" / "v0.1" / "README.md"
     card.write_text("---\nlicense: apache-2.0\n---\n# Our own card\n")
     argv = ["--run_dir", str(run), "--hub_model_id", REPO, "--dry_run", "--staging_dir", str(tmp_path / "s")]
-    publish_from_cli(argv + ["--keep_edited_card", "true"])
+    bioptimus("publish", argv + ["--keep_edited_card", "true"])
     assert (tmp_path / "s" / "v0.1" / "README.md").read_bytes() == card.read_bytes()
     assert f"{card}: edited by hand; published as it is" in capsys.readouterr().out
-    publish_from_cli(argv)
+    bioptimus("publish", argv)
     assert "# Our own card" not in (tmp_path / "s" / "v0.1" / "README.md").read_text()
     assert f"{card}: edited by hand (differs from what its record renders); replaced" in capsys.readouterr().out

@@ -1,5 +1,5 @@
 """The Trainer's standard Hub flags (--push_to_hub, --hub_model_id, --hub_private_repo, --hub_token, --hub_strategy,
---hub_revision) on run_pretraining.py, run_distillation.py, run_ner.py and bioptimus-publish, against the loopback
+--hub_revision) on run_pretraining.py, run_distillation.py, run_ner.py and bioptimus publish, against the loopback
 fake Hub (bioptimus_hf.testing.fake_hub); no network."""
 
 import json
@@ -16,9 +16,8 @@ from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification
 import run_distillation
 import run_ner
 import run_pretraining
-from bioptimus_hf.commands.config_parser import parse_args
-from bioptimus_hf.commands.publish import main as publish_main
-from bioptimus_hf.commands.publish import publish_from_cli
+from bioptimus_hf.commands import parse_args
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.ner.hub_push import best_seed
 from bioptimus_hf.ner.schemes import pipeline_caveat
 from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
@@ -462,10 +461,11 @@ def test_run_ner_refuses_push_to_hub_without_saved_models_before_training(tmp_pa
     assert not (tmp_path / "ner").exists() and hub.requests == []
 
 
-# ------------------------------------------------------------------------------- bioptimus-publish
+# ------------------------------------------------------------------------------- bioptimus publish
 def test_bioptimus_publish_takes_the_trainer_flags_and_keeps_repo_id_as_an_alias(hub, tmp_path):
     run = make_run(tmp_path / "run", n_versions=2)
-    publish_from_cli(
+    bioptimus(
+        "publish",
         [
             "--run_dir",
             str(run),
@@ -476,21 +476,22 @@ def test_bioptimus_publish_takes_the_trainer_flags_and_keeps_repo_id_as_an_alias
             TOKEN,
             "--endpoint",
             hub.url,
-        ]
+        ],
     )
     assert hub.repos["acme/new"].private and set(hub.repos["acme/new"].tags) == {"v0.1", "v0.2"}
-    again = publish_from_cli(
-        ["--run_dir", str(run), "--hub_model_id", "acme/new", "--hub_token", TOKEN, "--endpoint", hub.url]
+    again = bioptimus(
+        "publish", ["--run_dir", str(run), "--hub_model_id", "acme/new", "--hub_token", TOKEN, "--endpoint", hub.url]
     )
     assert [r.status for r in again] == ["unchanged", "unchanged"]  # the alias names the same repository
     # A failure's resume command repeats the flags, never the token.
     hub.fail("POST", r"/api/models/acme/other/commit/v0\.1$", status=500)
     with pytest.raises(SystemExit) as exit_info:
-        publish_main(
-            ["--run_dir", str(run), "--hub_model_id", "acme/other", "--hub_token", TOKEN, "--endpoint", hub.url]
+        bioptimus(
+            "publish",
+            ["--run_dir", str(run), "--hub_model_id", "acme/other", "--hub_token", TOKEN, "--endpoint", hub.url],
         )
     message = str(exit_info.value)
-    assert f"bioptimus-publish --run_dir {run} --hub_model_id acme/other --endpoint {hub.url}" in message
+    assert f"bioptimus publish --run_dir {run} --hub_model_id acme/other --endpoint {hub.url}" in message
     assert TOKEN not in message
 
 

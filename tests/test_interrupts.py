@@ -3,13 +3,13 @@
 
 Each command runs in its own session; SIGINT goes to the group, as a terminal's Ctrl-C does. The points: while the
 command still imports (``python -X importtime``'s lines say how far it got), while a tiny model trains, and while
-``bioptimus blurb --jobs 2``'s workers fine-tune. The in-process tests pin the dispatcher's part: the one line and
+``bioptimus blurb --jobs 2``'s workers fine-tune. The in-process tests pin ``bioptimus``'s part: the one line and
 the status for every way a command is started, SIGTERM as ``terminated`` and 143."""
 
 import gc
-import importlib
 import os
 import re
+import runpy
 import signal
 import subprocess
 import sys
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bioptimus_hf.commands import dispatch
+from bioptimus_hf import commands
 from bioptimus_hf.utils.cli import INTERRUPTED_STATUS, TERMINATED_STATUS, exit_on_interrupt
 
 
@@ -30,7 +30,7 @@ READY_WITHIN_SECONDS = 600  # how long a command may take to reach the point it 
 
 @pytest.fixture
 def restored_signals():
-    """The dispatcher ignores both signals once interrupted and freezes the heap (the process ends); this process
+    """``bioptimus`` ignores both signals once interrupted and freezes the heap (the process ends); this process
     goes on."""
     saved = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     yield
@@ -40,21 +40,22 @@ def restored_signals():
 
 
 # ------------------------------------------------------------------------------------------ in process
-@pytest.mark.parametrize("how", ["bioptimus ner", "bioptimus-ner", "run_ner.py"])
+@pytest.mark.parametrize("how", ["bioptimus ner", "run_ner.py", "python -m bioptimus_hf.commands ner"])
 def test_a_keyboard_interrupt_is_one_line_and_status_130_however_the_command_is_started(
     how, monkeypatch, capsys, restored_signals
 ):
-    module = importlib.import_module("bioptimus_hf.commands.ner")
-
-    def interrupted(argv=None):
+    def interrupted(name, argv=None, prog=None):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(module, "main", interrupted)
+    monkeypatch.setattr(commands, "run", interrupted)
     if how == "bioptimus ner":
-        call = lambda: dispatch.main(["ner", "--seeds", "1"])  # noqa: E731
+        call = lambda: commands.main(["ner", "--seeds", "1"])  # noqa: E731
+    elif how == "run_ner.py":
+        monkeypatch.setattr(sys, "argv", [str(ROOT / "run_ner.py"), "--seeds", "1"])
+        call = lambda: runpy.run_path(str(ROOT / "run_ner.py"), run_name="__main__")  # noqa: E731
     else:
-        monkeypatch.setattr(sys, "argv", [f"/some/where/{how}", "--seeds", "1"])
-        call = dispatch.main
+        monkeypatch.setattr(sys, "argv", ["-m", "ner", "--seeds", "1"])
+        call = lambda: runpy.run_module("bioptimus_hf.commands", run_name="__main__")  # noqa: E731
     with pytest.raises(SystemExit) as ended:
         call()
     assert ended.value.code == INTERRUPTED_STATUS == 130
@@ -146,8 +147,8 @@ def assert_one_line(status: int, stderr: str) -> None:
 
 
 def _importing_torch(stdout: str, stderr: str) -> bool:
-    """The dispatcher is loaded and the command's module is importing torch (numpy comes first)."""
-    return "bioptimus_hf.commands.dispatch" in stderr and re.search(r"\|\s+numpy$", stderr, re.MULTILINE) is not None
+    """``bioptimus`` is loaded and the command is importing torch (numpy comes first)."""
+    return "bioptimus_hf.commands.table" in stderr and re.search(r"\|\s+numpy$", stderr, re.MULTILINE) is not None
 
 
 @pytest.mark.parametrize(
@@ -167,15 +168,15 @@ def test_ctrl_c_while_a_command_imports_is_one_line(command, tmp_path):
 
 @pytest.mark.parametrize(
     "launcher",
-    [[BIOPTIMUS, "pretrain"], [sys.executable, "-m", "bioptimus_hf.commands.pretrain"]],
-    ids=["bioptimus pretrain", "python -m bioptimus_hf.commands.pretrain"],
+    [[BIOPTIMUS, "pretrain"], [sys.executable, ROOT / "run_pretraining.py"]],
+    ids=["bioptimus pretrain", "run_pretraining.py"],
 )
 def test_ctrl_c_while_a_tiny_model_trains_is_one_line_and_writes_no_release(
     launcher, tmp_path, tiny_model_dir, make_corpus
 ):
     """Pre-training with two DataLoader workers, interrupted once its first steps are logged: the group (workers
-    included) is gone, and nothing of a finished run is there: no release, no final model or metrics. A command's
-    own module run with ``python -m`` goes through the dispatcher too."""
+    included) is gone, and nothing of a finished run is there: no release, no final model or metrics; the same
+    through the command's script."""
     corpus, out = make_corpus(), tmp_path / "out"
     command = [*launcher, "--model_name_or_path", tiny_model_dir, "--train_file", corpus]
     command += ["--output_dir", out, "--max_steps", "100000", "--logging_steps", "1", "--report_to", "none"]

@@ -12,7 +12,7 @@ from datasets import ClassLabel, Dataset, DatasetDict, Features, Sequence, Value
 from transformers import AutoTokenizer
 
 import run_ner
-from bioptimus_hf.commands import compare_ner
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.finetuning.results import aggregate_seed_results, paired_seed_difference, write_results
 from bioptimus_hf.ner import compare
 from bioptimus_hf.ner.conll import read_conll
@@ -149,7 +149,6 @@ def test_tagger_returns_character_offsets(two_seed_run):
 
 def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
     output, _ = two_seed_run
-    from bioptimus_hf.commands import tag_entities
     from bioptimus_hf.ner import tagging_run
 
     # The CLI keeps freed memory in its process on a CPU (by default); recorded here, not applied to pytest's process.
@@ -160,7 +159,8 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
     first = "the patients with breast cancer were treated with cisplatin ."
     source.write_text(first + "\nthe study\n")
     target = tmp_path / "entities.jsonl"
-    tag_entities.main(
+    bioptimus(
+        "tag",
         [
             "--model_name_or_path",
             os.path.join(output, "seed_2"),
@@ -170,7 +170,7 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
             str(target),
             "--max_seq_length",
             "16",
-        ]
+        ],
     )
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     assert [row["line"] for row in rows] == [1, 2]
@@ -181,7 +181,8 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
     assert first[18:31] == "breast cancer" and first[50:59] == "cisplatin"
     assert rows[1]["entities"] == []
     assert applied == [True]
-    tag_entities.main(
+    bioptimus(
+        "tag",
         [
             "--model_name_or_path",
             os.path.join(output, "seed_2"),
@@ -189,7 +190,7 @@ def test_tagger_cli_on_a_file(two_seed_run, tmp_path, monkeypatch):
             "the study",
             "--retain_freed_memory",
             "false",
-        ]
+        ],
     )
     assert applied == [True]
 
@@ -332,7 +333,8 @@ def test_results_aggregation_table_and_model_index(tmp_path):
         write_results(
             directory, aggregate_seed_results([{"seed": 1, "test_f1": f1}, {"seed": 2, "test_f1": f1 + 0.1}])
         )
-    table = compare_ner.run(
+    table = bioptimus(
+        "compare",
         [
             "--models",
             "v0.1=/x",
@@ -344,7 +346,7 @@ def test_results_aggregation_table_and_model_index(tmp_path):
             "--output_dir",
             str(tmp_path),
             "--results_only",
-        ]
+        ],
     )
     lines = table.splitlines()
     assert lines[0] == "| model | NCBI-disease-IOB | BC2GM-IOB | average |"
@@ -385,13 +387,13 @@ def test_compare_driver_runs_run_ner_and_resumes(tiny, tmp_path, monkeypatch):
     output = tmp_path / "cmp"
     quick = quick_ner_flags(seeds=1, max_steps=2, save_model=False)
     args = ["--models", f"tiny={model}", "--data_dirs", data, "--output_dir", str(output), "--"] + quick
-    table = compare_ner.run(args)
+    table = bioptimus("compare", args)
     results_file = output / "tiny" / "data" / "all_results.json"
     saved = json.load(open(results_file))
     assert saved["model_name"] == "tiny" and saved["max_steps"] == 2 and saved["seeds"] == [1]
     assert table.splitlines()[2] == f"| tiny | {100 * saved['test_f1']:.2f} ± 0.00 | {100 * saved['test_f1']:.2f} |"
     stamp = os.path.getmtime(results_file)
-    compare_ner.main(args)  # already done: not re-run
+    bioptimus("compare", args)  # already done: not re-run
     assert os.path.getmtime(results_file) == stamp
 
 
@@ -421,17 +423,18 @@ def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
     )
     jobs_dir, single_dir = tmp_path / "jobs", tmp_path / "single"
     common = ["--models", f"tiny-bert={model}", "--data_dirs", data, "--seeds", "1", "2"]
-    listed = compare_ner.run(common + ["--output_dir", str(jobs_dir), "--list_jobs", "--", *quick]).splitlines()
+    listed = bioptimus("compare", common + ["--output_dir", str(jobs_dir), "--list_jobs", "--", *quick]).splitlines()
     assert len(listed) == 2 and [line.split()[-2:] for line in listed] == [["--seeds", "1"], ["--seeds", "2"]]
     for index in (1, 0):
         assert (
-            compare_ner.run(common + ["--output_dir", str(jobs_dir), "--job_index", str(index), "--", *quick]) is None
+            bioptimus("compare", common + ["--output_dir", str(jobs_dir), "--job_index", str(index), "--", *quick])
+            is None
         )
         assert not (jobs_dir / "comparison.md").exists()  # jobs never build a half table
-    merged_table = compare_ner.run(common + ["--output_dir", str(jobs_dir), "--results_only"])
+    merged_table = bioptimus("compare", common + ["--output_dir", str(jobs_dir), "--results_only"])
     # The one-run directory, laid out as a comparison, gives the same table.
     shutil.copytree(one_run_dir, compare.run_dir(str(single_dir), "tiny-bert", data))
-    single_table = compare_ner.run(common + ["--output_dir", str(single_dir), "--results_only"])
+    single_table = bioptimus("compare", common + ["--output_dir", str(single_dir), "--results_only"])
     assert merged_table == single_table and "| tiny-bert | " in merged_table
     merged = json.load(open(compare.run_dir(str(jobs_dir), "tiny-bert", data) + "/all_results.json"))
     assert merged["seeds"] == [1, 2] == one_run["seeds"]
@@ -447,9 +450,9 @@ def test_seeds_as_separate_jobs_merge_into_the_one_run_table(tiny, tmp_path):
     with pytest.raises(
         SystemExit, match=r"seed_3/seed_results.json and .*seed_1/seed_results.json .*\(learning_rate\)"
     ):
-        compare_ner.main(common + ["--output_dir", str(jobs_dir), "--results_only"])
+        bioptimus("compare", common + ["--output_dir", str(jobs_dir), "--results_only"])
     with pytest.raises(SystemExit, match="--job_index 2 is out of range: this comparison has 2 jobs"):
-        compare_ner.main(common + ["--output_dir", str(jobs_dir), "--job_index", "2"])
+        bioptimus("compare", common + ["--output_dir", str(jobs_dir), "--job_index", "2"])
 
 
 def test_hub_style_parquet_dataset_trains_like_the_tsv_files(tiny, tmp_path):

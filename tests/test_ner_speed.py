@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, TrainingArguments
 
-from bioptimus_hf.commands import tag_entities
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.finetuning.row_order_trainer import RowOrderTrainer
 from bioptimus_hf.ner import tagger as tagger_module
 from bioptimus_hf.ner import tagging_run
@@ -198,12 +198,12 @@ def test_cli_streams_and_keeps_finished_lines_on_bad_input(tagging_model, tmp_pa
         "1",
     ]
     with pytest.raises(SystemExit, match=r"abstracts.txt, line 3: .*utf-8"):
-        tag_entities.main(argv)
+        bioptimus("tag", argv)
     assert not target.exists()  # only complete outputs get the final name
     done = [json.loads(line) for line in (tmp_path / "entities.jsonl.partial").read_text().splitlines()]
     assert [row["line"] for row in done] == [1, 2]
     source.write_text("the patients with breast cancer .\n\nlast line\n")
-    tag_entities.main(argv)
+    bioptimus("tag", argv)
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     expected = NerTagger(tagging_model, max_seq_length=16)(["the patients with breast cancer .", "", "last line"])
     assert [row["line"] for row in rows] == [1, 2, 3] and [row["entities"] for row in rows] == expected

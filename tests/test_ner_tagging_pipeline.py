@@ -11,13 +11,12 @@ import torch
 from huggingface_hub import ModelCard
 from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
 
-from bioptimus_hf.commands import tag_entities
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.finetuning.model_card import build_ner_card, write_card
 from bioptimus_hf.ner import tagger as tagger_module
 from bioptimus_hf.ner import tagging_run
 from bioptimus_hf.ner.schemes import label_list, pipeline_caveat
 from bioptimus_hf.ner.tagger import NerTagger
-from bioptimus_hf.utils import flag_spellings
 from helpers.ner import build_tiny_bert
 
 
@@ -190,24 +189,17 @@ def test_cli_takes_model_name_or_path_and_revision_and_writes_the_pipeline_shape
     calls = []
     monkeypatch.setattr(tagger_module, "AutoTokenizer", _Spy(AutoTokenizer, calls))
     monkeypatch.setattr(tagger_module, "AutoModelForTokenClassification", _Spy(AutoModelForTokenClassification, calls))
-    tag_entities.main(["--model_name_or_path", directory, "--revision", "v1", "--text", "the breast cancer"])
+    bioptimus("tag", ["--model_name_or_path", directory, "--revision", "v1", "--text", "the breast cancer"])
     assert calls == [("AutoTokenizer", directory, "v1"), ("AutoModelForTokenClassification", directory, "v1")]
     row = json.loads(capsys.readouterr().out)
     assert row["line"] == 1 and [list(e) for e in row["entities"]] == [KEYS]
     assert groups(row["entities"]) == [("Disease", "breast cancer", 4, 17)]
 
-    # --model: the deprecated spelling, with one line naming the new one; no model at all ends with one line
-    calls.clear()
-    monkeypatch.setattr(flag_spellings, "WARNED", set())
-    tag_entities.main(["--model", directory, "--text", "the breast cancer"])
-    printed = capsys.readouterr()
-    assert json.loads(printed.out) == row and calls[0] == ("AutoTokenizer", directory, None)
-    warned = [line for line in printed.err.splitlines() if line.startswith("warning:")]
-    assert warned == ["warning: --model is deprecated: use --model_name_or_path"]
+    # no model at all, or one that is neither a folder nor a Hub id: one line
     with pytest.raises(SystemExit, match=r"^error: give --model_name_or_path \(a fine-tuned model directory"):
-        tag_entities.main(["--text", "x"])
+        bioptimus("tag", ["--text", "x"])
     missing = str(tmp_path / "missing")  # no such folder, and not a Hub id either: refused as parsed
     with pytest.raises(SystemExit, match=rf"^error: --model_name_or_path {missing}: neither a directory nor a Hub id"):
-        tag_entities.main(["--model_name_or_path", missing, "--revision", "v1", "--text", "x"])
+        bioptimus("tag", ["--model_name_or_path", missing, "--revision", "v1", "--text", "x"])
     with pytest.raises(SystemExit, match=r"^error: --model_name_or_path acme/missing --revision v1: [^\n]+$"):
-        tag_entities.main(["--model_name_or_path", "acme/missing", "--revision", "v1", "--text", "x"])  # offline
+        bioptimus("tag", ["--model_name_or_path", "acme/missing", "--revision", "v1", "--text", "x"])  # offline

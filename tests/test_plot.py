@@ -3,12 +3,11 @@ directory that is not a run ends in one line."""
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
 import run_pretraining
-from bioptimus_hf.commands import dispatch
+from bioptimus_hf.commands import main as bioptimus
 from bioptimus_hf.pretraining import run_figures
 from helpers import write_corpus
 from helpers.pretraining import curriculum_run_flags
@@ -51,7 +50,7 @@ def test_plot_draws_the_run_s_loss_plot_with_the_phases_of_its_releases(finished
 
     original = run_figures.plot_training_curves
     monkeypatch.setattr(run_figures, "plot_training_curves", recording)
-    dispatch.main(["plot", str(finished_run), "--output_dir", str(tmp_path / "figures")])
+    bioptimus(["plot", str(finished_run), "--output_dir", str(tmp_path / "figures")])
 
     written = tmp_path / "figures" / "training_loss.png"
     assert written.read_bytes()[:8] == PNG
@@ -65,14 +64,11 @@ def test_plot_draws_the_run_s_loss_plot_with_the_phases_of_its_releases(finished
     assert title == "run"
 
 
-def test_plot_writes_into_the_run_by_default_and_is_a_console_script(finished_run, tmp_path):
+def test_plot_writes_into_the_run_by_default(finished_run, tmp_path):
     target = finished_run / "training_loss.png"
     target.unlink(missing_ok=True)
-    dispatch.main(["plot", str(finished_run)])
+    bioptimus(["plot", str(finished_run)])
     assert target.read_bytes()[:8] == PNG
-    setup = (Path(__file__).resolve().parents[1] / "setup.cfg").read_text()
-    assert "bioptimus-plot = bioptimus_hf.commands.dispatch:main" in setup
-    assert dispatch.command_for_program("/venv/bin/bioptimus-plot") == "plot"
 
 
 def test_a_run_without_releases_is_drawn_without_phases(tmp_path):
@@ -105,6 +101,6 @@ def test_the_newest_checkpoint_stands_in_for_a_run_in_progress(tmp_path):
 def test_a_bad_run_dir_ends_in_one_line(tmp_path, make, message):
     run_dir = make(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
-        dispatch.main(["plot", str(run_dir)])
+        bioptimus(["plot", str(run_dir)])
     text = str(exit_info.value.code)
     assert text.startswith("error: ") and message in text and "\n" not in text

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from bioptimus_hf.commands import dispatch
+from bioptimus_hf.commands import main as bioptimus
 from bioptimus_hf.corpus import prepare as prepare_module
 from bioptimus_hf.corpus import pubmed_xml
 from bioptimus_hf.corpus.prepare import merge_events, prepare_corpus
@@ -145,13 +145,13 @@ def test_on_error_fail_refuses_a_malformed_record_or_a_broken_file_naming_it(tmp
     base = ["prepare-corpus", "--output_dir", str(tmp_path / "out"), "--on_error", "fail", "--num_workers", "1"]
     baseline = next(p for p in inputs if p.name == "pubmed25n0001.xml.gz")
     with pytest.raises(SystemExit) as refused:
-        dispatch.main([*base, "--input_files", str(baseline)])
+        bioptimus([*base, "--input_files", str(baseline)])
     assert str(refused.value) == (
         f"error: {baseline}: record 7: PubmedArticle: PMID 'abc' is not a number (--on_error skip skips it)"
     )
     truncated = next(p for p in inputs if p.name == "pubmed25n0004.xml.gz")
     with pytest.raises(SystemExit) as refused:
-        dispatch.main([*base, "--input_files", str(truncated)])
+        bioptimus([*base, "--input_files", str(truncated)])
     assert str(refused.value).startswith(f"error: {truncated}: after record ")
     assert "truncated gzip stream" in str(refused.value)
     assert not (tmp_path / "out" / MANIFEST_NAME).exists()
@@ -159,16 +159,16 @@ def test_on_error_fail_refuses_a_malformed_record_or_a_broken_file_naming_it(tmp
 
 def test_the_command_prints_the_counts_and_refuses_what_is_not_pubmed_xml(tmp_path, inputs, capsys):
     command = ["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out")]
-    dispatch.main([*command, "--num_workers", "1", "--disable_tqdm", "true", "--on_error", "skip"])
+    bioptimus([*command, "--num_workers", "1", "--disable_tqdm", "true", "--on_error", "skip"])
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads((tmp_path / "out" / MANIFEST_NAME).read_text())["counts"]
     text = tmp_path / "corpus.txt"
     text.write_text("not xml\n")
     with pytest.raises(SystemExit) as refused:
-        dispatch.main(["prepare-corpus", "--input_files", str(text), "--output_dir", str(tmp_path / "x")])
+        bioptimus(["prepare-corpus", "--input_files", str(text), "--output_dir", str(tmp_path / "x")])
     assert str(refused.value) == f"error: --input_files: {text} is not a PubMed XML file (.xml.gz or .xml)"
     with pytest.raises(SystemExit) as refused:
-        dispatch.main(["prepare-corpus", "--input_files", str(tmp_path), "--output_dir", str(tmp_path / "x")])
+        bioptimus(["prepare-corpus", "--input_files", str(tmp_path), "--output_dir", str(tmp_path / "x")])
     assert str(refused.value) == (f"error: --input_files: {tmp_path} is not a file (give the XML files, not a folder)")
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from bioptimus_hf.commands import dispatch
+from bioptimus_hf.commands import main as bioptimus
 from bioptimus_hf.testing.pubmed_files import Record, write_pubmed_file
 from bioptimus_hf.utils.files import write_json_atomic
 from bioptimus_hf.utils.prepared_corpus import MANIFEST_NAME
@@ -133,7 +133,7 @@ def test_outputs_have_the_modes_the_umask_gives(umask, tmp_path):
     previous = os.umask(umask)
     try:
         write_json_atomic(tmp_path / "record.json", {"a": 1})
-        dispatch.main(["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
+        bioptimus(["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
                        "--num_workers", "1", "--disable_tqdm", "true"])  # fmt: skip
     finally:
         os.umask(previous)
@@ -152,10 +152,10 @@ def test_a_rerun_over_fewer_inputs_leaves_exactly_the_manifest_shards(tmp_path):
     ]
     out = tmp_path / "out"
     base = ["prepare-corpus", "--output_dir", str(out), "--num_workers", "1", "--disable_tqdm", "true"]
-    dispatch.main([*base, "--input_files", *map(str, inputs)])
+    bioptimus([*base, "--input_files", *map(str, inputs)])
     assert sorted(p.name for p in out.glob("*.parquet")) == [f"pubmed25n000{n}.parquet" for n in (1, 2, 3)]
     pq.write_table(pq.read_table(out / "pubmed25n0001.parquet").replace_schema_metadata({}), out / "mine.parquet")
-    dispatch.main([*base, "--input_files", str(inputs[0]), str(inputs[2])])
+    bioptimus([*base, "--input_files", str(inputs[0]), str(inputs[2])])
     manifest = json.loads((out / MANIFEST_NAME).read_text())
     listed = sorted(shard["file"] for shard in manifest["shards"])
     assert listed == ["pubmed25n0001.parquet", "pubmed25n0003.parquet"]
@@ -183,7 +183,7 @@ def test_a_run_that_lost_records_ends_non_zero_saying_how_many_and_where(case, t
     base = ["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
             "--num_workers", "1", "--disable_tqdm", "true"]  # fmt: skip
     with pytest.raises(SystemExit) as ended:
-        dispatch.main(base)
+        bioptimus(base)
     message = str(ended.value)
     assert message.startswith(
         f"error: records lost: {summary} (the records after the break unread), in {inputs[1].name}: "
@@ -192,14 +192,14 @@ def test_a_run_that_lost_records_ends_non_zero_saying_how_many_and_where(case, t
     assert "--on_error skip accepts this" in message
     assert (tmp_path / "out" / MANIFEST_NAME).is_file()  # the corpus is written without them, and says so
     capsys.readouterr()
-    dispatch.main([*base, "--on_error", "skip"])  # the loss accepted: status 0
+    bioptimus([*base, "--on_error", "skip"])  # the loss accepted: status 0
     assert '"written"' in capsys.readouterr().out
 
 
 def test_a_refusal_in_a_worker_ends_the_run_in_one_line(tmp_path):
     inputs, _ = lost_cases(tmp_path / "pubmed")["broken record"]
     with pytest.raises(SystemExit) as refused:
-        dispatch.main(["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
+        bioptimus(["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
                        "--num_workers", "2", "--on_error", "fail", "--disable_tqdm", "true"])  # fmt: skip
     assert str(refused.value) == (
         f"error: {inputs[1]}: record 4: PubmedArticle: PMID 'x1' is not a number (--on_error skip skips it)"
@@ -211,7 +211,7 @@ def test_the_progress_bars_name_what_they_count(tmp_path, capsys):
     inputs = [
         write_pubmed_file(tmp_path / f"pubmed25n000{n}.xml.gz", sentence_records(n * 100, 30, n)) for n in (1, 2)
     ]
-    dispatch.main(["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
+    bioptimus(["prepare-corpus", "--input_files", *map(str, inputs), "--output_dir", str(tmp_path / "out"),
                    "--num_workers", "1"])  # fmt: skip
     bars = [line.strip() for line in capsys.readouterr().err.replace("\r", "\n").splitlines() if ":" in line]
     parsing = [line for line in bars if line.startswith("parsing PubMed XML (compressed bytes):")]

@@ -8,7 +8,7 @@ import pytest
 from transformers import AutoTokenizer, TrainingArguments
 
 import run_pretraining
-from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.pretraining.bioptimus_config import DEFAULT_SHUFFLE_BUFFER_SIZE, PretrainingDataArguments
 from bioptimus_hf.pretraining.data import load_pretraining_datasets, shuffle_buffer_size, text_corpus_files
 from bioptimus_hf.utils.corpus_reader import iter_lines
@@ -37,7 +37,8 @@ def test_train_tokenizer_reads_the_directory_as_its_lines(tmp_path, prepared, ti
     read = []
     for name, files in [("from_dir", [directory]), ("from_shards", shard_paths(directory)), ("from_text", [text])]:
         out = tmp_path / name
-        report = train_tokenizer_cli(
+        report = bioptimus(
+            "train-tokenizer",
             [
                 "--train_files",
                 *map(str, files),
@@ -47,7 +48,7 @@ def test_train_tokenizer_reads_the_directory_as_its_lines(tmp_path, prepared, ti
                 "400",
                 "--output_dir",
                 str(out),
-            ]
+            ],
         )
         assert len(AutoTokenizer.from_pretrained(out)) == 400
         read.append({key: value for key, value in report["corpus"].items() if key != "files"})

@@ -6,7 +6,7 @@ import importlib
 import pytest
 from huggingface_hub.utils import disable_progress_bars
 
-from bioptimus_hf.commands.init_embeddings import run as run_init_command
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.utils.distributed import is_main_process
 from bioptimus_hf.vocabulary.embedding_init import ContextualizedEmbeddingInitializer
 from bioptimus_hf.vocabulary.qikfind import find_contexts, rust_available
@@ -130,7 +130,9 @@ def test_init_command_disable_tqdm_and_other_ranks_draw_no_bar(monkeypatch, caps
     ]
     capsys.readouterr()
     report = drawing(
-        monkeypatch, mode, lambda progress: run_init_command(argv + ([] if progress else ["--disable_tqdm", "true"]))
+        monkeypatch,
+        mode,
+        lambda progress: bioptimus("init-embeddings", argv + ([] if progress else ["--disable_tqdm", "true"])),
     )
     assert report["counts"]["contextualized"] == 3
     err = capsys.readouterr().err

@@ -252,12 +252,13 @@ def test_bf16_on_cpu_with_masked_only_head_and_curriculum(monkeypatch, tmp_path,
 def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initialisation(
     monkeypatch, tmp_path, tiny_model_dir, corpus
 ):
-    """bioptimus-init-embeddings, then --init_strategy continued from its output (what a study does): the records
+    """bioptimus init-embeddings, then --init_strategy continued from its output (what a study does): the records
     and cards state the initialisation and the base model of the start checkpoint, not "continued" from it."""
-    from bioptimus_hf.commands.init_embeddings import run as init_embeddings
+    from bioptimus_hf.commands import run as bioptimus
 
     start = tmp_path / "init_averaged"
-    init_embeddings(
+    bioptimus(
+        "init-embeddings",
         [
             "--model_name_or_path",
             str(tiny_model_dir),
@@ -269,7 +270,7 @@ def test_a_run_continued_from_an_initialised_checkpoint_states_its_real_initiali
             str(start),
             "--init_device",
             "cpu",
-        ]
+        ],
     )
     out = tmp_path / "out"
     run_script(

@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import pickle
 import socket
+from functools import partial
 from pathlib import Path
 
 import huggingface_hub.constants as hf_constants
@@ -14,12 +15,12 @@ import pytest
 import yaml
 from transformers import TrainingArguments
 
-from bioptimus_hf.commands import blurb, blurb_task, distill, init_embeddings, ner, pretrain, publish, study
-from bioptimus_hf.commands.config_parser import mapping_to_argv
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.utils import secrets
 from bioptimus_hf.utils.hub_settings import take_hub_settings
 from bioptimus_hf.utils.secrets import REDACTED, is_secret_name, redact, redact_argv, redact_text
 from helpers import corpus_lines
+from helpers import flags as mapping_to_argv
 from helpers.blurb import write_task_dir
 from helpers.ner import build_tiny_bert, quick_ner_flags, write_dataset_dir
 
@@ -190,7 +191,7 @@ def _given(way: str, argv: list, tmp_path: Path, monkeypatch) -> list[str]:
 
 
 def _pretrain(inputs, out):
-    return pretrain.main, [
+    return partial(bioptimus, "pretrain"), [
         *mapping_to_argv(
             {
                 "model_name_or_path": inputs["bert"],
@@ -230,13 +231,13 @@ def _distill(inputs, out):
         "push_to_hub": True,
         "hub_model_id": "acme/secret-student",
     }
-    return distill.main, mapping_to_argv(flags)
+    return partial(bioptimus, "distill"), mapping_to_argv(flags)
 
 
 def _ner(inputs, out):
     flags = quick_ner_flags(seeds=[1], max_steps=2, model_name="tiny-bert")
     argv = ["--model_name_or_path", inputs["bert"], "--data_dir", inputs["ner"], "--output_dir", out, *flags]
-    return ner.main, argv + ["--push_to_hub", "--hub_model_id", "acme/secret-ner"]
+    return partial(bioptimus, "ner"), argv + ["--push_to_hub", "--hub_model_id", "acme/secret-ner"]
 
 
 def _blurb_task(inputs, out):
@@ -254,12 +255,12 @@ def _blurb_task(inputs, out):
         "push_to_hub": True,
         "hub_model_id": "acme/secret-blurb",
     }
-    return blurb_task.main, mapping_to_argv(flags)
+    return partial(bioptimus, "blurb-task"), mapping_to_argv(flags)
 
 
 def _publish(inputs, out):
     argv = ["--run_dir", inputs["run"], "--hub_model_id", "acme/secret-publish", "--staging_dir", out / "staging"]
-    return publish.main, argv
+    return partial(bioptimus, "publish"), argv
 
 
 COMMANDS = {
@@ -345,7 +346,7 @@ def test_a_study_with_a_token_in_its_pretraining_and_ner_settings_records_none(
     }
     path = tmp_path / "study.yaml"  # the user's own file, outside the outputs
     path.write_text(yaml.safe_dump(config))
-    study.main([str(path)])
+    bioptimus("study", [str(path)])
     assert (out / "study" / "study" / "results.json").is_file() and list(out.rglob("pretraining_args.json"))
     assert REDACTED in (out / "study" / "study" / "results.json").read_text()
     assert _leaks(out, hub, capfd, caplog) == []
@@ -355,7 +356,8 @@ def test_init_embeddings_with_the_token_in_the_environment(inputs, hub, tmp_path
     caplog.set_level(logging.INFO)
     monkeypatch.setenv("HF_TOKEN", SENTINEL)
     out = tmp_path / "out"
-    init_embeddings.main(
+    bioptimus(
+        "init-embeddings",
         [
             "--model_name_or_path",
             inputs["bert"],
@@ -367,7 +369,7 @@ def test_init_embeddings_with_the_token_in_the_environment(inputs, hub, tmp_path
             str(out),
             "--init_device",
             "cpu",
-        ]
+        ],
     )
     assert (out / "init_report.json").is_file() and _leaks(out, hub, capfd, caplog) == []
 
@@ -393,7 +395,7 @@ def test_the_blurb_benchmark_with_the_token_in_its_ner_config_and_the_environmen
         "max_steps": 1,
         "jobs": 1,
     }
-    blurb.main(mapping_to_argv(flags))
+    bioptimus("blurb", mapping_to_argv(flags))
     assert list(out.rglob("blurb_results.json")) and list(out.rglob("seed_results.json"))
     assert _leaks(out, hub, capfd, caplog) == []
 
@@ -420,11 +422,11 @@ def test_publish_to_an_unreachable_hub_ends_with_one_line_without_the_token(inpu
         closed = probe.getsockname()[1]
     argv = ["--run_dir", str(inputs["run"]), "--hub_model_id", "acme/x", "--endpoint", f"http://127.0.0.1:{closed}"]
     with pytest.raises(SystemExit) as ended:
-        publish.main([*argv, "--hub_token", SENTINEL])
+        bioptimus("publish", [*argv, "--hub_token", SENTINEL])
     message = str(ended.value)
     assert message.startswith("error: the Hub request failed: ") and "Traceback" not in message
     assert SENTINEL not in message and "--hub_token" not in message
-    assert f"bioptimus-publish {' '.join(argv)}" in message  # the command that resumes, runnable as written
+    assert f"bioptimus publish {' '.join(argv)}" in message  # the command that resumes, runnable as written
     assert SENTINEL not in "".join(capfd.readouterr())
 
 

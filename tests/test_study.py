@@ -12,7 +12,7 @@ import yaml
 import run_study
 from bioptimus_hf.analysis.frequency import frequency_buckets, rare_and_frequent, token_frequencies
 from bioptimus_hf.analysis.isotropy import centroid_separation, mean_pairwise_cosine, partition_ratio
-from bioptimus_hf.commands.config_parser import parse_args
+from bioptimus_hf.commands import parse_args
 from bioptimus_hf.ner import run as ner_run
 from bioptimus_hf.pretraining import run as pretraining_run
 from bioptimus_hf.study.done_marks import DONE_FILE
@@ -361,12 +361,12 @@ def test_command_txt_names_local_paths_as_a_record_does(tmp_path, monkeypatch):
     repository-relative, a scratch folder as $SCRATCH."""
     from pathlib import Path
 
-    from bioptimus_hf.commands import study as study_command
+    from bioptimus_hf.commands import run as bioptimus
 
     commands = []
     monkeypatch.setattr("bioptimus_hf.study.run.run_study", lambda args, command: commands.append(command))
     config = Path(run_study.__file__).resolve().parent / "configs" / "study_cpu.yaml"
-    study_command.main([str(config), "--model_name_or_path", "base", "--output_dir", str(tmp_path / "study")])
+    bioptimus("study", [str(config), "--model_name_or_path", "base", "--output_dir", str(tmp_path / "study")])
     scratch = "$SCRATCH/" + "/".join(tmp_path.parts[2:])  # /tmp/<rest> -> $SCRATCH/<rest>
     assert commands == [
         f"bioptimus study configs/study_cpu.yaml --model_name_or_path base --output_dir {scratch}/study"
@@ -461,12 +461,13 @@ def test_frequency_buckets_match_hand_counts(tmp_path):
 
 
 def test_task_difficulty_masks_the_same_blocks_per_phase(tmp_path, tiny_model_dir):
-    from bioptimus_hf.commands.task_difficulty import run
+    from bioptimus_hf.commands import run as bioptimus
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(corpus_lines(200)) + "\n")
     output, plot = tmp_path / "difficulty.json", tmp_path / "difficulty.png"
-    result = run(
+    result = bioptimus(
+        "task-difficulty",
         [
             "--model_name_or_path",
             str(tiny_model_dir),
@@ -481,7 +482,7 @@ def test_task_difficulty_masks_the_same_blocks_per_phase(tmp_path, tiny_model_di
             str(output),
             "--output_plot",
             str(plot),
-        ]
+        ],
     )
     assert json.loads(output.read_text()) == json.loads(json.dumps(result))
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -516,7 +517,7 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
     from pathlib import Path
 
     from bioptimus_hf.pretraining.bioptimus_config import PRETRAINING_ARGUMENT_TYPES, build_curriculum
-    from bioptimus_hf.utils.config_mapping import configs_from_mapping
+    from bioptimus_hf.utils.config_mapping import CommandParser
 
     root = Path(run_study.__file__).parent
     (args,) = parse_args((StudyArguments,), [str(root / "configs" / config), "--model_name_or_path", "base"])
@@ -528,8 +529,7 @@ def test_the_warmup_arms_of_the_study_configs_spend_the_same_budget(config):
         arm = arms[name]
         assert arm.init_key == arms[name.split("+")[0]].init_key  # the same start model as the arm without it
         assert arm.curriculum_text == "lexical warm-up (10%), then bioptimus"
-        _, run_config = configs_from_mapping(
-            PRETRAINING_ARGUMENT_TYPES,
+        _, run_config = CommandParser(PRETRAINING_ARGUMENT_TYPES).parse_dict(
             {
                 **arm.args,
                 "output_dir": "unused",

@@ -109,7 +109,7 @@ def test_torch_compile_on_an_older_torch_is_refused_in_one_line(monkeypatch, tmp
     from torch.torch_version import TorchVersion
     from transformers import TrainingArguments
 
-    from bioptimus_hf.commands.config_parser import parse_args
+    from bioptimus_hf.commands import parse_args
 
     monkeypatch.setattr(torch, "__version__", TorchVersion(version))
     argv = ["--output_dir", str(tmp_path), "--report_to", "none", "--use_cpu", "true"]

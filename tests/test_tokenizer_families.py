@@ -12,7 +12,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForMaskedLM, AutoTokenizer, PreTrainedTokenizerFast
 
-from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.ner.tagger import split_words
 from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.pretraining.collator import CurriculumDataCollator
@@ -121,7 +121,8 @@ def test_cli_coverage_report_counts_whitespace_words_in_every_family(tmp_path, b
     lines = corpus_lines(40, BASE_LINES)
     corpus = tmp_path / "sample.txt"
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    report = train_tokenizer_cli(
+    report = bioptimus(
+        "train-tokenizer",
         [
             "--train_files",
             str(corpus),
@@ -133,7 +134,7 @@ def test_cli_coverage_report_counts_whitespace_words_in_every_family(tmp_path, b
             "480",
             "--coverage_sample_lines",
             "100",
-        ]
+        ],
     )
     family = TOKENIZER_FAMILIES[FAMILY_OF_BASE[base]]
     assert report["family"] == family.name and report["word_start"] == family.word_start
@@ -183,7 +184,7 @@ def test_trainer_options_a_family_lacks_are_refused_before_the_corpus_is_read(tm
         "3",
     ]
     with pytest.raises(SystemExit, match=f"error: {option} does not apply to a .*{reason}.*Leave {option} out"):
-        train_tokenizer_cli(argv)
+        bioptimus("train-tokenizer", argv)
     assert not (tmp_path / "out").exists()
 
 
@@ -461,7 +462,7 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
         PretrainingModelArguments,
         build_curriculum,
     )
-    from bioptimus_hf.utils.config_mapping import configs_from_mapping
+    from bioptimus_hf.utils.config_mapping import CommandParser
 
     config = yaml.safe_load(
         (Path(__file__).resolve().parents[1] / "configs" / "roberta_modernbert_base.yaml").read_text()
@@ -472,7 +473,7 @@ def test_the_roberta_modernbert_config_example_names_only_real_flags():
     names = {f.name for cls in ours for f in dataclasses.fields(cls)} - {
         f.name for f in dataclasses.fields(TrainingArguments)
     }
-    parsed = configs_from_mapping(ours, {k: v for k, v in config.items() if k in names})
+    parsed = CommandParser(ours).parse_dict({k: v for k, v in config.items() if k in names})
     assert parsed[1].init_strategy == "contextualized" and build_curriculum(parsed[3]).phases
 
 

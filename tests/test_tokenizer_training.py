@@ -4,7 +4,7 @@ import os
 import pytest
 from transformers import AutoTokenizer, BertTokenizer
 
-from bioptimus_hf.commands.train_tokenizer import run as run_cli
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.vocabulary.tokenizer_training import coverage_report, train_tokenizer
 
 
@@ -102,7 +102,7 @@ def test_cli_writes_tokenizer_and_report(tmp_path, corpus_file, capsys):
     base_path = tiny_base_tokenizer(tmp_path)
     out = str(tmp_path / "cli_tok")
     args = ["--train_files", corpus_file, "--base_tokenizer", base_path, "--output_dir", out, "--vocab_size", "140"]
-    report = run_cli(args)
+    report = bioptimus("train-tokenizer", args)
     on_disk = json.load(open(os.path.join(out, "coverage_report.json")))
     assert on_disk == report
     assert on_disk["corpus"]["nonempty_lines"] == len(CORPUS)
@@ -123,7 +123,7 @@ def test_reading_the_corpus_shows_a_bar_of_its_lines_and_the_help_names_a_prepar
     assert "reading the corpus" not in capsys.readouterr().err
 
     with pytest.raises(SystemExit):
-        run_cli(["--help"])
+        bioptimus("train-tokenizer", ["--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "--train_files" in help_text and "or a prepared corpus directory (bioptimus prepare-corpus)" in help_text
     assert "Corpus text files" not in help_text

@@ -1,4 +1,4 @@
-"""Extending a base vocabulary (bioptimus-train-tokenizer --vocabulary_mode extend) on a WordPiece BERT, a byte-level
+"""Extending a base vocabulary (bioptimus train-tokenizer --vocabulary_mode extend) on a WordPiece BERT, a byte-level
 BPE RoBERTa and a SentencePiece Unigram DeBERTa base (tests/helpers/families.py; the extension itself on a
 SentencePiece BPE base too): the base kept entry for entry, the domain tokens appended the way each family's model
 works, the coverage report, every init strategy copying the base rows bit for bit, and the whole recipe to a release
@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertForMaskedLM
 
 import run_pretraining
-from bioptimus_hf.commands.train_tokenizer import run as train_tokenizer_cli
+from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.pretraining.bioptimus_config import EmbeddingInitArguments
 from bioptimus_hf.releases.record import RunFacts
 from bioptimus_hf.vocabulary import focus_init, qikfind
@@ -158,7 +158,8 @@ def test_cli_extends_reports_every_vocabulary_and_grows_auto_in_steps(tmp_path, 
         "300",
     ]
     with caplog.at_level(logging.INFO, logger="bioptimus_hf.vocabulary.tokenizer_training"):
-        report = train_tokenizer_cli(
+        report = bioptimus(
+            "train-tokenizer",
             common
             + [
                 "--output_dir",
@@ -169,7 +170,7 @@ def test_cli_extends_reports_every_vocabulary_and_grows_auto_in_steps(tmp_path, 
                 "30",
                 "--auto_vocab_threshold",
                 "0.02",
-            ]
+            ],
         )
     assert json.loads((tmp_path / "auto" / "coverage_report.json").read_text()) == report
     steps = report["auto_steps"]
@@ -200,8 +201,9 @@ def test_cli_extends_reports_every_vocabulary_and_grows_auto_in_steps(tmp_path, 
     assert report["vocabulary_mode"] == "extend" and "emissions" in report["added_tokens_ranked_by"]
 
     # replace (the default) measures the base and the replacement only.
-    replaced = train_tokenizer_cli(
-        common[:-4] + ["--output_dir", str(tmp_path / "new"), "--vocab_size", "480", "--coverage_sample_lines", "100"]
+    replaced = bioptimus(
+        "train-tokenizer",
+        common[:-4] + ["--output_dir", str(tmp_path / "new"), "--vocab_size", "480", "--coverage_sample_lines", "100"],
     )
     assert replaced["vocabulary_mode"] == "replace" and set(replaced["vocabularies"]["corpus"]) == {"base", "replaced"}
     assert "added_tokens" not in replaced
@@ -231,7 +233,8 @@ def test_cli_extends_reports_every_vocabulary_and_grows_auto_in_steps(tmp_path, 
 def test_bad_extension_flags_end_with_one_line_naming_the_flag(tmp_path, bases, flags, message):
     base_dirs, corpus = bases
     with pytest.raises(SystemExit, match=message):
-        train_tokenizer_cli(
+        bioptimus(
+            "train-tokenizer",
             [
                 "--train_files",
                 str(corpus),
@@ -240,7 +243,7 @@ def test_bad_extension_flags_end_with_one_line_naming_the_flag(tmp_path, bases, 
                 "--output_dir",
                 str(tmp_path / "out"),
             ]
-            + flags
+            + flags,
         )
     assert not (tmp_path / "out").exists()
 
@@ -336,7 +339,8 @@ def test_extend_init_curriculum_and_a_release_that_tokenizes_base_text_as_the_ba
     base_dirs, corpus = bases
     base_dir = base_dirs[base_name]
     tokenizer_dir = tmp_path / "tokenizer"
-    report = train_tokenizer_cli(
+    report = bioptimus(
+        "train-tokenizer",
         [
             "--train_files",
             str(corpus),
@@ -350,7 +354,7 @@ def test_extend_init_curriculum_and_a_release_that_tokenizes_base_text_as_the_ba
             "470",
             "--coverage_sample_lines",
             "100",
-        ]
+        ],
     )
     assert report["family"] == FAMILIES[base_name] and report["added_tokens"] == 50
 

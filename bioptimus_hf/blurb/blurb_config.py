@@ -23,7 +23,7 @@ from transformers.trainer_utils import SaveStrategy
 
 from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
 from ..releases.blurb_results import published_name
-from ..utils.config_mapping import configs_from_mapping
+from ..utils.config_mapping import CommandParser
 from .data import read_task_type
 from .score import NER
 from .tasks import (
@@ -285,4 +285,4 @@ def blurb_arguments(settings: Mapping[str, Any]) -> tuple:
         raise ValueError("the following arguments are required: --data_dir")
     task = read_task_type(settings["data_dir"], settings.get("task_type"))
     recipe = recipe_for(task, settings["data_dir"])
-    return configs_from_mapping(BLURB_ARGUMENT_TYPES, {**recipe.training_values(), **settings})
+    return CommandParser(BLURB_ARGUMENT_TYPES).parse_dict({**recipe.training_values(), **settings})

@@ -19,7 +19,7 @@ from ..finetuning.results import SEED_RESULTS_FILE, seed_dir
 from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
 from ..utils.cli import bad_input
 from ..utils.config_files import read_config
-from ..utils.config_mapping import configs_from_mapping
+from ..utils.config_mapping import CommandParser
 from ..utils.files import read_json
 from .benchmark_config import BenchmarkArguments
 from .blurb_config import blurb_arguments, ner_recipe_for
@@ -60,7 +60,7 @@ class NerFineTuning:
         """``bioptimus ner``'s typed arguments: ``settings`` (with the set's ``data_dir``) over the set's values; a
         value they refuse is a ``ValueError`` naming the config."""
         try:
-            return configs_from_mapping(NER_ARGUMENT_TYPES, {**self.values_for(settings["data_dir"]), **settings})
+            return CommandParser(NER_ARGUMENT_TYPES).parse_dict({**self.values_for(settings["data_dir"]), **settings})
         except ValueError as error:
             raise ValueError(f"--ner_config {self.config}: {error}") from None
 

@@ -1,14 +1,176 @@
-"""The ``bioptimus`` command and its subcommands, each a module with a ``main(argv)`` over the library.
+"""``bioptimus <command> [config] [--flag value ...]``: one command for every stage, like ``trl`` and ``hf``.
 
-The list of commands is :data:`bioptimus_hf.commands.dispatch.COMMANDS` (each command's module, help line,
-description, example, and its ``run_*.py`` script where it has one); each is also the console script
-``bioptimus-<command>``. Every command parses with
-:func:`bioptimus_hf.commands.config_parser.parse_args` (HfArgumentParser, a json/yaml config file first, flags
-overriding it) into its wing's argument dataclasses and calls its wing's run, which anyone can call with the same
-dataclasses: :func:`bioptimus_hf.pretraining.run.run_pretraining` (on
-:class:`~bioptimus_hf.pretraining.bioptimus_trainer.BioptimusTrainer`), :func:`bioptimus_hf.ner.run.fine_tune_ner`,
-:func:`bioptimus_hf.vocabulary.run.train_and_report`, :func:`bioptimus_hf.vocabulary.run.write_initialized_model`,
-:func:`bioptimus_hf.distillation.run.run_distillation`, :func:`bioptimus_hf.study.run.run_study`. Around the run, the
-command configures logging (:mod:`bioptimus_hf.commands.run_logging`), ends the library's ``BadInput`` with one line
-(:func:`bioptimus_hf.utils.cli.exit_on_bad_input`) and closes the process group: the library does none of these.
+Each command (:data:`~bioptimus_hf.commands.table.COMMANDS`) is its argument dataclasses and one call of its wing
+with them (its run beside it in ``commands/table.py`` where it is more than one call). :func:`run` parses the line
+(``utils/config_mapping.py``: the config under the flags, one parse), checks it before anything loads, configures
+logging and calls the wing, bad input ending in one line; :func:`main` is ``bioptimus`` itself, where Ctrl-C ends
+in one line ``interrupted``, status 130, from the first import on. This package imports neither torch nor
+transformers: ``bioptimus --help`` answers at once.
 """
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import logging
+import os
+import sys
+import textwrap
+
+from ..utils.cli import USAGE_ERROR_STATUS, exit_on_bad_input, exit_on_interrupt, exit_on_usage_error
+from .table import COMMANDS, LOG_FORMAT, Command
+
+
+# The install allows older torch (setup.cfg); torch.compile of our models needs this one: torch 2.6's dynamo fails
+# on transformers' forward wrappers and lacks recompile_limit (pretraining/static_shapes.py).
+TORCH_COMPILE_MIN_VERSION = "2.7.1"
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> None:
+    """``bioptimus <command> ARGS``; a ``run_*.py`` script gives its name as ``prog`` (returns None: status 0)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        if not argv:  # no command: a usage error, as argparse ends a missing subcommand
+            raise SystemExit(USAGE_ERROR_STATUS)
+        return
+    if argv[0] not in COMMANDS:
+        nearest = difflib.get_close_matches(argv[0], COMMANDS, n=1)
+        hint = f"did you mean {nearest[0]}?" if nearest else "bioptimus --help lists them"
+        exit_on_usage_error(f"unknown command {argv[0]!r}; {hint} (the commands: {', '.join(COMMANDS)})")
+    with exit_on_interrupt():  # the imports too: torch and transformers take seconds to load
+        run(argv[0], argv[1:], prog)
+
+
+def usage() -> str:
+    from ..utils.config_files import packaged_config_names
+
+    width = max(map(len, COMMANDS))
+    lines = ["usage: bioptimus <command> [config.yaml] [--flag value ...]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items()]
+    lines += ["", "bioptimus <command> --help describes a command, with an example and its flags. The config is a"]
+    lines += ["json/yaml file of flags, or a packaged config's name:"]
+    return "\n".join(
+        lines + textwrap.wrap(", ".join(packaged_config_names()), 110, initial_indent="  ", subsequent_indent="  ")
+    )
+
+
+def run(name: str, argv: list[str] | None = None, prog: str | None = None):
+    """``bioptimus NAME ARGV`` in this process (``argv`` default: ``sys.argv[1:]``): parse, check, run; returns
+    what the run returns. Bad input ends with one line (``SystemExit("error: ...")``), as on the command line."""
+    command = COMMANDS[name]
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parsed = parse(name, argv, prog)
+    configure_logging(command.log, parsed)
+    function = load(command.run)
+    with exit_on_bad_input(*command.errors):
+        result = function(*parsed, argv) if command.line else function(*parsed)
+    if "torch.distributed" in sys.modules:  # under torchrun every rank waits for the others, then the group ends
+        from ..utils.distributed import close_process_group
+
+        close_process_group()
+    return result
+
+
+def parse(name: str, argv: list[str] | None = None, prog: str | None = None) -> tuple:
+    """The dataclasses ``bioptimus NAME ARGV`` runs with, checked (:func:`parse_args`)."""
+    from ..utils.config_files import CONFIG_SUFFIXES
+
+    command = COMMANDS[name]
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if command.line and "--" in argv:
+        argv = argv[: argv.index("--")]
+    if command.positional and argv and not argv[0].startswith("-") and not argv[0].endswith(CONFIG_SUFFIXES):
+        argv = [f"--{command.positional}", *argv]
+    build = load(command.build) if command.build else None
+    return parse_args(argument_types(command), argv, prog or f"bioptimus {name}", describe(command), build)
+
+
+def argument_types(command: Command) -> tuple:
+    """The argument dataclasses ``command`` parses, in order."""
+    found = [load(spec) for spec in command.arguments.split()]
+    return tuple(kind for item in found for kind in (item if isinstance(item, tuple) else (item,)))
+
+
+def load(spec: str):
+    """What ``"module:name"`` names."""
+    module, name = spec.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def describe(command: Command) -> str:
+    """The top of ``bioptimus <command> --help``: the paragraph, its example, what the config may be."""
+    from ..utils.config_files import packaged_config_names
+    from ..utils.config_mapping import help_width
+
+    width, configs = help_width(), ", ".join(packaged_config_names())
+    config = f"config.yaml: a json or yaml file of these flags (name: value), or a packaged config's name ({configs})"
+    config += "; flags after it override it. Relative paths in it are relative to its folder."
+    example = f"example:\n  {command.example}"
+    return "\n\n".join([textwrap.fill(command.description, width), example, textwrap.fill(config, width)])
+
+
+def parse_args(dataclass_types, argv=None, prog=None, description=None, build=None) -> tuple:
+    """``[config] [--flag value ...]`` as ``dataclass_types`` (``build``: from what the line sets), checked before
+    anything loads: a model flag naming neither a path nor a Hub id, a launch of several processes that
+    ``TrainingArguments`` set up as one, ``--torch_compile`` on too old a torch. Bad input ends in one line."""
+    from ..utils.config_mapping import CommandParser
+    from ..utils.model_reference import check_model_references
+
+    description = inspect.cleandoc(description) if description else None
+    parser = CommandParser(dataclass_types, prog=prog, description=description)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    with exit_on_bad_input():
+        parsed = build(parser.parse_settings(argv)) if build else parser.parse_line(argv)
+        check_model_references(parsed)
+    check_training_arguments(parsed)
+    return parsed
+
+
+def configure_logging(style: str | None, parsed: tuple) -> None:
+    """How a command logs (the library never configures logging): ``"run"`` at the process's level on stderr (INFO
+    without ``TrainingArguments``); ``"training"`` as transformers' examples, on stdout, datasets and transformers
+    at that level too."""
+    if style is None:
+        return
+    training = next((args for args in parsed if hasattr(args, "get_process_log_level")), None)
+    level = training.get_process_log_level() if training is not None else logging.INFO
+    if style == "run":
+        logging.basicConfig(format=LOG_FORMAT, level=level)
+        return
+    import datasets
+    import transformers
+
+    logging.basicConfig(format=LOG_FORMAT, datefmt="%m/%d/%Y %H:%M:%S", handlers=[logging.StreamHandler(sys.stdout)])
+    for name in ("bioptimus_hf", "__main__"):
+        logging.getLogger(name).setLevel(level)
+    datasets.utils.logging.set_verbosity(level)
+    transformers.utils.logging.set_verbosity(level)
+    transformers.utils.logging.enable_default_handler()
+    transformers.utils.logging.enable_explicit_format()
+
+
+def check_training_arguments(parsed: tuple) -> None:
+    """Refuse a launch of several processes (``torchrun``, ``accelerate launch``) that ``TrainingArguments`` set up
+    as one: on a machine without a GPU it goes distributed only with ``--use_cpu true``, else every process would
+    train alone into one ``--output_dir``. Refuse ``--torch_compile`` on a torch older than 2.7.1."""
+    world = int(os.environ.get("WORLD_SIZE") or 1)
+    if world <= 1 and not any(getattr(args, "torch_compile", False) for args in parsed):
+        return  # torch not imported for nothing
+    import torch
+    from transformers import TrainingArguments
+
+    for args in (args for args in parsed if isinstance(args, TrainingArguments)):
+        if world > 1 and args.parallel_mode.value != "distributed":
+            raise SystemExit(
+                f"error: launched as {world} processes (WORLD_SIZE={world}), but TrainingArguments set up a single "
+                f"process (parallel_mode {args.parallel_mode.value}): on a machine without a GPU add --use_cpu true, "
+                "the only way the Trainer runs distributed on CPUs; otherwise every process would train alone and "
+                "write into the same --output_dir"
+            )
+        if args.torch_compile and torch.__version__ < TORCH_COMPILE_MIN_VERSION:  # TorchVersion compares as one
+            raise SystemExit(
+                f"error: --torch_compile needs torch >= {TORCH_COMPILE_MIN_VERSION}, this is torch "
+                f"{torch.__version__}; upgrade torch or leave --torch_compile off"
+            )

@@ -1,6 +1,6 @@
 """``python -m bioptimus_hf.commands <command> ARGS``: ``bioptimus`` without installing the package."""
 
-from .dispatch import main
+from . import main
 
 
 main()

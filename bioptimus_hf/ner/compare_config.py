@@ -7,11 +7,6 @@ from dataclasses import dataclass, field
 
 @dataclass
 class NerComparisonArguments:
-    # old spellings, still parsed with a deprecation line (utils/flag_spellings.py): the names other commands give
-    # the same things, and lists once given as one comma-separated value
-    renamed_flags = {"--datasets": "--data_dirs", "--config": "--ner_config"}
-    comma_list_flags = ("--models", "--data_dirs")
-
     models: list[str] = field(metadata={"help": "The models: NAME=PATH (or PATH, named by its basename) each."})
     data_dirs: list[str] = field(metadata={"help": "NER data directories (train/devel/test.tsv)."})
     output_dir: str = field(metadata={"help": "Where each run and comparison.md/json go."})

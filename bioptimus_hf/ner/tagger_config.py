@@ -16,9 +16,6 @@ PRECISIONS = ("auto", "float32", "bf16", "bf16-autocast")
 class TaggingArguments:
     """What to tag with which fine-tuned model, where the JSON lines go, and how the model runs."""
 
-    # old spellings, still parsed with a deprecation line (utils/flag_spellings.py)
-    renamed_flags = {"--model": "--model_name_or_path", "--stride": "--window_stride"}
-
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "A fine-tuned model: a directory (e.g. <output_dir>/seed_1) or a Hub id."}
     )

@@ -286,7 +286,7 @@ class _StartModel:
 
     def release_facts(self, args: BioptimusConfig, data: Any, collator: CurriculumDataCollator) -> dict[str, Any]:
         """The model and data facts of the releases' record."""
-        # A checkpoint of bioptimus-init-embeddings continued here is described by its own initialisation and base.
+        # A checkpoint of bioptimus init-embeddings continued here is described by its own initialisation and base.
         init_strategy, base_model, tokenizer_source = start_model_provenance(
             self.model_name, self.tokenizer_name, args.init_strategy
         )

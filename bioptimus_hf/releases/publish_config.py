@@ -13,10 +13,7 @@ DEFAULT_COMMIT_MESSAGE = "Release BIOptimus v{version}"
 
 @dataclass
 class PublishArguments:
-    """Arguments of ``bioptimus publish``, and what `bioptimus_hf.releases.hub.publish_releases` takes."""
-
-    # the Trainer's names for the same settings replaced these (still parsed, with a deprecation line)
-    renamed_flags = {"--repo_id": "--hub_model_id", "--private": "--hub_private_repo"}
+    """Arguments of ``bioptimus publish``."""
 
     run_dir: str = field(
         metadata={"help": "A training output_dir (holding releases/v0.k/), its releases/ folder, or one release."}

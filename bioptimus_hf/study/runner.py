@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..releases.record import find_releases
 from ..utils.cli import bad_input
-from ..utils.config_mapping import configs_from_mapping
+from ..utils.config_mapping import CommandParser
 from ..utils.files import write_json_atomic
 from ..utils.secrets import redact
 from .done_marks import is_done, mark_done, read_done
@@ -72,7 +72,7 @@ def checkpoint_targets(pretraining_dir: Path, kinds: Sequence[str], every_steps:
 def typed_settings(dataclass_types: Sequence[type], mapping: Mapping[str, Any]) -> tuple:
     """A unit's settings as its run's dataclasses (see the module docstring); bad values raise ``BadInput``."""
     with bad_input():
-        return configs_from_mapping(dataclass_types, mapping)
+        return CommandParser(dataclass_types).parse_dict(mapping)
 
 
 class StudyRunner:
@@ -120,7 +120,7 @@ class StudyRunner:
         from ..vocabulary.run import write_initialized_model
 
         path = self.layout.init(arm.init_key)
-        if not (path / INIT_REPORT_NAME).is_file():  # bioptimus-init-embeddings writes the directory all at once
+        if not (path / INIT_REPORT_NAME).is_file():  # bioptimus init-embeddings writes the directory all at once
             init_args = {k: v for k, v in arm.args.items() if k in INIT_KEYS or k.startswith("init_")}
             init_args.setdefault("init_corpus_files", arm.args.get("train_file"))
             settings = {

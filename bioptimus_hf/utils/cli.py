@@ -1,32 +1,18 @@
-"""How every script and command ends on bad input: one line, ``error: <message>``, exit status 1, no traceback;
-on a command line that cannot be parsed (an unknown flag, a bad choice): one line, exit status 2 (argparse's);
-and on Ctrl-C or SIGTERM (:func:`exit_on_interrupt`, around every command): one line, exit status 130 or 143.
+"""How a command ends: on bad input one line ``error: <message>``, exit status 1, no traceback; on a command line
+that cannot be parsed one line, status 2 (argparse's); on Ctrl-C or SIGTERM one line, status 130 or 143.
 
-The library's refusals name the flag or file at fault in their message (``--window_stride 40 must be in
-[0, 12)``, ``train.tsv, line 3: ...``), so that line is all the user needs. The library never exits: a step that
-checks input marks what it refuses as :class:`BadInput` (:func:`bad_input`), and the command around the run ends
-it with the one line (:func:`exit_on_bad_input`). Mark only the steps that check input, not the whole run: a
-``ValueError`` from deep inside training is a bug and keeps its traceback.
-
-    with bad_input():                               # a checking step of a library run
-        schedule = resolve_run_schedule(...)
-
-    with exit_on_bad_input(BadInput):               # the command, around the library run
-        run_pretraining(model_args, config)
-
-    @exit_on_bad_input(ValueError, FileExistsError)  # or a whole command whose every error is the user's
-    def main(argv=None): ...
+The library never exits: a step that checks input re-raises what it refuses as :class:`BadInput` (:func:`bad_input`),
+its message naming the flag, file or line at fault; the command around the run ends it in one line
+(:func:`exit_on_bad_input`). Only the checking steps are marked: a ``ValueError`` from deep inside training is a bug
+and keeps its traceback.
 """
 
 from __future__ import annotations
 
-import difflib
 import gc
-import re
 import signal
 import sys
 import threading
-from collections.abc import Iterable
 from contextlib import contextmanager
 from typing import NoReturn
 
@@ -40,14 +26,13 @@ BAD_INPUT_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundErr
 
 
 class BadInput(ValueError):
-    """Input a library run refuses, its message naming the flag, file or line at fault; the command around the run
-    ends with that message in one line (:func:`exit_on_bad_input`), a job pool reports it as the job's error."""
+    """Input a library run refuses, its message naming the flag, file or line at fault."""
 
 
 @contextmanager
 def bad_input(*errors: type[BaseException]):
-    """Re-raise ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside as :class:`BadInput`, same message, the
-    original chained: what a checking step of a library run refuses. A context manager, and a decorator too."""
+    """Re-raise ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside as :class:`BadInput`, the original
+    chained: what a checking step of a library run refuses."""
     caught = errors or BAD_INPUT_ERRORS
     try:
         yield
@@ -60,9 +45,7 @@ def bad_input(*errors: type[BaseException]):
 @contextmanager
 def exit_on_bad_input(*errors: type[BaseException]):
     """Turn :class:`BadInput` and ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside into
-    ``SystemExit("error: <message>")``: for commands and scripts only (the library marks, :func:`bad_input`).
-
-    A context manager, and a decorator too (``@exit_on_bad_input()``)."""
+    ``SystemExit("error: <message>")``: for commands and scripts only (the library marks, :func:`bad_input`)."""
     caught = (BadInput, *errors) if errors else BAD_INPUT_ERRORS
     try:
         yield
@@ -72,9 +55,8 @@ def exit_on_bad_input(*errors: type[BaseException]):
 
 @contextmanager
 def exit_on_hub_error(what: str, hint: str = ""):
-    """End a failed Hub request (unreachable endpoint, token refused, server error) with one line, exit status 1:
-    ``error: <what> failed: <the first line of the error>`` then ``hint`` (e.g. how to resume); no traceback, no
-    secret (the line goes through :func:`~bioptimus_hf.utils.secrets.redact_text`)."""
+    """End a failed Hub request (unreachable, token refused, server error) with ``error: <what> failed: <its first
+    line>`` then ``hint`` (how to resume), status 1, no traceback, no secret."""
     from .hub_settings import hub_request_errors
     from .secrets import redact_text
 
@@ -83,28 +65,6 @@ def exit_on_hub_error(what: str, hint: str = ""):
     except hub_request_errors() as error:
         first = (str(error).strip() or type(error).__name__).splitlines()[0]
         raise SystemExit(redact_text(f"error: {what} failed: {first}" + (f"\n{hint}" if hint else ""))) from None
-
-
-def usage_message(message: str) -> str:
-    """argparse's wording of a refused flag value as every command and mapping words it: the flag named once
-    (``--flag``, not ``argument --flag/--flag-twin``), a bad choice with the valid ones unquoted
-    (``--mode: invalid choice 'x'; choose from a, b``)."""
-    message = re.sub(r"(--\w+)(?:/--[\w-]+)+", r"\1", re.sub(r"^argument ", "", message))
-    choice = re.fullmatch(r"(.*)invalid choice: (.*) \(choose from (.*)\)", message)
-    if choice:
-        prefix, value, choices = choice.groups()
-        message = f"{prefix}invalid choice {value}; choose from {choices.replace(chr(39), '')}"
-    return message
-
-
-def unknown_name_message(name: str, known: Iterable[str], what: str = "flag", otherwise: str = "") -> str:
-    """``unknown flag --x; did you mean --y?`` (the nearest of ``known``, if one is near; else ``otherwise``); a
-    config's or a mapping's ``key`` is named without the dashes."""
-    bare = name.removeprefix("--")
-    dashes = "--" if what == "flag" else ""
-    nearest = difflib.get_close_matches(f"--{bare}", [f"--{k.removeprefix('--')}" for k in known], n=1, cutoff=0.6)
-    hint = f"did you mean {dashes}{nearest[0][2:]}?" if nearest else otherwise
-    return f"unknown {what} {dashes}{bare}; {hint}"
 
 
 def exit_on_usage_error(message: str) -> NoReturn:
@@ -134,10 +94,8 @@ def _close_progress_bars() -> None:
 def exit_on_interrupt():
     """End the block on Ctrl-C (or SIGTERM) with one line, ``interrupted`` (``terminated``), and exit status 130
     (143), no traceback, after the ``finally`` blocks inside have run (they stop workers, remove partial files).
-
-    SIGTERM is handled so only where nothing else has claimed it (its handler is the default), in the main thread.
-    Once interrupted, the process ignores both signals (the status says the process ends): a second Ctrl-C cannot
-    break the clean-up that follows (interpreter exit: workers joined) into a traceback."""
+    SIGTERM is claimed only where its handler is the default, in the main thread; once interrupted the process
+    ignores both signals, so that a second Ctrl-C cannot break the clean-up that follows into a traceback."""
     claim = (
         threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     )

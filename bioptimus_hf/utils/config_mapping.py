@@ -1,126 +1,171 @@
-"""Argument dataclasses built from a mapping of argument names to values, in the process, without a command line.
+"""How a config and flags become argument dataclasses: the parser of every command and of in-process settings.
 
-A study arm (``{init_strategy: averaged, single_phase: "0.4", learning_rate: 5.0e-4}``), the NER arguments a
-comparison shares, or any caller's settings become the same dataclasses a config file holding that mapping would
-give: :func:`configs_from_mapping` converts each value with the type ``HfArgumentParser`` gives its field (a yaml
-``0.4`` for a ``str`` field is ``"0.4"``, ``"true"`` for a ``bool`` is ``True``, one value for a ``list`` field is a
-list of one), honours the fields' aliases and choices and the old spellings (``utils/flag_spellings.py``: a
-renamed key, ``seeds: "1,2,3"``, each with its deprecation line), and refuses an unknown name, a bad value or a
-missing required name with a ``ValueError`` worded as the parser words the same refusal (``--masking_stream: invalid
-choice 'x'; choose from keyed, sequential``). No argv is built and parsed again: each value is converted on its own
-and the dataclasses are constructed directly.
+:class:`CommandParser` is ``HfArgumentParser`` as TRL's ``TrlParser`` uses it: a config (a json/yaml file named
+first, ``utils/config_files.py``, or a mapping: ``parse_dict``) becomes the parser's defaults, each value read by
+its flag's type and choices; the flags override it; one parse. No prefix matching (an unknown flag names the
+nearest), a usage error in one line, every boolean ``--flag [true|false]``, help groups from ``metadata["group"]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import copy
+import difflib
 import json
-from collections.abc import Mapping, Sequence
+import re
+import shutil
+import types
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from transformers import HfArgumentParser
+from transformers.hf_argparser import string_to_bool
 
-from .cli import unknown_name_message, usage_message
-from .flag_spellings import FlagSpellings
-
-
-class ListingArgumentParser(HfArgumentParser):
-    """``HfArgumentParser`` that keeps the ``argparse.Action`` each of its ``add_argument`` calls returns, in
-    :attr:`arguments` (argparse lists them nowhere public): one per flag of its dataclasses' fields, each with its
-    option strings, ``dest``, ``nargs``, ``type``, ``choices`` and ``default``, plus ``--help``."""
-
-    def __init__(self, dataclass_types, **kwargs) -> None:
-        self.arguments: list[argparse.Action] = []
-        super().__init__(dataclass_types, **kwargs)
-
-    def add_argument(self, *args, **kwargs) -> argparse.Action:
-        # A field's metadata "group" (BioptimusConfig's) puts its flag into the help's group of that title.
-        group = kwargs.pop("group", None)
-        if group is not None:
-            titled = [g for g in self._action_groups if g.title == group]
-            return (titled[0] if titled else self.add_argument_group(group)).add_argument(*args, **kwargs)
-        action = super().add_argument(*args, **kwargs)
-        self.arguments.append(action)
-        return action
-
-    def add_argument_group(self, *args, **kwargs):
-        # A dataclass with `_argument_group_name` has its flags added to a group: those are listed too.
-        group = super().add_argument_group(*args, **kwargs)
-        add = group.add_argument
-
-        def add_argument(*names, **options):
-            action = add(*names, **options)
-            self.arguments.append(action)
-            return action
-
-        group.add_argument = add_argument
-        return group
+from .cli import exit_on_usage_error
+from .config_files import read_config
 
 
-def _as_text(value: Any) -> str:
-    """A value as a config file's line would spell it: the text the field's type function reads."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value)
-    return str(value)
+USAGE = "%(prog)s [config.yaml] [--flag value ...]"
+HELP_WIDTH = 100
+UNSET = object()  # a field the command line leaves unset (parse_settings)
 
 
-def _converted(action: argparse.Action, name: str, value: Any) -> Any:
-    """``value`` converted by ``action``'s type (each item for a list field), checked against its choices."""
-    many = action.nargs in ("+", "*")
-    if isinstance(value, (list, tuple)) and not many:
-        raise ValueError(f"--{name}: expected one value, got {len(value)} ({list(value)!r})")
-    items = list(value) if many and isinstance(value, (list, tuple)) else [value]
-    converted = []
-    for item in items:
-        text = _as_text(item)
-        try:
-            result = action.type(text) if action.type is not None else text
-        except argparse.ArgumentTypeError as error:
-            raise ValueError(usage_message(f"argument --{name}: {error}")) from None
-        except (TypeError, ValueError):
-            kind = getattr(action.type, "__name__", repr(action.type))
-            raise ValueError(usage_message(f"argument --{name}: invalid {kind} value: {text!r}")) from None
-        if action.choices is not None and result not in action.choices:
-            choices = ", ".join(map(repr, action.choices))
-            raise ValueError(usage_message(f"argument --{name}: invalid choice: {result!r} (choose from {choices})"))
-        converted.append(result)
-    return converted if many else converted[0]
+def help_width() -> int:
+    return min(HELP_WIDTH, shutil.get_terminal_size().columns - 2)
 
 
-def configs_from_mapping(dataclass_types: Sequence[type], mapping: Mapping[str, Any]) -> tuple:
-    """One instance of each of ``dataclass_types`` from ``mapping`` (argument name or alias -> value), each value
-    converted as a config file's would be; a None value leaves the field at its default. Raises ``ValueError``
-    naming an unknown argument, a value its field refuses, or a required argument the mapping lacks (and whatever
-    the dataclasses' own checks raise)."""
-    parser = ListingArgumentParser(dataclass_types)
-    actions: dict[str, argparse.Action] = {}
-    for action in parser.arguments:
+def usage_message(message: str) -> str:
+    """argparse's wording of a refused flag value as every command and mapping words it: the flag named once
+    (``--flag``, not ``argument --flag/--flag-twin``), a bad choice with the valid ones unquoted
+    (``--mode: invalid choice 'x'; choose from a, b``)."""
+    message = re.sub(r"(--\w+)(?:/--[\w-]+)+", r"\1", re.sub(r"^argument ", "", message))
+    choice = re.fullmatch(r"(.*)invalid choice: (.*) \(choose from (.*)\)", message)
+    if choice:
+        prefix, value, choices = choice.groups()
+        message = f"{prefix}invalid choice {value}; choose from {choices.replace(chr(39), '')}"
+    return message
+
+
+def unknown_name_message(name: str, known: Iterable[str], what: str, otherwise: str) -> str:
+    """``unknown flag --x; did you mean --y?``: the nearest of ``known``, else ``otherwise``."""
+    nearest = difflib.get_close_matches(name, list(known), n=1)
+    return f"unknown {what} {name}; " + (f"did you mean {nearest[0]}?" if nearest else otherwise)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help as written: the description keeps its lines; each flag once (not its hyphenated twin), with its value's
+    name once and its default once (not where its help states it)."""
+
+    def __init__(self, prog: str, **kwargs) -> None:
+        super().__init__(prog, width=help_width(), max_help_position=32, **kwargs)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.nargs == 0 and action.option_strings[0].startswith("--no_"):  # HfArgumentParser's negation
+            return f"The same as --{action.dest} false."
+        if action.required:
+            return f"{text} (required)"
+        if action.default in (None, argparse.SUPPRESS) or "default" in text.lower():
+            return text
+        return f"{text} (default: %(default)s)"
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        options = action.option_strings
+        if not options:
+            return super()._format_action_invocation(action)
+        names = [name for name in options if not ("-" in name[2:] and "--" + name[2:].replace("-", "_") in options)]
         if action.nargs == 0:
-            continue  # --help, and the --no_<flag> spellings of a flag (a mapping gives the flag false)
-        for option in action.option_strings:
-            actions.setdefault(option.lstrip("-"), action)
-    values: dict[str, Any] = {}
-    for name, value in FlagSpellings.of(dataclass_types, parser.arguments).modern_mapping(mapping).items():
-        action = actions.get(name)
-        if action is None:
-            known = ", ".join(t.__name__ for t in dataclass_types)
-            raise ValueError(
-                unknown_name_message(name, [k for k in actions if "-" not in k], "key", f"not an argument of {known}")
-            )
-        if value is not None:
-            values[action.dest] = _converted(action, name, value)
-    built = []
-    for dataclass_type in dataclass_types:
-        fields = [f for f in dataclasses.fields(dataclass_type) if f.init]
-        missing = [
-            f"--{f.name}"
-            for f in fields
-            if f.name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        ]
-        if missing:
-            raise ValueError(f"the following arguments are required: {', '.join(missing)}")
-        built.append(dataclass_type(**{f.name: values[f.name] for f in fields if f.name in values}))
-    return tuple(built)
+            return ", ".join(names)
+        default = self._get_default_metavar_for_optional(action)
+        metavar = "[true|false]" if action.type is string_to_bool else self._format_args(action, default)
+        return f"{', '.join(names)} {metavar}"
+
+
+class CommandParser(HfArgumentParser):
+    """``HfArgumentParser`` over ``dataclass_types`` reading ``[config] [--flag value ...]`` (see the module)."""
+
+    def __init__(self, dataclass_types, prog: str | None = None, description: str | None = None) -> None:
+        self.groups: dict[str, Any] = {}
+        # allow_abbrev off: --num_train_epoch is an unknown flag, not --num_train_epochs
+        kwargs = dict(prog=prog, usage=USAGE, description=description, formatter_class=HelpFormatter)
+        super().__init__(dataclass_types, allow_abbrev=False, **kwargs)
+        for action in self._actions:  # an optional boolean (default unset) reads `--flag` alone as true too
+            if action.type is string_to_bool and action.nargs is None:
+                action.nargs, action.const = "?", True
+
+    def _parse_dataclass_field(self, parser, field) -> None:
+        title = field.metadata.get("group")
+        if title is not None:  # argparse takes no "group" keyword: the field's flag goes into that group
+            if title not in self.groups:
+                self.groups[title] = self.add_argument_group(title)
+            parser, field = self.groups[title], copy.copy(field)
+            field.metadata = types.MappingProxyType({k: v for k, v in field.metadata.items() if k != "group"})
+        super()._parse_dataclass_field(parser, field)
+
+    def error(self, message: str):
+        if not self.exit_on_error:
+            raise ValueError(usage_message(message))
+        exit_on_usage_error(usage_message(message))
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        flag = next((item.split("=", 1)[0] for item in extras if item.startswith("-")), None)
+        if extras and flag is None:
+            self.error(f"unexpected value {extras[0]!r}: only the config may come before the flags")
+        elif extras:
+            flags = [name for action in self._actions for name in action.option_strings]
+            self.error(unknown_name_message(flag, flags, "flag", f"{self.prog} --help lists the flags"))
+        return namespace, extras
+
+    def set_config(self, mapping: Mapping[str, Any], source: str = "") -> dict[str, Any]:
+        """Make ``mapping`` (flag name -> value; None: the default) the parser's defaults; returns its values by
+        field. An unknown key or a value its flag refuses is a ``ValueError`` naming ``source`` and the key."""
+        actions = {name.lstrip("-"): a for a in self._actions if a.nargs != 0 for name in a.option_strings}
+        values = {}
+        for key, value in mapping.items():
+            action = actions.get(key)
+            if action is None:
+                names = ", ".join(t.__name__ for t in self.dataclass_types)
+                hint = f"{self.prog} --help lists the flags" if self.exit_on_error else f"not an argument of {names}"
+                raise ValueError(source + unknown_name_message(key, [k for k in actions if "-" not in k], "key", hint))
+            if value is not None:
+                action.default = values[action.dest] = self.read_value(action, key, value, source)
+                action.required = False
+        return values
+
+    def read_value(self, action: argparse.Action, key: str, value: Any, source: str = "") -> Any:
+        """A config's ``value`` read as the flag's own values would be on the command line."""
+        if isinstance(value, (list, tuple)) and action.nargs not in ("+", "*"):
+            raise ValueError(f"{source}--{key}: expected one value, got {len(value)} ({list(value)!r})")
+        items = value if isinstance(value, (list, tuple)) else [value]
+        texts = [json.dumps(v) if isinstance(v, (bool, dict, list)) else str(v) for v in items]
+        try:
+            return self._get_values(action, texts)
+        except argparse.ArgumentError as error:
+            raise ValueError(source + usage_message(str(error))) from None
+
+    def take_config(self, argv: list[str]) -> tuple[dict[str, Any], list[str]]:
+        """The values of the config ``argv`` starts with (now the defaults) and the flags after it."""
+        if argv and not argv[0].startswith("-"):
+            return self.set_config(read_config(argv[0]), f"config file {argv[0]}: "), argv[1:]
+        return {}, argv
+
+    def parse_line(self, argv: list[str]) -> tuple:
+        """``[config] [--flag value ...]`` as the dataclasses: the config's values under the flags, one parse."""
+        _, flags = self.take_config(list(argv))
+        return self.parse_args_into_dataclasses(flags, look_for_args_file=False)
+
+    def parse_settings(self, argv: list[str]) -> dict[str, Any]:
+        """What ``[config] [--flag value ...]`` sets, by field (a field left unset is absent): for a command whose
+        defaults depend on what is set (``bioptimus blurb-task``: the dataset's recipe under it)."""
+        values, flags = self.take_config(list(argv))
+        namespace = argparse.Namespace(**{action.dest: UNSET for action in self._actions})
+        namespace, _ = self.parse_known_args(flags, namespace)
+        return {**values, **{name: value for name, value in vars(namespace).items() if value is not UNSET}}
+
+    def parse_dict(self, args: Mapping[str, Any]) -> tuple:
+        """The dataclasses of a mapping, read and refused as a config file holding it: a ``ValueError`` naming the
+        key (the in-process way in; ``HfArgumentParser.parse_dict`` would not read ``"0.4"`` or ``"true"``)."""
+        self.exit_on_error = False
+        self.set_config(args)
+        return self.parse_args_into_dataclasses([], look_for_args_file=False)

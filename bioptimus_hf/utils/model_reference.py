@@ -2,13 +2,14 @@
 anything loads.
 
 ``from_pretrained`` given a folder that does not exist takes it for a Hub id and fails with huggingface_hub's
-``Repo id must be in the form 'repo_name' or 'namespace/repo_name'``, after the command has read its data. The
-parser (``commands/config_parser.py``) checks the flags of :data:`MODEL_REFERENCE_FIELDS` with
-:func:`check_model_reference` as soon as they are parsed, so the message names the flag and comes first.
+``Repo id must be in the form 'repo_name' or 'namespace/repo_name'``, after the command has read its data. Every
+command checks the flags of :data:`MODEL_REFERENCE_FIELDS` as soon as they are parsed
+(:func:`check_model_references`, ``bioptimus_hf.commands.parse_args``), so the message names the flag and comes first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 
@@ -34,3 +35,12 @@ def check_model_reference(value: str, flag: str) -> None:
             f"--{flag} {value or repr(value)}: neither a directory nor a Hub id (no such directory; a Hub id is "
             "'name' or 'namespace/name')"
         ) from None
+
+
+def check_model_references(parsed) -> None:
+    """:func:`check_model_reference` for the :data:`MODEL_REFERENCE_FIELDS` of parsed argument dataclasses."""
+    for args in parsed:
+        for field in dataclasses.fields(args) if dataclasses.is_dataclass(args) else ():
+            value = getattr(args, field.name, None)
+            if field.name in MODEL_REFERENCE_FIELDS and isinstance(value, str):
+                check_model_reference(value, field.name)

@@ -1,8 +1,9 @@
 """Plain functions the tests share (fixtures and hooks live in tests/conftest.py): the shared corpus, a script's
-``main()`` run as from its command line, and subprocesses started by a test. Topic helpers sit beside this
-module: ``helpers.ner``, ``helpers.families``, ``helpers.qikfind``, ``helpers.embedding_init``,
+``main()`` run as from its command line, a command line from a mapping, and subprocesses started by a test. Topic
+helpers sit beside this module: ``helpers.ner``, ``helpers.families``, ``helpers.qikfind``, ``helpers.embedding_init``,
 ``helpers.masked_lm``, ``helpers.blurb``, ``helpers.pretraining``, ``helpers.pubmed``."""
 
+import json
 import os
 import subprocess
 import sys
@@ -39,6 +40,17 @@ def run_script(monkeypatch, script, argv) -> None:
     parser's program name in messages) and ``argv``, each as a string."""
     monkeypatch.setattr(sys, "argv", [Path(script.__file__).name, *map(str, argv)])
     script.main()
+
+
+def flags(mapping) -> list[str]:
+    """A command line setting ``mapping``'s values (a None value leaves its flag out), each value as a config file's
+    line would spell it: ``{"seeds": [1, 2], "do_train": True}`` is ``--seeds 1 2 --do_train true``."""
+    argv: list[str] = []
+    for key, value in mapping.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if value is not None:
+            argv += [f"--{key}", *(json.dumps(v) if isinstance(v, (bool, dict, list)) else str(v) for v in values)]
+    return argv
 
 
 def run_launcher(command, env, timeout, cwd=None) -> subprocess.CompletedProcess:

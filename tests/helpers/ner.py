@@ -9,7 +9,7 @@ import random
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
-from bioptimus_hf.commands.config_parser import mapping_to_argv
+from helpers import flags
 
 
 WORDS = (
@@ -120,4 +120,4 @@ LEARNING_NER = {"num_train_epochs": 8, "learning_rate": 5e-3, "per_device_train_
 
 def quick_ner_flags(**settings) -> list[str]:
     """run_ner.py's flags for :data:`QUICK_NER` with ``settings`` over it (a setting of ``None`` leaves its flag out)."""
-    return mapping_to_argv({**QUICK_NER, **settings})
+    return flags({**QUICK_NER, **settings})

@@ -1,6 +1,6 @@
 """The flags of a short run_pretraining.py run on a tiny model (tests/conftest.py's ``tiny_model_dir``)."""
 
-from bioptimus_hf.commands.config_parser import mapping_to_argv
+from helpers import flags
 
 
 def base_args(model_dir, corpus, out):
@@ -35,7 +35,7 @@ def curriculum_run_flags(model_dir, corpus, out, phase_steps, **settings) -> lis
     """run_pretraining.py's flags for a curriculum of ``phase_steps`` on a tiny model: batches of 4 blocks of 32
     tokens, no held-out split, no checkpoints, reports or progress bars; ``settings`` over them (a setting of
     ``None`` leaves its flag out)."""
-    return mapping_to_argv(
+    return flags(
         {
             "model_name_or_path": model_dir,
             "train_file": corpus,
