@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -120,10 +121,11 @@ def test_the_help_formatter_prints_each_flag_and_default_once(monkeypatch):
 
 @dataclasses.dataclass
 class Grouped:
-    rate: float = dataclasses.field(default=0.5, metadata={"help": "A rate.", "group": "curriculum"})
+    help_groups: ClassVar[dict[str, str]] = {"rate": "curriculum", "steps": "releases", "mode": "curriculum"}
+    rate: float = dataclasses.field(default=0.5, metadata={"help": "A rate."})
     name: str = dataclasses.field(default="n", metadata={"help": "A name."})
-    steps: int = dataclasses.field(default=3, metadata={"help": "Steps.", "group": "releases"})
-    mode: str = dataclasses.field(default="a", metadata={"help": "A mode.", "group": "curriculum"})
+    steps: int = dataclasses.field(default=3, metadata={"help": "Steps."})
+    mode: str = dataclasses.field(default="a", metadata={"help": "A mode."})
 
 
 def test_a_fields_group_puts_its_flag_in_a_help_group_of_that_title_in_first_seen_order(monkeypatch):
@@ -291,3 +293,24 @@ def test_the_docs_name_only_commands_that_exist(path):
             if match.group(1) not in COMMANDS:
                 wrong.append(f"{path.name}:{number}: bioptimus {match.group(1)}")
     assert not wrong
+
+
+def test_bioptimus_config_parses_with_plain_hfargumentparser_and_groups_its_help_with_ours():
+    from transformers import HfArgumentParser
+
+    from bioptimus_hf import BioptimusConfig
+
+    (config,) = HfArgumentParser(BioptimusConfig).parse_args_into_dataclasses(
+        ["--output_dir", "out", "--init_strategy", "scratch", "--max_seq_length", "64"]
+    )
+    assert (config.init_strategy, config.max_seq_length) == ("scratch", 64)
+    titles = [group.title for group in CommandParser((BioptimusConfig,))._action_groups]
+    assert [title for title in titles if title in set(BioptimusConfig.help_groups.values())] == [
+        "initialisation",
+        "corpus",
+        "curriculum",
+        "lexical warm-up",
+        "model",
+        "releases",
+        "masked LM",
+    ]

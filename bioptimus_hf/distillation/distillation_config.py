@@ -18,7 +18,7 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from ..pretraining.bioptimus_config import grouped, settings_group
+from ..pretraining.bioptimus_config import FieldGroup, settings_group
 from ..releases.lineage import base_model_hub_id_field
 from .recipes import (
     DISTILLATION_RECIPES,
@@ -31,7 +31,7 @@ from .recipes import (
 )
 
 
-_distillation, _teacher = grouped("distillation"), grouped("teacher")
+_distillation, _teacher, _curriculum = FieldGroup("distillation"), FieldGroup("teacher"), FieldGroup("curriculum")
 
 
 def _alpha(what: str):
@@ -49,7 +49,7 @@ class DistillationConfig(StudentTrainingArguments):
     """The settings of a distillation run: ``StudentTrainingArguments``, and how a student is built from the teacher
     and which losses train it (unset values: the recipe's)."""
 
-    single_phase: str | None = grouped("curriculum")(
+    single_phase: str | None = _curriculum(
         "0.1",
         "The masking phase of the whole run: 0.1 (default: BERT's token masking at 15%%, as in DistilBERT and "
         "Rohanian et al.), another phase's version, or 'all' to distil through the whole curriculum (--phase_steps "
@@ -262,6 +262,12 @@ def _check_layers(flag: str, layers: list[int], teacher_layers: int, strictly_in
         raise ValueError(f"{flag} {layers}: the map must not go down (student layer l+1 aligned below layer l)")
 
 
+DistillationConfig.help_groups = {
+    **StudentTrainingArguments.help_groups,
+    **{made.name: group.title for group in (_distillation, _curriculum) for made in group.made},
+}
+
+
 @dataclass(frozen=True)
 class DistillationPlan:
     """A resolved, checked distillation: what the trainer runs and what the release records."""
@@ -333,12 +339,15 @@ class TeacherArguments:
         None, "Tokenizer (default: the teacher's); it must be the teacher's vocabulary."
     )
     teacher_hub_id: str | None = base_model_hub_id_field(
-        "the teacher", "--teacher_model_name_or_path", aliases=["--base_model_hub_id"], group="teacher"
+        "the teacher", "--teacher_model_name_or_path", aliases=["--base_model_hub_id"]
     )
     student_version: str | None = _teacher(
         None, "Version of the student release (default: the last curriculum phase's)."
     )
     speed_batches: int = _teacher(4, "Held-out batches timed for the card's teacher/student speed (0 = skip).")
+
+
+TeacherArguments.help_groups = {**{made.name: _teacher.title for made in _teacher.made}, "teacher_hub_id": "teacher"}
 
 
 # The arguments of a distillation run, in the order ``bioptimus distill`` parses them and

@@ -4,7 +4,7 @@ the curriculum run's fields declared in it (``BioptimusTrainer``'s config, as TR
 
     config = BioptimusConfig(output_dir="out", max_steps=1000, max_seq_length=128, init_strategy="continued")
 
-A field's ``metadata["group"]`` is its group in ``--help``; each group's checks are one function, called in order
+``BioptimusConfig.help_groups`` names each field's group in ``--help``; each group's checks are one function, called in order
 by ``__post_init__``. A command that takes some groups only parses the dataclass :func:`settings_group` makes of
 their fields (``bioptimus init-embeddings``: :class:`EmbeddingInitArguments`; ``bioptimus task-difficulty``:
 :class:`CurriculumArguments`; ``bioptimus distill``), so a name, default, help or check is written once. Light
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Any, Callable
+from typing import Any, ClassVar
 
 from transformers import TrainingArguments
 
@@ -50,16 +50,21 @@ CORPUS_BUILDERS = {
 DEFAULT_SHUFFLE_BUFFER_SIZE = 10_000
 
 
-def grouped(group: str) -> Callable[..., Any]:
-    """The field maker of one help group: ``name: type = _corpus(default, "help", choices=[...])``."""
+class FieldGroup:
+    """The field maker of one help group (``name: type = _corpus(default, "help", choices=[...])``); it keeps the
+    fields it made, so the dataclass can name each field's group in ``help_groups`` once it is built."""
 
-    def make(default: Any = None, help: str | None = None, **metadata: Any) -> Any:
-        return field(default=default, metadata={"group": group, **({"help": help} if help else {}), **metadata})
+    def __init__(self, title: str) -> None:
+        self.title, self.made = title, []
 
-    return make
+    def __call__(self, default: Any = None, help: str | None = None, **metadata: Any) -> Any:
+        made = field(default=default, metadata={**({"help": help} if help else {}), **metadata})
+        self.made.append(made)
+        return made
 
 
-_model, _initialisation, _corpus, _curriculum, _warmup, _releases, _masked_lm = map(grouped, GROUPS)
+FIELD_GROUPS = tuple(map(FieldGroup, GROUPS))
+_model, _initialisation, _corpus, _curriculum, _warmup, _releases, _masked_lm = FIELD_GROUPS
 
 
 @dataclass
@@ -221,7 +226,7 @@ class BioptimusConfig(TrainingArguments):
     )
 
     # The base model's Hub id in the releases' records (with PretrainingModelArguments in the help).
-    base_model_hub_id: str | None = base_model_hub_id_field(group="model")
+    base_model_hub_id: str | None = base_model_hub_id_field()
 
     # Replacing a run's releases; their Hub layout.
     overwrite_output_dir: bool = _releases(
@@ -256,11 +261,18 @@ class BioptimusConfig(TrainingArguments):
         "page-faulting it again every step. See docs/speed.md.",
     )
 
+    # Field name -> its group's title in --help (utils/config_mapping.py reads it; plain HfArgumentParser ignores it).
+    help_groups: ClassVar[dict[str, str]] = {}
+
     def __post_init__(self):
         check_initialisation(self)
         check_corpus(self)
         check_lexical_warmup(self)
         super().__post_init__()
+
+
+BioptimusConfig.help_groups = {made.name: group.title for group in FIELD_GROUPS for made in group.made}
+BioptimusConfig.help_groups["base_model_hub_id"] = "model"
 
 
 def check_initialisation(args: Any) -> None:
@@ -331,7 +343,7 @@ def settings_group(name: str, *groups: str, base: type | None = None, module: st
     specs = [
         (f.name, hints[f.name], field(default=f.default, metadata=f.metadata))
         for f in fields(BioptimusConfig)
-        if f.metadata.get("group") in groups
+        if BioptimusConfig.help_groups.get(f.name) in groups
     ]
     checks = [GROUP_CHECKS[group] for group in groups if group in GROUP_CHECKS]
 
@@ -345,6 +357,7 @@ def settings_group(name: str, *groups: str, base: type | None = None, module: st
         "__module__": module,
         "__doc__": f"``BioptimusConfig``'s {', '.join(groups)} settings.",
         "__post_init__": __post_init__,
+        "help_groups": {name: BioptimusConfig.help_groups[name] for name, _, _ in specs},
     }
     return make_dataclass(name, specs, bases=(base,) if base else (), namespace=namespace, repr=base is None)
 

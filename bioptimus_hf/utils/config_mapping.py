@@ -3,18 +3,16 @@
 :class:`CommandParser` is ``HfArgumentParser`` as TRL's ``TrlParser`` uses it: a config (a json/yaml file named
 first, ``utils/config_files.py``, or a mapping: ``parse_dict``) becomes the parser's defaults, each value read by
 its flag's type and choices; the flags override it; one parse. No prefix matching (an unknown flag names the
-nearest), a usage error in one line, every boolean ``--flag [true|false]``, help groups from ``metadata["group"]``.
+nearest), a usage error in one line, every boolean ``--flag [true|false]``, help groups from a dataclass's ``help_groups``.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import difflib
 import json
 import re
 import shutil
-import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -86,6 +84,8 @@ class CommandParser(HfArgumentParser):
 
     def __init__(self, dataclass_types, prog: str | None = None, description: str | None = None) -> None:
         self.groups: dict[str, Any] = {}
+        types = dataclass_types if isinstance(dataclass_types, (list, tuple)) else [dataclass_types]
+        self.help_groups = {k: v for kind in types for k, v in getattr(kind, "help_groups", {}).items()}
         # allow_abbrev off: --num_train_epoch is an unknown flag, not --num_train_epochs
         kwargs = dict(prog=prog, usage=USAGE, description=description, formatter_class=HelpFormatter)
         super().__init__(dataclass_types, allow_abbrev=False, **kwargs)
@@ -94,12 +94,9 @@ class CommandParser(HfArgumentParser):
                 action.nargs, action.const = "?", True
 
     def _parse_dataclass_field(self, parser, field) -> None:
-        title = field.metadata.get("group")
-        if title is not None:  # argparse takes no "group" keyword: the field's flag goes into that group
-            if title not in self.groups:
-                self.groups[title] = self.add_argument_group(title)
-            parser, field = self.groups[title], copy.copy(field)
-            field.metadata = types.MappingProxyType({k: v for k, v in field.metadata.items() if k != "group"})
+        title = self.help_groups.get(field.name)
+        if title is not None:  # the field's flag goes into the help group of that title
+            parser = self.groups.get(title) or self.groups.setdefault(title, self.add_argument_group(title))
         super()._parse_dataclass_field(parser, field)
 
     def error(self, message: str):
