@@ -188,3 +188,10 @@ def split_label(entry: str, entries: list[str]) -> tuple[str, str]:
         if len({"/".join(p[-depth:]) for p in paths}) == len(paths):
             return "/".join(parts[-depth:]), entry
     return entry, entry
+
+
+def run_task_difficulty(args: TaskDifficultyArguments, curriculum_args: Any) -> dict:
+    """``bioptimus task-difficulty``: :func:`measure_task_difficulty` under the curriculum its flags describe."""
+    from ..pretraining.bioptimus_config import build_curriculum
+
+    return measure_task_difficulty(args, build_curriculum(curriculum_args))

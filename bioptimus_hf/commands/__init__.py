@@ -1,11 +1,8 @@
 """``bioptimus <command> [config] [--flag value ...]``: one command for every stage, like ``trl`` and ``hf``.
 
-Each command (:data:`~bioptimus_hf.commands.table.COMMANDS`) is its argument dataclasses and one call of its wing
-with them (its run beside it in ``commands/table.py`` where it is more than one call). :func:`run` parses the line
-(``utils/config_mapping.py``: the config under the flags, one parse), checks it before anything loads, configures
-logging and calls the wing, bad input ending in one line; :func:`main` is ``bioptimus`` itself, where Ctrl-C ends
-in one line ``interrupted``, status 130, from the first import on. This package imports neither torch nor
-transformers: ``bioptimus --help`` answers at once.
+Each command (``commands/table.py``) is its argument dataclasses and one call of its wing; :func:`run` parses
+(``utils/config_mapping.py``), checks, configures logging and calls it, bad input ending in one line; :func:`main`
+ends Ctrl-C in one line ``interrupted``, status 130. Imports neither torch nor transformers.
 """
 
 from __future__ import annotations
@@ -14,17 +11,11 @@ import difflib
 import importlib
 import inspect
 import logging
-import os
 import sys
 import textwrap
 
 from ..utils.cli import USAGE_ERROR_STATUS, exit_on_bad_input, exit_on_interrupt, exit_on_usage_error
 from .table import COMMANDS, LOG_FORMAT, Command
-
-
-# The install allows older torch (setup.cfg); torch.compile of our models needs this one: torch 2.6's dynamo fails
-# on transformers' forward wrappers and lacks recompile_limit (pretraining/static_shapes.py).
-TORCH_COMPILE_MIN_VERSION = "2.7.1"
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
@@ -116,6 +107,7 @@ def parse_args(dataclass_types, argv=None, prog=None, description=None, build=No
     anything loads: a model flag naming neither a path nor a Hub id, a launch of several processes that
     ``TrainingArguments`` set up as one, ``--torch_compile`` on too old a torch. Bad input ends in one line."""
     from ..utils.config_mapping import CommandParser
+    from ..utils.launch import check_launch
     from ..utils.model_reference import check_model_references
 
     description = inspect.cleandoc(description) if description else None
@@ -124,7 +116,7 @@ def parse_args(dataclass_types, argv=None, prog=None, description=None, build=No
     with exit_on_bad_input():
         parsed = build(parser.parse_settings(argv)) if build else parser.parse_line(argv)
         check_model_references(parsed)
-    check_training_arguments(parsed)
+        check_launch(parsed)
     return parsed
 
 
@@ -149,28 +141,3 @@ def configure_logging(style: str | None, parsed: tuple) -> None:
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
     transformers.utils.logging.enable_explicit_format()
-
-
-def check_training_arguments(parsed: tuple) -> None:
-    """Refuse a launch of several processes (``torchrun``, ``accelerate launch``) that ``TrainingArguments`` set up
-    as one: on a machine without a GPU it goes distributed only with ``--use_cpu true``, else every process would
-    train alone into one ``--output_dir``. Refuse ``--torch_compile`` on a torch older than 2.7.1."""
-    world = int(os.environ.get("WORLD_SIZE") or 1)
-    if world <= 1 and not any(getattr(args, "torch_compile", False) for args in parsed):
-        return  # torch not imported for nothing
-    import torch
-    from transformers import TrainingArguments
-
-    for args in (args for args in parsed if isinstance(args, TrainingArguments)):
-        if world > 1 and args.parallel_mode.value != "distributed":
-            raise SystemExit(
-                f"error: launched as {world} processes (WORLD_SIZE={world}), but TrainingArguments set up a single "
-                f"process (parallel_mode {args.parallel_mode.value}): on a machine without a GPU add --use_cpu true, "
-                "the only way the Trainer runs distributed on CPUs; otherwise every process would train alone and "
-                "write into the same --output_dir"
-            )
-        if args.torch_compile and torch.__version__ < TORCH_COMPILE_MIN_VERSION:  # TorchVersion compares as one
-            raise SystemExit(
-                f"error: --torch_compile needs torch >= {TORCH_COMPILE_MIN_VERSION}, this is torch "
-                f"{torch.__version__}; upgrade torch or leave --torch_compile off"
-            )

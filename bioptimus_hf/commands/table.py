@@ -169,7 +169,7 @@ COMMANDS: dict[str, Command] = {
         "--corpus_files ../shared/data/corpus/pubmed_abstracts.txt --output_file difficulty.json",
         "bioptimus_hf.analysis.task_difficulty_config:TaskDifficultyArguments "
         "bioptimus_hf.pretraining.bioptimus_config:CurriculumArguments",
-        "bioptimus_hf.commands.table:task_difficulty",
+        "bioptimus_hf.analysis.task_difficulty:run_task_difficulty",
     ),
     "study": Command(
         "Run the paper's study: arms under one token budget, NER of each, tables, figures. Run it again after an "
@@ -263,33 +263,18 @@ def blurb_task(model_args, data_args, stab_args, training_args) -> dict:
 def compare(args, argv: list[str]) -> str | None:
     """Run (or list) the NER jobs, the flags after ``--`` given to each; returns the table (the job list with
     ``--list_jobs``, None with ``--job_index``)."""
-    from ..ner.compare import compare_models, parse_models, plan_jobs
-    from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
-    from ..utils.config_mapping import CommandParser
-    from ..utils.model_reference import check_model_references
+    from ..ner.compare import compare_models, job_commands, shared_ner_arguments
 
-    models, ner_flags = parse_models(args.models), argv[argv.index("--") + 1 :] if "--" in argv else []
-    config = [args.ner_config] if args.ner_config else []
-    if args.list_jobs:  # each through the Python that listed them: the same installation runs every job
-        command = [sys.executable, "-m", __package__, "ner", *config, *ner_flags]
-        listed = "\n".join(
-            shlex.join(command + job.flags(args.output_dir)) for job in plan_jobs(models, args.data_dirs, args.seeds)
-        )
-        print(listed)
+    ner_flags = argv[argv.index("--") + 1 :] if "--" in argv else []
+    if args.list_jobs:
+        # each through the Python that listed them: the same installation runs every job
+        print(listed := "\n".join(job_commands(args, [sys.executable, "-m", __package__, "ner"], ner_flags)))
         return listed
-    stand_in = ["--model_name_or_path", models[0][1] if models else ""]  # each job sets its model, data, output, seed
-    ner_arguments = None
-    if not args.results_only:
-        with exit_on_bad_input():
-            ner_arguments = CommandParser(NER_ARGUMENT_TYPES, "bioptimus ner").parse_line(
-                [*config, *ner_flags, *stand_in]
-            )
-            check_model_references(ner_arguments)
+    with exit_on_bad_input():
+        ner_arguments = None if args.results_only else shared_ner_arguments(args, ner_flags)
     level = ner_arguments[-1].get_process_log_level() if ner_arguments else logging.INFO
     logging.basicConfig(format=LOG_FORMAT, level=level)
-    options = dict(rerun=args.rerun, results_only=args.results_only, seeds=args.seeds, job_index=args.job_index)
-    table = compare_models(models, args.data_dirs, args.output_dir, ner_arguments=ner_arguments, **options)
-    if table is not None:
+    if (table := compare_models(args, ner_arguments)) is not None:
         print(table)
     return table
 
@@ -300,13 +285,6 @@ def blurb_compare(args) -> dict:
     comparison = compare_runs(parse_runs(args.runs), args.output_dir)
     print(comparison["markdown"])
     return comparison
-
-
-def task_difficulty(args, curriculum_args) -> dict:
-    from ..analysis.task_difficulty import measure_task_difficulty
-    from ..pretraining.bioptimus_config import build_curriculum
-
-    return measure_task_difficulty(args, build_curriculum(curriculum_args))
 
 
 def study(args, argv: list[str]):

@@ -11,6 +11,7 @@ import glob
 import json
 import logging
 import os
+import shlex
 from dataclasses import dataclass
 from statistics import mean
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -18,6 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..finetuning.results import SEED_RESULTS_FILE, load_results, merge_seed_results, seed_finished
 from ..releases.ner_results import RESULTS_FILE
 from ..utils.files import write_json_atomic, write_text_atomic
+from .compare_config import NerComparisonArguments
 
 
 logger = logging.getLogger(__name__)
@@ -140,38 +142,52 @@ def merge_comparison(models: Sequence[Tuple[str, str]], datasets: Sequence[str],
     return table
 
 
-def compare_models(
-    models: Sequence[Tuple[str, str]],
-    datasets: Sequence[str],
-    output_dir: str,
-    ner_arguments: tuple | None = None,
-    rerun: bool = False,
-    results_only: bool = False,
-    seeds: Sequence[int] | None = None,
-    job_index: int | None = None,
-) -> str | None:
-    """Every model fine-tuned on every dataset (finished jobs skipped unless ``rerun``), ``comparison.md`` and
-    ``comparison.json`` written in ``output_dir``; returns the markdown table. ``ner_arguments``: the four parsed
-    arguments of ``bioptimus ner`` every job shares (not needed with ``results_only``), each job setting its model,
-    dataset, output directory and seed (:meth:`NerJob.arguments`). With ``seeds`` every seed is a job of its own;
-    ``job_index`` runs only that job of :func:`plan_jobs` (a SLURM array task, one GPU of several) and returns None:
-    a later call with ``results_only`` merges the seeds into the same table as one run."""
-    jobs = plan_jobs(models, datasets, seeds)
+def job_commands(args: NerComparisonArguments, ner: Sequence[str], ner_flags: Sequence[str]) -> List[str]:
+    """One shell command per job (``--list_jobs``): ``ner`` (how ``bioptimus ner`` is started), the config,
+    ``ner_flags`` (what follows ``--``), then the job's own flags."""
+    config = [args.ner_config] if args.ner_config else []
+    command = [*ner, *config, *ner_flags]
+    jobs = plan_jobs(parse_models(args.models), args.data_dirs, args.seeds)
+    return [shlex.join(command + job.flags(args.output_dir)) for job in jobs]
+
+
+def shared_ner_arguments(args: NerComparisonArguments, ner_flags: Sequence[str]) -> tuple:
+    """The ``bioptimus ner`` arguments every job shares: ``--ner_config`` under ``ner_flags``, checked (each job then
+    sets its model, data, output and seed). A ValueError names what is refused."""
+    from ..utils.config_mapping import CommandParser
+    from ..utils.model_reference import check_model_references
+    from .fine_tuning_config import NER_ARGUMENT_TYPES
+
+    config = [args.ner_config] if args.ner_config else []
+    stand_in = ["--model_name_or_path", parse_models(args.models)[0][1] if args.models else ""]
+    parsed = CommandParser(NER_ARGUMENT_TYPES, "bioptimus ner").parse_line([*config, *ner_flags, *stand_in])
+    check_model_references(parsed)
+    return parsed
+
+
+def compare_models(args: NerComparisonArguments, ner_arguments: tuple | None = None) -> str | None:
+    """Every model fine-tuned on every dataset (finished jobs skipped unless ``--rerun``), ``comparison.md`` and
+    ``comparison.json`` written in ``--output_dir``; returns the markdown table. ``ner_arguments``: the parsed
+    arguments every job shares (:func:`shared_ner_arguments`; not needed with ``--results_only``). With ``--seeds``
+    every seed is a job of its own; ``--job_index`` runs only that job of :func:`plan_jobs` (a SLURM array task) and
+    returns None: a later ``--results_only`` merges the seeds into the same table as one run."""
+    models, output_dir, job_index = parse_models(args.models), args.output_dir, args.job_index
+    jobs = plan_jobs(models, args.data_dirs, args.seeds)
     if job_index is not None:
         if not 0 <= job_index < len(jobs):
             raise ValueError(
                 f"--job_index {job_index} is out of range: this comparison has {len(jobs)} jobs (0..{len(jobs) - 1})"
             )
         jobs = [jobs[job_index]]
-    if not results_only:
+    if not args.results_only:
         from .run import fine_tune_ner
 
         for job in jobs:
-            if rerun or not job.done(output_dir):
+            if args.rerun or not job.done(output_dir):
                 logger.info(
                     "comparison: %s on %s%s", job.model, job.dataset, "" if job.seed is None else f", seed {job.seed}"
                 )
                 fine_tune_ner(*job.arguments(ner_arguments, output_dir))
     if job_index is not None:
         return None
-    return merge_comparison(models, datasets, output_dir)
+    return merge_comparison(models, args.data_dirs, output_dir)

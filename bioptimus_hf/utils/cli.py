@@ -1,10 +1,7 @@
-"""How a command ends: on bad input one line ``error: <message>``, exit status 1, no traceback; on a command line
-that cannot be parsed one line, status 2 (argparse's); on Ctrl-C or SIGTERM one line, status 130 or 143.
-
-The library never exits: a step that checks input re-raises what it refuses as :class:`BadInput` (:func:`bad_input`),
-its message naming the flag, file or line at fault; the command around the run ends it in one line
-(:func:`exit_on_bad_input`). Only the checking steps are marked: a ``ValueError`` from deep inside training is a bug
-and keeps its traceback.
+"""How a command ends: bad input in one line ``error: <message>``, status 1; a command line that cannot be parsed in
+one line, status 2; Ctrl-C or SIGTERM in one line, status 130 or 143. The library never exits: a checking step
+re-raises what it refuses as :class:`BadInput` (:func:`bad_input`) and the command ends it (:func:`exit_on_bad_input`);
+a ``ValueError`` from deep inside training is a bug and keeps its traceback.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Config files: the packaged ones, how a command names one, how one is read, what its relative paths mean.
-
-The repository's ``configs/*.yaml`` ship inside the package as ``bioptimus_hf/configs/`` (``setup.py``), so a
-config is named by path or by name (``demo_minilm``, ``demo_minilm.yaml``, ``configs/demo_minilm.yaml``: a file
-of that path wins). A config is a json or yaml mapping of flag names to values; a missing file or a syntax error is
-one message naming the file, line and column. Relative paths of the fields that name data to read
-(:data:`INPUT_PATH_FIELDS`; :data:`NAME_OR_PATH_FIELDS` where that path exists, else a Hub id or a name) are relative
-to the config's folder, nested mappings (a study's ``pretraining_args``, ``arms``) included; outputs
-(:data:`OUTPUT_PATH_FIELDS`) stay relative to the working directory, as every path given as a flag.
+"""Config files: the packaged ones (``configs/`` shipped as ``bioptimus_hf/configs``, named by path or name), how one
+is read (json or yaml; a bad one is one message with file, line and column), and its relative paths: those of the
+fields a command reads (:data:`INPUT_PATH_FIELDS`, :data:`NAME_OR_PATH_FIELDS` where the path exists) are relative
+to the config's folder, nested mappings included; outputs (:data:`OUTPUT_PATH_FIELDS`) to the working directory.
 """
 
 from __future__ import annotations
