@@ -84,20 +84,28 @@ class CommandParser(HfArgumentParser):
 
     def __init__(self, dataclass_types, prog: str | None = None, description: str | None = None) -> None:
         self.groups: dict[str, Any] = {}
+        self.arguments: list[argparse.Action] = []  # every flag's action, as add_argument returned it
+        self.group_title: str | None = None  # the help group of the field being added
         types = dataclass_types if isinstance(dataclass_types, (list, tuple)) else [dataclass_types]
         self.help_groups = {k: v for kind in types for k, v in getattr(kind, "help_groups", {}).items()}
         # allow_abbrev off: --num_train_epoch is an unknown flag, not --num_train_epochs
         kwargs = dict(prog=prog, usage=USAGE, description=description, formatter_class=HelpFormatter)
         super().__init__(dataclass_types, allow_abbrev=False, **kwargs)
-        for action in self._actions:  # an optional boolean (default unset) reads `--flag` alone as true too
+        for action in self.arguments:  # an optional boolean (default unset) reads `--flag` alone as true too
             if action.type is string_to_bool and action.nargs is None:
                 action.nargs, action.const = "?", True
 
     def _parse_dataclass_field(self, parser, field) -> None:
-        title = self.help_groups.get(field.name)
-        if title is not None:  # the field's flag goes into the help group of that title
-            parser = self.groups.get(title) or self.groups.setdefault(title, self.add_argument_group(title))
+        self.group_title = self.help_groups.get(field.name)
         super()._parse_dataclass_field(parser, field)
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        title = self.group_title  # a field's flag goes into the help group of its title
+        if title is not None and title not in self.groups:
+            self.groups[title] = self.add_argument_group(title)
+        action = self.groups[title].add_argument(*args, **kwargs) if title else super().add_argument(*args, **kwargs)
+        self.arguments.append(action)
+        return action
 
     def error(self, message: str):
         if not self.exit_on_error:
@@ -110,14 +118,14 @@ class CommandParser(HfArgumentParser):
         if extras and flag is None:
             self.error(f"unexpected value {extras[0]!r}: only the config may come before the flags")
         elif extras:
-            flags = [name for action in self._actions for name in action.option_strings]
+            flags = [name for action in self.arguments for name in action.option_strings]
             self.error(unknown_name_message(flag, flags, "flag", f"{self.prog} --help lists the flags"))
         return namespace, extras
 
     def set_config(self, mapping: Mapping[str, Any], source: str = "") -> dict[str, Any]:
         """Make ``mapping`` (flag name -> value; None: the default) the parser's defaults; returns its values by
         field. An unknown key or a value its flag refuses is a ``ValueError`` naming ``source`` and the key."""
-        actions = {name.lstrip("-"): a for a in self._actions if a.nargs != 0 for name in a.option_strings}
+        actions = {name.lstrip("-"): a for a in self.arguments if a.nargs != 0 for name in a.option_strings}
         values = {}
         for key, value in mapping.items():
             action = actions.get(key)
@@ -156,7 +164,7 @@ class CommandParser(HfArgumentParser):
         """What ``[config] [--flag value ...]`` sets, by field (a field left unset is absent): for a command whose
         defaults depend on what is set (``bioptimus blurb-task``: the dataset's recipe under it)."""
         values, flags = self.take_config(list(argv))
-        namespace = argparse.Namespace(**{action.dest: UNSET for action in self._actions})
+        namespace = argparse.Namespace(**{action.dest: UNSET for action in self.arguments})
         namespace, _ = self.parse_known_args(flags, namespace)
         return {**values, **{name: value for name, value in vars(namespace).items() if value is not UNSET}}
 
