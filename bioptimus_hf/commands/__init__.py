@@ -14,12 +14,13 @@ import logging
 import sys
 import textwrap
 
-from ..utils.cli import USAGE_ERROR_STATUS, exit_on_bad_input, exit_on_interrupt, exit_on_usage_error
+from ..utils.cli import USAGE_ERROR_STATUS, exit_on_bad_input, exit_on_interrupt, exit_on_usage_error, obey_interrupts
 from .table import COMMANDS, LOG_FORMAT, Command
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     """``bioptimus <command> ARGS``; a ``run_*.py`` script gives its name as ``prog`` (returns None: status 0)."""
+    obey_interrupts()  # first: torch and transformers take seconds to import, on a busy machine tens
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage(), file=sys.stdout if argv else sys.stderr)

@@ -87,6 +87,17 @@ def _close_progress_bars() -> None:
             pass
 
 
+def obey_interrupts() -> None:
+    """Let Ctrl-C and SIGTERM reach this process however it was started. A command put in the background of a
+    non-interactive shell (``cmd &`` in a script or a CI step) inherits SIGINT ignored, so Python never installs its
+    ``KeyboardInterrupt`` handler and every Ctrl-C of the group is dropped; a launcher may leave both blocked."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 @contextmanager
 def exit_on_interrupt():
     """End the block on Ctrl-C (or SIGTERM) with one line, ``interrupted`` (``terminated``), and exit status 130
