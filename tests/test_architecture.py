@@ -465,10 +465,10 @@ SCRIPT_CALLS = {
     "push_seed_folder",
 }
 # Where a library module may do it, by module and function: the job pool's worker is a process's main (its
-# logging, its os._exit); the commands' parser ends a line it cannot parse, as argparse's error() does. utils/cli.py
-# defines the ending itself.
+# logging, its os._exit); the commands' parser ends a line it cannot parse, as argparse's error() does; the NER push
+# is a seed folder's push with its card (the command calls it). utils/cli.py defines the ending itself.
 SCRIPT_DUTY_ALLOWED = {("utils/job_pool.py", "_serve"), ("utils/job_pool.py", "_worker_main")}
-SCRIPT_DUTY_ALLOWED |= {("utils/config_mapping.py", "error")}
+SCRIPT_DUTY_ALLOWED |= {("utils/config_mapping.py", "error"), ("ner/hub_push.py", "push_best_seed")}
 SCRIPT_MODULES = ("commands", "testing")
 
 

@@ -1,15 +1,10 @@
-"""``bioptimus blurb``: every dataset present fine-tuned over the same seeds, then one table. NER sets
-(``<ner_dir>/<DATASET>/*.tsv``) go through :func:`bioptimus_hf.ner.run.fine_tune_ner` under ``--ner_config`` (read
-once; BLURB's sets with their recipes), the others (``<blurb_dir>/<DATASET>/*.jsonl``) through
-:func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds` with their recipes; ``--num_train_epochs``, ``--max_steps`` and
-``--max_*_samples`` override both. Each dataset × seed is a job (:mod:`.jobs`; with batched seeds, a dataset's
-unfinished seeds), run side by side as far as the device's cores and memory allow (:mod:`bioptimus_hf.utils.job_pool`,
-``--jobs``), the longest first. A seed whose ``seed_results.json`` exists is not trained again, so a rerun resumes.
-Once its jobs are done, each dataset's seeds are merged (``all_results.json``) and the table
-(``blurb_results.json``/``.md``, :mod:`bioptimus_hf.releases.blurb_results`) is built from the seed files of the
-seeds asked for: the same files and table whether the jobs ran side by side or one after another. With ``--search``
-(:mod:`.search`), each grid point's seeds go to ``<DATASET>/search/<point>/`` and a dataset's results and row are its
-chosen point's, with a ``search`` section holding every point's.
+"""``bioptimus blurb``: every dataset present fine-tuned over the same seeds, then one table. NER sets go through
+:func:`bioptimus_hf.ner.run.fine_tune_ner` under ``--ner_config``, the others through
+:func:`bioptimus_hf.blurb.run.fine_tune_blurb_seeds`, each with its recipe. Each dataset × seed is a job
+(:mod:`.jobs`), run side by side as far as the device allows (:mod:`bioptimus_hf.utils.job_pool`, ``--jobs``),
+the longest first; a seed whose ``seed_results.json`` exists is not trained again. Each dataset's seeds are then
+merged and the table (:mod:`bioptimus_hf.releases.blurb_results`) built from the seed files asked for, the same
+however the jobs ran. With ``--search`` (:mod:`.search`), a dataset's results are its chosen grid point's.
 """
 
 from __future__ import annotations

@@ -121,3 +121,10 @@ def compare_runs(runs: Mapping[str, str], output_dir: str | None = None) -> dict
         )
         write_text_atomic(os.path.join(output_dir, COMPARISON_FILE + ".md"), comparison["markdown"])
     return comparison
+
+
+def compare_and_print(args) -> dict[str, Any]:
+    """``bioptimus blurb-compare``: :func:`compare_runs` of ``--runs``, its table printed."""
+    comparison = compare_runs(parse_runs(args.runs), args.output_dir)
+    print(comparison["markdown"])
+    return comparison

@@ -1,14 +1,7 @@
-"""Each BLURB task type's metric, computed as BLURB computes it (``../shared/data/blurb/README.md``), with
-scikit-learn and SciPy.
-
-* relation extraction: micro-F1 over the classes except the negative one (DDI: ``DDI-false``; GAD: ``"0"``,
-  which makes it the F1 of the positive class ``"1"``; ChemProt: ``false``) -- ``f1``;
-* sentence similarity: Pearson's r between predicted and gold scores -- ``pearson``;
-* document classification (HoC): rows grouped by document, a document's gold and predicted labels the union
-  of its rows'; micro-F1 over all document x label cells -- ``f1``;
-* question answering: accuracy -- ``accuracy``.
-
-Each scorer returns a dict of floats whose key ``TaskType.metric`` is BLURB's number.
+"""Each BLURB task type's metric, as BLURB computes it (``../shared/data/blurb/README.md``): relation extraction,
+micro-F1 over the classes but the negative one (``f1``); sentence similarity, Pearson's r (``pearson``); HoC,
+micro-F1 over document x label cells, a document's labels the union of its rows' (``f1``); question answering,
+accuracy. Each scorer returns a dict of floats whose key ``TaskType.metric`` is BLURB's number.
 """
 
 from __future__ import annotations

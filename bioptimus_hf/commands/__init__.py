@@ -1,8 +1,8 @@
 """``bioptimus <command> [config] [--flag value ...]``: one command for every stage, like ``trl`` and ``hf``.
 
-Each command (``commands/table.py``) is its argument dataclasses and one call of its wing; :func:`run` parses
-(``utils/config_mapping.py``), checks, configures logging and calls it, bad input ending in one line; :func:`main`
-ends Ctrl-C in one line ``interrupted``, status 130. Imports neither torch nor transformers.
+Each command (``commands/table.py``) is its argument dataclasses and a run of its wing; :func:`run` parses, checks,
+configures logging and calls it, bad input ending in one line; :func:`main` ends Ctrl-C in one line, status 130.
+Imports neither torch nor transformers.
 """
 
 from __future__ import annotations
@@ -51,13 +51,11 @@ def usage() -> str:
 def run(name: str, argv: list[str] | None = None, prog: str | None = None):
     """``bioptimus NAME ARGV`` in this process (``argv`` default: ``sys.argv[1:]``): parse, check, run; returns
     what the run returns. Bad input ends with one line (``SystemExit("error: ...")``), as on the command line."""
-    command = COMMANDS[name]
-    argv = list(sys.argv[1:] if argv is None else argv)
+    command, argv = COMMANDS[name], list(sys.argv[1:] if argv is None else argv)
     parsed = parse(name, argv, prog)
     configure_logging(command.log, parsed)
-    function = load(command.run)
     with exit_on_bad_input(*command.errors):
-        result = function(*parsed, argv) if command.line else function(*parsed)
+        result = load(command.run)(*parsed, *([argv] if command.line else []))
     if "torch.distributed" in sys.modules:  # under torchrun every rank waits for the others, then the group ends
         from ..utils.distributed import close_process_group
 
@@ -69,8 +67,7 @@ def parse(name: str, argv: list[str] | None = None, prog: str | None = None) -> 
     """The dataclasses ``bioptimus NAME ARGV`` runs with, checked (:func:`parse_args`)."""
     from ..utils.config_files import CONFIG_SUFFIXES
 
-    command = COMMANDS[name]
-    argv = list(sys.argv[1:] if argv is None else argv)
+    command, argv = COMMANDS[name], list(sys.argv[1:] if argv is None else argv)
     if command.line and "--" in argv:
         argv = argv[: argv.index("--")]
     if command.positional and argv and not argv[0].startswith("-") and not argv[0].endswith(CONFIG_SUFFIXES):
@@ -82,7 +79,7 @@ def parse(name: str, argv: list[str] | None = None, prog: str | None = None) -> 
 def argument_types(command: Command) -> tuple:
     """The argument dataclasses ``command`` parses, in order."""
     found = [load(spec) for spec in command.arguments.split()]
-    return tuple(kind for item in found for kind in (item if isinstance(item, tuple) else (item,)))
+    return sum((item if isinstance(item, tuple) else (item,) for item in found), ())
 
 
 def load(spec: str):
@@ -104,9 +101,8 @@ def describe(command: Command) -> str:
 
 
 def parse_args(dataclass_types, argv=None, prog=None, description=None, build=None) -> tuple:
-    """``[config] [--flag value ...]`` as ``dataclass_types`` (``build``: from what the line sets), checked before
-    anything loads: a model flag naming neither a path nor a Hub id, a launch of several processes that
-    ``TrainingArguments`` set up as one, ``--torch_compile`` on too old a torch. Bad input ends in one line."""
+    """``[config] [--flag value ...]`` as ``dataclass_types`` (``build``: from what the line sets), its model flags
+    and launch checked before anything loads; bad input ends in one line."""
     from ..utils.config_mapping import CommandParser
     from ..utils.launch import check_launch
     from ..utils.model_reference import check_model_references
@@ -122,9 +118,8 @@ def parse_args(dataclass_types, argv=None, prog=None, description=None, build=No
 
 
 def configure_logging(style: str | None, parsed: tuple) -> None:
-    """How a command logs (the library never configures logging): ``"run"`` at the process's level on stderr (INFO
-    without ``TrainingArguments``); ``"training"`` as transformers' examples, on stdout, datasets and transformers
-    at that level too."""
+    """How a command logs: ``"run"`` at the process's level on stderr (INFO without ``TrainingArguments``);
+    ``"training"`` as transformers' examples, on stdout, datasets and transformers at that level too."""
     if style is None:
         return
     training = next((args for args in parsed if hasattr(args, "get_process_log_level")), None)

@@ -2,16 +2,12 @@
 for ``bioptimus prepare-corpus``. The result equals applying the files one after another in the order of their
 names, computed in parallel:
 
-1. **parse** (one task per input): the file's records go to ``DIR/.prepare/<stem>.arrow``, then ``<stem>.json``
-   with its counts, checksum and errors, last: a rerun skips a file whose report names its size and mtime.
-2. **merge** (main process): every file's PMIDs in name order as one sequence of events; a citation is *current*
-   when it is its PMID's last event, *replaced* when a later record of that PMID follows, *deleted* when only
-   ``DeleteCitation`` events follow (a few integers per record).
-3. **write** (one task per input): each file's current citations, less those the filters leave out (counted by
-   reason), in a seeded order, as ``DIR/<stem>.parquet``, written under a temporary name and renamed when
-   complete; its metadata holds a key of all it depends on, so a rerun skips a shard whose key is unchanged.
-4. ``manifest.json`` last (removed when a run starts): shards, inputs, counts (``citations_read = written +
-   replaced + deleted + filtered``, checked) and every error with its file and position.
+1. **parse** (a task per input): records to ``DIR/.prepare/<stem>.arrow`` and a report; a rerun skips a parsed file.
+2. **merge**: every file's PMIDs in name order; a citation is *current*, *replaced* by a later record, or *deleted*.
+3. **write** (a task per input): each file's current citations, filtered, as ``DIR/<stem>.parquet``, renamed when
+   complete; a rerun skips a shard whose key (all it depends on) is unchanged.
+4. ``manifest.json`` last: shards, inputs, counts (``citations_read = written + replaced + deleted + filtered``,
+   checked) and every error with its file and position.
 """
 
 from __future__ import annotations
@@ -26,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..utils.cli import BadInput
 from ..utils.files import read_json, write_json_atomic
 from ..utils.prepared_corpus import MANIFEST_FORMAT, MANIFEST_NAME, SHARD_SUFFIX, TEXT_COLUMN
 from ..utils.progress import progress_bar
@@ -519,6 +516,17 @@ def prepare_corpus(args: PrepareCorpusArguments) -> dict:
     write_json_atomic(output / MANIFEST_NAME, manifest)
     if not args.keep_intermediate:
         shutil.rmtree(work, ignore_errors=True)
+    return manifest
+
+
+def run_prepare_corpus(args: PrepareCorpusArguments) -> dict:
+    """``bioptimus prepare-corpus``: prepare, print the counts; lost records are :class:`BadInput` unless
+    ``--on_error skip``."""
+    manifest = prepare_corpus(args)
+    print(json.dumps(manifest["counts"], indent=2), flush=True)
+    lost = lost_records_message(manifest)
+    if lost and args.on_error == "report":
+        raise BadInput(lost)
     return manifest
 
 

@@ -1,19 +1,11 @@
 """One PubMed XML file (NLM's baseline or update file, the PubMed DTD) read as a stream of citations and deletions
 (:func:`read_pubmed_file`, for ``bioptimus prepare-corpus``), memory flat whatever the file's size.
 
-Each MB of decompressed XML is cut into its top-level records at their tags. Of a ``PubmedArticle`` only the
-elements its citation is read from (``PMID``, ``ArticleTitle``, ``Abstract``, ``Language``, ``PubDate``,
-``ArticleDate``) are cut out before ``</Article>`` and parsed together by ElementTree's C parser; the rest of the
-record (authors, MeSH, references: most of its bytes) is checked for its tags' balance only. A record with CDATA, a
-comment or a processing instruction, unbalanced tags, a field twice or never closed is parsed whole, as are
-``PubmedBookArticle`` and ``DeleteCitation`` records; where the fields do not parse, the MB's records are parsed
-whole, one by one. The XML around the records is checked by a parser of its own (docs/pubmed.md: what is checked).
-
-It yields, in document order, a :class:`Citation` per article (PMID and ``Version``, title, the abstract's sections
-in order, each after its ``Label`` and ": " with ``section_labels``, the languages, the year: ``PubDate/Year``,
-else ``MedlineDate``'s first year, else ``ArticleDate/Year``; inline markup keeps its text, white space runs become
-one space), a :class:`Deletion` per PMID of a ``DeleteCitation``, a :class:`Malformed` for a record without a usable
-PMID (with its 1-based number among the file's records). A file that ends early (a truncated ``.gz``, broken XML)
+Each MB of decompressed XML is cut into its records at their tags. Of a ``PubmedArticle`` only the elements its
+citation is read from are cut out and parsed by ElementTree's C parser, the rest checked for its tags' balance; a
+record that does not cut cleanly is parsed whole (docs/pubmed.md: what is checked). It yields, in document order, a
+:class:`Citation` per article (PMID, version, title, the abstract's sections after their labels, languages, year), a
+:class:`Deletion` per deleted PMID, a :class:`Malformed` for a record without a usable PMID. A file that ends early
 raises :class:`PubmedFileError` naming the file and the position, after the records before it were yielded.
 """
 

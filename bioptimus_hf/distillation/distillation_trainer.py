@@ -28,12 +28,9 @@ from .student import PROJECTION_NAME, prepare_student_for_distillation, prepare_
 
 
 class DistillationTrainer(CurriculumMaskingMixin, Trainer):
-    """``Trainer(model=student, ...)`` plus ``teacher_model`` and a resolved ``plan``.
-
-    The student (a fresh ``BertForMaskedLM`` will do) is prepared here: masked-only head, projection W_p when the
-    plan uses one, eager attention when attention maps are compared. :func:`check_pair` refuses (``ValueError``) a
-    pair that does not share the vocabulary or fit the plan's depths, width and layer map.
-    """
+    """``Trainer(model=student, ...)`` plus ``teacher_model`` and a resolved ``plan``. The student is prepared here
+    (masked-only head, projection, eager attention where maps are compared); :func:`check_pair` refuses a pair
+    that does not fit the plan."""
 
     loss_is_scaled_for_ga = False
 

@@ -85,13 +85,9 @@ def distillation_losses(
     teacher,
     attention_mask: torch.Tensor | None,
 ) -> dict[str, torch.Tensor]:
-    """Every loss with a positive weight, from the outputs of the student and the teacher.
-
-    ``student``/``teacher`` are masked-LM outputs of the masked-only head: ``loss`` (the student's MLM loss),
-    ``logits`` (masked rows), ``hidden_states`` (embeddings + one per layer), ``attentions`` (one per layer) and,
-    for a projected student, ``projected_hidden_states``. Layer ``l`` of the student is compared with layer
-    ``layer_map[l]`` of the teacher (0-based layers; ``hidden_states[l + 1]`` is layer ``l``'s output).
-    """
+    """Every loss with a positive weight, from the masked-only outputs of the student and the teacher (``loss``,
+    ``logits``, ``hidden_states``, ``attentions``, ``projected_hidden_states``); student layer ``l`` is compared with
+    teacher layer ``layer_map[l]`` (0-based; ``hidden_states[l + 1]`` is layer ``l``'s output)."""
     active = {name for name, weight in weights.items() if weight > 0}
     losses: dict[str, torch.Tensor] = {}
     if "mlm" in active:

@@ -1,21 +1,13 @@
 """Every seed of one fine-tuning in one batched model: K seeds trained in one process as one stacked model, the
 ``--batched_seeds`` of the seed loop (:mod:`.seed_loop`).
 
-The K models are built as K separate runs would build them (``set_seed(s)`` then ``model_init(s)``: each seed's
-own fresh head), then stacked along a new first dimension into a :class:`StackedSeedsModel`, whose forward runs the
-model once per seed under ``torch.func.vmap`` over ``functional_call`` (``randomness="different"``: each seed draws
-its own dropout masks). The device sees one K-times larger step instead of K small ones. Each seed keeps what its
-separate run would have: its data order (:class:`SeedBatchSampler`: the Trainer's sampler for that seed), its gradient
-clipping by its own global norm (:class:`PerSeedGradientClipping`; the Trainer's, over every seed, is off) and its
-optimizer state (AdamW is elementwise: one AdamW over the stacked parameters is K AdamWs, with the Trainer's
-weight-decay groups and schedule).
-
-transformers' mask helpers branch on the data (``padding_mask.all()``), which ``vmap`` refuses, so the padding mask is
-handed to the model already in its 4D additive form. A family that cannot be vmapped, or whose vmapped forward differs
-from its own, is found by a trial step (:func:`vmap_failure`): :func:`train_seeds_batched` then says why in one line
-and the seeds train one after another. With dropout off, each seed ends with its separate run's weights within float
-tolerance (tests/test_batched_seeds.py); with dropout on, the masks (and, after the first epoch, a length-grouped
-order, whose generator also serves dropout in a separate run) are another random stream.
+The K models are built as K separate runs would build them, then stacked into a :class:`StackedSeedsModel` whose
+forward runs each seed under ``torch.func.vmap`` over ``functional_call`` (``randomness="different"``: its own
+dropout). Each seed keeps its data order (:class:`SeedBatchSampler`), its gradient clipping
+(:class:`PerSeedGradientClipping`) and its optimizer state (AdamW is elementwise). The padding mask is handed over
+in its 4D additive form (transformers' mask helpers branch on data, which ``vmap`` refuses). A family that cannot
+be vmapped, or whose vmapped forward differs, is found by a trial step (:func:`vmap_failure`) and its seeds train
+one after another. With dropout off each seed ends with its separate run's weights within float tolerance.
 """
 
 from __future__ import annotations
@@ -159,12 +151,9 @@ class StackedSeedsModel(nn.Module):
 
 
 class SeedBatchSampler(Sampler[list[int]]):
-    """Per step, the K seeds' batches one after another (K × B indices), each from that seed's own sampler, as the
-    Trainer draws it: a ``RandomSampler`` from a generator reseeded to ``data_seed + epoch`` at each epoch
-    (``accelerate``'s seedable sampler; ``data_seed`` is the seed unless ``--data_seed`` names one), any other
-    sampler (length grouping) from a generator seeded once with the seed, as the global one is at the start, which
-    each epoch's DataLoader draws one number from first (the separate run's order exactly while nothing else
-    draws from it: with dropout off)."""
+    """Per step, the K seeds' batches one after another (K × B indices), each from that seed's own sampler as the
+    Trainer draws it (a ``RandomSampler`` reseeded to ``data_seed + epoch``; any other from a generator seeded
+    once)."""
 
     def __init__(
         self, samplers: Sequence[Sampler], seeds: Sequence[int], batch_size: int, drop_last: bool, data_seed=None

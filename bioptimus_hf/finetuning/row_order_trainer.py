@@ -1,14 +1,9 @@
 """``RowOrderTrainer``: the transformers ``Trainer`` whose evaluation and prediction keep the dataset's row order.
 
-With ``train_sampling_strategy="group_by_length"`` transformers also hands evaluation a ``LengthGroupedSampler``,
-which reorders rows at random while ``predict`` returns predictions in that order with nothing to undo it: they no
-longer line up with their rows (NER's windows, HoC's sentences of one document; test F1 0.09 instead of 1.0 on the
-tests' tiny data under ``torchrun``). The evaluation rows are sorted by length once instead
-(``encode_split(..., sort_by_length=True)``) and read in order; under ``torchrun``, ``accelerate`` deals the batches
-out to the ranks and ``gather_for_metrics`` puts them back in dataset order.
-
-The Trainer's FLOP estimate (``6 × tokens × non-embedding parameters``) counts the model's parameters once, not at
-every step (a Python walk over every parameter: benchmarks/finetune_step.py).
+With ``group_by_length`` transformers also hands evaluation a ``LengthGroupedSampler``, so predictions no longer
+line up with their rows (NER's windows, HoC's documents). The evaluation rows are sorted by length once instead
+(``encode_split(..., sort_by_length=True)``) and read in order. The FLOP estimate counts the parameters once, not
+at every step (benchmarks/finetune_step.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from ..finetuning.model_card import build_ner_card
 from ..finetuning.results import seed_dir
 from ..releases import seed_push
 from ..releases.lineage import Lineage
-from ..releases.seed_push import IGNORE_PATTERNS, SeedPush
+from ..releases.seed_push import SeedPush
 from ..utils.dataset_ids import check_dataset_id
 from ..utils.files import read_json
 from ..utils.hub_settings import HubSettings
@@ -53,42 +53,28 @@ def push_best_seed(
     base_model_hub_id: str | None = None,
 ) -> SeedPush:
     """Push the best seed's model of ``results`` (the merged results of ``output_dir``) with its card, naming
-    ``model_name_or_path`` as ``base_model`` only when it or ``base_model_hub_id`` is a Hub id. The repository is
-    created if needed (``hub.private`` then applies); with ``hub.revision`` the commit goes to that branch, created
-    from ``main`` if missing. Hub errors propagate, as ``Trainer.push_to_hub``'s do."""
-    from huggingface_hub import HfApi
-
+    ``model_name_or_path`` as ``base_model`` only when it or ``base_model_hub_id`` is a Hub id
+    (:func:`~bioptimus_hf.releases.seed_push.push_seed_folder` uploads it)."""
     seed = best_seed(results)
     folder = seed_dir(str(output_dir), seed)
-    if not os.path.isfile(os.path.join(folder, "config.json")):
-        raise FileNotFoundError(
-            f"{folder} holds no saved model to push (was seed {seed} fine-tuned with --save_model false?)"
-        )
-    api = HfApi(endpoint=endpoint, token=hub.token)
-    repo_id = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True).repo_id
-    config = read_json(os.path.join(folder, "config.json"))  # the pushed model's own scheme and labels
-    labels = [label for _, label in sorted((int(i), label) for i, label in (config.get("id2label") or {}).items())]
-    scheme = normalize_scheme(config.get("ner_tagging_scheme") or results["tagging_scheme"])
-    context = {
-        "model_name": results["model_name"],
-        "dataset": results["dataset"],
-        "scheme": scheme,
-        "labels": labels,
-        "caveat": pipeline_caveat(scheme),
-        "seed": seed,
-        "repo_id": repo_id,
-        "results_table": markdown_table(results),
-    }
-    lineage = Lineage.of(model_name_or_path, base_model_hub_id)
-    build_ner_card(context, lineage, results, hub_dataset_id(dataset_name)).save(os.path.join(folder, "README.md"))
-    if hub.revision:
-        api.create_branch(repo_id, branch=hub.revision, exist_ok=True)
-    commit = api.upload_folder(
-        repo_id=repo_id,
-        folder_path=folder,
-        revision=hub.revision,
-        ignore_patterns=list(IGNORE_PATTERNS),
-        commit_message=f"{results['model_name']} on {results['dataset']}: seed {seed}, the best devel F1 of "
-        f"{len(results['per_seed'])}",
-    )
-    return SeedPush(repo_id, seed, getattr(commit, "oid", None))
+
+    def card(repo_id: str):
+        config = read_json(os.path.join(folder, "config.json"))  # the pushed model's own scheme and labels
+        labels = [label for _, label in sorted((int(i), label) for i, label in (config.get("id2label") or {}).items())]
+        scheme = normalize_scheme(config.get("ner_tagging_scheme") or results["tagging_scheme"])
+        context = {
+            "model_name": results["model_name"],
+            "dataset": results["dataset"],
+            "scheme": scheme,
+            "labels": labels,
+            "caveat": pipeline_caveat(scheme),
+            "seed": seed,
+            "repo_id": repo_id,
+            "results_table": markdown_table(results),
+        }
+        lineage = Lineage.of(model_name_or_path, base_model_hub_id)
+        return build_ner_card(context, lineage, results, hub_dataset_id(dataset_name))
+
+    message = f"{results['model_name']} on {results['dataset']}: seed {seed}, the best devel F1 of "
+    message += f"{len(results['per_seed'])}"
+    return seed_push.push_seed_folder(hub, folder, seed, message, card=card, endpoint=endpoint)

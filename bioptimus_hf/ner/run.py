@@ -1,10 +1,5 @@
 """One NER run from its typed settings: every seed's fine-tune of one model on one dataset, then the results of every
-seed of ``output_dir``. What ``bioptimus ner`` runs, callable by anyone (the study, the comparison, the BLURB
-benchmark):
-
-    from transformers import TrainingArguments
-    from bioptimus_hf.ner.fine_tuning_config import NerDataArguments, NerModelArguments, StabilisationArguments
-    from bioptimus_hf.ner.run import fine_tune_ner
+seed of ``output_dir``. What ``bioptimus ner`` runs, callable by anyone (the study, the comparison, BLURB):
 
     results = fine_tune_ner(
         NerModelArguments(model_name_or_path="out/releases/v0.4"),
@@ -13,11 +8,9 @@ benchmark):
         TrainingArguments(output_dir="ner/NCBI-disease", num_train_epochs=3, report_to="none"),
     )
 
-Outputs in ``output_dir``: ``all_results.json`` (keys in docs/ner.md), ``results.md``, ``model_index.json``, and per
-seed ``seed_<s>/`` with ``seed_results.json``, ``test_predictions.conll``, ``test_report.txt`` and the fine-tuned model
-(whose config records ``ner_tagging_scheme`` for the tagger) with its card. Bad input (a missing split, a malformed
-CoNLL line, an entity type absent from the training file) raises naming the file before any model is loaded
-(:func:`load_ner_run_data`). It configures no logging and pushes nothing: ``bioptimus ner`` does those around it.
+Outputs: ``all_results.json`` (docs/ner.md), ``results.md``, ``model_index.json``, and per seed ``seed_<s>/`` with
+its results, test predictions and the fine-tuned model with its card. Bad input raises naming the file before any
+model loads (:func:`load_ner_run_data`). It configures no logging and pushes nothing: ``bioptimus ner`` does.
 """
 
 from __future__ import annotations

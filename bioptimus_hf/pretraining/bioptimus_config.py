@@ -1,14 +1,10 @@
 """Every setting of a BIOptimus pre-training run, defined once: :class:`BioptimusConfig`, ``TrainingArguments`` with
-the curriculum run's fields declared in it (``BioptimusTrainer``'s config, as TRL's ``SFTConfig`` is
-``SFTTrainer``'s), and :class:`PretrainingModelArguments`, the model and tokenizer a run starts from.
+the curriculum run's fields (as TRL's ``SFTConfig`` is ``SFTTrainer``'s), and :class:`PretrainingModelArguments`.
 
     config = BioptimusConfig(output_dir="out", max_steps=1000, max_seq_length=128, init_strategy="continued")
 
-``BioptimusConfig.help_groups`` names each field's group in ``--help``; each group's checks are one function, called in order
-by ``__post_init__``. A command that takes some groups only parses the dataclass :func:`settings_group` makes of
-their fields (``bioptimus init-embeddings``: :class:`EmbeddingInitArguments`; ``bioptimus task-difficulty``:
-:class:`CurriculumArguments`; ``bioptimus distill``), so a name, default, help or check is written once. Light
-to import (no ``datasets``, no model): a command's ``--help`` loads nothing more.
+``help_groups`` names each field's ``--help`` group; each group's checks are one function of ``__post_init__``. A
+command that takes some groups parses the dataclass :func:`settings_group` makes of their fields. Light to import.
 """
 
 from __future__ import annotations

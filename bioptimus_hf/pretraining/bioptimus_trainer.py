@@ -8,21 +8,13 @@ runs supervised fine-tuning on one.
                                eval_dataset=corpus["test"])
     trainer.train()             # out/releases/v0.1 ... v0.4, each with bioptimus_phase.json and a model card
 
-Given a model name or path (and, for a new vocabulary, ``processing_class``: the tokenizer's name or path), it
-builds the start model of ``args.init_strategy`` (:func:`~bioptimus_hf.vocabulary.embedding_init.build_initialized_model`,
-``init_report.json`` in ``output_dir``); given a model, it trains that model. Then, from
-:class:`~.bioptimus_config.BioptimusConfig`: the MLM head at masked positions only (:mod:`.masked_lm`), bulk dropout
-masks on a CPU, the texts of the ``text_column_name`` column tokenized with word ids and packed into
-``max_seq_length``-token blocks (:func:`~.data.prepare_pretraining_datasets`; a dataset that already holds
-``input_ids`` and ``word_ids`` is used as it is), the curriculum's masking collator with static shapes under
-``torch_compile``, the :class:`~.callback.PhaseScheduleCallback` that switches phases and writes a release at each
-phase end (published with ``push_to_hub``), and the lexical warm-up's frozen body and two-stage schedule
-(:class:`~.lexical_warmup.LexicalWarmupTrainer`) when ``lexical_warmup_steps`` asks for one.
-
-``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is this trainer with the corpus read from files, the output
-directory locked and resumed from its last complete checkpoint, the final model and metrics saved. The curriculum's
-metrics join every log in :meth:`BioptimusTrainer.log`, before any reporter sees it. A Trainer of your own:
-``class MyTrainer(CurriculumMaskingMixin, Trainer)`` (:mod:`.collator`).
+Given a model name, it builds the start model of ``args.init_strategy`` (``init_report.json``); then, from
+:class:`~.bioptimus_config.BioptimusConfig`: masked-only prediction (:mod:`.masked_lm`), texts tokenized with word
+ids and packed (:func:`~.data.prepare_pretraining_datasets`), the curriculum's collator, the
+:class:`~.callback.PhaseScheduleCallback` that switches phases and releases at each phase end, and the lexical
+warm-up (:class:`~.lexical_warmup.LexicalWarmupTrainer`). ``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is
+this trainer over files, resumed and saved. A Trainer of your own: ``class MyTrainer(CurriculumMaskingMixin,
+Trainer)`` (:mod:`.collator`).
 """
 
 from __future__ import annotations
@@ -108,20 +100,15 @@ class BioptimusTrainer(CurriculumMaskingMixin, StreamResumeMixin, LexicalWarmupT
     """A ``Trainer`` for the curriculum on raw text (see the module docstring).
 
     Args:
-        model: a masked LM, or the name or path of the base model to build the start model from (None with
-            ``init_strategy="scratch"`` and ``args.config_name``).
+        model: a masked LM, or the name or path of the base model to build the start model from.
         args: a :class:`~.bioptimus_config.BioptimusConfig` (plain ``TrainingArguments`` take its defaults).
-        train_dataset, eval_dataset: ``datasets.Dataset`` or ``IterableDataset`` with a ``text_column_name``
-            column (or already tokenized with word ids); with an ``eval_dataset`` each phase end is evaluated and
-            its held-out MLM loss is in the release.
+        train_dataset, eval_dataset: datasets with a ``text_column_name`` column (or tokenized with word ids); with
+            an ``eval_dataset`` each release holds its phase's held-out MLM loss.
         processing_class: the tokenizer, or its name or path (default: the model's).
         data_collator: a :class:`~.collator.CurriculumDataCollator` (default: the one ``args`` describes).
-        release_hub: where releases are published, as :func:`~bioptimus_hf.releases.release_config.resolve_release_hub`
-            resolved it before (it turns the Trainer's own push off); by default the trainer resolves
-            ``args.push_to_hub`` itself.
-        Every other argument is the ``Trainer``'s. The curriculum, its schedule and warm-up are built from ``args``
-        (:func:`curriculum_schedule`); ``phase_callback.releases.run_info`` holds the facts of the releases' record.
-    """
+        release_hub: where releases are published (:func:`~bioptimus_hf.releases.release_config.resolve_release_hub`;
+            default: from ``args.push_to_hub``).
+        Every other argument is the ``Trainer``'s."""
 
     def __init__(
         self,

@@ -41,12 +41,9 @@ class ScheduleMismatchError(RuntimeError):
 class PhaseReleases:
     """What :class:`PhaseScheduleCallback` releases at each phase end.
 
-    ``write``: False switches phases and writes nothing. ``directory``: default ``<output_dir>/releases``.
-    ``run_info``: model and data facts of the records' :class:`~bioptimus_hf.releases.record.RunFacts` (``base_model``,
-    ``init_strategy``, ``tokenizer``, ``train_files``...; the optimisation facts come from the ``TrainingArguments``).
-    ``on_release``: callables given each release directory once written (e.g. a Hub publisher); their failures are
-    logged, never raised. ``lexical_warmup_release``: a version (not one of the curriculum's) under which the model at
-    the end of the lexical warm-up is also released, evaluated like a phase's end (None: no such release)."""
+    ``write``: False writes nothing. ``directory``: default ``<output_dir>/releases``. ``run_info``: the records'
+    model and data facts (:class:`~bioptimus_hf.releases.record.RunFacts`). ``on_release``: callables given each
+    release directory (failures logged). ``lexical_warmup_release``: a version for the model after the warm-up."""
 
     write: bool = True
     directory: str | os.PathLike | None = None
@@ -58,29 +55,21 @@ class PhaseReleases:
 class PhaseScheduleCallback(TrainerCallback, ExportableState):
     """Switch the collator's phase between optimizer steps and release a model at each phase end.
 
-    One Trainer run with one learning-rate schedule spans all phases, so the rate keeps decaying across phases as in
-    the paper. The Trainer must mask the collator's batches: :class:`~.bioptimus_trainer.BioptimusTrainer`, or a
-    Trainer with :class:`~.collator.CurriculumMaskingMixin` (TypeError at the start of training otherwise).
+    One Trainer run with one learning-rate schedule spans all phases, as in the paper. The Trainer must mask the
+    collator's batches (:class:`~.bioptimus_trainer.BioptimusTrainer` or :class:`~.collator.CurriculumMaskingMixin`).
 
     Args:
         collator: the run's :class:`CurriculumDataCollator` (its ``phases`` define the curriculum).
-        phase_steps: steps per phase, as counts (``[100, 200, ...]``) or fractions of the steps after the lexical
-            warm-up (default ``(0.1, 0.2, 0.3, 0.4)``: later phases train longer).
-        schedule: the run's :class:`~.phases.PhaseSchedule`, resolved before (its ``max_steps`` must be the run's);
-            ``phase_steps`` and ``lexical_warmup_steps`` are then ignored. Default: resolved when training starts.
-        lexical_warmup_steps: steps (or a fraction of ``max_steps``) of a lexical warm-up before the first phase
-            (:mod:`~bioptimus_hf.pretraining.lexical_warmup`): they mask as the first phase and write no release.
-        evaluate_at_phase_end: evaluate at each phase end (held-out MLM loss under that phase's masking, stored in
-            the release); needs an eval dataset.
-        allow_schedule_change: accept resuming from a checkpoint trained under another schedule (recorded in later
-            releases); otherwise such a resume raises :class:`ScheduleMismatchError` before any step.
+        phase_steps: steps per phase, as counts or fractions of the steps after the warm-up (default 0.1/0.2/0.3/0.4).
+        schedule: the run's :class:`~.phases.PhaseSchedule`, resolved before (then ``phase_steps`` and
+            ``lexical_warmup_steps`` are ignored). Default: resolved when training starts.
+        lexical_warmup_steps: steps (or a fraction) of a lexical warm-up before the first phase (no release).
+        evaluate_at_phase_end: store each phase end's held-out MLM loss in its release (needs an eval dataset).
+        allow_schedule_change: accept resuming under another schedule (else :class:`ScheduleMismatchError`).
         releases: what is released (:class:`PhaseReleases`; default: every phase end, into ``<output_dir>/releases``).
 
-    The phase follows from ``state.global_step`` when training starts, so a resumed run continues in the right phase.
-    Every rank of a distributed run switches at the same step; only the main process writes releases. The curriculum's
-    metrics (:meth:`add_metrics`) reach ``log_history`` and the callbacks after this one; ``BioptimusTrainer.log`` adds
-    them before any callback, and :func:`add_callback_first` puts this callback ahead of a Trainer's reporters.
-    """
+    The phase follows from ``state.global_step``, so a resumed run continues in its phase; only the main process
+    writes releases. :func:`add_callback_first` puts this callback ahead of a Trainer's reporters."""
 
     def __init__(
         self,

@@ -1,15 +1,11 @@
 """The curriculum's batches: padded by :class:`CurriculumDataCollator`, masked once by :meth:`~CurriculumDataCollator.mask`
 in the main process when the Trainer takes them (:class:`CurriculumMaskingMixin`).
 
-The collator (``__call__``, in DataLoader workers or the main process) pads the features and keeps what masking
-needs: the unmasked ``input_ids``, ``attention_mask``, ``word_ids`` (the tokenizer's, :mod:`.tokenization`) and
-``maskable`` (neither special nor padding); it draws no mask. :class:`CurriculumMaskingMixin` masks each training
-batch as the Trainer draws it (``get_batch_samples``, so ``num_items_in_batch`` counts its labels) and each
-evaluation batch in ``prediction_step``, under the phase and epoch active at that step; the phase callback switches
-phases between optimizer steps, before the next step's batches are drawn. A batch collated ahead of a phase switch
-is therefore masked under the phase it trains in, and counted in :class:`MaskingStatistics` when masked, that is
-when trained on (evaluation batches are not counted). docs/curriculum.md gives the masking rules, the two masking
-streams and what a ``Trainer`` without the mixin gets.
+The collator pads the features and keeps what masking needs (``input_ids``, ``attention_mask``, ``word_ids``,
+``maskable``); it draws no mask. The mixin masks each training batch as the Trainer draws it (so
+``num_items_in_batch`` counts its labels) and each evaluation batch in ``prediction_step``, under the phase active
+at that step: a batch collated ahead of a phase switch is masked under the phase it trains in. docs/curriculum.md
+gives the masking rules and the two masking streams.
 """
 
 from __future__ import annotations
@@ -116,14 +112,11 @@ class CurriculumDataCollator:
         phases: the curriculum (a :class:`~.phases.Curriculum` or its phases; default the paper's four).
         seed: base seed of the masking randomness.
         pad_to_multiple_of: pad the batch length up to a multiple of this value.
-        static_masked_positions: masked batches also carry ``masked_positions`` (their labelled positions padded to
-            the phase's bucket, :mod:`.static_shapes`) for a masked-only model under ``torch.compile``.
-        masking_stream: ``"keyed"`` (each batch's masks seeded by the seed, the phase, the epoch and its token ids)
-            or ``"sequential"`` (one generator per distributed rank, drawn in the order batches are masked).
+        static_masked_positions: masked batches also carry ``masked_positions`` (:mod:`.static_shapes`).
+        masking_stream: ``"keyed"`` (each batch's masks seeded by the seed, phase, epoch and its token ids) or
+            ``"sequential"`` (one generator per rank, in the order batches are masked).
 
-    Each feature is a dict with ``input_ids`` and, for whole-word phases, ``word_ids`` (``-1`` or ``None`` on special
-    tokens); ``attention_mask`` and ``special_tokens_mask`` are optional.
-    """
+    A feature holds ``input_ids`` and, for whole-word phases, ``word_ids`` (``-1`` or ``None`` on special tokens)."""
 
     @classmethod
     def from_arguments(

@@ -217,12 +217,10 @@ def prepare_pretraining_datasets(
     training_args: Any,
     model_max_tokens: int | None = None,
 ) -> PretrainingDatasets:
-    """Raw text splits (a ``datasets.Dataset`` or ``IterableDataset`` with a ``--text_column_name`` column) tokenized
-    with word ids and packed into blocks (or line by line), as ``run_mlm.py`` does: ``datasets.map`` with caching and
-    ``--preprocessing_num_workers``, or lazily for an ``IterableDataset`` (shuffled with ``--shuffle_buffer_size``).
-    ``data_args``: the corpus settings (``max_seq_length``, ``line_by_line``, ``max_train_samples``...); a split already
-    tokenized (:func:`is_tokenized`) is kept. ``model_max_tokens`` (the longest sequence the model takes) and the
-    tokenizer's ``model_max_length`` cap ``--max_seq_length``."""
+    """Raw text splits with a ``--text_column_name`` column tokenized with word ids and packed into blocks (or line
+    by line), as ``run_mlm.py`` does: ``datasets.map`` with caching, or lazily for an ``IterableDataset``. A split
+    already tokenized (:func:`is_tokenized`) is kept; ``model_max_tokens`` and the tokenizer cap
+    ``--max_seq_length``."""
     from datasets import IterableDataset
 
     limits = [x for x in (tokenizer.model_max_length, model_max_tokens) if x]

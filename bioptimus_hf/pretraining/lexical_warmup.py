@@ -1,25 +1,16 @@
 """The lexical warm-up: a stage before the curriculum that trains the lexical layer alone, the body frozen.
 
-A new vocabulary's rows start badly placed; training the lexical layer first (Artetxe et al. 2020; de Vries & Nissim
-2021; FOCUS's warm-up) spares the body their first, largest gradients, and gives a base without an MLM head (the
-demo's all-MiniLM-L6-v2) a trained one. :func:`lexical_parameters` is the one list of what trains: the input
-embeddings (the tied decoder with them), every parameter outside the base model (the MLM head: its transform, which
-maps hidden states onto the vocabulary, decoder and bias) and the norms of the embedding block. The run logs the
-list; the release record keeps it.
+A new vocabulary's rows start badly placed; training them first (Artetxe et al. 2020; de Vries & Nissim 2021) spares
+the body their largest gradients and gives a base without an MLM head a trained one. :func:`lexical_parameters`
+lists what trains: the input embeddings (and the tied decoder), everything outside the base model (the MLM head)
+and the embedding block's norms; the release record keeps the list.
 
-The body is frozen by ``requires_grad`` (:class:`LexicalWarmupCallback`) at ``on_train_begin``, after the Trainer
-built the optimizer, wrapped the model and loaded a checkpoint, and given back at the warm-up's last
-``on_step_end``. torch's optimizers skip a parameter without a gradient (no moments, no weight decay: the body
-stays bit for bit); DDP's reducer keeps every parameter and needs ``find_unused_parameters``
-(:func:`check_training_arguments`); clipping sees the lexical gradients; ``torch.compile`` compiles one more graph
-at the boundary; a resume follows from ``global_step``. A body param group at learning rate 0 would still build
-AdamW state and compute the body's gradients; freezing before the Trainer starts would leave the body out of the
-optimizer and of DDP's reducer for good.
-
-:class:`LexicalWarmupTrainer` replaces the Trainer's scheduler by one ``LambdaLR`` of the global step: the
-configured ``--lr_scheduler_type`` over the warm-up's ``W`` steps at its own peak, then over the curriculum's
-``max_steps - W`` steps at ``--learning_rate``. Not supported: DeepSpeed and FSDP (they fix the trainable
-parameters when they wrap the model) and schedules that are not a function of the step; both refused.
+:class:`LexicalWarmupCallback` freezes the body by ``requires_grad`` at ``on_train_begin`` (after the Trainer built
+the optimizer and wrapped the model) and gives it back at the warm-up's last step: the optimizer skips parameters
+without gradients, so the body stays bit for bit; DDP needs ``find_unused_parameters``
+(:func:`check_training_arguments`). :class:`LexicalWarmupTrainer` schedules the rate as one ``LambdaLR`` of the
+step: ``--lr_scheduler_type`` over the warm-up at its own peak, then over the curriculum. DeepSpeed, FSDP and
+schedules that are not a function of the step are refused.
 """
 
 from __future__ import annotations
@@ -277,15 +268,10 @@ class LexicalWarmupCallback(TrainerCallback):
 
 
 class LexicalWarmupTrainer(Trainer):
-    """A ``Trainer`` whose run begins with a lexical warm-up: its one scheduler has the warm-up's and the
-    curriculum's stages (:meth:`LexicalWarmup.lr_lambda`), and a :class:`LexicalWarmupCallback` freezes the body
-    for the warm-up. Give :class:`~bioptimus_hf.pretraining.callback.PhaseScheduleCallback` the same
-    ``lexical_warmup_steps`` so that the first phase starts where the warm-up ends.
-
-    Args:
-        lexical_warmup: the :class:`LexicalWarmup` (None: no warm-up, the Trainer as it is, for subclasses whose
-            runs have one or not); every other argument is the ``Trainer``'s.
-    """
+    """A ``Trainer`` whose run begins with a lexical warm-up: one scheduler for the warm-up and the curriculum
+    (:meth:`LexicalWarmup.lr_lambda`), and a :class:`LexicalWarmupCallback` freezing the body meanwhile. Give the
+    phase callback the same ``lexical_warmup_steps``. ``lexical_warmup``: the :class:`LexicalWarmup` (None: none);
+    every other argument is the ``Trainer``'s."""
 
     def __init__(self, *args, lexical_warmup: LexicalWarmup | None, **kwargs):
         training_args = kwargs.get("args", args[1] if len(args) > 1 else None)

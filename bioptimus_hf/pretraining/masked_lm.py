@@ -1,28 +1,14 @@
 """Masked-only prediction: a masked LM's own MLM head run on the labelled positions only.
 
-A masked LM applies its MLM head (a transform, then the projection onto the vocabulary) to every position, although
-only the ~15-20 % with a label (``labels != -100``) enter the loss; for a small model the projection of the others
-is a large share of a step's arithmetic and of its activation memory (a ``batch x seq_len x vocab`` logits tensor).
-
-:func:`enable_masked_only_prediction` reaches the head through the model's public modules, the family's head
-attribute (:data:`HEADS`: the module its forward applies first to the encoder output) and
-``get_output_embeddings()`` (the vocabulary projection), and registers torch's forward hooks on them:
-
-* on the model, before its forward: ``labels``, ``masked_positions`` and ``num_items_in_batch`` leave the call, so
-  the class's own forward runs as it does without labels;
-* on the head's entry, before it: the encoder output it receives becomes the labelled rows
-  (:func:`gather_labelled_rows`), so the head and the projection run on those rows only, with the same parameters;
-* on the module that returns the logits (the head, or the projection after it): transformers' ``ForMaskedLMLoss``
-  on those rows, the mean over them, or with ``num_items_in_batch`` (the ``Trainer`` passes it) the sum divided by
-  it; inside the forward, so ``torch.compile`` captures forward and loss as one graph;
-* on the model, after its forward: that loss into its output.
-
-``logits`` then hold one row per labelled position, in the row-major order of ``labels != -100`` (with
-``masked_positions``, one per entry, padding rows included). Without labels nothing changes. The hooks run inside
-the model's own call, so a model wrapped by DDP or ``torch.compile``, a plain ``Trainer`` and evaluation all get
-them; the class, state dict and config are untouched (``save_pretrained`` writes a standard checkpoint). A family
-not in :data:`HEADS`, or a subclass with its own ``forward`` (which may compute another loss), keeps the standard
-head, said in one warning. docs/speed.md, section 1, gives the guarantees.
+Only the ~15-20 % of positions with a label enter the loss, yet the head projects every position onto the
+vocabulary: for a small model, a large share of a step's arithmetic and memory. :func:`enable_masked_only_prediction`
+finds the head (:data:`HEADS`) and ``get_output_embeddings()`` and registers torch forward hooks: the model's call
+drops ``labels``, ``masked_positions`` and ``num_items_in_batch``; the head receives the labelled rows only
+(:func:`gather_labelled_rows`); the module returning the logits computes transformers' ``ForMaskedLMLoss`` on them
+(inside the forward, so ``torch.compile`` captures one graph); the loss joins the output. ``logits`` then hold one
+row per labelled position, in the row-major order of ``labels != -100``. The class, state dict and config are
+untouched; DDP, ``torch.compile``, a plain ``Trainer`` and evaluation all get the hooks. A family not in
+:data:`HEADS`, or a subclass with its own ``forward``, keeps the standard head (one warning). docs/speed.md, section 1.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The curriculum: the masked-language-model task of each phase of a BIOptimus run, and how long each lasts.
 
-:class:`CurriculumPhase` is one task; :class:`Curriculum` is the ordered phases with their step
-allocation (``phase_steps``), read from ``"bioptimus"`` (the paper's Table 4) or a json/yaml file, and
-resolved against a run's ``max_steps`` into a :class:`PhaseSchedule` (steps per phase and where each
-ends). The schedule is what a checkpoint stores, so that a resume with other settings is noticed.
-
-A run may start with a *lexical warm-up* (``lexical_warmup_steps``, :mod:`.lexical_warmup`): that many
-steps come first, on the first phase's masking, and the phases share the remaining ``max_steps - warm-up``
-steps (fractions of ``phase_steps`` are fractions of those). The warm-up is not a phase: it writes no
-release, and the first phase starts where it ends.
+:class:`CurriculumPhase` is one task; :class:`Curriculum` the ordered phases with their ``phase_steps``, read from
+``"bioptimus"`` (the paper's Table 4) or a json/yaml file, resolved against ``max_steps`` into a
+:class:`PhaseSchedule` (what a checkpoint stores, so that a resume with other settings is noticed). A lexical
+warm-up (:mod:`.lexical_warmup`) comes first, on the first phase's masking, writing no release; the phases share
+the remaining steps.
 """
 
 from __future__ import annotations
@@ -34,11 +30,8 @@ class CurriculumPhase:
     Args:
         version: release name written at the end of the phase (``"0.1"`` -> ``releases/v0.1``).
         masking_unit: ``"token"`` masks single sub-tokens, ``"word"`` masks whole words.
-        masking_rate: token budget per sequence, as a fraction of its maskable (non-special,
-            non-padding) tokens; must be in (0, 1).
-        corruption: ``True`` applies BERT's 80% [MASK] / 10% random / 10% kept rule to the selected
-            tokens; ``False`` turns every selected token into [MASK].
-    """
+        masking_rate: token budget per sequence, a fraction in (0, 1) of its maskable tokens.
+        corruption: BERT's 80% [MASK] / 10% random / 10% kept rule (``True``), or every selected token [MASK]."""
 
     version: str
     masking_unit: str = "token"
@@ -103,12 +96,9 @@ BIOPTIMUS_PHASE_FRACTIONS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4)
 
 
 def resolve_phase_steps(phase_steps: Sequence[float | int], max_steps: int) -> list[int]:
-    """Turn per-phase step counts or fractions of the run into integer step counts.
-
-    Integers (``int`` or whole floats >= 1) are step counts; values in (0, 1) are fractions of
-    ``max_steps``. Fractions are allocated with the largest-remainder rule so that, when every
-    phase is a fraction summing to 1, the counts add up to ``max_steps`` exactly.
-    """
+    """Turn per-phase step counts or fractions of the run into integer step counts: integers are counts, values in
+    (0, 1) fractions of ``max_steps``, allocated by largest remainder (fractions summing to 1 add up to
+    ``max_steps``)."""
     if not phase_steps:
         raise ValueError("phase_steps is empty: every phase needs a number of steps")
     bad = [s for s in phase_steps if isinstance(s, bool) or not isinstance(s, (int, float)) or not s > 0]

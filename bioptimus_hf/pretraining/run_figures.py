@@ -62,4 +62,11 @@ def draw_run_figures(run_dir: str | os.PathLike, output_dir: str | os.PathLike |
     return [path]
 
 
-__all__ = ["draw_run_figures", "phase_ends", "trainer_state"]
+def plot_run(args) -> list[str]:
+    """``bioptimus plot``: :func:`draw_run_figures` of ``--run_dir``, each file written printed."""
+    written = [str(path) for path in draw_run_figures(args.run_dir, args.output_dir)]
+    print("\n".join(written))
+    return written
+
+
+__all__ = ["draw_run_figures", "phase_ends", "plot_run", "trainer_state"]

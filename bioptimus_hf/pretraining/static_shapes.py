@@ -1,21 +1,14 @@
 """Static shapes for compiled training: the labelled positions of a batch as a tensor of fixed length per phase.
 
-Masked-only prediction (:mod:`bioptimus_hf.pretraining.masked_lm`) gathers the encoder rows whose label is not
-``-100``; by boolean indexing their number depends on the data, so under ``torch.compile`` the head and loss
-recompile (or go dynamic) whenever it changes, CUDA graphs cannot replay them, and on a GPU the host waits to learn
-it. The collator, which knows the phase and the labels on the host, emits next to ``labels`` ``masked_positions``:
-the flat indices (into ``batch x seq_len``, ascending: the boolean gather's order) of the labelled positions, padded
-with ``-1`` to the phase's *bucket*; the model gathers at them and gives padding rows the target ``-100``, so they
-add nothing to the loss or the gradients. (``torch.nonzero(..., size=bucket)`` in the model could not see an
-overflow without a host synchronisation.)
+Masked-only prediction (:mod:`bioptimus_hf.pretraining.masked_lm`) gathers the rows whose label is not ``-100``; by
+boolean indexing their number depends on the data, so ``torch.compile`` recompiles and the host waits on the GPU.
+The collator emits ``masked_positions`` instead: the flat indices of the labelled positions, ascending, padded with
+``-1`` to the phase's *bucket*; padding rows get the target ``-100`` and add nothing to the loss.
 
-The bucket is a bound: the collator masks a budget of ``max(1, round(rate * n))`` of a sequence's ``n`` maskable
-tokens, so a token phase never exceeds ``batch_size * max(1, round(rate * seq_len))``; whole-word phases end within
-half a word of the budget, with independent overshoots of either sign, so their bucket adds ``word_margin *
-sqrt(batch_size)`` (default 4: on real packed batches at most 1 of ~2,000 batches of 4 overflows, none at 16 or 64;
-docs/speed.md, section 7). Buckets are multiples of 8 (tensor-core tiles in bf16). A batch over its bucket takes the
-next size of ``bucket * 2**k`` (capped at ``batch_size * seq_len``): never a dropped token, one compilation per size,
-counted per phase (``MaskingStatistics.overflows``, logged as ``masked_positions_overflows``).
+The bucket is a bound: a token phase never masks more than ``batch_size * max(1, round(rate * seq_len))``;
+whole-word phases add ``word_margin * sqrt(batch_size)`` (docs/speed.md, section 7). Buckets are multiples of 8. A
+batch over its bucket takes the next size of ``bucket * 2**k``: never a dropped token, one compilation per size,
+counted as ``masked_positions_overflows``.
 """
 
 from __future__ import annotations
@@ -73,12 +66,9 @@ def masked_positions(labels: torch.Tensor, bucket: int) -> torch.Tensor:
 
 
 def mark_static(batch) -> None:
-    """Tell ``torch.compile`` that every tensor of ``batch`` has static sizes (``torch._dynamo.mark_static``).
-
-    Dynamo's default (``automatic_dynamic_shapes``) turns a dimension symbolic the second time its size changes, so
-    the second phase's bucket would recompile the graph with dynamic shapes, which CUDA graphs cannot replay. Marked
-    static, each bucket (and each other batch shape, e.g. an epoch's last batch) compiles its own graph once. A
-    no-op for tensors used eagerly."""
+    """Tell ``torch.compile`` that every tensor of ``batch`` has static sizes (``torch._dynamo.mark_static``): each
+    bucket compiles its own graph once instead of a dynamic one CUDA graphs cannot replay. A no-op for tensors
+    used eagerly."""
     import torch._dynamo
 
     for value in batch.values():

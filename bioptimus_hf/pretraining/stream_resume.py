@@ -1,18 +1,11 @@
 """A streaming run resumed where its data stopped, not by reading again every batch it already trained on.
 
-transformers' ``Trainer`` resumes by skipping the batches trained before the checkpoint: cheap for a map-style dataset
-(sampler indices), but for a stream (``datasets.IterableDataset``, ``--streaming``) it reads, tokenises and collates
-every one of them again. :class:`StreamResumeMixin` uses the libraries' state instead: the stream's training loader is
-torchdata's ``StatefulDataLoader`` (accelerate's ``use_stateful_dataloader``); each checkpoint holds its
-``state_dict()`` (the loader's counters, each worker's shard, row and ``map`` batch under way, taken by accelerate
-before its look-ahead) as ``data_state_<process>.json``, written ahead of ``trainer_state.json``; a resumed run loads it
-and lets the Trainer's resume go on without the skip. It re-reads at most one ``map`` batch of raw rows per process.
-
-The batches after the resume, their keyed masks, the masking statistics and the releases are the unbroken run's, bit
-for bit, except with a shuffle buffer (``--shuffle_buffer_size`` > 0), which ``datasets`` refills from the stream: a
-warning and every later release's ``schedule_changes`` say so. A checkpoint without a data state, one taken after a
-first pass over the stream (transformers restarts a resumed stream in its first pass), or ``--streaming_resume
-replay`` resume by the Trainer's skip.
+The ``Trainer`` resumes by skipping the batches trained before: for a stream (``--streaming``) it reads and collates
+each again. :class:`StreamResumeMixin` uses torchdata's ``StatefulDataLoader`` instead (accelerate's
+``use_stateful_dataloader``): each checkpoint holds its ``state_dict()`` as ``data_state_<process>.json``, written
+ahead of ``trainer_state.json``, and a resumed run loads it and skips nothing. The batches, masks and releases after
+the resume are the unbroken run's, bit for bit, except with a shuffle buffer (a warning and ``schedule_changes`` say
+so). A checkpoint without a data state, one after a first pass, or ``--streaming_resume replay`` resume by the skip.
 """
 
 from __future__ import annotations
@@ -78,12 +71,9 @@ def _no_batch_skipping() -> Iterator[None]:
 
 class StreamResumeMixin:
     """Mixin for a ``Trainer`` subclass (``class T(StreamResumeMixin, Trainer)``): a streaming run's checkpoints hold
-    its data loader's state, and a resumed run starts its stream there (module docstring).
-
-    ``streaming_resume``: ``"state"`` (default) or ``"replay"`` (the Trainer's own skip). ``shuffle_buffer_size``: the
-    stream's shuffle buffer, for the warning and the record of what a resume with a buffer changes.
-    ``on_inexact_resume``: callables given ``(step, description)`` when a resume changes the data order (the phase
-    callback records it in the releases)."""
+    its data loader's state, and a resumed run starts its stream there (module docstring). ``streaming_resume``:
+    ``"state"`` or ``"replay"``; ``on_inexact_resume``: callables given ``(step, description)`` when a resume changes
+    the data order."""
 
     def __init__(
         self, *args, streaming_resume: str = "state", shuffle_buffer_size: int = 0, on_inexact_resume=(), **kwargs

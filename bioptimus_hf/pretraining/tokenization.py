@@ -10,12 +10,8 @@ WORD_BOUNDARY_PROBE = "alpha beta"
 
 
 def check_word_boundaries(tokenizer, why: str = "whole-word masking") -> None:
-    """Refuse a tokenizer whose word ids do not separate words at spaces.
-
-    Word ids are the pre-tokeniser's words. Every family's usual pre-tokeniser splits at spaces (BERT's, byte-level
-    BPE's regex, SentencePiece's Metaspace with ``split=True`` or after ``WhitespaceSplit``); a Metaspace with
-    ``split=False`` makes a whole text one word, and whole-word masking would then mask whole texts.
-    """
+    """Refuse a tokenizer whose word ids do not separate words at spaces (a Metaspace with ``split=False`` makes a
+    whole text one word: whole-word masking would mask whole texts)."""
     encoded = tokenizer(WORD_BOUNDARY_PROBE, add_special_tokens=False)
     if len({w for w in encoded.word_ids() if w is not None}) >= 2:
         return
@@ -74,13 +70,8 @@ def tokenize_with_word_ids(
 
 
 def group_texts(examples: dict, block_size: int) -> dict:
-    """Pack tokenized texts into blocks of exactly ``block_size`` tokens (for ``datasets.map``).
-
-    Texts are concatenated in order, each keeping its own [CLS] ... [SEP], and cut every ``block_size`` tokens; the
-    remainder of a map batch shorter than a block is dropped, as in ``run_mlm.py``. Word ids are renumbered with a
-    running offset, so two texts never share a word id inside a block; a block that starts inside a word masks that
-    word piece as a word of its own.
-    """
+    """Pack tokenized texts into blocks of exactly ``block_size`` tokens (for ``datasets.map``), as ``run_mlm.py``
+    does; word ids get a running offset, so two texts never share one inside a block."""
     input_ids, special, word_ids = [], [], []
     offset = 0
     for ids, mask, words in zip(examples["input_ids"], examples["special_tokens_mask"], examples["word_ids"]):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,6 +30,7 @@ from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils import validate_repo_id
 from huggingface_hub.utils.sha import git_hash
 
+from ..utils.cli import bad_input, hub_failure
 from .card import build_card, render_release_card
 from .card_context import CardOptions
 from .naming import normalise_version, version_repo_id, version_sort_key, version_tag
@@ -236,6 +238,26 @@ def publish_releases(args: PublishArguments, api: HfApi | None = None) -> list[V
     return reports
 
 
+def publish_command(args: PublishArguments, argv: Sequence[str]) -> list[VersionReport]:
+    """``bioptimus publish ARGV``: publish, one line per version; a failed Hub request is
+    :class:`~bioptimus_hf.utils.cli.BadInput` naming the command that resumes."""
+    from ..utils.secrets import redact_argv
+
+    resume = (
+        "Nothing published is lost and publishing is idempotent: re-run the same command (token: --hub_token or "
+        f"HF_TOKEN) to upload only what is missing:\n  bioptimus publish {shlex.join(redact_argv(argv, drop=True))}"
+    )
+    with hub_failure("the Hub request", resume), bad_input(ValueError, FileNotFoundError, RuntimeError):
+        reports = publish_releases(args)
+    for report in reports:
+        where = f"{report.repo_id} (branch {report.branch}, tag {report.tag})"
+        print(
+            f"v{report.version}: {report.status} -> {where}"
+            + (f"; uploaded {report.uploaded}" if report.uploaded else "")
+        )
+    return reports
+
+
 def _select_releases(args: PublishArguments) -> tuple[dict[str, Path], dict[str, list[str]]]:
     """The releases to publish by version (all found, else ``--versions`` in order) and their NER results."""
     by_version = {ReleaseInfo.load(r).version: r for r in find_releases(args.run_dir)}
@@ -361,13 +383,9 @@ def _commit_diff(api: HfApi, repo_id: str, branch: str, local: Mapping[str, Any]
 
 
 def _tag_and_check(api: HfApi, report: VersionReport, local: Mapping[str, Any]) -> bool:
-    """Tag the commit made (not the branch head, which another publisher may have moved), then check that the tag
-    holds exactly the staged files; returns whether this call made the tag (False: another publisher made it
-    meanwhile, with the same files). Raises `VersionConflictError` when the tag holds other files.
-
-    Branch and tag share a name (``v0.k``): a branch left at another commit than the tag's would make
-    ``revision="v0.k"`` ambiguous, so a publisher that loses the race moves the branch back to the tag.
-    """
+    """Tag the commit made (not the branch head), then check that the tag holds exactly the staged files; returns
+    whether this call made the tag. Raises `VersionConflictError` when it holds other files. A publisher that loses the
+    race moves the branch back to the tag (they share a name: ``revision="v0.k"`` must not be ambiguous)."""
     repo_id, branch, tag = report.repo_id, report.branch, report.tag
     try:
         api.create_tag(repo_id, tag=tag, revision=report.commit, tag_message=f"BIOptimus v{report.version}")

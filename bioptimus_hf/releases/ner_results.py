@@ -75,12 +75,8 @@ class NerResult:
 
 
 def load_ner_results(ner_results: Any) -> list[NerResult]:
-    """Normalise NER results to a list of :class:`NerResult`.
-
-    Accepted: a :class:`NerResult`, a dict (see :meth:`NerResult.from_dict`), a path to an
-    ``all_results.json`` written by ``bioptimus ner`` or to a directory searched recursively for them, or a
-    list of any of these. A dataset given twice is an error.
-    """
+    """Normalise NER results to a list of :class:`NerResult`: from a :class:`NerResult`, a dict, an
+    ``all_results.json``, a directory searched for them, or a list of these. A dataset given twice is an error."""
     if ner_results is None:
         return []
     if isinstance(ner_results, (str, os.PathLike, Mapping, NerResult)):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..utils.cli import BadInput, hub_failure
 from ..utils.hub_settings import HubSettings, take_hub_settings
 
 
@@ -55,24 +56,23 @@ def push_seed_folder(
     """Upload ``folder`` (a seed's saved model) to ``hub.repo_id`` in one commit; ``card(repo_id)``, when given,
     returns the ``ModelCard`` written first as its ``README.md``. The repository is created if needed
     (``hub.private`` then applies); with ``hub.revision`` the commit goes to that branch, created from ``main`` if
-    missing. Hub errors propagate (:func:`bioptimus_hf.utils.cli.exit_on_hub_error` words them)."""
+    missing. A failed Hub request is :class:`~bioptimus_hf.utils.cli.BadInput` (:func:`~.cli.hub_failure`)."""
     from huggingface_hub import HfApi
 
     if not os.path.isfile(os.path.join(folder, "config.json")):
-        raise FileNotFoundError(
-            f"{folder} holds no saved model to push (was seed {seed} fine-tuned with --save_model false?)"
+        raise BadInput(f"{folder} holds no saved model to push (was seed {seed} fine-tuned with --save_model false?)")
+    with hub_failure(f"--push_to_hub to {hub.repo_id}", f"the results and models are in {os.path.dirname(folder)}"):
+        api = HfApi(endpoint=endpoint, token=hub.token)
+        repo_id = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True).repo_id
+        if card is not None:
+            card(repo_id).save(os.path.join(folder, "README.md"))
+        if hub.revision:
+            api.create_branch(repo_id, branch=hub.revision, exist_ok=True)
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(folder),
+            revision=hub.revision,
+            ignore_patterns=list(IGNORE_PATTERNS),
+            commit_message=commit_message,
         )
-    api = HfApi(endpoint=endpoint, token=hub.token)
-    repo_id = api.create_repo(hub.repo_id, private=hub.private, exist_ok=True).repo_id
-    if card is not None:
-        card(repo_id).save(os.path.join(folder, "README.md"))
-    if hub.revision:
-        api.create_branch(repo_id, branch=hub.revision, exist_ok=True)
-    commit = api.upload_folder(
-        repo_id=repo_id,
-        folder_path=str(folder),
-        revision=hub.revision,
-        ignore_patterns=list(IGNORE_PATTERNS),
-        commit_message=commit_message,
-    )
     return SeedPush(repo_id, seed, getattr(commit, "oid", None))

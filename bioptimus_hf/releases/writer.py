@@ -57,12 +57,9 @@ def write_release(
     require_version_name: bool = True,
     log_history: Any = None,
 ) -> Path:
-    """Save model (safetensors), tokenizer, config, ``bioptimus_phase.json`` and the model card, atomically.
-
-    A curriculum release lives in ``v<version>/``; ``require_version_name=False`` lets a release that is not
-    one of a run's versions (a distilled student, ``<output_dir>/student/``) use another directory name.
-    ``log_history`` (the Trainer's) adds the run's loss plot so far, which the card links.
-    """
+    """Save model (safetensors), tokenizer, config, ``bioptimus_phase.json`` and the model card, atomically, into
+    ``v<version>/`` (``require_version_name=False``: another name, e.g. ``student/``); ``log_history`` adds the
+    loss plot."""
     from .card import render_release_card
 
     release_dir = Path(release_dir)

@@ -8,15 +8,23 @@ The tokenizer and start models the arms share, the base row's NER runs, then eac
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 from typing import Any
 
 from ..utils.files import write_text_atomic
+from ..utils.public_paths import public_command
 from ..utils.secrets import redact_text
 from .study_config import StudyArguments
 
 
 logger = logging.getLogger(__name__)
+
+
+def run_study_command(args: StudyArguments, argv: list[str]) -> dict[str, Any] | None:
+    """``bioptimus study ARGV``: :func:`run_study`, recording the command that reproduces it
+    (``utils/public_paths.py``)."""
+    return run_study(args, public_command(shlex.join(["bioptimus", "study", *argv])))
 
 
 def run_study(args: StudyArguments, command: str | None = None) -> dict[str, Any] | None:

@@ -1,17 +1,11 @@
 """A loopback stand-in for the Hugging Face Hub's HTTP API, for tests and benchmarks (no network).
 
-It answers what ``huggingface_hub.HfApi`` (2.4) sends to publish, read from its source: repository creation, model
-info, refs, branches, tags, trees, the preupload call, the LFS batch API (basic transfer) with its uploads and
-verification, NDJSON commits and YAML validation (``create_commit`` on README.md, ``ModelCard.validate``); and file
-resolution, so that ``from_pretrained(repo, revision=...)`` loads from it. Not faked: Xet storage (tests set
-``HF_HUB_DISABLE_XET``, and ``huggingface_hub`` uses LFS), multipart LFS, pull requests, pagination, rate limits,
-the Hub's full metadata validation (here: the YAML parses into a ``ModelCardData``).
-
-For tests: ``token`` (required as ``Authorization: Bearer`` by every write and every read of a private repository),
-``fail(...)`` injects failures, ``gate`` (an Event) holds every request until it is set; ``requests`` (method, path,
-status of every call), ``bodies`` (every POST and PUT body: every byte uploaded), ``lfs_uploads`` (the oids PUT) and
-``commit_messages`` record what was asked. The server binds 127.0.0.1 on a free port and stops itself after
-``lifetime_s`` seconds.
+It answers what ``huggingface_hub.HfApi`` (2.4) sends to publish: repositories, refs, branches, tags, trees, the
+preupload call, the LFS batch API, NDJSON commits and YAML validation; and file resolution, so that
+``from_pretrained(repo, revision=...)`` loads from it. Not faked: Xet storage (tests set ``HF_HUB_DISABLE_XET``),
+multipart LFS, pull requests, pagination, rate limits. For tests: ``token`` (required by every write and private
+read), ``fail(...)`` injects failures, ``gate`` holds every request until set; ``requests``, ``bodies``,
+``lfs_uploads`` and ``commit_messages`` record what was asked. It binds 127.0.0.1 and stops after ``lifetime_s``.
 """
 
 from __future__ import annotations

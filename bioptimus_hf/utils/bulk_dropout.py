@@ -1,19 +1,12 @@
 """Dropout masks drawn in bulk on CPUs, where torch's own draws are the slowest step of masked-LM training.
 
-On a CPU, ``torch.nn.functional.dropout`` draws each element's Bernoulli variable one at a time from torch's
-Mersenne Twister (MKL's vectorised path serves Intel CPUs only); with masked-only prediction that is the largest
-non-GEMM cost of a BERT step (22 % of a MiniLM step on the developers' AMD EPYC: docs/speed.md, section 9). Here each
-element takes 32 bits of numpy's PCG64 (``random_raw``) and is kept when they, read as a signed integer, fall below
-``round(q * 2**32) - 2**31``: Bernoulli(q) to within 2**-33, at ~1.4 ns an element. Kept elements are scaled by
-``1 / q`` with aten's dropout arithmetic both ways. Each mask's stream is seeded by one draw from torch's default CPU
-generator, so ``set_seed`` fixes every mask and a resumed run continues the same sequence of masks (not torch's).
-
-It serves every ``nn.Dropout`` (its class swapped for :class:`BulkDropout`) and the attention probabilities of models
-on transformers' attention interface (BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA, ModernBERT) through
-:data:`ATTENTION_IMPLEMENTATION`: scores, softmax, bulk dropout and values in plain ops (as SDPA's math kernel does
-when dropout is on), every other case (evaluation, dropout 0, a GPU, causal or biased attention) left to
-transformers' SDPA. Nothing is saved with the model. Not under ``torch.compile`` (inductor draws its own masks), nor
-by default on Intel CPUs (:func:`bulk_dropout_pays_off`).
+On a CPU, torch's dropout draws each element's Bernoulli variable one at a time (22 % of a MiniLM step on AMD EPYC:
+docs/speed.md, section 9). Here each element takes 32 bits of numpy's PCG64 (``random_raw``), kept when they fall
+below ``round(q * 2**32) - 2**31`` (Bernoulli(q) within 2**-33), scaled as aten's dropout does. Each mask's stream is
+seeded from torch's default generator, so ``set_seed`` fixes every mask. It serves every ``nn.Dropout`` (swapped for
+:class:`BulkDropout`) and the attention probabilities of models on transformers' attention interface
+(:data:`ATTENTION_IMPLEMENTATION`; every other case left to SDPA). Nothing is saved with the model. Not under
+``torch.compile``, nor by default on Intel CPUs (:func:`bulk_dropout_pays_off`).
 """
 
 from __future__ import annotations

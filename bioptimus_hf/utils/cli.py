@@ -1,7 +1,6 @@
-"""How a command ends: bad input in one line ``error: <message>``, status 1; a command line that cannot be parsed in
-one line, status 2; Ctrl-C or SIGTERM in one line, status 130 or 143. The library never exits: a checking step
-re-raises what it refuses as :class:`BadInput` (:func:`bad_input`) and the command ends it (:func:`exit_on_bad_input`);
-a ``ValueError`` from deep inside training is a bug and keeps its traceback.
+"""How a command ends: bad input in one line ``error: <message>``, status 1; a line that cannot be parsed, status 2;
+Ctrl-C or SIGTERM in one line, status 130 or 143. The library never exits: it raises :class:`BadInput`
+(:func:`bad_input`, :func:`hub_failure`) and the command ends it (:func:`exit_on_bad_input`).
 """
 
 from __future__ import annotations
@@ -28,8 +27,7 @@ class BadInput(ValueError):
 
 @contextmanager
 def bad_input(*errors: type[BaseException]):
-    """Re-raise ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside as :class:`BadInput`, the original
-    chained: what a checking step of a library run refuses."""
+    """Re-raise ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside as :class:`BadInput`, chained."""
     caught = errors or BAD_INPUT_ERRORS
     try:
         yield
@@ -41,8 +39,7 @@ def bad_input(*errors: type[BaseException]):
 
 @contextmanager
 def exit_on_bad_input(*errors: type[BaseException]):
-    """Turn :class:`BadInput` and ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside into
-    ``SystemExit("error: <message>")``: for commands and scripts only (the library marks, :func:`bad_input`)."""
+    """Turn :class:`BadInput` and ``errors`` (default :data:`BAD_INPUT_ERRORS`) into ``SystemExit("error: ...")``."""
     caught = (BadInput, *errors) if errors else BAD_INPUT_ERRORS
     try:
         yield
@@ -51,9 +48,9 @@ def exit_on_bad_input(*errors: type[BaseException]):
 
 
 @contextmanager
-def exit_on_hub_error(what: str, hint: str = ""):
-    """End a failed Hub request (unreachable, token refused, server error) with ``error: <what> failed: <its first
-    line>`` then ``hint`` (how to resume), status 1, no traceback, no secret."""
+def hub_failure(what: str, hint: str = ""):
+    """Re-raise a failed Hub request (unreachable, token refused, server error) as :class:`BadInput`, ``<what>
+    failed: <its first line>`` then ``hint`` (how to resume), no secret: the command ends it in one line."""
     from .hub_settings import hub_request_errors
     from .secrets import redact_text
 
@@ -61,7 +58,7 @@ def exit_on_hub_error(what: str, hint: str = ""):
         yield
     except hub_request_errors() as error:
         first = (str(error).strip() or type(error).__name__).splitlines()[0]
-        raise SystemExit(redact_text(f"error: {what} failed: {first}" + (f"\n{hint}" if hint else ""))) from None
+        raise BadInput(redact_text(f"{what} failed: {first}" + (f"\n{hint}" if hint else ""))) from None
 
 
 def exit_on_usage_error(message: str) -> NoReturn:

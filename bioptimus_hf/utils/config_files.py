@@ -35,8 +35,7 @@ OUTPUT_PATH_FIELDS = frozenset(
 
 
 def packaged_configs_dir() -> Path:
-    """The folder of the packaged configs: ``bioptimus_hf/configs`` of an installed wheel, else the checkout's
-    ``configs/`` beside the package (a source tree or an editable install)."""
+    """``bioptimus_hf/configs`` of an installed wheel, else the checkout's ``configs/`` beside the package."""
     package = Path(__file__).resolve().parents[1]
     installed = package / "configs"
     return installed if installed.is_dir() else package.parent / "configs"
@@ -62,8 +61,7 @@ def resolve_config(reference: str | os.PathLike) -> Path:
 
 
 def read_config(reference: str | os.PathLike) -> dict[str, Any]:
-    """The mapping of flag names to values in a config file (a path or a packaged config's name), its relative input
-    paths made relative to its folder; a bad file is a ``ValueError`` (``FileNotFoundError``) naming it."""
+    """A config file's mapping of flag names to values (:func:`rebase_paths`); a bad file is a ``ValueError``."""
     path = resolve_config(reference)
     try:
         text = path.read_text(encoding="utf-8")
@@ -96,8 +94,7 @@ def _yaml_error_place(error: yaml.YAMLError) -> str:
 
 
 def rebase_paths(value: Any, folder: str | os.PathLike, key: str | None = None) -> Any:
-    """``value`` (a config's mapping, nested ones included) with the relative paths of its input fields made
-    relative to ``folder`` (the module's rule)."""
+    """``value`` (a config's mapping, nested ones included) with its input paths relative to ``folder``."""
     if isinstance(value, dict):
         return {name: rebase_paths(item, folder, name) for name, item in value.items()}
     if isinstance(value, list):

@@ -1,9 +1,7 @@
-"""How a config and flags become argument dataclasses: the parser of every command and of in-process settings.
-
-:class:`CommandParser` is ``HfArgumentParser`` as TRL's ``TrlParser`` uses it: a config (a json/yaml file named
-first, ``utils/config_files.py``, or a mapping: ``parse_dict``) becomes the parser's defaults, each value read by
-its flag's type and choices; the flags override it; one parse. No prefix matching (an unknown flag names the
-nearest), a usage error in one line, every boolean ``--flag [true|false]``, help groups from a dataclass's ``help_groups``.
+"""How a config and flags become argument dataclasses: :class:`CommandParser`, ``HfArgumentParser`` as TRL's
+``TrlParser`` uses it: a config (a json/yaml file named first, or a mapping: ``parse_dict``) becomes the parser's
+defaults, each value read by its flag's type; the flags override it; one parse. No prefix matching, a usage error in
+one line, every boolean ``--flag [true|false]``, help groups from a dataclass's ``help_groups``.
 """
 
 from __future__ import annotations
@@ -33,9 +31,7 @@ def help_width() -> int:
 
 
 def usage_message(message: str) -> str:
-    """argparse's wording of a refused flag value as every command and mapping words it: the flag named once
-    (``--flag``, not ``argument --flag/--flag-twin``), a bad choice with the valid ones unquoted
-    (``--mode: invalid choice 'x'; choose from a, b``)."""
+    """argparse's wording of a refused value, the flag named once: ``--mode: invalid choice 'x'; choose from a, b``."""
     message = re.sub(r"(--\w+)(?:/--[\w-]+)+", r"\1", re.sub(r"^argument ", "", message))
     choice = re.fullmatch(r"(.*)invalid choice: (.*) \(choose from (.*)\)", message)
     if choice:
@@ -51,8 +47,7 @@ def unknown_name_message(name: str, known: Iterable[str], what: str, otherwise: 
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Help as written: the description keeps its lines; each flag once (not its hyphenated twin), with its value's
-    name once and its default once (not where its help states it)."""
+    """Help as written: the description keeps its lines; each flag once (not its hyphenated twin), its default once."""
 
     def __init__(self, prog: str, **kwargs) -> None:
         super().__init__(prog, width=help_width(), max_help_position=32, **kwargs)
@@ -124,7 +119,7 @@ class CommandParser(HfArgumentParser):
 
     def set_config(self, mapping: Mapping[str, Any], source: str = "") -> dict[str, Any]:
         """Make ``mapping`` (flag name -> value; None: the default) the parser's defaults; returns its values by
-        field. An unknown key or a value its flag refuses is a ``ValueError`` naming ``source`` and the key."""
+        field. An unknown key or a refused value is a ``ValueError`` naming ``source`` and the key."""
         actions = {name.lstrip("-"): a for a in self.arguments if a.nargs != 0 for name in a.option_strings}
         values = {}
         for key, value in mapping.items():
@@ -161,16 +156,14 @@ class CommandParser(HfArgumentParser):
         return self.parse_args_into_dataclasses(flags, look_for_args_file=False)
 
     def parse_settings(self, argv: list[str]) -> dict[str, Any]:
-        """What ``[config] [--flag value ...]`` sets, by field (a field left unset is absent): for a command whose
-        defaults depend on what is set (``bioptimus blurb-task``: the dataset's recipe under it)."""
+        """What ``[config] [--flag value ...]`` sets, by field (``bioptimus blurb-task``: its recipe under it)."""
         values, flags = self.take_config(list(argv))
         namespace = argparse.Namespace(**{action.dest: UNSET for action in self.arguments})
         namespace, _ = self.parse_known_args(flags, namespace)
         return {**values, **{name: value for name, value in vars(namespace).items() if value is not UNSET}}
 
     def parse_dict(self, args: Mapping[str, Any]) -> tuple:
-        """The dataclasses of a mapping, read and refused as a config file holding it: a ``ValueError`` naming the
-        key (the in-process way in; ``HfArgumentParser.parse_dict`` would not read ``"0.4"`` or ``"true"``)."""
+        """The dataclasses of a mapping, read as a config file holding it (a ``ValueError`` naming the key)."""
         self.exit_on_error = False
         self.set_config(args)
         return self.parse_args_into_dataclasses([], look_for_args_file=False)

@@ -106,12 +106,9 @@ def wait_for_everyone() -> None:
 def close_process_group() -> None:
     """End of a command (``bioptimus ner``, ``compare``...): every rank waits, then the process group is destroyed.
 
-    A process that exits with a live gloo group can abort at interpreter shutdown (SIGABRT, pytorch/pytorch#190489:
-    gloo's threads still hold work that needs the interpreter), and neither the Trainer nor ``accelerate`` destroys
-    it. The reducers of live ``DistributedDataParallel`` wrappers are released first, while the group is still
-    registered: freed later, a reducer's destructor (holding the GIL) joins gloo's threads while one of them may wait
-    for the GIL, a deadlock; the group is then freed through its Python object, whose destructor lets go of it.
-    """
+    A process exiting with a live gloo group can abort at shutdown (pytorch/pytorch#190489). The reducers of live
+    ``DistributedDataParallel`` wrappers are released first, while the group is registered (freed later, a reducer's
+    destructor can deadlock on the GIL with gloo's threads); then the group, through its Python object."""
     if not _group_ready():
         return
     wait_for_everyone()

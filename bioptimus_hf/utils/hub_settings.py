@@ -43,12 +43,10 @@ def trainer_repo_name(training_args: Any) -> str:
 
 
 def take_hub_settings(training_args: Any, *, what: str, allow_revision: bool = True) -> HubSettings | None:
-    """The Hub settings of ``training_args`` (None without ``--push_to_hub``). ``what`` names what the command
-    publishes, for the refusals: a ValueError naming the flag when the repository cannot be named as the Trainer
-    names it, the strategy asks for checkpoints, a revision is given where the layout has none
-    (``allow_revision=False``) or no token is found. Afterwards, pushing or not, ``push_to_hub`` is False and
-    ``hub_token`` None (never pickled into a ``training_args.bin``): the token is kept in the returned settings only,
-    remembered by :mod:`~bioptimus_hf.utils.secrets`, which redacts it."""
+    """The Hub settings of ``training_args`` (None without ``--push_to_hub``); ``what`` names what is published, for
+    the refusals (a ValueError naming the flag). Afterwards ``push_to_hub`` is False and ``hub_token`` None (never
+    pickled): the token is kept in the returned settings only, remembered by :mod:`~bioptimus_hf.utils.secrets`,
+    which redacts it."""
     token = clear_hub_token(training_args)
     if not training_args.push_to_hub:
         return None

@@ -2,21 +2,13 @@
 bar (``bioptimus blurb --jobs``).
 
 A :class:`Job` is ``job.function(job.argument)``, both picklable. :func:`plan_device` decides how many run at once and
-with how many torch threads each; :func:`run_jobs` runs them:
-
-- **One slot**: in this process, in order. Otherwise in ``spawn`` workers, each pinned to one device
-  (``CUDA_VISIBLE_DEVICES``), running one job at a time and taking the next, its output in the job's ``log_path``.
-- **CPU**: the cores divided among the slots (never more threads than ``OMP_NUM_THREADS``); ``auto`` runs one job per
-  core, fewer where 80 % of ``MemAvailable`` does not hold the jobs' estimates plus :data:`WORKER_PROCESS_BYTES` each.
-- **GPUs** (:func:`~bioptimus_hf.utils.hardware.visible_gpus`): each device's budget is its free memory less
-  :data:`GPU_RESERVE_FRACTION` of its total (at least 1 GiB). A job starts on the device left with the most room
-  while the estimates of its jobs (``Job.memory_bytes``, then the highest peak measured for the ``memory_key`` plus
-  10 %) and each worker's :data:`CUDA_CONTEXT_BYTES` fit; a job too big for any budget runs alone on an empty device.
-  A job out of memory beside others (CUDA's error, or its worker killed by the kernel) runs once more, later, alone
-  on a device, its key's estimate doubled.
-- **Failures**: one line each (name and error; the traceback in its log), the others finish (:class:`PoolReport`).
-- **Ctrl-C**: workers start with SIGINT blocked; however the main process stops, it terminates every worker (its job
-  unwinds) and kills any still alive after :data:`STOP_SECONDS`: no job finishes after the interrupt.
+with how many torch threads each; :func:`run_jobs` runs them: with one slot in this process, else in ``spawn``
+workers, each pinned to one device and logging to the job's ``log_path``. On CPUs the cores are divided among the
+slots, fewer where 80 % of ``MemAvailable`` does not hold the jobs' estimates. On GPUs a job starts on the device
+with the most room where its estimate (``Job.memory_bytes``, then the highest peak measured for its ``memory_key``
+plus 10 %) fits; a job out of memory beside others runs once more, alone, its estimate doubled. A failure is one line
+(its traceback in its log) and the others finish (:class:`PoolReport`). Workers start with SIGINT blocked; however
+the main process stops, it terminates every worker, and kills any still alive after :data:`STOP_SECONDS`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """A base masked-LM under a new vocabulary, for every strategy of ``init_config.INIT_STRATEGIES``
-(:func:`build_initialized_model`; ``bioptimus init-embeddings`` and ``bioptimus pretrain`` call it; the strategies:
-docs/vocabulary_and_init.md; the paper's Table 1: ``scratch``, ``continued``, ``averaged``, ``contextualized``).
+(:func:`build_initialized_model`, for ``bioptimus init-embeddings`` and ``bioptimus pretrain``; the strategies:
+docs/vocabulary_and_init.md).
 
-In every strategy but ``scratch`` and ``continued``, rows of tokens present in both vocabularies (same string) are
-copied from the base, special tokens matched by role (the new ``[MASK]`` gets the base mask row even if spelled
-differently), the MLM output bias with them. A new token's row is the mean of the base input rows of the sub-tokens
-its text splits into (``averaged``), the mean last-layer state of those sub-tokens over corpus sentences in which
-the new tokenizer produces it (``contextualized``, found by :mod:`bioptimus_hf.vocabulary.qikfind`; tokens never
-found: ``averaged``), drawn like ``_init_weights`` (``random``), or a strategy module's (``row_initializers``).
-Position and token-type embeddings and the encoder are the base model's. The settings are read by name:
-``BioptimusConfig``'s initialisation group (``bioptimus_hf.pretraining.bioptimus_config``; alone,
-``EmbeddingInitArguments``):
+Except in ``scratch`` and ``continued``, rows of tokens in both vocabularies are copied from the base (special tokens
+matched by role), the MLM output bias with them. A new token's row is the mean of its sub-tokens' base rows
+(``averaged``), their mean last-layer state over corpus sentences holding it (``contextualized``, found by
+:mod:`bioptimus_hf.vocabulary.qikfind`), drawn like ``_init_weights`` (``random``), or a strategy module's. The
+settings are ``EmbeddingInitArguments`` (``bioptimus_hf.pretraining.bioptimus_config``):
 
     args = EmbeddingInitArguments(init_strategy="contextualized", init_corpus_files=["corpus.txt"])
     model, tokenizer, report = build_initialized_model(base, new_tokenizer, args, seed=42)
@@ -89,11 +85,8 @@ def load_base_model(name_or_path: str, args: Any) -> PreTrainedModel:
 class ContextualizedEmbeddingInitializer:
     """Maps a base masked-LM onto a new vocabulary (see the module docstring for the strategies).
 
-    `initialize(corpus_files=..., contexts=...)` returns `(model, report)`. `contexts`
-    (`{new_token_id: [Context(sentence, start, end, ...), ...]}`, start/end being character offsets of the
-    token in the sentence) replaces the corpus search, which keeps the contextualisation testable and lets a
-    caller reuse one search for several runs. The base model is modified in place and returned.
-    """
+    `initialize(corpus_files=..., contexts=...)` returns `(model, report)`; `contexts` (`{token_id: [Context, ...]}`)
+    replaces the corpus search. The base model is modified in place and returned."""
 
     def __init__(
         self,
@@ -189,14 +182,8 @@ class ContextualizedEmbeddingInitializer:
         """Base sub-tokens a new token's text splits into (the `averaged` decomposition), in the same position in
         a word as the token, by the base tokenizer of the same family (bioptimus_hf.utils.tokenizer_families).
 
-        WordPiece: a continuation piece "##xyz" is split the way the base WordPiece splits the end of a word:
-        greedy longest-match over the base "##" pieces of "xyz"; when the base vocabulary cannot cover "xyz" that
-        way, "xyz" is tokenized as a word of its own. Other tokens are tokenized as words.
-        Byte-level BPE and SentencePiece: the entry is a piece of one pre-tokenised word, its word-start marker
-        ("Ġ", "▁") included when it has one, so the base model (BPE merges, Unigram segmentation) splits the
-        entry's string as it stands: "Ġkinase" as the word " kinase" after a space, "ase" as a piece without a
-        word start. Byte-level entries that hold part of a multi-byte character are split the same way.
-        """
+        WordPiece: "##xyz" is split by greedy longest-match over the base "##" pieces, else as a word of its own.
+        Byte-level BPE and SentencePiece: the entry is split as it stands, word-start marker ("Ġ", "▁") included."""
         if not self.family.marks_continuations:
             ids = [piece.id for piece in self.base_tokenizer.backend_tokenizer.model.tokenize(token)]
             return ids or [self.base_tokenizer.unk_token_id]
@@ -269,12 +256,9 @@ class ContextualizedEmbeddingInitializer:
         return contexts, asdict(stats)
 
     def contextualized_vectors(self, contexts: Mapping[int, Sequence[Any]]) -> tuple[dict[int, torch.Tensor], dict]:
-        """Mean over contexts of the mean last-layer state of the base sub-tokens overlapping the token.
-
-        Each distinct sentence is tokenized and encoded once, whatever the number of target tokens it serves.
-        A sentence longer than the model allows is encoded as a window of base tokens around each span (one
-        window per distinct window start); windows are deduplicated too.
-        """
+        """Mean over contexts of the mean last-layer state of the base sub-tokens overlapping the token. Each
+        distinct sentence (or, too long, window around a span) is encoded once, whatever the number of target
+        tokens it serves."""
         tokenizer, model = self.base_tokenizer, self.model
         max_tokens = self.config.max_context_tokens or max_model_tokens(model, tokenizer)
         specials = [x for x in (tokenizer.cls_token_id, tokenizer.sep_token_id) if x is not None]
@@ -626,13 +610,8 @@ def build_initialized_model(
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict]:
     """Return ``(model, tokenizer, report)`` for any strategy of ``args.init_strategy`` (the paper's Table 1).
 
-    ``tokenizer_name_or_path`` is the run's tokenizer: the new vocabulary for every strategy but
-    ``continued`` (where it defaults to the base model's and must fit its embedding matrix).
-    ``config_name`` gives the architecture for ``scratch`` (default: the base model's config). Every
-    strategy loads the base model with ``args.cache_dir`` and ``args.model_revision``. ``progress``: the
-    initialisation's progress bars (qik-find, encoding, distillation), drawn on the main process only
-    (:mod:`bioptimus_hf.utils.progress`); ``bioptimus pretrain`` passes ``not --disable_tqdm``.
-    """
+    ``tokenizer_name_or_path``: the new vocabulary (``continued``: default the base's); ``config_name``: the
+    architecture for ``scratch``; ``progress``: the progress bars, on the main process only."""
     started = time.perf_counter()
     strategy = INIT_STRATEGIES[args.init_strategy]
     base = base_model_name_or_path
@@ -690,13 +669,8 @@ def build_initialized_model(
 def start_model_provenance(
     model_name_or_path: str | None, tokenizer_name_or_path: str | None, init_strategy: str
 ) -> tuple[str, str | None, str | None]:
-    """``(init strategy, base model, tokenizer)`` a run's records and cards should state.
-
-    A run that continues (``--init_strategy continued``) from a checkpoint written by
-    ``bioptimus init-embeddings`` (or a study's shared start model) starts from *that* initialisation of
-    *that* base model with *that* new vocabulary: its ``init_report.json`` says which, and the cards must not
-    call it "continued" from the intermediate folder. Anything else is described as given.
-    """
+    """``(init strategy, base model, tokenizer)`` a run's records and cards should state: a ``continued`` run from a
+    ``bioptimus init-embeddings`` checkpoint states that initialisation (its ``init_report.json``); else as given."""
     tokenizer = tokenizer_name_or_path or model_name_or_path
     report = _start_model_report(model_name_or_path) if init_strategy == "continued" else None
     if report is None:

@@ -321,14 +321,10 @@ def find_contexts(
     progress: bool = True,
     return_stats: bool = False,
 ):
-    """Sample up to ``options.max_per_token`` sentences per target token id (:class:`FindOptions`; the module
-    docstring says how).
+    """Sample up to ``options.max_per_token`` sentences per target token id (:class:`FindOptions`).
 
-    Returns ``{token_id: [Context, ...]}`` with every target as a key and lists sorted by sentence index,
-    or ``(contexts, QikFindStats)`` when ``return_stats``. The stats of the last call are also kept in
-    ``find_contexts.last_stats``. ``progress``: a bar of the bytes read, drawn from Python for both backends, on the
-    main process only (:mod:`bioptimus_hf.utils.progress`).
-    """
+    Returns ``{token_id: [Context, ...]}`` sorted by sentence index, or ``(contexts, QikFindStats)`` when
+    ``return_stats`` (also kept in ``find_contexts.last_stats``). ``progress``: a bar of the bytes read."""
     options = options or FindOptions()
     paths = _corpus_files(corpus_paths)
     targets = list(dict.fromkeys(int(t) for t in target_ids))

@@ -107,13 +107,8 @@ def train_tokenizer(
 ) -> PreTrainedTokenizerBase:
     """Train a vocabulary of `vocab_size` entries on `files` with the base tokenizer's pipeline and trainer.
 
-    `min_frequency` and `limit_alphabet` are `tokenizers` trainer options; `None` takes the family's default
-    (WordPiece: 2 and 1000, as `tokenizers.BertWordPieceTokenizer`; byte-level BPE: 2). An option the family's
-    trainer lacks (`min_frequency` for Unigram, `limit_alphabet` for byte-level BPE) is refused with the reason,
-    before the corpus is read. With `output_dir`, the tokenizer is saved there (tokenizer.json,
-    tokenizer_config.json and a vocab.txt in id order) and loads with `AutoTokenizer.from_pretrained(output_dir)`
-    as a fast tokenizer.
-    """
+    `min_frequency` and `limit_alphabet` are `tokenizers` trainer options (`None`: the family's default); one the
+    family's trainer lacks is refused before the corpus is read. With `output_dir`, the tokenizer is saved there."""
     base = _load_base_tokenizer(base_tokenizer)
     for what in not_carried_over(base, tokenizer_family(base)):
         logger.warning("vocabulary training from %s: not carried over: %s", base.name_or_path, what)
@@ -185,13 +180,10 @@ def extend_tokenizer(
     """``args.base_tokenizer`` with domain tokens appended, up to ``args.vocab_size`` entries in all (``bioptimus
     train-tokenizer --vocabulary_mode extend``; the caller saves ``Extension.tokenizer``).
 
-    The candidates come from a vocabulary of ``args.candidate_vocab_size`` entries (default: ``vocab_size``, which
-    always leaves enough candidates; with "auto", twice the base's) trained on ``args.train_files``, ranked as
-    :mod:`bioptimus_hf.vocabulary.vocabulary_extension` says per family on ``args.coverage_sample_lines`` corpus
-    lines sampled with ``args.seed``. ``vocab_size="auto"`` adds ``args.auto_vocab_step`` tokens at a time (default
-    a tenth of the base vocabulary) while their tokens per word fall by at least ``args.auto_vocab_threshold``
-    (relative) per step, and keeps the last size that did.
-    """
+    The candidates come from a vocabulary trained on ``args.train_files``, ranked per family
+    (:mod:`bioptimus_hf.vocabulary.vocabulary_extension`). ``vocab_size="auto"`` adds ``args.auto_vocab_step``
+    tokens at a time while tokens per word fall by at least ``args.auto_vocab_threshold``, and keeps the last size that
+    did."""
     base = _load_base_tokenizer(args.base_tokenizer)
     base_size = len(base)
     auto = args.vocab_size == "auto"
@@ -334,12 +326,10 @@ def coverage_report(
     compared: dict[str, PreTrainedTokenizerBase] | None = None,
     heldout_files: Iterable[str] | None = None,
 ) -> dict:
-    """Compare the new vocabulary with the base one: shared and new entries, and on a sample of corpus lines how
-    many words (whitespace-separated word occurrences, whatever the family: ``COVERAGE_WORDS``) the new tokenizer
-    splits into fewer / as many / more pieces than the base tokenizer, and the pieces per word of each.
-
-    ``vocabularies`` holds `vocabulary_measures` of the base and of each of ``compared`` (name -> tokenizer;
-    default ``{"new": new_tokenizer}``) on the corpus sample and, with ``heldout_files``, on a sample of those."""
+    """Compare the new vocabulary with the base one: shared and new entries, and on a sample of corpus lines how many
+    words the new tokenizer splits into fewer / as many / more pieces than the base, and the pieces per word of
+    each (``vocabularies``: the base and each of ``compared``, default ``{"new": new_tokenizer}``; also on
+    ``heldout_files``)."""
     base = _load_base_tokenizer(base_tokenizer)
     family, new_family = tokenizer_family(base), tokenizer_family(new_tokenizer)
     if family != new_family:
