@@ -18,7 +18,8 @@ from bioptimus_hf import commands
 from bioptimus_hf.ner.run import fine_tune_ner
 from bioptimus_hf.pretraining import run as pretraining_run
 from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig
-from bioptimus_hf.utils.cli import BadInput, bad_input, exit_on_bad_input
+from bioptimus_hf.utils.cli import exit_on_bad_input
+from bioptimus_hf.utils.errors import BadInput, bad_input
 from helpers import python_path
 from helpers.ner import build_tiny_bert, write_dataset_dir
 

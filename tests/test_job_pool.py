@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bioptimus_hf.utils import job_pool
-from bioptimus_hf.utils.cli import BadInput
+from bioptimus_hf.utils.errors import BadInput
 from bioptimus_hf.utils.hardware import FAKE_GPUS_ENV, GpuMemory, visible_gpus
 from bioptimus_hf.utils.job_pool import (
     CUDA_CONTEXT_BYTES,

@@ -17,9 +17,9 @@ from typing import Any
 
 from ..finetuning.results import SEED_RESULTS_FILE, seed_dir
 from ..ner.fine_tuning_config import NER_ARGUMENT_TYPES
-from ..utils.cli import bad_input
 from ..utils.config_files import read_config
 from ..utils.config_mapping import CommandParser
+from ..utils.errors import bad_input
 from ..utils.files import read_json
 from .benchmark_config import BenchmarkArguments
 from .blurb_config import blurb_arguments, ner_recipe_for

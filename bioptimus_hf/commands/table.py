@@ -7,7 +7,8 @@ import logging
 import sys
 from dataclasses import dataclass
 
-from ..utils.cli import BAD_INPUT_ERRORS, BadInput, exit_on_bad_input
+from ..utils.cli import exit_on_bad_input
+from ..utils.errors import BAD_INPUT_ERRORS, BadInput
 from ..utils.job_pool import JobsFailed
 
 
@@ -87,8 +88,8 @@ COMMANDS: dict[str, Command] = {
         errors=(BadInput,),
     ),
     "compare": Command(
-        "Fine-tune several models on several NER datasets, one table. It resumes. See docs/ner.md.",
-        "bioptimus ner command per job; flags after -- go to each. See docs/ner.md.",
+        "Fine-tune several models on several NER datasets, one table: a bioptimus ner command per job, the flags "
+        "after -- going to each; it resumes. See docs/ner.md.",
         "bioptimus compare --ner_config ner_blurb --models v0.1=outputs/demo_minilm/releases/v0.1 "
         "v0.4=outputs/demo_minilm/releases/v0.4 --data_dirs ../shared/data/ner/NCBI-disease-IOB "
         "--output_dir ner_comparison -- --seeds 1 2 3",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..utils.cli import BadInput
+from ..utils.errors import BadInput
 from ..utils.files import read_json, write_json_atomic
 from ..utils.prepared_corpus import MANIFEST_FORMAT, MANIFEST_NAME, SHARD_SUFFIX, TEXT_COLUMN
 from ..utils.progress import progress_bar

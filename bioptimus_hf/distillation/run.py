@@ -5,7 +5,7 @@ A compact student distilled from a BIOptimus release (or any BERT masked LM) wit
 written to ``<output_dir>/student/`` as a release (plain ``BertForMaskedLM``, tokenizer, ``bioptimus_phase.json``
 with the distillation record, model card). The settings: :class:`~.distillation_config.TeacherArguments` and
 :class:`~.distillation_config.DistillationConfig`.
-Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag or file; the command around the run
+Bad input raises :class:`~bioptimus_hf.utils.errors.BadInput` naming the flag or file; the command around the run
 configures logging, makes that error one line and closes the process group. See docs/distillation.md.
 """
 
@@ -26,7 +26,7 @@ from ..pretraining.run_lifecycle import finish_run, open_output_dir, resolve_run
 from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
 from ..releases.release_config import resolve_release_hub
-from ..utils.cli import bad_input
+from ..utils.errors import bad_input
 from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer

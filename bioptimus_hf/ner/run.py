@@ -36,8 +36,8 @@ from ..finetuning.seed_loop import SeedRecipe, fine_tune_seeds, use_batched_seed
 from ..releases.lineage import Lineage
 from ..releases.ner_results import METRICS, model_index
 from ..utils.bulk_dropout import enable_bulk_dropout, use_bulk_dropout
-from ..utils.cli import bad_input
 from ..utils.distributed import share_from_main
+from ..utils.errors import bad_input
 from ..utils.files import write_json_atomic
 from ..utils.hardware import resolve_bf16
 from ..utils.sequence_length import max_config_tokens

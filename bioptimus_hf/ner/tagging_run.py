@@ -12,7 +12,7 @@ import sys
 from typing import Iterator
 
 from ..utils.allocator import retain_freed_memory
-from ..utils.cli import bad_input
+from ..utils.errors import bad_input
 from .tagger import NerTagger
 from .tagger_config import TaggingArguments
 
@@ -34,7 +34,7 @@ class _Lines:
 
 def run_tagging(args: TaggingArguments) -> None:
     """Tag ``args.text`` or every line of ``args.input_file`` into JSON lines (``args.output_file`` or stdout). Bad
-    input raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag, file or line."""
+    input raises :class:`~bioptimus_hf.utils.errors.BadInput` naming the flag, file or line."""
     with bad_input():
         if args.input_file and not os.path.isfile(args.input_file):
             raise FileNotFoundError(f"--input_file {args.input_file}: no such file")

@@ -10,7 +10,7 @@ included).
     )
 
 Around :class:`~.bioptimus_trainer.BioptimusTrainer`, the numbered steps of :func:`run_pretraining`. Bad input
-raises :class:`~bioptimus_hf.utils.cli.BadInput` naming the flag or file; the command around the run (``bioptimus
+raises :class:`~bioptimus_hf.utils.errors.BadInput` naming the flag or file; the command around the run (``bioptimus
 pretrain``) configures logging, makes that error one line and closes the process group.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 
 from ..releases.release_config import resolve_release_hub
-from ..utils.cli import bad_input
+from ..utils.errors import bad_input
 from .bioptimus_config import BioptimusConfig, PretrainingModelArguments
 from .lexical_warmup import check_training_arguments
 from .run_lifecycle import checkpoint_step, finish_run, open_output_dir

@@ -30,7 +30,7 @@ from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils import validate_repo_id
 from huggingface_hub.utils.sha import git_hash
 
-from ..utils.cli import bad_input, hub_failure
+from ..utils.errors import bad_input, hub_failure
 from .card import build_card, render_release_card
 from .card_context import CardOptions
 from .naming import normalise_version, version_repo_id, version_sort_key, version_tag
@@ -240,7 +240,7 @@ def publish_releases(args: PublishArguments, api: HfApi | None = None) -> list[V
 
 def publish_command(args: PublishArguments, argv: Sequence[str]) -> list[VersionReport]:
     """``bioptimus publish ARGV``: publish, one line per version; a failed Hub request is
-    :class:`~bioptimus_hf.utils.cli.BadInput` naming the command that resumes."""
+    :class:`~bioptimus_hf.utils.errors.BadInput` naming the command that resumes."""
     from ..utils.secrets import redact_argv
 
     resume = (

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..utils.cli import BadInput, hub_failure
+from ..utils.errors import BadInput, hub_failure
 from ..utils.hub_settings import HubSettings, take_hub_settings
 
 
@@ -56,7 +56,7 @@ def push_seed_folder(
     """Upload ``folder`` (a seed's saved model) to ``hub.repo_id`` in one commit; ``card(repo_id)``, when given,
     returns the ``ModelCard`` written first as its ``README.md``. The repository is created if needed
     (``hub.private`` then applies); with ``hub.revision`` the commit goes to that branch, created from ``main`` if
-    missing. A failed Hub request is :class:`~bioptimus_hf.utils.cli.BadInput` (:func:`~.cli.hub_failure`)."""
+    missing. A failed Hub request is :class:`~bioptimus_hf.utils.errors.BadInput` (:func:`~bioptimus_hf.utils.errors.hub_failure`)."""
     from huggingface_hub import HfApi
 
     if not os.path.isfile(os.path.join(folder, "config.json")):

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..releases.record import find_releases
-from ..utils.cli import bad_input
 from ..utils.config_mapping import CommandParser
+from ..utils.errors import bad_input
 from ..utils.files import write_json_atomic
 from ..utils.secrets import redact
 from .done_marks import is_done, mark_done, read_done

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cli import BadInput
+from .errors import BadInput
 from .hardware import GpuMemory, default_device, visible_gpus
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .cli import BadInput
+from .errors import BadInput
 
 
 # The install allows older torch (setup.cfg); torch.compile of our models needs this one: torch 2.6's dynamo fails

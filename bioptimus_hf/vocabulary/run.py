@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..utils.cli import bad_input
 from ..utils.corpus_reader import CorpusReadStats
+from ..utils.errors import bad_input
 from ..utils.files import write_json_atomic, writing_directory
 from .embedding_init import INIT_REPORT_NAME, build_initialized_model
 from .init_config import StartModelArguments
@@ -32,7 +32,7 @@ from .tokenizer_training import (
 
 def train_and_report(args: TokenizerTrainingArguments) -> dict:
     """Train the vocabulary into ``args.output_dir`` with ``coverage_report.json``; print and return the report.
-    Bad input raises :class:`~bioptimus_hf.utils.cli.BadInput` (the message names the flag)."""
+    Bad input raises :class:`~bioptimus_hf.utils.errors.BadInput` (the message names the flag)."""
     stats = CorpusReadStats()
     # All or nothing: a killed run leaves no tokenizer directory that looks finished (and reusable).
     with bad_input():  # bad input, said plainly (the message names the flag)
