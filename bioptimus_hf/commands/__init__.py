@@ -1,9 +1,6 @@
-"""``bioptimus <command> [config] [--flag value ...]``: one command for every stage, like ``trl`` and ``hf``.
-
-Each command (``commands/table.py``) is its argument dataclasses and a run of its wing; :func:`run` parses, checks,
-configures logging and calls it, bad input ending in one line; :func:`main` ends Ctrl-C in one line, status 130.
-Imports neither torch nor transformers.
-"""
+"""``bioptimus <command> [config] [--flag value ...]``, one command per stage as ``trl``'s: each (``table.py``) is its
+argument dataclasses and a run of its wing, parsed, checked and called here; bad input and Ctrl-C end in one line.
+Imports neither torch nor transformers."""
 
 from __future__ import annotations
 
@@ -39,18 +36,15 @@ def usage() -> str:
     from ..utils.config_files import packaged_config_names
 
     width = max(map(len, COMMANDS))
-    lines = ["usage: bioptimus <command> [config.yaml] [--flag value ...]", "", "commands:"]
-    lines += [f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items()]
-    lines += ["", "bioptimus <command> --help describes a command, with an example and its flags. The config is a"]
-    lines += ["json/yaml file of flags, or a packaged config's name:"]
-    return "\n".join(
-        lines + textwrap.wrap(", ".join(packaged_config_names()), 110, initial_indent="  ", subsequent_indent="  ")
-    )
+    listed = "\n".join(f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items())
+    configs = "bioptimus <command> --help describes a command, with an example and its flags. The config is a "
+    configs += f"json/yaml file of flags, or a packaged config's name: {', '.join(packaged_config_names())}"
+    return f"usage: bioptimus <command> [config.yaml] [--flag value ...]\n\ncommands:\n{listed}\n\n{textwrap.fill(configs, 110)}"
 
 
 def run(name: str, argv: list[str] | None = None, prog: str | None = None):
-    """``bioptimus NAME ARGV`` in this process (``argv`` default: ``sys.argv[1:]``): parse, check, run; returns
-    what the run returns. Bad input ends with one line (``SystemExit("error: ...")``), as on the command line."""
+    """``bioptimus NAME ARGV`` in this process (``argv`` default: ``sys.argv[1:]``), returning what the run returns;
+    bad input ends in ``SystemExit("error: ...")``."""
     command, argv = COMMANDS[name], list(sys.argv[1:] if argv is None else argv)
     parsed = parse(name, argv, prog)
     configure_logging(command.log, parsed)
@@ -93,11 +87,11 @@ def describe(command: Command) -> str:
     from ..utils.config_files import packaged_config_names
     from ..utils.config_mapping import help_width
 
-    width, configs = help_width(), ", ".join(packaged_config_names())
-    config = f"config.yaml: a json or yaml file of these flags (name: value), or a packaged config's name ({configs})"
-    config += "; flags after it override it. Relative paths in it are relative to its folder."
-    example = f"example:\n  {command.example}"
-    return "\n\n".join([textwrap.fill(command.description, width), example, textwrap.fill(config, width)])
+    config = "config.yaml: a json or yaml file of these flags (name: value), or a packaged config's name "
+    config += f"({', '.join(packaged_config_names())}); flags after it override it. Relative paths in it are relative"
+    config += " to its folder."
+    fill = lambda text: textwrap.fill(text, help_width())  # noqa: E731
+    return f"{fill(command.description)}\n\nexample:\n  {command.example}\n\n{fill(config)}"
 
 
 def parse_args(dataclass_types, argv=None, prog=None, description=None, build=None) -> tuple:
@@ -125,8 +119,7 @@ def configure_logging(style: str | None, parsed: tuple) -> None:
     training = next((args for args in parsed if hasattr(args, "get_process_log_level")), None)
     level = training.get_process_log_level() if training is not None else logging.INFO
     if style == "run":
-        logging.basicConfig(format=LOG_FORMAT, level=level)
-        return
+        return logging.basicConfig(format=LOG_FORMAT, level=level)
     import datasets
     import transformers
 

@@ -3,7 +3,6 @@ those that are more than one call of their wing, with what each does around it a
 
 from __future__ import annotations
 
-import logging
 import sys
 from dataclasses import dataclass
 
@@ -27,9 +26,7 @@ class Command:
     positional: str | None = None  # the flag a first value that is no config file is (plot's RUN_DIR)
     line: bool = False  # the run gets the command line too, the parser only what comes before a `--`
 
-    @property
-    def summary(self) -> str:
-        return self.description.split(". ")[0]
+    summary = property(lambda self: self.description.split(". ")[0])  # `bioptimus --help`'s line
 
 
 COMMANDS: dict[str, Command] = {
@@ -95,6 +92,7 @@ COMMANDS: dict[str, Command] = {
         "--output_dir ner_comparison -- --seeds 1 2 3",
         "bioptimus_hf.ner.compare_config:NerComparisonArguments",
         "bioptimus_hf.commands.table:compare",
+        log="run",
         line=True,
     ),
     "blurb-task": Command(
@@ -204,17 +202,7 @@ def pushes(hub, training_args) -> bool:
 
 
 def compare(args, argv: list[str]) -> str | None:
-    """Run (or list) the NER jobs, the flags after ``--`` given to each; returns the table (the job list with
-    ``--list_jobs``, None with ``--job_index``)."""
-    from ..ner.compare import compare_models, job_commands, shared_ner_arguments
+    """Each job through the Python that listed it (``--list_jobs``): the same installation runs every job."""
+    from ..ner.compare import run_comparison
 
-    ner_flags = argv[argv.index("--") + 1 :] if "--" in argv else []
-    if args.list_jobs:  # each through the Python that listed them: the same installation runs every job
-        print(listed := "\n".join(job_commands(args, [sys.executable, "-m", __package__, "ner"], ner_flags)))
-        return listed
-    ner_arguments = None if args.results_only else shared_ner_arguments(args, ner_flags)
-    level = ner_arguments[-1].get_process_log_level() if ner_arguments else logging.INFO
-    logging.basicConfig(format=LOG_FORMAT, level=level)
-    if (table := compare_models(args, ner_arguments)) is not None:
-        print(table)
-    return table
+    return run_comparison(args, argv, [sys.executable, "-m", __package__, "ner"])

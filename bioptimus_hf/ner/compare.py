@@ -191,3 +191,16 @@ def compare_models(args: NerComparisonArguments, ner_arguments: tuple | None = N
     if job_index is not None:
         return None
     return merge_comparison(models, args.data_dirs, output_dir)
+
+
+def run_comparison(args: NerComparisonArguments, argv: Sequence[str], ner: Sequence[str]) -> str | None:
+    """``bioptimus compare``: the jobs run (or listed, ``--list_jobs``, each started by ``ner``), the flags after
+    ``--`` given to each; prints and returns the table (the job list with ``--list_jobs``, None with ``--job_index``)."""
+    ner_flags = list(argv[argv.index("--") + 1 :]) if "--" in argv else []
+    if args.list_jobs:
+        print(listed := "\n".join(job_commands(args, ner, ner_flags)))
+        return listed
+    table = compare_models(args, None if args.results_only else shared_ner_arguments(args, ner_flags))
+    if table is not None:
+        print(table)
+    return table

@@ -1,7 +1,5 @@
 """How a command ends: bad input in one line ``error: <message>``, status 1; a line that cannot be parsed, status 2;
-Ctrl-C or SIGTERM in one line, status 130 or 143. The library never exits: it raises :class:`BadInput`
-(:func:`bad_input`, :func:`hub_failure`) and the command ends it (:func:`exit_on_bad_input`).
-"""
+Ctrl-C or SIGTERM in one line, status 130 or 143. The library never exits: it raises ``utils/errors.py``'s BadInput."""
 
 from __future__ import annotations
 
