@@ -14,7 +14,13 @@ import logging
 import sys
 import textwrap
 
-from ..utils.cli import USAGE_ERROR_STATUS, exit_on_bad_input, exit_on_interrupt, exit_on_usage_error
+from ..utils.cli import (
+    USAGE_ERROR_STATUS,
+    exit_on_bad_input,
+    exit_on_interrupt,
+    exit_on_os_error,
+    exit_on_usage_error,
+)
 from .table import COMMANDS, LOG_FORMAT, Command
 
 
@@ -49,13 +55,15 @@ def usage() -> str:
 
 def run(name: str, argv: list[str] | None = None, prog: str | None = None):
     """``bioptimus NAME ARGV`` in this process (``argv`` default: ``sys.argv[1:]``): parse, check, run; returns
-    what the run returns. Bad input ends with one line (``SystemExit("error: ...")``), as on the command line."""
+    what the run returns. Bad input, and a write the system refuses (a full disk, a read-only or vanished output
+    directory), end with one line (``SystemExit("error: ...")``), as on the command line."""
     command = COMMANDS[name]
     argv = list(sys.argv[1:] if argv is None else argv)
     parsed = parse(name, argv, prog)
     configure_logging(command.log, parsed)
     function = load(command.run)
-    with exit_on_bad_input(*command.errors):
+    outputs = [getattr(args, "output_dir", None) for args in parsed]  # a refused write there: one line
+    with exit_on_bad_input(*command.errors), exit_on_os_error(*outputs):
         result = function(*parsed, argv) if command.line else function(*parsed)
     if "torch.distributed" in sys.modules:  # under torchrun every rank waits for the others, then the group ends
         from ..utils.distributed import close_process_group

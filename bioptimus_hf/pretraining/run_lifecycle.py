@@ -5,9 +5,9 @@ schedule, never overwrite a run by accident) and its end (:func:`finish_run`: fi
 
 The lock is an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held by the main process for the whole
 run; a second run on the directory is refused with the first one's process id, host and command. A checkpoint is
-complete when its ``trainer_state.json`` (the file the Trainer writes last) is; newer, half-written ones (a run
-killed while saving) are renamed ``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip
-over them.
+complete when its ``trainer_state.json`` (the file the Trainer writes last) is and its weights and states load
+(:func:`why_incomplete`); newer, half-written ones (a run killed, or a disk full, while saving) are renamed
+``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip over them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import os
 import re
 import socket
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -87,12 +88,27 @@ def checkpoint_step(checkpoint: str | os.PathLike) -> int:
     return int(json.loads((Path(checkpoint) / TRAINER_STATE).read_text(encoding="utf-8"))["global_step"])
 
 
-def _is_complete(checkpoint: Path) -> bool:
+def why_incomplete(checkpoint: Path) -> str | None:
+    """Why ``checkpoint`` cannot be resumed from (None if it can): no readable ``trainer_state.json``, or a weights
+    or state file cut short (a crash or a full disk while saving), found from its header or zip directory."""
+    from safetensors import safe_open
+
     try:
         state = json.loads((checkpoint / TRAINER_STATE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(state, dict) and "global_step" in state
+        state = None
+    if not (isinstance(state, dict) and "global_step" in state):
+        return f"no readable {TRAINER_STATE}"
+    for path in sorted(checkpoint.iterdir()):
+        try:
+            if path.suffix == ".safetensors":
+                with safe_open(path, "pt"):
+                    pass
+            elif path.suffix in (".pt", ".pth", ".bin"):  # torch.save's zip archives
+                zipfile.ZipFile(path).close()
+        except Exception as error:  # noqa: BLE001 - whatever the reader says, the file cannot be loaded
+            return f"{path.name} cannot be read: {(str(error) or type(error).__name__).splitlines()[0]}"
+    return None
 
 
 def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete: bool = True) -> Path | None:
@@ -107,7 +123,7 @@ def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete
         reverse=True,
     )
     for checkpoint in checkpoints:
-        if _is_complete(checkpoint):
+        if (why := why_incomplete(checkpoint)) is None:
             return checkpoint
         if set_aside_incomplete:
             aside = checkpoint.with_name(checkpoint.name + ".incomplete")
@@ -117,10 +133,10 @@ def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete
                 aside = checkpoint.with_name(f"{checkpoint.name}.incomplete{suffix}")
             checkpoint.rename(aside)
             logger.warning(
-                "%s is incomplete (no readable %s: the run was probably killed while saving it); set aside as %s, "
-                "resuming from an earlier checkpoint",
+                "%s is incomplete: %s (the run was probably killed, or the disk full, while saving it); set aside as "
+                "%s, resuming from an earlier checkpoint",
                 checkpoint,
-                TRAINER_STATE,
+                why,
                 aside.name,
             )
     return None
@@ -139,8 +155,8 @@ def prepare_output_dir(training_args: Any) -> tuple[Path | None, OutputDirLock |
         recover_interrupted_replacements(output_dir / "releases")  # a release replacement killed mid-way
     if training_args.resume_from_checkpoint:
         checkpoint = Path(training_args.resume_from_checkpoint)
-        if not _is_complete(checkpoint):
-            raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint}: no complete {TRAINER_STATE} there")
+        if why := why_incomplete(checkpoint):
+            raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint}: incomplete, {why}")
         return checkpoint, lock
     checkpoint = last_complete_checkpoint(output_dir, set_aside_incomplete=training_args.process_index == 0)
     if checkpoint is not None:

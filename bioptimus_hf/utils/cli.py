@@ -6,11 +6,17 @@ a ``ValueError`` from deep inside training is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import errno
 import gc
+import os
+import re
+import shutil
 import signal
 import sys
 import threading
+import traceback
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn
 
 
@@ -48,6 +54,103 @@ def exit_on_bad_input(*errors: type[BaseException]):
         yield
     except caught as error:
         raise SystemExit(f"error: {error}") from None
+
+
+# A write the system refuses, by errno: what an OSError says, or the errno or strerror inside the message of the
+# error that wraps it while weights are saved (safetensors' "(os error 28)", torch's "strerror: Read-only ...").
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_OUTPUT_ONLY = (errno.ENOENT, errno.EACCES)  # faults of the command's own outputs only: else an input's, bad input
+_STRERRORS = {os.strerror(code): code for code in (*_NO_SPACE, errno.EROFS, *_OUTPUT_ONLY)}
+_MESSAGE_ERRNO = re.compile(r"os error (\d+)|\[errno (\d+)\]", re.IGNORECASE)
+_MESSAGE_PATH = re.compile(r"at path \"([^\"]+)\"|Parent directory (.+) does not exist|File (.+) cannot be opened")
+_STREAM_WRITER = re.compile(r"inline_container\.cc|PytorchStreamWriter")  # torch.save's failed write, cause unsaid
+_LOW_SPACE = 16 * 2**20
+
+
+@contextmanager
+def exit_on_os_error(*output_dirs: str | os.PathLike | None):
+    """End a write the system refuses (a full disk or quota, a read-only file system; ``output_dirs`` removed, or
+    not writable, while the command runs) with one line ``error: <file>: <cause>; <what to do>``, status 1, no
+    traceback; the error that wraps one while weights are saved too (its cause read from its message, else from
+    the state of ``output_dirs``). Any other error passes."""
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - what is not a refused write is raised again as it is
+        from .secrets import redact_text
+
+        message = os_error_message(error, [Path(d) for d in output_dirs if d])
+        if message is None:
+            raise
+        raise SystemExit(redact_text(f"error: {message}")) from None
+
+
+def os_error_message(error: BaseException, output_dirs: list[Path]) -> str | None:
+    """The one line :func:`exit_on_os_error` ends ``error`` (or what it was raised from) with; None if it is no
+    refused write."""
+    while error is not None and (code := _errno(error, output_dirs)) is None:
+        error = error.__cause__ or error.__context__
+    if error is None:
+        return None
+    path = _written_path(error, output_dirs) or (output_dirs[0] if output_dirs else None)
+    under = next((d for d in output_dirs if path is not None and _within(path, d)), None)
+    if code in _OUTPUT_ONLY and under is None:
+        return None
+    if code in _NO_SPACE:
+        free = f" ({shutil.disk_usage(_existing(path)).free / 2**20:.1f} MiB free there)" if path else ""
+        again = "free some space or use another --output_dir, then run the same command again"
+        return f"{path or 'a write'}: {os.strerror(code)}{free}; {again}"
+    if code == errno.ENOENT and not under.exists():
+        return f"{under} was removed while the command wrote into it ({path}); run the same command again"
+    what = "run the same command again" if code == errno.ENOENT else "use a --output_dir this process may write to"
+    return f"{path or 'a write'}: {os.strerror(code)}; {what}"
+
+
+def _errno(error: BaseException, output_dirs: list[Path]) -> int | None:
+    if isinstance(error, OSError):
+        return error.errno if error.errno in _STRERRORS.values() else None
+    if not isinstance(error, RuntimeError) and type(error).__name__ != "SafetensorError":
+        return None
+    text = str(error)
+    if found := _MESSAGE_ERRNO.search(text):
+        code = int(found[1] or found[2])
+        return code if code in _STRERRORS.values() else None
+    if code := next((c for name, c in _STRERRORS.items() if name in text), None):
+        return code
+    if _STREAM_WRITER.search(text) or _MESSAGE_PATH.search(text):  # the state of the outputs says why
+        for directory in output_dirs:
+            if not directory.exists():
+                return errno.ENOENT
+            if os.statvfs(directory).f_flag & os.ST_RDONLY:
+                return errno.EROFS
+            if shutil.disk_usage(directory).free < _LOW_SPACE:
+                return errno.ENOSPC
+    return None
+
+
+def _written_path(error: BaseException, output_dirs: list[Path]) -> Path | None:
+    """The file ``error`` is about: its ``filename``, the path its message names, else the innermost path under
+    ``output_dirs`` that the failing code held."""
+    if isinstance(error, OSError) and error.filename:
+        return Path(os.fsdecode(error.filename))
+    if found := _MESSAGE_PATH.search(str(error)):
+        return Path(next(group for group in found.groups() if group))
+    for frame, _ in reversed(list(traceback.walk_tb(error.__traceback__))):
+        for value in frame.f_locals.values():
+            name = getattr(value, "name", value)  # an open file by its name
+            if isinstance(name, (str, os.PathLike)) and 0 < len(str(name)) < 4096:
+                if any(_within(Path(name), d) for d in output_dirs):
+                    return Path(name)
+    return None
+
+
+def _within(path: Path, directory: Path) -> bool:
+    return Path(os.path.abspath(path)).is_relative_to(os.path.abspath(directory))
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 @contextmanager
