@@ -12,6 +12,7 @@ complete when its ``trainer_state.json`` (the file the Trainer writes last) is a
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -69,6 +70,30 @@ class OutputDirLock:
         handle.flush()
         self._handle = handle
         return self
+
+    def check(self) -> None:
+        """Raise ``FileNotFoundError`` naming the directory if it was removed (or replaced) since it was locked:
+        the Trainer would make it again and write on, a run with holes."""
+        try:
+            held = os.path.samestat(os.stat(self.path), os.fstat(self._handle.fileno()))
+        except FileNotFoundError:
+            held = False
+        if not held:
+            raise FileNotFoundError(errno.ENOENT, "removed while the run wrote into it", str(self.path.parent))
+
+    def watch(self) -> Any:
+        """A ``TrainerCallback`` that :meth:`check` s the directory after each checkpoint and at the end."""
+        from transformers import TrainerCallback
+
+        lock = self
+
+        class WatchOutputDir(TrainerCallback):
+            def on_save(self, args, state, control, **kwargs):
+                lock.check()
+
+            on_train_end = on_save
+
+        return WatchOutputDir()
 
     def release(self) -> None:
         if self._handle is not None:

@@ -75,6 +75,8 @@ def exit_on_os_error(*output_dirs: str | os.PathLike | None):
     the state of ``output_dirs``). Any other error passes."""
     try:
         yield
+    except BadInput:
+        raise
     except Exception as error:  # noqa: BLE001 - what is not a refused write is raised again as it is
         from .secrets import redact_text
 
@@ -87,9 +89,9 @@ def exit_on_os_error(*output_dirs: str | os.PathLike | None):
 def os_error_message(error: BaseException, output_dirs: list[Path]) -> str | None:
     """The one line :func:`exit_on_os_error` ends ``error`` (or what it was raised from) with; None if it is no
     refused write."""
-    while error is not None and (code := _errno(error, output_dirs)) is None:
+    while error is not None and not isinstance(error, BadInput) and (code := _errno(error, output_dirs)) is None:
         error = error.__cause__ or error.__context__
-    if error is None:
+    if error is None or isinstance(error, BadInput):  # what a checking step refused is bad input, not a write
         return None
     path = _written_path(error, output_dirs) or (output_dirs[0] if output_dirs else None)
     under = next((d for d in output_dirs if path is not None and _within(path, d)), None)
@@ -99,10 +101,12 @@ def os_error_message(error: BaseException, output_dirs: list[Path]) -> str | Non
         free = f" ({shutil.disk_usage(_existing(path)).free / 2**20:.1f} MiB free there)" if path else ""
         again = "free some space or use another --output_dir, then run the same command again"
         return f"{path or 'a write'}: {os.strerror(code)}{free}; {again}"
-    if code == errno.ENOENT and not under.exists():
-        return f"{under} was removed while the command wrote into it ({path}); run the same command again"
-    what = "run the same command again" if code == errno.ENOENT else "use a --output_dir this process may write to"
-    return f"{path or 'a write'}: {os.strerror(code)}; {what}"
+    if code == errno.ENOENT:
+        what = f" ({path}: {os.strerror(code)})" if path != under else ""
+        again = "delete what is left of it and run the same command again"
+        return f"{under} was removed while the command wrote into it{what}; {again}"
+    what = "on a writable file system" if code == errno.EROFS else "this process may write to"
+    return f"{path or 'a write'}: {os.strerror(code)}; choose a --output_dir {what}"
 
 
 def _errno(error: BaseException, output_dirs: list[Path]) -> int | None:
