@@ -210,8 +210,9 @@ def publish(args, argv: list[str]):
     from ..utils.secrets import redact_argv
 
     resume = (
-        "Nothing published is lost and publishing is idempotent: re-run the same command (token: --hub_token or "
-        f"HF_TOKEN) to upload only what is missing:\n  bioptimus publish {shlex.join(redact_argv(argv, drop=True))}"
+        "Nothing published is lost and publishing is idempotent: run this command again with the same token "
+        "(--hub_token, or HF_TOKEN in the environment) to upload only what is missing:\n  bioptimus publish "
+        + shlex.join(redact_argv(argv, drop=True))
     )
     with exit_on_hub_error("the Hub request", resume), exit_on_bad_input(ValueError, FileNotFoundError, RuntimeError):
         reports = publish_releases(args)

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
+from .secrets import redact_text
+
 
 USAGE_ERROR_STATUS = 2  # argparse's and the shells' convention for a command line that cannot be parsed
 INTERRUPTED_STATUS = 128 + signal.SIGINT  # 130: the shells' status of a command ended by Ctrl-C
@@ -53,7 +55,7 @@ def exit_on_bad_input(*errors: type[BaseException]):
     try:
         yield
     except caught as error:
-        raise SystemExit(f"error: {error}") from None
+        raise SystemExit(redact_text(f"error: {error}")) from None  # a token typed where a path goes: not echoed
 
 
 # A write the system refuses, by errno: what an OSError says, or the errno or strerror inside the message of the
@@ -78,8 +80,6 @@ def exit_on_os_error(*output_dirs: str | os.PathLike | None):
     except BadInput:
         raise
     except Exception as error:  # noqa: BLE001 - what is not a refused write is raised again as it is
-        from .secrets import redact_text
-
         message = os_error_message(error, [Path(d) for d in output_dirs if d])
         if message is None:
             raise
@@ -162,7 +162,6 @@ def exit_on_hub_error(what: str, hint: str = ""):
     """End a failed Hub request (unreachable, token refused, server error) with ``error: <what> failed: <its first
     line>`` then ``hint`` (how to resume), status 1, no traceback, no secret."""
     from .hub_settings import hub_request_errors
-    from .secrets import redact_text
 
     try:
         yield
@@ -173,7 +172,7 @@ def exit_on_hub_error(what: str, hint: str = ""):
 
 def exit_on_usage_error(message: str) -> NoReturn:
     """End a command line that cannot be parsed: ``error: <message>`` on stderr, exit status 2, no usage dump."""
-    print(f"error: {message}", file=sys.stderr)
+    print(redact_text(f"error: {message}"), file=sys.stderr)
     raise SystemExit(USAGE_ERROR_STATUS)
 
 
