@@ -263,7 +263,8 @@ def open_output_dir(args: Any, schedule: PhaseSchedule) -> tuple[Path | None, Ou
 def finish_run(
     trainer: Any, collator: Any, train_result: Any, publisher: Any = None, publish_timeout: float = 600
 ) -> list[str]:
-    """Save the final model, metrics and state; wait for pending publications; return the release names."""
+    """Save the final model, metrics and state; wait for pending publications; return the release names. Raises
+    ``PublishFailed`` (its message the command that publishes them) if ``publisher`` left a release unpublished."""
     from ..releases.record import find_releases
 
     trainer.save_model()
@@ -278,11 +279,11 @@ def finish_run(
     trainer.save_state()
     if not trainer.is_world_process_zero():
         return []
-    if publisher is not None:
-        publisher.wait(timeout=publish_timeout)
     try:
         releases = [p.name for p in find_releases(trainer.args.output_dir)]
     except FileNotFoundError:
         releases = []
     logger.info("releases written: %s", ", ".join(releases) or "none")
+    if publisher is not None:
+        publisher.check(timeout=publish_timeout)  # one not published: the run fails, with the command that does
     return releases

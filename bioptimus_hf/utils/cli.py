@@ -34,6 +34,11 @@ class BadInput(ValueError):
     """Input a library run refuses, its message naming the flag, file or line at fault."""
 
 
+class RunFailed(RuntimeError):
+    """A run that did its work but not all it was asked (a release not published), its message saying what to do:
+    a command ends it in one line, as bad input."""
+
+
 @contextmanager
 def bad_input(*errors: type[BaseException]):
     """Re-raise ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside as :class:`BadInput`, the original
@@ -49,9 +54,9 @@ def bad_input(*errors: type[BaseException]):
 
 @contextmanager
 def exit_on_bad_input(*errors: type[BaseException]):
-    """Turn :class:`BadInput` and ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside into
+    """Turn :class:`BadInput`, :class:`RunFailed` and ``errors`` (default :data:`BAD_INPUT_ERRORS`) raised inside into
     ``SystemExit("error: <message>")``: for commands and scripts only (the library marks, :func:`bad_input`)."""
-    caught = (BadInput, *errors) if errors else BAD_INPUT_ERRORS
+    caught = (BadInput, RunFailed, *(errors or BAD_INPUT_ERRORS))
     try:
         yield
     except caught as error:
@@ -77,7 +82,7 @@ def exit_on_os_error(*output_dirs: str | os.PathLike | None):
     the state of ``output_dirs``). Any other error passes."""
     try:
         yield
-    except BadInput:
+    except (BadInput, RunFailed):
         raise
     except Exception as error:  # noqa: BLE001 - what is not a refused write is raised again as it is
         message = os_error_message(error, [Path(d) for d in output_dirs if d])
@@ -89,9 +94,15 @@ def exit_on_os_error(*output_dirs: str | os.PathLike | None):
 def os_error_message(error: BaseException, output_dirs: list[Path]) -> str | None:
     """The one line :func:`exit_on_os_error` ends ``error`` (or what it was raised from) with; None if it is no
     refused write."""
-    while error is not None and not isinstance(error, BadInput) and (code := _errno(error, output_dirs)) is None:
+    while (
+        error is not None
+        and not isinstance(error, (BadInput, RunFailed))
+        and (code := _errno(error, output_dirs)) is None
+    ):
         error = error.__cause__ or error.__context__
-    if error is None or isinstance(error, BadInput):  # what a checking step refused is bad input, not a write
+    if error is None or isinstance(
+        error, (BadInput, RunFailed)
+    ):  # what a checking step refused is bad input, not a write
         return None
     path = _written_path(error, output_dirs) or (output_dirs[0] if output_dirs else None)
     under = next((d for d in output_dirs if path is not None and _within(path, d)), None)
