@@ -211,8 +211,7 @@ def publish(args, argv: list[str]):
 
     resume = (
         "Nothing published is lost and publishing is idempotent: run this command again with the same token "
-        "(--hub_token, or HF_TOKEN in the environment) to upload only what is missing:\n  bioptimus publish "
-        + shlex.join(redact_argv(argv, drop=True))
+        "to upload only what is missing:\n  bioptimus publish " + shlex.join(redact_argv(argv, drop=True))
     )
     with exit_on_hub_error("the Hub request", resume), exit_on_bad_input(ValueError, FileNotFoundError, RuntimeError):
         reports = publish_releases(args)

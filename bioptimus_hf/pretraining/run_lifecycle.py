@@ -20,6 +20,7 @@ import os
 import re
 import socket
 import sys
+import weakref
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -85,11 +86,12 @@ class OutputDirLock:
         """A ``TrainerCallback`` that :meth:`check` s the directory after each checkpoint and at the end."""
         from transformers import TrainerCallback
 
-        lock = self
+        lock = weakref.ref(self)  # the watch keeps no run's lock held after its run
 
         class WatchOutputDir(TrainerCallback):
             def on_save(self, args, state, control, **kwargs):
-                lock.check()
+                if (held := lock()) is not None:
+                    held.check()
 
             on_train_end = on_save
 

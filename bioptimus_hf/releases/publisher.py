@@ -108,7 +108,7 @@ class ReleasePublisher:
         kept = os.path.join(self.args.run_dir, "releases")
         raise PublishFailed(
             f"--push_to_hub: {names} not published{why}; the releases are kept in {kept}. Publish "
-            f"them with the same token (--hub_token, or HF_TOKEN in the environment):\n  {publish_command(self.args)}"
+            f"them, with the same token, by running:\n  {publish_command(self.args)}"
         )
 
 

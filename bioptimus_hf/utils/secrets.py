@@ -29,10 +29,11 @@ _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _CREDENTIAL_WORDS = frozenset({"password", "passwd", "secret", "secrets", "credential", "credentials", "apikey"})
 # Names ending in "token" that are no credential: a tokenizer's special tokens, per-token counts.
 _NOT_CREDENTIALS = frozenset({"mask", "pad", "cls", "sep", "unk", "bos", "eos", "per"})
-# A flag with its value on a command line (``--hub_token T``, ``--hub_token=T``), or ``name: value``/``name=value``.
+# A flag with its value on a command line (``--hub_token T``, ``--hub_token=T``), or ``name: value``/``name=value``
+# on one line (a sentence ending "the same token:" is followed by no token on the next).
 _FLAG_VALUE = re.compile(r"(?P<name>--[A-Za-z][\w-]*)(?P<sep>=|\s+)(?P<value>'[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 _NAMED_VALUE = re.compile(
-    r"(?P<name>\b[A-Za-z][\w-]*)(?P<sep>['\"]?\s*[:=]\s*)(?P<value>'[^']*'|\"[^\"]*\"|[^\s,)}'\"]+)"
+    r"(?P<name>\b[A-Za-z][\w-]*)(?P<sep>['\"]?[ \t]*[:=][ \t]*)(?P<value>'[^']*'|\"[^\"]*\"|[^\s,)}'\"]+)"
 )
 
 # A Hub token's shape (hf_ and 34 random letters and digits); the capital tells it from a long snake_case name.
