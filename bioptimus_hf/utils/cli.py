@@ -94,15 +94,11 @@ def exit_on_os_error(*output_dirs: str | os.PathLike | None):
 def os_error_message(error: BaseException, output_dirs: list[Path]) -> str | None:
     """The one line :func:`exit_on_os_error` ends ``error`` (or what it was raised from) with; None if it is no
     refused write."""
-    while (
-        error is not None
-        and not isinstance(error, (BadInput, RunFailed))
-        and (code := _errno(error, output_dirs)) is None
-    ):
+    while error is not None and not isinstance(error, (BadInput, RunFailed)):  # a check's refusal: bad input
+        if (code := _errno(error, output_dirs)) is not None:
+            break
         error = error.__cause__ or error.__context__
-    if error is None or isinstance(
-        error, (BadInput, RunFailed)
-    ):  # what a checking step refused is bad input, not a write
+    else:
         return None
     path = _written_path(error, output_dirs) or (output_dirs[0] if output_dirs else None)
     under = next((d for d in output_dirs if path is not None and _within(path, d)), None)
