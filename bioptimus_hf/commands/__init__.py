@@ -11,7 +11,14 @@ import logging
 import sys
 import textwrap
 
-from ..utils.cli import USAGE_ERROR_STATUS, exit_on_bad_input, exit_on_interrupt, exit_on_usage_error, obey_interrupts
+from ..utils.cli import (
+    USAGE_ERROR_STATUS,
+    exit_on_bad_input,
+    exit_on_interrupt,
+    exit_on_os_error,
+    exit_on_usage_error,
+    obey_interrupts,
+)
 from .table import COMMANDS, LOG_FORMAT, Command
 
 
@@ -44,11 +51,13 @@ def usage() -> str:
 
 def run(name: str, argv: list[str] | None = None, prog: str | None = None):
     """``bioptimus NAME ARGV`` in this process (``argv`` default: ``sys.argv[1:]``), returning what the run returns;
-    bad input ends in ``SystemExit("error: ...")``."""
+    bad input, and a write the system refuses (a full disk, a read-only or vanished output directory), end in
+    ``SystemExit("error: ...")``."""
     command, argv = COMMANDS[name], list(sys.argv[1:] if argv is None else argv)
     parsed = parse(name, argv, prog)
     configure_logging(command.log, parsed)
-    with exit_on_bad_input(*command.errors):
+    outputs = [getattr(args, "output_dir", None) for args in parsed]  # a refused write there: one line
+    with exit_on_bad_input(*command.errors), exit_on_os_error(*outputs):
         result = load(command.run)(*parsed, *([argv] if command.line else []))
     if "torch.distributed" in sys.modules:  # under torchrun every rank waits for the others, then the group ends
         from ..utils.distributed import close_process_group

@@ -94,6 +94,8 @@ def run_distillation(teacher_args: TeacherArguments, config: DistillationConfig)
             data_collator=collator,
         )
     add_callback_first(trainer, callback)  # ahead of report_to's reporters: they see the curriculum's metrics
+    if _lock is not None:
+        trainer.add_callback(_lock.watch())  # the output directory removed mid-run: one line, not a run with holes
 
     # 7. Distil.
     with tied_keys_expected(trainer.model):  # a checkpoint holds the student's tied decoder once

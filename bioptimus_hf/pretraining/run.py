@@ -75,6 +75,8 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
             processing_class=model_args.tokenizer_name,
             release_hub=hub,
         )
+    if _lock is not None:
+        trainer.add_callback(_lock.watch())  # the output directory removed mid-run: one line, not a run with holes
 
     # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.
     train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)

@@ -5,13 +5,14 @@ schedule, never overwrite a run by accident) and its end (:func:`finish_run`: fi
 
 The lock is an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held by the main process for the whole
 run; a second run on the directory is refused with the first one's process id, host and command. A checkpoint is
-complete when its ``trainer_state.json`` (the file the Trainer writes last) is; newer, half-written ones (a run
-killed while saving) are renamed ``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip
-over them.
+complete when its ``trainer_state.json`` (the file the Trainer writes last) is and its weights and states load
+(:func:`why_incomplete`); newer, half-written ones (a run killed, or a disk full, while saving) are renamed
+``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip over them.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -19,6 +20,8 @@ import os
 import re
 import socket
 import sys
+import weakref
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +72,31 @@ class OutputDirLock:
         self._handle = handle
         return self
 
+    def check(self) -> None:
+        """Raise ``FileNotFoundError`` naming the directory if it was removed (or replaced) since it was locked:
+        the Trainer would make it again and write on, a run with holes."""
+        try:
+            held = os.path.samestat(os.stat(self.path), os.fstat(self._handle.fileno()))
+        except FileNotFoundError:
+            held = False
+        if not held:
+            raise FileNotFoundError(errno.ENOENT, "removed while the run wrote into it", str(self.path.parent))
+
+    def watch(self) -> Any:
+        """A ``TrainerCallback`` that :meth:`check` s the directory after each checkpoint and at the end."""
+        from transformers import TrainerCallback
+
+        lock = weakref.ref(self)  # the watch keeps no run's lock held after its run
+
+        class WatchOutputDir(TrainerCallback):
+            def on_save(self, args, state, control, **kwargs):
+                if (held := lock()) is not None:
+                    held.check()
+
+            on_train_end = on_save
+
+        return WatchOutputDir()
+
     def release(self) -> None:
         if self._handle is not None:
             fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
@@ -87,12 +115,27 @@ def checkpoint_step(checkpoint: str | os.PathLike) -> int:
     return int(json.loads((Path(checkpoint) / TRAINER_STATE).read_text(encoding="utf-8"))["global_step"])
 
 
-def _is_complete(checkpoint: Path) -> bool:
+def why_incomplete(checkpoint: Path) -> str | None:
+    """Why ``checkpoint`` cannot be resumed from (None if it can): no readable ``trainer_state.json``, or a weights
+    or state file cut short (a crash or a full disk while saving), found from its header or zip directory."""
+    from safetensors import safe_open
+
     try:
         state = json.loads((checkpoint / TRAINER_STATE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(state, dict) and "global_step" in state
+        state = None
+    if not (isinstance(state, dict) and "global_step" in state):
+        return f"no readable {TRAINER_STATE}"
+    for path in sorted(checkpoint.iterdir()):
+        try:
+            if path.suffix == ".safetensors":
+                with safe_open(path, "pt"):
+                    pass
+            elif path.suffix in (".pt", ".pth", ".bin"):  # torch.save's zip archives
+                zipfile.ZipFile(path).close()
+        except Exception as error:  # noqa: BLE001 - whatever the reader says, the file cannot be loaded
+            return f"{path.name} cannot be read: {(str(error) or type(error).__name__).splitlines()[0]}"
+    return None
 
 
 def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete: bool = True) -> Path | None:
@@ -107,7 +150,7 @@ def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete
         reverse=True,
     )
     for checkpoint in checkpoints:
-        if _is_complete(checkpoint):
+        if (why := why_incomplete(checkpoint)) is None:
             return checkpoint
         if set_aside_incomplete:
             aside = checkpoint.with_name(checkpoint.name + ".incomplete")
@@ -117,10 +160,10 @@ def last_complete_checkpoint(output_dir: str | os.PathLike, set_aside_incomplete
                 aside = checkpoint.with_name(f"{checkpoint.name}.incomplete{suffix}")
             checkpoint.rename(aside)
             logger.warning(
-                "%s is incomplete (no readable %s: the run was probably killed while saving it); set aside as %s, "
-                "resuming from an earlier checkpoint",
+                "%s is incomplete: %s (the run was probably killed, or the disk full, while saving it); set aside as "
+                "%s, resuming from an earlier checkpoint",
                 checkpoint,
-                TRAINER_STATE,
+                why,
                 aside.name,
             )
     return None
@@ -139,8 +182,8 @@ def prepare_output_dir(training_args: Any) -> tuple[Path | None, OutputDirLock |
         recover_interrupted_replacements(output_dir / "releases")  # a release replacement killed mid-way
     if training_args.resume_from_checkpoint:
         checkpoint = Path(training_args.resume_from_checkpoint)
-        if not _is_complete(checkpoint):
-            raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint}: no complete {TRAINER_STATE} there")
+        if why := why_incomplete(checkpoint):
+            raise FileNotFoundError(f"--resume_from_checkpoint {checkpoint}: incomplete, {why}")
         return checkpoint, lock
     checkpoint = last_complete_checkpoint(output_dir, set_aside_incomplete=training_args.process_index == 0)
     if checkpoint is not None:
@@ -222,7 +265,8 @@ def open_output_dir(args: Any, schedule: PhaseSchedule) -> tuple[Path | None, Ou
 def finish_run(
     trainer: Any, collator: Any, train_result: Any, publisher: Any = None, publish_timeout: float = 600
 ) -> list[str]:
-    """Save the final model, metrics and state; wait for pending publications; return the release names."""
+    """Save the final model, metrics and state; wait for pending publications; return the release names. Raises
+    ``PublishFailed`` (its message the command that publishes them) if ``publisher`` left a release unpublished."""
     from ..releases.record import find_releases
 
     trainer.save_model()
@@ -237,11 +281,11 @@ def finish_run(
     trainer.save_state()
     if not trainer.is_world_process_zero():
         return []
-    if publisher is not None:
-        publisher.wait(timeout=publish_timeout)
     try:
         releases = [p.name for p in find_releases(trainer.args.output_dir)]
     except FileNotFoundError:
         releases = []
     logger.info("releases written: %s", ", ".join(releases) or "none")
+    if publisher is not None:
+        publisher.check(timeout=publish_timeout)  # one not published: the run fails, with the command that does
     return releases

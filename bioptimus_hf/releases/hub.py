@@ -244,8 +244,8 @@ def publish_command(args: PublishArguments, argv: Sequence[str]) -> list[Version
     from ..utils.secrets import redact_argv
 
     resume = (
-        "Nothing published is lost and publishing is idempotent: re-run the same command (token: --hub_token or "
-        f"HF_TOKEN) to upload only what is missing:\n  bioptimus publish {shlex.join(redact_argv(argv, drop=True))}"
+        "Nothing published is lost and publishing is idempotent: run this command again with the same token "
+        "to upload only what is missing:\n  bioptimus publish " + shlex.join(redact_argv(argv, drop=True))
     )
     with hub_failure("the Hub request", resume), bad_input(ValueError, FileNotFoundError, RuntimeError):
         reports = publish_releases(args)

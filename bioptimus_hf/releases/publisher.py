@@ -1,7 +1,8 @@
 """Publishing releases in the background while training: a hook for ``PhaseReleases(on_release=...)``.
 
 A Hub failure (unreachable, no token, a conflict) never stops training: the release stays on disk and a warning
-gives the ``bioptimus publish`` command that publishes it later.
+gives the ``bioptimus publish`` command that publishes it later; at the end, the run fails (:class:`PublishFailed`)
+with that command in its last lines.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from dataclasses import fields, replace
 from typing import Any
 
+from ..utils.errors import RunFailed
 from .hub import VersionReport, publish_releases
 from .publish_config import PublishArguments
 from .release_config import ReleaseHub
@@ -34,6 +36,10 @@ def publish_command(args: PublishArguments) -> str:
     return shlex.join(parts)
 
 
+class PublishFailed(RunFailed):
+    """A run's releases are written but some were not published: the message says which, why, and how to."""
+
+
 class ReleasePublisher:
     """``publisher(release_dir)`` returns at once; a daemon thread publishes the releases one after another, with
     ``args`` (its ``run_dir`` set to each release's).
@@ -47,6 +53,7 @@ class ReleasePublisher:
         self.args, self.at_end = args, at_end  # repr(args) leaves the token out
         self.published: list[VersionReport] = []
         self.failed: list[tuple[str, str]] = []  # (release_dir, the command that publishes it later)
+        self.reasons: list[str] = []  # why each failed, its first line
         self._deferred: list[str] = []
         self._queue: queue.Queue = queue.Queue()
         threading.Thread(target=self._work, name="bioptimus-hub-publisher", daemon=True).start()
@@ -63,8 +70,9 @@ class ReleasePublisher:
             try:
                 self.published += publish_releases(args)
             except BaseException as error:  # noqa: BLE001 - publishing must never take training down
+                failure = f"{type(error).__name__}: {error}".strip().splitlines()[0]
                 self.failed.append((args.run_dir, publish_command(args)))
-                failure = f"{type(error).__name__}: {error}"
+                self.reasons.append(failure)
                 logger.warning(
                     f"Publishing {args.run_dir} to the Hub failed ({failure}). The release is kept on disk; publish it "
                     f"later with:\n  {self.failed[-1][1]}"
@@ -88,6 +96,20 @@ class ReleasePublisher:
             publish_command(self.args),
         )
         return False
+
+    def check(self, timeout: float | None = None) -> None:
+        """:meth:`wait`, then raise :class:`PublishFailed` if a release was not published: which, the first reason,
+        and, last, the one command that publishes what is missing (publishing is idempotent)."""
+        done = self.wait(timeout)
+        if done and not self.failed:
+            return
+        names = ", ".join(os.path.basename(run_dir) for run_dir, _ in self.failed) or "some releases"
+        why = f" ({self.reasons[0]})" if self.reasons else f" (still publishing after {timeout}s)"
+        kept = os.path.join(self.args.run_dir, "releases")
+        raise PublishFailed(
+            f"--push_to_hub: {names} not published{why}; the releases are kept in {kept}. Publish "
+            f"them, with the same token, by running:\n  {publish_command(self.args)}"
+        )
 
 
 def start_release_publisher(hub: ReleaseHub | None, training_args: Any) -> ReleasePublisher | None:

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..utils.files import replace_directory, sync_tree
+from ..utils.files import writing_directory
 from .naming import TEMPORARY_SUFFIXES
 from .record import PHASE_FILE, ReleaseInfo
 
@@ -69,30 +69,25 @@ def write_release(
         )
     release_dir.parent.mkdir(parents=True, exist_ok=True)
     recover_interrupted_replacements(release_dir.parent)
-    staging = release_dir.with_name(release_dir.name + PARTIAL_SUFFIX)
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir()
-    model.save_pretrained(staging, safe_serialization=True)
-    if tokenizer is not None:
-        tokenizer.save_pretrained(staging)
-    info.save(staging)
-    if log_history:
-        from ..utils.plots import LOSS_PLOT_NAME, plot_training_curves
+    with writing_directory(release_dir) as staging:  # a write that fails (a full disk) leaves no .partial
+        model.save_pretrained(staging, safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(staging)
+        info.save(staging)
+        if log_history:
+            from ..utils.plots import LOSS_PLOT_NAME, plot_training_curves
 
-        ends = list(itertools.accumulate(int(p["steps"]) for p in info.curriculum))
-        try:
-            plot_training_curves(
-                log_history,
-                staging / LOSS_PLOT_NAME,
-                ends,
-                [str(p["version"]) for p in info.curriculum],
-                title=f"release v{info.version}",
-            )
-        except Exception as error:  # a figure is never worth a lost release
-            logger.warning("release %s: no loss plot (%s: %s)", release_dir, type(error).__name__, error)
-    if render_card:
-        (staging / "README.md").write_text(render_release_card(staging), encoding="utf-8")
-    sync_tree(staging)
-    replace_directory(staging, release_dir)
+            ends = list(itertools.accumulate(int(p["steps"]) for p in info.curriculum))
+            try:
+                plot_training_curves(
+                    log_history,
+                    staging / LOSS_PLOT_NAME,
+                    ends,
+                    [str(p["version"]) for p in info.curriculum],
+                    title=f"release v{info.version}",
+                )
+            except Exception as error:  # a figure is never worth a lost release
+                logger.warning("release %s: no loss plot (%s: %s)", release_dir, type(error).__name__, error)
+        if render_card:
+            (staging / "README.md").write_text(render_release_card(staging), encoding="utf-8")
     return release_dir

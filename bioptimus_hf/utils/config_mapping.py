@@ -19,6 +19,7 @@ from transformers.hf_argparser import string_to_bool
 
 from .cli import exit_on_usage_error
 from .config_files import read_config
+from .secrets import is_secret_name
 
 
 USAGE = "%(prog)s [config.yaml] [--flag value ...]"
@@ -136,7 +137,8 @@ class CommandParser(HfArgumentParser):
     def read_value(self, action: argparse.Action, key: str, value: Any, source: str = "") -> Any:
         """A config's ``value`` read as the flag's own values would be on the command line."""
         if isinstance(value, (list, tuple)) and action.nargs not in ("+", "*"):
-            raise ValueError(f"{source}--{key}: expected one value, got {len(value)} ({list(value)!r})")
+            shown = "" if is_secret_name(key) else f" ({list(value)!r})"  # a list of tokens: none shown
+            raise ValueError(f"{source}--{key}: expected one value, got {len(value)}{shown}")
         items = value if isinstance(value, (list, tuple)) else [value]
         texts = [json.dumps(v) if isinstance(v, (bool, dict, list)) else str(v) for v in items]
         try:

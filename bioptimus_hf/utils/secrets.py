@@ -3,7 +3,9 @@
 A secret is the value of a setting named as a credential (``hub_token``, ``token``, anything ending in ``token`` or
 ``api_key`` or holding ``password``/``secret``/``credential``, case-insensitive; not special tokens such as
 ``mask_token`` nor counts such as ``max_contexts_per_token``), the value of ``HF_TOKEN`` and
-``HUGGING_FACE_HUB_TOKEN``, and any token this process was handed for the Hub (:func:`remember_secret`).
+``HUGGING_FACE_HUB_TOKEN``, any token this process was handed for the Hub (:func:`remember_secret`), and in text any
+value that looks like a Hub token (``hf_`` and 30 or more letters and digits, some capitals: a token typed where a
+path goes, or listed in a config, is echoed by no error message).
 :func:`redact` replaces each by :data:`REDACTED` in mappings, dataclasses, argument lists and strings; every writer
 of a record calls it. The token itself lives in process memory only, for the project's own push.
 """
@@ -27,11 +29,15 @@ _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _CREDENTIAL_WORDS = frozenset({"password", "passwd", "secret", "secrets", "credential", "credentials", "apikey"})
 # Names ending in "token" that are no credential: a tokenizer's special tokens, per-token counts.
 _NOT_CREDENTIALS = frozenset({"mask", "pad", "cls", "sep", "unk", "bos", "eos", "per"})
-# A flag with its value on a command line (``--hub_token T``, ``--hub_token=T``), or ``name: value``/``name=value``.
+# A flag with its value on a command line (``--hub_token T``, ``--hub_token=T``), or ``name: value``/``name=value``
+# on one line (a sentence ending "the same token:" is followed by no token on the next).
 _FLAG_VALUE = re.compile(r"(?P<name>--[A-Za-z][\w-]*)(?P<sep>=|\s+)(?P<value>'[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 _NAMED_VALUE = re.compile(
-    r"(?P<name>\b[A-Za-z][\w-]*)(?P<sep>['\"]?\s*[:=]\s*)(?P<value>'[^']*'|\"[^\"]*\"|[^\s,)}'\"]+)"
+    r"(?P<name>\b[A-Za-z][\w-]*)(?P<sep>['\"]?[ \t]*[:=][ \t]*)(?P<value>'[^']*'|\"[^\"]*\"|[^\s,)}'\"]+)"
 )
+
+# A Hub token's shape (hf_ and 34 random letters and digits); the capital tells it from a long snake_case name.
+_TOKEN_SHAPE = re.compile(r"\bhf_(?=\w*[A-Z])\w{30,}")
 
 _remembered: set[str] = set()
 
@@ -63,10 +69,15 @@ def redact_text(text: str) -> str:
     """``text`` with every known secret value, and the value of every credential flag or ``name: value``, replaced."""
     for value in secret_values():
         text = text.replace(value, REDACTED)
+    text = _TOKEN_SHAPE.sub(REDACTED, text)
 
     def named(match: re.Match) -> str:
-        if not is_secret_name(match["name"]) or match["value"].strip("'\"") == REDACTED:
-            return match[0]
+        if (
+            not is_secret_name(match["name"])
+            or match["value"].strip("'\"") in (REDACTED, "")
+            or match["value"][0] == "-"
+        ):
+            return match[0]  # redacted already, or no value: the name of another flag
         value = match["value"]
         quote = value[0] if value[0] in "'\"" else ""
         return f"{match['name']}{match['sep']}{quote}{REDACTED}{quote}"
