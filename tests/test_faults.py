@@ -21,7 +21,7 @@ from safetensors import SafetensorError
 from bioptimus_hf.commands import run as bioptimus
 from bioptimus_hf.pretraining.run_lifecycle import last_complete_checkpoint
 from bioptimus_hf.testing.fake_hub import FakeHub
-from bioptimus_hf.utils.cli import exit_on_os_error
+from bioptimus_hf.utils.cli import exit_on_bad_input
 from bioptimus_hf.utils.errors import BadInput, os_error_message
 from helpers.ner import build_tiny_bert, quick_ner_flags, write_dataset_dir
 from helpers.pubmed import write_pubmed_fixtures
@@ -136,8 +136,8 @@ def test_what_is_not_a_refused_write_passes_as_it_is(tmp_path):
         )
     except BadInput as error:
         assert os_error_message(error, [tmp_path / "out"]) is None  # refused by a check, not a vanished directory
-    with pytest.raises(ValueError, match="a bug"), exit_on_os_error(tmp_path):
-        raise ValueError("a bug")
+    with pytest.raises(RuntimeError, match="a bug"), exit_on_bad_input(BadInput, output_dirs=[tmp_path]):
+        raise RuntimeError("a bug")
 
 
 # ------------------------------------------------------------------------------- a full disk

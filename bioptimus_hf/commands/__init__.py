@@ -11,31 +11,24 @@ import logging
 import sys
 import textwrap
 
-from ..utils.cli import (
-    USAGE_ERROR_STATUS,
-    exit_on_bad_input,
-    exit_on_interrupt,
-    exit_on_os_error,
-    exit_on_usage_error,
-    obey_interrupts,
-)
+from ..utils import cli
 from .table import COMMANDS, LOG_FORMAT, Command
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:
     """``bioptimus <command> ARGS``; a ``run_*.py`` script gives its name as ``prog`` (returns None: status 0)."""
-    obey_interrupts()  # first: torch and transformers take seconds to import, on a busy machine tens
+    cli.obey_interrupts()  # first: torch and transformers take seconds to import, on a busy machine tens
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage(), file=sys.stdout if argv else sys.stderr)
         if not argv:  # no command: a usage error, as argparse ends a missing subcommand
-            raise SystemExit(USAGE_ERROR_STATUS)
+            raise SystemExit(cli.USAGE_ERROR_STATUS)
         return
     if argv[0] not in COMMANDS:
         nearest = difflib.get_close_matches(argv[0], COMMANDS, n=1)
         hint = f"did you mean {nearest[0]}?" if nearest else "bioptimus --help lists them"
-        exit_on_usage_error(f"unknown command {argv[0]!r}; {hint} (the commands: {', '.join(COMMANDS)})")
-    with exit_on_interrupt():  # the imports too: torch and transformers take seconds to load
+        cli.exit_on_usage_error(f"unknown command {argv[0]!r}; {hint} (the commands: {', '.join(COMMANDS)})")
+    with cli.exit_on_interrupt():  # the imports too: torch and transformers take seconds to load
         run(argv[0], argv[1:], prog)
 
 
@@ -57,7 +50,7 @@ def run(name: str, argv: list[str] | None = None, prog: str | None = None):
     parsed = parse(name, argv, prog)
     configure_logging(command.log, parsed)
     outputs = [getattr(args, "output_dir", None) for args in parsed]  # a refused write there: one line
-    with exit_on_bad_input(*command.errors), exit_on_os_error(*outputs):
+    with cli.exit_on_bad_input(*command.errors, output_dirs=outputs):
         result = load(command.run)(*parsed, *([argv] if command.line else []))
     if "torch.distributed" in sys.modules:  # under torchrun every rank waits for the others, then the group ends
         from ..utils.distributed import close_process_group
@@ -113,7 +106,7 @@ def parse_args(dataclass_types, argv=None, prog=None, description=None, build=No
     description = inspect.cleandoc(description) if description else None
     parser = CommandParser(dataclass_types, prog=prog, description=description)
     argv = list(sys.argv[1:] if argv is None else argv)
-    with exit_on_bad_input():
+    with cli.exit_on_bad_input():
         parsed = build(parser.parse_settings(argv)) if build else parser.parse_line(argv)
         check_model_references(parsed)
         check_launch(parsed)

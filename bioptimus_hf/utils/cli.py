@@ -4,12 +4,10 @@ Ctrl-C or SIGTERM in one line, status 130 or 143. The library never exits: it ra
 from __future__ import annotations
 
 import gc
-import os
 import signal
 import sys
 import threading
 from contextlib import contextmanager
-from pathlib import Path
 from typing import NoReturn
 
 from .errors import BAD_INPUT_ERRORS, BadInput, RunFailed, os_error_message
@@ -22,31 +20,18 @@ TERMINATED_STATUS = 128 + signal.SIGTERM  # 143: ended by SIGTERM (kill, torchru
 
 
 @contextmanager
-def exit_on_bad_input(*errors: type[BaseException]):
+def exit_on_bad_input(*errors: type[BaseException], output_dirs=()):
     """Turn :class:`BadInput`, :class:`RunFailed` and ``errors`` (default :data:`BAD_INPUT_ERRORS`) into
-    ``SystemExit("error: ...")``, a token in the message redacted (one typed where a path goes)."""
+    ``SystemExit("error: ...")``, a token in it redacted (one typed where a path goes); and a write the system
+    refuses (a full disk, a read-only file system, ``output_dirs`` removed) into its one line (``os_error_message``)."""
     caught = (BadInput, RunFailed, *(errors or BAD_INPUT_ERRORS))
     try:
         yield
-    except caught as error:
-        raise SystemExit(redact_text(f"error: {error}")) from None
-
-
-@contextmanager
-def exit_on_os_error(*output_dirs: str | os.PathLike | None):
-    """End a write the system refuses (a full disk or quota, a read-only file system; ``output_dirs`` removed, or
-    not writable, while the command runs) with one line ``error: <file>: <cause>; <what to do>``, status 1, no
-    traceback; the error that wraps one while weights are saved too (its cause read from its message, else from
-    the state of ``output_dirs``). Any other error passes."""
-    try:
-        yield
-    except (BadInput, RunFailed):
-        raise
-    except Exception as error:  # noqa: BLE001 - what is not a refused write is raised again as it is
-        message = os_error_message(error, [Path(d) for d in output_dirs if d])
-        if message is None:
+    except Exception as error:  # noqa: BLE001 - what is neither is raised again as it is
+        refused = None if isinstance(error, (BadInput, RunFailed)) else os_error_message(error, output_dirs)
+        if refused is None and not isinstance(error, caught):
             raise
-        raise SystemExit(redact_text(f"error: {message}")) from None
+        raise SystemExit(redact_text(f"error: {refused or error}")) from None
 
 
 def exit_on_usage_error(message: str) -> NoReturn:

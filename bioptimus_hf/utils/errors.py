@@ -63,9 +63,10 @@ _STREAM_WRITER = re.compile(r"inline_container\.cc|PytorchStreamWriter")  # torc
 _LOW_SPACE = 16 * 2**20
 
 
-def os_error_message(error: BaseException, output_dirs: list[Path]) -> str | None:
-    """The one line :func:`exit_on_os_error` ends ``error`` (or what it was raised from) with; None if it is no
-    refused write."""
+def os_error_message(error: BaseException, output_dirs) -> str | None:
+    """The one line a command ends ``error`` (or what it was raised from) with when it is a write the system refused
+    (``utils/cli.py:exit_on_bad_input``); None otherwise."""
+    output_dirs = [Path(d) for d in output_dirs if d]
     while error is not None and not isinstance(error, (BadInput, RunFailed)):  # a check's refusal: bad input
         if (code := _errno(error, output_dirs)) is not None:
             break
@@ -112,7 +113,7 @@ def _errno(error: BaseException, output_dirs: list[Path]) -> int | None:
 
 def _written_path(error: BaseException, output_dirs: list[Path]) -> Path | None:
     """The file ``error`` is about: its ``filename``, the path its message names, else the innermost path under
-    ``output_dirs`` that the failing code held."""
+    ``output_dirs`` that the failing code held (an open file, a path)."""
     if isinstance(error, OSError) and error.filename:
         return Path(os.fsdecode(error.filename))
     if found := _MESSAGE_PATH.search(str(error)):
