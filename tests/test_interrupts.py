@@ -91,6 +91,53 @@ def test_a_command_started_with_ctrl_c_ignored_or_blocked_obeys_it(restored_sign
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
+IMPORT_INTERRUPTED = """
+import builtins, os, signal
+real_import = builtins.__import__
+
+def interrupting_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 1 and name == "table":  # bioptimus_hf.commands importing its command table
+        os.kill(os.getpid(), signal.SIGINT)
+    return real_import(name, globals, locals, fromlist, level)
+
+builtins.__import__ = interrupting_import
+from bioptimus_hf.commands import main
+"""
+
+
+def test_a_ctrl_c_while_the_command_module_imports_is_one_line(tmp_path):
+    """The moment before ``main`` can run: Ctrl-C while ``bioptimus_hf.commands`` imports its table."""
+    result = subprocess.run(
+        [sys.executable, "-c", IMPORT_INTERRUPTED], capture_output=True, text=True, env=_environment()
+    )
+    assert (result.returncode, result.stderr) == (INTERRUPTED_STATUS, "interrupted\n")
+
+
+WORKER_MASKS = """
+import multiprocessing, signal
+from multiprocessing import util
+from bioptimus_hf.corpus import tasks
+
+masks, spawn = [], util.spawnv_passfds
+
+def recording_spawn(path, args, passfds):
+    masks.append(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    return spawn(path, args, passfds)
+
+util.spawnv_passfds = recording_spawn
+workers = tasks._start(multiprocessing.get_context("spawn"), 2)
+tasks._stop(workers, at_once=False)
+print(masks[-2:], signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+"""
+
+
+def test_prepare_corpus_workers_start_with_ctrl_c_blocked_even_the_first():
+    """multiprocessing starts its resource tracker with the first worker, and unblocks SIGINT as it does: a worker
+    started after that would see a Ctrl-C while its interpreter starts (a traceback from its ``site`` import)."""
+    result = subprocess.run([sys.executable, "-c", WORKER_MASKS], capture_output=True, text=True, env=_environment())
+    assert result.stdout.split("\n")[-2] == "[True, True] False", result.stderr
+
+
 def test_a_finished_command_leaves_sigterm_as_it_was(restored_signals):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with exit_on_interrupt():

@@ -4,15 +4,21 @@ Imports neither torch nor transformers."""
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import inspect
-import logging
 import sys
-import textwrap
 
-from ..utils import cli
-from .table import COMMANDS, LOG_FORMAT, Command
+
+try:  # a Ctrl-C while a command starts (these imports take a second on a busy machine) ends as one later does
+    import difflib
+    import importlib
+    import inspect
+    import logging
+    import textwrap
+
+    from ..utils import cli
+    from .table import COMMANDS, LOG_FORMAT, Command
+except KeyboardInterrupt:
+    print("interrupted", file=sys.stderr, flush=True)
+    raise SystemExit(130) from None  # utils/cli.py's INTERRUPTED_STATUS, not imported yet
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> None:

@@ -41,6 +41,9 @@ def _worker(connection) -> None:
 def _start(context, count: int) -> list[tuple[Any, Any]]:
     """``count`` workers, each (process, connection); SIGINT is blocked while they start (they inherit the mask,
     so none sees a Ctrl-C before it ignores it) and delivered here afterwards."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # first: starting it unblocks SIGINT here, and the workers would inherit that
     workers = []
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
