@@ -17,12 +17,13 @@ pretrain``) configures logging, makes that error one line and closes the process
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 
 from ..releases.release_config import resolve_release_hub
 from ..utils.cli import bad_input
 from .bioptimus_config import BioptimusConfig, PretrainingModelArguments
 from .lexical_warmup import check_training_arguments
-from .run_lifecycle import checkpoint_step, finish_run, open_output_dir
+from .run_lifecycle import checkpoint_step, finish_run, open_output_dir, say_finished
 
 
 logger = logging.getLogger(__name__)
@@ -50,34 +51,31 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
         if corpus_report.undecodable_lines:
             logger.warning("corpus: %s", corpus_report.summary())
 
-    # 2. The output directory: locked for this run; resume from its last complete checkpoint.
+    # 2. The output directory: locked for this run (the lock removed when it ends); resume from its last complete
+    #    checkpoint.
     with bad_input(RuntimeError, FileExistsError, FileNotFoundError):
-        checkpoint, _lock = open_output_dir(config, plan.schedule)
-    if checkpoint is not None and checkpoint_step(checkpoint) >= config.max_steps:
-        logger.info(
-            "%s is at step %d of %d: the run is finished, nothing to do",
-            checkpoint,
-            checkpoint_step(checkpoint),
-            config.max_steps,
-        )
-        return None
+        checkpoint, lock = open_output_dir(config, plan.schedule)
+    with lock or nullcontext():
+        if checkpoint is not None and checkpoint_step(checkpoint) >= config.max_steps:
+            say_finished(config.output_dir, checkpoint)
+            return None
 
-    # 3. The corpus, then the trainer: start model (the paper's Table 1), masked-only head, packed blocks with word
-    #    ids, the curriculum's collator and phase callback (a release at each phase end).
-    config.init_corpus_files = config.init_corpus_files or text_corpus_files(config)
-    raw = load_raw_corpus(config, config.cache_dir, config.seed)
-    with bad_input():
-        trainer = BioptimusTrainer(
-            model_args.model_name_or_path,
-            args=config,
-            train_dataset=raw["train"],
-            eval_dataset=raw.get("validation"),
-            processing_class=model_args.tokenizer_name,
-            release_hub=hub,
-        )
+        # 3. The corpus, then the trainer: start model (the paper's Table 1), masked-only head, packed blocks with word
+        #    ids, the curriculum's collator and phase callback (a release at each phase end).
+        config.init_corpus_files = config.init_corpus_files or text_corpus_files(config)
+        raw = load_raw_corpus(config, config.cache_dir, config.seed)
+        with bad_input():
+            trainer = BioptimusTrainer(
+                model_args.model_name_or_path,
+                args=config,
+                train_dataset=raw["train"],
+                eval_dataset=raw.get("validation"),
+                processing_class=model_args.tokenizer_name,
+                release_hub=hub,
+            )
 
-    # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.
-    train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.
+        train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
-    # 5. Final model, metrics and the list of releases.
-    return finish_run(trainer, trainer.data_collator, train_result, trainer.release_publisher)
+        # 5. Final model, metrics and the list of releases.
+        return finish_run(trainer, trainer.data_collator, train_result, trainer.release_publisher)
