@@ -35,7 +35,7 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
     ``remove_unused_columns`` off). Bad input raises ``BadInput``; configures no logging and leaves the process
     group alone."""
     from .bioptimus_trainer import BioptimusTrainer, curriculum_schedule
-    from .data import check_pretraining_data, load_raw_corpus, text_corpus_files
+    from .data import check_pretraining_data, init_corpus, load_raw_corpus
 
     # 1. Everything that can be checked without a model is checked first: bad input fails in seconds (a lexical
     #    warm-up longer than the run, or one these training arguments cannot run, included).
@@ -62,9 +62,8 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
 
         # 3. The corpus, then the trainer: start model (the paper's Table 1), masked-only head, packed blocks with word
         #    ids, the curriculum's collator and phase callback (a release at each phase end).
-        config.init_corpus_files = config.init_corpus_files or text_corpus_files(config)
         raw = load_raw_corpus(config, config.cache_dir, config.seed)
-        with bad_input():
+        with bad_input(), init_corpus(config, raw["train"]):  # the contexts of new tokens: data.init_corpus
             trainer = BioptimusTrainer(
                 model_args.model_name_or_path,
                 args=config,
