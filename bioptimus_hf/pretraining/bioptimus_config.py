@@ -156,7 +156,9 @@ class BioptimusConfig(TrainingArguments):
         "without --init_corpus_files, the contexts of new tokens come from the first N training rows too.",
     )
     max_eval_samples: int | None = _corpus(None, "Evaluate on the first N held-out sequences only.")
-    max_seq_length: int | None = _corpus(128)
+    max_seq_length: int | None = _corpus(
+        128, "Tokens per sequence (a packed block, or a line's chunk); at most what the model and tokenizer take."
+    )
     line_by_line: bool = _corpus(False, "One sequence per line (long lines chunked) instead of packed blocks.")
     preprocessing_num_workers: int | None = _corpus(None, "Processes of the tokenization (datasets.map num_proc).")
     overwrite_cache: bool = _corpus(False, "Tokenize again instead of reading datasets' cache.")
