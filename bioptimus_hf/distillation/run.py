@@ -28,6 +28,7 @@ from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
 from ..releases.release_config import resolve_release_hub
 from ..utils.cli import bad_input
+from ..utils.hardware import pin_memory_where_useful
 from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
@@ -80,6 +81,7 @@ def run_distillation(teacher_args: TeacherArguments, config: DistillationConfig)
         longest = min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer))  # both must take it
         data = load_pretraining_datasets(config, tokenizer, config, model_max_tokens=longest)
         config.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
+        pin_memory_where_useful(config)
         if config.streaming:
             config.accelerator_config.dispatch_batches = False
 
