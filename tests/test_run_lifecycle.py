@@ -85,7 +85,7 @@ def test_a_run_without_do_train_resumes_like_one_with_it(monkeypatch, tmp_path, 
         )
     assert [r.getMessage() for r in caplog.records] == [
         f"{out} holds a finished run (checkpoint-8, step 8): nothing to do, the other flags are not used; to train "
-        "again, give a new --output_dir (or remove this one)"
+        "again, give a new --output_dir (or remove it)"
     ]
     assert _snapshot(out / "releases") == before
     state = json.loads((out / "trainer_state.json").read_text())

@@ -23,7 +23,7 @@ from ..releases.release_config import resolve_release_hub
 from ..utils.cli import bad_input
 from .bioptimus_config import BioptimusConfig, PretrainingModelArguments
 from .lexical_warmup import check_training_arguments
-from .run_lifecycle import checkpoint_step, finish_run, open_output_dir, say_finished
+from .run_lifecycle import checkpoint_step, finish_run, open_output_dir
 
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,10 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
         checkpoint, lock = open_output_dir(config, plan.schedule)
     with lock or nullcontext():
         if checkpoint is not None and checkpoint_step(checkpoint) >= config.max_steps:
-            say_finished(config.output_dir, checkpoint)
+            logger.warning(  # at the default verbosity: a run that does nothing says why
+                f"{config.output_dir} holds a finished run ({checkpoint.name}, step {checkpoint_step(checkpoint)}): "
+                "nothing to do, the other flags are not used; to train again, give a new --output_dir (or remove it)"
+            )
             return None
 
         # 3. The corpus, then the trainer: start model (the paper's Table 1), masked-only head, packed blocks with word

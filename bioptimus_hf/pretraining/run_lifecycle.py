@@ -232,18 +232,6 @@ def open_output_dir(args: Any, schedule: PhaseSchedule) -> tuple[Path | None, Ou
     return checkpoint, lock
 
 
-def say_finished(output_dir: str | os.PathLike, checkpoint: Path) -> None:
-    """The one line of a run whose ``output_dir`` already holds it finished (a warning: shown at the commands'
-    default verbosity, as a run that does nothing should say why)."""
-    logger.warning(
-        "%s holds a finished run (%s, step %d): nothing to do, the other flags are not used; to train again, give a "
-        "new --output_dir (or remove this one)",
-        output_dir,
-        checkpoint.name,
-        checkpoint_step(checkpoint),
-    )
-
-
 def finish_run(
     trainer: Any, collator: Any, train_result: Any, publisher: Any = None, publish_timeout: float = 600
 ) -> list[str]:
@@ -268,19 +256,14 @@ def finish_run(
         found = find_releases(trainer.args.output_dir)
     except FileNotFoundError:
         found = []
-    output_dir = Path(trainer.args.output_dir)
-    kept = sorted(
-        (p.name for p in output_dir.glob("checkpoint-*") if _CHECKPOINT.match(p.name)),
-        key=lambda name: int(_CHECKPOINT.match(name).group(1)),
-    )
+    kept = [p.name for p in Path(trainer.args.output_dir).glob("checkpoint-*") if _CHECKPOINT.match(p.name)]
+    kept = ", ".join(sorted(kept, key=lambda name: int(name.split("-")[1]))) or "(none)"
     limit = trainer.args.save_total_limit
+    removed = f" (older ones removed: --save_total_limit {limit})" if limit else ""
+    load = f"; load one with AutoModelForMaskedLM.from_pretrained('{found[-1]}')" if found else ""
+    releases = ", ".join(p.name for p in found) or "(none)"
     # At the default verbosity (warnings): what the run left, and how to use it.
     logger.warning(
-        "run finished: %s holds releases %s and checkpoints %s%s%s",
-        output_dir,
-        ", ".join(p.name for p in found) or "(none)",
-        ", ".join(kept) or "(none)",
-        f" (older ones removed: --save_total_limit {limit})" if limit else "",
-        f"; load one with AutoModelForMaskedLM.from_pretrained('{found[-1]}')" if found else "",
+        f"run finished: {trainer.args.output_dir} holds releases {releases} and checkpoints {kept}{removed}{load}"
     )
     return [p.name for p in found]

@@ -121,13 +121,9 @@ def load_with_new_head(auto_class: Any, name_or_path: str, **kwargs: Any):
     said = (str(name_or_path), type(model).__name__)
     if expected and missing and said not in _NEW_HEADS_SAID and is_main_process():
         _NEW_HEADS_SAID.add(said)
-        heads = [sorted({".".join(key.split(".")[:1]) + ".*" for key in keys}) for keys in (missing, unused)]
+        new, unused = (", ".join(sorted({key.split(".")[0] + ".*" for key in keys})) for keys in (missing, unused))
         logger.warning(
-            "%s as %s: the task head starts new (%s)%s",
-            name_or_path,
-            said[1],
-            ", ".join(heads[0]),
-            f"; not used: {', '.join(heads[1])}" if unused else "",
+            f"{name_or_path} as {said[1]}: the task head starts new ({new})" + (unused and f"; not used: {unused}")
         )
     return model
 
