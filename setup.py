@@ -8,14 +8,20 @@ the install instead, so that a distributed wheel always carries the extension. O
 
 import os
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 from setuptools_rust import Binding, RustExtension
 
 
 setup(
     # The repository's configs/ ships inside the package as bioptimus_hf/configs (package data, setup.cfg), so
     # that an installed `bioptimus pretrain demo_minilm` finds it (bioptimus_hf/utils/config_files.py).
-    packages=[*find_packages(include=["bioptimus_hf", "bioptimus_hf.*"]), "bioptimus_hf.configs"],
+    # Namespace packages: the data-only folders (templates/, metrics/span_f1/, configs/accelerate/) are packages
+    # too, else setuptools warns that their files would be ignored.
+    packages=[
+        *find_namespace_packages(include=["bioptimus_hf", "bioptimus_hf.*"], exclude=["*.__pycache__"]),
+        "bioptimus_hf.configs",
+        "bioptimus_hf.configs.accelerate",
+    ],
     package_dir={"bioptimus_hf.configs": "configs"},
     rust_extensions=[
         RustExtension(

@@ -62,6 +62,20 @@ def test_every_command_has_a_plain_paragraph_and_an_example_of_itself(name):
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_flag_of_every_command_has_help(name):
+    """Each field its parser turns into a flag has its own help, or is TrainingArguments' own field (its help)."""
+    from transformers import TrainingArguments
+
+    missing = [
+        f"{kind.__name__}.{f.name}"
+        for kind in argument_types(COMMANDS[name])
+        for f in dataclasses.fields(kind)
+        if f.init and not f.metadata.get("help") and TrainingArguments.__dataclass_fields__.get(f.name) is not f
+    ]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
 def test_every_example_parses_with_its_commands_flags(name, monkeypatch):
     monkeypatch.setattr("bioptimus_hf.utils.model_reference.check_model_reference", lambda value, flag: None)
     monkeypatch.chdir(ROOT)  # the examples name ../shared/data as the README does

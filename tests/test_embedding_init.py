@@ -389,10 +389,13 @@ def test_precomputed_vectors_reproduce_a_run(tmp_path):
     assert not torch.allclose(out_plain.get_input_embeddings().weight, out_norm.get_input_embeddings().weight)
 
 
-def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, tiny_model_dir):
+@pytest.mark.parametrize("max_train_samples", [None, 20])
+def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, tiny_model_dir, max_train_samples):
     """run_pretraining.py --init_strategy contextualized goes through build_initialized_model, and its
-    --disable_tqdm silences the initialisation's progress bars too."""
+    --disable_tqdm silences the initialisation's progress bars too. The contexts come from the training files, or
+    with --max_train_samples N from the first N training rows (a temporary file, removed after)."""
     import sys
+    import tempfile
 
     import run_pretraining
     from bioptimus_hf.vocabulary.tokenizer_training import train_tokenizer
@@ -434,12 +437,17 @@ def test_run_pretraining_contextualized_contract(monkeypatch, capfd, tmp_path, t
         "true",
         "--save_steps",
         100,
-    ]
+    ] + ([] if max_train_samples is None else ["--max_train_samples", max_train_samples])
     monkeypatch.setattr(sys, "argv", list(map(str, argv)))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     capfd.readouterr()
     run_pretraining.main()
     err = capfd.readouterr().err
     assert "qik-find (" not in err and "Encoding contexts" not in err
+    searched = json.loads((out / "init_report.json").read_text())["context_search"]
+    assert searched["lines"] == (150 if max_train_samples is None else 20)
+    assert list((tmp_path / "tmp").iterdir()) == []
     release = sorted((out / "releases").iterdir())[-1]
     model = AutoModelForMaskedLM.from_pretrained(release)
     assert model.config.vocab_size == len(new_tok)

@@ -132,3 +132,16 @@ def test_fine_tuning_takes_bf16_by_default_where_native_and_float32_elsewhere(mo
     assert resolved([], native=True) is True
     assert resolved([], native=False) is False
     assert resolved(["--bf16_if_supported", "false"], native=True) is False
+
+
+@pytest.mark.parametrize("accelerator", [False, True])
+def test_pin_memory_only_where_an_accelerator_is_there_to_pin_for(monkeypatch, tmp_path, accelerator):
+    """Without an accelerator torch pins nothing and warns at every data loader: the setting is turned off there,
+    and kept where it pins."""
+    from transformers import TrainingArguments
+
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: accelerator)
+    args = TrainingArguments(output_dir=str(tmp_path), report_to="none")
+    assert args.dataloader_pin_memory is True
+    hardware.pin_memory_where_useful(args)
+    assert args.dataloader_pin_memory is accelerator

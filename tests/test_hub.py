@@ -527,6 +527,20 @@ def test_a_branch_moved_between_diff_and_commit_is_refused(run_dir, hub, tmp_pat
     assert reports[0].status == "published" and "notes.txt" not in hub.files(REPO, "v0.2")
 
 
+def test_a_dry_run_leaves_no_staging_folder_behind(run_dir, tmp_path, monkeypatch, capsys):
+    """Without --staging_dir the staged copy (hundreds of MB for a real release) is removed at exit, also when
+    the dry run fails half-way."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    reports = publish_releases(_args(run_dir, versions=["0.2", "0.3"], dry_run=True))
+    assert [r.status for r in reports] == ["planned", "planned"]
+    assert "upload model.safetensors " in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr("bioptimus_hf.releases.hub._print_dry_run", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        publish_releases(_args(run_dir, versions=["0.3"], dry_run=True))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_staging_never_deletes_what_it_did_not_create(run_dir, tmp_path):
     """--staging_dir pointing at the releases themselves (or any directory of the user's) is refused."""
     releases = run_dir / "releases"

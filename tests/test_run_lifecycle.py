@@ -60,18 +60,51 @@ def _snapshot(releases: Path) -> dict:
     return {p.relative_to(releases).as_posix(): p.read_bytes() for p in releases.rglob("*") if p.is_file()}
 
 
-def test_a_run_without_do_train_resumes_like_one_with_it(monkeypatch, tmp_path, tiny_model_dir, corpus):
-    """Training always runs, so the output-dir guard and checkpoint detection must not depend on --do_train."""
+def test_a_run_without_do_train_resumes_like_one_with_it(monkeypatch, tmp_path, tiny_model_dir, corpus, caplog):
+    """Training always runs, so the output-dir guard and checkpoint detection must not depend on --do_train. At
+    the default verbosity a run names each release, and at its end what it left and how to load it; a finished
+    run says in one line that there is nothing to do and how to start afresh; neither leaves its lock file."""
     out = tmp_path / "out"
-    run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out, do_train=False))
+    with caplog.at_level("WARNING", logger="bioptimus_hf"):
+        run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out, do_train=False))
     before = _snapshot(out / "releases")
     assert sorted({k.split("/")[0] for k in before}) == ["v0.1", "v0.2", "v0.3", "v0.4"]
-    run_script(
-        monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out, do_train=False)
-    )  # finished: resumes at step 8, nothing to do
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    for name in ("v0.1", "v0.2", "v0.3", "v0.4"):
+        assert sum(f"wrote release {out / 'releases' / name} (held-out MLM loss" in m for m in said) == 1, said
+    assert (
+        f"run finished: {out} holds releases v0.1, v0.2, v0.3, v0.4 and checkpoints checkpoint-2, checkpoint-4, "
+        f"checkpoint-6, checkpoint-8; load one with AutoModelForMaskedLM.from_pretrained('{out / 'releases' / 'v0.4'}')"
+        in said
+    )
+    assert not (out / ".bioptimus-run.lock").exists()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="bioptimus_hf"):
+        run_script(
+            monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out, "--tokenizer_name", "x", do_train=False)
+        )
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{out} holds a finished run (checkpoint-8, step 8): nothing to do, the other flags are not used; to train "
+        "again, give a new --output_dir (or remove it)"
+    ]
     assert _snapshot(out / "releases") == before
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 8
+    assert not (out / ".bioptimus-run.lock").exists()
+
+
+@pytest.mark.parametrize("fault", [KeyboardInterrupt, RuntimeError])
+def test_a_run_that_fails_or_is_interrupted_leaves_no_lock_file(monkeypatch, tmp_path, tiny_model_dir, corpus, fault):
+    from bioptimus_hf.pretraining.bioptimus_trainer import BioptimusTrainer
+
+    def train(self, **kwargs):
+        assert (tmp_path / "out" / ".bioptimus-run.lock").is_file()  # held while the run trains
+        raise fault("injected")
+
+    monkeypatch.setattr(BioptimusTrainer, "train", train)
+    with pytest.raises((fault, SystemExit)):
+        run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, tmp_path / "out"))
+    assert not (tmp_path / "out" / ".bioptimus-run.lock").exists()
 
 
 def test_a_second_run_on_the_same_output_dir_is_refused(monkeypatch, tmp_path, tiny_model_dir, corpus):
@@ -79,7 +112,8 @@ def test_a_second_run_on_the_same_output_dir_is_refused(monkeypatch, tmp_path, t
     with OutputDirLock(out):
         with pytest.raises(SystemExit, match=rf"in use by process {os.getpid()} on .*another --output_dir"):
             run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out))
-    assert not (out / "releases").exists()
+        assert (out / ".bioptimus-run.lock").is_file()  # the refused run leaves the holder's lock alone
+    assert not (out / "releases").exists() and not (out / ".bioptimus-run.lock").exists()
     run_script(monkeypatch, run_pretraining, args(tiny_model_dir, corpus, out))  # released: the run goes ahead
     assert (out / "releases" / "v0.4").is_dir()
 
@@ -96,7 +130,8 @@ def test_resume_under_another_schedule_is_refused_unless_allowed(monkeypatch, tm
     with pytest.raises(
         SystemExit,
         match=r"checkpoint-5 was trained under another curriculum schedule \(steps per "
-        r"phase \[2, 2, 1, 1\] -> \[3, 3, 3, 3\]; max_steps 6 -> 12\)",
+        r"phase \[2, 2, 1, 1\] -> \[3, 3, 3, 3\]; max_steps 6 -> 12\).* pass --allow_schedule_change .*, or "
+        r"give a new --output_dir to start afresh",
     ):
         run_script(monkeypatch, run_pretraining, changed)
     assert _snapshot(out / "releases" / "v0.1") == v01  # nothing rewritten

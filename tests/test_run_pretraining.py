@@ -320,6 +320,41 @@ class _Recorder(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def test_a_fine_tunes_new_head_is_one_line_once_and_any_other_load_report_is_shown(
+    monkeypatch, tmp_path, tiny_model_dir, caplog
+):
+    """Loading a masked LM for a fine-tune (every seed does): transformers' load report of the new task head becomes
+    one line, said once; a load that misses weights of the base model keeps its report."""
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForTokenClassification
+
+    from bioptimus_hf.utils import masked_lm_loading
+
+    monkeypatch.setattr(masked_lm_loading, "_NEW_HEADS_SAID", set())
+    recorder = _Recorder()
+    logging.getLogger("transformers").addHandler(recorder)
+    try:
+        with caplog.at_level(logging.WARNING, logger="bioptimus_hf"):
+            for _ in range(3):
+                model = masked_lm_loading.load_with_new_head(
+                    AutoModelForTokenClassification, str(tiny_model_dir), num_labels=3
+                )
+        assert model.classifier.out_features == 3
+        assert not any("LOAD REPORT" in m for m in recorder.messages), recorder.messages
+        assert [r.getMessage() for r in caplog.records if "task head" in r.getMessage()] == [
+            f"{tiny_model_dir} as BertForTokenClassification: the task head starts new (classifier.*); not used: cls.*"
+        ]
+        damaged = tmp_path / "damaged"
+        shutil.copytree(tiny_model_dir, damaged)
+        weights = load_file(damaged / "model.safetensors")
+        del weights["bert.encoder.layer.0.output.dense.weight"]
+        save_file(weights, damaged / "model.safetensors", metadata={"format": "pt"})
+        masked_lm_loading.load_with_new_head(AutoModelForTokenClassification, str(damaged), num_labels=3)
+        assert any("LOAD REPORT" in m and "layer.0.output.dense.weight" in m for m in recorder.messages)
+    finally:
+        logging.getLogger("transformers").removeHandler(recorder)
+
+
 def test_a_headless_base_is_one_line_and_a_resume_names_its_checkpoint_and_step(
     monkeypatch, tmp_path, tiny_model_dir, corpus, caplog
 ):

@@ -33,8 +33,9 @@ from ..finetuning.results import merge_seed_results, run_settings, write_results
 from ..finetuning.seed_loop import SeedRecipe, fine_tune_seeds, use_batched_seeds
 from ..releases.lineage import Lineage
 from ..utils.distributed import share_from_main
-from ..utils.hardware import resolve_bf16
+from ..utils.hardware import pin_memory_where_useful, resolve_bf16
 from ..utils.hub_settings import clear_hub_token
+from ..utils.masked_lm_loading import load_with_new_head
 from ..utils.sequence_length import max_config_tokens
 from .blurb_config import BlurbDataArguments, recipe_for, recipe_name
 from .data import BlurbData, load_blurb_data
@@ -105,8 +106,11 @@ def load_classifier(model_name_or_path: str, data: BlurbData, ignore_mismatched_
     config = AutoConfig.from_pretrained(model_name_or_path, problem_type=data.task.problem_type, **mapping)
     if hasattr(config, "classifier_pooling"):  # ModernBERT can mean-pool; the paper's models read [CLS]
         config.classifier_pooling = "cls"
-    return AutoModelForSequenceClassification.from_pretrained(
-        model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
+    return load_with_new_head(
+        AutoModelForSequenceClassification,
+        model_name_or_path,
+        config=config,
+        ignore_mismatched_sizes=ignore_mismatched_sizes,
     )
 
 
@@ -188,6 +192,7 @@ def fine_tune_blurb_seeds(
     clear_hub_token(training_args)  # no seed's training_args.bin holds it (the benchmark's jobs start here)
     # 1. precision: bf16 where the device has it natively
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
+    pin_memory_where_useful(training_args)
 
     # 2. data: the splits, checked against the task type; the class the metric leaves out
     limits = (data_args.max_train_samples, data_args.max_eval_samples, data_args.max_test_samples)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..releases.lineage import base_model_hub_id, public_name
 from ..releases.publisher import start_release_publisher
 from ..releases.release_config import resolve_release_hub
 from ..utils.errors import bad_input
+from ..utils.hardware import pin_memory_where_useful
 from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
@@ -59,54 +61,57 @@ def run_distillation(teacher_args: TeacherArguments, config: DistillationConfig)
     checked = _check_inputs(teacher_args, config)
     tokenizer, plan = checked.tokenizer, checked.plan
 
-    # 2. The output directory: locked for this run; resume from its last complete checkpoint.
+    # 2. The output directory: locked for this run (the lock removed when it ends); resume from its last complete
+    #    checkpoint.
     with bad_input(RuntimeError, FileExistsError, FileNotFoundError):
-        checkpoint, _lock = open_output_dir(config, checked.schedule)
-    set_seed(config.seed)
+        checkpoint, lock = open_output_dir(config, checked.schedule)
+    with lock or nullcontext():
+        set_seed(config.seed)
 
-    # 3. Teacher (with its MLM head) and student (kept teacher layers, or a random smaller configuration).
-    teacher_path = teacher_args.teacher_model_name_or_path
-    with bad_input(ValueError):
-        teacher = load_teacher(teacher_path, plan)
-    student = build_student(teacher, plan, checked.student_config)
+        # 3. Teacher (with its MLM head) and student (kept teacher layers, or a random smaller configuration).
+        teacher_path = teacher_args.teacher_model_name_or_path
+        with bad_input(ValueError):
+            teacher = load_teacher(teacher_path, plan)
+        student = build_student(teacher, plan, checked.student_config)
 
-    # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
-    collator = CurriculumDataCollator.from_arguments(
-        config, tokenizer, checked.curriculum, config.seed, config.line_by_line
-    )
-    longest = min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer))  # both must take it
-    data = load_pretraining_datasets(config, tokenizer, config, model_max_tokens=longest)
-    config.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
-    if config.streaming:
-        config.accelerator_config.dispatch_batches = False
-
-    # 6. The phase callback (phase switches; the student is released once, at the end) and the trainer.
-    callback = _phase_callback(collator, checked.schedule, teacher_args, config, data, tokenizer)
-    with bad_input(ValueError):
-        trainer = DistillationTrainer(
-            model=student,
-            teacher_model=teacher,
-            plan=plan,
-            args=config,
-            train_dataset=data.train,
-            eval_dataset=data.eval,
-            processing_class=tokenizer,
-            data_collator=collator,
+        # 4. The masking collator of the curriculum; 5. the corpus as packed blocks with word ids.
+        collator = CurriculumDataCollator.from_arguments(
+            config, tokenizer, checked.curriculum, config.seed, config.line_by_line
         )
-    add_callback_first(trainer, callback)  # ahead of report_to's reporters: they see the curriculum's metrics
-    if _lock is not None:
-        trainer.add_callback(_lock.watch())  # the output directory removed mid-run: one line, not a run with holes
+        longest = min(max_model_tokens(teacher, tokenizer), max_model_tokens(student, tokenizer))  # both must take it
+        data = load_pretraining_datasets(config, tokenizer, config, model_max_tokens=longest)
+        config.remove_unused_columns = False  # word_ids / special_tokens_mask feed the collator
+        pin_memory_where_useful(config)
+        if config.streaming:
+            config.accelerator_config.dispatch_batches = False
 
-    # 7. Distil.
-    with tied_keys_expected(trainer.model):  # a checkpoint holds the student's tied decoder once
-        train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        # 6. The phase callback (phase switches; the student is released once, at the end) and the trainer.
+        callback = _phase_callback(collator, checked.schedule, teacher_args, config, data, tokenizer)
+        with bad_input(ValueError):
+            trainer = DistillationTrainer(
+                model=student,
+                teacher_model=teacher,
+                plan=plan,
+                args=config,
+                train_dataset=data.train,
+                eval_dataset=data.eval,
+                processing_class=tokenizer,
+                data_collator=collator,
+            )
+        add_callback_first(trainer, callback)  # ahead of report_to's reporters: they see the curriculum's metrics
+        if lock is not None:
+            trainer.add_callback(lock.watch())  # the output directory removed mid-run: one line, not a run with holes
 
-    # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
-    publisher = start_release_publisher(checked.hub, config)
-    _release_student(trainer, teacher, callback, collator, plan, teacher_args, publisher)
+        # 7. Distil.
+        with tied_keys_expected(trainer.model):  # a checkpoint holds the student's tied decoder once
+            train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
-    # 9. Final model, metrics and state of the run (and the student on the Hub, with --push_to_hub).
-    finish_run(trainer, collator, train_result, publisher)
+        # 8. Held-out MLM loss of student and teacher, speed, and the student as a release at <output_dir>/student/.
+        publisher = start_release_publisher(checked.hub, config)
+        _release_student(trainer, teacher, callback, collator, plan, teacher_args, publisher)
+
+        # 9. Final model, metrics and state of the run (and the student on the Hub, with --push_to_hub).
+        finish_run(trainer, collator, train_result, publisher)
 
 
 def _check_inputs(teacher_args: TeacherArguments, config: DistillationConfig) -> _CheckedInputs:
@@ -191,6 +196,6 @@ def _release_student(
         callback, facts, trainer.state.global_step, measured["metrics"], teacher_args.student_version, totals
     )
     target = write_student_release(trainer.args.output_dir, trainer.model, trainer.processing_class, info)
-    logger.info("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
+    logger.warning("student written to %s (held-out MLM loss %s; %s)", target, info.heldout_mlm_loss, measured)
     if publisher is not None:
         publisher(target)

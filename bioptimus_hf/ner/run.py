@@ -39,7 +39,8 @@ from ..utils.bulk_dropout import enable_bulk_dropout, use_bulk_dropout
 from ..utils.distributed import share_from_main
 from ..utils.errors import bad_input
 from ..utils.files import write_json_atomic
-from ..utils.hardware import resolve_bf16
+from ..utils.hardware import pin_memory_where_useful, resolve_bf16
+from ..utils.masked_lm_loading import load_with_new_head
 from ..utils.sequence_length import max_config_tokens
 from ..utils.tokenizer_families import tokenizer_for_words
 from .conll import NER_SPLITS, ConllSplit, write_conll
@@ -158,8 +159,11 @@ def load_token_classifier(model_name_or_path: str, labels: Sequence[str], scheme
         model_name_or_path, num_labels=len(labels), id2label=id2label, label2id={v: k for k, v in id2label.items()}
     )
     config.ner_tagging_scheme = scheme
-    return AutoModelForTokenClassification.from_pretrained(
-        model_name_or_path, config=config, ignore_mismatched_sizes=ignore_mismatched_sizes
+    return load_with_new_head(
+        AutoModelForTokenClassification,
+        model_name_or_path,
+        config=config,
+        ignore_mismatched_sizes=ignore_mismatched_sizes,
     )
 
 
@@ -246,6 +250,7 @@ def fine_tune_ner(
             "(take_ner_hub_settings before the run, push_best_seed after it)"
         )
     training_args = resolve_bf16(training_args, model_args.bf16_if_supported, model_args.allow_emulated_bf16)
+    pin_memory_where_useful(training_args)
     if data is None:
         with bad_input():  # the study's NER units: bad data ends the study in one line
             data = load_ner_run_data(model_args, data_args)

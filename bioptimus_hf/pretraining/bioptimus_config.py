@@ -92,7 +92,7 @@ class BioptimusConfig(TrainingArguments):
     init_corpus_files: list[str] | None = _initialisation(
         None,
         "Corpus searched for contexts of new tokens (contextualized, token_distillation; the fastText corpus of "
-        "focus; default: the training text files).",
+        "focus; default: the training text files, or with --max_train_samples N the first N training rows).",
     )
     max_contexts_per_token: int = _initialisation(20, "Contexts sampled per new token (the paper: 20).")
     init_norm_match: bool = _initialisation(
@@ -146,12 +146,18 @@ class BioptimusConfig(TrainingArguments):
     validation_split_percentage: float = _corpus(
         5, "Held-out share of the training lines when there is no validation file (0 = none)."
     )
-    max_train_samples: int | None = _corpus()
-    max_eval_samples: int | None = _corpus()
-    max_seq_length: int | None = _corpus(128)
+    max_train_samples: int | None = _corpus(
+        None,
+        "Train on the first N sequences only (packed blocks, or lines with --line_by_line; not with --streaming); "
+        "without --init_corpus_files, the contexts of new tokens come from the first N training rows too.",
+    )
+    max_eval_samples: int | None = _corpus(None, "Evaluate on the first N held-out sequences only.")
+    max_seq_length: int | None = _corpus(
+        128, "Tokens per sequence (a packed block, or a line's chunk); at most what the model and tokenizer take."
+    )
     line_by_line: bool = _corpus(False, "One sequence per line (long lines chunked) instead of packed blocks.")
-    preprocessing_num_workers: int | None = _corpus()
-    overwrite_cache: bool = _corpus(False)
+    preprocessing_num_workers: int | None = _corpus(None, "Processes of the tokenization (datasets.map num_proc).")
+    overwrite_cache: bool = _corpus(False, "Tokenize again instead of reading datasets' cache.")
     streaming: bool = _corpus(False, "Stream the corpus (never pre-tokenised whole).")
     shuffle_buffer_size: int | None = _corpus(
         None,

@@ -32,6 +32,7 @@ from ..releases.release_config import ReleaseHub, resolve_release_hub
 from ..utils.allocator import retain_freed_memory
 from ..utils.bulk_dropout import enable_bulk_dropout, use_bulk_dropout
 from ..utils.files import write_json_atomic
+from ..utils.hardware import pin_memory_where_useful
 from ..utils.masked_lm_loading import tied_keys_expected
 from ..utils.sequence_length import max_model_tokens
 from ..utils.tokenizer_loader import load_fast_tokenizer
@@ -123,6 +124,7 @@ class BioptimusTrainer(CurriculumMaskingMixin, StreamResumeMixin, LexicalWarmupT
         **kwargs: Any,
     ):
         args = as_bioptimus_config(args, model)
+        pin_memory_where_useful(args)
         plan = curriculum_schedule(args)
         hub = resolve_release_hub(args) if release_hub is FROM_ARGS else release_hub
 

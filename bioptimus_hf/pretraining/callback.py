@@ -303,7 +303,8 @@ class PhaseScheduleCallback(TrainerCallback, ExportableState):
         info = self.release_info(index, state.global_step, metrics, totals)
         target = self._release_dir(args, index)
         write_release(target, kwargs["model"], kwargs.get("processing_class"), info, log_history=state.log_history)
-        logger.info("curriculum: wrote release %s (held-out MLM loss %s)", target, info.heldout_mlm_loss)
+        # At the default verbosity (warnings): a release is what a run is for.
+        logger.warning("curriculum: wrote release %s (held-out MLM loss %s)", target, info.heldout_mlm_loss)
         for hook in self.releases.on_release:
             try:
                 hook(target)
@@ -326,8 +327,9 @@ def schedule_mismatch(where: str, change: str) -> ScheduleMismatchError:
     return ScheduleMismatchError(
         f"{where} was trained under another curriculum schedule ({change}); resuming would re-enter or skip phases "
         "and write releases describing masking that never ran. Resume with the original "
-        "--max_steps/--curriculum/--phase_steps/--lexical_warmup_steps, or pass --allow_schedule_change to continue "
-        "under the new schedule from this step (the releases record the change)."
+        "--max_steps/--curriculum/--phase_steps/--lexical_warmup_steps, pass --allow_schedule_change to continue "
+        "under the new schedule from this step (the releases record the change), or give a new --output_dir to "
+        "start afresh."
     )
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 import math
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -56,6 +58,27 @@ def text_corpus_files(data_args: PretrainingDataArguments) -> list[str]:
     initialisation reads by default."""
     files = corpus_files(data_args.train_file)
     return files if files and corpus_builder(files) in ("text", "parquet") else []
+
+
+@contextmanager
+def init_corpus(config: Any, train: Any) -> Iterator[None]:
+    """``config.init_corpus_files`` while the start model is built: as given; else, with ``--max_train_samples N``
+    and a map-style ``train`` split, its first N rows (the sentences the sample trains on; a packed block holds
+    one or more of them) in a temporary file, removed after; else the training text files."""
+    given = config.init_corpus_files
+    if given or config.max_train_samples is None or not hasattr(train, "select"):
+        config.init_corpus_files = given or text_corpus_files(config)
+        yield
+        return
+    rows = train.select(range(min(len(train), config.max_train_samples)))[config.text_column_name]
+    with tempfile.TemporaryDirectory(prefix="bioptimus-init-corpus-") as folder:
+        sample = Path(folder) / "training_sample.txt"
+        sample.write_text("".join(f"{row}\n" for row in rows if row), encoding="utf-8")
+        config.init_corpus_files = [str(sample)]
+        try:
+            yield
+        finally:
+            config.init_corpus_files = given
 
 
 def shuffle_buffer_size(data_args: PretrainingDataArguments) -> int:

@@ -17,6 +17,7 @@ pretrain``) configures logging, makes that error one line and closes the process
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 
 from ..releases.release_config import resolve_release_hub
 from ..utils.errors import bad_input
@@ -34,7 +35,7 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
     ``remove_unused_columns`` off). Bad input raises ``BadInput``; configures no logging and leaves the process
     group alone."""
     from .bioptimus_trainer import BioptimusTrainer, curriculum_schedule
-    from .data import check_pretraining_data, load_raw_corpus, text_corpus_files
+    from .data import check_pretraining_data, init_corpus, load_raw_corpus
 
     # 1. Everything that can be checked without a model is checked first: bad input fails in seconds (a lexical
     #    warm-up longer than the run, or one these training arguments cannot run, included).
@@ -50,36 +51,35 @@ def run_pretraining(model_args: PretrainingModelArguments, config: BioptimusConf
         if corpus_report.undecodable_lines:
             logger.warning("corpus: %s", corpus_report.summary())
 
-    # 2. The output directory: locked for this run; resume from its last complete checkpoint.
+    # 2. The output directory: locked for this run (the lock removed when it ends); resume from its last complete
+    #    checkpoint.
     with bad_input(RuntimeError, FileExistsError, FileNotFoundError):
-        checkpoint, _lock = open_output_dir(config, plan.schedule)
-    if checkpoint is not None and checkpoint_step(checkpoint) >= config.max_steps:
-        logger.info(
-            "%s is at step %d of %d: the run is finished, nothing to do",
-            checkpoint,
-            checkpoint_step(checkpoint),
-            config.max_steps,
-        )
-        return None
+        checkpoint, lock = open_output_dir(config, plan.schedule)
+    with lock or nullcontext():
+        if checkpoint is not None and checkpoint_step(checkpoint) >= config.max_steps:
+            logger.warning(  # at the default verbosity: a run that does nothing says why
+                f"{config.output_dir} holds a finished run ({checkpoint.name}, step {checkpoint_step(checkpoint)}): "
+                "nothing to do, the other flags are not used; to train again, give a new --output_dir (or remove it)"
+            )
+            return None
 
-    # 3. The corpus, then the trainer: start model (the paper's Table 1), masked-only head, packed blocks with word
-    #    ids, the curriculum's collator and phase callback (a release at each phase end).
-    config.init_corpus_files = config.init_corpus_files or text_corpus_files(config)
-    raw = load_raw_corpus(config, config.cache_dir, config.seed)
-    with bad_input():
-        trainer = BioptimusTrainer(
-            model_args.model_name_or_path,
-            args=config,
-            train_dataset=raw["train"],
-            eval_dataset=raw.get("validation"),
-            processing_class=model_args.tokenizer_name,
-            release_hub=hub,
-        )
-    if _lock is not None:
-        trainer.add_callback(_lock.watch())  # the output directory removed mid-run: one line, not a run with holes
+        # 3. The corpus, then the trainer: start model (the paper's Table 1), masked-only head, packed blocks with word
+        #    ids, the curriculum's collator and phase callback (a release at each phase end).
+        raw = load_raw_corpus(config, config.cache_dir, config.seed)
+        with bad_input(), init_corpus(config, raw["train"]):  # the contexts of new tokens: data.init_corpus
+            trainer = BioptimusTrainer(
+                model_args.model_name_or_path,
+                args=config,
+                train_dataset=raw["train"],
+                eval_dataset=raw.get("validation"),
+                processing_class=model_args.tokenizer_name,
+                release_hub=hub,
+            )
+        if lock is not None:
+            trainer.add_callback(lock.watch())  # the output directory removed mid-run: one line, not a run with holes
 
-    # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.
-    train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        # 4. Train: one run (the lexical warm-up, then the curriculum), a release at each phase end.
+        train_result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
-    # 5. Final model, metrics and the list of releases.
-    return finish_run(trainer, trainer.data_collator, train_result, trainer.release_publisher)
+        # 5. Final model, metrics and the list of releases.
+        return finish_run(trainer, trainer.data_collator, train_result, trainer.release_publisher)

@@ -4,8 +4,9 @@ directory (:func:`open_output_dir`: one owner at a time, resume from the last co
 schedule, never overwrite a run by accident) and its end (:func:`finish_run`: final model, metrics, releases).
 
 The lock is an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held by the main process for the whole
-run; a second run on the directory is refused with the first one's process id, host and command. A checkpoint is
-complete when its ``trainer_state.json`` (the file the Trainer writes last) is and its weights and states load
+run and removed when the run ends (a killed process leaves the file, unlocked, which the next run takes over); a
+second run on the directory is refused with the first one's process id, host and command. A checkpoint is complete
+when its ``trainer_state.json`` (the file the Trainer writes last) is and its weights and states load
 (:func:`why_incomplete`); newer, half-written ones (a run killed, or a disk full, while saving) are renamed
 ``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip over them.
 """
@@ -51,18 +52,22 @@ class OutputDirLock:
 
     def acquire(self) -> "OutputDirLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+", encoding="utf-8")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = redact_text(handle.read().strip()) or "another process"
-            handle.close()
-            raise OutputDirBusyError(
-                f"output directory {self.path.parent} is in use by {holder}; two runs writing into one directory "
-                "would corrupt each other's checkpoints and releases. Wait for it to finish, stop it, or use "
-                "another --output_dir"
-            ) from None
+        while True:
+            handle = open(self.path, "a+", encoding="utf-8")
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                holder = redact_text(handle.read().strip()) or "another process"
+                handle.close()
+                raise OutputDirBusyError(
+                    f"output directory {self.path.parent} is in use by {holder}; two runs writing into one "
+                    "directory would corrupt each other's checkpoints and releases. Wait for it to finish, stop it, "
+                    "or use another --output_dir"
+                ) from None
+            if self._is_current(handle):
+                break
+            handle.close()  # locked a file that its holder removed as it let go: lock the one now at the path
         handle.seek(0)
         handle.truncate()
         # The process's whole command line, the interpreter by its name only.
@@ -97,14 +102,22 @@ class OutputDirLock:
 
         return WatchOutputDir()
 
+    def _is_current(self, handle) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:
+            return False
+
     def release(self) -> None:
+        """Remove the lock file, then unlock: removed while locked, no other run can hold it at that moment."""
         if self._handle is not None:
+            self.path.unlink(missing_ok=True)
             fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
             self._handle.close()
             self._handle = None
 
     def __enter__(self):
-        return self.acquire()
+        return self if self._handle is not None else self.acquire()
 
     def __exit__(self, *exc):
         self.release()
@@ -282,10 +295,19 @@ def finish_run(
     if not trainer.is_world_process_zero():
         return []
     try:
-        releases = [p.name for p in find_releases(trainer.args.output_dir)]
+        found = find_releases(trainer.args.output_dir)
     except FileNotFoundError:
-        releases = []
-    logger.info("releases written: %s", ", ".join(releases) or "none")
+        found = []
+    kept = [p.name for p in Path(trainer.args.output_dir).glob("checkpoint-*") if _CHECKPOINT.match(p.name)]
+    kept = ", ".join(sorted(kept, key=lambda name: int(name.split("-")[1]))) or "(none)"
+    limit = trainer.args.save_total_limit
+    removed = f" (older ones removed: --save_total_limit {limit})" if limit else ""
+    load = f"; load one with AutoModelForMaskedLM.from_pretrained('{found[-1]}')" if found else ""
+    releases = ", ".join(p.name for p in found) or "(none)"
+    # At the default verbosity (warnings): what the run left, and how to use it.
+    logger.warning(
+        f"run finished: {trainer.args.output_dir} holds releases {releases} and checkpoints {kept}{removed}{load}"
+    )
     if publisher is not None:
         publisher.check(timeout=publish_timeout)  # one not published: the run fails, with the command that does
-    return releases
+    return [p.name for p in found]

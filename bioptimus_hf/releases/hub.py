@@ -135,9 +135,9 @@ def local_files(staged_dir: Path) -> dict[str, CommitOperationAdd]:
 
 
 @contextmanager
-def _staging_root(staging_dir: str | None, dry_run: bool, releases: Sequence[Path]) -> Iterator[Path]:
+def _staging_root(staging_dir: str | None, releases: Sequence[Path]) -> Iterator[Path]:
     """``staging_dir`` (kept; never inside the run it publishes, whose releases it would replace), else a temporary
-    directory, kept after a dry run (for inspection) and removed after a real one."""
+    directory, removed at the end, a dry run's too (a release's staged copy can weigh hundreds of MB)."""
     if staging_dir is not None:
         target = Path(staging_dir).resolve()
         for protected in {p for release in releases for p in (release.resolve(), release.resolve().parent)}:
@@ -147,8 +147,6 @@ def _staging_root(staging_dir: str | None, dry_run: bool, releases: Sequence[Pat
                     "published; choose a directory outside the run"
                 )
         yield Path(staging_dir)
-    elif dry_run:
-        yield Path(tempfile.mkdtemp(prefix="bioptimus-hub-dry-run-"))
     else:
         with tempfile.TemporaryDirectory(prefix="bioptimus-hub-") as temporary:
             yield Path(temporary)
@@ -202,7 +200,7 @@ def publish_releases(args: PublishArguments, api: HfApi | None = None) -> list[V
             validate_repo_id(candidate)  # also in a dry run: what the Hub would refuse
         except HFValidationError as error:
             raise ValueError(f"--hub_model_id {candidate!r} is not a valid Hub repository id: {error}") from None
-    with _staging_root(args.staging_dir, args.dry_run, list(by_version.values())) as root:
+    with _staging_root(args.staging_dir, list(by_version.values())) as root:
         reports = []
         for version, release in by_version.items():
             tag = version_tag(version)
@@ -438,6 +436,8 @@ def _print_dry_run(reports: Sequence[VersionReport], repo_id: str, args: Publish
         f"DRY RUN (no network): mode={args.mode}; the Hub's current state is not queried, so every operation is "
         "listed; a real run skips versions already published with identical content and files already present."
     )
+    if args.staging_dir is None:
+        print("The staged files are removed at exit; --staging_dir DIR keeps them for inspection.")
     for report in reports:
         report.status = "planned"
         print(f"v{report.version}: staged in {report.staged_dir}")

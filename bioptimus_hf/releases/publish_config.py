@@ -56,7 +56,9 @@ class PublishArguments:
     )
     staging_dir: str | None = field(
         default=None,
-        metadata={"help": "Where to stage each version's files (default: a temporary directory; kept when given)."},
+        metadata={
+            "help": "Where to stage each version's files, kept (default: a temporary folder, removed at the end)."
+        },
     )
     ner_results: list[str] | None = field(
         default=None,

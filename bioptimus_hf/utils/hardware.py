@@ -183,15 +183,21 @@ def describe_hardware() -> dict:
     }
 
 
+_BF16_FALLBACK_SAID: set[str] = set()
+
+
 def resolve_bf16(training_args, if_supported: bool, allow_emulated: bool):
     """``training_args`` with bf16 on (``--bf16`` or ``--bf16_if_supported``) where its device computes bf16
-    natively; float32, with a warning, where bf16 would only be emulated (unless ``allow_emulated``)."""
+    natively; float32, with a warning, where bf16 would only be emulated (unless ``allow_emulated``). The warning is
+    said once per process and device, by the main process: a run resolves the precision of every seed and task."""
     import dataclasses
     import logging
 
     wanted = training_args.bf16 or if_supported
     use = wanted and (allow_emulated or device_has_fast_bf16(training_args.device))
-    if wanted and not use:
+    device = str(training_args.device)
+    if wanted and not use and device not in _BF16_FALLBACK_SAID and training_args.process_index == 0:
+        _BF16_FALLBACK_SAID.add(device)
         why = "has no native bf16 (AMX/AVX512-BF16 or an Ampere+ GPU); running in float32"
         logging.getLogger(__name__).warning(
             "bf16: %s %s (--allow_emulated_bf16 true to use emulated bf16)", training_args.device, why
@@ -203,6 +209,15 @@ def resolve_bf16(training_args, if_supported: bool, allow_emulated: bool):
     return dataclasses.replace(
         training_args, bf16=use, bf16_full_eval=training_args.bf16_full_eval and use, use_cpu=use_cpu
     )
+
+
+def pin_memory_where_useful(training_args) -> None:
+    """``--dataloader_pin_memory`` off where no accelerator is there to pin for: it pins nothing there, and torch
+    warns so at every data loader the Trainer builds (each evaluation, each seed: dozens of lines a run)."""
+    import torch
+
+    if training_args.dataloader_pin_memory and not torch.accelerator.is_available():
+        training_args.dataloader_pin_memory = False
 
 
 def trainer_precision_flags() -> list[str]:

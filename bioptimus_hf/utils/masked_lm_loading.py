@@ -7,6 +7,8 @@ decoder's, tied, are both absent). :func:`load_masked_lm` says instead, once, th
 warning, and the report of a checkpoint missing more than the head, are shown as transformers writes them. A
 checkpoint stores a tied decoder once, so the ``Trainer`` resuming from it warns "There were missing keys in the
 checkpoint model loaded": :func:`tied_keys_expected` drops that warning when every key it names is a tied parameter.
+A fine-tune's load (:func:`load_with_new_head`) says once per process that its task head starts new, in place of
+the load report transformers writes for every seed.
 """
 
 from __future__ import annotations
@@ -62,29 +64,66 @@ def _expected(record: logging.LogRecord, head: list[str]) -> bool:
     return tied is not None and set(tied.groups()) <= set(head)
 
 
-def load_masked_lm(name_or_path: str, **kwargs: Any):
-    """``AutoModelForMaskedLM.from_pretrained(name_or_path, **kwargs)``, a headless base's expected warnings
-    replaced by one line (module docstring)."""
-    from transformers import AutoModelForMaskedLM
+def _load_held_back(auto_class: Any, name_or_path: str, kwargs: dict) -> tuple[Any, dict, list, Any]:
+    """``auto_class.from_pretrained`` with its loading info, the load's log records held back: ``(model, info,
+    records, the logger to show them on)``."""
     from transformers.utils import logging as hf_logging
-
-    from .distributed import is_main_process
 
     loading_logger = hf_logging.get_logger(LOADING_LOGGER)
     held = _HoldBack()
     loading_logger.addFilter(held)
     try:
-        model, loading_info = AutoModelForMaskedLM.from_pretrained(name_or_path, output_loading_info=True, **kwargs)
+        model, loading_info = auto_class.from_pretrained(name_or_path, output_loading_info=True, **kwargs)
     finally:
         loading_logger.removeFilter(held)
+    return model, loading_info, held.records, loading_logger
+
+
+def load_masked_lm(name_or_path: str, **kwargs: Any):
+    """``AutoModelForMaskedLM.from_pretrained(name_or_path, **kwargs)``, a headless base's expected warnings
+    replaced by one line (module docstring)."""
+    from transformers import AutoModelForMaskedLM
+
+    from .distributed import is_main_process
+
+    model, loading_info, records, loading_logger = _load_held_back(AutoModelForMaskedLM, name_or_path, kwargs)
     head = headless_keys(model, loading_info)
-    for record in held.records:
+    for record in records:
         if not (head and _expected(record, head)):
             loading_logger.handle(record)
     if head and is_main_process():
         modules = sorted({".".join(key.split(".")[:2]) + ".*" for key in head})
         logger.warning(
             "%s has no MLM head: it starts new (%s, %d tensors)", name_or_path, ", ".join(modules), len(head)
+        )
+    return model
+
+
+_NEW_HEADS_SAID: set[tuple[str, str]] = set()
+
+
+def load_with_new_head(auto_class: Any, name_or_path: str, **kwargs: Any):
+    """``auto_class.from_pretrained(name_or_path, **kwargs)`` for a fine-tune (``AutoModelForTokenClassification``...):
+    transformers' load report of a new task head (the missing keys and the unused ones all outside the base model,
+    e.g. ``classifier.*`` and the MLM head ``cls.*``, nothing mismatched) is replaced by one line, said once per
+    process (a run loads the model again for every seed); any other report is shown as transformers writes it."""
+    from .distributed import is_main_process
+
+    model, info, records, loading_logger = _load_held_back(auto_class, name_or_path, kwargs)
+    prefix = f"{getattr(model, 'base_model_prefix', '')}."
+    missing, unused = sorted(info.get("missing_keys") or ()), sorted(info.get("unexpected_keys") or ())
+    expected = not (info.get("mismatched_keys") or info.get("error_msgs")) and not any(
+        key.startswith(prefix) and "pooler." not in key for key in [*missing, *unused]
+    )
+    for record in records:
+        if not (expected and _LOAD_REPORT in record.getMessage()):
+            loading_logger.handle(record)
+    said = (str(name_or_path), type(model).__name__)
+    if expected and missing and said not in _NEW_HEADS_SAID and is_main_process():
+        _NEW_HEADS_SAID.add(said)
+        new, unused = (", ".join(sorted({key.split(".")[0] + ".*" for key in keys})) for keys in (missing, unused))
+        logger.warning(
+            f"{name_or_path} as {said[1]}: the task head starts new ({new})" + (unused and f"; not used: {unused}")
         )
     return model
 
