@@ -334,8 +334,11 @@ class ContextualizedEmbeddingInitializer:
         sums: dict[int, torch.Tensor] = {}
         counts: Counter = Counter()
         encoded_tokens = 0
-        with torch.inference_mode():
-            for batch_keys in progress_bar(batches, enabled=self.progress, desc="Encoding contexts"):
+        bar = progress_bar(
+            total=sum(map(len, batches)), enabled=self.progress, desc="Encoding contexts", unit="sequence"
+        )
+        with torch.inference_mode(), bar:
+            for batch_keys in batches:
                 rows = []
                 for s, first in batch_keys:
                     ids = encoded_ids[s][first : first + window]
@@ -355,6 +358,7 @@ class ContextualizedEmbeddingInitializer:
                     states = encoder(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device))
                 states = states.last_hidden_state.float().cpu()  # sums and means in float32
                 self.forward_passes += len(rows)
+                bar.update(len(rows))
                 for i, key in enumerate(batch_keys):
                     for token_id, positions in sequences[key]:
                         vector = states[i, [p + offset for p in positions]].mean(dim=0)

@@ -156,7 +156,7 @@ def token_distillation_rows(initializer, input_weight, corpus_files=None, contex
     t0 = time.perf_counter()
     try:
         blocks = list(_blocks(pairs, cfg.init_batch_size))
-        for block in progress_bar(blocks, enabled=initializer.progress, desc="Token distillation"):
+        for block in progress_bar(blocks, enabled=initializer.progress, desc="Token distillation", unit="block"):
             learnt, first, last, count = distill_block(
                 model, tokenizer, block, pairs, start_rows, cfg, device, use_bf16
             )
