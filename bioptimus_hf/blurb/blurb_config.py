@@ -1,13 +1,7 @@
-"""``bioptimus blurb-task``'s flags (the model's and stabilisation's are every fine-tuning run's,
-:mod:`bioptimus_hf.finetuning.finetuning_config`) and each BLURB dataset's fine-tuning recipe, the one place they are
-set. :data:`RECIPES` holds, per dataset, the learning rate, batch size, epochs, input length, warm-up and number of
-seeds, each value citing its source in :data:`SOURCES`: the PubMedBERT paper (Gu et al. 2021) where it fixes the
-value, else the public BLURB script of a leaderboard system (LinkBERT's), else the paper's grid value nearest
-LinkBERT's; where they disagree the paper wins (docs/blurb.md). Another dataset takes its task type's recipe
-(:data:`TYPE_RECIPE`); a NER set its own only when it is one of BLURB's (:func:`ner_recipe_for`). A recipe value is a
-default: a config file or a flag overrides it, in :func:`blurb_arguments`, the one place a dataset's settings are
-built.
-"""
+"""``bioptimus blurb-task``'s flags and each BLURB dataset's fine-tuning recipe, the one place they are set.
+:data:`RECIPES` holds per dataset the learning rate, batch size, epochs, input length, warm-up and seeds, each value
+citing its source in :data:`SOURCES` (docs/blurb.md); another dataset takes its task type's recipe
+(:data:`TYPE_RECIPE`). A recipe value is a default that a config or flag overrides, in :func:`blurb_arguments`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Models compared on the whole BLURB table, paired by seed: per dataset, per task type and for the BLURB score,
-each model minus the first (the reference), the mean ± std of the per-seed differences over the seeds both ran.
-
-Fine-tuning with the same seed gives both models the same data order, head initialisation and dropout masks, so
-the spread of the differences, not the two rows' own spreads, says whether one model is ahead
-(:func:`bioptimus_hf.finetuning.results.paired_seed_difference`). A task type's and the score's per-seed values are
-that seed's averages (``blurb_results.json``'s ``per_seed``), so they are compared only over the datasets
-both tables hold.
-"""
+"""Models compared on the whole BLURB table, paired by seed: per dataset, task type and BLURB score, each model minus
+the first, the mean ± std of the per-seed differences over the seeds (and datasets) both ran; the same seed gives
+both the same data order, head and dropout (:func:`bioptimus_hf.finetuning.results.paired_seed_difference`)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Reading a BLURB dataset directory: ``train.jsonl``, ``dev.jsonl`` and (optionally) ``test.jsonl``.
-
-One JSON object per line, as in ``../shared/data/blurb/<DATASET>/`` (its README documents the fields).
-The task type is read from the fields of the training file's first row unless ``--task_type`` names it;
-every row of every split is then checked against that type. A document-classification file whose rows carry a
-``document_id`` (HoC: one row per sentence) is read as one row per document by default, the paper's unit
-(:func:`join_documents`). Bad input raises :class:`BlurbDataError`
-naming the file, the line and the field: a missing split, an empty file, a row that is not a JSON object,
-a field missing or of the wrong kind (with the task type the row's fields do fit, e.g. a sentence-pair
-file given to a single-sentence task), a label of dev or test that the training file does not have.
-"""
+"""Reading a BLURB dataset directory: ``train.jsonl``, ``dev.jsonl`` and (optionally) ``test.jsonl``, one JSON object
+per line (``../shared/data/blurb/<DATASET>/README``). The task type is read from the first training row unless
+``--task_type`` names it, and every row is checked against it; HoC's sentence rows are joined per document
+(:func:`join_documents`). Bad input raises :class:`BlurbDataError` naming the file, the line and the field."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""``bioptimus blurb``'s unit of work: one dataset × seed fine-tune (with ``--search``, × grid point; with batched
-seeds, a dataset's unfinished seeds) as a picklable description (:class:`SeedJob`), run in a worker process by
-:func:`run_seed_job`, and its expected memory (:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`, for the
-longest-first order). A job beyond NER builds its typed arguments as ``bioptimus blurb-task`` does
-(:func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments`) and runs :func:`~bioptimus_hf.blurb.run.fine_tune_blurb_seeds`;
-a NER job lays its settings over its set's values (:class:`NerFineTuning`) and runs
-:func:`~bioptimus_hf.ner.run.fine_tune_ner`. Either writes ``seed_results.json`` as its last act, so a job stopped
-before its end leaves no seed that looks finished.
-"""
+"""``bioptimus blurb``'s unit of work: one dataset × seed fine-tune (× grid point with ``--search``) as a picklable
+:class:`SeedJob`, run in a worker by :func:`run_seed_job`, with its expected memory
+(:func:`fine_tuning_memory_bytes`) and work (:func:`job_work`). A job writes ``seed_results.json`` as its last act,
+so a job stopped before its end leaves no seed that looks finished."""
 
 from __future__ import annotations
 

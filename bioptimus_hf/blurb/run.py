@@ -1,12 +1,7 @@
 """One model fine-tuned and evaluated on one BLURB dataset beyond NER over several seeds (``bioptimus blurb-task``, a
-job of ``bioptimus blurb``), from the arguments :func:`~bioptimus_hf.blurb.blurb_config.blurb_arguments` builds:
-``AutoModelForSequenceClassification`` with the task's ``problem_type``, classifying from the first token's encoding
-(``[CLS]`` pooling, as the PubMedBERT paper's models), each seed through the shared loop
-(:func:`bioptimus_hf.finetuning.seed_loop.fine_tune_seeds`), dev and test predicted and scored with BLURB's metric. A
-seed whose ``seed_<s>/seed_results.json`` exists is skipped: a rerun resumes after the last finished seed. Per seed,
-``eval_<m>`` (dev) and ``test_<m>`` for each metric ``m`` of the task type, and ``eval_score``/``test_score``, BLURB's
-metric of the task; ``all_results.json`` holds their means over seeds and ``*_std``, ``results.md`` the table.
-"""
+job of ``bioptimus blurb``): ``AutoModelForSequenceClassification`` with the task's ``problem_type`` and ``[CLS]``
+pooling, each seed through :func:`bioptimus_hf.finetuning.seed_loop.fine_tune_seeds`, dev and test scored with
+BLURB's metric (``eval_score``/``test_score``); a rerun resumes after the last finished seed."""
 
 from __future__ import annotations
 

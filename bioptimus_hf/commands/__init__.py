@@ -1,6 +1,5 @@
-"""``bioptimus <command> [config] [--flag value ...]``, one command per stage as ``trl``'s: each (``table.py``) is its
-argument dataclasses and a run of its wing, parsed, checked and called here; bad input and Ctrl-C end in one line.
-Imports neither torch nor transformers."""
+"""``bioptimus <command> [config] [--flag value ...]``: the commands of ``table.py`` parsed, checked and run; bad input
+and Ctrl-C end in one line. Imports neither torch nor transformers."""
 
 from __future__ import annotations
 
@@ -49,14 +48,11 @@ def usage() -> str:
 
 
 def run(name: str, argv: list[str] | None = None, prog: str | None = None):
-    """``bioptimus NAME ARGV`` in this process (``argv`` default: ``sys.argv[1:]``), returning what the run returns;
-    bad input, and a write the system refuses (a full disk, a read-only or vanished output directory), end in
-    ``SystemExit("error: ...")``."""
+    """``bioptimus NAME ARGV`` in this process, returning what the run returns; bad input ends in one line."""
     command, argv = COMMANDS[name], list(sys.argv[1:] if argv is None else argv)
     parsed = parse(name, argv, prog)
     configure_logging(command.log, parsed)
-    outputs = [getattr(args, "output_dir", None) for args in parsed]  # a refused write there: one line
-    with cli.exit_on_bad_input(*command.errors, output_dirs=outputs):
+    with cli.exit_on_bad_input(*command.errors, output_dirs=[getattr(a, "output_dir", None) for a in parsed]):
         result = load(command.run)(*parsed, *([argv] if command.line else []))
     if "torch.distributed" in sys.modules:  # under torchrun every rank waits for the others, then the group ends
         from ..utils.distributed import close_process_group
@@ -79,13 +75,10 @@ def parse(name: str, argv: list[str] | None = None, prog: str | None = None) -> 
 
 
 def argument_types(command: Command) -> tuple:
-    """The argument dataclasses ``command`` parses, in order."""
-    found = [load(spec) for spec in command.arguments.split()]
-    return sum((item if isinstance(item, tuple) else (item,) for item in found), ())
+    return sum((t if isinstance(t, tuple) else (t,) for t in map(load, command.arguments.split())), ())
 
 
 def load(spec: str):
-    """What ``"module:name"`` names."""
     module, name = spec.split(":")
     return getattr(importlib.import_module(module), name)
 
@@ -96,21 +89,19 @@ def describe(command: Command) -> str:
     from ..utils.config_mapping import help_width
 
     config = "config.yaml: a json or yaml file of these flags (name: value), or a packaged config's name "
-    config += f"({', '.join(packaged_config_names())}); flags after it override it. Relative paths in it are relative"
-    config += " to its folder."
+    config += f"({', '.join(packaged_config_names())}); flags after it override it; relative paths are to its folder."
     fill = lambda text: textwrap.fill(text, help_width())  # noqa: E731
     return f"{fill(command.description)}\n\nexample:\n  {command.example}\n\n{fill(config)}"
 
 
 def parse_args(dataclass_types, argv=None, prog=None, description=None, build=None) -> tuple:
-    """``[config] [--flag value ...]`` as ``dataclass_types`` (``build``: from what the line sets), its model flags
-    and launch checked before anything loads; bad input ends in one line."""
+    """``[config] [--flag value ...]`` as ``dataclass_types``, checked before anything loads (``build``: from what
+    the line sets)."""
     from ..utils.config_mapping import CommandParser
     from ..utils.launch import check_launch
     from ..utils.model_reference import check_model_references
 
-    description = inspect.cleandoc(description) if description else None
-    parser = CommandParser(dataclass_types, prog=prog, description=description)
+    parser = CommandParser(dataclass_types, prog=prog, description=description and inspect.cleandoc(description))
     argv = list(sys.argv[1:] if argv is None else argv)
     with cli.exit_on_bad_input():
         parsed = build(parser.parse_settings(argv)) if build else parser.parse_line(argv)
@@ -120,8 +111,7 @@ def parse_args(dataclass_types, argv=None, prog=None, description=None, build=No
 
 
 def configure_logging(style: str | None, parsed: tuple) -> None:
-    """How a command logs: ``"run"`` at the process's level on stderr (INFO without ``TrainingArguments``);
-    ``"training"`` as transformers' examples, on stdout, datasets and transformers at that level too."""
+    """``"run"``: the process's level on stderr; ``"training"``: as transformers' examples, on stdout."""
     if style is None:
         return
     training = next((args for args in parsed if hasattr(args, "get_process_log_level")), None)

@@ -1,5 +1,5 @@
-"""The commands of ``bioptimus``, in pipeline order (the one list: help, scripts, README, tests), and the runs of
-those that are more than one call of their wing, with what each does around it as a command's duty."""
+"""The commands of ``bioptimus`` in pipeline order (help, scripts, README and tests read this list), and the runs
+of those that are more than one call of their wing."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ class Command:
     build: str | None = None  # "module:function" building the dataclasses from what the line sets
     positional: str | None = None  # the flag a first value that is no config file is (plot's RUN_DIR)
     line: bool = False  # the run gets the command line too, the parser only what comes before a `--`
-
     summary = property(lambda self: self.description.split(". ")[0])  # `bioptimus --help`'s line
 
 
@@ -85,8 +84,7 @@ COMMANDS: dict[str, Command] = {
         errors=(BadInput,),
     ),
     "compare": Command(
-        "Fine-tune several models on several NER datasets, one table: a bioptimus ner command per job, the flags "
-        "after -- going to each; it resumes. See docs/ner.md.",
+        "Fine-tune models on NER datasets into one table, a bioptimus ner per job (flags after --). See docs/ner.md.",
         "bioptimus compare --ner_config ner_blurb --models v0.1=outputs/demo_minilm/releases/v0.1 "
         "v0.4=outputs/demo_minilm/releases/v0.4 --data_dirs ../shared/data/ner/NCBI-disease-IOB "
         "--output_dir ner_comparison -- --seeds 1 2 3",
@@ -179,7 +177,7 @@ def ner(model_args, data_args, stab_args, training_args) -> dict:
 
 
 def blurb_task(model_args, data_args, stab_args, training_args) -> dict:
-    """Fine-tune every seed; ``--push_to_hub`` pushes the seed of the best dev score once every rank is done."""
+    """Fine-tune every seed; ``--push_to_hub`` pushes the seed of the best dev score."""
     from ..blurb.run import run_blurb_task
     from ..finetuning.results import seed_dir
     from ..releases.seed_push import best_seed, push_seed_folder, take_seed_hub_settings

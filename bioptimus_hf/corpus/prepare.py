@@ -1,14 +1,7 @@
 """NLM's PubMed XML files in, a prepared corpus out (:mod:`bioptimus_hf.utils.prepared_corpus`): ``prepare_corpus``,
-for ``bioptimus prepare-corpus``. The result equals applying the files one after another in the order of their
-names, computed in parallel:
-
-1. **parse** (a task per input): records to ``DIR/.prepare/<stem>.arrow`` and a report; a rerun skips a parsed file.
-2. **merge**: every file's PMIDs in name order; a citation is *current*, *replaced* by a later record, or *deleted*.
-3. **write** (a task per input): each file's current citations, filtered, as ``DIR/<stem>.parquet``, renamed when
-   complete; a rerun skips a shard whose key (all it depends on) is unchanged.
-4. ``manifest.json`` last: shards, inputs, counts (``citations_read = written + replaced + deleted + filtered``,
-   checked) and every error with its file and position.
-"""
+for ``bioptimus prepare-corpus``. The result equals applying the files one after another in name order, computed in
+parallel: **parse** each file (a rerun skips it), **merge** every PMID (current, replaced or deleted), **write** each
+file's current citations as ``DIR/<stem>.parquet`` (skipped when unchanged), then ``manifest.json`` with the counts."""
 
 from __future__ import annotations
 

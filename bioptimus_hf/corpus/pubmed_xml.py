@@ -1,13 +1,7 @@
-"""One PubMed XML file (NLM's baseline or update file, the PubMed DTD) read as a stream of citations and deletions
-(:func:`read_pubmed_file`, for ``bioptimus prepare-corpus``), memory flat whatever the file's size.
-
-Each MB of decompressed XML is cut into its records at their tags. Of a ``PubmedArticle`` only the elements its
-citation is read from are cut out and parsed by ElementTree's C parser, the rest checked for its tags' balance; a
-record that does not cut cleanly is parsed whole (docs/pubmed.md: what is checked). It yields, in document order, a
-:class:`Citation` per article (PMID, version, title, the abstract's sections after their labels, languages, year), a
-:class:`Deletion` per deleted PMID, a :class:`Malformed` for a record without a usable PMID. A file that ends early
-raises :class:`PubmedFileError` naming the file and the position, after the records before it were yielded.
-"""
+"""One PubMed XML file read as a stream of citations and deletions (:func:`read_pubmed_file`, for ``bioptimus
+prepare-corpus``), memory flat whatever the file's size: only the elements a citation is read from are parsed
+(docs/pubmed.md: what is checked). It yields a :class:`Citation`, :class:`Deletion` or :class:`Malformed` per record;
+a file that ends early raises :class:`PubmedFileError` naming the position, after the records before it."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """The settings of ``bioptimus distill``: the teacher's (:class:`TeacherArguments`) and the run's
-(:class:`DistillationConfig`: ``TrainingArguments`` with ``bioptimus pretrain``'s corpus, curriculum and release
-settings, phase 0.1 alone by default, and how the student is built and which losses train it), resolved against
-the teacher into a checked :class:`DistillationPlan`.
-
-Every setting left unset (``None``) takes the recipe's value (:mod:`~bioptimus_hf.distillation.recipes`).
-:meth:`DistillationConfig.resolve` runs every check that needs only the teacher's configuration — valid
-layers and layer map, a student that can be copied from the teacher, a projection where the widths differ,
-equal head counts for attention maps, loss weights and temperature — and raises ``ValueError`` naming the
-flag, before any model weight is loaded or any step is taken.
-"""
+(:class:`DistillationConfig`), resolved against the teacher into a checked :class:`DistillationPlan`. A setting left
+unset takes the recipe's value (:mod:`~bioptimus_hf.distillation.recipes`); :meth:`DistillationConfig.resolve`
+raises ``ValueError`` naming the flag before any model weight is loaded."""
 
 from __future__ import annotations
 

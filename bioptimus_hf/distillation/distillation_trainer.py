@@ -1,14 +1,9 @@
 """DistillationTrainer: the ``transformers`` Trainer with a frozen teacher and the distillation losses.
 
-The student is the Trainer's model: optimizer, scheduler, checkpoints, resume, DDP, logging and callbacks (the
-curriculum's :class:`PhaseScheduleCallback` included) are the Trainer's own. It adds the teacher in inference mode
-(``eval()``, no gradient, placed by accelerate without a DDP wrapper, not run when no loss needs it);
-:meth:`~DistillationTrainer.compute_loss`, one student and one teacher forward on the same masked batch, both with
-the masked-only head, then the plan's weighted losses (:func:`~bioptimus_hf.distillation.losses.distillation_losses`),
-each logged as ``loss_<name>``; and the student's held-out MLM loss as ``eval_loss``, the teacher's by
-:meth:`~DistillationTrainer.evaluate_teacher`. The losses are per micro-batch means, which the Trainer divides by
-the gradient-accumulation steps (``loss_is_scaled_for_ga = False``).
-"""
+The student is the Trainer's model; the teacher runs in inference mode, not run when no loss needs it.
+:meth:`~DistillationTrainer.compute_loss` is one student and one teacher forward on the same masked batch, then the
+plan's weighted losses, each logged as ``loss_<name>``; per micro-batch means, which the Trainer divides by the
+gradient-accumulation steps."""
 
 from __future__ import annotations
 

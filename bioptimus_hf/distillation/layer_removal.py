@@ -1,13 +1,6 @@
-"""A model with its top layers removed (Tinn et al., 2023, Table 7), the cheap
-alternative to distillation: fine-tune it directly.
-
-    bioptimus remove-layers --model_name_or_path outputs/run/releases/v0.4 --num_layers_to_remove 3 \\
-        --output_dir out/v0.4-top3-removed      # + layer_removal.json
-
-The model is loaded with the class its ``config.json`` names (``BertForMaskedLM``, ``BertModel``...), so heads
-that exist are kept; the embeddings, the kept layers and the heads are copied bit for bit
-(:func:`bioptimus_hf.distillation.student.keep_layers`). The result loads with ``from_pretrained``.
-"""
+"""A model with its top layers removed (Tinn et al., 2023, Table 7), the cheap alternative to distillation: fine-tune
+it directly. Loaded with the class its ``config.json`` names, so its heads are kept; embeddings, kept layers and
+heads are copied bit for bit (:func:`bioptimus_hf.distillation.student.keep_layers`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The distillation recipes of Rohanian et al. (2023): how a student starts and which losses train it.
-
-This module owns the list of recipes, their default loss weights and temperature, the losses (:data:`LOSS_NAMES`,
-the ``--alpha_<name>`` flags; :data:`LOSS_DESCRIPTIONS` says what each computes) and the one-line descriptions that
-model cards print (the student's record carries them to its card:
-:func:`~bioptimus_hf.distillation.student_release.distillation_facts`). It imports nothing heavy (no torch).
-Where the paper does not state a value, the defaults are those of the method it follows (DistilBERT's
-``alpha_ce=5, alpha_mlm=2, alpha_cos=1, T=2``; TinyBERT's unit weights and T=1); docs/distillation.md says so.
-"""
+"""The distillation recipes of Rohanian et al. (2023): how a student starts and which losses train it, their default
+weights and temperature (where the paper does not state one, the method it follows: docs/distillation.md), the
+losses (:data:`LOSS_NAMES`, the ``--alpha_<name>`` flags) and the descriptions model cards print. No torch."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""One distillation run from its typed settings: what ``bioptimus distill`` runs, callable by anyone.
-
-A compact student distilled from a BIOptimus release (or any BERT masked LM) with the recipes of Rohanian et al.
-(DistilBioBERT, CompactBioBERT, TinyBioBERT), on the corpus and through the curriculum of ``bioptimus pretrain``,
-written to ``<output_dir>/student/`` as a release (plain ``BertForMaskedLM``, tokenizer, ``bioptimus_phase.json``
-with the distillation record, model card). The settings: :class:`~.distillation_config.TeacherArguments` and
-:class:`~.distillation_config.DistillationConfig`.
-Bad input raises :class:`~bioptimus_hf.utils.errors.BadInput` naming the flag or file; the command around the run
-configures logging, makes that error one line and closes the process group. See docs/distillation.md.
-"""
+"""One distillation run from its typed settings: what ``bioptimus distill`` runs, callable by anyone. A compact student
+distilled from a release (or any BERT masked LM) with the recipes of Rohanian et al., through the curriculum of
+``bioptimus pretrain``, written to ``<output_dir>/student/`` as a release. Bad input raises
+:class:`~bioptimus_hf.utils.errors.BadInput` naming the flag or file. See docs/distillation.md."""
 
 from __future__ import annotations
 

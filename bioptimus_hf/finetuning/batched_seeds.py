@@ -1,14 +1,7 @@
-"""Every seed of one fine-tuning in one batched model: K seeds trained in one process as one stacked model, the
-``--batched_seeds`` of the seed loop (:mod:`.seed_loop`).
-
-The K models are built as K separate runs would build them, then stacked into a :class:`StackedSeedsModel` whose
-forward runs each seed under ``torch.func.vmap`` over ``functional_call`` (``randomness="different"``: its own
-dropout). Each seed keeps its data order (:class:`SeedBatchSampler`), its gradient clipping
-(:class:`PerSeedGradientClipping`) and its optimizer state (AdamW is elementwise). The padding mask is handed over
-in its 4D additive form (transformers' mask helpers branch on data, which ``vmap`` refuses). A family that cannot
-be vmapped, or whose vmapped forward differs, is found by a trial step (:func:`vmap_failure`) and its seeds train
-one after another. With dropout off each seed ends with its separate run's weights within float tolerance.
-"""
+"""Every seed of one fine-tuning in one batched model (``--batched_seeds`` of :mod:`.seed_loop`): the K models, built
+as K separate runs would build them, stacked into a :class:`StackedSeedsModel` whose forward runs each seed under
+``torch.func.vmap`` (its own dropout, data order, clipping and optimizer state). A family that cannot be vmapped is
+found by a trial step (:func:`vmap_failure`) and its seeds train one after another."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The seed loop of every fine-tuning run, NER's (``bioptimus ner``, :mod:`bioptimus_hf.ner.run`) and BLURB's
-(``bioptimus blurb-task``, :mod:`bioptimus_hf.blurb.run`): :func:`fine_tune_seeds`. Each seed starts from the same
-model with a fresh head, trains under a copy of the caller's ``TrainingArguments`` into ``<output_dir>/seed_<s>/``,
-is scored by its wing, and writes its card and, last, its ``seed_results.json`` (a seed without it is trained again).
-With batched seeds (``--batched_seeds``) the seeds first train together as one stacked model (:mod:`.batched_seeds`),
-then each seed's Trainer is built over its trained model, as after its own training. A wing describes its fine-tune
-once, as a :class:`SeedRecipe`.
-"""
+"""The seed loop of every fine-tuning run, NER's and BLURB's: :func:`fine_tune_seeds`. Each seed starts from the same
+model with a fresh head, trains into ``<output_dir>/seed_<s>/``, is scored by its wing, and writes last its
+``seed_results.json`` (a seed without it is trained again). ``--batched_seeds`` trains them together first
+(:mod:`.batched_seeds`). A wing describes its fine-tune once, as a :class:`SeedRecipe`."""
 
 from __future__ import annotations
 

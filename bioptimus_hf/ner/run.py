@@ -1,17 +1,7 @@
 """One NER run from its typed settings: every seed's fine-tune of one model on one dataset, then the results of every
-seed of ``output_dir``. What ``bioptimus ner`` runs, callable by anyone (the study, the comparison, BLURB):
-
-    results = fine_tune_ner(
-        NerModelArguments(model_name_or_path="out/releases/v0.4"),
-        NerDataArguments(data_dir="../shared/data/ner/NCBI-disease-IOB"),
-        StabilisationArguments(seeds=[1, 2, 3]),
-        TrainingArguments(output_dir="ner/NCBI-disease", num_train_epochs=3, report_to="none"),
-    )
-
-Outputs: ``all_results.json`` (docs/ner.md), ``results.md``, ``model_index.json``, and per seed ``seed_<s>/`` with
-its results, test predictions and the fine-tuned model with its card. Bad input raises naming the file before any
-model loads (:func:`load_ner_run_data`). It configures no logging and pushes nothing: ``bioptimus ner`` does.
-"""
+seed of ``output_dir``; what ``bioptimus ner`` runs, callable by anyone (the study, the comparison, BLURB). Outputs
+are in docs/ner.md; bad input raises naming the file before any model loads. It configures no logging and pushes
+nothing: ``bioptimus ner`` does."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""Entities in raw text with a fine-tuned NER model (``bioptimus tag``, :mod:`.tagging_run`): the text is split into
-words by the tokenizer's own pre-tokenizer (for BERT: whitespace and punctuation, as the pre-tokenised BLURB files),
-then takes the path of evaluation: whole-word windows, first-sub-token predictions, the most-central-window merge, and
-decoding in the scheme the model was trained with (``config.ner_tagging_scheme``; BIO when absent). Entities come in
-the shape of ``pipeline("token-classification", aggregation_strategy="first")``; unlike the pipeline, the tagger
-decodes BIOUL models (a warning at load says what the pipeline gets wrong: :func:`.schemes.pipeline_caveat`) and
-never truncates a long abstract. Texts are taken from any iterable in bounded chunks (``chunk_size``), their windows
-sorted by length and batched across texts, results yielded in input order; the model runs under
-``torch.inference_mode()``, in bf16 where the device computes it natively, else float32 (speed: docs/ner.md).
-"""
+"""Entities in raw text with a fine-tuned NER model (``bioptimus tag``, :mod:`.tagging_run`): words split by the
+tokenizer's own pre-tokenizer, then the path of evaluation (whole-word windows, first-sub-token predictions, the
+most-central-window merge, the model's tagging scheme). Entities come in the shape of the token-classification
+pipeline's (``aggregation_strategy="first"``); unlike it the tagger decodes BIOUL models and never truncates.
+Texts come from any iterable in bounded chunks, results in input order."""
 
 from __future__ import annotations
 

@@ -1,21 +1,12 @@
 """BioptimusTrainer: a ``Trainer`` that runs the BIOptimus curriculum on a raw text dataset, as TRL's ``SFTTrainer``
 runs supervised fine-tuning on one.
 
-    from bioptimus_hf import BioptimusConfig, BioptimusTrainer
-
-    config = BioptimusConfig(output_dir="out", max_steps=1000, max_seq_length=128)
-    trainer = BioptimusTrainer("bert-base-uncased", args=config, train_dataset=corpus["train"],
-                               eval_dataset=corpus["test"])
+    trainer = BioptimusTrainer("bert-base-uncased", args=BioptimusConfig(output_dir="out", max_steps=1000),
+                               train_dataset=corpus["train"])
     trainer.train()             # out/releases/v0.1 ... v0.4, each with bioptimus_phase.json and a model card
 
-Given a model name, it builds the start model of ``args.init_strategy`` (``init_report.json``); then, from
-:class:`~.bioptimus_config.BioptimusConfig`: masked-only prediction (:mod:`.masked_lm`), texts tokenized with word
-ids and packed (:func:`~.data.prepare_pretraining_datasets`), the curriculum's collator, the
-:class:`~.callback.PhaseScheduleCallback` that switches phases and releases at each phase end, and the lexical
-warm-up (:class:`~.lexical_warmup.LexicalWarmupTrainer`). ``bioptimus pretrain`` (:func:`~.run.run_pretraining`) is
-this trainer over files, resumed and saved. A Trainer of your own: ``class MyTrainer(CurriculumMaskingMixin,
-Trainer)`` (:mod:`.collator`).
-"""
+Given a model name it builds the start model of ``args.init_strategy``; ``bioptimus pretrain``
+(:func:`~.run.run_pretraining`) is this trainer over files. A Trainer of your own: ``CurriculumMaskingMixin``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """The curriculum's batches: padded by :class:`CurriculumDataCollator`, masked once by :meth:`~CurriculumDataCollator.mask`
-in the main process when the Trainer takes them (:class:`CurriculumMaskingMixin`).
-
-The collator pads the features and keeps what masking needs (``input_ids``, ``attention_mask``, ``word_ids``,
-``maskable``); it draws no mask. The mixin masks each training batch as the Trainer draws it (so
-``num_items_in_batch`` counts its labels) and each evaluation batch in ``prediction_step``, under the phase active
-at that step: a batch collated ahead of a phase switch is masked under the phase it trains in. docs/curriculum.md
-gives the masking rules and the two masking streams.
-"""
+in the main process when the Trainer takes them (:class:`CurriculumMaskingMixin`), under the phase active at that
+step (so ``num_items_in_batch`` counts its labels). docs/curriculum.md gives the masking rules and the two streams."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
-"""The lexical warm-up: a stage before the curriculum that trains the lexical layer alone, the body frozen.
-
-A new vocabulary's rows start badly placed; training them first (Artetxe et al. 2020; de Vries & Nissim 2021) spares
-the body their largest gradients and gives a base without an MLM head a trained one. :func:`lexical_parameters`
-lists what trains: the input embeddings (and the tied decoder), everything outside the base model (the MLM head)
-and the embedding block's norms; the release record keeps the list.
-
-:class:`LexicalWarmupCallback` freezes the body by ``requires_grad`` at ``on_train_begin`` (after the Trainer built
-the optimizer and wrapped the model) and gives it back at the warm-up's last step: the optimizer skips parameters
-without gradients, so the body stays bit for bit; DDP needs ``find_unused_parameters``
-(:func:`check_training_arguments`). :class:`LexicalWarmupTrainer` schedules the rate as one ``LambdaLR`` of the
-step: ``--lr_scheduler_type`` over the warm-up at its own peak, then over the curriculum. DeepSpeed, FSDP and
-schedules that are not a function of the step are refused.
-"""
+"""The lexical warm-up: a stage before the curriculum that trains the lexical layer alone (:func:`lexical_parameters`),
+the body frozen by ``requires_grad``, so a new vocabulary's rows do not send their largest gradients into the body
+(Artetxe et al. 2020; de Vries & Nissim 2021). One ``LambdaLR`` schedules the warm-up at its own peak, then the
+curriculum; DeepSpeed, FSDP and schedules that are not a function of the step are refused."""
 
 from __future__ import annotations
 

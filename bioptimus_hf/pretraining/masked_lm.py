@@ -1,15 +1,9 @@
-"""Masked-only prediction: a masked LM's own MLM head run on the labelled positions only.
+"""Masked-only prediction: a masked LM's own MLM head run on the labelled positions only (docs/speed.md, section 1).
 
-Only the ~15-20 % of positions with a label enter the loss, yet the head projects every position onto the
-vocabulary: for a small model, a large share of a step's arithmetic and memory. :func:`enable_masked_only_prediction`
-finds the head (:data:`HEADS`) and ``get_output_embeddings()`` and registers torch forward hooks: the model's call
-drops ``labels``, ``masked_positions`` and ``num_items_in_batch``; the head receives the labelled rows only
-(:func:`gather_labelled_rows`); the module returning the logits computes transformers' ``ForMaskedLMLoss`` on them
-(inside the forward, so ``torch.compile`` captures one graph); the loss joins the output. ``logits`` then hold one
-row per labelled position, in the row-major order of ``labels != -100``. The class, state dict and config are
-untouched; DDP, ``torch.compile``, a plain ``Trainer`` and evaluation all get the hooks. A family not in
-:data:`HEADS`, or a subclass with its own ``forward``, keeps the standard head (one warning). docs/speed.md, section 1.
-"""
+:func:`enable_masked_only_prediction` registers forward hooks: the head receives the labelled rows only
+(:func:`gather_labelled_rows`) and the loss is transformers' ``ForMaskedLMLoss`` inside the forward, so
+``torch.compile`` captures one graph; ``logits`` hold one row per labelled position. The class, state dict and config
+are untouched; a family not in :data:`HEADS` keeps the standard head (one warning)."""
 
 from __future__ import annotations
 

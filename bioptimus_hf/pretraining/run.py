@@ -1,18 +1,6 @@
 """One pre-training run from its typed settings: what ``bioptimus pretrain`` runs, callable by anyone (the study
-included).
-
-    from bioptimus_hf.pretraining.bioptimus_config import BioptimusConfig, PretrainingModelArguments
-    from bioptimus_hf.pretraining.run import run_pretraining
-
-    run_pretraining(
-        PretrainingModelArguments(model_name_or_path="bert-base-uncased"),
-        BioptimusConfig(output_dir="out", train_file=["corpus.txt"], max_steps=1000),
-    )
-
-Around :class:`~.bioptimus_trainer.BioptimusTrainer`, the numbered steps of :func:`run_pretraining`. Bad input
-raises :class:`~bioptimus_hf.utils.errors.BadInput` naming the flag or file; the command around the run (``bioptimus
-pretrain``) configures logging, makes that error one line and closes the process group.
-"""
+included): ``run_pretraining(PretrainingModelArguments(model_name_or_path=...), BioptimusConfig(...))``. Bad input
+raises :class:`~bioptimus_hf.utils.errors.BadInput` naming the flag or file."""
 
 from __future__ import annotations
 

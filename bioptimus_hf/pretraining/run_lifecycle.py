@@ -1,15 +1,7 @@
-"""A training run's life around ``trainer.train()`` (``bioptimus pretrain``, ``bioptimus distill``), in the order a
-run calls them: its schedule and corpus checked before any model (:func:`resolve_run_schedule`), its output
-directory (:func:`open_output_dir`: one owner at a time, resume from the last complete checkpoint under the same
-schedule, never overwrite a run by accident) and its end (:func:`finish_run`: final model, metrics, releases).
-
-The lock is an exclusive ``flock`` on ``<output_dir>/.bioptimus-run.lock`` held by the main process for the whole
-run and removed when the run ends (a killed process leaves the file, unlocked, which the next run takes over); a
-second run on the directory is refused with the first one's process id, host and command. A checkpoint is complete
-when its ``trainer_state.json`` (the file the Trainer writes last) is and its weights and states load
-(:func:`why_incomplete`); newer, half-written ones (a run killed, or a disk full, while saving) are renamed
-``checkpoint-N.incomplete`` with a warning, so neither we nor the Trainer trip over them.
-"""
+"""A training run's life around ``trainer.train()`` (``bioptimus pretrain``, ``bioptimus distill``): its schedule and
+corpus checked before any model (:func:`resolve_run_schedule`), its output directory (:func:`open_output_dir`: one
+owner at a time by ``flock``, resume from the last complete checkpoint, never overwrite a run by accident; a
+half-written checkpoint is renamed ``checkpoint-N.incomplete``) and its end (:func:`finish_run`)."""
 
 from __future__ import annotations
 

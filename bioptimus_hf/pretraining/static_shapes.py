@@ -1,15 +1,6 @@
-"""Static shapes for compiled training: the labelled positions of a batch as a tensor of fixed length per phase.
-
-Masked-only prediction (:mod:`bioptimus_hf.pretraining.masked_lm`) gathers the rows whose label is not ``-100``; by
-boolean indexing their number depends on the data, so ``torch.compile`` recompiles and the host waits on the GPU.
-The collator emits ``masked_positions`` instead: the flat indices of the labelled positions, ascending, padded with
-``-1`` to the phase's *bucket*; padding rows get the target ``-100`` and add nothing to the loss.
-
-The bucket is a bound: a token phase never masks more than ``batch_size * max(1, round(rate * seq_len))``;
-whole-word phases add ``word_margin * sqrt(batch_size)`` (docs/speed.md, section 7). Buckets are multiples of 8. A
-batch over its bucket takes the next size of ``bucket * 2**k``: never a dropped token, one compilation per size,
-counted as ``masked_positions_overflows``.
-"""
+"""Static shapes for compiled training: the labelled positions of a batch as ``masked_positions``, padded with ``-1``
+to the phase's bucket (a bound of the masked count, a multiple of 8), so ``torch.compile`` does not recompile per
+batch. A batch over its bucket takes the next ``bucket * 2**k``: never a dropped token (docs/speed.md, section 7)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""A streaming run resumed where its data stopped, not by reading again every batch it already trained on.
-
-The ``Trainer`` resumes by skipping the batches trained before: for a stream (``--streaming``) it reads and collates
-each again. :class:`StreamResumeMixin` uses torchdata's ``StatefulDataLoader`` instead (accelerate's
-``use_stateful_dataloader``): each checkpoint holds its ``state_dict()`` as ``data_state_<process>.json``, written
-ahead of ``trainer_state.json``, and a resumed run loads it and skips nothing. The batches, masks and releases after
-the resume are the unbroken run's, bit for bit, except with a shuffle buffer (a warning and ``schedule_changes`` say
-so). A checkpoint without a data state, one after a first pass, or ``--streaming_resume replay`` resume by the skip.
-"""
+"""A streaming run resumed where its data stopped, not by reading again every batch it already trained on:
+:class:`StreamResumeMixin` uses torchdata's ``StatefulDataLoader``, each checkpoint holding its ``state_dict()`` as
+``data_state_<process>.json``. The batches after the resume are the unbroken run's, bit for bit, except with a
+shuffle buffer (said in a warning and ``schedule_changes``); ``--streaming_resume replay`` resumes by the skip."""
 
 from __future__ import annotations
 

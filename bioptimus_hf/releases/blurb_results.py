@@ -1,14 +1,7 @@
 """The BLURB table as a release shows it: ``blurb_results.json`` (written by ``bioptimus blurb``, read here), its
-markdown table and its Hub ``model-index`` entries, each result under its own task type and dataset.
-
-The table's numbers are percentages (0-100). Each dataset row holds its metric, every seed's test score, their
-mean and sample standard deviation; each task type its average over its datasets; ``score`` is the BLURB score
-over the task types present (``absent_task_types`` names the others). Task types are BLURB's names (``ner``,
-``relation_extraction``, ...); :data:`HUB_TASKS` says how the Hub names each. Beside each row the markdown shows
-the published BERT-base-uncased and PubMedBERT figures (:data:`PUBLISHED_SCORES`) averaged over the same datasets.
-A table of ``bioptimus blurb --search`` gives each row a ``search`` entry (the grid, every point's dev mean and std
-and test mean, the choice and how it was made: ``bioptimus_hf/blurb/search.py``); the markdown lists them below.
-"""
+markdown table and its Hub ``model-index`` entries, each result under its own task type and dataset. Numbers are
+percentages; ``score`` is the BLURB score over the task types present; beside each row the markdown shows the
+published BERT-base-uncased and PubMedBERT figures (:data:`PUBLISHED_SCORES`), and a ``--search`` row its grid."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The model card (README.md) of a release directory, and the offline checks every card of this package passes.
-
-A release's record says its kind, and the kind its template: a curriculum release's card
-(``templates/model_card.md``) adds the phase's place in the curriculum and a lexical warm-up's, a distilled
-student's (``templates/student_card.md``) the teacher, the recipe, the layers, the losses, the sizes and the
-measured speed, both to what every release card holds (:mod:`.card_context`). A fine-tuned model's card is
-:mod:`bioptimus_hf.finetuning.model_card`'s. Every card goes through ``huggingface_hub.ModelCard.from_template``.
-"""
+"""The model card (README.md) of a release directory, and the offline checks every card of this package passes. A
+release's kind picks its template (``templates/model_card.md``, ``templates/student_card.md``) over what every
+release card holds (:mod:`.card_context`); every card goes through ``huggingface_hub.ModelCard.from_template``."""
 
 from __future__ import annotations
 

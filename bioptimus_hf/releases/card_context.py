@@ -1,13 +1,7 @@
-"""What every card of a release directory shows, whatever its kind (a curriculum release or a distilled student).
-
-Everything comes from the release itself: its record (:class:`~bioptimus_hf.releases.record.ReleaseInfo`), its
-checkpoint's files (:class:`~bioptimus_hf.releases.checkpoint_facts.CheckpointFacts`), the safetensors headers
-(parameter count), plus the NER results and BLURB table a :class:`CardOptions` names. The metadata is a
-``huggingface_hub.ModelCardData``, whose ``model-index`` ``huggingface_hub`` writes, only from results supplied;
-``base_model`` only when the run knew its Hub id (:mod:`.lineage`). Nothing is invented (a missing number is "n/a")
-and nothing private shown (Hub ids or folder names, never local paths). :mod:`.card` renders this context with
-each kind's template.
-"""
+"""What every card of a release directory shows, whatever its kind (a curriculum release or a distilled student), all
+from the release itself: its record, its checkpoint's files, the safetensors headers, the results a
+:class:`CardOptions` names. Nothing is invented (a missing number is "n/a") and nothing private shown (never local
+paths). :mod:`.card` renders this context with each kind's template."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """Publishing a run's curriculum releases (``<output_dir>/releases/v0.k/``) to the Hub: ``bioptimus publish``.
 
-Layout ``branches`` (default): one repository, version ``0.k`` on its branch and tag ``v0.k``, ``main`` the latest
-(``from_pretrained("org/name", revision="v0.3")``); layout ``repos``: a repository ``org/name-v0.k`` per version.
-Every write is ``huggingface_hub``'s (``create_repo``, ``create_branch``, ``create_commit`` with
-``CommitOperationAdd``/``CommitOperationDelete``, ``create_tag``), the token handed to ``HfApi`` only. What this
-module adds, the library does not promise: before anything is written, each version is compared file by file with
-what its tag holds (the same files: skipped; others: refused unless ``--force``); a commit carries the
-``parent_commit`` its diff was computed against; a tag names the commit made, and its files are checked afterwards
-(docs/hub.md, docs/guarantees.md). ``--dry_run`` stages the files and prints every operation without network.
-"""
+Layout ``branches`` (default): one repository, version ``0.k`` on its branch and tag ``v0.k``, ``main`` the latest;
+layout ``repos``: a repository ``org/name-v0.k`` per version. Every write is ``huggingface_hub``'s. Before anything is
+written each version is compared with what its tag holds (the same: skipped; other: refused unless ``--force``); a
+commit carries its ``parent_commit`` and a tag's files are checked afterwards (docs/hub.md). ``--dry_run`` prints the
+plan without network."""
 
 from __future__ import annotations
 

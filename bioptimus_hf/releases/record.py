@@ -1,13 +1,9 @@
 """The release record: what one BIOptimus release is, and the only reader and writer of ``bioptimus_phase.json``.
 
-A release is the model at the end of one curriculum phase (``<output_dir>/releases/v0.k/``). Everything that
-describes it (the phase's masking task, its place in the curriculum, the held-out loss, the facts of the run that
-produced it) is one typed :class:`ReleaseInfo`, the run's facts a :class:`RunFacts`; a student's record adds its
-:class:`DistillationFacts`, a run that began with a lexical warm-up its :class:`LexicalWarmupFacts` (released as a
-version only when asked: :attr:`ReleaseInfo.is_lexical_warmup`). The training callback builds the record in one
-call; the writer, the cards and the Hub publisher read the object, never the JSON (its fields: docs/ARCHITECTURE.md).
-Release names are :mod:`.naming`'s, what a record may say of a model's origin :mod:`.lineage`'s.
-"""
+A release is the model at the end of one curriculum phase (``<output_dir>/releases/v0.k/``), described by one typed
+:class:`ReleaseInfo` (the run's facts a :class:`RunFacts`, a student's its :class:`DistillationFacts`, a lexical
+warm-up its :class:`LexicalWarmupFacts`). The writer, the cards and the Hub publisher read the object, never the JSON
+(its fields: docs/ARCHITECTURE.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Writing a release directory so that, whatever moment a run is killed at, a complete release survives.
-
-A release is first written whole into ``v0.k.partial`` (weights, tokenizer, ``bioptimus_phase.json``, model card),
-then takes the place of ``v0.k`` (:func:`~bioptimus_hf.utils.files.replace_directory`): one ``rename`` the first
-time; a replacement swaps the two directories in one ``renameat2(RENAME_EXCHANGE)`` on Linux, elsewhere moves the
-old one to ``v0.k.old`` first, which :func:`recover_interrupted_replacements` puts back if the process dies before
-the new one is in place. Readers (``find_releases``, the Hub publisher) ignore ``.partial`` and ``.old``.
-"""
+"""Writing a release directory so that, whatever moment a run is killed at, a complete release survives: it is written
+whole into ``v0.k.partial``, then takes the place of ``v0.k`` (:func:`~bioptimus_hf.utils.files.replace_directory`;
+:func:`recover_interrupted_replacements` puts back a ``v0.k.old``). Readers ignore ``.partial`` and ``.old``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""A loopback stand-in for the Hugging Face Hub's HTTP API, for tests and benchmarks (no network).
-
-It answers what ``huggingface_hub.HfApi`` (2.4) sends to publish: repositories, refs, branches, tags, trees, the
-preupload call, the LFS batch API, NDJSON commits and YAML validation; and file resolution, so that
-``from_pretrained(repo, revision=...)`` loads from it. Not faked: Xet storage (tests set ``HF_HUB_DISABLE_XET``),
-multipart LFS, pull requests, pagination, rate limits. For tests: ``token`` (required by every write and private
-read), ``fail(...)`` injects failures, ``gate`` holds every request until set; ``requests``, ``bodies``,
-``lfs_uploads`` and ``commit_messages`` record what was asked. It binds 127.0.0.1 and stops after ``lifetime_s``.
-"""
+"""A loopback stand-in for the Hugging Face Hub's HTTP API, for tests and benchmarks (no network): what
+``huggingface_hub.HfApi`` sends to publish, and file resolution for ``from_pretrained``. Not faked: Xet, multipart
+LFS, pull requests, pagination. ``fail(...)`` injects failures, ``gate`` holds requests; ``requests``, ``bodies``,
+``lfs_uploads`` and ``commit_messages`` record what was asked. It binds 127.0.0.1 and stops after ``lifetime_s``."""
 
 from __future__ import annotations
 

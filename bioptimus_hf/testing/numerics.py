@@ -1,12 +1,6 @@
-"""How close a computed tensor must be to its reference: the suite's one owner of numerical tolerances.
-
-A test that compares numbers states *what* was computed (the precision of the matrix products, the longest
-reduction, how many matrix products are chained) and gets its normwise bound from here, instead of a hand-picked
-``atol``: ``lambda * sqrt(depth) * (sqrt(3) * u_in + sqrt(K) * u_acc)`` (Higham & Mary's probabilistic bound,
-``lambda = 4``), times the contribution scale measured on the float64 reference forward
-(:func:`linear_output_scale`). tests/README.md ("How numbers are compared") gives the error model and its
-assumptions.
-"""
+"""How close a computed tensor must be to its reference: the suite's one owner of numerical tolerances. A test states
+what was computed and gets a normwise bound (Higham & Mary's probabilistic bound, times the scale measured on the
+float64 reference: :func:`linear_output_scale`); tests/README.md ("How numbers are compared") gives the model."""
 
 from __future__ import annotations
 

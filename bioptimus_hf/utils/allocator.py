@@ -1,14 +1,9 @@
 """glibc's allocator told to keep freed memory in the process, for CPU training.
 
-torch's CPU allocator has no cache: every activation of a step is a fresh ``malloc``, which glibc serves from
-``mmap`` above its mmap threshold and trims back to the OS above its trim threshold, so each step maps, faults in
-and zeroes the same megabytes again. :func:`retain_freed_memory` sets, at run time, what ``MALLOC_MMAP_THRESHOLD_``,
-``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_MMAP_MAX_`` would: blocks up to 32 MiB (glibc's largest threshold) from the
-heap, freed memory kept up to 1 GiB, and no block from ``mmap`` at all (a step's largest tensors, the 45 MiB
-embedding gradient of MiniLM, are above any threshold). The first two saved 7 % of the plain recipe's MiniLM step
-and 9-20 % of a masked-only bf16 step, the third another 1.1-1.2x on a Zen 5 VM (docs/speed.md, section 9); the
-process keeps its high-water mark (peak RSS: the plain recipe +19 %). Without glibc it does nothing and says so.
-"""
+torch's CPU allocator has no cache, so each step maps, faults in and zeroes the same megabytes again.
+:func:`retain_freed_memory` sets at run time what ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` and
+``MALLOC_MMAP_MAX_`` would (docs/speed.md, section 9: 7-20 % of a step, peak RSS +19 %). Without glibc it does
+nothing and says so."""
 
 from __future__ import annotations
 

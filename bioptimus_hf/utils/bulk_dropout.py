@@ -1,13 +1,7 @@
-"""Dropout masks drawn in bulk on CPUs, where torch's own draws are the slowest step of masked-LM training.
-
-On a CPU, torch's dropout draws each element's Bernoulli variable one at a time (22 % of a MiniLM step on AMD EPYC:
-docs/speed.md, section 9). Here each element takes 32 bits of numpy's PCG64 (``random_raw``), kept when they fall
-below ``round(q * 2**32) - 2**31`` (Bernoulli(q) within 2**-33), scaled as aten's dropout does. Each mask's stream is
-seeded from torch's default generator, so ``set_seed`` fixes every mask. It serves every ``nn.Dropout`` (swapped for
-:class:`BulkDropout`) and the attention probabilities of models on transformers' attention interface
-(:data:`ATTENTION_IMPLEMENTATION`; every other case left to SDPA). Nothing is saved with the model. Not under
-``torch.compile``, nor by default on Intel CPUs (:func:`bulk_dropout_pays_off`).
-"""
+"""Dropout masks drawn in bulk on CPUs, where torch's own draws are the slowest step of masked-LM training
+(docs/speed.md, section 9). Each element takes 32 bits of numpy's PCG64, seeded from torch's default generator (so
+``set_seed`` fixes every mask), for every ``nn.Dropout`` (swapped for :class:`BulkDropout`) and the attention
+probabilities (:data:`ATTENTION_IMPLEMENTATION`). Not under ``torch.compile``, nor by default on Intel CPUs."""
 
 from __future__ import annotations
 

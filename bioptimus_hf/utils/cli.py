@@ -7,7 +7,7 @@ import gc
 import signal
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import NoReturn
 
 from .errors import BAD_INPUT_ERRORS, BadInput, RunFailed, os_error_message
@@ -21,9 +21,8 @@ TERMINATED_STATUS = 128 + signal.SIGTERM  # 143: ended by SIGTERM (kill, torchru
 
 @contextmanager
 def exit_on_bad_input(*errors: type[BaseException], output_dirs=()):
-    """Turn :class:`BadInput`, :class:`RunFailed` and ``errors`` (default :data:`BAD_INPUT_ERRORS`) into
-    ``SystemExit("error: ...")``, a token in it redacted (one typed where a path goes); and a write the system
-    refuses (a full disk, a read-only file system, ``output_dirs`` removed) into its one line (``os_error_message``)."""
+    """Turn :class:`BadInput`, :class:`RunFailed`, ``errors`` (default :data:`BAD_INPUT_ERRORS`) and a refused write
+    (a full disk, ``output_dirs`` removed) into ``SystemExit("error: ...")``, a token in it redacted."""
     caught = (BadInput, RunFailed, *(errors or BAD_INPUT_ERRORS))
     try:
         yield
@@ -51,16 +50,12 @@ def _raise_terminated(signum, frame) -> NoReturn:
 def _close_progress_bars() -> None:
     bars = getattr(sys.modules["tqdm"].tqdm, "_instances", ()) if "tqdm" in sys.modules else ()
     for bar in list(bars):
-        try:
+        with suppress(Exception):  # a bar that cannot close must not hide the interrupt
             bar.close()
-        except Exception:  # noqa: BLE001 - a bar that cannot close must not hide the interrupt
-            pass
 
 
 def obey_interrupts() -> None:
-    """Let Ctrl-C and SIGTERM reach this process however it was started. A command put in the background of a
-    non-interactive shell (``cmd &`` in a script or a CI step) inherits SIGINT ignored, so Python never installs its
-    ``KeyboardInterrupt`` handler and every Ctrl-C of the group is dropped; a launcher may leave both blocked."""
+    """Let Ctrl-C and SIGTERM in: ``cmd &`` in a script inherits SIGINT ignored; a launcher may leave both blocked."""
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -70,19 +65,16 @@ def obey_interrupts() -> None:
 
 @contextmanager
 def exit_on_interrupt():
-    """End the block on Ctrl-C (or SIGTERM) with one line, ``interrupted`` (``terminated``), and exit status 130
-    (143), no traceback, after the ``finally`` blocks inside have run (they stop workers, remove partial files).
-    SIGTERM is claimed only where its handler is the default, in the main thread; once interrupted the process
-    ignores both signals, so that a second Ctrl-C cannot break the clean-up that follows into a traceback."""
-    claim = (
-        threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    )
+    """End the block on Ctrl-C (SIGTERM) with one line, ``interrupted`` (``terminated``), status 130 (143), after its
+    ``finally`` blocks; then both signals are ignored, so a second Ctrl-C cannot break the clean-up into a traceback."""
+    main = threading.current_thread() is threading.main_thread()
+    claim = main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     if claim:
         signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
     except KeyboardInterrupt as caught:
-        if threading.current_thread() is threading.main_thread():
+        if main:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         terminated = isinstance(caught, Terminated)

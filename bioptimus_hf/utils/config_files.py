@@ -1,8 +1,5 @@
-"""Config files: the packaged ones (``configs/`` shipped as ``bioptimus_hf/configs``, named by path or name), how one
-is read (json or yaml; a bad one is one message with file, line and column), and its relative paths: those of the
-fields a command reads (:data:`INPUT_PATH_FIELDS`, :data:`NAME_OR_PATH_FIELDS` where the path exists) are relative
-to the config's folder, nested mappings included; outputs (:data:`OUTPUT_PATH_FIELDS`) to the working directory.
-"""
+"""Config files: the packaged ones (``configs/``, by path or name), how one is read (json or yaml; a bad one is one
+message with file, line and column), and its relative input paths, relative to the config's folder."""
 
 from __future__ import annotations
 
@@ -67,30 +64,22 @@ def read_config(reference: str | os.PathLike) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ValueError(f"config file {path}: cannot be read ({error})") from None
-    if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"config file {path}, line {error.lineno}, column {error.colno}: {error.msg}") from None
-    else:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise ValueError(f"config file {path}{_yaml_error_place(error)}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"config file {path}, line {error.lineno}, column {error.colno}: {error.msg}") from None
+    except yaml.YAMLError as error:
+        mark, problem = (
+            getattr(error, "problem_mark", None),
+            getattr(error, "problem", None) or " ".join(str(error).split()),
+        )
+        place = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(f"config file {path}{place}: {problem}") from None
     if not isinstance(data, (dict, type(None))):
         raise ValueError(
             f"config file {path}: must hold a mapping of flag names to values, not a {type(data).__name__}"
         )
     return rebase_paths(data or {}, path.parent)
-
-
-def _yaml_error_place(error: yaml.YAMLError) -> str:
-    """``, line L, column C: problem`` of a yaml error, on one line."""
-    mark, problem = (
-        getattr(error, "problem_mark", None),
-        getattr(error, "problem", None) or " ".join(str(error).split()),
-    )
-    return f", line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else f": {problem}"
 
 
 def rebase_paths(value: Any, folder: str | os.PathLike, key: str | None = None) -> Any:

@@ -1,8 +1,5 @@
-"""How a config and flags become argument dataclasses: :class:`CommandParser`, ``HfArgumentParser`` as TRL's
-``TrlParser`` uses it: a config (a json/yaml file named first, or a mapping: ``parse_dict``) becomes the parser's
-defaults, each value read by its flag's type; the flags override it; one parse. No prefix matching, a usage error in
-one line, every boolean ``--flag [true|false]``, help groups from a dataclass's ``help_groups``.
-"""
+"""How a config and flags become argument dataclasses (:class:`CommandParser`, ``HfArgumentParser`` as TRL uses it):
+the config becomes the defaults, the flags override them, one parse; a usage error in one line."""
 
 from __future__ import annotations
 
@@ -23,12 +20,11 @@ from .secrets import is_secret_name
 
 
 USAGE = "%(prog)s [config.yaml] [--flag value ...]"
-HELP_WIDTH = 100
 UNSET = object()  # a field the command line leaves unset (parse_settings)
 
 
 def help_width() -> int:
-    return min(HELP_WIDTH, shutil.get_terminal_size().columns - 2)
+    return min(100, shutil.get_terminal_size().columns - 2)  # a line of help at most 100 wide
 
 
 def usage_message(message: str) -> str:
@@ -80,13 +76,12 @@ class CommandParser(HfArgumentParser):
 
     def __init__(self, dataclass_types, prog: str | None = None, description: str | None = None) -> None:
         self.groups: dict[str, Any] = {}
-        self.arguments: list[argparse.Action] = []  # every flag's action, as add_argument returned it
+        self.arguments: list[argparse.Action] = []
         self.group_title: str | None = None  # the help group of the field being added
         types = dataclass_types if isinstance(dataclass_types, (list, tuple)) else [dataclass_types]
         self.help_groups = {k: v for kind in types for k, v in getattr(kind, "help_groups", {}).items()}
-        # allow_abbrev off: --num_train_epoch is an unknown flag, not --num_train_epochs
         kwargs = dict(prog=prog, usage=USAGE, description=description, formatter_class=HelpFormatter)
-        super().__init__(dataclass_types, allow_abbrev=False, **kwargs)
+        super().__init__(dataclass_types, allow_abbrev=False, **kwargs)  # --num_train_epoch: an unknown flag
         for action in self.arguments:  # an optional boolean (default unset) reads `--flag` alone as true too
             if action.type is string_to_bool and action.nargs is None:
                 action.nargs, action.const = "?", True
@@ -119,8 +114,7 @@ class CommandParser(HfArgumentParser):
         return namespace, extras
 
     def set_config(self, mapping: Mapping[str, Any], source: str = "") -> dict[str, Any]:
-        """Make ``mapping`` (flag name -> value; None: the default) the parser's defaults; returns its values by
-        field. An unknown key or a refused value is a ``ValueError`` naming ``source`` and the key."""
+        """Make ``mapping`` (flag name -> value) the defaults, returning its values by field; bad keys: ``ValueError``."""
         actions = {name.lstrip("-"): a for a in self.arguments if a.nargs != 0 for name in a.option_strings}
         values = {}
         for key, value in mapping.items():

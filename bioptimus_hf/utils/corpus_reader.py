@@ -1,14 +1,7 @@
-"""The one reader of text corpora (tokenizer training, qik-find's Python backend, initialisation, pre-training):
-plain or gzip-compressed UTF-8, one document or sentence a line, or a prepared corpus
-(:mod:`bioptimus_hf.utils.prepared_corpus`: a directory is its manifest's shards, a shard its rows' ``text``, one
-line a row, line breaks inside a text becoming spaces).
-
-Undecodable bytes are replaced, counted and located, never fatal: each maximal invalid UTF-8 sub-sequence becomes
-one U+FFFD (as Rust's ``String::from_utf8_lossy`` does, so qik-find's two backends count alike), and
-:func:`check_corpus_files` refuses a file whose share of undecodable lines is above a threshold. gzip accepts zero
-padding after the last member and a 0-byte file; a truncated or corrupt stream raises :class:`CorpusFileError`.
-Every error names the file (and the line where there is one).
-"""
+"""The one reader of text corpora: plain or gzip-compressed UTF-8, one document or sentence a line, or a prepared
+corpus (:mod:`bioptimus_hf.utils.prepared_corpus`, one line a row). Undecodable bytes become U+FFFD, counted and
+located as Rust's ``String::from_utf8_lossy`` does (qik-find's two backends count alike); :func:`check_corpus_files`
+refuses a file with too many; a truncated or corrupt gzip raises :class:`CorpusFileError` naming the file."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """What the hardware does fast: the one owner of bf16 detection, of the ``auto|bf16|float32`` choice and of the report
-of every visible GPU's memory (:func:`visible_gpus`).
-
-bf16 pays off only where the hardware multiplies it natively: CUDA GPUs that report bf16 support, x86 CPUs with AMX
-(``amx_bf16``) or AVX-512 BF16 (``avx512_bf16``). Elsewhere oneDNN emulates it, slower than float32 (docs/speed.md),
-so ``auto`` picks float32 there. ``BIOPTIMUS_DISABLE_BF16=1`` makes every check answer ``False``,
-``BIOPTIMUS_FORCE_BF16=1`` ``True`` (bf16 emulated: correct, only slow; the suite's second precision pass), both an
-error. ``BIOPTIMUS_FAKE_GPUS=10/12,10/12`` (free/total GiB per device) makes :func:`visible_gpus` report those
-devices: how the job pool's placement over several GPUs is tested without one.
-"""
+of every visible GPU's memory (:func:`visible_gpus`). ``auto`` takes bf16 only where it is native (CUDA with bf16,
+x86 with AMX or AVX-512 BF16; docs/speed.md). ``BIOPTIMUS_DISABLE_BF16=1`` / ``BIOPTIMUS_FORCE_BF16=1`` force the
+answer; ``BIOPTIMUS_FAKE_GPUS=10/12,10/12`` (free/total GiB) makes :func:`visible_gpus` report those devices."""
 
 from __future__ import annotations
 

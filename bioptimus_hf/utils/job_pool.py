@@ -1,15 +1,8 @@
 """Independent jobs side by side on this machine's devices, as far as cores and memory allow, under one progress
-bar (``bioptimus blurb --jobs``).
-
-A :class:`Job` is ``job.function(job.argument)``, both picklable. :func:`plan_device` decides how many run at once and
-with how many torch threads each; :func:`run_jobs` runs them: with one slot in this process, else in ``spawn``
-workers, each pinned to one device and logging to the job's ``log_path``. On CPUs the cores are divided among the
-slots, fewer where 80 % of ``MemAvailable`` does not hold the jobs' estimates. On GPUs a job starts on the device
-with the most room where its estimate (``Job.memory_bytes``, then the highest peak measured for its ``memory_key``
-plus 10 %) fits; a job out of memory beside others runs once more, alone, its estimate doubled. A failure is one line
-(its traceback in its log) and the others finish (:class:`PoolReport`). Workers start with SIGINT blocked; however
-the main process stops, it terminates every worker, and kills any still alive after :data:`STOP_SECONDS`.
-"""
+bar (``bioptimus blurb --jobs``). :func:`plan_device` decides how many run at once and with how many threads;
+:func:`run_jobs` runs them in ``spawn`` workers, each pinned to one device, a job out of memory beside others once
+more alone. A failure is one line (its traceback in its log) and the others finish; however the main process
+stops, it terminates every worker."""
 
 from __future__ import annotations
 

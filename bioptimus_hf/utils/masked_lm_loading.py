@@ -1,15 +1,7 @@
 """A masked LM loaded from a checkpoint that may have no MLM head (a sentence encoder, a plain ``BertModel``), and a
-resumed run's checkpoint loaded without the warning its tied decoder gives.
-
-For a headless base transformers warns twice, both expected: its load report lists the head's keys as MISSING (the
-pooler's as UNEXPECTED), and ``tie_weights`` says "This checkpoint seem corrupted" (the head's bias and its
-decoder's, tied, are both absent). :func:`load_masked_lm` says instead, once, that the MLM head starts new; any other
-warning, and the report of a checkpoint missing more than the head, are shown as transformers writes them. A
-checkpoint stores a tied decoder once, so the ``Trainer`` resuming from it warns "There were missing keys in the
-checkpoint model loaded": :func:`tied_keys_expected` drops that warning when every key it names is a tied parameter.
-A fine-tune's load (:func:`load_with_new_head`) says once per process that its task head starts new, in place of
-the load report transformers writes for every seed.
-"""
+resumed run's checkpoint loaded without the warning its tied decoder gives: in place of transformers' expected
+warnings (the head's keys MISSING, "This checkpoint seem corrupted", missing tied keys on resume) one line says the
+head starts new; any other warning is shown as transformers writes it."""
 
 from __future__ import annotations
 

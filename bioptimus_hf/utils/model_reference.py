@@ -1,11 +1,6 @@
-"""What a model or tokenizer flag may name: a local directory (or file) or a Hugging Face Hub id, checked before
-anything loads.
-
-``from_pretrained`` given a folder that does not exist takes it for a Hub id and fails with huggingface_hub's
-``Repo id must be in the form 'repo_name' or 'namespace/repo_name'``, after the command has read its data. Every
-command checks the flags of :data:`MODEL_REFERENCE_FIELDS` as soon as they are parsed
-(:func:`check_model_references`, ``bioptimus_hf.commands.parse_args``), so the message names the flag and comes first.
-"""
+"""What a model or tokenizer flag may name: a local directory (or file) or a Hub id, checked as soon as the flags are
+parsed (:func:`check_model_references`), so a missing folder is named by its flag before anything loads, not taken
+for a Hub id by ``from_pretrained``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""How a recorded command or result names a local path: never someone's file system, and runnable as written.
-
-The rule for every record that names paths (benchmark results, a study's ``command.txt``): a path inside a checkout
-of this repository is repository-relative (``configs/study_cpu.yaml``), the shared data ``../shared/...``, an
-installed package's files ``$(python -c "import pkg, os; print(os.path.dirname(pkg.__file__))")/...``, a scratch
-folder (``/tmp/x``, a home or work folder) ``$SCRATCH/x``. In a result's values a local path outside a checkout is
-its last component.
-"""
+"""How a recorded command or result names a local path: never someone's file system, and runnable as written. Inside a
+checkout: repository-relative; the shared data ``../shared/...``; an installed package's files through ``python -c``;
+a scratch folder ``$SCRATCH/x``. In a result's values a local path outside a checkout is its last component."""
 
 from __future__ import annotations
 

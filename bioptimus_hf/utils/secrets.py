@@ -1,14 +1,9 @@
 """What a record, log, lock, card or upload may hold: never a secret.
 
-A secret is the value of a setting named as a credential (``hub_token``, ``token``, anything ending in ``token`` or
-``api_key`` or holding ``password``/``secret``/``credential``, case-insensitive; not special tokens such as
-``mask_token`` nor counts such as ``max_contexts_per_token``), the value of ``HF_TOKEN`` and
-``HUGGING_FACE_HUB_TOKEN``, any token this process was handed for the Hub (:func:`remember_secret`), and in text any
-value that looks like a Hub token (``hf_`` and 30 or more letters and digits, some capitals: a token typed where a
-path goes, or listed in a config, is echoed by no error message).
-:func:`redact` replaces each by :data:`REDACTED` in mappings, dataclasses, argument lists and strings; every writer
-of a record calls it. The token itself lives in process memory only, for the project's own push.
-"""
+A secret is the value of a setting named as a credential (``hub_token``, anything ending in ``token`` or
+``api_key`` or holding ``password``/``secret``/``credential``; not ``mask_token``), ``HF_TOKEN``, any token this
+process was handed for the Hub (:func:`remember_secret`), and in text anything that looks like a Hub token.
+:func:`redact` replaces each by :data:`REDACTED`; every writer of a record calls it."""
 
 from __future__ import annotations
 

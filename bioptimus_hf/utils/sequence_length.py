@@ -1,12 +1,6 @@
-"""How long a sequence a model can take, the one place every stage (contextualised initialisation, pre-training
-blocks, NER windows, the tagger) reads it from: its learnt positions, less the offset of a family that numbers them
-past padding, capped by its tokenizer's ``model_max_length``.
-
-RoBERTa-family models number positions from ``pad_token_id + 1``: ``max_position_embeddings`` 514 with pad id 1 takes
-512 tokens. A hand-built tokenizer often leaves ``model_max_length`` at transformers' huge sentinel, and a window
-sized from the positions alone fails deep in the embeddings. The family is recognised by what it does (its position
-embedding has a ``padding_idx``), not by a list of model types.
-"""
+"""How long a sequence a model can take, the one place every stage reads it from: its learnt positions, less the offset
+of a family that numbers them past padding (RoBERTa: 514 positions take 512 tokens; recognised by its position
+embedding's ``padding_idx``), capped by its tokenizer's ``model_max_length``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """qik-find: sample, for each token of a new vocabulary, a few corpus sentences in which the new tokenizer produces
-it, with the token's span (:func:`find_contexts`; the contextualised initialisation of ``embedding_init`` needs them).
-
-Two backends with identical output (docs/qikfind.md, "Semantics": the sentence split, the bottom-k sample by
-``splitmix64`` priority): ``"rust"``, the multi-threaded ``bioptimus_hf._qikfind`` extension (``rust/``), which
-reproduces two tokenizer families exactly (BERT WordPiece, byte-level BPE) and refuses any other when it loads the
-tokenizer (``UnsupportedTokenizerError``); ``"python"``, this module, which tokenizes every sentence with the
-Hugging Face fast tokenizer. ``backend="auto"`` takes Rust where it can, else Python with one log line saying why.
-"""
+it, with the token's span (:func:`find_contexts`). Two backends with identical output (docs/qikfind.md): ``"rust"``
+(``bioptimus_hf._qikfind``; BERT WordPiece and byte-level BPE only, else ``UnsupportedTokenizerError``) and
+``"python"``, this module; ``backend="auto"`` takes Rust where it can, else Python with one log line saying why."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Which module computes the new-token rows of each strategy that lives in a module of its own (mean_cov,
-token_distillation, focus), and the call into it.
-
-`ContextualizedEmbeddingInitializer.initialize` keeps the vocabulary mapping (shared rows copied, special
-tokens by role, fallbacks to the sub-token average) and asks :func:`new_token_rows` for the rows of the
-new tokens. A strategy module returns a :class:`~bioptimus_hf.vocabulary.new_rows.NewRows`; the modules are named
-here as strings and imported on use (FOCUS's needs the optional extra), and they import only ``new_rows``, so the
-two never import each other.
-"""
+token_distillation, focus), and the call into it (:func:`new_token_rows`). The modules are named as strings and
+imported on use (FOCUS's needs the optional extra); they import only ``new_rows``."""
 
 from __future__ import annotations
 

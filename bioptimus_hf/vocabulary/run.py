@@ -1,14 +1,7 @@
-"""The vocabulary stage's runs from their typed settings, callable by anyone (``bioptimus train-tokenizer``,
-``bioptimus init-embeddings`` and the study call them):
-
-* :func:`train_and_report`: a vocabulary of the base's family trained (or the base's extended) into ``output_dir``
-  with ``coverage_report.json`` (:class:`~.tokenizer_config.TokenizerTrainingArguments`);
-* :func:`write_initialized_model`: a base model initialised for a new vocabulary, written with its tokenizer and
-  ``init_report.json`` (:class:`~.init_config.StartModelArguments` and the initialisation settings,
-  ``EmbeddingInitArguments`` of ``bioptimus_hf.pretraining.bioptimus_config``).
-
-Each writes its directory all at once: a killed run leaves nothing that looks finished.
-"""
+"""The vocabulary stage's runs from their typed settings, callable by anyone: :func:`train_and_report` (``bioptimus
+train-tokenizer``: a vocabulary and its ``coverage_report.json``) and :func:`write_initialized_model` (``bioptimus
+init-embeddings``: a base model initialised for a new vocabulary, with ``init_report.json``). Each writes its
+directory all at once: a killed run leaves nothing that looks finished."""
 
 from __future__ import annotations
 

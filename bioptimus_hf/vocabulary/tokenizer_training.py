@@ -1,12 +1,7 @@
 """Vocabulary training on a corpus for any tokenizer family, with a coverage report (``bioptimus train-tokenizer``).
-
-:func:`train_tokenizer` keeps everything of the base tokenizer but its vocabulary (normaliser, pre-tokeniser,
-special tokens, post-processor: ``PreTrainedTokenizerFast.train_new_from_iterator``, which also picks the trainer
-of the base's model); the families and their trainer options are :mod:`bioptimus_hf.utils.tokenizer_families`'.
-:func:`extend_tokenizer` keeps the base vocabulary instead and appends the domain's tokens
-(:mod:`bioptimus_hf.vocabulary.vocabulary_extension`); ``vocab_size="auto"`` grows it in steps until the corpus's
-tokens per word stop improving.
-"""
+:func:`train_tokenizer` keeps everything of the base tokenizer but its vocabulary (``train_new_from_iterator``);
+:func:`extend_tokenizer` keeps the base vocabulary and appends the domain's tokens (:mod:`.vocabulary_extension`);
+``vocab_size="auto"`` grows it in steps until the corpus's tokens per word stop improving."""
 
 from __future__ import annotations
 

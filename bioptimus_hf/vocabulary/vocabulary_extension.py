@@ -1,14 +1,10 @@
 """Extending a base vocabulary with a domain's tokens (``bioptimus train-tokenizer --vocabulary_mode extend``;
 exBERT, Tai et al. 2020; AdaLM, Yao et al. 2021).
 
-The base tokenizer stays as it is (entries, ids, special tokens, normaliser, pre-tokeniser, post-processor,
-decoder); domain tokens from a *candidate* vocabulary of its family trained on the corpus are appended after its
-ids, most useful first, by editing the ``tokenizers`` model in ``tokenizer.json`` (never ``add_tokens``, whose tokens
-are matched before pre-tokenisation): WordPiece entries and Unigram pieces (with their scores) by how often the
-candidate tokenizer emits them on sampled corpus lines; BPE merges in the candidate's order after every base merge
-(kept when both parts are known and the result is not). So a text whose extended tokenization uses base entries
-only is tokenized exactly as the base tokenizes it.
-"""
+The base tokenizer stays as it is; a *candidate* vocabulary of its family trained on the corpus gives the domain
+tokens, appended after the base's ids, most useful first, by editing the ``tokenizers`` model in ``tokenizer.json``
+(never ``add_tokens``, whose tokens are matched before pre-tokenisation). So a text whose extended tokenization
+uses base entries only is tokenized exactly as the base tokenizes it."""
 
 from __future__ import annotations
 
