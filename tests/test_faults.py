@@ -76,7 +76,7 @@ def tmpfs(tmp_path):
 
     yield mount
     for point in mounted:
-        subprocess.run(["umount", str(point)], check=False)
+        subprocess.run(["umount", "--lazy", str(point)], check=False)  # a run's open files would keep it busy
 
 
 # ------------------------------------------------------------------------------- the translation on its own
