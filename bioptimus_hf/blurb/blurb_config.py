@@ -18,6 +18,7 @@ from transformers.trainer_utils import SaveStrategy
 from ..finetuning.finetuning_config import FineTuningModelArguments, StabilisationArguments
 from ..releases.blurb_results import published_name
 from ..utils.config_mapping import CommandParser
+from ..utils.hardware import visible_gpus
 from .data import read_task_type
 from .score import NER
 from .tasks import (
@@ -194,6 +195,9 @@ def recipe_table_markdown() -> str:
 
 
 _TRAINING_FIELDS = {f.name: f for f in dataclasses.fields(TrainingArguments)}
+# --max_tokens_per_pass on a CPU: HoC's 32 rows of 512 tokens in passes of 4 peak at 2.x GiB of RSS, whole at 10.2
+# (benchmarks/results/cpu-zen5-avx512bf16/peak_rss_blurb.json; the attention probabilities dominate).
+CPU_TOKENS_PER_PASS = 2048
 
 
 @dataclass(repr=False)  # TrainingArguments' own repr, which masks hub_token
@@ -211,10 +215,41 @@ class BlurbTrainingArguments(TrainingArguments):
         },
     )
 
+    max_tokens_per_pass: int | None = field(
+        default=None,
+        metadata={
+            "help": "At most this many tokens (rows x the input length) in one forward and backward pass: a larger "
+            "--per_device_train_batch_size trains in equal passes whose gradients accumulate (--gradient_accumulation_"
+            f"steps multiplied), each optimizer step on the same batch. Default: {CPU_TOKENS_PER_PASS} on a CPU, "
+            "where it bounds memory (docs/blurb.md); whole batches on a GPU or with 0."
+        },
+    )
+
     def __post_init__(self):
         if self.load_best_model_at_end and self.save_strategy == "no":
             self.save_strategy = self.eval_strategy
         super().__post_init__()
+        if self.max_tokens_per_pass is not None and self.max_tokens_per_pass < 0:
+            raise ValueError(f"--max_tokens_per_pass {self.max_tokens_per_pass}: expected 0 or more")
+
+
+def batch_in_passes(training_args: TrainingArguments, max_length: int) -> TrainingArguments:
+    """``training_args`` whose batch trains in passes of at most ``--max_tokens_per_pass`` tokens at ``max_length``
+    (:class:`BlurbTrainingArguments`): the fewest equal passes that fit, ``per_device_train_batch_size`` divided and
+    ``gradient_accumulation_steps`` multiplied by their number (a copy; the same object where nothing splits)."""
+    limit = getattr(training_args, "max_tokens_per_pass", None)
+    if limit is None:
+        limit = CPU_TOKENS_PER_PASS if training_args.use_cpu or not visible_gpus() else 0
+    batch = training_args.per_device_train_batch_size
+    if limit == 0 or batch * max_length <= limit:
+        return training_args
+    rows = max(1, limit // max_length)
+    passes = next(k for k in range(1, batch + 1) if batch % k == 0 and batch // k <= rows)
+    return dataclasses.replace(
+        training_args,
+        per_device_train_batch_size=batch // passes,
+        gradient_accumulation_steps=training_args.gradient_accumulation_steps * passes,
+    )
 
 
 DOCUMENT_UNITS = ("document", "sentence")

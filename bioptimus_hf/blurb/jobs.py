@@ -17,7 +17,7 @@ from ..utils.config_mapping import CommandParser
 from ..utils.errors import bad_input
 from ..utils.files import read_json
 from .benchmark_config import BenchmarkArguments
-from .blurb_config import blurb_arguments, ner_recipe_for
+from .blurb_config import batch_in_passes, blurb_arguments, ner_recipe_for
 from .run import fine_tune_blurb_seeds
 from .score import NER
 from .search import GridPoint
@@ -192,13 +192,15 @@ def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> t
     length (capped by the model's positions), epochs and steps of the job's own arguments; bf16 activations on a GPU
     where the run asks for them, else float32. A job of K batched seeds: K times both."""
     model_args, data_args, _, training_args = job_arguments(job)
-    batch, epochs = training_args.per_device_train_batch_size, training_args.num_train_epochs
     length = data_args.max_seq_length
     length = min(int(length), getattr(model_config, "max_position_embeddings", None) or int(length))
+    training_args = batch_in_passes(training_args, length)  # as the job will train: its memory is a pass's
+    batch, epochs = training_args.per_device_train_batch_size, training_args.num_train_epochs
+    accumulation = training_args.gradient_accumulation_steps
     rows = train_rows
     if data_args.max_train_samples is not None:
         rows = min(rows, data_args.max_train_samples)
     bf16 = bool(model_args.bf16_if_supported) and device == "cuda"
     memory = fine_tuning_memory_bytes(model_config, int(batch), length, bf16)
-    work = job_work(rows, float(epochs), training_args.max_steps, int(batch), length)
+    work = job_work(rows, float(epochs), training_args.max_steps, int(batch) * accumulation, length)
     return len(job.seeds) * memory, len(job.seeds) * work

@@ -32,7 +32,7 @@ from ..utils.hardware import pin_memory_where_useful, resolve_bf16
 from ..utils.hub_settings import clear_hub_token
 from ..utils.masked_lm_loading import load_with_new_head
 from ..utils.sequence_length import max_config_tokens
-from .blurb_config import BlurbDataArguments, recipe_for, recipe_name
+from .blurb_config import BlurbDataArguments, batch_in_passes, recipe_for, recipe_name
 from .data import BlurbData, load_blurb_data
 from .metrics import metric_description, negative_label_of, score
 from .tasks import DOCUMENT_CLASSIFICATION, RELATION_EXTRACTION, TaskType
@@ -203,6 +203,7 @@ def fine_tune_blurb_seeds(
         data_args.max_seq_length or recipe.max_seq_length,
         max_config_tokens(AutoConfig.from_pretrained(model_args.model_name_or_path), tokenizer),
     )
+    training_args = batch_in_passes(training_args, max_length)  # the recipe's batch, in passes that fit memory
     encoded = {
         name: encode_rows(tokenizer, split.rows, data.task, data.labels, max_length)
         for name, split in data.splits().items()

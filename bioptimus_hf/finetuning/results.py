@@ -142,6 +142,7 @@ def run_settings(stab_args, training_args) -> dict[str, Any]:
         "warmup_steps": training_args.warmup_steps,
         "lr_scheduler_type": str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type)),
         "train_batch_size": training_args.per_device_train_batch_size,
+        "gradient_accumulation_steps": training_args.gradient_accumulation_steps,
         "world_size": training_args.world_size,  # processes; the batch is train_batch_size × world_size × accumulation
         "bf16": training_args.bf16,
         "dropout_masks": "torch",

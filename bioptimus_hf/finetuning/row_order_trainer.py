@@ -3,7 +3,7 @@
 With ``group_by_length`` transformers also hands evaluation a ``LengthGroupedSampler``, so predictions no longer
 line up with their rows (NER's windows, HoC's documents). The evaluation rows are sorted by length once instead
 (``encode_split(..., sort_by_length=True)``) and read in order. The FLOP estimate counts the parameters once, not
-at every step (benchmarks/finetune_step.py).
+at every step (benchmarks/finetune_step.py). Under gradient accumulation each pass's loss is divided by the passes.
 """
 
 from __future__ import annotations
@@ -13,6 +13,13 @@ from transformers import Trainer
 
 
 class RowOrderTrainer(Trainer):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.args.gradient_accumulation_steps > 1:
+            # The task heads' losses are means that ignore num_items_in_batch (transformers' sequence and token
+            # classification): handed it, the Trainer would sum the passes' means instead of averaging them.
+            self.model_accepts_loss_kwargs = False
+
     def _get_eval_sampler(self, eval_dataset):
         if eval_dataset is None:
             return None
