@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -88,7 +89,7 @@ def stage_commands(args, work: Path) -> dict[str, list[str]]:
         + ["--output_dir", str(work / "init")],
         "pretrain": [python, "run_pretraining.py", "configs/demo_minilm.yaml", "--model_name_or_path", base]
         + ["--base_model_hub_id", "sentence-transformers/all-MiniLM-L6-v2", "--tokenizer_name", tokenizer]
-        + [*precision_flags(), "--output_dir", str(run_dir), "--overwrite_output_dir", "true", *steps],
+        + [*precision_flags(), "--output_dir", str(run_dir), *steps],
         "blurb": [python, "-m", "bioptimus_hf.commands", "blurb", "--model_name_or_path", blurb_model]
         + ["--seeds", *map(str, args.seeds), "--blurb_dir", "../shared/data/blurb", "--ner_dir", "../shared/data/ner"]
         + ["--output_dir", str(work / "blurb"), "--max_steps", str(args.blurb_max_steps)]
@@ -167,6 +168,8 @@ def main(argv: list[str] | None = None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     stages = {}
     for stage in args.stages:
+        if stage in ("pretrain", "blurb"):  # each trains afresh: a finished run or seed would be skipped
+            shutil.rmtree(work / ("demo_minilm" if stage == "pretrain" else "blurb"), ignore_errors=True)
         command = stage_commands(args, work)[stage]
         result = measure(command, work / f"{stage}.log")
         stages[stage] = dict(result, command=" ".join(command))

@@ -26,9 +26,9 @@ def arguments(tmp_path, **settings) -> BlurbTrainingArguments:
 @pytest.mark.parametrize(
     "batch, length, limit, accumulation, expected",
     [
-        (32, 512, None, 1, (4, 8)),  # HoC's recipe on a CPU: the default's 2048 tokens
-        (32, 128, None, 1, (16, 2)),  # GAD's
-        (32, 64, None, 1, (32, 1)),  # fits whole
+        (32, 512, None, 1, (2, 16)),  # HoC's recipe on a CPU: the default's 1024 tokens
+        (32, 128, None, 1, (8, 4)),  # GAD's
+        (32, 32, None, 1, (32, 1)),  # fits whole
         (16, 512, 4096, 2, (8, 4)),  # the user's accumulation multiplied
         (6, 512, 2048, 1, (3, 2)),  # the fewest equal passes: 3 + 3 rows, never 4 + 2
         (7, 512, 2048, 1, (1, 7)),
@@ -124,3 +124,36 @@ def test_a_batch_in_passes_takes_the_whole_batchs_step(tmp_path, problem_type):
         torch.testing.assert_close(trained["passes"][1][key], whole, rtol=1e-5, atol=1e-6, msg=key)
     moved = max((trained["whole"][1][k] - v).abs().max().item() for k, v in start.state_dict().items())
     assert moved > 1e-3  # the step is large enough for a doubled one to show
+
+
+def test_bioptimus_blurbs_limit_reaches_its_jobs_beyond_ner_and_their_estimates(tmp_path, monkeypatch):
+    """``bioptimus blurb --max_tokens_per_pass``: a GAD job trains (and is estimated) in passes, a NER job keeps its
+    batches (it pads each to its longest window)."""
+    from transformers import BertConfig
+
+    from bioptimus_hf.blurb.benchmark import find_datasets, ner_fine_tuning, seed_jobs
+    from bioptimus_hf.blurb.benchmark_config import BenchmarkArguments
+    from bioptimus_hf.blurb.jobs import fine_tuning_memory_bytes, job_arguments, job_estimates
+    from helpers.blurb import write_task_dir
+    from helpers.ner import write_dataset_dir
+
+    monkeypatch.delenv(FAKE_GPUS_ENV, raising=False)
+    write_dataset_dir(str(tmp_path / "ner" / "MyGenes"))
+    write_task_dir(tmp_path / "blurb" / "GAD", "relation_extraction")
+    config = BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=1, num_attention_heads=2)
+    for limit, gad_passes in ((None, (8, 4)), (2048, (16, 2)), (0, (32, 1))):
+        args = BenchmarkArguments(
+            model_name_or_path="m", output_dir=str(tmp_path / "out"), ner_dir=str(tmp_path / "ner"),
+            blurb_dir=str(tmp_path / "blurb"), seeds=[1], max_tokens_per_pass=limit,
+        )  # fmt: skip
+        jobs = {
+            job.dataset: job
+            for job in seed_jobs(args, find_datasets(args.blurb_dir, args.ner_dir), ner_fine_tuning(args))
+        }
+        training = batch_in_passes(job_arguments(jobs["GAD"])[3], 128)  # GAD's recipe: 32 rows of 128 tokens
+        assert (training.per_device_train_batch_size, training.gradient_accumulation_steps) == gad_passes
+        memory, work = job_estimates(jobs["GAD"], 64, config, "cpu")
+        assert memory == fine_tuning_memory_bytes(config, gad_passes[0], 128, bf16=False)
+        assert work == 64 * 10 * 128  # rows × epochs × length, whatever the passes
+        ner_training = job_arguments(jobs["MyGenes"])[3]
+        assert (ner_training.per_device_train_batch_size, ner_training.gradient_accumulation_steps) == (32, 1)

@@ -78,6 +78,10 @@ class BenchmarkArguments:
         default=None,
         metadata={"help": "The grid's epochs for every dataset, e.g. 5 10 (default: each dataset's choices)."},
     )
+    max_tokens_per_pass: int | None = field(
+        default=None,
+        metadata={"help": "bioptimus blurb-task's --max_tokens_per_pass for every dataset beyond NER (default: its)."},
+    )
     batched_seeds: bool | None = field(
         default=None,
         metadata={"help": BATCHED_SEEDS_HELP + " Here: one job per dataset holds its unfinished seeds."},

@@ -195,9 +195,9 @@ def recipe_table_markdown() -> str:
 
 
 _TRAINING_FIELDS = {f.name: f for f in dataclasses.fields(TrainingArguments)}
-# --max_tokens_per_pass on a CPU: HoC's 32 rows of 512 tokens in passes of 4 peak at 2.x GiB of RSS, whole at 10.2
-# (benchmarks/results/cpu-zen5-avx512bf16/peak_rss_blurb.json; the attention probabilities dominate).
-CPU_TOKENS_PER_PASS = 2048
+# --max_tokens_per_pass on a CPU: PubMedQA's 16 rows of 512 tokens, 3 seeds in one worker, peak at 2.0 GB of RSS in
+# passes of 2 (39 s), 2.5 GB in passes of 4 (51 s); HoC's 32 rows whole: 11 GB, the attention probabilities most of it.
+CPU_TOKENS_PER_PASS = 1024
 
 
 @dataclass(repr=False)  # TrainingArguments' own repr, which masks hub_token

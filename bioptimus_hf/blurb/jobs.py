@@ -126,6 +126,8 @@ def job_settings(job: SeedJob) -> dict[str, Any]:
         settings["disable_tqdm"] = True
     if job.batched_seeds is not None:
         settings["batched_seeds"] = job.batched_seeds
+    if args.max_tokens_per_pass is not None and job.task_type != NER:  # NER pads each batch to its longest window
+        settings["max_tokens_per_pass"] = args.max_tokens_per_pass
     return settings
 
 
@@ -194,7 +196,8 @@ def job_estimates(job: SeedJob, train_rows: int, model_config, device: str) -> t
     model_args, data_args, _, training_args = job_arguments(job)
     length = data_args.max_seq_length
     length = min(int(length), getattr(model_config, "max_position_embeddings", None) or int(length))
-    training_args = batch_in_passes(training_args, length)  # as the job will train: its memory is a pass's
+    if job.task_type != NER:
+        training_args = batch_in_passes(training_args, length)  # as the job will train: its memory is a pass's
     batch, epochs = training_args.per_device_train_batch_size, training_args.num_train_epochs
     accumulation = training_args.gradient_accumulation_steps
     rows = train_rows

@@ -18,6 +18,8 @@ from torch.func import functional_call, vmap
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, Sampler
 from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments, set_seed
 
+from .row_order_trainer import RowOrderTrainer, average_accumulated_losses
+
 
 logger = logging.getLogger(__name__)
 
@@ -225,6 +227,7 @@ class BatchedSeedsTrainer(Trainer):
         clipping = PerSeedGradientClipping(args.max_grad_norm)
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), clipping]
         super().__init__(model=model, args=dataclasses.replace(args, max_grad_norm=0.0), **kwargs)
+        average_accumulated_losses(self)
         self._seed_loss_total: torch.Tensor | None = None
         self._last_seed_losses: torch.Tensor | None = None
 
@@ -409,7 +412,7 @@ def train_seeds_separately(
     trained = []
     for seed in seeds:
         (model,) = _build_seed_models([seed], model_init)
-        trainer = Trainer(
+        trainer = RowOrderTrainer(
             model=model,
             args=dataclasses.replace(args, seed=seed),
             train_dataset=train_dataset,

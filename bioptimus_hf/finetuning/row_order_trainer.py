@@ -12,13 +12,18 @@ from torch.utils.data import SequentialSampler
 from transformers import Trainer
 
 
+def average_accumulated_losses(trainer: Trainer) -> None:
+    """Under gradient accumulation, ``trainer`` divides each pass's loss by the passes. The task heads' losses are
+    means that ignore ``num_items_in_batch`` (transformers' sequence and token classification): handed it, the
+    Trainer would sum the passes' means instead."""
+    if trainer.args.gradient_accumulation_steps > 1:
+        trainer.model_accepts_loss_kwargs = False
+
+
 class RowOrderTrainer(Trainer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.args.gradient_accumulation_steps > 1:
-            # The task heads' losses are means that ignore num_items_in_batch (transformers' sequence and token
-            # classification): handed it, the Trainer would sum the passes' means instead of averaging them.
-            self.model_accepts_loss_kwargs = False
+        average_accumulated_losses(self)
 
     def _get_eval_sampler(self, eval_dataset):
         if eval_dataset is None:

@@ -7,6 +7,7 @@ stops, it terminates every worker."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import pickle
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .allocator import return_freed_memory
 from .errors import BadInput
 from .hardware import GpuMemory, default_device, visible_gpus
 
@@ -542,6 +544,9 @@ def _run_job(payload: bytes, log_path: str | None, threads: int, device: str, te
         traceback.print_exc()
         reply = (None, one_line(error), is_out_of_memory(error))
     peak = _reset_cuda(device)
+    job = None
+    gc.collect()
+    return_freed_memory()  # what the job freed goes back before this worker's next job
     sys.stdout.flush()
     sys.stderr.flush()
     if log is not None:
@@ -555,8 +560,6 @@ def _reset_cuda(device: str) -> int | None:
     """The highest memory CUDA reserved since the last reset (None off CUDA), then its cache and peak reset."""
     if device != "cuda" or "torch" not in sys.modules or not sys.modules["torch"].cuda.is_initialized():
         return None
-    import gc
-
     import torch
 
     peak = int(torch.cuda.max_memory_reserved())
