@@ -10,6 +10,7 @@ branch, emulated where not native). Tests marked ``gpu`` need CUDA and are skipp
 See tests/README.md.
 """
 
+import logging
 import os
 from pathlib import Path
 
@@ -73,6 +74,18 @@ def pinned_precision(request, monkeypatch):
     if request.node.get_closest_marker("precision") is None:
         monkeypatch.delenv(FORCE_BF16_ENV, raising=False)
         monkeypatch.setenv(DISABLE_BF16_ENV, "1")
+
+
+@pytest.fixture(autouse=True)
+def package_log_levels():
+    """The package's logger levels as each test found them: a command run in-process with ``--log_level`` sets them
+    for the process (as transformers' examples do), which would silence a later test's expected warning."""
+    loggers = [logging.getLogger(name) for name in ("bioptimus_hf", "__main__")]
+    states = [(logger.level, logger.propagate, logger.disabled) for logger in loggers]
+    yield
+    for logger, (level, propagate, disabled) in zip(loggers, states):
+        logger.setLevel(level)
+        logger.propagate, logger.disabled = propagate, disabled
 
 
 @pytest.fixture
